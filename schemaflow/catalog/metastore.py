@@ -1,0 +1,251 @@
+"""The live state: tables and views read from the Hive metastore, in bulk, into the model.
+
+Everything goes through the session's Thrift metastore client, the same one Spark uses, which
+works alike for an embedded and a remote metastore. Reading is built for thousands of objects:
+every py4j call is a socket round trip, so tables are fetched 100 at a time with
+``getTableObjectsByName``, each batch is serialised to JSON inside the JVM, and only those bytes
+cross to Python, where they become ``Table`` and ``View`` objects.
+
+Table parameters that are bookkeeping (statistics, DDL times, Spark's copy of the schema,
+schemaflow's own keys) are not properties; ``managed_keys`` and ``version`` come from
+schemaflow's keys. A JVM failure becomes a ``SchemaflowError`` carrying the Java message.
+"""
+from __future__ import annotations
+
+import json
+import re
+from contextlib import AbstractContextManager
+from functools import lru_cache
+from typing import Any, Iterator, Mapping, Sequence
+
+from pyspark.sql import SparkSession
+
+from schemaflow.catalog.jvm import java_errors
+from schemaflow.errors import SchemaflowError
+from schemaflow.model import (
+    MANAGED_KEYS_KEY,
+    SCHEMAFLOW_PREFIX,
+    VERSION_KEY,
+    Catalog,
+    Column,
+    Object,
+    Table,
+    View,
+    split_key,
+)
+from schemaflow.sql.types import InvalidType, canonical_type
+
+BATCH_SIZE = 100
+
+# Table parameters that the metastore, Hive or Spark keep for themselves.
+BOOKKEEPING_KEYS = frozenset({
+    "comment", "transient_lastDdlTime", "EXTERNAL", "numFiles", "totalSize", "numRows",
+    "rawDataSize", "COLUMN_STATS_ACCURATE", "numFilesErasureCoded", "bucketing_version",
+})
+BOOKKEEPING_PREFIXES = ("spark.sql.", "last_modified_", "view.", SCHEMAFLOW_PREFIX)
+
+# Storage formats by SerDe class; the generic SerDes are told apart by their input format.
+FORMAT_BY_SERDE = {
+    "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe": "parquet",
+    "org.apache.hadoop.hive.ql.io.orc.OrcSerde": "orc",
+    "org.apache.hadoop.hive.serde2.avro.AvroSerDe": "avro",
+    "org.apache.hadoop.hive.serde2.JsonSerDe": "jsonfile",
+    "org.apache.hive.hcatalog.data.JsonSerDe": "jsonfile",
+}
+GENERIC_SERDES = frozenset({
+    "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe",
+    "org.apache.hadoop.hive.serde2.columnar.ColumnarSerDe",
+    "org.apache.hadoop.hive.serde2.columnar.LazyBinaryColumnarSerDe",
+})
+FORMAT_BY_INPUT = {
+    "org.apache.hadoop.mapred.TextInputFormat": "textfile",
+    "org.apache.hadoop.mapred.SequenceFileInputFormat": "sequencefile",
+    "org.apache.hadoop.hive.ql.io.RCFileInputFormat": "rcfile",
+}
+PROVIDER_KEY = "spark.sql.sources.provider"
+# Environment-context key that spares an unpartitioned table a listing of its files on alter.
+DO_NOT_UPDATE_STATS = "DO_NOT_UPDATE_STATS"
+
+
+class Metastore:
+    """A Hive metastore reached through a SparkSession's own Thrift client."""
+
+    def __init__(self, spark: SparkSession, msc: Any, endpoint: str) -> None:
+        self.spark = spark
+        self.msc = msc
+        self.endpoint = endpoint
+        jvm = spark.sparkContext._jvm
+        self._api = jvm.org.apache.hadoop.hive.metastore.api
+        self._serializer = jvm.org.apache.thrift.TSerializer(
+            jvm.org.apache.thrift.protocol.TSimpleJSONProtocol.Factory()
+        )
+
+    @classmethod
+    def connect(cls, spark: SparkSession) -> Metastore:
+        """Open the metastore that ``spark`` is configured with; fails if it cannot be reached."""
+        shared_state = spark._jsparkSession.sharedState()  # loads hive-site.xml into the Hadoop conf
+        endpoint = describe_endpoint(spark.sparkContext._jsc.hadoopConfiguration())
+        with java_errors(f"cannot reach the Hive metastore ({endpoint})", endpoint):
+            client = shared_state.externalCatalog().unwrapped().client()
+            msc = spark.sparkContext._jvm.org.apache.hadoop.hive.ql.metadata.Hive.get(client.conf()).getMSC()
+        return cls(spark, msc, endpoint)
+
+    def databases(self) -> tuple[str, ...]:
+        """The names of the existing databases, sorted."""
+        with self._errors("listing databases"):
+            return tuple(sorted(self.msc.getAllDatabases()))
+
+    def read(self, databases: tuple[str, ...]) -> Catalog:
+        """Every table and view in ``databases``; databases that do not exist have none."""
+        existing = set(self.databases())
+        present = tuple(sorted({d for d in databases if d in existing}))
+        objects: dict[str, Object] = {}
+        for database in present:
+            for data in self._table_data(database):
+                obj = to_model(data)
+                objects[obj.key] = obj
+        return Catalog(databases=present, objects=dict(sorted(objects.items())))
+
+    def count_partitions(self, key: str) -> int:
+        """How many partitions the table ``key`` has, counted by the metastore (no listing)."""
+        database, name = split_key(key)
+        with self._errors(f"counting the partitions of {key}"):
+            return int(self.msc.getNumPartitionsByFilter(database, name, ""))
+
+    def set_parameters(self, key: str, set: Mapping[str, str], unset: Sequence[str]) -> None:
+        """Set and remove table parameters of ``key`` with one ``alter_table``.
+
+        Through the client rather than Spark SQL, because Spark refuses reserved keys such as
+        ``owner``; parameters written this way survive later ALTERs made through Spark.
+        """
+        database, name = split_key(key)
+        with self._errors(f"setting the parameters of {key}"):
+            table = self.msc.getTable(database, name)
+            parameters = table.getParameters()
+            for parameter in unset:
+                parameters.remove(parameter)
+            for parameter, value in sorted(set.items()):
+                parameters.put(parameter, value)
+            context = self._api.EnvironmentContext({DO_NOT_UPDATE_STATS: "true"})
+            self.msc.alter_table_with_environmentContext(database, name, table, context)
+
+    def run_sql(self, sql: str) -> None:
+        """Run one statement through the session's ``spark.sql``."""
+        with self._errors("running Spark SQL"):
+            self.spark.sql(sql)
+
+    def partition_view(self, key: str, columns: Sequence[str]) -> None:
+        """Make the view's trailing output ``columns`` its partition keys (Hive ``PARTITIONED ON``).
+
+        Spark cannot parse ``PARTITIONED ON``, but the metastore holds it: the columns move from
+        the view's storage descriptor into its partition keys, and Spark still reads the view with
+        its full schema. ``spec`` has checked that they are the rightmost columns, in order.
+        """
+        database, name = split_key(key)
+        with self._errors(f"partitioning view {key}"):
+            view = self.msc.getTable(database, name)
+            cols = list(view.getSd().getCols())
+            keep, move = cols[:len(cols) - len(columns)], cols[len(cols) - len(columns):]
+            if [c.getName() for c in move] != list(columns):
+                raise SchemaflowError(f"view {key} does not end with the columns {list(columns)}")
+            view.getSd().setCols(keep)
+            view.setPartitionKeys(move)
+            context = self._api.EnvironmentContext({DO_NOT_UPDATE_STATS: "true"})
+            self.msc.alter_table_with_environmentContext(database, name, view, context)
+
+    def _table_data(self, database: str) -> Iterator[dict[str, Any]]:
+        """The Thrift Table objects of ``database`` as JSON-decoded dicts, fetched in batches."""
+        with self._errors(f"reading the tables of database {database}"):
+            names = self.msc.getAllTables(database)
+            total = names.size()
+            for start in range(0, total, BATCH_SIZE):
+                batch = names.subList(start, min(start + BATCH_SIZE, total))
+                tables = self.msc.getTableObjectsByName(database, batch)
+                encoded = self._serializer.serialize(self._api.GetTablesResult(tables))
+                # Bytes, decoded here as UTF-8: TSerializer.toString would use the JVM's default charset.
+                yield from json.loads(encoded).get("tables", [])
+
+    def _errors(self, doing: str) -> AbstractContextManager[None]:
+        return java_errors(doing, self.endpoint)
+
+
+def describe_endpoint(hadoop_conf: Any) -> str:
+    """A name for the metastore that a Hadoop configuration points at, for messages."""
+    uris = hadoop_conf.get("hive.metastore.uris")
+    if uris:
+        return uris
+    url = hadoop_conf.get("javax.jdo.option.ConnectionURL") or "jdbc:derby:;databaseName=metastore_db"
+    derby = re.match(r"jdbc:derby:.*databaseName=([^;]+)", url)
+    if derby:
+        return f"embedded Derby at {derby.group(1)}"
+    return f"embedded metastore on {re.split(r'[?;]', url)[0]}"
+
+
+# --- Thrift JSON → model ---------------------------------------------------------------------
+
+def to_model(data: Mapping[str, Any]) -> Object:
+    """A table or view from the JSON form of a Thrift ``Table``."""
+    parameters: dict[str, str] = data.get("parameters", {})
+    sd = data.get("sd", {})
+    columns = tuple(_column(c) for c in sd.get("cols", []))
+    partition_keys = tuple(_column(c) for c in data.get("partitionKeys", []))
+    common = dict(
+        database=data["dbName"],
+        name=data["tableName"],
+        comment=parameters.get("comment") or None,
+        properties=user_properties(parameters),
+        managed_keys=tuple(sorted(k for k in parameters.get(MANAGED_KEYS_KEY, "").split(",") if k)),
+        version=parameters.get(VERSION_KEY),
+    )
+    if data.get("tableType") == "VIRTUAL_VIEW":
+        return View(
+            sql=data.get("viewOriginalText", ""),
+            columns=columns + partition_keys,
+            partitioned_on=tuple(c.name for c in partition_keys),
+            **common,
+        )
+    external = data.get("tableType") == "EXTERNAL_TABLE"
+    return Table(
+        columns=columns,
+        partition_columns=partition_keys,
+        format=storage_format(sd, parameters),
+        external=external,
+        location=sd.get("location") if external else None,
+        **common,
+    )
+
+
+def user_properties(parameters: Mapping[str, str]) -> dict[str, str]:
+    """The table parameters that are the user's, not bookkeeping."""
+    return {
+        key: value for key, value in sorted(parameters.items())
+        if key not in BOOKKEEPING_KEYS and not key.startswith(BOOKKEEPING_PREFIXES)
+    }
+
+
+def storage_format(sd: Mapping[str, Any], parameters: Mapping[str, str]) -> str:
+    """The format name (parquet, orc, ...) of a table, else its SerDe class name.
+
+    A Spark data-source table (``USING csv``) names its format in a parameter; its storage
+    descriptor is a placeholder when the format has no Hive SerDe.
+    """
+    provider = parameters.get(PROVIDER_KEY, "").lower()
+    if provider and provider != "hive":
+        return provider
+    serde = sd.get("serdeInfo", {}).get("serializationLib", "")
+    if serde in GENERIC_SERDES:
+        return FORMAT_BY_INPUT.get(sd.get("inputFormat", ""), serde)
+    return FORMAT_BY_SERDE.get(serde, serde)
+
+
+def _column(data: Mapping[str, Any]) -> Column:
+    return Column(name=data["name"], type=_live_type(data["type"]), comment=data.get("comment") or None)
+
+
+@lru_cache(maxsize=4096)
+def _live_type(text: str) -> str:
+    """The canonical form of a stored type; a type schemaflow does not know stays as stored."""
+    try:
+        return canonical_type(text)
+    except InvalidType:
+        return text

@@ -1,0 +1,110 @@
+"""The one SparkSession schemaflow works through, built from the project's settings.
+
+The session has Hive support and talks to the configured metastore: a Thrift server when
+``metastore_uri`` is set, otherwise an embedded Derby database under the project's state
+directory. Every ``spark_conf`` entry of the settings is passed through, so a site can add what
+its cluster needs (Kerberos principals, S3 credentials providers, ...).
+
+Spark, Hive and DataNucleus log nothing (see ``log4j2.properties``), the JVM's own output goes to
+``jvm.log`` in the state directory, and PySpark's JSON error loggers are silenced: schemaflow
+reports failures itself, as one readable line.
+"""
+from __future__ import annotations
+
+import logging
+import shlex
+import time
+from pathlib import Path
+
+from py4j.protocol import Py4JError
+from pyspark import SparkConf, SparkContext
+from pyspark.errors import PySparkException
+from pyspark.java_gateway import launch_gateway
+from pyspark.logger import PySparkLogger
+from pyspark.sql import SparkSession
+
+from schemaflow.catalog.jvm import java_message
+from schemaflow.errors import SchemaflowError
+from schemaflow.project import STATE_DIR, Settings
+
+LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
+JAVA_OPTIONS_KEY = "spark.driver.extraJavaOptions"
+JVM_LOG = "jvm.log"
+# PySpark logs every SQL error as a JSON line on stderr through these loggers.
+PYSPARK_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
+
+log = logging.getLogger(__name__)
+
+
+def spark_session(settings: Settings) -> SparkSession:
+    """The active SparkSession, or a new one with Hive support configured from ``settings``."""
+    for name in PYSPARK_ERROR_LOGGERS:
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL + 1)
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    state_dir = state_directory(settings)
+    state_dir.mkdir(parents=True, exist_ok=True)
+    conf = SparkConf(loadDefaults=False).setAll(sorted(spark_conf(settings).items()))
+    jvm_log = state_dir / JVM_LOG
+    started = time.monotonic()
+    try:
+        with jvm_log.open("wb") as output:
+            gateway = launch_gateway(conf, popen_kwargs={"stdout": output, "stderr": output})
+        SparkContext(conf=conf, gateway=gateway)
+    except (PySparkException, Py4JError) as error:
+        reason = _jvm_failure(jvm_log) or java_message(error)
+        raise SchemaflowError(
+            f"could not start Spark ({settings.spark_master}): {reason} (the JVM's output is in {jvm_log})"
+        ) from None
+    spark = SparkSession.builder.getOrCreate()
+    log.debug("Spark session started in %.1f s", time.monotonic() - started)
+    return spark
+
+
+def spark_conf(settings: Settings) -> dict[str, str]:
+    """The Spark configuration for ``settings``: schemaflow's entries, then the user's on top.
+
+    The user's ``spark.driver.extraJavaOptions`` are kept, and schemaflow's options appended,
+    except those the user sets already (such as their own ``-Dlog4j.configurationFile``).
+    """
+    state_dir = state_directory(settings)
+    conf = {
+        "spark.master": settings.spark_master,
+        "spark.app.name": "schemaflow",
+        "spark.sql.catalogImplementation": "hive",
+        "spark.ui.enabled": "false",
+        # Hive's default is a new /tmp/<session id>_resources directory per session, never removed.
+        "spark.hadoop.hive.downloaded.resources.dir": str(state_dir / "hive-resources"),
+    }
+    java_options = {"log4j.configurationFile": str(LOG4J_CONFIG)}
+    if settings.warehouse_dir:
+        conf["spark.sql.warehouse.dir"] = settings.warehouse_dir
+    if settings.metastore_uri:
+        conf["spark.hadoop.hive.metastore.uris"] = settings.metastore_uri
+    else:
+        conf["spark.hadoop.javax.jdo.option.ConnectionURL"] = (
+            f"jdbc:derby:;databaseName={state_dir / 'metastore_db'};create=true"
+        )
+        java_options["derby.system.home"] = str(state_dir)
+    user_conf = dict(settings.spark_conf)
+    user_java = user_conf.pop(JAVA_OPTIONS_KEY, "")
+    ours = [
+        shlex.quote(f"-D{name}={value}")
+        for name, value in java_options.items()
+        if f"-D{name}=" not in user_java
+    ]
+    conf[JAVA_OPTIONS_KEY] = " ".join(([user_java] if user_java else []) + ours)
+    conf.update(user_conf)
+    return conf
+
+
+def state_directory(settings: Settings) -> Path:
+    """Where the embedded Derby metastore, derby.log, the JVM's log and Hive's scratch files live."""
+    return Path(settings.derby_dir or STATE_DIR).resolve()
+
+
+def _jvm_failure(jvm_log: Path) -> str:
+    """The line of the JVM's output that says why it stopped: the first that is not a warning."""
+    lines = jvm_log.read_text(errors="replace").splitlines()
+    return next((line for line in lines if line.strip() and not line.startswith(("WARNING", " ", "\t"))), "")

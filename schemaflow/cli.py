@@ -1,0 +1,131 @@
+"""The ``schemaflow`` command line: parse arguments, call the library, choose the exit code.
+
+Exit codes: ``validate`` 0 valid, 1 invalid; ``plan`` 0 no changes, 2 changes, 1 error;
+``apply`` 0 done (or nothing to do), 1 error. Errors go to stderr as ``path:line:col: message``
+for the project's files, or ``error: ...`` otherwise.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from schemaflow import __version__
+from schemaflow.apply.executor import apply_plan
+from schemaflow.errors import SchemaflowError, SpecError
+from schemaflow.plan.plan import Plan
+from schemaflow.project import load_project
+from schemaflow.render import FORMATS, render
+from schemaflow.render.text import render as render_text
+from schemaflow import workflow
+
+EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="schemaflow", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"schemaflow {__version__}")
+    parser.add_argument("--project", default=".", metavar="DIR", help="the project directory (default: .)")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    commands.add_parser("validate", help="check the project's YAML, without a metastore")
+
+    plan = commands.add_parser("plan", help="show the steps that would make the metastore match schemas/")
+    plan.add_argument("--format", choices=FORMATS, default="text")
+    plan.add_argument("--out", type=Path, metavar="FILE", help="also save the plan as JSON, for apply")
+    plan.add_argument("--allow-destructive", action="store_true", help="plan drops instead of blocking them")
+    plan.add_argument("--against", type=Path, metavar="SNAPSHOT",
+                      help="plan against a saved live state (see snapshot) instead of the metastore")
+
+    apply = commands.add_parser("apply", help="plan (or load a saved plan) and apply it")
+    apply.add_argument("plan_file", nargs="?", type=Path, metavar="PLAN", help="a plan saved by plan --out")
+    apply.add_argument("--auto-approve", action="store_true", help="do not ask for confirmation")
+    apply.add_argument("--allow-destructive", action="store_true", help="allow drops (when planning here)")
+
+    snapshot = commands.add_parser("snapshot", help="save the live state of the managed databases as JSON")
+    snapshot.add_argument("--out", type=Path, required=True, metavar="FILE")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        project = load_project(args.project)
+        return {"validate": _validate, "plan": _plan, "apply": _apply, "snapshot": _snapshot}[args.command](
+            project, args)
+    except SpecError as error:
+        print(error, file=sys.stderr)
+        print(f"{len(error.problems)} problem(s) found; nothing was planned or applied.", file=sys.stderr)
+        return EXIT_ERROR
+    except SchemaflowError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _validate(project, args) -> int:
+    catalog = workflow.desired_state(project)
+    tables = sum(1 for _ in catalog.tables())
+    views = sum(1 for _ in catalog.views())
+    print(f"valid: {tables} tables and {views} views in {len(catalog.databases)} databases "
+          f"({', '.join(catalog.databases)})")
+    return EXIT_OK
+
+
+def _plan(project, args) -> int:
+    if args.against:
+        plan = workflow.plan_against_snapshot(project, args.against, allow_destructive=args.allow_destructive)
+    else:
+        plan = workflow.make_plan(project, workflow.Live(project), allow_destructive=args.allow_destructive)
+    sys.stdout.write(render(plan, args.format))
+    if args.out:
+        args.out.write_text(plan.to_json())
+        print(f"Saved the plan to {args.out}; apply it with: schemaflow apply {args.out}", file=sys.stderr)
+    return EXIT_OK if plan.is_empty else EXIT_CHANGES
+
+
+def _apply(project, args) -> int:
+    live = workflow.Live(project)
+    if args.plan_file:
+        plan = workflow.load_plan(args.plan_file)
+        if args.allow_destructive and not plan.allow_destructive:
+            raise SchemaflowError(f"{args.plan_file} was planned without --allow-destructive; "
+                                  "a saved plan runs as reviewed: plan again with --allow-destructive")
+    else:
+        plan = workflow.make_plan(project, live, allow_destructive=args.allow_destructive)
+    sys.stdout.write(render_text(plan))
+    if plan.is_empty:
+        return EXIT_OK
+    if not plan.blocked and not args.auto_approve and not _confirm(plan):
+        print("Not applied.", file=sys.stderr)
+        return EXIT_ERROR
+    print()
+    apply_plan(plan, live.target(), progress=sys.stdout)
+    print(f"\nApplied {len(plan.steps)} steps.")
+    return EXIT_OK
+
+
+def _confirm(plan: Plan) -> bool:
+    if not sys.stdin.isatty():
+        raise SchemaflowError("not a terminal, so no one can confirm: pass --auto-approve to apply")
+    answer = input(f"\nApply these {len(plan.steps)} steps? Only 'yes' is accepted: ")
+    return answer.strip() == "yes"
+
+
+def _snapshot(project, args) -> int:
+    from schemaflow.catalog.snapshot import write_snapshot
+
+    desired = workflow.desired_state(project)
+    live = workflow.Live(project)
+    current = live.read(desired.databases)
+    counts = {t.key: live.metastore.count_partitions(t.key) for t in current.tables() if t.partition_columns}
+    write_snapshot(current, args.out, partition_counts=counts)
+    print(f"Saved the live state of {', '.join(desired.databases)} to {args.out}", file=sys.stderr)
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

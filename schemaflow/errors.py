@@ -1,0 +1,31 @@
+"""Errors schemaflow reports to its user, each saying where the problem is and what to do.
+
+``Problem`` is one finding at a source position; ``SpecError`` carries all the problems found in
+the project's files, so that ``validate`` can report every one of them in a single run.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from schemaflow.model import Source
+
+
+class SchemaflowError(Exception):
+    """An error with a message meant for the user; the CLI prints it and exits 1."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    source: Source
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.source}: {self.message}"
+
+
+class SpecError(SchemaflowError):
+    """The project's YAML is invalid; nothing may be planned or applied from it."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = sorted(problems, key=lambda p: (p.source.path, p.source.line, p.source.col, p.message))
+        super().__init__("\n".join(str(p) for p in self.problems))

@@ -1,0 +1,174 @@
+"""The one vocabulary for schema state: tables, views and the catalog that holds them.
+
+The desired state loaded from YAML, the live state read from the metastore and JSON snapshots
+are all expressed in these frozen dataclasses, so the planner always compares like with like.
+Names are stored as the metastore stores them: lower-case. Types are canonical Hive type strings
+(see ``schemaflow.sql.types``). ``Source`` points back at the YAML that declared an object and
+never takes part in comparisons.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Iterator, Mapping
+
+# Table parameters that schemaflow itself writes on every object it manages.
+VERSION_KEY = "schemaflow.version"
+MANAGED_KEYS_KEY = "schemaflow.managed_properties"
+SCHEMAFLOW_PREFIX = "schemaflow."
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where an object or value was declared: a file and a 1-based line and column."""
+
+    path: str
+    line: int = 1
+    col: int = 1
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}:{self.col}"
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str | None = None  # None only for a declared view column, whose type the SQL decides
+    comment: str | None = None
+    source: Source | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Table:
+    database: str
+    name: str
+    columns: tuple[Column, ...]
+    partition_columns: tuple[Column, ...] = ()
+    comment: str | None = None
+    format: str = "parquet"
+    external: bool = False
+    location: str | None = None
+    properties: Mapping[str, str] = field(default_factory=dict)
+    # Live state only: the property keys schemaflow wrote last time (so removed ones can be unset),
+    # and the version stamp it left.
+    managed_keys: tuple[str, ...] = field(default=(), compare=False)
+    version: str | None = field(default=None, compare=False)
+    source: Source | None = field(default=None, compare=False, repr=False)
+
+    kind = "table"
+
+    @property
+    def key(self) -> str:
+        return f"{self.database}.{self.name}"
+
+    @property
+    def all_columns(self) -> tuple[Column, ...]:
+        """Data columns followed by partition columns: the schema a reader of the table sees."""
+        return self.columns + self.partition_columns
+
+
+@dataclass(frozen=True)
+class View:
+    database: str
+    name: str
+    sql: str
+    # Declared: names and comments imposed on the output (type None), or () to keep the SQL's.
+    # Live: the stored output columns with their types.
+    columns: tuple[Column, ...] = ()
+    comment: str | None = None
+    partitioned_on: tuple[str, ...] = ()
+    properties: Mapping[str, str] = field(default_factory=dict)
+    # The tables and views the SQL reads ("db.name", sorted); derived from ``sql``.
+    reads: tuple[str, ...] = field(default=(), compare=False)
+    managed_keys: tuple[str, ...] = field(default=(), compare=False)
+    version: str | None = field(default=None, compare=False)
+    source: Source | None = field(default=None, compare=False, repr=False)
+
+    kind = "view"
+
+    @property
+    def key(self) -> str:
+        return f"{self.database}.{self.name}"
+
+
+Object = Table | View
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """A set of databases and the tables and views in them, keyed by ``db.name``."""
+
+    databases: tuple[str, ...] = ()
+    objects: Mapping[str, Object] = field(default_factory=dict)
+
+    def get(self, key: str) -> Object | None:
+        return self.objects.get(key)
+
+    def tables(self) -> Iterator[Table]:
+        return (o for _, o in sorted(self.objects.items()) if isinstance(o, Table))
+
+    def views(self) -> Iterator[View]:
+        return (o for _, o in sorted(self.objects.items()) if isinstance(o, View))
+
+    def in_databases(self, databases: tuple[str, ...]) -> "Catalog":
+        """The part of this catalog that lies in the given databases."""
+        wanted = set(databases)
+        return Catalog(
+            databases=tuple(sorted(d for d in self.databases if d in wanted)),
+            objects={k: o for k, o in self.objects.items() if o.database in wanted},
+        )
+
+
+def split_key(key: str) -> tuple[str, str]:
+    database, _, name = key.partition(".")
+    return database, name
+
+
+# --- plain-data form, shared by snapshots and saved plans ------------------------------------
+
+def to_data(obj: Object) -> dict[str, Any]:
+    """An object as plain JSON-ready data (without its source position)."""
+    data: dict[str, Any] = {"kind": obj.kind}
+    for f in fields(obj):
+        if f.name == "source":
+            continue
+        value = getattr(obj, f.name)
+        if f.name in ("columns", "partition_columns"):
+            value = [_column_data(c) for c in value]
+        elif isinstance(value, tuple):
+            value = list(value)
+        elif isinstance(value, Mapping):
+            value = dict(sorted(value.items()))
+        data[f.name] = value
+    return data
+
+
+def from_data(data: Mapping[str, Any]) -> Object:
+    """The inverse of :func:`to_data`."""
+    data = dict(data)
+    cls = {"table": Table, "view": View}[data.pop("kind")]
+    for name in ("columns", "partition_columns"):
+        if name in data:
+            data[name] = tuple(Column(**c) for c in data[name])
+    for name in ("partitioned_on", "managed_keys", "reads"):
+        if name in data:
+            data[name] = tuple(data[name])
+    return cls(**data)
+
+
+def _column_data(column: Column) -> dict[str, Any]:
+    return {"name": column.name, "type": column.type, "comment": column.comment}
+
+
+def fingerprint(obj: Object) -> str:
+    """A short, stable digest of an object's definition: what ``schemaflow.version`` records.
+
+    Live-only bookkeeping (managed keys, the previous version) does not take part, so the
+    fingerprint of a desired object equals that of the live object it was applied to.
+    """
+    data = to_data(replace(obj, managed_keys=(), version=None))
+    for live_only in ("managed_keys", "version", "reads"):
+        data.pop(live_only, None)
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]

@@ -1,0 +1,237 @@
+"""One frozen dataclass per kind of change, each able to say what it is and what it turns into.
+
+A change knows its object, whether it destroys anything, whether it reshapes the object (changes
+the columns a reader sees, so views over it are re-created after it), and the ``Step`` it becomes:
+a summary for the reviewer, notes on its consequences, and the actions the executor runs. No change
+executes anything itself.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from schemaflow.model import SCHEMAFLOW_PREFIX, Column, Table, View
+from schemaflow.plan.steps import PartitionView, SetParameters, SqlAction, Step
+from schemaflow.sql import ddl
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+@dataclass(frozen=True)
+class CreateDatabase:
+    database: str
+    object_type = "database"
+    destructive = False
+    reshapes = False
+
+    @property
+    def key(self) -> str:
+        return self.database
+
+    def to_step(self) -> Step:
+        return Step("create_database", self.database, "database", f"create database {self.database}",
+                    (SqlAction(ddl.create_database(self.database)),))
+
+
+@dataclass(frozen=True)
+class CreateTable:
+    table: Table
+    object_type = "table"
+    destructive = False
+    reshapes = True
+
+    @property
+    def key(self) -> str:
+        return self.table.key
+
+    def to_step(self) -> Step:
+        t = self.table
+        shape = _plural(len(t.columns), "column")
+        if t.partition_columns:
+            shape += f", partitioned by ({', '.join(c.name for c in t.partition_columns)})"
+        kind = "external table" if t.external else "table"
+        return Step("create_table", t.key, "table", f"create {kind} {t.key} ({shape}, {t.format})",
+                    (SqlAction(ddl.create_table(t)),))
+
+
+@dataclass(frozen=True)
+class DropTable:
+    table: Table
+    object_type = "table"
+    destructive = True
+    reshapes = True
+
+    @property
+    def key(self) -> str:
+        return self.table.key
+
+    def to_step(self) -> Step:
+        if self.table.external:
+            note = f"external table: its data files at {self.table.location} are kept"
+        else:
+            note = "managed table: its data files are deleted with it"
+        return Step("drop_table", self.key, "table", f"drop table {self.key}",
+                    (SqlAction(ddl.drop("table", self.key)),), notes=(note,), destructive=True)
+
+
+@dataclass(frozen=True)
+class AddColumns:
+    key: str
+    columns: tuple[Column, ...]
+    partitioned: bool
+    partition_count: int | None = None  # None: not counted (no metastore at hand)
+    object_type = "table"
+    destructive = False
+    reshapes = True
+
+    def to_step(self) -> Step:
+        names = ", ".join(f"{c.name} {c.type}" for c in self.columns)
+        notes: tuple[str, ...] = ()
+        if self.partitioned:
+            # Hive's prefix rule: an append-only change never needs the partitions rewritten.
+            count = "existing" if self.partition_count is None else _plural(self.partition_count, "partition")
+            notes = (f"table only: {count} keep their old column list "
+                     "(safe: appended columns read as NULL there)",)
+        return Step("add_columns", self.key, "table", f"add {_plural(len(self.columns), 'column')} to {self.key}: {names}",
+                    (SqlAction(ddl.add_columns(self.key, self.columns)),), notes=notes)
+
+
+@dataclass(frozen=True)
+class SetColumnComment:
+    key: str
+    column: str
+    old: str | None
+    new: str | None
+    object_type = "table"
+    destructive = False
+    reshapes = False
+
+    def to_step(self) -> Step:
+        return Step("set_column_comment", self.key, "table",
+                    f"comment on column {self.key}.{self.column}: {self.old!r} -> {self.new!r}",
+                    (SqlAction(ddl.set_column_comment(self.key, self.column, self.new)),))
+
+
+@dataclass(frozen=True)
+class SetTableComment:
+    key: str
+    old: str | None
+    new: str | None
+    object_type = "table"
+    destructive = False
+    reshapes = False
+
+    def to_step(self) -> Step:
+        return Step("set_table_comment", self.key, "table", f"comment on table {self.key}: {self.old!r} -> {self.new!r}",
+                    (SqlAction(ddl.set_table_comment(self.key, self.new)),))
+
+
+def _view_actions(view: View, replace: bool) -> tuple:
+    # Unqualified names in the SQL resolve in the view's own database, as validate resolved them.
+    actions: tuple = (SqlAction(ddl.use_database(view.database)), SqlAction(ddl.create_view(view, replace)))
+    if view.partitioned_on:
+        actions += (PartitionView(view.key, view.partitioned_on),)
+    return actions
+
+
+@dataclass(frozen=True)
+class CreateView:
+    view: View
+    object_type = "view"
+    destructive = False
+    reshapes = True
+
+    @property
+    def key(self) -> str:
+        return self.view.key
+
+    def to_step(self) -> Step:
+        return Step("create_view", self.key, "view", f"create view {self.key}", _view_actions(self.view, replace=False))
+
+
+@dataclass(frozen=True)
+class ReplaceView:
+    view: View
+    reasons: tuple[str, ...]
+    reshapes: bool = True  # False when only comments changed: readers see the same columns
+    object_type = "view"
+    destructive = False
+
+    @property
+    def key(self) -> str:
+        return self.view.key
+
+    def to_step(self) -> Step:
+        return Step("replace_view", self.key, "view", f"re-create view {self.key}: {'; '.join(self.reasons)}",
+                    _view_actions(self.view, replace=True))
+
+
+@dataclass(frozen=True)
+class DropView:
+    view: View
+    object_type = "view"
+    destructive = True
+    reshapes = True
+
+    @property
+    def key(self) -> str:
+        return self.view.key
+
+    def to_step(self) -> Step:
+        return Step("drop_view", self.key, "view", f"drop view {self.key}",
+                    (SqlAction(ddl.drop("view", self.key)),),
+                    notes=("queries and views that read it will fail",), destructive=True)
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    """A difference schemaflow cannot apply in place; the plan shows it blocked, with the way out."""
+
+    key: str
+    object_type: str
+    what: str
+    way_out: str
+    destructive = False
+    reshapes = False
+
+    def to_step(self) -> Step:
+        return Step("unsupported", self.key, self.object_type, f"{self.what} on {self.key}", (),
+                    blocked=f"{self.what} is not supported in place: {self.way_out}")
+
+
+@dataclass(frozen=True)
+class Stamp:
+    """The last write to every object a plan touches: its managed properties and its version.
+
+    Written through the metastore client, which keeps reserved keys such as ``owner`` that Spark
+    SQL refuses, and which can carry the metastore's compare-and-swap guard.
+    """
+
+    key: str
+    object_type: str
+    set: Mapping[str, str] = field(default_factory=dict)
+    unset: tuple[str, ...] = ()
+    destructive = False
+    reshapes = False
+
+    def describe_properties(self) -> str:
+        """The managed properties this stamp sets and unsets, for people ("" when none)."""
+        parts = []
+        props = sorted(k for k in self.set if not k.startswith(SCHEMAFLOW_PREFIX))
+        if props:
+            parts.append("set " + ", ".join(props))
+        user_unset = [k for k in self.unset if not k.startswith(SCHEMAFLOW_PREFIX)]
+        if user_unset:
+            parts.append("unset " + ", ".join(user_unset))
+        return "; ".join(parts)
+
+    def to_step(self) -> Step:
+        summary = f"{self.describe_properties() or 'record schemaflow.version'} on {self.key}"
+        return Step("set_properties", self.key, self.object_type, summary,
+                    (SetParameters(self.key, dict(sorted(self.set.items())), self.unset),))
+
+
+Change = (CreateDatabase | CreateTable | DropTable | AddColumns | SetColumnComment | SetTableComment
+          | CreateView | ReplaceView | DropView | Unsupported | Stamp)

@@ -1,0 +1,101 @@
+"""A plan: the ordered steps that turn the live catalog into the desired one, saved and loaded as JSON.
+
+``build_plan`` is the whole planner: diff, re-create the views downstream of reshaped objects,
+count the partitions an append leaves alone, end every touched object with its ``Stamp`` (managed
+properties and version), order everything, and block what may not run as asked (destructive steps
+without ``allow_destructive``, changes that cannot be made in place).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Mapping
+
+from schemaflow.model import Catalog
+from schemaflow.plan import deps
+from schemaflow.plan.changes import AddColumns, Change, CreateTable, CreateView, ReplaceView, Stamp
+from schemaflow.plan.diff import diff, property_delta, stamp_parameters
+from schemaflow.plan.steps import Step
+
+FORMAT_VERSION = 1
+DESTRUCTIVE_BLOCK = "destructive: run with --allow-destructive to allow it"
+
+PartitionCounter = Callable[[str], "int | None"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    steps: tuple[Step, ...]
+    databases: tuple[str, ...]
+    allow_destructive: bool = False
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.steps
+
+    @property
+    def blocked(self) -> tuple[Step, ...]:
+        return tuple(s for s in self.steps if s.blocked)
+
+    @property
+    def objects(self) -> tuple[str, ...]:
+        return tuple(sorted({s.object for s in self.steps}))
+
+    def to_data(self) -> dict[str, Any]:
+        return {"format_version": FORMAT_VERSION, "databases": list(self.databases),
+                "allow_destructive": self.allow_destructive, "steps": [s.to_data() for s in self.steps]}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_data(), indent=2, sort_keys=True) + "\n"
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> "Plan":
+        if data.get("format_version") != FORMAT_VERSION:
+            raise ValueError(f"plan format {data.get('format_version')!r} is not {FORMAT_VERSION}; re-run schemaflow plan")
+        return cls(steps=tuple(Step.from_data(s) for s in data["steps"]), databases=tuple(data["databases"]),
+                   allow_destructive=bool(data["allow_destructive"]))
+
+
+def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = False,
+               count_partitions: PartitionCounter | None = None) -> Plan:
+    """Plan the changes that turn ``live`` into ``desired`` (both restricted to the managed databases)."""
+    live = deps.with_live_reads(live)
+    changes = diff(desired, live)
+    changes += deps.recreate_dependents(desired, changes)
+    if count_partitions is not None:
+        changes = [replace(c, partition_count=count_partitions(c.key))
+                   if isinstance(c, AddColumns) and c.partitioned else c for c in changes]
+    changes += _stamps(desired, live, changes)
+    steps: list[Step] = []
+    for change in deps.order(changes, desired, live):
+        step = change.to_step()
+        if step.destructive and not allow_destructive and not step.blocked:
+            step = replace(step, blocked=DESTRUCTIVE_BLOCK)
+        if isinstance(change, Stamp) and steps and steps[-1].object == change.key:
+            # The stamp is the object's last write: it runs as the end of the step before it.
+            step = _fold(steps.pop(), change)
+        steps.append(step)
+    return Plan(steps=tuple(steps), databases=desired.databases, allow_destructive=allow_destructive)
+
+
+def _fold(step: Step, stamp: Stamp) -> Step:
+    properties = stamp.describe_properties()
+    notes = step.notes + ((f"properties: {properties}",) if properties else ())
+    return replace(step, actions=step.actions + stamp.to_step().actions, notes=notes)
+
+
+def _stamps(desired: Catalog, live: Catalog, changes: list[Change]) -> list[Stamp]:
+    """One final write per desired object that changes or whose managed properties differ.
+
+    A (re)created object gets all its properties again: Spark's CREATE OR REPLACE VIEW drops the
+    parameters it did not write.
+    """
+    touched = {c.key for c in changes}
+    recreated = {c.key for c in changes if isinstance(c, (CreateTable, CreateView, ReplaceView))}
+    stamps = []
+    for key, want in sorted(desired.objects.items()):
+        have = None if key in recreated else live.get(key)
+        changed, removed = property_delta(want, have)
+        if key in touched or changed or removed:
+            stamps.append(Stamp(key, want.kind, *stamp_parameters(want, have, changed, removed)))
+    return stamps

@@ -1,0 +1,108 @@
+"""The plan's serialisable vocabulary: steps, and the actions each step runs.
+
+A ``Step`` is what a reviewer reads (one change to one object, with its notes and hazards) and an
+``Action`` is what the executor runs: a Spark SQL statement, or a metastore call that Spark SQL
+cannot express. Printing a plan and applying it are two walks over the same steps, so what is
+reviewed is exactly what runs. Steps round-trip through plain JSON data for saved plans.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+
+@dataclass(frozen=True)
+class SqlAction:
+    """A statement run through ``spark.sql``."""
+
+    sql: str
+
+    def describe(self) -> str:
+        return self.sql + ";"
+
+    def to_data(self) -> dict[str, Any]:
+        return {"action": "sql", "sql": self.sql}
+
+
+@dataclass(frozen=True)
+class SetParameters:
+    """Set and unset table parameters through the metastore client (``alter_table``).
+
+    Used for managed properties and the ``schemaflow.version`` stamp: Spark SQL refuses reserved
+    keys such as ``owner``, and only the metastore client can later carry a compare-and-swap guard.
+    """
+
+    object: str
+    set: Mapping[str, str] = field(default_factory=dict)
+    unset: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        parts = [f"set {k}={v!r}" for k, v in sorted(self.set.items())]
+        parts += [f"unset {k}" for k in self.unset]
+        return f"-- metastore alter_table {self.object}: " + ", ".join(parts)
+
+    def to_data(self) -> dict[str, Any]:
+        return {"action": "set_parameters", "object": self.object,
+                "set": dict(sorted(self.set.items())), "unset": list(self.unset)}
+
+
+@dataclass(frozen=True)
+class PartitionView:
+    """Move a view's trailing output columns into its partition keys (Hive ``PARTITIONED ON``).
+
+    Spark SQL cannot parse ``PARTITIONED ON``; the metastore holds it all the same.
+    """
+
+    object: str
+    columns: tuple[str, ...]
+
+    def describe(self) -> str:
+        return f"-- metastore alter_table {self.object}: partitioned on ({', '.join(self.columns)})"
+
+    def to_data(self) -> dict[str, Any]:
+        return {"action": "partition_view", "object": self.object, "columns": list(self.columns)}
+
+
+Action = SqlAction | SetParameters | PartitionView
+
+
+def action_from_data(data: Mapping[str, Any]) -> Action:
+    kind = data.get("action")
+    if kind == "sql":
+        return SqlAction(sql=data["sql"])
+    if kind == "set_parameters":
+        return SetParameters(object=data["object"], set=dict(data["set"]), unset=tuple(data["unset"]))
+    if kind == "partition_view":
+        return PartitionView(object=data["object"], columns=tuple(data["columns"]))
+    raise ValueError(f"unknown action kind {kind!r}")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One change to one object, in the order it runs."""
+
+    kind: str                      # the change kind, e.g. "create_table", "add_columns"
+    object: str                    # "db.name", or the database name for database steps
+    object_type: str               # "database", "table" or "view"
+    summary: str                   # one line a reviewer reads
+    actions: tuple[Action, ...]
+    notes: tuple[str, ...] = ()    # consequences worth knowing (partitions left alone, ...)
+    destructive: bool = False
+    blocked: str | None = None     # why this step will not run as planned
+
+    def to_data(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind, "object": self.object, "object_type": self.object_type,
+            "summary": self.summary, "notes": list(self.notes),
+            "destructive": self.destructive, "blocked": self.blocked,
+            "actions": [a.to_data() for a in self.actions],
+        }
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> "Step":
+        return cls(
+            kind=data["kind"], object=data["object"], object_type=data["object_type"],
+            summary=data["summary"], notes=tuple(data.get("notes", ())),
+            destructive=bool(data.get("destructive", False)), blocked=data.get("blocked"),
+            actions=tuple(action_from_data(a) for a in data["actions"]),
+        )

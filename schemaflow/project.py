@@ -1,0 +1,84 @@
+"""A schemaflow project on disk: where its files are, and its settings.
+
+A project is a directory with ``schemas/`` (one table or view per YAML file), ``migrations/``
+(ordered explicit changes) and an optional ``schemaflow.yaml`` of settings. Every setting has a
+default that runs on a laptop: an embedded Derby metastore and a warehouse under ``.schemaflow/``.
+Environment variables override the file, so CI can point the same project at another metastore.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+from schemaflow.errors import SchemaflowError
+from schemaflow.spec.settings import check_settings
+
+SETTINGS_FILE = "schemaflow.yaml"
+STATE_DIR = ".schemaflow"
+ENV_METASTORE_URI = "SCHEMAFLOW_METASTORE_URI"
+ENV_WAREHOUSE_DIR = "SCHEMAFLOW_WAREHOUSE_DIR"
+ENV_SPARK_MASTER = "SCHEMAFLOW_SPARK_MASTER"
+
+
+@dataclass(frozen=True)
+class Settings:
+    metastore_uri: str | None = None          # None: embedded Derby under .schemaflow/
+    warehouse_dir: str = ""
+    spark_master: str = "local[2]"
+    spark_conf: Mapping[str, str] = field(default_factory=dict)
+    databases: tuple[str, ...] = ()           # empty: the databases named in schemas/
+    derby_dir: str = ""                       # where the embedded metastore lives
+
+
+@dataclass(frozen=True)
+class Project:
+    root: Path
+    settings: Settings
+
+    @property
+    def schemas_dir(self) -> Path:
+        return self.root / "schemas"
+
+    @property
+    def migrations_dir(self) -> Path:
+        return self.root / "migrations"
+
+    @property
+    def settings_file(self) -> Path:
+        return self.root / SETTINGS_FILE
+
+
+def load_project(root: str | Path, env: Mapping[str, str] | None = None) -> Project:
+    """Read the project at ``root``: its settings file (if any), then the environment overrides."""
+    root = Path(root).resolve()
+    env = os.environ if env is None else env
+    if not (root / "schemas").is_dir():
+        raise SchemaflowError(f"{root}: no schemas/ directory here; run in a schemaflow project or pass --project DIR")
+    raw = _read_settings(root / SETTINGS_FILE)
+    state = root / STATE_DIR
+    metastore = raw.get("metastore") or {}
+    spark = raw.get("spark") or {}
+    settings = Settings(
+        metastore_uri=env.get(ENV_METASTORE_URI) or metastore.get("uri"),
+        warehouse_dir=_absolute(root, env.get(ENV_WAREHOUSE_DIR) or raw.get("warehouse_dir") or str(state / "warehouse")),
+        spark_master=env.get(ENV_SPARK_MASTER) or spark.get("master") or "local[2]",
+        spark_conf={str(k): str(v) for k, v in sorted((spark.get("conf") or {}).items())},
+        databases=tuple(str(d).lower() for d in raw.get("databases") or ()),
+        derby_dir=str(state),
+    )
+    return Project(root=root, settings=settings)
+
+
+def _read_settings(path: Path) -> dict:
+    if not path.exists():
+        return {}
+    return check_settings(path)
+
+
+def _absolute(root: Path, path: str) -> str:
+    """Relative local paths are relative to the project; URIs (s3a://, hdfs://) pass unchanged."""
+    if "://" in path:
+        return path
+    return str((root / path).resolve())

@@ -1,0 +1,19 @@
+"""The plan for a terminal: numbered steps, their notes, and the statements each runs."""
+from __future__ import annotations
+
+from schemaflow.plan.plan import Plan
+from schemaflow.render.summary import markers, summary
+
+
+def render(plan: Plan) -> str:
+    lines = [summary(plan)]
+    width = len(str(len(plan.steps)))
+    for number, step in enumerate(plan.steps, 1):
+        flags = markers(step)
+        lines.append("")
+        lines.append(f"{number:>{width}}. {step.summary}" + (f"  [{'; '.join(flags)}]" if flags else ""))
+        pad = " " * (width + 2)
+        lines += [f"{pad}note: {note}" for note in step.notes]
+        for action in step.actions:
+            lines += [pad + "  " + line for line in action.describe().splitlines()]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,110 @@
+"""Views checked against everything declared: what each reads, in which order, and what it outputs.
+
+Each view's SQL is parsed for the objects it reads; views are then analysed in dependency order,
+so a view over another view sees that view's output columns. A view that reads an object which
+is itself broken (or in a cycle) is skipped rather than reported again: the root cause already is.
+Errors inside SQL are placed at their line and column in the YAML file.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Collection, Mapping
+
+from schemaflow.errors import Problem
+from schemaflow.graph import CycleError, topological_order
+from schemaflow.model import Column, Table, View
+from schemaflow.spec.yamlpos import Document
+from schemaflow.sql.views import ViewSqlError, analyze_view, tables_read
+
+# Views read no column types from the metastore here; any type lets downstream SQL resolve.
+_VIEW_COLUMN_TYPE = "string"
+
+
+def analyze_views(
+    objects: Mapping[str, Table | View], docs: Mapping[str, Document], broken: Collection[str]
+) -> tuple[dict[str, View], list[Problem]]:
+    """The declared views with their ``reads`` and output ``columns`` filled in, and the problems.
+
+    ``objects`` are the valid declarations by ``db.name``, ``docs`` the file of each declaration,
+    ``broken`` the names of declarations that have problems of their own.
+    """
+    problems: list[Problem] = []
+    skipped = set(broken)
+    views = {key: obj for key, obj in objects.items() if isinstance(obj, View)}
+    reads: dict[str, tuple[str, ...]] = {}
+    for key, view in sorted(views.items()):
+        try:
+            reads[key] = tables_read(view.sql, view.database)
+        except ViewSqlError as error:
+            problems.append(_sql_problem(docs[key], error))
+            skipped.add(key)
+    tables = {key: obj for key, obj in objects.items() if isinstance(obj, Table)}
+    schema = {key: [(c.name, c.type) for c in table.all_columns] for key, table in tables.items()}
+    analysed: dict[str, View] = {}
+    for key in _dependency_order(reads, docs, problems, skipped):
+        if skipped.intersection(reads[key]):
+            skipped.add(key)
+            continue
+        view, view_problems = _analyze(views[key], docs[key], schema)
+        problems.extend(view_problems)
+        if view_problems:
+            skipped.add(key)
+            continue
+        schema[key] = [(c.name, _VIEW_COLUMN_TYPE) for c in view.columns]
+        analysed[key] = view
+    return analysed, problems
+
+
+def _dependency_order(
+    reads: Mapping[str, tuple[str, ...]], docs: Mapping[str, Document], problems: list[Problem], skipped: set[str]
+) -> list[str]:
+    """Views after the views they read; each cycle found is reported and its views left out."""
+    deps = dict(reads)
+    while True:
+        try:
+            return topological_order(deps)
+        except CycleError as error:
+            for key in sorted(set(error.cycle)):
+                problems.append(Problem(docs[key].key("sql"), f"view cycle: {error}"))
+                skipped.add(key)
+                del deps[key]
+
+
+def _analyze(view: View, doc: Document, schema: Mapping[str, list[tuple[str, str]]]) -> tuple[View, list[Problem]]:
+    """One view checked against the columns of what it reads, with its output columns named."""
+    try:
+        analysis = analyze_view(view.sql, view.database, schema)
+    except ViewSqlError as error:
+        return view, [_sql_problem(doc, error)]
+    columns = view.columns or tuple(Column(name) for name in analysis.output)
+    if len(columns) != len(analysis.output):
+        output = ", ".join(analysis.output)
+        message = f"columns names {len(columns)} column(s) but the SQL outputs {len(analysis.output)}: {output}"
+        return view, [Problem(doc.key("columns"), message)]
+    problems = _partition_problems(view, tuple(c.name for c in columns), doc)
+    return replace(view, columns=columns, reads=analysis.reads), problems
+
+
+def _partition_problems(view: View, names: tuple[str, ...], doc: Document) -> list[Problem]:
+    """Hive's rules for PARTITIONED ON: the view's last columns, in order, and not all of them."""
+    unknown = [
+        Problem(doc.at("partitioned_on", i), f"'{name}' is not a column of the view (columns: {', '.join(names)})")
+        for i, name in enumerate(view.partitioned_on)
+        if name not in names
+    ]
+    if unknown or not view.partitioned_on:
+        return unknown
+    count = len(view.partitioned_on)
+    if names[-count:] != view.partitioned_on:
+        last = ", ".join(names[-count:])
+        message = f"partitioned_on must name the view's last {count} column(s) in order, here: {last}"
+        message += " (Hive error 10093)"
+    elif count >= len(names):
+        message = "at least one view column must stay out of partitioned_on (Hive error 10092)"
+    else:
+        return []
+    return [Problem(doc.key("partitioned_on"), message)]
+
+
+def _sql_problem(doc: Document, error: ViewSqlError) -> Problem:
+    return Problem(doc.within(("sql",), error.line, error.col), error.message)

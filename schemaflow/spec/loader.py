@@ -1,0 +1,95 @@
+"""The desired catalog: every ``schemas/<database>/<name>.yaml`` of a project, read and checked.
+
+Each file declares one table or view, and its place says which: the file's path must match the
+name it declares. Tables and views share one namespace per database. Everything wrong in any file
+is collected, sorted and raised together as one ``SpecError``, so that a single run shows it all.
+"""
+from __future__ import annotations
+
+from pathlib import Path, PurePosixPath
+
+from schemaflow.errors import Problem, SpecError
+from schemaflow.model import Catalog
+from schemaflow.spec.analysis import analyze_views
+from schemaflow.spec.objects import Declaration, read_object
+from schemaflow.spec.yamlpos import load_yaml
+
+SCHEMAS_DIR = "schemas"
+SUFFIXES = (".yaml", ".yml")
+
+
+def load_catalog(project_root: Path, databases: tuple[str, ...] = ()) -> Catalog:
+    """The tables and views declared under ``project_root/schemas``; raises ``SpecError``.
+
+    ``databases``, when given, are the databases the project manages: an object declared in
+    any other is an error. Otherwise the databases are those the files declare.
+    """
+    problems: list[Problem] = []
+    declarations: list[Declaration] = []
+    for file in _schema_files(Path(project_root) / SCHEMAS_DIR):
+        path = file.relative_to(project_root).as_posix()
+        try:
+            doc = load_yaml(file, path)
+        except SpecError as error:
+            problems.extend(error.problems)
+            continue
+        declaration = read_object(doc)
+        declarations.append(declaration)
+        problems.extend(declaration.problems)
+        problems.extend(_placement_problems(declaration, databases))
+    problems.extend(_duplicate_problems(declarations))
+    valid = {d.key: d.obj for d in declarations if d.obj is not None and d.key is not None}
+    broken = {d.key for d in declarations if d.key is not None} - valid.keys()
+    broken |= {key for key, obj in valid.items() if databases and obj.database not in databases}
+    views, view_problems = analyze_views(
+        {key: obj for key, obj in valid.items() if key not in broken},
+        {d.key: d.doc for d in declarations if d.key is not None},
+        broken,
+    )
+    problems.extend(view_problems)
+    if problems:
+        raise SpecError(problems)
+    objects = dict(sorted({**valid, **views}.items()))
+    return Catalog(databases=databases or tuple(sorted({o.database for o in objects.values()})), objects=objects)
+
+
+def _schema_files(schemas_dir: Path) -> list[Path]:
+    """Every YAML file under ``schemas/`` (hidden files and folders aside), sorted."""
+    return sorted(
+        file for file in schemas_dir.rglob("*")
+        if file.suffix in SUFFIXES and file.is_file()
+        and not any(part.startswith(".") for part in file.relative_to(schemas_dir).parts)
+    )
+
+
+def _placement_problems(declaration: Declaration, databases: tuple[str, ...]) -> list[Problem]:
+    """The file must be ``schemas/<database>/<name>.yaml`` and the database one the project manages."""
+    if declaration.key is None or declaration.problems:
+        return []
+    doc = declaration.doc
+    database, _, name = declaration.key.partition(".")
+    where = declaration.name_source
+    path = PurePosixPath(doc.path)
+    problems = []
+    if path.parent != PurePosixPath(SCHEMAS_DIR, database) or path.stem != name:
+        expected = PurePosixPath(SCHEMAS_DIR, database, name + path.suffix)
+        problems.append(Problem(where, f"{declaration.key} must be declared in {expected}: rename or move this file"))
+    if databases and database not in databases:
+        managed = ", ".join(databases)
+        message = f"database '{database}' is not managed by this project (databases: {managed})"
+        problems.append(Problem(where, f"{message}; add it to 'databases' in schemaflow.yaml"))
+    return problems
+
+
+def _duplicate_problems(declarations: list[Declaration]) -> list[Problem]:
+    """A name declared by several files (as a table or a view) is an error in each of them."""
+    files: dict[str, list[Declaration]] = {}
+    for declaration in declarations:
+        if declaration.key is not None:
+            files.setdefault(declaration.key, []).append(declaration)
+    problems = []
+    for key, same in sorted(files.items()):
+        for declaration in same if len(same) > 1 else ():
+            others = ", ".join(d.doc.path for d in same if d is not declaration)
+            problems.append(Problem(declaration.name_source, f"{key} is declared more than once: also in {others}"))
+    return problems

@@ -1,0 +1,106 @@
+"""The shape of each file format, as JSON Schemas shipped with the package, and user-facing errors.
+
+``schemas/table.json``, ``view.json`` and ``settings.json`` say which keys a file may have and
+what kind of value each holds (``common.json`` holds the parts they share). Every key not listed
+is refused, so a typo is caught rather than ignored. jsonschema's findings are reworded for the
+person editing the YAML and placed at the offending key or value.
+"""
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib.resources import files
+from typing import Any
+
+from jsonschema import Draft202012Validator, ValidationError
+from referencing import Registry, Resource
+
+from schemaflow.errors import Problem
+from schemaflow.spec.yamlpos import Document
+
+# JSON Schema types, and the Python types that YAML values of that type have.
+_KINDS: dict[str, tuple[str, type | tuple[type, ...]]] = {
+    "boolean": ("a boolean (true or false)", bool),  # before "number": a bool is an int to Python
+    "number": ("a number", (int, float)),
+    "string": ("a string", str),
+    "array": ("a list", list),
+    "object": ("a mapping", dict),
+}
+# Mappings whose keys the user chooses: an entry is named by what it is.
+_ENTRIES = {"properties": "property", "conf": "Spark setting"}
+
+
+def check_shape(doc: Document, data: Any, schema: str) -> list[Problem]:
+    """The problems of ``data`` (the document's data, or a stand-in for it) against ``<schema>.json``."""
+    errors = _validator(schema).iter_errors(data)
+    problems = [problem for error in errors for problem in _problems(doc, error)]
+    return sorted(problems, key=lambda p: (p.source.line, p.source.col, p.message))
+
+
+@cache
+def _validator(schema: str) -> Draft202012Validator:
+    common = Resource.from_contents(_load("common"))
+    return Draft202012Validator(_load(schema), registry=Registry().with_resource("common.json", common))
+
+
+def _load(name: str) -> dict[str, Any]:
+    return json.loads((files("schemaflow.spec") / "schemas" / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def _problems(doc: Document, error: ValidationError) -> list[Problem]:
+    path = tuple(error.absolute_path)
+    where = _where(path)
+    value = error.instance
+    if error.validator == "additionalProperties":
+        allowed = ", ".join(sorted(error.schema["properties"]))
+        return [
+            Problem(doc.key(*path, key), f"unknown key '{key}' (expected one of: {allowed})")
+            for key in sorted(set(value) - set(error.schema["properties"]))
+        ]
+    if error.validator == "required":
+        return [
+            Problem(doc.at(*path), f"missing required key '{key}'")
+            for key in error.validator_value
+            if key not in value
+        ]
+    if error.validator == "type":
+        expected = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
+        kinds = _alternatives([_KINDS[kind][0] for kind in expected])
+        if value is None:
+            message = f"{where} has no value: write {kinds}"
+        else:
+            message = f"{where} must be {kinds}, not {_kind(value)}"
+    elif error.validator == "enum":
+        message = f"{where} must be one of: {', '.join(error.validator_value)} (not {value!r})"
+    elif error.validator == "pattern":
+        message = f"{where} {value!r} is not valid: {error.schema['description']}"
+    elif error.validator == "minLength":
+        message = f"{where} must not be empty"
+    elif error.validator == "uniqueItems":
+        message = f"{where} lists the same value more than once"
+    else:
+        message = f"{where}: {error.message}"
+    return [Problem(doc.at(*path), message)]
+
+
+def _where(path: tuple[str | int, ...]) -> str:
+    """How to name a value in a message: its key, or ``list[i]`` for a list item."""
+    if not path:
+        return "the file"
+    if isinstance(path[-1], int):
+        return f"{_where(path[:-1])}[{path[-1]}]"
+    if len(path) > 1 and path[-2] in _ENTRIES:
+        return f"{_ENTRIES[path[-2]]} '{path[-1]}'"
+    return str(path[-1])
+
+
+def _kind(value: Any) -> str:
+    """What a YAML value is, in the words of ``_KINDS`` (a date, say, otherwise)."""
+    for words, python_type in _KINDS.values():
+        if isinstance(value, python_type):
+            return words
+    return f"a {type(value).__name__}"
+
+
+def _alternatives(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"

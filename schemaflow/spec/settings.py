@@ -1,0 +1,26 @@
+"""The settings file, ``schemaflow.yaml``: checked against ``schemas/settings.json`` before use.
+
+Every key is optional (``schemaflow.project`` supplies the defaults and environment overrides);
+what is written must still have the right shape, so a misspelt key is an error, not a silent default.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from schemaflow.errors import SpecError
+from schemaflow.spec.schema import check_shape
+from schemaflow.spec.yamlpos import load_yaml
+
+
+def check_settings(path: Path) -> dict[str, Any]:
+    """The settings at ``path`` as a plain dict (empty file: ``{}``); raises ``SpecError``.
+
+    Positions are reported against the file's name, as schema files are against the project root.
+    """
+    doc = load_yaml(path, path.name)
+    data = {} if doc.data is None else doc.data
+    problems = check_shape(doc, data, "settings")
+    if problems:
+        raise SpecError(problems)
+    return data

@@ -1,0 +1,1 @@
+"""Everything that touches sqlglot: types, view SQL analysis and DDL text."""

@@ -1,0 +1,91 @@
+"""Spark SQL DDL text for the changes schemaflow makes, with every name quoted and every string escaped.
+
+Identifiers are back-quoted (a back-quote inside is doubled); string literals use Spark's default
+backslash escapes, the only form Spark's parser accepts (it rejects SQL's doubled quote ``''``).
+So a comment holding quotes, back-quotes, semicolons or newlines round-trips unchanged. View SQL is
+embedded as declared: ``spec`` has already proved it is exactly one SELECT.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+from schemaflow.model import Column, Table, View, split_key
+
+# ``format:`` in a table file → Spark's STORED AS keyword.
+STORED_AS = {
+    "parquet": "PARQUET", "orc": "ORC", "avro": "AVRO", "textfile": "TEXTFILE",
+    "sequencefile": "SEQUENCEFILE", "rcfile": "RCFILE",
+}
+
+
+def ident(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def qualified(key: str) -> str:
+    database, name = split_key(key)
+    return f"{ident(database)}.{ident(name)}"
+
+
+def string(text: str) -> str:
+    escaped = (text.replace("\\", "\\\\").replace("'", "\\'")
+               .replace("\n", "\\n").replace("\r", "\\r"))
+    return f"'{escaped}'"
+
+
+def _comment(text: str | None) -> str:
+    return f" COMMENT {string(text)}" if text else ""
+
+
+def column_def(column: Column) -> str:
+    return f"{ident(column.name)} {column.type}{_comment(column.comment)}"
+
+
+def _column_list(columns: Iterable[Column], render=column_def) -> str:
+    return "(\n" + ",\n".join("  " + render(c) for c in columns) + "\n)"
+
+
+def create_database(database: str) -> str:
+    return f"CREATE DATABASE IF NOT EXISTS {ident(database)}"
+
+
+def create_table(table: Table) -> str:
+    lines = [f"CREATE {'EXTERNAL ' if table.external else ''}TABLE {qualified(table.key)} "
+             + _column_list(table.columns)]
+    if table.comment:
+        lines.append(f"COMMENT {string(table.comment)}")
+    if table.partition_columns:
+        lines.append("PARTITIONED BY " + _column_list(table.partition_columns))
+    lines.append(f"STORED AS {STORED_AS[table.format]}")
+    if table.location:
+        lines.append(f"LOCATION {string(table.location)}")
+    return "\n".join(lines)
+
+
+def add_columns(key: str, columns: Iterable[Column]) -> str:
+    return f"ALTER TABLE {qualified(key)} ADD COLUMNS " + _column_list(columns)
+
+
+def set_column_comment(key: str, column: str, comment: str | None) -> str:
+    return f"ALTER TABLE {qualified(key)} ALTER COLUMN {ident(column)} COMMENT {string(comment or '')}"
+
+
+def set_table_comment(key: str, comment: str | None) -> str:
+    return f"COMMENT ON TABLE {qualified(key)} IS {string(comment) if comment else 'NULL'}"
+
+
+def create_view(view: View, replace: bool) -> str:
+    head = f"CREATE {'OR REPLACE ' if replace else ''}VIEW {qualified(view.key)} "
+    lines = [head + _column_list(view.columns, lambda c: ident(c.name) + _comment(c.comment))]
+    if view.comment:
+        lines.append(f"COMMENT {string(view.comment)}")
+    lines.append("AS " + view.sql)
+    return "\n".join(lines)
+
+
+def use_database(database: str) -> str:
+    return f"USE {ident(database)}"
+
+
+def drop(kind: str, key: str) -> str:
+    return f"DROP {kind.upper()} {qualified(key)}"

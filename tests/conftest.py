@@ -1,0 +1,94 @@
+"""Shared fixtures: one SparkSession per test run, fresh databases per test, a metastore server.
+
+Starting Spark costs seconds, so every ``spark``-marked test shares one session with a private
+embedded metastore and warehouse in a temporary directory; each test isolates itself by creating
+its own databases through ``fresh_db``, which drops them afterwards. A second SparkSession cannot
+start in the same process, so tests against the standalone Thrift server (``metastore_server``,
+marked ``remote``) run schemaflow in subprocesses. pyspark is imported only when a fixture that
+needs it is used, so the fast tests run without a JVM.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Iterator
+
+import pytest
+
+from schemaflow.project import Settings
+from tests.metastore_server import MetastoreServer
+
+ROOT = Path(__file__).resolve().parent.parent
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from schemaflow.catalog.metastore import Metastore
+
+_database_numbers = itertools.count(1)
+
+
+@pytest.fixture(scope="session")
+def spark_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    """Settings for a private embedded metastore and warehouse in a temporary directory."""
+    root = tmp_path_factory.mktemp("spark")
+    return Settings(warehouse_dir=str(root / "warehouse"), derby_dir=str(root / "state"), spark_master="local[2]")
+
+
+@pytest.fixture(scope="session")
+def spark(spark_settings: Settings) -> Iterator[SparkSession]:
+    """The one SparkSession of the test run, built the way schemaflow builds it."""
+    from schemaflow.catalog.session import spark_session
+
+    session = spark_session(spark_settings)
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def metastore(spark: SparkSession) -> Metastore:
+    """The metastore of the shared session."""
+    from schemaflow.catalog.metastore import Metastore
+
+    return Metastore.connect(spark)
+
+
+@pytest.fixture
+def fresh_db(spark: SparkSession, request: pytest.FixtureRequest) -> Iterator[Callable[[], str]]:
+    """A maker of new, empty databases with names unique in the run; all dropped after the test."""
+    created: list[str] = []
+    stem = re.sub(r"[^a-z0-9]+", "_", request.node.name.lower()).strip("_")[:40]
+
+    def make() -> str:
+        name = f"db{next(_database_numbers)}_{stem}"
+        spark.sql(f"CREATE DATABASE `{name}`")
+        created.append(name)
+        return name
+
+    yield make
+    for name in created:
+        spark.sql(f"DROP DATABASE IF EXISTS `{name}` CASCADE")
+
+
+@pytest.fixture(scope="session")
+def metastore_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A standalone Thrift metastore server for the run; yields its thrift:// URI."""
+    with MetastoreServer(tmp_path_factory.mktemp("metastore_server")) as server:
+        yield server.uri
+
+
+@pytest.fixture(scope="session")
+def run_python() -> Callable[..., subprocess.CompletedProcess[str]]:
+    """A runner of Python snippets in new processes that import schemaflow from this source tree."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+
+    def run(code: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", code, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout,
+        )
+
+    return run

@@ -1,0 +1,134 @@
+"""A standalone Thrift Hive metastore server for tests, started from the pyspark wheel's jars.
+
+The server is the Hive 2.3 ``HiveMetaStore`` that pyspark bundles, backed by its own Derby
+database in a private directory. It listens on all interfaces (it has no bind option), so it gets
+a free high port and clients connect to 127.0.0.1. It is ready when the port accepts connections.
+Used as a context manager, it is stopped, with everything it started, on exit.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from types import TracebackType
+from xml.sax.saxutils import escape
+
+# Without this selector the server dies with NoClassDefFoundError: com/lmax/disruptor.
+LOG4J_SELECTOR = "-Dlog4j2.contextSelector=org.apache.logging.log4j.core.selector.ClassLoaderContextSelector"
+MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
+
+
+class MetastoreServer:
+    """A metastore server in ``workdir``: ``with MetastoreServer(dir) as server: server.uri``."""
+
+    def __init__(self, workdir: Path, timeout: float = 120.0) -> None:
+        self.workdir = workdir
+        self.timeout = timeout
+        self.port = free_port()
+        self.log = workdir / "server.log"
+        self.startup_seconds: float | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def uri(self) -> str:
+        return f"thrift://127.0.0.1:{self.port}"
+
+    @property
+    def warehouse(self) -> Path:
+        return self.workdir / "warehouse"
+
+    def __enter__(self) -> MetastoreServer:
+        self.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        """Start the server and wait until it accepts connections; raise with its log if it does not."""
+        conf_dir = self.workdir / "conf"
+        conf_dir.mkdir(parents=True, exist_ok=True)
+        (conf_dir / "hive-site.xml").write_text(hive_site(self.workdir))
+        command = [
+            java_binary(), LOG4J_SELECTOR,
+            f"-Dderby.system.home={self.workdir}", f"-Dhive.log.dir={self.workdir}",
+            "-cp", f"{conf_dir}{os.pathsep}{pyspark_jars()}/*", MAIN_CLASS, "-p", str(self.port),
+        ]
+        started = time.monotonic()
+        with self.log.open("wb") as log:
+            self._process = subprocess.Popen(
+                command, cwd=self.workdir, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        deadline = started + self.timeout
+        while not accepts_connections(self.port):
+            if self._process.poll() is not None:
+                self._fail(f"exited with status {self._process.returncode}")
+            if time.monotonic() > deadline:
+                self._fail(f"did not accept connections on port {self.port} within {self.timeout:.0f} s")
+            time.sleep(0.25)
+        self.startup_seconds = time.monotonic() - started
+
+    def stop(self) -> None:
+        """Stop the server and any process it started (its whole process group)."""
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+    def _fail(self, what: str) -> None:
+        self.stop()
+        log = self.log.read_text(errors="replace")[-8000:]
+        raise RuntimeError(f"the Hive metastore server {what}; its log ({self.log}):\n{log}")
+
+
+def hive_site(workdir: Path) -> str:
+    """The hive-site.xml of a server whose Derby database and warehouse live in ``workdir``."""
+    settings = {
+        "javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={workdir / 'metastore_db'};create=true",
+        "datanucleus.schema.autoCreateAll": "true",
+        "hive.metastore.schema.verification": "false",
+        "hive.metastore.warehouse.dir": str(workdir / "warehouse"),
+    }
+    properties = "\n".join(
+        f"  <property><name>{escape(k)}</name><value>{escape(v)}</value></property>" for k, v in settings.items()
+    )
+    return f'<?xml version="1.0"?>\n<configuration>\n{properties}\n</configuration>\n'
+
+
+def free_port() -> int:
+    """A TCP port that nothing listens on now (the OS picks it from the high range)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("", 0))
+        return probe.getsockname()[1]
+
+
+def accepts_connections(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def pyspark_jars() -> Path:
+    spec = importlib.util.find_spec("pyspark")
+    assert spec is not None and spec.origin is not None, "pyspark is not installed"
+    return Path(spec.origin).parent / "jars"
+
+
+def java_binary() -> str:
+    java_home = os.environ.get("JAVA_HOME")
+    java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
+    assert java, "no java on PATH and JAVA_HOME is not set"
+    return java

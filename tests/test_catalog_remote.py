@@ -1,0 +1,92 @@
+"""The live state through a standalone Thrift metastore server, from schemaflow in other processes.
+
+One process creates objects through the server, another reads them back: the state lives in the
+server. Each process starts its own JVM (a second SparkSession cannot start in the test process),
+and a user of schemaflow sees nothing of Spark's or Hive's logging on stderr.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from schemaflow.catalog.snapshot import read_snapshot
+from schemaflow.model import Column, Table, View
+from tests.metastore_server import free_port
+
+pytestmark = pytest.mark.remote
+RunPython = Callable[..., subprocess.CompletedProcess[str]]  # the run_python fixture
+
+# argv: metastore URI, warehouse dir, state dir, then what the snippet needs.
+SESSION = """
+import sys
+from schemaflow.catalog.metastore import Metastore
+from schemaflow.catalog.session import spark_session
+from schemaflow.errors import SchemaflowError
+from schemaflow.project import Settings
+settings = Settings(metastore_uri=sys.argv[1], warehouse_dir=sys.argv[2], derby_dir=sys.argv[3])
+spark = spark_session(settings)
+"""
+CREATE = SESSION + """
+spark.sql("CREATE DATABASE remote_db")
+spark.sql("CREATE TABLE remote_db.orders (id BIGINT COMMENT 'Order id', amount DECIMAL(12,2)) "
+          "COMMENT 'Orders' PARTITIONED BY (ds STRING) STORED AS ORC")
+spark.sql("INSERT INTO remote_db.orders PARTITION (ds) VALUES (1, 2.5, 'a'), (2, 3.5, 'b')")
+spark.sql("CREATE VIEW remote_db.big (order_id COMMENT 'Id') AS SELECT id FROM remote_db.orders WHERE amount > 3")
+metastore = Metastore.connect(spark)
+metastore.set_parameters("remote_db.orders", {"owner": "sales", "schemaflow.version": "v1"}, [])
+print(metastore.endpoint)
+"""
+READ = SESSION + """
+from schemaflow.catalog.snapshot import write_snapshot
+metastore = Metastore.connect(spark)
+write_snapshot(metastore.read(("remote_db", "absent_db")), sys.argv[4],
+               partition_counts={"remote_db.orders": metastore.count_partitions("remote_db.orders")})
+"""
+CONNECT = SESSION + """
+try:
+    Metastore.connect(spark)
+except SchemaflowError as error:
+    print(error)
+"""
+
+
+def test_objects_created_through_the_server_read_back(
+    metastore_server: str, run_python: RunPython, tmp_path: Path,
+) -> None:
+    warehouse, snapshot = tmp_path / "warehouse", tmp_path / "live.json"
+    created = run_python(CREATE, metastore_server, str(warehouse), str(tmp_path / "creator"))
+    assert created.returncode == 0, created.stderr
+    assert created.stdout.strip() == metastore_server
+    assert created.stderr == ""
+
+    read = run_python(READ, metastore_server, str(warehouse), str(tmp_path / "reader"), str(snapshot))
+    assert read.returncode == 0, read.stderr
+    assert read.stderr == ""
+
+    live = read_snapshot(snapshot)
+    assert live.databases == ("remote_db",)
+    orders = live.objects["remote_db.orders"]
+    assert orders == Table(
+        "remote_db", "orders", (Column("id", "bigint", "Order id"), Column("amount", "decimal(12,2)")),
+        partition_columns=(Column("ds", "string"),), comment="Orders", format="orc",
+        properties={"owner": "sales"},
+    )
+    assert orders.version == "v1"
+    assert live.objects["remote_db.big"] == View(
+        "remote_db", "big", "SELECT id FROM remote_db.orders WHERE amount > 3",
+        columns=(Column("order_id", "bigint", "Id"),),
+    )
+    assert json.loads(snapshot.read_text())["partition_counts"] == {"remote_db.orders": 2}
+
+
+def test_an_unreachable_metastore_is_one_clear_line(run_python: RunPython, tmp_path: Path) -> None:
+    uri = f"thrift://127.0.0.1:{free_port()}"
+    result = run_python(CONNECT, uri, str(tmp_path / "warehouse"), str(tmp_path / "state"))
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    assert result.stdout.startswith(f"cannot reach the Hive metastore ({uri}): Could not connect to meta store")
+    assert result.stdout.count("\n") == 1

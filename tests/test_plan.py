@@ -1,0 +1,206 @@
+"""The planner without a JVM: diff, re-creation of dependent views, ordering, blocking, stamps."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from schemaflow.apply.executor import ApplyError, RecordingTarget, apply_plan
+from schemaflow.errors import SchemaflowError
+from schemaflow.model import MANAGED_KEYS_KEY, VERSION_KEY, Catalog, Column, Table, View, fingerprint
+from schemaflow.plan.plan import DESTRUCTIVE_BLOCK, Plan, build_plan
+from schemaflow.plan.steps import PartitionView, SetParameters, SqlAction
+
+
+def table(key: str, *cols: str, parts: tuple[str, ...] = (), **kw) -> Table:
+    db, name = key.split(".")
+    return Table(db, name, tuple(Column(*c.split(":")) for c in cols),
+                 tuple(Column(*p.split(":")) for p in parts), **kw)
+
+
+def view(key: str, sql: str, cols: tuple[str, ...], reads: tuple[str, ...], **kw) -> View:
+    db, name = key.split(".")
+    return View(db, name, sql, tuple(Column(c) for c in cols), reads=reads, **kw)
+
+
+def catalog(*objects, databases=("retail",)) -> Catalog:
+    return Catalog(databases=databases, objects={o.key: o for o in objects})
+
+
+ORDERS = table("retail.orders", "order_id:bigint", "amount:decimal(12,2)", parts=("ds:string",),
+               properties={"owner": "sales-eng"})
+DAILY = view("retail.daily", "SELECT order_id, ds FROM retail.orders", ("order_id", "ds"), ("retail.orders",))
+TOP = view("retail.top", "SELECT order_id FROM retail.daily", ("order_id",), ("retail.daily",))
+DESIRED = catalog(ORDERS, DAILY, TOP)
+
+
+def applied(desired: Catalog) -> Catalog:
+    """The live catalog after a perfect apply of ``desired``: stamped, with views' stored columns."""
+    def live(o):
+        o = replace(o, managed_keys=tuple(sorted(o.properties)), version=fingerprint(o))
+        return replace(o, reads=()) if isinstance(o, View) else o
+    return replace(desired, objects={k: live(o) for k, o in desired.objects.items()})
+
+
+def kinds(plan: Plan) -> list[tuple[str, str]]:
+    return [(s.kind, s.object) for s in plan.steps]
+
+
+def test_everything_new_is_created_in_dependency_order():
+    plan = build_plan(DESIRED, Catalog())
+    assert kinds(plan) == [("create_database", "retail"), ("create_table", "retail.orders"),
+                           ("create_view", "retail.daily"), ("create_view", "retail.top")]
+    # Each object's last write, folded into its step, stamps its properties and version.
+    create, stamp = plan.steps[1].actions
+    assert create.sql.startswith("CREATE TABLE `retail`.`orders` (")
+    assert stamp == SetParameters("retail.orders", {"owner": "sales-eng", MANAGED_KEYS_KEY: "owner",
+                                                    VERSION_KEY: fingerprint(ORDERS)})
+    assert plan.steps[1].notes == ("properties: set owner",)
+    assert plan.steps[2].actions[0] == SqlAction("USE `retail`")
+    assert plan.steps[2].actions[-1] == SetParameters("retail.daily", {VERSION_KEY: fingerprint(DAILY)})
+
+
+def test_a_view_on_a_view_waits_for_its_base_even_when_its_name_sorts_first():
+    early = view("retail.aaa", "SELECT order_id FROM retail.top", ("order_id",), ("retail.top",))
+    plan = build_plan(catalog(ORDERS, DAILY, TOP, early), Catalog())
+    views = [s.object for s in plan.steps if s.kind == "create_view"]
+    assert views == ["retail.daily", "retail.top", "retail.aaa"]
+
+
+def test_applied_state_plans_nothing():
+    assert build_plan(DESIRED, applied(DESIRED)).is_empty
+
+
+def test_appended_column_on_partitioned_table_is_table_only_and_recreates_views_downstream():
+    wider = replace(ORDERS, columns=ORDERS.columns + (Column("coupon", "string", "Coupon code"),))
+    plan = build_plan(catalog(wider, DAILY, TOP), applied(DESIRED), count_partitions={"retail.orders": 120}.get)
+    assert kinds(plan) == [("add_columns", "retail.orders"), ("replace_view", "retail.daily"),
+                           ("replace_view", "retail.top")]
+    add = plan.steps[0]
+    assert add.actions[0] == SqlAction("ALTER TABLE `retail`.`orders` ADD COLUMNS (\n"
+                                       "  `coupon` string COMMENT 'Coupon code'\n)")
+    assert add.actions[1].set[VERSION_KEY] == fingerprint(wider)
+    assert add.notes == ("table only: 120 partitions keep their old column list "
+                         "(safe: appended columns read as NULL there)",)
+    assert plan.steps[1].summary == "re-create view retail.daily: re-created after retail.orders changed"
+    assert plan.steps[2].summary == "re-create view retail.top: re-created after retail.daily changed"
+    assert plan.steps[1].actions[-1].set == {VERSION_KEY: fingerprint(DAILY)}
+
+
+def test_comment_and_property_changes_touch_only_what_changed():
+    live = applied(replace(DESIRED, objects={**DESIRED.objects, "retail.orders": replace(
+        ORDERS, comment="old", properties={"owner": "sales-eng", "stale": "1", "foreign": "x"})}))
+    live = replace(live, objects={**live.objects, "retail.orders": replace(
+        live.objects["retail.orders"], managed_keys=("owner", "stale"))})
+    desired_orders = replace(ORDERS, comment="new", columns=(
+        Column("order_id", "bigint", "The id"), ORDERS.columns[1]), properties={"owner": "data-eng"})
+    plan = build_plan(catalog(desired_orders, DAILY, TOP), live)
+    assert kinds(plan) == [("set_column_comment", "retail.orders"), ("set_table_comment", "retail.orders")]
+    assert plan.steps[0].actions == (SqlAction("ALTER TABLE `retail`.`orders` ALTER COLUMN `order_id` COMMENT 'The id'"),)
+    comment, stamp = plan.steps[1].actions
+    assert comment == SqlAction("COMMENT ON TABLE `retail`.`orders` IS 'new'")
+    assert plan.steps[1].notes == ("properties: set owner; unset stale",)
+    assert stamp.set == {"owner": "data-eng", MANAGED_KEYS_KEY: "owner", VERSION_KEY: fingerprint(desired_orders)}
+    assert stamp.unset == ("stale",)  # "foreign" was never schemaflow's: left alone
+
+
+def test_property_only_change_is_planned():
+    live = applied(DESIRED)
+    desired = catalog(replace(ORDERS, properties={"owner": "data-eng"}), DAILY, TOP)
+    plan = build_plan(desired, live)
+    assert kinds(plan) == [("set_properties", "retail.orders")]
+    assert plan.steps[0].summary == "set owner on retail.orders"
+
+
+def test_removing_every_property_unsets_them_and_the_managed_key_list():
+    live = applied(DESIRED)
+    plan = build_plan(catalog(replace(ORDERS, properties={}), DAILY, TOP), live)
+    assert plan.steps[0].summary == "unset owner on retail.orders"
+    assert plan.steps[0].actions == (SetParameters("retail.orders", {VERSION_KEY: fingerprint(replace(ORDERS, properties={}))},
+                                                   ("owner", MANAGED_KEYS_KEY)),)
+
+
+def test_drops_are_blocked_unless_allowed_and_views_go_before_their_tables():
+    live = applied(DESIRED)
+    only_orders = catalog(ORDERS)
+    blocked = build_plan(only_orders, live)
+    assert kinds(blocked) == [("drop_view", "retail.top"), ("drop_view", "retail.daily")]
+    assert all(s.blocked == DESTRUCTIVE_BLOCK and s.destructive for s in blocked.steps)
+    with pytest.raises(SchemaflowError, match="2 blocked step"):
+        apply_plan(blocked, RecordingTarget())
+    everything = build_plan(Catalog(databases=("retail",)), live, allow_destructive=True)
+    assert kinds(everything) == [("drop_view", "retail.top"), ("drop_view", "retail.daily"),
+                                 ("drop_table", "retail.orders")]
+    assert not everything.blocked
+    assert everything.steps[2].notes == ("managed table: its data files are deleted with it",)
+
+
+@pytest.mark.parametrize("change, what", [
+    (lambda t: replace(t, columns=(Column("order_id", "string"), t.columns[1])), "changing columns (order_id bigint -> string)"),
+    (lambda t: replace(t, columns=t.columns[:1]), "changing columns (-amount)"),
+    (lambda t: replace(t, columns=t.columns[::-1]), "changing columns (order ['order_id', 'amount'] -> ['amount', 'order_id'])"),
+    (lambda t: replace(t, partition_columns=()), "changing partition columns ['ds'] -> []"),
+    (lambda t: replace(t, format="orc"), "changing storage (format 'parquet' -> 'orc')"),
+])
+def test_changes_that_cannot_be_made_in_place_are_blocked(change, what):
+    plan = build_plan(catalog(change(ORDERS), DAILY, TOP), applied(DESIRED))
+    unsupported = [s for s in plan.steps if s.kind == "unsupported"]
+    assert [s.summary for s in unsupported] == [f"{what} on retail.orders"]
+    assert unsupported[0].blocked.startswith(what + " is not supported in place")
+
+
+def test_view_comment_change_does_not_recreate_views_downstream():
+    desired = catalog(ORDERS, replace(DAILY, comment="Daily orders"), TOP)
+    plan = build_plan(desired, applied(DESIRED))
+    assert kinds(plan) == [("replace_view", "retail.daily")]
+    assert plan.steps[0].summary == "re-create view retail.daily: comment changed"
+
+
+def test_view_sql_change_ignores_whitespace_and_case():
+    desired = catalog(ORDERS, replace(DAILY, sql="select order_id,\n  ds from retail.orders"), TOP)
+    assert build_plan(desired, applied(DESIRED)).is_empty
+
+
+def test_partitioned_view_moves_its_columns_to_partition_keys():
+    partitioned = replace(DAILY, partitioned_on=("ds",))
+    plan = build_plan(catalog(ORDERS, partitioned, TOP), applied(DESIRED))
+    assert [type(a) for a in plan.steps[0].actions] == [SqlAction, SqlAction, PartitionView, SetParameters]
+    assert plan.steps[0].actions[2] == PartitionView("retail.daily", ("ds",))
+
+
+def test_plan_round_trips_through_json_and_applies_the_same_actions():
+    plan = build_plan(DESIRED, Catalog())
+    again = Plan.from_data(__import__("json").loads(plan.to_json()))
+    assert again == plan
+    recorded = RecordingTarget()
+    apply_plan(again, recorded)
+    assert recorded.actions == [a for s in plan.steps for a in s.actions]
+
+
+class FailingTarget(RecordingTarget):
+    def run_sql(self, sql: str) -> None:
+        if sql.startswith("CREATE VIEW `retail`.`top`"):
+            raise RuntimeError("boom")
+        super().run_sql(sql)
+
+
+def test_a_failed_step_names_what_was_and_was_not_applied():
+    plan = build_plan(DESIRED, Catalog())
+    with pytest.raises(ApplyError) as caught:
+        apply_plan(plan, FailingTarget())
+    message = str(caught.value)
+    assert caught.value.failed == 3
+    assert message.splitlines()[0] == "step 4 failed (create view retail.top): boom"
+    assert "applied (3):\n  1. create database retail\n  2. create table retail.orders" in message
+    assert "not applied (1):\n  4. create view retail.top\n" in message
+
+
+def test_view_column_comments_count_only_where_declared():
+    # Spark carries the comment of a selected column over into the view; it is not a change.
+    live = applied(DESIRED)
+    inherited = replace(live.objects["retail.daily"], columns=(Column("order_id", "bigint", "Order id"), Column("ds", "string")))
+    live = replace(live, objects={**live.objects, "retail.daily": inherited})
+    assert build_plan(DESIRED, live).is_empty
+    declared = replace(DAILY, columns=(Column("order_id", comment="The order"), Column("ds")))
+    plan = build_plan(catalog(ORDERS, declared, TOP), live)
+    assert [s.summary for s in plan.steps] == ["re-create view retail.daily: column comments changed"]

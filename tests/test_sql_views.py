@@ -1,0 +1,125 @@
+"""View SQL analysis with sqlglot: one SELECT, what it reads, what it outputs, and where errors are."""
+from __future__ import annotations
+
+import pytest
+
+from schemaflow.sql.views import ViewAnalysis, ViewSqlError, analyze_view, normalize_sql, parse_select, tables_read
+
+SCHEMA = {
+    "retail.orders": [("order_id", "bigint"), ("customer_id", "bigint"), ("amount", "decimal(12,2)"), ("ds", "string")],
+    "retail.customers": [("customer_id", "bigint"), ("name", "string"), ("address", "struct<city:string,zip:string>")],
+    "crm.contacts": [("customer_id", "bigint"), ("email", "string")],
+}
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT 1 AS one",
+        "select a from t;\n",
+        "WITH c AS (SELECT a FROM t) SELECT a FROM c",
+        "SELECT a FROM t UNION ALL SELECT b FROM u",
+        "(SELECT a FROM t)",
+    ],
+)
+def test_parse_select_accepts_one_query(sql: str) -> None:
+    parse_select(sql)
+
+
+@pytest.mark.parametrize(
+    "sql, message, line, col",
+    [
+        ("SELECT 1 AS a;\n  SELECT 2 AS b", "a view must be one SELECT statement; found 2 statements", 2, 3),
+        ("INSERT INTO t SELECT 1", "a view must be one SELECT statement (SELECT, WITH ... SELECT or a UNION of them), not INSERT", 1, 1),
+        ("\n  CREATE TABLE t (a INT)", "a view must be one SELECT statement (SELECT, WITH ... SELECT or a UNION of them), not CREATE", 2, 3),
+        ("DROP TABLE t", "a view must be one SELECT statement (SELECT, WITH ... SELECT or a UNION of them), not DROP", 1, 1),
+        (" ;\n", "a view must be one SELECT statement; the SQL is empty", 1, 1),
+        ("SELECT a\nFROM t\nWHERE (a", "SQL syntax error near 'a': Expecting )", 3, 8),
+        ("SELECT a frm\n  tablename", "SQL syntax error near 'tablename': Invalid expression / Unexpected token", 2, 3),
+    ],
+)
+def test_parse_select_rejects(sql: str, message: str, line: int, col: int) -> None:
+    with pytest.raises(ViewSqlError) as caught:
+        parse_select(sql)
+    assert (caught.value.message, caught.value.line, caught.value.col) == (message, line, col)
+
+
+@pytest.mark.parametrize(
+    "sql, reads",
+    [
+        ("SELECT * FROM orders", ("retail.orders",)),
+        ("SELECT * FROM Retail.ORDERS o JOIN crm.contacts c ON o.customer_id = c.customer_id", ("crm.contacts", "retail.orders")),
+        # CTE names are not tables, even when a CTE shadows a table's name.
+        ("WITH orders AS (SELECT * FROM retail.orders), c AS (SELECT 1 AS x) SELECT * FROM orders, c", ("retail.orders",)),
+        ("SELECT a FROM t WHERE a IN (SELECT a FROM other.u) UNION SELECT a FROM t", ("other.u", "retail.t")),
+        ("SELECT (SELECT MAX(a) FROM s) AS m FROM t t1 JOIN t t2 ON t1.a = t2.a", ("retail.s", "retail.t")),
+        ("SELECT * FROM range(10)", ()),
+    ],
+)
+def test_tables_read(sql: str, reads: tuple[str, ...]) -> None:
+    assert tables_read(sql, "retail") == reads
+
+
+@pytest.mark.parametrize(
+    "sql, output, reads",
+    [
+        ("SELECT * FROM orders", ("order_id", "customer_id", "amount", "ds"), ("retail.orders",)),
+        (
+            "SELECT o.*, c.email FROM orders o JOIN crm.contacts c USING (customer_id)",
+            ("order_id", "customer_id", "amount", "ds", "email"),
+            ("crm.contacts", "retail.orders"),
+        ),
+        ("SELECT customer_id, SUM(amount) AS Revenue, ds FROM retail.orders GROUP BY 1, 3", ("customer_id", "revenue", "ds"), ("retail.orders",)),
+        # A cast of a column and a struct field keep a name Spark agrees with.
+        ("SELECT CAST(amount AS DOUBLE), address.city FROM orders, customers", ("amount", "city"), ("retail.customers", "retail.orders")),
+        # An unnamed expression that does not reach the output is fine.
+        ("SELECT x FROM (SELECT customer_id AS x, amount + 1 FROM orders) t", ("x",), ("retail.orders",)),
+        ("WITH t AS (SELECT order_id AS id FROM orders) SELECT * FROM t", ("id",), ("retail.orders",)),
+        # A union is named by its first branch.
+        ("SELECT order_id AS id FROM orders UNION ALL SELECT customer_id FROM customers", ("id",), ("retail.customers", "retail.orders")),
+    ],
+)
+def test_analyze_view(sql: str, output: tuple[str, ...], reads: tuple[str, ...]) -> None:
+    assert analyze_view(sql, "retail", SCHEMA) == ViewAnalysis(output=output, reads=reads)
+
+
+UNNAMED = "has no name: add an alias (Spark permanent views need one)"
+
+
+@pytest.mark.parametrize(
+    "sql, message, line, col",
+    [
+        ("SELECT a\nFROM retail.missing", "unknown table or view 'retail.missing'", 2, 6),
+        ("SELECT * FROM orders JOIN\n  Missing m ON 1 = 1", "unknown table or view 'retail.missing'", 2, 3),
+        ("SELECT order_id,\n       nope\nFROM orders", "unknown column 'nope'", 2, 8),
+        ("SELECT o.nope FROM orders o", "unknown column 'nope'", 1, 8),
+        ("SELECT order_id FROM orders WHERE `Nope` > 1", "unknown column 'nope'", 1, 35),
+        ("SELECT z.order_id FROM orders", "unknown column 'z.order_id'", 1, 8),
+        ("SELECT z.* FROM orders", "unknown table or alias 'z'", 1, 8),
+        (
+            "SELECT customer_id FROM orders o JOIN customers c ON o.customer_id = c.customer_id",
+            "column 'customer_id' is ambiguous or out of scope here: qualify it with its table's alias",
+            1, 8,
+        ),
+        ("SELECT customer_id, SUM(amount)\nFROM orders GROUP BY customer_id", f"output column SUM(amount) {UNNAMED}", 1, 21),
+        ("SELECT * FROM (SELECT order_id, amount * 2 FROM orders) t", f"output column amount * 2 {UNNAMED}", 1, 33),
+        ("SELECT COUNT(*) FROM orders", f"output column COUNT(*) {UNNAMED}", 1, 8),
+        ("SELECT order_id, customer_id AS Order_ID FROM orders", "duplicate output column 'order_id': give each output column its own name", 1, 18),
+        ("SELECT 1; SELECT 2", "a view must be one SELECT statement; found 2 statements", 1, 11),
+    ],
+)
+def test_analyze_view_errors(sql: str, message: str, line: int, col: int) -> None:
+    with pytest.raises(ViewSqlError) as caught:
+        analyze_view(sql, "retail", SCHEMA)
+    assert (caught.value.message, caught.value.line, caught.value.col) == (message, line, col)
+
+
+def test_normalize_sql_ignores_layout_case_and_semicolon() -> None:
+    declared = "select customer_id,\n       sum(amount) as revenue\n  from retail.orders\n group by customer_id;\n"
+    live = "SELECT customer_id, SUM(amount) AS revenue FROM retail.orders GROUP BY customer_id"
+    assert normalize_sql(declared) == normalize_sql(live) == live
+    assert normalize_sql("SELECT a FROM t WHERE b = 'X'") != normalize_sql("SELECT a FROM t WHERE b = 'x'")
+
+
+def test_normalize_sql_falls_back_to_whitespace_for_unparseable_text() -> None:
+    assert normalize_sql("SELECT `a\n  FROM t ;") == "SELECT `a FROM t"
