@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Sequence
 
 from schemaflow import __version__
-from schemaflow.apply.executor import apply_plan
+from schemaflow.apply.executor import apply_plan, check_runnable
 from schemaflow.errors import SchemaflowError, SpecError
 from schemaflow.plan.plan import Plan
 from schemaflow.project import load_project
@@ -99,7 +99,8 @@ def _apply(project, args) -> int:
     sys.stdout.write(render_text(plan))
     if plan.is_empty:
         return EXIT_OK
-    if not plan.blocked and not args.auto_approve and not _confirm(plan):
+    check_runnable(plan)
+    if not args.auto_approve and not _confirm(plan):
         print("Not applied.", file=sys.stderr)
         return EXIT_ERROR
     print()

@@ -50,8 +50,8 @@ class ApplyError(SchemaflowError):
         lines = [f"step {failed + 1} failed ({steps[failed].summary}): {cause}",
                  f"applied ({len(applied)}):"] + (applied or ["  none"])
         lines += [f"not applied ({len(pending)}):"] + pending
-        lines.append("Fix the cause and run schemaflow apply again: it plans from the live state, "
-                     "so it continues from where this run stopped.")
+        lines.append("Fix the cause, then plan and apply again: a new plan starts from the live state, "
+                     "so it continues where this run stopped.")
         super().__init__("\n".join(lines))
 
 
@@ -64,11 +64,16 @@ def run_action(action: Action, target: Target) -> None:
         target.partition_view(action.object, action.columns)
 
 
-def apply_plan(plan: Plan, target: Target, progress: TextIO | None = None) -> None:
-    """Run every step of ``plan`` in order; raise ``ApplyError`` at the first failure."""
+def check_runnable(plan: Plan) -> None:
+    """Refuse a plan with blocked steps, before anything is connected to or changed."""
     if plan.blocked:
         reasons = "\n".join(f"  {s.object}: {s.blocked}" for s in plan.blocked)
         raise SchemaflowError(f"the plan has {len(plan.blocked)} blocked step(s); nothing was applied:\n{reasons}")
+
+
+def apply_plan(plan: Plan, target: Target, progress: TextIO | None = None) -> None:
+    """Run every step of ``plan`` in order; raise ``ApplyError`` at the first failure."""
+    check_runnable(plan)
     total = len(plan.steps)
     width = len(str(total))
     for index, step in enumerate(plan.steps):

@@ -1,0 +1,269 @@
+"""Plans applied to a real metastore through a real SparkSession, every outcome read back from it."""
+from __future__ import annotations
+
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from schemaflow.apply.executor import ApplyError, apply_plan
+from schemaflow.errors import SchemaflowError
+from schemaflow.model import VERSION_KEY, Table, View, fingerprint
+from schemaflow.plan.plan import Plan
+from schemaflow.project import Project, load_project
+from schemaflow.workflow import Live, desired_state, make_plan
+
+pytestmark = pytest.mark.spark
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def write_project(root: Path, files: dict[str, str]) -> Project:
+    """A project of YAML files (replacing any schemas it had), loaded with no environment overrides."""
+    shutil.rmtree(root / "schemas", ignore_errors=True)
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return load_project(root, env={})
+
+
+def plan(project: Project, metastore, allow_destructive: bool = False) -> Plan:
+    return make_plan(project, Live(project, connected=metastore), allow_destructive=allow_destructive)
+
+
+def plan_and_apply(project: Project, metastore, allow_destructive: bool = False) -> Plan:
+    result = plan(project, metastore, allow_destructive)
+    apply_plan(result, metastore)
+    return result
+
+
+def partition_columns_of_each_partition(metastore, key: str) -> list[list[str]]:
+    database, name = key.split(".")
+    partitions = metastore.msc.listPartitions(database, name, -1)
+    return sorted([[c.getName() for c in p.getSd().getCols()] for p in partitions])
+
+
+@pytest.fixture
+def example_databases(spark):
+    yield ("analytics", "retail")
+    for database in ("analytics", "retail"):
+        spark.sql(f"DROP DATABASE IF EXISTS {database} CASCADE")
+
+
+def test_example_project_is_applied_read_back_and_replans_empty(tmp_path, metastore, spark, example_databases):
+    shutil.copytree(ROOT / "schemas", tmp_path / "schemas")
+    shutil.copy(ROOT / "schemaflow.yaml", tmp_path)
+    project = load_project(tmp_path, env={})
+    desired = desired_state(project)
+
+    applied = plan_and_apply(project, metastore)
+    assert [s.kind for s in applied.steps].count("create_table") == 6
+    assert [s.kind for s in applied.steps].count("create_view") == 4
+
+    live = metastore.read(desired.databases)
+    assert sorted(live.objects) == sorted(desired.objects)
+    for key, want in desired.objects.items():
+        have = live.get(key)
+        assert have.version == fingerprint(want), key
+        assert have.properties == want.properties, key
+        assert have.comment == want.comment, key
+        if isinstance(want, Table):
+            assert have == want, key  # columns, types, comments, partitions, format, properties
+        else:
+            assert [c.name for c in have.columns] == [c.name for c in want.columns], key
+            assert [w.comment for w in want.columns if w.comment] == \
+                   [h.comment for w, h in zip(want.columns, have.columns) if w.comment], key
+            assert have.partitioned_on == want.partitioned_on, key
+            # Queryable from Spark with the full schema, partition columns included.
+            assert spark.sql(f"SELECT * FROM {key} LIMIT 0").columns == [c.name for c in want.columns]
+    daily = metastore.msc.getTable("retail", "daily_revenue")
+    assert [c.getName() for c in daily.getPartitionKeys()] == ["ds"]
+    assert [c.getName() for c in daily.getSd().getCols()] == ["customer_id", "revenue"]
+
+    assert plan(project, metastore).is_empty
+
+
+def test_every_change_kind_is_applied_and_read_back(tmp_path, metastore, spark, fresh_db):
+    db = fresh_db()
+    first = {
+        f"schemas/{db}/t.yaml": f"""
+            table: {db}.t
+            comment: before
+            columns:
+              - {{name: a, type: long, comment: A}}
+              - {{name: b, type: string}}
+            partitioned_by: [{{name: ds, type: string}}]
+            properties: {{owner: team-a, keep: 1}}
+            """,
+        f"schemas/{db}/u.yaml": f"""
+            table: {db}.u
+            format: orc
+            columns: [{{name: x, type: integer}}]
+            """,
+        f"schemas/{db}/v.yaml": f"""
+            view: {db}.v
+            sql: SELECT * FROM t
+            """,
+        f"schemas/{db}/w.yaml": f"""
+            view: {db}.w
+            comment: first
+            sql: SELECT a FROM v
+            """,
+    }
+    project = write_project(tmp_path, first)
+    plan_and_apply(project, metastore)
+    spark.sql(f"INSERT INTO {db}.t PARTITION (ds='2024-01-01') VALUES (1, 'one')")
+    spark.sql(f"INSERT INTO {db}.t PARTITION (ds='2024-01-02') VALUES (2, 'two')")
+    spark.sql(f"ALTER TABLE {db}.t SET TBLPROPERTIES ('foreign'='theirs')")  # not schemaflow's
+
+    second = dict(first)
+    second[f"schemas/{db}/t.yaml"] = f"""
+        table: {db}.t
+        comment: after
+        columns:
+          - {{name: a, type: bigint, comment: "A, renamed comment"}}
+          - {{name: b, type: string}}
+          - {{name: c, type: int, comment: Appended}}
+        partitioned_by: [{{name: ds, type: string}}]
+        properties: {{owner: team-b}}
+        """
+    second[f"schemas/{db}/w.yaml"] = f"""
+        view: {db}.w
+        comment: second
+        sql: SELECT a, c FROM v
+        """
+    del second[f"schemas/{db}/u.yaml"]
+    project = write_project(tmp_path, second)
+
+    blocked = plan(project, metastore)
+    assert [(s.kind, s.object) for s in blocked.blocked] == [("drop_table", f"{db}.u")]
+    with pytest.raises(SchemaflowError, match="blocked"):
+        apply_plan(blocked, metastore)
+    assert f"{db}.u" in metastore.read((db,)).objects  # refused before anything ran
+    assert metastore.read((db,)).get(f"{db}.t").comment == "before"
+
+    result = plan_and_apply(project, metastore, allow_destructive=True)
+    add = next(s for s in result.steps if s.kind == "add_columns")
+    assert add.notes[0].startswith("table only: 2 partitions keep their old column list")
+    assert [s.kind for s in result.steps] == ["drop_table", "add_columns", "set_column_comment",
+                                              "set_table_comment", "replace_view", "replace_view"]
+
+    live = metastore.read((db,))
+    t = live.get(f"{db}.t")
+    assert [(c.name, c.type, c.comment) for c in t.columns] == [
+        ("a", "bigint", "A, renamed comment"), ("b", "string", None), ("c", "int", "Appended")]
+    assert t.comment == "after"
+    assert t.properties == {"owner": "team-b", "foreign": "theirs"}
+    assert t.version == fingerprint(desired_state(project).get(f"{db}.t"))
+    # Hive's prefix rule: the append changed the table only; partitions keep their column list.
+    assert partition_columns_of_each_partition(metastore, f"{db}.t") == [["a", "b"], ["a", "b"]]
+    assert spark.sql(f"SELECT a, c FROM {db}.t ORDER BY a").collect() == [(1, None), (2, None)]
+    assert f"{db}.u" not in live.objects
+    assert [c.name for c in live.get(f"{db}.v").columns] == ["a", "b", "c", "ds"]  # SELECT * re-expanded
+    w = live.get(f"{db}.w")
+    assert (w.comment, [c.name for c in w.columns]) == ("second", ["a", "c"])
+    assert spark.sql(f"SELECT * FROM {db}.w ORDER BY a").collect() == [(1, None), (2, None)]
+
+    assert plan(project, metastore).is_empty
+
+
+def test_comments_with_quotes_backquotes_and_semicolons_round_trip(tmp_path, metastore, fresh_db):
+    db = fresh_db()
+    nasty = "it's `odd`; DROP TABLE x; -- \\ \"q\""
+    project = write_project(tmp_path, {
+        f"schemas/{db}/t.yaml": f"""
+            table: {db}.t
+            comment: 'line one
+
+              line two: {nasty.replace("'", "''")}'
+            columns: [{{name: a, type: int, comment: '{nasty.replace("'", "''")}'}}]
+            properties: {{note: '{nasty.replace("'", "''")}'}}
+            """,
+        f"schemas/{db}/v.yaml": f"""
+            view: {db}.v
+            comment: '{nasty.replace("'", "''")}'
+            columns: [{{name: a, comment: '{nasty.replace("'", "''")}'}}]
+            sql: SELECT a FROM t
+            """,
+    })
+    plan_and_apply(project, metastore)
+    live = metastore.read((db,))
+    assert live.get(f"{db}.t").columns[0].comment == nasty
+    assert live.get(f"{db}.t").comment == "line one\nline two: " + nasty
+    assert live.get(f"{db}.t").properties == {"note": nasty}
+    assert (live.get(f"{db}.v").comment, live.get(f"{db}.v").columns[0].comment) == (nasty, nasty)
+    assert plan(project, metastore).is_empty
+
+
+def test_external_table_is_created_at_its_location_and_its_files_survive_a_drop(tmp_path, metastore, spark, fresh_db):
+    db = fresh_db()
+    location = tmp_path / "data" / "events"
+    table = f"""
+        table: {db}.events
+        external: true
+        location: {location}
+        columns: [{{name: id, type: int}}]
+        """
+    # The database stays managed once its last file is gone only because the settings name it.
+    project = write_project(tmp_path, {f"schemas/{db}/events.yaml": table, "schemaflow.yaml": f"databases: [{db}]\n"})
+    plan_and_apply(project, metastore)
+    live = metastore.read((db,)).get(f"{db}.events")
+    assert live.external and live.location == f"file:{location}"
+    spark.sql(f"INSERT INTO {db}.events VALUES (7)")
+    assert plan(project, metastore).is_empty
+
+    (tmp_path / "schemas" / db / "events.yaml").unlink()
+    project = load_project(tmp_path, env={})
+    dropped = plan_and_apply(project, metastore, allow_destructive=True)
+    assert dropped.steps[0].notes == (f"external table: its data files at file:{location} are kept",)
+    assert f"{db}.events" not in metastore.read((db,)).objects
+    assert any(location.iterdir())
+
+
+def test_a_failure_mid_apply_says_what_was_applied_and_a_rerun_converges(tmp_path, metastore, spark, fresh_db):
+    db = fresh_db()
+    project = write_project(tmp_path, {
+        f"schemas/{db}/a.yaml": f"table: {db}.a\ncolumns: [{{name: id, type: int}}]\n",
+        f"schemas/{db}/b.yaml": f"table: {db}.b\ncolumns: [{{name: id, type: int}}]\nproperties: {{owner: me}}\n",
+        f"schemas/{db}/v.yaml": f"view: {db}.v\nsql: SELECT a.id FROM a JOIN b ON a.id = b.id\n",
+    })
+    planned = plan(project, metastore)
+    spark.sql(f"CREATE TABLE {db}.b (id INT) STORED AS PARQUET")  # someone else, after the plan
+
+    with pytest.raises(ApplyError) as failure:
+        apply_plan(planned, metastore)
+    message = str(failure.value)
+    assert message.startswith(f"step 2 failed (create table {db}.b (1 column, parquet)): running Spark SQL:")
+    assert "TABLE_OR_VIEW_ALREADY_EXISTS" in message
+    assert f"applied (1):\n  1. create table {db}.a (1 column, parquet)\n" in message
+    assert f"not applied (2):\n  2. create table {db}.b (1 column, parquet)\n  3. create view {db}.v\n" in message
+    live = metastore.read((db,))
+    assert live.get(f"{db}.a").version == fingerprint(desired_state(project).get(f"{db}.a"))
+    assert f"{db}.v" not in live.objects
+
+    # A new plan starts from the live state: it adopts b (same columns), stamps it, creates v.
+    rerun = plan_and_apply(project, metastore)
+    assert [(s.kind, s.object) for s in rerun.steps] == [("set_properties", f"{db}.b"), ("create_view", f"{db}.v")]
+    assert metastore.read((db,)).get(f"{db}.b").properties == {"owner": "me"}
+    assert plan(project, metastore).is_empty
+
+
+def test_partitioned_view_keeps_its_partition_keys_when_replaced(tmp_path, metastore, spark, fresh_db):
+    db = fresh_db()
+    files = {
+        f"schemas/{db}/t.yaml": f"table: {db}.t\ncolumns: [{{name: id, type: int}}]\npartitioned_by: [{{name: ds, type: string}}]\n",
+        f"schemas/{db}/v.yaml": f"view: {db}.v\ncomment: one\npartitioned_on: [ds]\nsql: SELECT id, ds FROM t\n",
+    }
+    project = write_project(tmp_path, files)
+    plan_and_apply(project, metastore)
+    files[f"schemas/{db}/v.yaml"] = files[f"schemas/{db}/v.yaml"].replace("comment: one", "comment: two")
+    project = write_project(tmp_path, files)
+    assert [s.kind for s in plan_and_apply(project, metastore).steps] == ["replace_view"]
+    view = metastore.msc.getTable(db, "v")
+    assert [c.getName() for c in view.getPartitionKeys()] == ["ds"]
+    assert [c.getName() for c in view.getSd().getCols()] == ["id"]
+    live = metastore.read((db,)).get(f"{db}.v")
+    assert isinstance(live, View) and live.comment == "two" and live.partitioned_on == ("ds",)
+    assert spark.sql(f"SELECT * FROM {db}.v").columns == ["id", "ds"]
+    assert plan(project, metastore).is_empty

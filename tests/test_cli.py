@@ -1,0 +1,137 @@
+"""The command line without a JVM: validate, plan against a snapshot, exit codes, refusals."""
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from schemaflow.catalog.snapshot import write_snapshot
+from schemaflow.cli import main
+from schemaflow.model import Catalog, fingerprint
+from schemaflow.project import load_project
+from schemaflow.workflow import desired_state
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def example(tmp_path: Path) -> Path:
+    shutil.copytree(ROOT / "schemas", tmp_path / "schemas")
+    shutil.copy(ROOT / "schemaflow.yaml", tmp_path)
+    return tmp_path
+
+
+def applied_snapshot(project_dir: Path, path: Path) -> Path:
+    """A snapshot of the live state a perfect apply of the project would leave."""
+    desired = desired_state(load_project(project_dir, env={}))
+    live = {k: replace(o, managed_keys=tuple(sorted(o.properties)), version=fingerprint(o))
+            for k, o in desired.objects.items()}
+    write_snapshot(Catalog(desired.databases, live), path, partition_counts={"retail.orders": 30})
+    return path
+
+
+def test_validate_accepts_the_example(example, capsys):
+    assert main(["--project", str(example), "validate"]) == 0
+    assert capsys.readouterr().out == "valid: 6 tables and 4 views in 2 databases (analytics, retail)\n"
+
+
+def test_validate_reports_every_problem_with_its_position(example, capsys):
+    orders = example / "schemas/retail/orders.yaml"
+    orders.write_text(orders.read_text().replace("type: bigint}", "type: bigitn}", 1))
+    assert main(["--project", str(example), "validate"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("schemas/retail/orders.yaml:6:31: unknown type 'bigitn'")
+    assert err[-1] == "1 problem(s) found; nothing was planned or applied."
+
+
+def test_plan_exit_codes_against_snapshots(example, tmp_path, capsys):
+    empty = tmp_path / "empty.json"
+    write_snapshot(Catalog(), empty)
+    assert main(["--project", str(example), "plan", "--against", str(empty)]) == 2
+    assert capsys.readouterr().out.startswith("12 steps on 12 objects, 0 destructive.\n")
+    same = applied_snapshot(example, tmp_path / "same.json")
+    assert main(["--project", str(example), "plan", "--against", str(same)]) == 0
+    assert capsys.readouterr().out == "No changes: the metastore matches the schemas (databases: analytics, retail).\n"
+
+
+def test_plan_shows_partition_counts_and_saves_json_that_apply_reads(example, tmp_path, capsys):
+    snapshot = applied_snapshot(example, tmp_path / "live.json")
+    orders = example / "schemas/retail/orders.yaml"
+    orders.write_text(orders.read_text().replace('  - {name: amount, type: "decimal(12,2)"}\n',
+                                                 '  - {name: amount, type: "decimal(12,2)"}\n'
+                                                 '  - {name: coupon, type: string}\n'))
+    out = tmp_path / "plan.json"
+    assert main(["--project", str(example), "plan", "--against", str(snapshot), "--out", str(out)]) == 2
+    text = capsys.readouterr().out
+    assert "1. add 1 column to retail.orders: coupon string\n" in text
+    assert "note: table only: 30 partitions keep their old column list" in text
+    saved = json.loads(out.read_text())
+    assert [s["kind"] for s in saved["steps"]] == ["add_columns", "replace_view", "replace_view", "replace_view"]
+    assert [s["object"] for s in saved["steps"][1:]] == ["retail.customer_orders", "retail.daily_revenue",
+                                                         "analytics.revenue_by_segment"]
+
+
+def test_markdown_and_json_formats(example, tmp_path, capsys):
+    empty = tmp_path / "empty.json"
+    write_snapshot(Catalog(), empty)
+    main(["--project", str(example), "plan", "--against", str(empty), "--format", "markdown"])
+    markdown = capsys.readouterr().out
+    assert markdown.startswith("### schemaflow plan\n\n12 steps on 12 objects, 0 destructive.\n\n| # | object |")
+    assert "| 4 | `analytics.sessions` | create table analytics.sessions (5 columns, partitioned by (ds), parquet) | properties: set owner |" in markdown
+    main(["--project", str(example), "plan", "--against", str(empty), "--format", "json"])
+    first = capsys.readouterr().out
+    main(["--project", str(example), "plan", "--against", str(empty), "--format", "json"])
+    assert capsys.readouterr().out == first  # stable, byte for byte
+    assert json.loads(first)["format_version"] == 1
+
+
+def test_apply_refuses_a_blocked_saved_plan_without_starting_spark(example, tmp_path, capsys):
+    live = tmp_path / "live.json"
+    applied_snapshot(example, live)
+    (example / "schemas/analytics/marketing_spend.yaml").unlink()  # no view reads it
+    out = tmp_path / "plan.json"
+    assert main(["--project", str(example), "plan", "--against", str(live), "--out", str(out)]) == 2
+    assert main(["--project", str(example), "apply", str(out), "--auto-approve"]) == 1
+    err = capsys.readouterr().err
+    assert "the plan has 1 blocked step(s); nothing was applied:\n  analytics.marketing_spend: destructive: run with " \
+           "--allow-destructive to allow it" in err
+    assert "Starting Spark" not in err
+    assert main(["--project", str(example), "apply", str(out), "--allow-destructive"]) == 1
+    assert "a saved plan runs as reviewed" in capsys.readouterr().err
+
+
+def test_apply_needs_a_terminal_or_auto_approve(example, tmp_path, capsys, monkeypatch):
+    empty = tmp_path / "empty.json"
+    write_snapshot(Catalog(), empty)
+    out = tmp_path / "plan.json"
+    main(["--project", str(example), "plan", "--against", str(empty), "--out", str(out)])
+    monkeypatch.setattr("sys.stdin.isatty", lambda: False)
+    assert main(["--project", str(example), "apply", str(out)]) == 1
+    assert "not a terminal, so no one can confirm: pass --auto-approve to apply" in capsys.readouterr().err
+
+
+def test_a_damaged_plan_file_is_refused(example, tmp_path, capsys):
+    bad = tmp_path / "plan.json"
+    bad.write_text("{not json")
+    assert main(["--project", str(example), "apply", str(bad)]) == 1
+    assert capsys.readouterr().err.startswith(f"error: {bad}: not a schemaflow plan")
+
+
+def test_not_a_project(tmp_path, capsys):
+    assert main(["--project", str(tmp_path), "validate"]) == 1
+    assert "no schemas/ directory here" in capsys.readouterr().err
+
+
+def test_environment_overrides_the_settings_file(example):
+    env = {"SCHEMAFLOW_METASTORE_URI": "thrift://10.1.2.3:9083", "SCHEMAFLOW_SPARK_MASTER": "yarn",
+           "SCHEMAFLOW_WAREHOUSE_DIR": "s3a://bucket/warehouse"}
+    settings = load_project(example, env=env).settings
+    assert (settings.metastore_uri, settings.spark_master, settings.warehouse_dir) == (
+        "thrift://10.1.2.3:9083", "yarn", "s3a://bucket/warehouse")
+    defaults = load_project(example, env={}).settings
+    assert (defaults.metastore_uri, defaults.spark_master, defaults.spark_conf) == (
+        None, "local[2]", {"spark.sql.shuffle.partitions": "4"})
+    assert defaults.warehouse_dir == str(example / ".schemaflow" / "warehouse")

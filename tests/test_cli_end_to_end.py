@@ -1,0 +1,101 @@
+"""The ``schemaflow`` command as a user runs it, each command its own process and JVM.
+
+Against the embedded Derby metastore (the laptop set-up), and against a standalone Thrift
+metastore server started from the pyspark jars (the shared set-up), pointed at by the settings
+file and by the environment. Outcomes are read back through ``schemaflow snapshot``.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from schemaflow.catalog.snapshot import read_snapshot
+from schemaflow.model import Table
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def schemaflow(project: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run schemaflow in ``project``, as a user does (relative paths are the project's)."""
+    return subprocess.run([sys.executable, "-m", "schemaflow", *args], cwd=project,
+                          capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL,
+                          env={**os.environ, **(env or {})})
+
+
+@pytest.mark.spark
+def test_example_project_plan_apply_replan_with_embedded_metastore(tmp_path):
+    shutil.copytree(ROOT / "schemas", tmp_path / "schemas")
+    shutil.copy(ROOT / "schemaflow.yaml", tmp_path)
+
+    planned = schemaflow(tmp_path, "plan", "--out", "plan.json")
+    assert planned.returncode == 2, planned.stderr
+    assert planned.stdout.startswith("12 steps on 12 objects, 0 destructive.\n")
+    # The user sees schemaflow's own words, not Spark's or Hive's logging.
+    assert planned.stderr.splitlines() == [
+        f"Starting Spark (local[2]) and connecting to the embedded metastore in {tmp_path}/.schemaflow ...",
+        "Saved the plan to plan.json; apply it with: schemaflow apply plan.json"]
+
+    refused = schemaflow(tmp_path, "apply", "plan.json")
+    assert refused.returncode == 1
+    assert "pass --auto-approve" in refused.stderr
+
+    applied = schemaflow(tmp_path, "apply", "plan.json", "--auto-approve")
+    assert applied.returncode == 0, applied.stderr
+    progress = [line for line in applied.stdout.splitlines() if line.startswith("[")]
+    assert len(progress) == 12 and all(line.endswith(("s)",)) and " ... done (" in line for line in progress)
+    assert applied.stdout.endswith("Applied 12 steps.\n")
+
+    replanned = schemaflow(tmp_path, "plan")
+    assert (replanned.returncode, replanned.stdout) == (
+        0, "No changes: the metastore matches the schemas (databases: analytics, retail).\n")
+
+
+@pytest.mark.remote
+def test_own_project_against_a_thrift_metastore_server(metastore_server, tmp_path):
+    project = tmp_path / "project"
+    (project / "schemas" / "sales").mkdir(parents=True)
+    (project / "schemas" / "sales" / "orders.yaml").write_text(
+        "table: sales.orders\nformat: orc\ncolumns:\n  - {name: id, type: bigint, comment: Order id}\n"
+        "partitioned_by: [{name: ds, type: string}]\nproperties: {owner: sales-eng}\n")
+    (project / "schemas" / "sales" / "big_orders.yaml").write_text(
+        "view: sales.big_orders\nsql: SELECT id, ds FROM orders WHERE id > 100\n")
+    (project / "schemaflow.yaml").write_text(
+        f"metastore: {{uri: '{metastore_server}'}}\nwarehouse_dir: {tmp_path / 'warehouse'}\n")
+
+    applied = schemaflow(project, "apply", "--auto-approve")
+    assert applied.returncode == 0, applied.stderr
+    assert f"connecting to {metastore_server}" in applied.stderr
+    assert applied.stdout.endswith("Applied 3 steps.\n")
+
+    # Another checkout, pointed at the same server through the environment only.
+    other = tmp_path / "other"
+    shutil.copytree(project / "schemas", other / "schemas")
+    env = {"SCHEMAFLOW_METASTORE_URI": metastore_server, "SCHEMAFLOW_WAREHOUSE_DIR": str(tmp_path / "warehouse")}
+    replanned = schemaflow(other, "plan", env=env)
+    assert replanned.returncode == 0, replanned.stdout + replanned.stderr
+
+    snapshot = schemaflow(other, "snapshot", "--out", str(tmp_path / "live.json"), env=env)
+    assert snapshot.returncode == 0, snapshot.stderr
+    live = read_snapshot(tmp_path / "live.json")
+    orders = live.get("sales.orders")
+    assert isinstance(orders, Table)
+    assert (orders.format, orders.properties, [(c.name, c.type, c.comment) for c in orders.columns]) == (
+        "orc", {"owner": "sales-eng"}, [("id", "bigint", "Order id")])
+    assert [c.name for c in live.get("sales.big_orders").columns] == ["id", "ds"]
+
+
+@pytest.mark.remote
+def test_an_unreachable_metastore_is_a_clear_error(tmp_path):
+    from tests.metastore_server import free_port
+
+    shutil.copytree(ROOT / "schemas", tmp_path / "schemas")
+    uri = f"thrift://127.0.0.1:{free_port()}"
+    result = schemaflow(tmp_path, "plan", env={"SCHEMAFLOW_METASTORE_URI": uri})
+    assert result.returncode == 1
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"error: cannot reach the Hive metastore ({uri})"), result.stderr
