@@ -19,6 +19,28 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+class _OfTable:
+    """A change that carries the whole table it is about."""
+
+    object_type = "table"
+    table: Table
+
+    @property
+    def key(self) -> str:
+        return self.table.key
+
+
+class _OfView:
+    """A change that carries the whole view it is about."""
+
+    object_type = "view"
+    view: View
+
+    @property
+    def key(self) -> str:
+        return self.view.key
+
+
 @dataclass(frozen=True)
 class CreateDatabase:
     database: str
@@ -36,15 +58,10 @@ class CreateDatabase:
 
 
 @dataclass(frozen=True)
-class CreateTable:
+class CreateTable(_OfTable):
     table: Table
-    object_type = "table"
     destructive = False
     reshapes = True
-
-    @property
-    def key(self) -> str:
-        return self.table.key
 
     def to_step(self) -> Step:
         t = self.table
@@ -57,15 +74,10 @@ class CreateTable:
 
 
 @dataclass(frozen=True)
-class DropTable:
+class DropTable(_OfTable):
     table: Table
-    object_type = "table"
     destructive = True
     reshapes = True
-
-    @property
-    def key(self) -> str:
-        return self.table.key
 
     def to_step(self) -> Step:
         if self.table.external:
@@ -137,31 +149,21 @@ def _view_actions(view: View, replace: bool) -> tuple:
 
 
 @dataclass(frozen=True)
-class CreateView:
+class CreateView(_OfView):
     view: View
-    object_type = "view"
     destructive = False
     reshapes = True
-
-    @property
-    def key(self) -> str:
-        return self.view.key
 
     def to_step(self) -> Step:
         return Step("create_view", self.key, "view", f"create view {self.key}", _view_actions(self.view, replace=False))
 
 
 @dataclass(frozen=True)
-class ReplaceView:
+class ReplaceView(_OfView):
     view: View
     reasons: tuple[str, ...]
     reshapes: bool = True  # False when only comments changed: readers see the same columns
-    object_type = "view"
     destructive = False
-
-    @property
-    def key(self) -> str:
-        return self.view.key
 
     def to_step(self) -> Step:
         return Step("replace_view", self.key, "view", f"re-create view {self.key}: {'; '.join(self.reasons)}",
@@ -169,15 +171,10 @@ class ReplaceView:
 
 
 @dataclass(frozen=True)
-class DropView:
+class DropView(_OfView):
     view: View
-    object_type = "view"
     destructive = True
     reshapes = True
-
-    @property
-    def key(self) -> str:
-        return self.view.key
 
     def to_step(self) -> Step:
         return Step("drop_view", self.key, "view", f"drop view {self.key}",
