@@ -87,13 +87,14 @@ class Step:
     summary: str                   # one line a reviewer reads
     actions: tuple[Action, ...]
     notes: tuple[str, ...] = ()    # consequences worth knowing (partitions left alone, ...)
+    hazards: tuple[str, ...] = ()  # risks to data or readers a reviewer must weigh
     destructive: bool = False
     blocked: str | None = None     # why this step will not run as planned
 
     def to_data(self) -> dict[str, Any]:
         return {
             "kind": self.kind, "object": self.object, "object_type": self.object_type,
-            "summary": self.summary, "notes": list(self.notes),
+            "summary": self.summary, "notes": list(self.notes), "hazards": list(self.hazards),
             "destructive": self.destructive, "blocked": self.blocked,
             "actions": [a.to_data() for a in self.actions],
         }
@@ -102,7 +103,7 @@ class Step:
     def from_data(cls, data: Mapping[str, Any]) -> "Step":
         return cls(
             kind=data["kind"], object=data["object"], object_type=data["object_type"],
-            summary=data["summary"], notes=tuple(data.get("notes", ())),
+            summary=data["summary"], notes=tuple(data.get("notes", ())), hazards=tuple(data.get("hazards", ())),
             destructive=bool(data.get("destructive", False)), blocked=data.get("blocked"),
             actions=tuple(action_from_data(a) for a in data["actions"]),
         )

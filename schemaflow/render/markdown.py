@@ -15,7 +15,7 @@ def render(plan: Plan) -> str:
         return "\n".join(lines) + "\n"
     lines += ["", "| # | object | change | notes |", "|---|---|---|---|"]
     for number, step in enumerate(plan.steps, 1):
-        notes = [f"**{flag}**" for flag in markers(step)] + list(step.notes)
+        notes = [f"**{flag}**" for flag in markers(step)] + [f"⚠ {h}" for h in step.hazards] + list(step.notes)
         lines.append(f"| {number} | `{step.object}` | {_cell(step.summary)} | {_cell('; '.join(notes))} |")
     lines += ["", "<details><summary>Statements</summary>", "", "```sql"]
     for number, step in enumerate(plan.steps, 1):

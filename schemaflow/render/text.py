@@ -13,6 +13,7 @@ def render(plan: Plan) -> str:
         lines.append("")
         lines.append(f"{number:>{width}}. {step.summary}" + (f"  [{'; '.join(flags)}]" if flags else ""))
         pad = " " * (width + 2)
+        lines += [f"{pad}hazard: {hazard}" for hazard in step.hazards]
         lines += [f"{pad}note: {note}" for note in step.notes]
         for action in step.actions:
             lines += [pad + "  " + line for line in action.describe().splitlines()]
