@@ -28,7 +28,7 @@ Run from the repository root::
 
 ``--remote`` starts the Hive metastore server bundled with pyspark (``tests/metastore_server.py``)
 and points the session at it: every metastore call then crosses a socket, as with the shared
-metastore of a real cluster. ``--skip-slow`` leaves out (b), which takes about 45 s per read of
+metastore of a real cluster. ``--skip-slow`` leaves out (b), which takes about 50 s per read of
 1,000 tables.
 """
 from __future__ import annotations

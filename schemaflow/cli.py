@@ -1,6 +1,7 @@
 """The ``schemaflow`` command line: parse arguments, call the library, choose the exit code.
 
-Exit codes: ``validate`` 0 valid, 1 invalid; ``plan`` 0 no changes, 2 changes, 1 error;
+Exit codes: ``validate`` 0 valid, 1 invalid; ``plan`` (against the metastore, a snapshot, or a git
+ref) 0 no changes, 2 changes, 1 error;
 ``apply`` 0 done (or nothing to do), 1 error. Errors go to stderr as ``path:line:col: message``
 for the project's files, or ``error: ...`` otherwise.
 """
@@ -16,7 +17,8 @@ from schemaflow.apply.executor import apply_plan, check_runnable
 from schemaflow.errors import SchemaflowError, SpecError
 from schemaflow.plan.plan import Plan
 from schemaflow.project import load_project
-from schemaflow.render import FORMATS, render
+from schemaflow.render import FORMATS
+from schemaflow.render.review import Review
 from schemaflow.render.text import render as render_text
 from schemaflow import workflow
 
@@ -37,6 +39,10 @@ def _parser() -> argparse.ArgumentParser:
     plan.add_argument("--allow-destructive", action="store_true", help="plan drops instead of blocking them")
     plan.add_argument("--against", type=Path, metavar="SNAPSHOT",
                       help="plan against a saved live state (see snapshot) instead of the metastore")
+    plan.add_argument("--base", metavar="REF",
+                      help="plan against the schemas at this git ref instead of the metastore (no JVM)")
+    plan.add_argument("--head", metavar="REF", help="with --base: plan the schemas at this git ref "
+                                                     "(default: the working tree, uncommitted edits included)")
 
     apply = commands.add_parser("apply", help="plan (or load a saved plan) and apply it")
     apply.add_argument("plan_file", nargs="?", type=Path, metavar="PLAN", help="a plan saved by plan --out")
@@ -76,15 +82,27 @@ def _validate(project, args) -> int:
 
 
 def _plan(project, args) -> int:
-    if args.against:
-        plan = workflow.plan_against_snapshot(project, args.against, allow_destructive=args.allow_destructive)
-    else:
-        plan = workflow.make_plan(project, workflow.Live(project), allow_destructive=args.allow_destructive)
-    sys.stdout.write(render(plan, args.format))
+    review = _review(project, args)
+    plan = review.plan
+    sys.stdout.write(workflow.show(review, args.format))
     if args.out:
         args.out.write_text(plan.to_json())
         print(f"Saved the plan to {args.out}; apply it with: schemaflow apply {args.out}", file=sys.stderr)
     return EXIT_OK if plan.is_empty else EXIT_CHANGES
+
+
+def _review(project, args) -> Review:
+    if args.head and not args.base:
+        raise SchemaflowError("--head needs --base: the git ref to plan against")
+    if args.base and args.against:
+        raise SchemaflowError("--base and --against both say what to plan against: give one")
+    if args.base:
+        print(f"Planning {args.head or 'the working tree'} against {args.base} from git, without a metastore: "
+              "partition counts are unknown.", file=sys.stderr)
+        return workflow.review_refs(project, args.base, args.head, allow_destructive=args.allow_destructive)
+    if args.against:
+        return workflow.review_snapshot(project, args.against, allow_destructive=args.allow_destructive)
+    return workflow.review_live(project, workflow.Live(project), allow_destructive=args.allow_destructive)
 
 
 def _apply(project, args) -> int:

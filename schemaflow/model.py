@@ -51,9 +51,10 @@ class Table:
     location: str | None = None
     properties: Mapping[str, str] = field(default_factory=dict)
     # Live state only: the property keys schemaflow wrote last time (so removed ones can be unset),
-    # and the version stamp it left.
+    # the version stamp it left, and the migrations applied to it (id -> record).
     managed_keys: tuple[str, ...] = field(default=(), compare=False)
     version: str | None = field(default=None, compare=False)
+    migrations: Mapping[str, str] = field(default_factory=dict, compare=False)
     source: Source | None = field(default=None, compare=False, repr=False)
 
     kind = "table"
@@ -95,12 +96,75 @@ class View:
 Object = Table | View
 
 
+# --- migrations: the column changes a diff cannot infer --------------------------------------
+
+@dataclass(frozen=True)
+class RenameColumn:
+    table: str
+    old: str
+    new: str
+    source: Source | None = field(default=None, compare=False, repr=False)
+
+    def describe(self) -> str:
+        return f"rename {self.old} to {self.new}"
+
+
+@dataclass(frozen=True)
+class DropColumn:
+    table: str
+    column: str
+    source: Source | None = field(default=None, compare=False, repr=False)
+
+    def describe(self) -> str:
+        return f"drop {self.column}"
+
+
+@dataclass(frozen=True)
+class ReorderColumns:
+    table: str
+    order: tuple[str, ...]
+    source: Source | None = field(default=None, compare=False, repr=False)
+
+    def describe(self) -> str:
+        return f"reorder to ({', '.join(self.order)})"
+
+
+@dataclass(frozen=True)
+class PartitionsMode:
+    """Overrides the planner's choice for a table's partitions: ``cascade`` or ``restrict``."""
+
+    table: str
+    mode: str
+    source: Source | None = field(default=None, compare=False, repr=False)
+
+    def describe(self) -> str:
+        return f"partitions: {self.mode}"
+
+
+MigrationChange = RenameColumn | DropColumn | ReorderColumns | PartitionsMode
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One ordered file of ``migrations/``; its id is the file name without the suffix."""
+
+    id: str
+    description: str
+    changes: tuple[MigrationChange, ...]
+    checksum: str = ""  # of the file's content: a migration edited after it was applied is detected
+    source: Source | None = field(default=None, compare=False, repr=False)
+
+    def changes_for(self, table: str) -> tuple[MigrationChange, ...]:
+        return tuple(c for c in self.changes if c.table == table)
+
+
 @dataclass(frozen=True)
 class Catalog:
     """A set of databases and the tables and views in them, keyed by ``db.name``."""
 
     databases: tuple[str, ...] = ()
     objects: Mapping[str, Object] = field(default_factory=dict)
+    migrations: tuple[Migration, ...] = ()  # desired state only, in order
 
     def get(self, key: str) -> Object | None:
         return self.objects.get(key)
@@ -114,10 +178,8 @@ class Catalog:
     def in_databases(self, databases: tuple[str, ...]) -> "Catalog":
         """The part of this catalog that lies in the given databases."""
         wanted = set(databases)
-        return Catalog(
-            databases=tuple(sorted(d for d in self.databases if d in wanted)),
-            objects={k: o for k, o in self.objects.items() if o.database in wanted},
-        )
+        return replace(self, databases=tuple(sorted(d for d in self.databases if d in wanted)),
+                       objects={k: o for k, o in self.objects.items() if o.database in wanted})
 
 
 def split_key(key: str) -> tuple[str, str]:
@@ -168,7 +230,7 @@ def fingerprint(obj: Object) -> str:
     fingerprint of a desired object equals that of the live object it was applied to.
     """
     data = to_data(replace(obj, managed_keys=(), version=None))
-    for live_only in ("managed_keys", "version", "reads"):
+    for live_only in ("managed_keys", "version", "reads", "migrations"):
         data.pop(live_only, None)
     canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]

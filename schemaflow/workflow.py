@@ -2,25 +2,42 @@
 
 The CLI parses arguments and picks exit codes; everything it does goes through these functions,
 so a test (or another program) can drive schemaflow the same way. The JVM is started only when
-live state is needed, and only once per process.
+live state is needed, and only once per process. Planning between two git refs needs neither the
+JVM nor a metastore: the desired state at the base ref plays the live state.
+
+Each way of planning returns a ``Review``: the plan and what a reviewer reads beside it.
 """
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
 from schemaflow.errors import SchemaflowError
-from schemaflow.model import Catalog
+from schemaflow.model import Catalog, fingerprint
 from schemaflow.plan.plan import Plan, build_plan
 from schemaflow.project import Project
+from schemaflow.render import markdown, render
+from schemaflow.render.review import Review
 from schemaflow.spec import load_catalog
 
 
 def desired_state(project: Project) -> Catalog:
     """The catalog the project's YAML declares; raises ``SpecError`` listing every problem."""
     return load_catalog(project.root, project.settings.databases)
+
+
+def applied_state(desired: Catalog) -> Catalog:
+    """The live catalog that a complete apply of ``desired`` leaves behind.
+
+    Every object carries the version stamp and the managed property keys schemaflow writes, so a
+    property that is later removed from the schemas is planned as unset.
+    """
+    return replace(desired, objects={
+        key: replace(obj, managed_keys=tuple(sorted(obj.properties)), version=fingerprint(obj))
+        for key, obj in desired.objects.items()
+    })
 
 
 @dataclass
@@ -53,22 +70,63 @@ class Live:
         return self.metastore
 
 
-def make_plan(project: Project, live: Live, *, allow_destructive: bool = False) -> Plan:
+def review_live(project: Project, live: Live, *, allow_destructive: bool = False) -> Review:
     """Plan the project's desired state against its live metastore."""
     desired = desired_state(project)
     current = live.read(desired.databases)
-    return build_plan(desired, current, allow_destructive=allow_destructive,
+    plan = build_plan(desired, current, allow_destructive=allow_destructive,
                       count_partitions=live.metastore.count_partitions)
+    return Review(plan, reads=_reads(current, desired))
 
 
-def plan_against_snapshot(project: Project, snapshot: Path, *, allow_destructive: bool = False) -> Plan:
+def make_plan(project: Project, live: Live, *, allow_destructive: bool = False) -> Plan:
+    """The plan of :func:`review_live`."""
+    return review_live(project, live, allow_destructive=allow_destructive).plan
+
+
+def review_snapshot(project: Project, snapshot: Path, *, allow_destructive: bool = False) -> Review:
     """Plan against a saved live state, with no JVM: partition counts come from the snapshot if it has them."""
     from schemaflow.catalog.snapshot import load_snapshot
 
     desired = desired_state(project)
     saved = load_snapshot(snapshot)
-    return build_plan(desired, saved.catalog.in_databases(desired.databases), allow_destructive=allow_destructive,
+    current = saved.catalog.in_databases(desired.databases)
+    plan = build_plan(desired, current, allow_destructive=allow_destructive,
                       count_partitions=saved.partition_counts.get)
+    return Review(plan, base=f"the snapshot {snapshot}", counts_partitions=bool(saved.partition_counts),
+                  reads=_reads(current, desired))
+
+
+def plan_against_snapshot(project: Project, snapshot: Path, *, allow_destructive: bool = False) -> Plan:
+    """The plan of :func:`review_snapshot`."""
+    return review_snapshot(project, snapshot, allow_destructive=allow_destructive).plan
+
+
+def review_refs(project: Project, base: str, head: str | None = None, *, allow_destructive: bool = False) -> Review:
+    """Plan what the schemas at git ref ``head`` (None: the working tree) change from those at ``base``.
+
+    No JVM and no metastore: the base's desired state, as a complete apply of it leaves the
+    metastore, plays the live state, and partition counts are unknown. Both refs are read from
+    the repository's objects, without a checkout.
+    """
+    from schemaflow.gitsource import desired_at  # gitpython loads only when a git ref is read
+
+    desired = desired_state(project) if head is None else desired_at(project.root, head)
+    before = applied_state(desired_at(project.root, base).in_databases(desired.databases))
+    plan = build_plan(desired, before, allow_destructive=allow_destructive)
+    return Review(plan, base=base, head=head or "the working tree", counts_partitions=False,
+                  reads=_reads(before, desired))
+
+
+def _reads(live: Catalog, desired: Catalog) -> dict[str, tuple[str, ...]]:
+    """What each view reads: as declared, else as the live side knows it."""
+    return {view.key: view.reads for catalog in (live, desired) for view in catalog.views()}
+
+
+def show(review: Review, fmt: str) -> str:
+    """The review in one of ``render.FORMATS``: markdown shows what was compared and how objects depend on
+    each other; text and JSON show the plan."""
+    return markdown.render_review(review) if fmt == "markdown" else render(review.plan, fmt)
 
 
 def load_plan(path: Path) -> Plan:

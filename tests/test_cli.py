@@ -79,7 +79,11 @@ def test_markdown_and_json_formats(example, tmp_path, capsys):
     write_snapshot(Catalog(), empty)
     main(["--project", str(example), "plan", "--against", str(empty), "--format", "markdown"])
     markdown = capsys.readouterr().out
-    assert markdown.startswith("### schemaflow plan\n\n12 steps on 12 objects, 0 destructive.\n\n| # | object |")
+    escaped = str(empty).replace("_", "\\_")  # Markdown would read a pair of _ as emphasis
+    assert markdown.startswith(
+        "<!-- schemaflow-plan -->\n### schemaflow plan\n\n**12 steps on 12 objects, 0 destructive.**\n\n"
+        f"Planned: the working tree against the snapshot {escaped}, without a metastore: "
+        "partition counts are unknown.\n\n| # | object |")
     assert "| 4 | `analytics.sessions` | create table analytics.sessions (5 columns, partitioned by (ds), parquet) | properties: set owner |" in markdown
     main(["--project", str(example), "plan", "--against", str(empty), "--format", "json"])
     first = capsys.readouterr().out

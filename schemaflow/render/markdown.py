@@ -1,25 +1,120 @@
-"""The plan as a pull-request comment: a summary, a table of steps, and the statements folded away."""
+"""The plan as a pull-request comment that a reviewer reads at a glance.
+
+From the top: a hidden marker (the CI workflow finds its previous comment by it and edits that
+comment instead of adding one), the summary line and what was compared, a table of the steps with
+their flags, hazards and notes, a Mermaid graph of the tables and views the plan touches with what
+each view among them reads, and the statements folded away in ``<details>``. Text from the plan is
+escaped, so a ``|`` in a comment or an ``array<string>`` type cannot break the table; graph nodes
+are numbered in name order, so names need no quoting rules and the same plan draws the same graph.
+A comment longer than GitHub accepts leaves the statements out and says where they are.
+"""
 from __future__ import annotations
 
+import re
+from typing import Mapping
+
 from schemaflow.plan.plan import Plan
-from schemaflow.render.summary import markers, summary
+from schemaflow.plan.steps import Step
+from schemaflow.render.review import Review
+from schemaflow.render.summary import markers, plural, summary
 
+MARKER = "<!-- schemaflow-plan -->"
+MAX_CHARACTERS = 65_536  # the longest comment body GitHub accepts
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+# How the graph colours an object by what happens to it (the word is also in its label).
+_STATES = {
+    "created": "fill:#dafbe1,stroke:#1a7f37,color:#1f2328",
+    "re-created": "fill:#fff8c5,stroke:#9a6700,color:#1f2328",
+    "changed": "fill:#ddf4ff,stroke:#0969da,color:#1f2328",
+    "dropped": "fill:#ffebe9,stroke:#cf222e,color:#1f2328",
+    "blocked": "fill:#eaeef2,stroke:#cf222e,stroke-width:3px,stroke-dasharray:5 5,color:#1f2328",
+}
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&])")
 
 
 def render(plan: Plan) -> str:
-    lines = ["### schemaflow plan", "", summary(plan)]
+    """The comment for ``plan`` made against the metastore, with no dependency edges known."""
+    return render_review(Review(plan))
+
+
+def render_review(review: Review) -> str:
+    plan = review.plan
+    basis = f"Planned: {review.head} against {review.base}"
+    if not review.counts_partitions:
+        basis += ", without a metastore: partition counts are unknown"
+    top = [MARKER, "### schemaflow plan", "", f"**{_escape(summary(plan, review.base))}**", "", _escape(basis) + "."]
     if plan.is_empty:
-        return "\n".join(lines) + "\n"
-    lines += ["", "| # | object | change | notes |", "|---|---|---|---|"]
+        return _lines(top)
+    body = top + _table(plan) + _graph(plan, review.reads)
+    comment = _lines(body + _statements(plan))
+    if len(comment) <= MAX_CHARACTERS:
+        return comment
+    return _lines(body + ["", "The statements are left out: with them this comment would be longer than GitHub "
+                              "accepts. `schemaflow plan --format json` (the workflow's plan.json) has them all."])
+
+
+def _table(plan: Plan) -> list[str]:
+    rows = ["", "| # | object | change | notes |", "|---|---|---|---|"]
     for number, step in enumerate(plan.steps, 1):
-        notes = [f"**{flag}**" for flag in markers(step)] + [f"⚠ {h}" for h in step.hazards] + list(step.notes)
-        lines.append(f"| {number} | `{step.object}` | {_cell(step.summary)} | {_cell('; '.join(notes))} |")
-    lines += ["", "<details><summary>Statements</summary>", "", "```sql"]
+        notes = ([f"**{_escape(flag)}**" for flag in markers(step)] + [f"⚠ {_escape(h)}" for h in step.hazards]
+                 + [_escape(note) for note in step.notes])
+        rows.append(f"| {number} | `{step.object}` | {_escape(step.summary)} | {'<br>'.join(notes)} |")
+    return rows
+
+
+def _graph(plan: Plan, reads: Mapping[str, tuple[str, ...]]) -> list[str]:
+    """The tables (boxes) and views (rounded) the plan touches, each view linked to what it reads."""
+    steps: dict[str, list[Step]] = {}
+    for step in plan.steps:
+        if step.object_type != "database":
+            steps.setdefault(step.object, []).append(step)
+    if not steps:
+        return []
+    keys = sorted(steps)
+    ids = {key: f"n{number}" for number, key in enumerate(keys, 1)}
+    lines = ["", "```mermaid", "graph LR"]
+    states: dict[str, list[str]] = {}
+    for key in keys:
+        state = _state(steps[key])
+        blocked = any(step.blocked for step in steps[key])
+        label = f"{key} ({state}, blocked)" if blocked else f"{key} ({state})"
+        shape = '("{}")' if steps[key][0].object_type == "view" else '["{}"]'
+        lines.append(f"  {ids[key]}{shape.format(label)}")
+        states.setdefault("blocked" if blocked else state, []).append(ids[key])
+    lines += [f"  {ids[view]} -->|reads| {ids[read]}"
+              for view in keys for read in sorted(reads.get(view, ())) if read in ids]
+    for state, style in _STATES.items():
+        if state in states:
+            name = state.replace("-", "")
+            lines += [f"  classDef {name} {style}", f"  class {','.join(states[state])} {name}"]
+    return lines + ["```"]
+
+
+def _state(steps: list[Step]) -> str:
+    """What happens to one object, in a word: created, dropped, re-created or changed."""
+    kinds = {step.kind for step in steps}
+    created = bool(kinds & {"create_table", "create_view"})
+    dropped = bool(kinds & {"drop_table", "drop_view"})
+    if (created and dropped) or "replace_view" in kinds:
+        return "re-created"
+    return "created" if created else "dropped" if dropped else "changed"
+
+
+def _statements(plan: Plan) -> list[str]:
+    sql = []
     for number, step in enumerate(plan.steps, 1):
-        lines.append(f"-- {number}. {step.summary}")
-        lines += [action.describe() for action in step.actions]
-    lines += ["```", "", "</details>"]
+        sql.append(f"-- {number}. {step.summary}")
+        sql += [action.describe() for action in step.actions]
+    # A fence longer than any run of backticks in the statements, which quote names with them.
+    fence = "`" * max([3] + [len(run) + 1 for run in re.findall(r"`+", "\n".join(sql))])
+    return ["", f"<details><summary>Statements ({plural(len(plan.steps), 'step')})</summary>", "",
+            fence + "sql", *sql, fence, "", "</details>"]
+
+
+def _escape(text: str) -> str:
+    """Text shown as itself in GitHub Markdown, inside a table cell too (one line, no active characters)."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", text).replace("\n", "<br>")
+
+
+def _lines(lines: list[str]) -> str:
     return "\n".join(lines) + "\n"

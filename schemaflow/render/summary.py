@@ -4,12 +4,15 @@ from __future__ import annotations
 from schemaflow.plan.plan import Plan
 
 
-def summary(plan: Plan) -> str:
+def summary(plan: Plan, base: str = "the metastore") -> str:
+    """Steps, objects, destructive steps, re-created views and blocked steps; ``base`` is what was planned against."""
     if plan.is_empty:
-        return f"No changes: the metastore matches the schemas (databases: {', '.join(plan.databases) or 'none'})."
+        return f"No changes: {base} matches the schemas (databases: {', '.join(plan.databases) or 'none'})."
     destructive = sum(s.destructive for s in plan.steps)
-    line = (f"{len(plan.steps)} step{'s' if len(plan.steps) != 1 else ''} on "
-            f"{len(plan.objects)} object{'s' if len(plan.objects) != 1 else ''}, {destructive} destructive")
+    recreated = sum(s.kind == "replace_view" for s in plan.steps)
+    line = f"{plural(len(plan.steps), 'step')} on {plural(len(plan.objects), 'object')}, {destructive} destructive"
+    if recreated:
+        line += f", {plural(recreated, 'view')} re-created"
     if plan.blocked:
         line += f", {len(plan.blocked)} blocked: apply will refuse this plan"
     return line + "."
@@ -23,3 +26,8 @@ def markers(step) -> list[str]:
     if step.blocked:
         flags.append("BLOCKED: " + step.blocked)
     return flags
+
+
+def plural(n: int, word: str) -> str:
+    """``n`` and the word, made plural unless ``n`` is 1: "1 step", "3 steps"."""
+    return f"{n} {word}{'' if n == 1 else 's'}"

@@ -3,6 +3,7 @@
 Each file declares one table or view, and its place says which: the file's path must match the
 name it declares. Tables and views share one namespace per database. Everything wrong in any file
 is collected, sorted and raised together as one ``SpecError``, so that a single run shows it all.
+The files are read through ``spec.source``: from a directory, or from a git commit.
 """
 from __future__ import annotations
 
@@ -12,24 +13,26 @@ from schemaflow.errors import Problem, SpecError
 from schemaflow.model import Catalog
 from schemaflow.spec.analysis import analyze_views
 from schemaflow.spec.objects import Declaration, read_object
+from schemaflow.spec.source import Directory, ProjectFiles
 from schemaflow.spec.yamlpos import load_yaml
 
 SCHEMAS_DIR = "schemas"
 SUFFIXES = (".yaml", ".yml")
 
 
-def load_catalog(project_root: Path, databases: tuple[str, ...] = ()) -> Catalog:
-    """The tables and views declared under ``project_root/schemas``; raises ``SpecError``.
+def load_catalog(project: str | Path | ProjectFiles, databases: tuple[str, ...] = ()) -> Catalog:
+    """The tables and views declared under ``schemas/`` of a project; raises ``SpecError``.
 
+    ``project`` is the project's directory, or its files read from elsewhere (a git commit).
     ``databases``, when given, are the databases the project manages: an object declared in
     any other is an error. Otherwise the databases are those the files declare.
     """
+    files = Directory(Path(project)) if isinstance(project, (str, Path)) else project
     problems: list[Problem] = []
     declarations: list[Declaration] = []
-    for file in _schema_files(Path(project_root) / SCHEMAS_DIR):
-        path = file.relative_to(project_root).as_posix()
+    for path in _schema_files(files):
         try:
-            doc = load_yaml(file, path)
+            doc = load_yaml(files.open(path), path)
         except SpecError as error:
             problems.extend(error.problems)
             continue
@@ -53,13 +56,13 @@ def load_catalog(project_root: Path, databases: tuple[str, ...] = ()) -> Catalog
     return Catalog(databases=databases or tuple(sorted({o.database for o in objects.values()})), objects=objects)
 
 
-def _schema_files(schemas_dir: Path) -> list[Path]:
+def _schema_files(files: ProjectFiles) -> list[str]:
     """Every YAML file under ``schemas/`` (hidden files and folders aside), sorted."""
-    return sorted(
-        file for file in schemas_dir.rglob("*")
-        if file.suffix in SUFFIXES and file.is_file()
-        and not any(part.startswith(".") for part in file.relative_to(schemas_dir).parts)
-    )
+    paths = (PurePosixPath(path) for path in files.files_under(SCHEMAS_DIR))
+    return [
+        path.as_posix() for path in sorted(paths)
+        if path.suffix in SUFFIXES and not any(part.startswith(".") for part in path.relative_to(SCHEMAS_DIR).parts)
+    ]
 
 
 def _placement_problems(declaration: Declaration, databases: tuple[str, ...]) -> list[Problem]:

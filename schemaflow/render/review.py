@@ -1,0 +1,21 @@
+"""A plan with what a reviewer reads beside it: what it compares, and what the views in it read.
+
+The plan alone is what ``apply`` runs; a reviewer also wants to know what it was planned against
+(the metastore, a snapshot, another git ref), whether partition counts could be known, and how the
+objects it touches depend on each other. Every way of planning returns a ``Review``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from schemaflow.plan.plan import Plan
+
+
+@dataclass(frozen=True)
+class Review:
+    plan: Plan
+    base: str = "the metastore"        # what the plan starts from, in words ("origin/main", "the snapshot live.json")
+    head: str = "the working tree"     # whose schemas it reaches, in words
+    counts_partitions: bool = True     # False: no metastore was read, so partition counts are unknown
+    reads: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # "db.view" -> the objects it reads

@@ -1,0 +1,39 @@
+"""Temporary git repositories holding a schemaflow project, for the tests that plan between refs."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import git
+
+
+def init_repo(path: Path) -> git.Repo:
+    """A new repository at ``path`` on branch ``main``, with an author and no commit signing."""
+    repo = git.Repo.init(path, initial_branch="main")
+    with repo.config_writer() as config:
+        config.set_value("user", "name", "schemaflow tests")
+        config.set_value("user", "email", "tests@schemaflow.invalid")
+        config.set_value("commit", "gpgsign", "false")
+    return repo
+
+
+def commit(repo: git.Repo, message: str) -> str:
+    """Commit everything in the work tree (an empty commit when nothing changed); its hash."""
+    repo.git.add(all=True)
+    repo.git.commit("--allow-empty", "--quiet", "-m", message)
+    return repo.head.commit.hexsha
+
+
+def put_project(source: Path | None, project: Path) -> None:
+    """Make ``project``'s schemas/ and schemaflow.yaml those of ``source`` (nothing when None)."""
+    shutil.rmtree(project / "schemas", ignore_errors=True)
+    (project / "schemaflow.yaml").unlink(missing_ok=True)
+    if source is not None:
+        shutil.copytree(source, project, dirs_exist_ok=True)
+
+
+def edit(file: Path, old: str, new: str) -> None:
+    """Replace the one occurrence of ``old`` in ``file`` with ``new``."""
+    text = file.read_text()
+    assert text.count(old) == 1, f"{old!r} is not in {file} exactly once"
+    file.write_text(text.replace(old, new))

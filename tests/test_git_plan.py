@@ -1,0 +1,230 @@
+"""Plans between git refs: desired state read from commits, never checked out, and no JVM.
+
+Each test builds a temporary repository whose first commit (branch ``main``) is the example
+project; the change under review is a second commit, or uncommitted edits in the work tree.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import git
+import pytest
+
+from schemaflow.cli import main
+from schemaflow.model import MANAGED_KEYS_KEY, VERSION_KEY
+from schemaflow.plan.steps import SetParameters
+from schemaflow.project import load_project
+from schemaflow.workflow import review_refs
+from tests.gitrepos import commit, edit, init_repo, put_project
+
+ROOT = Path(__file__).resolve().parent.parent
+ORDERS_AMOUNT = '  - {name: amount, type: "decimal(12,2)"}\n'
+COUPON = '  - {name: coupon, type: string, comment: Promotion code}\n'
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> git.Repo:
+    """A repository whose one commit, on main, is the example project."""
+    repo = init_repo(tmp_path / "repo")
+    shutil.copytree(ROOT / "schemas", tmp_path / "repo" / "schemas")
+    shutil.copy(ROOT / "schemaflow.yaml", tmp_path / "repo")
+    commit(repo, "the example project")
+    return repo
+
+
+def project_dir(repo: git.Repo) -> Path:
+    return Path(repo.working_tree_dir)
+
+
+def plan_refs(repo: git.Repo, base: str, head: str | None = None, **kw):
+    return review_refs(load_project(project_dir(repo), env={}), base, head, **kw).plan
+
+
+def steps(plan) -> list[tuple[str, str, bool]]:
+    return [(s.kind, s.object, bool(s.blocked)) for s in plan.steps]
+
+
+def test_each_change_kind_between_two_commits(repo):
+    schemas = project_dir(repo) / "schemas"
+    edit(schemas / "retail/orders.yaml", ORDERS_AMOUNT, ORDERS_AMOUNT + COUPON)
+    edit(schemas / "retail/customers.yaml", "rewritten nightly", "rewritten hourly")
+    edit(schemas / "retail/customers.yaml", "{name: name, type: string}", "{name: name, type: string, comment: Full name}")
+    edit(schemas / "retail/customers.yaml", "{owner: sales-eng, orc.compress: ZSTD}", "{owner: crm-team}")
+    edit(schemas / "analytics/daily_sessions.yaml", "  GROUP BY", "  WHERE pages > 0\n  GROUP BY")
+    (schemas / "analytics/marketing_spend.yaml").unlink()
+    (schemas / "retail/returns.yaml").write_text(
+        "table: retail.returns\ncolumns:\n  - {name: order_id, type: bigint}\n  - {name: reason, type: string}\n")
+    (schemas / "retail/returned_orders.yaml").write_text(
+        "view: retail.returned_orders\nsql: SELECT o.order_id, r.reason FROM orders o JOIN returns r USING (order_id)\n")
+    repo.git.checkout("--quiet", "-b", "feature")
+    commit(repo, "the change under review")
+
+    plan = plan_refs(repo, "main", "feature")
+
+    assert steps(plan) == [
+        ("drop_table", "analytics.marketing_spend", True),
+        ("set_column_comment", "retail.customers", False),
+        ("set_table_comment", "retail.customers", False),
+        ("add_columns", "retail.orders", False),
+        ("create_table", "retail.returns", False),
+        ("replace_view", "analytics.daily_sessions", False),
+        ("replace_view", "retail.customer_orders", False),
+        ("replace_view", "retail.daily_revenue", False),
+        ("replace_view", "analytics.revenue_by_segment", False),
+        ("create_view", "retail.returned_orders", False),
+    ]
+    summaries = {s.object: s.summary for s in plan.steps if s.kind != "set_column_comment"}
+    assert summaries["retail.customers"] == ("comment on table retail.customers: 'Customers, one row each, "
+                                             "rewritten nightly' -> 'Customers, one row each, rewritten hourly'")
+    assert summaries["analytics.daily_sessions"] == "re-create view analytics.daily_sessions: SQL changed"
+    assert summaries["retail.daily_revenue"] == "re-create view retail.daily_revenue: re-created after retail.orders changed"
+    # The base plays the live side as an apply of it left it: a property it declared and head does not is unset.
+    customers = plan.steps[2]
+    assert customers.notes == ("properties: set owner; unset orc.compress",)
+    stamp = customers.actions[-1]
+    assert isinstance(stamp, SetParameters)
+    assert (stamp.set["owner"], stamp.set[MANAGED_KEYS_KEY], stamp.unset) == ("crm-team", "owner", ("orc.compress",))
+    # No metastore, so no partition count.
+    assert plan.steps[3].notes == ("table only: existing keep their old column list "
+                                   "(safe: appended columns read as NULL there)",)
+
+
+def test_head_defaults_to_the_work_tree_with_its_uncommitted_edits(repo):
+    orders = project_dir(repo) / "schemas/retail/orders.yaml"
+    edit(orders, ORDERS_AMOUNT, ORDERS_AMOUNT + COUPON)  # not committed: the base must not see it
+    (project_dir(repo) / "schemas/retail/untracked.yaml").write_text(
+        "table: retail.untracked\ncolumns: [{name: id, type: int}]\n")
+
+    plan = plan_refs(repo, "main")
+
+    assert steps(plan)[:2] == [("add_columns", "retail.orders", False), ("create_table", "retail.untracked", False)]
+    assert plan.steps[0].summary == "add 1 column to retail.orders: coupon string"
+    assert plan_refs(repo, "main", "main").is_empty  # the commit itself is untouched by the edits
+
+
+def test_an_unchanged_work_tree_plans_nothing(repo, capsys):
+    assert main(["--project", str(project_dir(repo)), "plan", "--base", "main", "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out) == {"allow_destructive": False, "databases": ["analytics", "retail"],
+                                        "format_version": 1, "steps": []}
+    assert captured.err == ("Planning the working tree against main from git, without a metastore: "
+                            "partition counts are unknown.\n")
+
+
+def test_settings_are_read_at_each_ref(repo):
+    settings = project_dir(repo) / "schemaflow.yaml"
+    edit(settings, "databases: [analytics, retail]", "databases: [analytics, retail, finance]")
+    finance = project_dir(repo) / "schemas/finance"
+    finance.mkdir()
+    (finance / "ledger.yaml").write_text("table: finance.ledger\ncolumns: [{name: entry, type: bigint}]\n")
+    commit(repo, "manage finance too")
+
+    plan = plan_refs(repo, "HEAD~1", "HEAD")
+
+    assert plan.databases == ("analytics", "retail", "finance")
+    assert steps(plan) == [("create_database", "finance", False), ("create_table", "finance.ledger", False)]
+
+
+def test_a_base_without_schemas_creates_everything(tmp_path):
+    repo = init_repo(tmp_path / "repo")
+    commit(repo, "before schemaflow")
+    put_project(ROOT / "schemas", tmp_path / "repo" / "schemas")
+
+    plan = plan_refs(repo, "main")
+
+    assert [s.kind for s in plan.steps].count("create_table") == 6
+    assert [s.kind for s in plan.steps].count("create_view") == 4
+
+
+def test_a_project_in_a_folder_of_the_repository(tmp_path):
+    repo = init_repo(tmp_path / "repo")
+    project = tmp_path / "repo" / "warehouse"
+    shutil.copytree(ROOT / "schemas", project / "schemas")
+    (tmp_path / "repo" / "schemas").mkdir()  # a folder of the same name elsewhere in the repository is not read
+    (tmp_path / "repo" / "schemas" / "decoy.yaml").write_text("not: a schema\n")
+    commit(repo, "base")
+    edit(project / "schemas/retail/orders.yaml", ORDERS_AMOUNT, ORDERS_AMOUNT + COUPON)
+
+    plan = review_refs(load_project(project, env={}), "main").plan
+
+    assert steps(plan)[0] == ("add_columns", "retail.orders", False)
+
+
+def test_a_problem_at_a_ref_is_placed_at_that_ref(repo, capsys):
+    edit(project_dir(repo) / "schemas/retail/orders.yaml", "customer_id, type: bigint}", "customer_id, type: bigitn}")
+    commit(repo, "a typo")
+    (project_dir(repo) / "schemas/retail/orders.yaml").write_text((ROOT / "schemas/retail/orders.yaml").read_text())
+
+    assert main(["--project", str(project_dir(repo)), "plan", "--base", "main"]) == 1
+
+    err = capsys.readouterr().err.splitlines()
+    assert err[1].startswith("main:schemas/retail/orders.yaml:6:31: unknown type 'bigitn'")
+    assert err[-1] == "1 problem(s) found; nothing was planned or applied."
+
+
+def test_a_ref_that_names_no_commit(repo, capsys):
+    assert main(["--project", str(project_dir(repo)), "plan", "--base", "origin/main"]) == 1
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"error: 'origin/main' is not a commit in the git repository at {project_dir(repo)}: "
+        "check the name, or fetch it first (git fetch origin)")
+
+
+def test_not_a_git_repository(tmp_path, capsys):
+    shutil.copytree(ROOT / "schemas", tmp_path / "schemas")
+    assert main(["--project", str(tmp_path), "plan", "--base", "main"]) == 1
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"error: {tmp_path} is not in a git repository, so there is no 'main' to plan from")
+
+
+def test_a_shallow_clone_plans_once_the_base_is_fetched(repo, tmp_path, capsys):
+    repo.git.checkout("--quiet", "-b", "feature")
+    edit(project_dir(repo) / "schemas/retail/orders.yaml", ORDERS_AMOUNT, ORDERS_AMOUNT + COUPON)
+    commit(repo, "the change under review")
+    # As CI checks out a pull request: one commit of one branch.
+    clone = git.Repo.clone_from(f"file://{project_dir(repo)}", tmp_path / "clone", depth=1, branch="feature")
+    args = ["--project", str(tmp_path / "clone"), "plan", "--base", "origin/main"]
+
+    assert main(args) == 1
+    fetch = "git fetch --depth=1 origin +refs/heads/main:refs/remotes/origin/main"
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"error: 'origin/main' is not a commit in the git repository at {tmp_path / 'clone'}, a shallow clone: "
+        f"fetch it first, e.g. {fetch}")
+
+    clone.git.execute(fetch.split())
+    assert main(args + ["--format", "json"]) == 2
+    shallow = json.loads(capsys.readouterr().out)
+    assert shallow == json.loads(plan_refs(repo, "main", "feature").to_json())
+    assert [s["kind"] for s in shallow["steps"]][0] == "add_columns"
+
+
+def test_a_shallow_clone_knows_the_name_of_a_parent_it_does_not_have(repo, tmp_path, capsys):
+    commit(repo, "second")
+    git.Repo.clone_from(f"file://{project_dir(repo)}", tmp_path / "clone", depth=1)
+    assert main(["--project", str(tmp_path / "clone"), "plan", "--base", "HEAD~1"]) == 1
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"error: 'HEAD~1' is not a commit in the git repository at {tmp_path / 'clone'}, a shallow clone: "
+        "fetch its history first, e.g. git fetch --unshallow")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--head", "main"], "error: --head needs --base: the git ref to plan against"),
+    (["--base", "main", "--against", "live.json"], "error: --base and --against both say what to plan against: give one"),
+])
+def test_refs_options_that_do_not_go_together(repo, capsys, args, message):
+    assert main(["--project", str(project_dir(repo)), "plan", *args]) == 1
+    assert capsys.readouterr().err.splitlines()[-1] == message
+
+
+def test_planning_between_refs_loads_no_jvm(repo):
+    """Run in a fresh interpreter: this process may have imported pyspark for other tests."""
+    edit(project_dir(repo) / "schemas/retail/orders.yaml", ORDERS_AMOUNT, ORDERS_AMOUNT + COUPON)
+    script = ("import sys; from schemaflow.cli import main; "
+              f"code = main(['--project', {str(project_dir(repo))!r}, 'plan', '--base', 'main', '--format', 'markdown']); "
+              "print(code, sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j')), file=sys.stderr)")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert result.stderr.splitlines()[-1] == "2 []"
+    assert result.stdout.startswith("<!-- schemaflow-plan -->\n")

@@ -1,0 +1,64 @@
+"""The pull-request comment, against stored expected files, and the rules GitHub needs it to keep.
+
+Each folder under ``tests/cases/markdown/`` is a change under review: ``base/`` is committed to a
+temporary repository (no ``base/``: an empty commit), ``head/`` is left in the work tree, and
+``schemaflow plan --base main --format markdown`` must print ``expected.md`` byte for byte.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from schemaflow.cli import main
+from schemaflow.model import Catalog, Column, Table
+from schemaflow.plan.plan import build_plan
+from schemaflow.render.markdown import MARKER, MAX_CHARACTERS, render
+from tests.gitrepos import commit, init_repo, put_project
+
+CASES = Path(__file__).parent / "cases" / "markdown"
+NAMES = sorted(case.name for case in CASES.iterdir())
+
+
+def comment(name: str, project: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """The exit code and the comment for the case ``name``, planned in ``project``."""
+    case = CASES / name
+    repo = init_repo(project)
+    put_project(case / "base" if (case / "base").exists() else None, project)
+    commit(repo, "base")
+    put_project(case / "head", project)
+    code = main(["--project", str(project), "plan", "--base", "main", "--format", "markdown"])
+    return code, capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_comment_is_the_expected_file(name, tmp_path, capsys):
+    code, text = comment(name, tmp_path / "project", capsys)
+    assert code == (0 if name == "no_changes" else 2)
+    assert text == (CASES / name / "expected.md").read_text()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_table_row_has_four_cells_and_the_marker_comes_first(name):
+    text = (CASES / name / "expected.md").read_text()
+    assert text.startswith(MARKER + "\n")
+    rows = [line for line in text.splitlines() if line.startswith("| ")]
+    # GitHub splits a row at every | that is not escaped, code spans included.
+    assert all(len(re.split(r"(?<!\\)\|", row)) == 6 for row in rows)
+
+
+def test_a_comment_too_long_for_github_leaves_the_statements_out():
+    columns = tuple(Column(f"column_{i:03d}", "string", "a comment long enough to count") for i in range(60))
+    desired = Catalog(("big",), {f"big.t{i:03d}": Table("big", f"t{i:03d}", columns) for i in range(20)})
+
+    text = render(build_plan(desired, Catalog()))
+
+    assert len(text) <= MAX_CHARACTERS
+    assert "<details><summary>Statements" not in text
+    assert text.endswith("\n| 21 | `big.t019` | create table big.t019 (60 columns, parquet) |  |\n\n```mermaid\n"
+                         "graph LR\n" + "".join(f'  n{i + 1}["big.t{i:03d} (created)"]\n' for i in range(20)) +
+                         "  classDef created fill:#dafbe1,stroke:#1a7f37,color:#1f2328\n"
+                         "  class n1,n2,n3,n4,n5,n6,n7,n8,n9,n10,n11,n12,n13,n14,n15,n16,n17,n18,n19,n20 created\n```\n\n"
+                         "The statements are left out: with them this comment would be longer than GitHub accepts. "
+                         "`schemaflow plan --format json` (the workflow's plan.json) has them all.\n")

@@ -1,0 +1,114 @@
+"""The GitHub workflows users copy: valid YAML, and their git and schemaflow commands run as written.
+
+The plan workflow's own commands are run here, in the order the workflow runs them, in a shallow
+clone of a temporary repository (as ``actions/checkout`` leaves one): fetch the base branch, then
+plan. The apply workflow needs a metastore; its commands are checked against the CLI's parser.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import git
+import pytest
+import yaml
+
+from schemaflow.cli import _parser, main
+from schemaflow.render.markdown import MARKER
+from tests.gitrepos import commit, edit, init_repo
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / ".github" / "workflows" / "examples"
+PLAN = EXAMPLES / "schemaflow-plan-on-pull-request.yml"
+APPLY = EXAMPLES / "schemaflow-apply-on-merge.yml"
+
+
+def load(path: Path) -> dict[str, Any]:
+    workflow = yaml.safe_load(path.read_text())
+    workflow["on"] = workflow.pop(True)  # YAML 1.1 reads the key `on` as true
+    return workflow
+
+
+def steps(workflow: dict[str, Any]) -> list[dict[str, Any]]:
+    (job,) = workflow["jobs"].values()
+    return job["steps"]
+
+
+def command(step: dict[str, Any], env: dict[str, str]) -> list[str]:
+    """The words of a step's first command, with its variables set and no redirection after it."""
+    words = []
+    for word in shlex.shlex(step["run"], posix=True, punctuation_chars=True):
+        if word in (">", "||", "&&", ";"):
+            break
+        words.append(re.sub(r"\$\{?(\w+)\}?", lambda m: env[m.group(1)], word))
+    return words
+
+
+def named(workflow: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(step for step in steps(workflow) if step.get("name") == name)
+
+
+def test_both_workflows_set_up_python_and_java_and_run_on_their_events():
+    plan, apply = load(PLAN), load(APPLY)
+    assert list(plan["on"]) == ["pull_request"]
+    assert apply["on"]["push"]["branches"] == ["main"]
+    for workflow in (plan, apply):
+        uses = {step["uses"].split("@")[0]: step.get("with") for step in steps(workflow) if "uses" in step}
+        assert uses["actions/setup-python"] == {"python-version": "3.11"}
+        assert uses["actions/setup-java"] == {"distribution": "temurin", "java-version": "17"}
+        assert uses["actions/upload-artifact"]["path"] == "plan.json"
+
+
+def test_the_plan_workflow_finds_its_comment_by_the_marker_the_comment_starts_with():
+    script = next(step["with"]["script"] for step in steps(load(PLAN)) if "github-script" in step.get("uses", ""))
+    assert f"const marker = '{MARKER}';" in script
+    assert "c.body?.startsWith(marker)" in script
+
+
+def test_the_plan_workflow_commands_plan_a_shallow_clone(tmp_path, monkeypatch, capsys):
+    origin = init_repo(tmp_path / "origin")
+    shutil.copytree(ROOT / "schemas", tmp_path / "origin" / "schemas")
+    shutil.copy(ROOT / "schemaflow.yaml", tmp_path / "origin")
+    commit(origin, "base")
+    origin.git.checkout("--quiet", "-b", "feature")
+    (tmp_path / "origin/schemas/analytics/marketing_spend.yaml").unlink()
+    commit(origin, "drop marketing_spend")
+    checkout = tmp_path / "checkout"
+    git.Repo.clone_from(f"file://{tmp_path / 'origin'}", checkout, depth=1, branch="feature")
+    workflow = load(PLAN)
+    env = {**workflow["env"], "BASE": "main"}
+    monkeypatch.chdir(checkout)
+
+    subprocess.run(command(named(workflow, "Fetch the base branch"), env), check=True, capture_output=True)
+    args = command(named(workflow, "Plan"), env)
+    assert args[:2] == ["schemaflow", "--project"]
+    assert main(args[1:]) == 2  # what the shell writes to plan.md
+
+    assert capsys.readouterr().out.startswith(f"{MARKER}\n### schemaflow plan\n\n**1 step on 1 object, 1 destructive, "
+                                              "1 blocked: apply will refuse this plan.**\n")
+    saved = json.loads((checkout / "plan.json").read_text())
+    assert [(s["kind"], s["object"], s["blocked"] is not None) for s in saved["steps"]] == [
+        ("drop_table", "analytics.marketing_spend", True)]
+
+
+@pytest.mark.parametrize("name", ["Plan against the metastore", "Apply"])
+def test_the_apply_workflow_commands_are_ones_schemaflow_accepts(name):
+    workflow = load(APPLY)
+    args = command(named(workflow, name), workflow["env"])
+    parsed = _parser().parse_args(args[1:])
+    assert (parsed.project, parsed.command) == (".", name.split()[0].lower())
+    if parsed.command == "apply":
+        assert (parsed.plan_file, parsed.auto_approve) == (Path("plan.json"), True)
+    else:
+        assert (parsed.out, parsed.base, parsed.against) == (Path("plan.json"), None, None)
+
+
+def test_the_apply_workflow_reads_the_metastore_from_a_secret():
+    (job,) = load(APPLY)["jobs"].values()
+    assert job["env"]["SCHEMAFLOW_METASTORE_URI"] == "${{ secrets.SCHEMAFLOW_METASTORE_URI }}"
+    assert load(APPLY)["concurrency"] == {"group": "schemaflow-apply", "cancel-in-progress": False}
