@@ -16,6 +16,9 @@ from typing import Any, Iterator, Mapping
 # Table parameters that schemaflow itself writes on every object it manages.
 VERSION_KEY = "schemaflow.version"
 MANAGED_KEYS_KEY = "schemaflow.managed_properties"
+APPLIED_AT_KEY = "schemaflow.applied_at"
+APPLIED_COMMIT_KEY = "schemaflow.applied_commit"
+MIGRATION_PREFIX = "schemaflow.migration."  # + migration id: a JSON record of when and from where
 SCHEMAFLOW_PREFIX = "schemaflow."
 
 
@@ -197,7 +200,7 @@ def to_data(obj: Object) -> dict[str, Any]:
             continue
         value = getattr(obj, f.name)
         if f.name in ("columns", "partition_columns"):
-            value = [_column_data(c) for c in value]
+            value = [column_data(c) for c in value]
         elif isinstance(value, tuple):
             value = list(value)
         elif isinstance(value, Mapping):
@@ -219,7 +222,7 @@ def from_data(data: Mapping[str, Any]) -> Object:
     return cls(**data)
 
 
-def _column_data(column: Column) -> dict[str, Any]:
+def column_data(column: Column) -> dict[str, Any]:
     return {"name": column.name, "type": column.type, "comment": column.comment}
 
 

@@ -1,15 +1,16 @@
 """The planner without a JVM: diff, re-creation of dependent views, ordering, blocking, stamps."""
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import pytest
 
 from schemaflow.apply.executor import ApplyError, RecordingTarget, apply_plan
 from schemaflow.errors import SchemaflowError
-from schemaflow.model import MANAGED_KEYS_KEY, VERSION_KEY, Catalog, Column, Table, View, fingerprint
+from schemaflow.model import APPLIED_AT_KEY, MANAGED_KEYS_KEY, VERSION_KEY, Catalog, Column, Table, View, fingerprint
 from schemaflow.plan.plan import DESTRUCTIVE_BLOCK, Plan, build_plan
-from schemaflow.plan.steps import PartitionView, SetParameters, SqlAction
+from schemaflow.plan.steps import APPLIED_AT, PartitionView, SetColumns, SetParameters, SqlAction
 
 
 def table(key: str, *cols: str, parts: tuple[str, ...] = (), **kw) -> Table:
@@ -54,10 +55,11 @@ def test_everything_new_is_created_in_dependency_order():
     create, stamp = plan.steps[1].actions
     assert create.sql.startswith("CREATE TABLE `retail`.`orders` (")
     assert stamp == SetParameters("retail.orders", {"owner": "sales-eng", MANAGED_KEYS_KEY: "owner",
-                                                    VERSION_KEY: fingerprint(ORDERS)})
+                                                    VERSION_KEY: fingerprint(ORDERS), APPLIED_AT_KEY: APPLIED_AT})
     assert plan.steps[1].notes == ("properties: set owner",)
     assert plan.steps[2].actions[0] == SqlAction("USE `retail`")
-    assert plan.steps[2].actions[-1] == SetParameters("retail.daily", {VERSION_KEY: fingerprint(DAILY)})
+    assert plan.steps[2].actions[-1] == SetParameters("retail.daily", {VERSION_KEY: fingerprint(DAILY),
+                                                                       APPLIED_AT_KEY: APPLIED_AT})
 
 
 def test_a_view_on_a_view_waits_for_its_base_even_when_its_name_sorts_first():
@@ -84,7 +86,7 @@ def test_appended_column_on_partitioned_table_is_table_only_and_recreates_views_
                          "(safe: appended columns read as NULL there)",)
     assert plan.steps[1].summary == "re-create view retail.daily: re-created after retail.orders changed"
     assert plan.steps[2].summary == "re-create view retail.top: re-created after retail.daily changed"
-    assert plan.steps[1].actions[-1].set == {VERSION_KEY: fingerprint(DAILY)}
+    assert plan.steps[1].actions[-1].set == {VERSION_KEY: fingerprint(DAILY), APPLIED_AT_KEY: APPLIED_AT}
 
 
 def test_comment_and_property_changes_touch_only_what_changed():
@@ -95,12 +97,16 @@ def test_comment_and_property_changes_touch_only_what_changed():
     desired_orders = replace(ORDERS, comment="new", columns=(
         Column("order_id", "bigint", "The id"), ORDERS.columns[1]), properties={"owner": "data-eng"})
     plan = build_plan(catalog(desired_orders, DAILY, TOP), live)
-    assert kinds(plan) == [("set_column_comment", "retail.orders"), ("set_table_comment", "retail.orders")]
-    assert plan.steps[0].actions == (SqlAction("ALTER TABLE `retail`.`orders` ALTER COLUMN `order_id` COMMENT 'The id'"),)
+    assert kinds(plan) == [("alter_columns", "retail.orders"), ("set_table_comment", "retail.orders")]
+    # Hive counts a comment change as "not the same columns": the partitions follow by default.
+    assert plan.steps[0].actions == (SetColumns("retail.orders", desired_orders.columns, ORDERS.partition_columns,
+                                                cascade=True),)
+    assert plan.steps[0].summary == "alter columns of retail.orders: change comment of order_id"
     comment, stamp = plan.steps[1].actions
     assert comment == SqlAction("COMMENT ON TABLE `retail`.`orders` IS 'new'")
     assert plan.steps[1].notes == ("properties: set owner; unset stale",)
-    assert stamp.set == {"owner": "data-eng", MANAGED_KEYS_KEY: "owner", VERSION_KEY: fingerprint(desired_orders)}
+    assert stamp.set == {"owner": "data-eng", MANAGED_KEYS_KEY: "owner", VERSION_KEY: fingerprint(desired_orders),
+                         APPLIED_AT_KEY: APPLIED_AT}
     assert stamp.unset == ("stale",)  # "foreign" was never schemaflow's: left alone
 
 
@@ -116,8 +122,9 @@ def test_removing_every_property_unsets_them_and_the_managed_key_list():
     live = applied(DESIRED)
     plan = build_plan(catalog(replace(ORDERS, properties={}), DAILY, TOP), live)
     assert plan.steps[0].summary == "unset owner on retail.orders"
-    assert plan.steps[0].actions == (SetParameters("retail.orders", {VERSION_KEY: fingerprint(replace(ORDERS, properties={}))},
-                                                   ("owner", MANAGED_KEYS_KEY)),)
+    assert plan.steps[0].actions == (SetParameters(
+        "retail.orders", {VERSION_KEY: fingerprint(replace(ORDERS, properties={})), APPLIED_AT_KEY: APPLIED_AT},
+        ("owner", MANAGED_KEYS_KEY)),)
 
 
 def test_drops_are_blocked_unless_allowed_and_views_go_before_their_tables():
@@ -136,9 +143,12 @@ def test_drops_are_blocked_unless_allowed_and_views_go_before_their_tables():
 
 
 @pytest.mark.parametrize("change, what", [
-    (lambda t: replace(t, columns=(Column("order_id", "string"), t.columns[1])), "changing columns (order_id bigint -> string)"),
-    (lambda t: replace(t, columns=t.columns[:1]), "changing columns (-amount)"),
-    (lambda t: replace(t, columns=t.columns[::-1]), "changing columns (order ['order_id', 'amount'] -> ['amount', 'order_id'])"),
+    (lambda t: replace(t, columns=(Column("order_id", "int"), t.columns[1])),
+     "column order_id cannot change from bigint to int: the metastore compares types position by position "
+     "and refuses that (hive.metastore.disallow.incompatible.col.type.changes)"),
+    (lambda t: replace(t, columns=t.columns[:1]), "column amount of retail.orders disappears"),
+    (lambda t: replace(t, columns=t.columns[::-1]),
+     "the columns of retail.orders are in another order than live (order_id, amount)"),
     (lambda t: replace(t, partition_columns=()), "changing partition columns ['ds'] -> []"),
     (lambda t: replace(t, format="orc"), "changing storage (format 'parquet' -> 'orc')"),
 ])
@@ -174,7 +184,12 @@ def test_plan_round_trips_through_json_and_applies_the_same_actions():
     assert again == plan
     recorded = RecordingTarget()
     apply_plan(again, recorded)
-    assert recorded.actions == [a for s in plan.steps for a in s.actions]
+    # The executor writes the moment of each write where the plan holds its placeholder.
+    times = {a.set[APPLIED_AT_KEY] for a in recorded.actions if isinstance(a, SetParameters)}
+    assert len(times) >= 1 and all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", t) for t in times)
+    as_planned = [replace(a, set={k: APPLIED_AT if k == APPLIED_AT_KEY else v for k, v in a.set.items()})
+                  if isinstance(a, SetParameters) else a for a in recorded.actions]
+    assert as_planned == [a for s in plan.steps for a in s.actions]
 
 
 class FailingTarget(RecordingTarget):

@@ -7,11 +7,13 @@ when a step fails it raises ``ApplyError`` naming the step and listing what was 
 from __future__ import annotations
 
 import time
+from datetime import datetime, timezone
 from typing import Mapping, Protocol, Sequence, TextIO
 
 from schemaflow.errors import SchemaflowError
 from schemaflow.plan.plan import Plan
-from schemaflow.plan.steps import Action, PartitionView, SetParameters, SqlAction, Step
+from schemaflow.model import Column
+from schemaflow.plan.steps import APPLIED_AT, Action, PartitionView, SetColumns, SetParameters, SqlAction, Step
 
 
 class Target(Protocol):
@@ -22,6 +24,9 @@ class Target(Protocol):
     def set_parameters(self, key: str, set: Mapping[str, str], unset: Sequence[str]) -> None: ...
 
     def partition_view(self, key: str, columns: Sequence[str]) -> None: ...
+
+    def set_columns(self, key: str, columns: Sequence[Column], partition_columns: Sequence[Column],
+                    cascade: bool) -> None: ...
 
 
 class RecordingTarget:
@@ -38,6 +43,10 @@ class RecordingTarget:
 
     def partition_view(self, key: str, columns: Sequence[str]) -> None:
         self.actions.append(PartitionView(key, tuple(columns)))
+
+    def set_columns(self, key: str, columns: Sequence[Column], partition_columns: Sequence[Column],
+                    cascade: bool) -> None:
+        self.actions.append(SetColumns(key, tuple(columns), tuple(partition_columns), cascade))
 
 
 class ApplyError(SchemaflowError):
@@ -59,7 +68,11 @@ def run_action(action: Action, target: Target) -> None:
     if isinstance(action, SqlAction):
         target.run_sql(action.sql)
     elif isinstance(action, SetParameters):
-        target.set_parameters(action.object, action.set, action.unset)
+        now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        target.set_parameters(action.object, {k: v.replace(APPLIED_AT, now) for k, v in action.set.items()},
+                              action.unset)
+    elif isinstance(action, SetColumns):
+        target.set_columns(action.object, action.columns, action.partition_columns, action.cascade)
     else:
         target.partition_view(action.object, action.columns)
 

@@ -16,14 +16,16 @@ import json
 import re
 from contextlib import AbstractContextManager
 from functools import lru_cache
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from pyspark.sql import SparkSession
 
+from schemaflow.catalog.columns import set_columns, stale_partitions
 from schemaflow.catalog.jvm import java_errors
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import (
     MANAGED_KEYS_KEY,
+    MIGRATION_PREFIX,
     SCHEMAFLOW_PREFIX,
     VERSION_KEY,
     Catalog,
@@ -74,8 +76,9 @@ class Metastore:
         self.spark = spark
         self.msc = msc
         self.endpoint = endpoint
+        self.progress: Callable[[str], None] | None = None
         jvm = spark.sparkContext._jvm
-        self._api = jvm.org.apache.hadoop.hive.metastore.api
+        self.api = jvm.org.apache.hadoop.hive.metastore.api
         self._serializer = jvm.org.apache.thrift.TSerializer(
             jvm.org.apache.thrift.protocol.TSimpleJSONProtocol.Factory()
         )
@@ -126,8 +129,37 @@ class Metastore:
                 parameters.remove(parameter)
             for parameter, value in sorted(set.items()):
                 parameters.put(parameter, value)
-            context = self._api.EnvironmentContext({DO_NOT_UPDATE_STATS: "true"})
-            self.msc.alter_table_with_environmentContext(database, name, table, context)
+            self.alter(table)
+
+    def context(self, **properties: str) -> Any:
+        """An environment context for alter calls; it spares the table a listing of its files."""
+        return self.api.EnvironmentContext({DO_NOT_UPDATE_STATS: "true", **properties})
+
+    def alter(self, table: Any, **context: str) -> None:
+        """``alter_table`` with an environment context (CASCADE, ...)."""
+        self.msc.alter_table_with_environmentContext(table.getDbName(), table.getTableName(), table,
+                                                     self.context(**context))
+
+    def to_data(self, struct: Any) -> dict[str, Any]:
+        """A Thrift struct as JSON data, serialised in the JVM: one py4j round trip for a whole batch."""
+        # Bytes, decoded here as UTF-8: TSerializer.toString would use the JVM's default charset.
+        return json.loads(self._serializer.serialize(struct))
+
+    def report(self, message: str) -> None:
+        """Progress of long work (batched cascades), for whoever set ``progress``."""
+        if self.progress is not None:
+            self.progress(message)
+
+    def stale_partitions(self, key: str) -> int:
+        """How many partitions of ``key`` have another column list than the table's."""
+        with self._errors(f"listing the partitions of {key}"):
+            return stale_partitions(self, key)
+
+    def set_columns(self, key: str, columns: Sequence[Column], partition_columns: Sequence[Column],
+                    cascade: bool) -> None:
+        """Replace the columns of ``key`` (see ``catalog.columns``)."""
+        with self._errors(f"altering the columns of {key}"):
+            set_columns(self, key, columns, partition_columns, cascade)
 
     def run_sql(self, sql: str) -> None:
         """Run one statement through the session's ``spark.sql``."""
@@ -150,8 +182,7 @@ class Metastore:
                 raise SchemaflowError(f"view {key} does not end with the columns {list(columns)}")
             view.getSd().setCols(keep)
             view.setPartitionKeys(move)
-            context = self._api.EnvironmentContext({DO_NOT_UPDATE_STATS: "true"})
-            self.msc.alter_table_with_environmentContext(database, name, view, context)
+            self.alter(view)
 
     def _table_data(self, database: str) -> Iterator[dict[str, Any]]:
         """The Thrift Table objects of ``database`` as JSON-decoded dicts, fetched in batches."""
@@ -161,9 +192,7 @@ class Metastore:
             for start in range(0, total, BATCH_SIZE):
                 batch = names.subList(start, min(start + BATCH_SIZE, total))
                 tables = self.msc.getTableObjectsByName(database, batch)
-                encoded = self._serializer.serialize(self._api.GetTablesResult(tables))
-                # Bytes, decoded here as UTF-8: TSerializer.toString would use the JVM's default charset.
-                yield from json.loads(encoded).get("tables", [])
+                yield from self.to_data(self.api.GetTablesResult(tables)).get("tables", [])
 
     def _errors(self, doing: str) -> AbstractContextManager[None]:
         return java_errors(doing, self.endpoint)
@@ -197,6 +226,7 @@ def to_model(data: Mapping[str, Any]) -> Object:
         managed_keys=tuple(sorted(k for k in parameters.get(MANAGED_KEYS_KEY, "").split(",") if k)),
         version=parameters.get(VERSION_KEY),
     )
+    migrations = {k[len(MIGRATION_PREFIX):]: v for k, v in sorted(parameters.items()) if k.startswith(MIGRATION_PREFIX)}
     if data.get("tableType") == "VIRTUAL_VIEW":
         return View(
             sql=data.get("viewOriginalText", ""),
@@ -211,6 +241,7 @@ def to_model(data: Mapping[str, Any]) -> Object:
         format=storage_format(sd, parameters),
         external=external,
         location=sd.get("location") if external else None,
+        migrations=migrations,
         **common,
     )
 

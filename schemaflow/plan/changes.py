@@ -10,8 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from schemaflow.model import SCHEMAFLOW_PREFIX, Column, Table, View
-from schemaflow.plan.steps import PartitionView, SetParameters, SqlAction, Step
+from schemaflow.model import MIGRATION_PREFIX, SCHEMAFLOW_PREFIX, Column, Table, View
+from schemaflow.plan.evolution import Evolution
+from schemaflow.plan.hazards import column_hazards, restrict_hazard
+from schemaflow.plan.steps import PartitionView, SetColumns, SetParameters, SqlAction, Step
 from schemaflow.sql import ddl
 
 
@@ -110,20 +112,58 @@ class AddColumns:
                     (SqlAction(ddl.add_columns(self.key, self.columns)),), notes=notes)
 
 
+# Seconds per partition the metastore spends on a CASCADE (bench/partitions.py measures it).
+CASCADE_SECONDS_PER_PARTITION = 0.0017
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
+
+
 @dataclass(frozen=True)
-class SetColumnComment:
+class AlterColumns:
+    """Any column change but a plain append: one metastore ``alter_table``, cascading or not."""
+
     key: str
-    column: str
-    old: str | None
-    new: str | None
+    evolution: Evolution
+    partition_columns: tuple[Column, ...]  # the declared ones: names and types unchanged, comments may differ
+    format: str
+    cascade: bool
+    partition_count: int | None = None
+    stale_partitions: int | None = None     # partitions whose column list already differs from the table's
     object_type = "table"
-    destructive = False
-    reshapes = False
+
+    @property
+    def reshapes(self) -> bool:
+        """Whether readers see other columns (names, types, order); comments alone do not count."""
+        return [(c.name, c.type) for c in self.evolution.old] != [(c.name, c.type) for c in self.evolution.new]
+
+    @property
+    def destructive(self) -> bool:
+        # Columns are dropped only by a migration that names them: that is the permission.
+        return bool(self.evolution.dropped)
 
     def to_step(self) -> Step:
-        return Step("set_column_comment", self.key, "table",
-                    f"comment on column {self.key}.{self.column}: {self.old!r} -> {self.new!r}",
-                    (SqlAction(ddl.set_column_comment(self.key, self.column, self.new)),))
+        operations = self.evolution.operations or ("change comments of partition columns",)
+        notes = []
+        if self.evolution.migrations:
+            notes.append("applies migration " + ", ".join(self.evolution.migrations))
+        if self.stale_partitions:
+            notes.append(f"{self.stale_partitions} of {self.partition_count} partitions have a stale column list"
+                         + ("; this cascade repairs them" if self.cascade else ""))
+        hazards = column_hazards(self.evolution, self.format)
+        if self.partition_columns and self.cascade:
+            if self.partition_count is None:
+                notes.append("cascade: every partition's column list follows the table (partition count unknown)")
+            else:
+                estimate = _duration(self.partition_count * CASCADE_SECONDS_PER_PARTITION)
+                notes.append(f"cascade: the column lists of {_plural(self.partition_count, 'partition')} follow "
+                             f"the table (estimate: {estimate})")
+        elif self.partition_columns:
+            hazards += (restrict_hazard(self.partition_count),)
+        return Step("alter_columns", self.key, "table", f"alter columns of {self.key}: {'; '.join(operations)}",
+                    (SetColumns(self.key, self.evolution.new, self.partition_columns, self.cascade),),
+                    notes=tuple(notes), hazards=hazards, destructive=self.destructive)
 
 
 @dataclass(frozen=True)
@@ -214,8 +254,11 @@ class Stamp:
     reshapes = False
 
     def describe_properties(self) -> str:
-        """The managed properties this stamp sets and unsets, for people ("" when none)."""
+        """The managed properties and migrations this stamp sets and unsets, for people ("" when none)."""
         parts = []
+        migrations = sorted(k[len(MIGRATION_PREFIX):] for k in self.set if k.startswith(MIGRATION_PREFIX))
+        if migrations:
+            parts.append("record migration " + ", ".join(migrations))
         props = sorted(k for k in self.set if not k.startswith(SCHEMAFLOW_PREFIX))
         if props:
             parts.append("set " + ", ".join(props))
@@ -230,5 +273,5 @@ class Stamp:
                     (SetParameters(self.key, dict(sorted(self.set.items())), self.unset),))
 
 
-Change = (CreateDatabase | CreateTable | DropTable | AddColumns | SetColumnComment | SetTableComment
+Change = (CreateDatabase | CreateTable | DropTable | AddColumns | AlterColumns | SetTableComment
           | CreateView | ReplaceView | DropView | Unsupported | Stamp)

@@ -1,17 +1,19 @@
 """The difference between a desired and a live catalog, as changes in a deterministic order.
 
 Set algebra on object names first (create what is only desired, drop what is only live), then a
-comparison of each common object. Columns follow Hive's prefix rule: when the live columns are a
-prefix of the desired ones the change is an append plus comment updates; anything else (rename,
-drop, reorder, retype) cannot be inferred from two states and is reported as unsupported here.
+comparison of each common object. A table's columns evolve through its pending migrations and
+what the diff can infer (``plan.evolution``): a plain append stays a table-only ``ADD COLUMNS``,
+anything else is one ``AlterColumns`` that cascades to the partitions unless a migration restricts it.
+Storage and partition-key changes cannot be made in place and are reported as unsupported.
 """
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Mapping, Sequence
 
-from schemaflow.model import MANAGED_KEYS_KEY, VERSION_KEY, Catalog, Column, Object, Table, View, fingerprint
-from schemaflow.plan.changes import (AddColumns, Change, CreateDatabase, CreateTable, CreateView, DropTable,
-                                     DropView, ReplaceView, SetColumnComment, SetTableComment, Unsupported)
+from schemaflow.model import MANAGED_KEYS_KEY, VERSION_KEY, Catalog, Column, Migration, Object, Table, View, fingerprint
+from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateDatabase, CreateTable, CreateView,
+                                     DropTable, DropView, ReplaceView, SetTableComment, Unsupported)
+from schemaflow.plan.evolution import APPEND, SAME, evolve
 from schemaflow.sql.views import normalize_sql
 
 _RECREATE = "drop it and re-create it (--allow-destructive), or create a new table and copy the data"
@@ -29,7 +31,7 @@ def diff(desired: Catalog, live: Catalog) -> list[Change]:
         elif want.kind != have.kind:
             changes += [DropTable(have) if isinstance(have, Table) else DropView(have), create(want)]
         elif isinstance(want, Table):
-            changes += diff_table(want, have)
+            changes += diff_table(want, have, desired.migrations)
         else:
             changes += diff_view(want, have)
     return changes
@@ -39,7 +41,7 @@ def create(obj: Object) -> Change:
     return CreateTable(obj) if isinstance(obj, Table) else CreateView(obj)
 
 
-def diff_table(want: Table, have: Table) -> list[Change]:
+def diff_table(want: Table, have: Table, migrations: Sequence[Migration] = ()) -> list[Change]:
     key = want.key
     storage = [f"{what} {old!r} -> {new!r}" for what, old, new in (
         ("format", have.format, want.format),
@@ -51,21 +53,20 @@ def diff_table(want: Table, have: Table) -> list[Change]:
         return [Unsupported(key, "table", "changing storage (" + ", ".join(storage) + ")", _RECREATE)]
     if _shape(want.partition_columns) != _shape(have.partition_columns):
         return [Unsupported(key, "table", f"changing partition columns {_names(have.partition_columns)} -> "
-                            f"{_names(want.partition_columns)}", _RECREATE)]
+                            f"{_names(want.partition_columns)}",
+                            "partition keys cannot change in place: " + _RECREATE)]
+    evolution = evolve(have, want, migrations)
+    if evolution.problems:
+        return [Unsupported(key, "table", p.what, p.way_out) for p in evolution.problems]
     changes: list[Change] = []
-    for old, new in zip(have.partition_columns, want.partition_columns):
-        if old.comment != new.comment:
-            changes.append(Unsupported(key, "table", f"changing the comment of partition column {new.name}",
-                                       "Spark SQL cannot alter partition columns; keep the live comment for now"))
-    common = len(have.columns)
-    if _shape(want.columns[:common]) != _shape(have.columns):
-        return changes + [Unsupported(key, "table", "changing columns " + _column_delta(have.columns, want.columns),
-                                      "renames, drops, reorders and type changes need column evolution, "
-                                      "which is not supported yet")]
-    if want.columns[common:]:
-        changes.append(AddColumns(key, want.columns[common:], partitioned=bool(want.partition_columns)))
-    changes += [SetColumnComment(key, new.name, old.comment, new.comment)
-                for old, new in zip(have.columns, want.columns) if old.comment != new.comment]
+    keys_commented = want.partition_columns != have.partition_columns or any(
+        o.comment != n.comment for o, n in zip(have.partition_columns, want.partition_columns))
+    partitioned = bool(want.partition_columns)
+    if evolution.kind == APPEND and not keys_commented and evolution.mode != "cascade":
+        changes.append(AddColumns(key, want.columns[len(have.columns):], partitioned=partitioned))
+    elif evolution.kind != SAME or keys_commented or evolution.mode == "cascade":
+        changes.append(AlterColumns(key, evolution, want.partition_columns, want.format,
+                                    cascade=partitioned and evolution.mode != "restrict"))
     if want.comment != have.comment:
         changes.append(SetTableComment(key, have.comment, want.comment))
     return changes
@@ -117,17 +118,6 @@ def _shape(columns: tuple[Column, ...]) -> list[tuple[str, str | None]]:
 
 def _names(columns: tuple[Column, ...]) -> list[str]:
     return [c.name for c in columns]
-
-
-def _column_delta(old: tuple[Column, ...], new: tuple[Column, ...]) -> str:
-    old_types, new_types = dict(_shape(old)), dict(_shape(new))
-    parts = [f"-{n}" for n in old_types if n not in new_types]
-    parts += [f"+{n}" for n in new_types if n not in old_types]
-    parts += [f"{n} {old_types[n]} -> {new_types[n]}" for n in new_types
-              if n in old_types and old_types[n] != new_types[n]]
-    if not parts:
-        parts.append(f"order {_names(old)} -> {_names(new)}")
-    return "(" + ", ".join(parts) + ")"
 
 
 def _same_location(a: str | None, b: str | None) -> bool:

@@ -11,11 +11,11 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
-from schemaflow.model import Catalog
+from schemaflow.model import APPLIED_AT_KEY, APPLIED_COMMIT_KEY, MIGRATION_PREFIX, Catalog, Table
 from schemaflow.plan import deps
-from schemaflow.plan.changes import AddColumns, Change, CreateTable, CreateView, ReplaceView, Stamp
+from schemaflow.plan.changes import AddColumns, AlterColumns, Change, CreateTable, CreateView, ReplaceView, Stamp
 from schemaflow.plan.diff import diff, property_delta, stamp_parameters
-from schemaflow.plan.steps import Step
+from schemaflow.plan.steps import APPLIED_AT, Step
 
 FORMAT_VERSION = 1
 DESTRUCTIVE_BLOCK = "destructive: run with --allow-destructive to allow it"
@@ -57,19 +57,23 @@ class Plan:
 
 
 def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = False,
-               count_partitions: PartitionCounter | None = None) -> Plan:
-    """Plan the changes that turn ``live`` into ``desired`` (both restricted to the managed databases)."""
+               count_partitions: PartitionCounter | None = None, stale_partitions: PartitionCounter | None = None,
+               commit: str | None = None) -> Plan:
+    """Plan the changes that turn ``live`` into ``desired`` (both restricted to the managed databases).
+
+    ``count_partitions`` and ``stale_partitions`` answer for tables whose columns change (None: unknown);
+    ``commit`` names the git commit of the desired state, recorded on every object written.
+    """
     live = deps.with_live_reads(live)
     changes = diff(desired, live)
     changes += deps.recreate_dependents(desired, changes)
-    if count_partitions is not None:
-        changes = [replace(c, partition_count=count_partitions(c.key))
-                   if isinstance(c, AddColumns) and c.partitioned else c for c in changes]
-    changes += _stamps(desired, live, changes)
+    changes = [_with_partition_facts(c, count_partitions, stale_partitions) for c in changes]
+    changes += _stamps(desired, live, changes, commit)
     steps: list[Step] = []
     for change in deps.order(changes, desired, live):
         step = change.to_step()
-        if step.destructive and not allow_destructive and not step.blocked:
+        # Columns are dropped only by migrations that name them: those need no further permission.
+        if step.destructive and not allow_destructive and not step.blocked and not isinstance(change, AlterColumns):
             step = replace(step, blocked=DESTRUCTIVE_BLOCK)
         if isinstance(change, Stamp) and steps and steps[-1].object == change.key:
             # The stamp is the object's last write: it runs as the end of the step before it.
@@ -78,17 +82,27 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
     return Plan(steps=tuple(steps), databases=desired.databases, allow_destructive=allow_destructive)
 
 
+def _with_partition_facts(change: Change, count: PartitionCounter | None, stale: PartitionCounter | None) -> Change:
+    if isinstance(change, AddColumns) and change.partitioned and count:
+        return replace(change, partition_count=count(change.key))
+    if isinstance(change, AlterColumns) and change.partition_columns:
+        return replace(change, partition_count=count(change.key) if count else None,
+                       stale_partitions=stale(change.key) if stale else None)
+    return change
+
+
 def _fold(step: Step, stamp: Stamp) -> Step:
     properties = stamp.describe_properties()
     notes = step.notes + ((f"properties: {properties}",) if properties else ())
     return replace(step, actions=step.actions + stamp.to_step().actions, notes=notes)
 
 
-def _stamps(desired: Catalog, live: Catalog, changes: list[Change]) -> list[Stamp]:
-    """One final write per desired object that changes or whose managed properties differ.
+def _stamps(desired: Catalog, live: Catalog, changes: list[Change], commit: str | None) -> list[Stamp]:
+    """One final write per desired object that changes, whose managed properties differ, or that has
+    migrations to record.
 
     A (re)created object gets all its properties again: Spark's CREATE OR REPLACE VIEW drops the
-    parameters it did not write.
+    parameters it did not write. A created table records every migration that names it: they are moot.
     """
     touched = {c.key for c in changes}
     recreated = {c.key for c in changes if isinstance(c, (CreateTable, CreateView, ReplaceView))}
@@ -96,6 +110,15 @@ def _stamps(desired: Catalog, live: Catalog, changes: list[Change]) -> list[Stam
     for key, want in sorted(desired.objects.items()):
         have = None if key in recreated else live.get(key)
         changed, removed = property_delta(want, have)
-        if key in touched or changed or removed:
-            stamps.append(Stamp(key, want.kind, *stamp_parameters(want, have, changed, removed)))
+        recorded = have.migrations if isinstance(have, Table) else {}
+        migrations = [m for m in desired.migrations if m.changes_for(key) and m.id not in recorded]
+        if key in touched or changed or removed or (migrations and isinstance(want, Table)):
+            to_set, to_unset = stamp_parameters(want, have, changed, removed)
+            to_set[APPLIED_AT_KEY] = APPLIED_AT
+            if commit:
+                to_set[APPLIED_COMMIT_KEY] = commit
+            for migration in migrations if isinstance(want, Table) else ():
+                to_set[MIGRATION_PREFIX + migration.id] = json.dumps(
+                    {"at": APPLIED_AT, "checksum": migration.checksum, "commit": commit}, sort_keys=True)
+            stamps.append(Stamp(key, want.kind, to_set, to_unset))
     return stamps

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from schemaflow.model import Column, column_data
+
 
 @dataclass(frozen=True)
 class SqlAction:
@@ -22,6 +24,10 @@ class SqlAction:
 
     def to_data(self) -> dict[str, Any]:
         return {"action": "sql", "sql": self.sql}
+
+
+# Stands for the moment a parameter is written; the executor puts the time in its place.
+APPLIED_AT = "${applied_at}"
 
 
 @dataclass(frozen=True)
@@ -63,7 +69,32 @@ class PartitionView:
         return {"action": "partition_view", "object": self.object, "columns": list(self.columns)}
 
 
-Action = SqlAction | SetParameters | PartitionView
+@dataclass(frozen=True)
+class SetColumns:
+    """Replace a table's column list through the metastore client, in one ``alter_table``.
+
+    Spark SQL cannot rename, retype, reorder or drop columns of a Hive table, nor send CASCADE.
+    With ``cascade`` every partition's column list follows the table's; without, partitions keep
+    theirs. Spark's own copy of the schema (``spark.sql.sources.schema``) is rewritten with it.
+    """
+
+    object: str
+    columns: tuple[Column, ...]
+    partition_columns: tuple[Column, ...]
+    cascade: bool
+
+    def describe(self) -> str:
+        listed = ", ".join(f"{c.name} {c.type}" + (f" COMMENT {c.comment!r}" if c.comment else "") for c in self.columns)
+        mode = "CASCADE: every partition follows" if self.cascade else "table only"
+        return f"-- metastore alter_table {self.object} ({mode}): columns ({listed})"
+
+    def to_data(self) -> dict[str, Any]:
+        return {"action": "set_columns", "object": self.object, "cascade": self.cascade,
+                "columns": [column_data(c) for c in self.columns],
+                "partition_columns": [column_data(c) for c in self.partition_columns]}
+
+
+Action = SqlAction | SetParameters | PartitionView | SetColumns
 
 
 def action_from_data(data: Mapping[str, Any]) -> Action:
@@ -72,6 +103,10 @@ def action_from_data(data: Mapping[str, Any]) -> Action:
         return SqlAction(sql=data["sql"])
     if kind == "set_parameters":
         return SetParameters(object=data["object"], set=dict(data["set"]), unset=tuple(data["unset"]))
+    if kind == "set_columns":
+        return SetColumns(object=data["object"], cascade=bool(data["cascade"]),
+                          columns=tuple(Column(**c) for c in data["columns"]),
+                          partition_columns=tuple(Column(**c) for c in data["partition_columns"]))
     if kind == "partition_view":
         return PartitionView(object=data["object"], columns=tuple(data["columns"]))
     raise ValueError(f"unknown action kind {kind!r}")

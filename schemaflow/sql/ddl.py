@@ -66,10 +66,6 @@ def add_columns(key: str, columns: Iterable[Column]) -> str:
     return f"ALTER TABLE {qualified(key)} ADD COLUMNS " + _column_list(columns)
 
 
-def set_column_comment(key: str, column: str, comment: str | None) -> str:
-    return f"ALTER TABLE {qualified(key)} ALTER COLUMN {ident(column)} COMMENT {string(comment or '')}"
-
-
 def set_table_comment(key: str, comment: str | None) -> str:
     return f"COMMENT ON TABLE {qualified(key)} IS {string(comment) if comment else 'NULL'}"
 

@@ -1,0 +1,133 @@
+"""Changing a table's column list in the metastore, with Spark's copy of the schema kept in step.
+
+Spark SQL cannot rename, retype, reorder or drop the columns of a Hive table, and cannot send
+CASCADE, so the change is one ``alter_table`` through the metastore client. A table Spark created
+also keeps its schema in the ``spark.sql.sources.schema`` parameters; that copy is rebuilt here by
+Spark's own DDL parser (the same JSON Spark writes, char/varchar included), so the two never
+disagree.
+
+Partitions follow the table's columns in one of two ways:
+
+- the metastore's own CASCADE, one transaction, as fast as the metastore gets;
+- in batches of partitions, for tables too large for one transaction to finish within the client's
+  timeout, and to repair partitions left stale, which CASCADE ignores when the table's columns do
+  not change. Each batch rewrites only the partitions whose list differs, so a run that stops
+  part-way resumes where it was.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
+
+from schemaflow.errors import SchemaflowError
+from schemaflow.model import Column, split_key
+from schemaflow.sql.ddl import column_def
+
+if TYPE_CHECKING:
+    from schemaflow.catalog.metastore import Metastore
+
+BATCHED_CASCADE_ABOVE = 50_000   # partitions; the metastore's CASCADE takes ~1.7 ms each
+PARTITION_BATCH = 1_000
+SPARK_SCHEMA = "spark.sql.sources.schema"
+SPARK_SCHEMA_PARTS = SPARK_SCHEMA + ".numParts"
+SPARK_SCHEMA_PART = SPARK_SCHEMA + ".part."
+SPARK_SCHEMA_LENGTH = 4000       # spark.sql.sources.schemaStringLengthThreshold's default
+PROVIDER = "spark.sql.sources.provider"
+
+
+def set_columns(metastore: Metastore, key: str, columns: Sequence[Column], partition_columns: Sequence[Column],
+                cascade: bool) -> None:
+    """Make ``columns`` and ``partition_columns`` the columns of ``key``; with ``cascade``, of its partitions too."""
+    database, name = split_key(key)
+    table = metastore.msc.getTable(database, name)
+    provider = table.getParameters().get(PROVIDER)
+    if provider and provider.lower() != "hive":
+        raise SchemaflowError(f"{key} is a Spark data-source table (USING {provider}): its columns live in "
+                              "Spark's table properties, not the metastore's; schemaflow changes the columns of "
+                              "Hive-format tables only (re-create it STORED AS a format)")
+    unchanged = _listed(table.getSd().getCols()) == [_row(c) for c in columns]
+    table.getSd().setCols(_field_schemas(metastore, columns))
+    table.setPartitionKeys(_field_schemas(metastore, partition_columns))
+    _sync_spark_schema(metastore, table, [*columns, *partition_columns])
+    batched = cascade and partition_columns and (unchanged or metastore.count_partitions(key) > BATCHED_CASCADE_ABOVE)
+    if batched:
+        metastore.alter(table)
+        cascade_in_batches(metastore, key, columns)
+    else:
+        metastore.alter(table, CASCADE="true" if cascade else "false")
+
+
+def cascade_in_batches(metastore: Metastore, key: str, columns: Sequence[Column]) -> int:
+    """Give every partition of ``key`` the column list ``columns``, a batch at a time; returns how many changed."""
+    database, name = split_key(key)
+    wanted = [_row(c) for c in columns]
+    fields = _field_schemas(metastore, columns)
+    rewritten = checked = 0
+    for partitions, data in _partition_batches(metastore, key):
+        stale = metastore.spark._jvm.java.util.ArrayList()
+        for index, partition in enumerate(data):
+            if _rows(partition) != wanted:
+                java_partition = partitions.get(index)
+                java_partition.getSd().setCols(fields)
+                stale.add(java_partition)
+        if stale.size():
+            metastore.msc.alter_partitions(database, name, stale, metastore.context())
+        rewritten += stale.size()
+        checked += len(data)
+        metastore.report(f"{key}: {checked} partitions checked, {rewritten} rewritten")
+    return rewritten
+
+
+def stale_partitions(metastore: Metastore, key: str) -> int:
+    """How many partitions of ``key`` have a column list other than the table's (listing them in batches)."""
+    database, name = split_key(key)
+    wanted = _listed(metastore.msc.getTable(database, name).getSd().getCols())
+    return sum(_rows(p) != wanted for _, data in _partition_batches(metastore, key) for p in data)
+
+
+def _partition_batches(metastore: Metastore, key: str) -> Iterator[tuple[Any, list[dict[str, Any]]]]:
+    """The partitions of ``key``, a batch at a time: the Java list and the same partitions as JSON data."""
+    database, name = split_key(key)
+    names = metastore.msc.listPartitionNames(database, name, -1)
+    total = names.size()
+    for start in range(0, total, PARTITION_BATCH):
+        batch = metastore.msc.getPartitionsByNames(database, name, names.subList(start, min(start + PARTITION_BATCH, total)))
+        yield batch, metastore.to_data(metastore.api.PartitionsByExprResult(batch, False)).get("partitions", [])
+
+
+def _row(column: Column) -> tuple[str, str | None, str | None]:
+    return column.name, column.type, column.comment or None
+
+
+def _rows(partition: dict[str, Any]) -> list[tuple[str, str, str | None]]:
+    return [(c["name"], c["type"], c.get("comment") or None) for c in partition.get("sd", {}).get("cols", [])]
+
+
+def _listed(fields: Any) -> list[tuple[str, str, str | None]]:
+    return [(f.getName(), f.getType(), f.getComment() or None) for f in fields]
+
+
+def _field_schemas(metastore: Metastore, columns: Sequence[Column]) -> Any:
+    fields = metastore.spark._jvm.java.util.ArrayList()
+    for column in columns:
+        fields.add(metastore.api.FieldSchema(column.name, column.type, column.comment))
+    return fields
+
+
+def _sync_spark_schema(metastore: Metastore, table: Any, columns: Sequence[Column]) -> None:
+    """Rewrite Spark's copy of the schema, if the table has one, exactly as Spark would write it."""
+    parameters = table.getParameters()
+    if SPARK_SCHEMA not in parameters and SPARK_SCHEMA_PARTS not in parameters:
+        return  # not created by Spark: Spark reads the metastore's columns
+    jvm = metastore.spark._jvm
+    struct = jvm.org.apache.spark.sql.types.StructType.fromDDL(", ".join(column_def(c) for c in columns))
+    text = jvm.org.apache.spark.sql.catalyst.util.CharVarcharUtils.replaceCharVarcharWithStringInSchema(struct).json()
+    for parameter in [k for k in parameters.keySet() if k in (SPARK_SCHEMA, SPARK_SCHEMA_PARTS)
+                      or k.startswith(SPARK_SCHEMA_PART)]:
+        parameters.remove(parameter)
+    if len(text) <= SPARK_SCHEMA_LENGTH:
+        parameters.put(SPARK_SCHEMA, text)
+        return
+    parts = [text[i:i + SPARK_SCHEMA_LENGTH] for i in range(0, len(text), SPARK_SCHEMA_LENGTH)]
+    parameters.put(SPARK_SCHEMA_PARTS, str(len(parts)))
+    for number, part in enumerate(parts):
+        parameters.put(f"{SPARK_SCHEMA_PART}{number}", part)
