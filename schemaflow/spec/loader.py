@@ -10,8 +10,9 @@ from __future__ import annotations
 from pathlib import Path, PurePosixPath
 
 from schemaflow.errors import Problem, SpecError
-from schemaflow.model import Catalog
+from schemaflow.model import Catalog, Migration
 from schemaflow.spec.analysis import analyze_views
+from schemaflow.spec.migrations import MIGRATIONS_DIR, agreement_problems, order_problems, read_migration
 from schemaflow.spec.objects import Declaration, read_object
 from schemaflow.spec.source import Directory, ProjectFiles
 from schemaflow.spec.yamlpos import load_yaml
@@ -30,7 +31,7 @@ def load_catalog(project: str | Path | ProjectFiles, databases: tuple[str, ...] 
     files = Directory(Path(project)) if isinstance(project, (str, Path)) else project
     problems: list[Problem] = []
     declarations: list[Declaration] = []
-    for path in _schema_files(files):
+    for path in _yaml_files(files, SCHEMAS_DIR):
         try:
             doc = load_yaml(files.open(path), path)
         except SpecError as error:
@@ -50,18 +51,40 @@ def load_catalog(project: str | Path | ProjectFiles, databases: tuple[str, ...] 
         broken,
     )
     problems.extend(view_problems)
+    objects = dict(sorted({**valid, **views}.items()))
+    migrations = _read_migrations(files, problems)
+    problems.extend(agreement_problems(migrations, objects))
     if problems:
         raise SpecError(problems)
-    objects = dict(sorted({**valid, **views}.items()))
-    return Catalog(databases=databases or tuple(sorted({o.database for o in objects.values()})), objects=objects)
+    return Catalog(databases=databases or tuple(sorted({o.database for o in objects.values()})), objects=objects,
+                   migrations=migrations)
 
 
-def _schema_files(files: ProjectFiles) -> list[str]:
-    """Every YAML file under ``schemas/`` (hidden files and folders aside), sorted."""
-    paths = (PurePosixPath(path) for path in files.files_under(SCHEMAS_DIR))
+def _read_migrations(files: ProjectFiles, problems: list[Problem]) -> tuple[Migration, ...]:
+    """The migrations under ``migrations/``, in order; their problems are added to ``problems``."""
+    migrations = []
+    for path in _yaml_files(files, MIGRATIONS_DIR):
+        file = files.open(path)
+        try:
+            doc = load_yaml(file, path)
+        except SpecError as error:
+            problems.extend(error.problems)
+            continue
+        migration, found = read_migration(doc, file.read_bytes())
+        problems.extend(found)
+        if migration is not None:
+            migrations.append(migration)
+    migrations.sort(key=lambda m: m.id)
+    problems.extend(order_problems(migrations))
+    return tuple(migrations)
+
+
+def _yaml_files(files: ProjectFiles, folder: str) -> list[str]:
+    """Every YAML file under ``folder`` (hidden files and folders aside), sorted."""
+    paths = (PurePosixPath(path) for path in files.files_under(folder))
     return [
         path.as_posix() for path in sorted(paths)
-        if path.suffix in SUFFIXES and not any(part.startswith(".") for part in path.relative_to(SCHEMAS_DIR).parts)
+        if path.suffix in SUFFIXES and not any(part.startswith(".") for part in path.relative_to(folder).parts)
     ]
 
 

@@ -1,0 +1,43 @@
+"""Migration files loaded into the model: the issue's example, exactly."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from schemaflow.model import DropColumn, PartitionsMode, RenameColumn, ReorderColumns
+from schemaflow.spec import load_catalog
+from schemaflow.spec.migrations import checksum
+
+EXAMPLE = textwrap.dedent("""\
+    # migrations/0003_customer_rename.yaml
+    description: Rename cust_id to customer_id and widen amount
+    changes:
+      - rename_column: {table: retail.orders, from: cust_id, to: customer_id}
+      - drop_column: {table: retail.orders, column: legacy_flag}      # acknowledges losing the column
+      - reorder_columns: {table: retail.orders, order: [order_id, customer_id, amount]}
+      - partitions: {table: retail.orders, mode: restrict}            # override the planner's choice: cascade | restrict
+    """)
+
+
+def test_the_issue_example_loads_in_order(tmp_path: Path) -> None:
+    (tmp_path / "schemas/retail").mkdir(parents=True)
+    (tmp_path / "schemas/retail/orders.yaml").write_text(
+        "table: retail.orders\ncolumns:\n  - {name: order_id, type: bigint}\n  - {name: customer_id, type: bigint}\n"
+        "  - {name: amount, type: 'decimal(12,2)'}\n")
+    (tmp_path / "migrations").mkdir()
+    (tmp_path / "migrations/0003_customer_rename.yaml").write_text(EXAMPLE)
+    (tmp_path / "migrations/0001_first.yaml").write_text(
+        "description: First\nchanges:\n  - partitions: {table: retail.orders, mode: cascade}\n")
+    (tmp_path / "migrations/.gitkeep").write_text("")
+    catalog = load_catalog(tmp_path)
+    assert [m.id for m in catalog.migrations] == ["0001_first", "0003_customer_rename"]
+    example = catalog.migrations[1]
+    assert example.description == "Rename cust_id to customer_id and widen amount"
+    assert example.changes == (
+        RenameColumn("retail.orders", "cust_id", "customer_id"),
+        DropColumn("retail.orders", "legacy_flag"),
+        ReorderColumns("retail.orders", ("order_id", "customer_id", "amount")),
+        PartitionsMode("retail.orders", "restrict"),
+    )
+    assert example.checksum == checksum(EXAMPLE.encode())
+    assert str(example.changes[1].source) == "migrations/0003_customer_rename.yaml:5:18"
