@@ -162,7 +162,8 @@ def test_storage_formats_are_detected(spark: SparkSession, metastore: Metastore,
 
     found = {t.name: t.format for t in metastore.read((db,)).tables()}
 
-    assert found == {f"t_{n}": n for n in formats} | {"t_using_parquet": "parquet", "t_using_csv": "csv"}
+    assert found == {f"t_{n}": n for n in formats} | {"t_using_parquet": "parquet (Spark data source)",
+                                                      "t_using_csv": "csv (Spark data source)"}
 
 
 @pytest.mark.spark

@@ -213,3 +213,16 @@ def test_refused_type_changes_are_plan_errors_with_nothing_applied(spark, metast
     with pytest.raises(SchemaflowError, match="blocked"):
         apply_plan(result, metastore)
     assert table_columns(metastore, table) == list(old)
+
+
+def test_a_spark_data_source_table_is_refused_before_anything_runs(spark, metastore, fresh_db):
+    # Its columns live in Spark's table properties; altering the metastore's would leave two schemas.
+    db = fresh_db()
+    spark.sql(f"CREATE TABLE {db}.t (a INT, b STRING) USING parquet")
+    want = Table(db, "t", cols("a:int", "b2:string"), format="parquet")
+    result = plan(metastore, want, migration(1, RenameColumn(want.key, "b", "b2")))
+    assert [s.summary for s in result.steps] == [
+        f"changing storage (format 'parquet (Spark data source)' -> 'parquet') on {db}.t"]
+    with pytest.raises(SchemaflowError, match="blocked"):
+        apply_plan(result, metastore)
+    assert [f.name for f in spark.table(f"{db}.t").schema.fields] == ["a", "b"]

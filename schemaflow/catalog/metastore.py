@@ -65,6 +65,7 @@ FORMAT_BY_INPUT = {
     "org.apache.hadoop.hive.ql.io.RCFileInputFormat": "rcfile",
 }
 PROVIDER_KEY = "spark.sql.sources.provider"
+DATA_SOURCE = "(Spark data source)"
 # Environment-context key that spares an unpartitioned table a listing of its files on alter.
 DO_NOT_UPDATE_STATS = "DO_NOT_UPDATE_STATS"
 
@@ -262,7 +263,8 @@ def storage_format(sd: Mapping[str, Any], parameters: Mapping[str, str]) -> str:
     """
     provider = parameters.get(PROVIDER_KEY, "").lower()
     if provider and provider != "hive":
-        return provider
+        # Not the Hive format of the same name: Spark keeps its columns in its own table properties.
+        return f"{provider} {DATA_SOURCE}"
     serde = sd.get("serdeInfo", {}).get("serializationLib", "")
     if serde in GENERIC_SERDES:
         return FORMAT_BY_INPUT.get(sd.get("inputFormat", ""), serde)
