@@ -34,35 +34,25 @@ metastore of a real cluster. ``--skip-slow`` leaves out (b), which takes about 5
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
 import sys
-import tempfile
 import time
-from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-import pyspark
 from pyspark.sql import SparkSession
 
-# The repository root, for tests.metastore_server (tests/ is not an installed package).
+# The repository root, for bench.common and tests.metastore_server (neither is an installed package).
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.common import COLUMN_TYPES, Heartbeat, positive, private_session, progress, ratio  # noqa: E402
 from schemaflow.catalog.metastore import BATCH_SIZE, Metastore  # noqa: E402
-from schemaflow.catalog.session import spark_session  # noqa: E402
-from schemaflow.project import Settings  # noqa: E402
-from tests.metastore_server import MetastoreServer  # noqa: E402
 
 DATABASE = "read_live"
-# Column types, in turn; each is spelt here as Hive, Spark and schemaflow all spell it.
-COLUMN_TYPES = ("bigint", "string", "decimal(12,2)", "timestamp", "int", "double", "date", "boolean")
 PARTITION_COLUMN = ("ds", "string")
 WARMUPS = 1
 TIMED_READS = 2
-HEARTBEAT_SECONDS = 5.0
 
 ColumnList = tuple[tuple[str, str], ...]  # (name, type) of each column, partition columns last
 Tables = dict[str, ColumnList]            # table name -> its columns
@@ -129,25 +119,6 @@ READ_PATHS = (
 )
 
 
-class Heartbeat:
-    """Tells stderr how far a long loop has got, at most every ``HEARTBEAT_SECONDS``."""
-
-    def __init__(self, label: str, total: int) -> None:
-        self.label = label
-        self.total = total
-        self.started = self.last = time.monotonic()
-
-    def __call__(self, done: int) -> None:
-        now = time.monotonic()
-        if now - self.last >= HEARTBEAT_SECONDS:
-            self.last = now
-            progress(f"    {self.label}: {done:,}/{self.total:,} tables, {now - self.started:.0f} s")
-
-
-def progress(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
 def table_names(count: int) -> list[str]:
     return [f"t{i:05d}" for i in range(count)]
 
@@ -171,7 +142,7 @@ def create_tables(bench: Bench, tables: Tables) -> None:
         bench.spark.sql(f"CREATE TABLE `{bench.database}`.`{name}` ({columns}){clause} STORED AS PARQUET")
     msc = bench.metastore.msc
     templates = [msc.getTable(bench.database, name) for name in names[:2]]
-    heartbeat = Heartbeat("creating tables", len(names))
+    heartbeat = Heartbeat("creating tables", len(names), "tables")
     for i, name in enumerate(names[2:], start=2):
         table = templates[i % 2].deepCopy()
         table.setTableName(name)
@@ -197,7 +168,7 @@ def time_reads(bench: Bench, paths: Sequence[ReadPath], expected: Tables) -> dic
 
 
 def read_once(bench: Bench, path: ReadPath, total: int) -> tuple[float, Tables]:
-    heartbeat = Heartbeat(path.label, total)
+    heartbeat = Heartbeat(path.label, total, "tables")
     found: Tables = {}
     started = time.perf_counter()
     for name, columns in path.read(bench):
@@ -220,7 +191,7 @@ def column_count(tables: Tables) -> int:
 
 
 def report(
-    paths: Sequence[ReadPath], times: dict[str, list[float]], expected: Tables, columns: int, where: str, java: str,
+    paths: Sequence[ReadPath], times: dict[str, list[float]], expected: Tables, columns: int, where: str, machine: str,
 ) -> str:
     """The results as a fixed-layout text table, with what was measured and on what."""
     medians = {path.label: statistics.median(times[path.label]) for path in paths}
@@ -231,8 +202,7 @@ def report(
         f"read:      every path found {len(expected):,} tables and {column_count(expected):,} columns "
         "(names and types) on every read",
         f"metastore: {where}",
-        f"machine:   {os.cpu_count()} cores, Python {platform.python_version()}, pyspark {pyspark.__version__}, "
-        f"Java {java}",
+        f"machine:   {machine}",
         f"timing:    {WARMUPS} warm-up read per path, then the median of {TIMED_READS} timed reads, paths taking turns",
         "",
         f"{'path':<44}{'seconds':>9}  {'timed reads':<15}  vs (a)",
@@ -243,19 +213,6 @@ def report(
         versus = "baseline" if path is READ_PATHS[0] else ratio(median, baseline)
         lines.append(f"{path.label:<44}{median:>9.2f}  {runs:<15}  {versus}")
     return "\n".join(lines)
-
-
-def ratio(seconds: float, baseline: float) -> str:
-    if seconds >= baseline:
-        return f"{seconds / baseline:.1f}x slower"
-    return f"{baseline / seconds:.1f}x faster"
-
-
-def positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -272,28 +229,8 @@ def main(argv: Sequence[str]) -> None:
     args = parse_args(argv)
     paths = [path for path in READ_PATHS if not (args.skip_slow and path.slow)]
     expected = expected_tables(args.tables, args.columns)
-    with ExitStack() as stack:
-        workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="schemaflow-read-live-")))
-        private = {  # Spark's and Hive's scratch files, which default to /tmp, stay in workdir
-            "spark.local.dir": str(workdir / "spark-local"),
-            "spark.hadoop.hive.exec.scratchdir": str(workdir / "hive-scratch"),
-            "spark.hadoop.hive.exec.local.scratchdir": str(workdir / "hive-local-scratch"),
-        }
-        if args.remote:
-            progress("starting the standalone Thrift metastore server")
-            server = stack.enter_context(MetastoreServer(workdir / "server"))
-            settings = Settings(metastore_uri=server.uri, warehouse_dir=str(server.warehouse),
-                                derby_dir=str(workdir / "client"), spark_conf=private)
-            where = "standalone Thrift server on this machine (tests/metastore_server.py), over a socket"
-        else:
-            settings = Settings(warehouse_dir=str(workdir / "warehouse"), derby_dir=str(workdir / "state"),
-                                spark_conf=private)
-            where = "embedded Derby, in the Spark JVM"
-        progress("starting Spark")
-        spark = spark_session(settings)
-        stack.callback(spark.stop)
-        bench = Bench(spark, Metastore.connect(spark), DATABASE)
-        java = spark.sparkContext._jvm.System.getProperty("java.version")
+    with private_session("read-live", args.remote) as session:
+        bench = Bench(session.spark, session.metastore, DATABASE)
 
         progress(f"creating {len(expected):,} tables")
         started = time.monotonic()
@@ -302,7 +239,7 @@ def main(argv: Sequence[str]) -> None:
 
         progress("reading")
         times = time_reads(bench, paths, expected)
-    print(report(paths, times, expected, args.columns, where, java))
+    print(report(paths, times, expected, args.columns, session.where, session.machine))
 
 
 if __name__ == "__main__":

@@ -87,7 +87,9 @@ def _plan(project, args) -> int:
     sys.stdout.write(workflow.show(review, args.format))
     if args.out:
         args.out.write_text(plan.to_json())
-        print(f"Saved the plan to {args.out}; apply it with: schemaflow apply {args.out}", file=sys.stderr)
+        # A plan between git refs is for review: what to apply is planned against the metastore.
+        apply_hint = "" if args.base else f"; apply it with: schemaflow apply {args.out}"
+        print(f"Saved the plan to {args.out}{apply_hint}", file=sys.stderr)
     return EXIT_OK if plan.is_empty else EXIT_CHANGES
 
 

@@ -82,7 +82,8 @@ def commit_files(project_root: Path, ref: str) -> Iterator[CommitFiles]:
     try:
         repo = git.Repo(project_root, search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-        raise SchemaflowError(f"{project_root} is not in a git repository, so there is no {ref!r} to plan from") from None
+        message = f"{project_root} is not in a git repository, so there is no {ref!r} to plan from"
+        raise SchemaflowError(message) from None
     try:
         tree = _tree(repo, ref)
         prefix = Path(project_root).resolve().relative_to(Path(repo.working_tree_dir).resolve()).as_posix()

@@ -75,7 +75,8 @@ def review_live(project: Project, live: Live, *, allow_destructive: bool = False
     desired = desired_state(project)
     current = live.read(desired.databases)
     plan = build_plan(desired, current, allow_destructive=allow_destructive,
-                      count_partitions=live.metastore.count_partitions)
+                      count_partitions=live.metastore.count_partitions,
+                      stale_partitions=live.metastore.stale_partitions)
     return Review(plan, reads=_reads(current, desired))
 
 

@@ -3,16 +3,15 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from schemaflow.catalog.snapshot import write_snapshot
 from schemaflow.cli import main
-from schemaflow.model import Catalog, fingerprint
+from schemaflow.model import Catalog
 from schemaflow.project import load_project
-from schemaflow.workflow import desired_state
+from schemaflow.workflow import applied_state, desired_state
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -26,10 +25,8 @@ def example(tmp_path: Path) -> Path:
 
 def applied_snapshot(project_dir: Path, path: Path) -> Path:
     """A snapshot of the live state a perfect apply of the project would leave."""
-    desired = desired_state(load_project(project_dir, env={}))
-    live = {k: replace(o, managed_keys=tuple(sorted(o.properties)), version=fingerprint(o))
-            for k, o in desired.objects.items()}
-    write_snapshot(Catalog(desired.databases, live), path, partition_counts={"retail.orders": 30})
+    live = applied_state(desired_state(load_project(project_dir, env={})))
+    write_snapshot(live, path, partition_counts={"retail.orders": 30})
     return path
 
 

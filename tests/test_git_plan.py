@@ -15,7 +15,7 @@ import git
 import pytest
 
 from schemaflow.cli import main
-from schemaflow.model import MANAGED_KEYS_KEY, VERSION_KEY
+from schemaflow.model import MANAGED_KEYS_KEY
 from schemaflow.plan.steps import SetParameters
 from schemaflow.project import load_project
 from schemaflow.workflow import review_refs
@@ -52,14 +52,16 @@ def test_each_change_kind_between_two_commits(repo):
     schemas = project_dir(repo) / "schemas"
     edit(schemas / "retail/orders.yaml", ORDERS_AMOUNT, ORDERS_AMOUNT + COUPON)
     edit(schemas / "retail/customers.yaml", "rewritten nightly", "rewritten hourly")
-    edit(schemas / "retail/customers.yaml", "{name: name, type: string}", "{name: name, type: string, comment: Full name}")
+    edit(schemas / "retail/customers.yaml", "{name: name, type: string}",
+         "{name: name, type: string, comment: Full name}")
     edit(schemas / "retail/customers.yaml", "{owner: sales-eng, orc.compress: ZSTD}", "{owner: crm-team}")
     edit(schemas / "analytics/daily_sessions.yaml", "  GROUP BY", "  WHERE pages > 0\n  GROUP BY")
     (schemas / "analytics/marketing_spend.yaml").unlink()
     (schemas / "retail/returns.yaml").write_text(
         "table: retail.returns\ncolumns:\n  - {name: order_id, type: bigint}\n  - {name: reason, type: string}\n")
     (schemas / "retail/returned_orders.yaml").write_text(
-        "view: retail.returned_orders\nsql: SELECT o.order_id, r.reason FROM orders o JOIN returns r USING (order_id)\n")
+        "view: retail.returned_orders\n"
+        "sql: SELECT o.order_id, r.reason FROM orders o JOIN returns r USING (order_id)\n")
     repo.git.checkout("--quiet", "-b", "feature")
     commit(repo, "the change under review")
 
@@ -67,7 +69,7 @@ def test_each_change_kind_between_two_commits(repo):
 
     assert steps(plan) == [
         ("drop_table", "analytics.marketing_spend", True),
-        ("set_column_comment", "retail.customers", False),
+        ("alter_columns", "retail.customers", False),
         ("set_table_comment", "retail.customers", False),
         ("add_columns", "retail.orders", False),
         ("create_table", "retail.returns", False),
@@ -77,11 +79,12 @@ def test_each_change_kind_between_two_commits(repo):
         ("replace_view", "analytics.revenue_by_segment", False),
         ("create_view", "retail.returned_orders", False),
     ]
-    summaries = {s.object: s.summary for s in plan.steps if s.kind != "set_column_comment"}
-    assert summaries["retail.customers"] == ("comment on table retail.customers: 'Customers, one row each, "
-                                             "rewritten nightly' -> 'Customers, one row each, rewritten hourly'")
-    assert summaries["analytics.daily_sessions"] == "re-create view analytics.daily_sessions: SQL changed"
-    assert summaries["retail.daily_revenue"] == "re-create view retail.daily_revenue: re-created after retail.orders changed"
+    summaries = [s.summary for s in plan.steps]
+    assert summaries[1] == "alter columns of retail.customers: change comment of name"
+    assert summaries[2] == ("comment on table retail.customers: 'Customers, one row each, rewritten nightly' "
+                            "-> 'Customers, one row each, rewritten hourly'")
+    assert summaries[5] == "re-create view analytics.daily_sessions: SQL changed"
+    assert summaries[7] == "re-create view retail.daily_revenue: re-created after retail.orders changed"
     # The base plays the live side as an apply of it left it: a property it declared and head does not is unset.
     customers = plan.steps[2]
     assert customers.notes == ("properties: set owner; unset orc.compress",)
@@ -136,8 +139,7 @@ def test_a_base_without_schemas_creates_everything(tmp_path):
 
     plan = plan_refs(repo, "main")
 
-    assert [s.kind for s in plan.steps].count("create_table") == 6
-    assert [s.kind for s in plan.steps].count("create_view") == 4
+    assert [s.kind for s in plan.steps] == ["create_database"] * 2 + ["create_table"] * 6 + ["create_view"] * 4
 
 
 def test_a_project_in_a_folder_of_the_repository(tmp_path):
@@ -164,6 +166,18 @@ def test_a_problem_at_a_ref_is_placed_at_that_ref(repo, capsys):
     err = capsys.readouterr().err.splitlines()
     assert err[1].startswith("main:schemas/retail/orders.yaml:6:31: unknown type 'bigitn'")
     assert err[-1] == "1 problem(s) found; nothing was planned or applied."
+
+
+def test_a_problem_in_the_settings_at_a_ref_is_placed_at_that_ref(repo, capsys):
+    settings = project_dir(repo) / "schemaflow.yaml"
+    edit(settings, "databases: [analytics, retail]", "databses: [analytics, retail]")
+    commit(repo, "a typo in the settings")
+    edit(settings, "databses:", "databases:")
+
+    assert main(["--project", str(project_dir(repo)), "plan", "--base", "main"]) == 1
+
+    assert capsys.readouterr().err.splitlines()[1] == (
+        "main:schemaflow.yaml:6:1: unknown key 'databses' (expected one of: databases, metastore, spark, warehouse_dir)")
 
 
 def test_a_ref_that_names_no_commit(repo, capsys):
@@ -212,7 +226,8 @@ def test_a_shallow_clone_knows_the_name_of_a_parent_it_does_not_have(repo, tmp_p
 
 @pytest.mark.parametrize("args, message", [
     (["--head", "main"], "error: --head needs --base: the git ref to plan against"),
-    (["--base", "main", "--against", "live.json"], "error: --base and --against both say what to plan against: give one"),
+    (["--base", "main", "--against", "live.json"],
+     "error: --base and --against both say what to plan against: give one"),
 ])
 def test_refs_options_that_do_not_go_together(repo, capsys, args, message):
     assert main(["--project", str(project_dir(repo)), "plan", *args]) == 1
@@ -222,8 +237,9 @@ def test_refs_options_that_do_not_go_together(repo, capsys, args, message):
 def test_planning_between_refs_loads_no_jvm(repo):
     """Run in a fresh interpreter: this process may have imported pyspark for other tests."""
     edit(project_dir(repo) / "schemas/retail/orders.yaml", ORDERS_AMOUNT, ORDERS_AMOUNT + COUPON)
+    args = ["--project", str(project_dir(repo)), "plan", "--base", "main", "--format", "markdown"]
     script = ("import sys; from schemaflow.cli import main; "
-              f"code = main(['--project', {str(project_dir(repo))!r}, 'plan', '--base', 'main', '--format', 'markdown']); "
+              f"code = main({args!r}); "
               "print(code, sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j')), file=sys.stderr)")
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert result.stderr.splitlines()[-1] == "2 []"

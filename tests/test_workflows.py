@@ -20,7 +20,7 @@ import yaml
 
 from schemaflow.cli import _parser, main
 from schemaflow.render.markdown import MARKER
-from tests.gitrepos import commit, edit, init_repo
+from tests.gitrepos import commit, init_repo
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / ".github" / "workflows" / "examples"
