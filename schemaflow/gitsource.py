@@ -93,6 +93,31 @@ def commit_files(project_root: Path, ref: str) -> Iterator[CommitFiles]:
         repo.close()
 
 
+def commit_of(project_root: Path, ref: str | None = None) -> str | None:
+    """The commit the project's files come from, recorded on every object an apply writes.
+
+    ``ref`` None means the working tree: its HEAD, marked ``+dirty`` when ``schemas/`` or
+    ``migrations/`` have uncommitted changes. None outside a git repository.
+    """
+    try:
+        repo = git.Repo(project_root, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        return None
+    try:
+        if ref is not None:
+            return repo.commit(ref).hexsha
+        if not repo.head.is_valid():
+            return None
+        prefix = Path(project_root).resolve().relative_to(Path(repo.working_tree_dir).resolve())
+        folders = [(prefix / name).as_posix() for name in ("schemas", "migrations")]
+        dirty = any(repo.is_dirty(untracked_files=True, path=folder) for folder in folders)
+        return repo.head.commit.hexsha + ("+dirty" if dirty else "")
+    except (BadName, ValueError):
+        return None
+    finally:
+        repo.close()
+
+
 def _tree(repo: git.Repo, ref: str) -> git.Tree:
     """The tree of the commit ``ref`` names; a shallow clone may know a commit's name but not its files."""
     try:

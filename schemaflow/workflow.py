@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from schemaflow.errors import SchemaflowError
-from schemaflow.model import Catalog, fingerprint
+from schemaflow.gitsource import commit_of
+from schemaflow.model import Catalog, Object, Table, fingerprint
 from schemaflow.plan.plan import Plan, build_plan
 from schemaflow.project import Project
 from schemaflow.render import markdown, render
@@ -34,10 +35,12 @@ def applied_state(desired: Catalog) -> Catalog:
     Every object carries the version stamp and the managed property keys schemaflow writes, so a
     property that is later removed from the schemas is planned as unset.
     """
-    return replace(desired, objects={
-        key: replace(obj, managed_keys=tuple(sorted(obj.properties)), version=fingerprint(obj))
-        for key, obj in desired.objects.items()
-    })
+    def applied(obj: Object) -> Object:
+        obj = replace(obj, managed_keys=tuple(sorted(obj.properties)), version=fingerprint(obj))
+        if isinstance(obj, Table):  # its migrations were applied (or were moot when it was created)
+            obj = replace(obj, migrations={m.id: "" for m in desired.migrations if m.changes_for(obj.key)})
+        return obj
+    return replace(desired, objects={key: applied(obj) for key, obj in desired.objects.items()})
 
 
 @dataclass
@@ -76,7 +79,7 @@ def review_live(project: Project, live: Live, *, allow_destructive: bool = False
     current = live.read(desired.databases)
     plan = build_plan(desired, current, allow_destructive=allow_destructive,
                       count_partitions=live.metastore.count_partitions,
-                      stale_partitions=live.metastore.stale_partitions)
+                      stale_partitions=live.metastore.stale_partitions, commit=commit_of(project.root))
     return Review(plan, reads=_reads(current, desired))
 
 
@@ -110,11 +113,11 @@ def review_refs(project: Project, base: str, head: str | None = None, *, allow_d
     metastore, plays the live state, and partition counts are unknown. Both refs are read from
     the repository's objects, without a checkout.
     """
-    from schemaflow.gitsource import desired_at  # gitpython loads only when a git ref is read
+    from schemaflow.gitsource import desired_at
 
     desired = desired_state(project) if head is None else desired_at(project.root, head)
     before = applied_state(desired_at(project.root, base).in_databases(desired.databases))
-    plan = build_plan(desired, before, allow_destructive=allow_destructive)
+    plan = build_plan(desired, before, allow_destructive=allow_destructive, commit=commit_of(project.root, head))
     return Review(plan, base=base, head=head or "the working tree", counts_partitions=False,
                   reads=_reads(before, desired))
 

@@ -17,10 +17,15 @@ def init_repo(path: Path) -> git.Repo:
     return repo
 
 
+# A fixed moment, so the same files and messages always make the same commit hashes.
+FIXED_DATE = "2026-01-01T00:00:00+00:00"
+
+
 def commit(repo: git.Repo, message: str) -> str:
     """Commit everything in the work tree (an empty commit when nothing changed); its hash."""
     repo.git.add(all=True)
-    repo.git.commit("--allow-empty", "--quiet", "-m", message)
+    repo.git.commit("--allow-empty", "--quiet", "-m", message,
+                    env={"GIT_AUTHOR_DATE": FIXED_DATE, "GIT_COMMITTER_DATE": FIXED_DATE})
     return repo.head.commit.hexsha
 
 

@@ -15,7 +15,7 @@ import git
 import pytest
 
 from schemaflow.cli import main
-from schemaflow.model import MANAGED_KEYS_KEY
+from schemaflow.model import APPLIED_COMMIT_KEY, MANAGED_KEYS_KEY
 from schemaflow.plan.steps import SetParameters
 from schemaflow.project import load_project
 from schemaflow.workflow import review_refs
@@ -244,3 +244,23 @@ def test_planning_between_refs_loads_no_jvm(repo):
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert result.stderr.splitlines()[-1] == "2 []"
     assert result.stdout.startswith("<!-- schemaflow-plan -->\n")
+
+
+def test_a_migration_already_on_the_base_is_not_planned_again(tmp_path):
+    project = tmp_path / "project"
+    repo = init_repo(project)
+    (project / "schemas/retail").mkdir(parents=True)
+    orders = project / "schemas/retail/orders.yaml"
+    orders.write_text("table: retail.orders\ncolumns:\n  - {name: order_id, type: bigint}\n"
+                      "  - {name: customer_id, type: bigint}\n")
+    (project / "migrations").mkdir()
+    (project / "migrations/0001_rename.yaml").write_text(
+        "description: Rename cust_id\nchanges:\n  - rename_column: {table: retail.orders, from: cust_id, to: customer_id}\n")
+    commit(repo, "base: the rename is merged (and applied)")
+    orders.write_text(orders.read_text() + "  - {name: coupon, type: string}\n")
+    head = commit(repo, "head: a new column")
+
+    review = review_refs(load_project(project, env={}), "HEAD~1", "HEAD")
+    assert [(s.kind, s.summary) for s in review.plan.steps] == [
+        ("add_columns", "add 1 column to retail.orders: coupon string")]
+    assert review.plan.steps[0].actions[-1].set[APPLIED_COMMIT_KEY] == head
