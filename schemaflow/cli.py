@@ -10,23 +10,30 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import NoReturn, Sequence
 
 from schemaflow import __version__
 from schemaflow.apply.executor import apply_plan, check_runnable
 from schemaflow.errors import SchemaflowError, SpecError
 from schemaflow.plan.plan import Plan
 from schemaflow.project import load_project
-from schemaflow.render import FORMATS
+from schemaflow.render import FORMATS, render
 from schemaflow.render.review import Review
-from schemaflow.render.text import render as render_text
 from schemaflow import workflow
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error exits 1: exit 2 means "changes" to ``plan``, and CI must tell them apart."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_ERROR, f"{self.prog}: error: {message}\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="schemaflow", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="schemaflow", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"schemaflow {__version__}")
     parser.add_argument("--project", default=".", metavar="DIR", help="the project directory (default: .)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -84,7 +91,7 @@ def _validate(project, args) -> int:
 def _plan(project, args) -> int:
     review = _review(project, args)
     plan = review.plan
-    sys.stdout.write(workflow.show(review, args.format))
+    sys.stdout.write(render(review, args.format))
     if args.out:
         args.out.write_text(plan.to_json())
         # A plan between git refs is for review: what to apply is planned against the metastore.
@@ -116,7 +123,7 @@ def _apply(project, args) -> int:
                                   "a saved plan runs as reviewed: plan again with --allow-destructive")
     else:
         plan = workflow.make_plan(project, live, allow_destructive=args.allow_destructive)
-    sys.stdout.write(render_text(plan))
+    sys.stdout.write(render(Review(plan), "text"))
     if plan.is_empty:
         return EXIT_OK
     check_runnable(plan)

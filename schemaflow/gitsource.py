@@ -19,7 +19,7 @@ from gitdb.exc import BadName
 
 from schemaflow.errors import Problem, SchemaflowError, SpecError
 from schemaflow.model import Catalog
-from schemaflow.project import SETTINGS_FILE
+from schemaflow.project import SETTINGS_FILE, managed_databases
 from schemaflow.spec import load_catalog
 from schemaflow.spec.settings import check_settings
 
@@ -71,7 +71,7 @@ def desired_at(project_root: Path, ref: str) -> Catalog:
         try:
             settings_file = files.open(SETTINGS_FILE)
             settings = check_settings(settings_file) if settings_file else {}
-            return load_catalog(files, tuple(str(d).lower() for d in settings.get("databases") or ()))
+            return load_catalog(files, managed_databases(settings))
         except SpecError as error:
             raise SpecError([_at_ref(ref, problem) for problem in error.problems]) from None
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping
 
 from schemaflow.errors import SchemaflowError
 from schemaflow.spec.settings import check_settings
@@ -65,10 +65,15 @@ def load_project(root: str | Path, env: Mapping[str, str] | None = None) -> Proj
         warehouse_dir=_absolute(root, env.get(ENV_WAREHOUSE_DIR) or raw.get("warehouse_dir") or str(state / "warehouse")),
         spark_master=env.get(ENV_SPARK_MASTER) or spark.get("master") or "local[2]",
         spark_conf={str(k): str(v) for k, v in sorted((spark.get("conf") or {}).items())},
-        databases=tuple(str(d).lower() for d in raw.get("databases") or ()),
+        databases=managed_databases(raw),
         derby_dir=str(state),
     )
     return Project(root=root, settings=settings)
+
+
+def managed_databases(settings: Mapping[str, Any]) -> tuple[str, ...]:
+    """The ``databases`` setting of a settings file's data, lower-case (empty: those schemas/ names)."""
+    return tuple(str(d).lower() for d in settings.get("databases") or ())
 
 
 def _read_settings(path: Path) -> dict:

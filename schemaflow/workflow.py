@@ -19,7 +19,6 @@ from schemaflow.gitsource import commit_of
 from schemaflow.model import Catalog, Object, Table, fingerprint
 from schemaflow.plan.plan import Plan, build_plan
 from schemaflow.project import Project
-from schemaflow.render import markdown, render
 from schemaflow.render.review import Review
 from schemaflow.spec import load_catalog
 
@@ -125,12 +124,6 @@ def review_refs(project: Project, base: str, head: str | None = None, *, allow_d
 def _reads(live: Catalog, desired: Catalog) -> dict[str, tuple[str, ...]]:
     """What each view reads: as declared, else as the live side knows it."""
     return {view.key: view.reads for catalog in (live, desired) for view in catalog.views()}
-
-
-def show(review: Review, fmt: str) -> str:
-    """The review in one of ``render.FORMATS``: markdown shows what was compared and how objects depend on
-    each other; text and JSON show the plan."""
-    return markdown.render_review(review) if fmt == "markdown" else render(review.plan, fmt)
 
 
 def load_plan(path: Path) -> Plan:

@@ -51,7 +51,7 @@ def test_plan_exit_codes_against_snapshots(example, tmp_path, capsys):
     assert capsys.readouterr().out.startswith("12 steps on 12 objects, 0 destructive.\n")
     same = applied_snapshot(example, tmp_path / "same.json")
     assert main(["--project", str(example), "plan", "--against", str(same)]) == 0
-    assert capsys.readouterr().out == "No changes: the metastore matches the schemas (databases: analytics, retail).\n"
+    assert capsys.readouterr().out == f"No changes: the snapshot {same} matches the schemas (databases: analytics, retail).\n"
 
 
 def test_plan_shows_partition_counts_and_saves_json_that_apply_reads(example, tmp_path, capsys):

@@ -92,7 +92,7 @@ def test_each_change_kind_between_two_commits(repo):
     assert isinstance(stamp, SetParameters)
     assert (stamp.set["owner"], stamp.set[MANAGED_KEYS_KEY], stamp.unset) == ("crm-team", "owner", ("orc.compress",))
     # No metastore, so no partition count.
-    assert plan.steps[3].notes == ("table only: existing keep their old column list "
+    assert plan.steps[3].notes == ("table only: an unknown number of existing partitions keep their old column list "
                                    "(safe: appended columns read as NULL there)",)
 
 

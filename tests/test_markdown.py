@@ -15,6 +15,7 @@ from schemaflow.cli import main
 from schemaflow.model import Catalog, Column, Table
 from schemaflow.plan.plan import build_plan
 from schemaflow.render.markdown import MARKER, MAX_CHARACTERS, render
+from schemaflow.render.review import Review
 from tests.gitrepos import commit, init_repo, put_project
 
 CASES = Path(__file__).parent / "cases" / "markdown"
@@ -52,7 +53,7 @@ def test_a_comment_too_long_for_github_leaves_the_statements_out():
     columns = tuple(Column(f"column_{i:03d}", "string", "a comment long enough to count") for i in range(60))
     desired = Catalog(("big",), {f"big.t{i:03d}": Table("big", f"t{i:03d}", columns) for i in range(20)})
 
-    text = render(build_plan(desired, Catalog()))
+    text = render(Review(build_plan(desired, Catalog())))
 
     assert len(text) <= MAX_CHARACTERS
     assert "<details><summary>Statements" not in text

@@ -15,10 +15,7 @@ from schemaflow.plan.evolution import Evolution
 from schemaflow.plan.hazards import column_hazards, restrict_hazard
 from schemaflow.plan.steps import PartitionView, SetColumns, SetParameters, SqlAction, Step
 from schemaflow.sql import ddl
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
+from schemaflow.wording import plural
 
 
 class _OfTable:
@@ -67,7 +64,7 @@ class CreateTable(_OfTable):
 
     def to_step(self) -> Step:
         t = self.table
-        shape = _plural(len(t.columns), "column")
+        shape = plural(len(t.columns), "column")
         if t.partition_columns:
             shape += f", partitioned by ({', '.join(c.name for c in t.partition_columns)})"
         kind = "external table" if t.external else "table"
@@ -105,10 +102,11 @@ class AddColumns:
         notes: tuple[str, ...] = ()
         if self.partitioned:
             # Hive's prefix rule: an append-only change never needs the partitions rewritten.
-            count = "existing" if self.partition_count is None else _plural(self.partition_count, "partition")
+            count = ("an unknown number of existing partitions" if self.partition_count is None
+                     else plural(self.partition_count, "partition"))
             notes = (f"table only: {count} keep their old column list "
                      "(safe: appended columns read as NULL there)",)
-        return Step("add_columns", self.key, "table", f"add {_plural(len(self.columns), 'column')} to {self.key}: {names}",
+        return Step("add_columns", self.key, "table", f"add {plural(len(self.columns), 'column')} to {self.key}: {names}",
                     (SqlAction(ddl.add_columns(self.key, self.columns)),), notes=notes)
 
 
@@ -157,7 +155,7 @@ class AlterColumns:
                 notes.append("cascade: every partition's column list follows the table (partition count unknown)")
             else:
                 estimate = _duration(self.partition_count * CASCADE_SECONDS_PER_PARTITION)
-                notes.append(f"cascade: the column lists of {_plural(self.partition_count, 'partition')} follow "
+                notes.append(f"cascade: the column lists of {plural(self.partition_count, 'partition')} follow "
                              f"the table (estimate: {estimate})")
         elif self.partition_columns:
             hazards += (restrict_hazard(self.partition_count),)

@@ -4,13 +4,13 @@ Every renderer walks the same ordered steps the executor runs.
 """
 from __future__ import annotations
 
-from schemaflow.plan.plan import Plan
 from schemaflow.render import json_format, markdown, text
+from schemaflow.render.review import Review
 
 FORMATS = ("text", "markdown", "json")
 
 
-def render(plan: Plan, fmt: str) -> str:
-    """The plan in one of ``FORMATS``."""
+def render(review: Review, fmt: str) -> str:
+    """The review in one of ``FORMATS``: markdown adds what was compared and how objects depend on each other."""
     renderers = {"text": text.render, "markdown": markdown.render, "json": json_format.render}
-    return renderers[fmt](plan)
+    return renderers[fmt](review)

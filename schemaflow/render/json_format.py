@@ -1,8 +1,8 @@
 """The plan as stable JSON: the same document ``plan --out`` saves and ``apply`` loads."""
 from __future__ import annotations
 
-from schemaflow.plan.plan import Plan
+from schemaflow.render.review import Review
 
 
-def render(plan: Plan) -> str:
-    return plan.to_json()
+def render(review: Review) -> str:
+    return review.plan.to_json()

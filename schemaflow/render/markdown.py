@@ -16,7 +16,8 @@ from typing import Mapping
 from schemaflow.plan.plan import Plan
 from schemaflow.plan.steps import Step
 from schemaflow.render.review import Review
-from schemaflow.render.summary import markers, plural, summary
+from schemaflow.render.summary import markers, summary
+from schemaflow.wording import plural
 
 MARKER = "<!-- schemaflow-plan -->"
 MAX_CHARACTERS = 65_536  # the longest comment body GitHub accepts
@@ -32,12 +33,8 @@ _STATES = {
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&])")
 
 
-def render(plan: Plan) -> str:
-    """The comment for ``plan`` made against the metastore, with no dependency edges known."""
-    return render_review(Review(plan))
-
-
-def render_review(review: Review) -> str:
+def render(review: Review) -> str:
+    """The pull-request comment for ``review``."""
     plan = review.plan
     basis = f"Planned: {review.head} against {review.base}"
     if not review.counts_partitions:

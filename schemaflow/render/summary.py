@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from schemaflow.plan.plan import Plan
+from schemaflow.wording import plural
 
 
 def summary(plan: Plan, base: str = "the metastore") -> str:
@@ -26,8 +27,3 @@ def markers(step) -> list[str]:
     if step.blocked:
         flags.append("BLOCKED: " + step.blocked)
     return flags
-
-
-def plural(n: int, word: str) -> str:
-    """``n`` and the word, made plural unless ``n`` is 1: "1 step", "3 steps"."""
-    return f"{n} {word}{'' if n == 1 else 's'}"

@@ -1,12 +1,13 @@
 """The plan for a terminal: numbered steps, their notes, and the statements each runs."""
 from __future__ import annotations
 
-from schemaflow.plan.plan import Plan
+from schemaflow.render.review import Review
 from schemaflow.render.summary import markers, summary
 
 
-def render(plan: Plan) -> str:
-    lines = [summary(plan)]
+def render(review: Review) -> str:
+    plan = review.plan
+    lines = [summary(plan, review.base)]
     width = len(str(len(plan.steps)))
     for number, step in enumerate(plan.steps, 1):
         flags = markers(step)

@@ -5,15 +5,15 @@ what is written must still have the right shape, so a misspelt key is an error, 
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from schemaflow.errors import SpecError
 from schemaflow.spec.schema import check_shape
+from schemaflow.spec.source import ProjectFile
 from schemaflow.spec.yamlpos import load_yaml
 
 
-def check_settings(path: Path) -> dict[str, Any]:
+def check_settings(path: ProjectFile) -> dict[str, Any]:
     """The settings at ``path`` as a plain dict (empty file: ``{}``); raises ``SpecError``.
 
     Positions are reported against the file's name, as schema files are against the project root.

@@ -9,7 +9,6 @@ keys, which PyYAML would silently collapse, are errors.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Mapping
 
 import yaml
@@ -18,6 +17,7 @@ from yaml.reader import ReaderError
 
 from schemaflow.errors import Problem, SpecError
 from schemaflow.model import Source
+from schemaflow.spec.source import ProjectFile
 
 NodePath = tuple[str | int, ...]
 
@@ -71,7 +71,7 @@ class Document:
         return start
 
 
-def load_yaml(file: Path, display_path: str) -> Document:
+def load_yaml(file: ProjectFile, display_path: str) -> Document:
     """Read one YAML document; raises ``SpecError`` for bad syntax or duplicate keys."""
     try:
         text = file.read_bytes().decode("utf-8")
