@@ -56,6 +56,8 @@ def _parser() -> argparse.ArgumentParser:
     apply.add_argument("--auto-approve", action="store_true", help="do not ask for confirmation")
     apply.add_argument("--allow-destructive", action="store_true", help="allow drops (when planning here)")
 
+    commands.add_parser("history", help="what schemaflow applied to the managed databases: when, from which commit")
+
     snapshot = commands.add_parser("snapshot", help="save the live state of the managed databases as JSON")
     snapshot.add_argument("--out", type=Path, required=True, metavar="FILE")
     return parser
@@ -65,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         project = load_project(args.project)
-        return {"validate": _validate, "plan": _plan, "apply": _apply, "snapshot": _snapshot}[args.command](
+        return {"validate": _validate, "plan": _plan, "apply": _apply, "snapshot": _snapshot, "history": _history}[args.command](
             project, args)
     except SpecError as error:
         print(error, file=sys.stderr)
@@ -131,7 +133,9 @@ def _apply(project, args) -> int:
         print("Not applied.", file=sys.stderr)
         return EXIT_ERROR
     print()
-    apply_plan(plan, live.target(), progress=sys.stdout)
+    target = live.target()
+    target.progress = lambda message: print(f"\n      {message}", end="", flush=True)
+    apply_plan(plan, target, progress=sys.stdout)
     print(f"\nApplied {len(plan.steps)} steps.")
     return EXIT_OK
 
@@ -141,6 +145,15 @@ def _confirm(plan: Plan) -> bool:
         raise SchemaflowError("not a terminal, so no one can confirm: pass --auto-approve to apply")
     answer = input(f"\nApply these {len(plan.steps)} steps? Only 'yes' is accepted: ")
     return answer.strip() == "yes"
+
+
+def _history(project, args) -> int:
+    records = workflow.history(project, workflow.Live(project))
+    if not records:
+        print("Nothing applied by schemaflow in these databases yet.")
+    for record in records:
+        print(f"{record.at}  {record.object:<40} {record.what:<40} {record.commit or 'no commit'}")
+    return EXIT_OK
 
 
 def _snapshot(project, args) -> int:

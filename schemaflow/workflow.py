@@ -126,6 +126,13 @@ def _reads(live: Catalog, desired: Catalog) -> dict[str, tuple[str, ...]]:
     return {view.key: view.reads for catalog in (live, desired) for view in catalog.views()}
 
 
+def history(project: Project, live: Live) -> list:
+    """What schemaflow applied to the project's databases (see ``catalog.history``)."""
+    from schemaflow.catalog.history import read_history
+
+    return read_history(live.metastore, desired_state(project).databases)
+
+
 def load_plan(path: Path) -> Plan:
     import json
 

@@ -29,7 +29,8 @@ def schemaflow(project: Path, *args: str, env: dict[str, str] | None = None) -> 
 
 @pytest.mark.spark
 def test_example_project_plan_apply_replan_with_embedded_metastore(tmp_path):
-    shutil.copytree(ROOT / "schemas", tmp_path / "schemas")
+    for folder in ("schemas", "migrations"):
+        shutil.copytree(ROOT / folder, tmp_path / folder)
     shutil.copy(ROOT / "schemaflow.yaml", tmp_path)
 
     planned = schemaflow(tmp_path, "plan", "--out", "plan.json")
@@ -53,6 +54,16 @@ def test_example_project_plan_apply_replan_with_embedded_metastore(tmp_path):
     replanned = schemaflow(tmp_path, "plan")
     assert (replanned.returncode, replanned.stdout) == (
         0, "No changes: the metastore matches the schemas (databases: analytics, retail).\n")
+
+    history = schemaflow(tmp_path, "history")
+    assert history.returncode == 0, history.stderr
+    lines = history.stdout.splitlines()
+    # Ten objects stamped, and the example's migration recorded on the table it names (moot: created new).
+    assert len(lines) == 11
+    assert sum(" version " in line for line in lines) == 10
+    [migration] = [line for line in lines if " migration " in line]
+    assert "retail.customers" in migration and "migration 0001_customers_signed_up" in migration
+    assert all(line[:20].endswith("Z") and line.rstrip().endswith("no commit") for line in lines)
 
 
 @pytest.mark.remote

@@ -105,7 +105,7 @@ class Metastore:
         present = tuple(sorted({d for d in databases if d in existing}))
         objects: dict[str, Object] = {}
         for database in present:
-            for data in self._table_data(database):
+            for data in self.table_data(database):
                 obj = to_model(data)
                 objects[obj.key] = obj
         return Catalog(databases=present, objects=dict(sorted(objects.items())))
@@ -185,7 +185,7 @@ class Metastore:
             view.setPartitionKeys(move)
             self.alter(view)
 
-    def _table_data(self, database: str) -> Iterator[dict[str, Any]]:
+    def table_data(self, database: str) -> Iterator[dict[str, Any]]:
         """The Thrift Table objects of ``database`` as JSON-decoded dicts, fetched in batches."""
         with self._errors(f"reading the tables of database {database}"):
             names = self.msc.getAllTables(database)
