@@ -1,14 +1,14 @@
 """What a column change costs on a table with many partitions, by each way of making it.
 
 schemaflow changes a partitioned table's columns with one metastore ``alter_table``: table only,
-or with CASCADE so every partition's column list follows; above ``BATCHED_CASCADE_ABOVE``
-partitions, and to repair stale partitions, it rewrites them itself in batches
-(``cascade_in_batches``), only those whose list differs. This benchmark puts side by side, on one
+or with CASCADE so every partition's column list follows; where the plan says ``batched`` (above
+``plan.changes.BATCHED_CASCADE_ABOVE`` partitions, and to repair stale partitions), it rewrites them
+itself in batches (``cascade_in_batches``), only those whose list differs. This benchmark puts side by side, on one
 table:
 
   (a) a table-only change: append a column (``Metastore.set_columns``, ``cascade=False``)
   (b) the metastore's own CASCADE: rename a column (``set_columns``, ``cascade=True``, not batched)
-  (c) schemaflow's batched path for the same rename (``BATCHED_CASCADE_ABOVE`` patched to 0)
+  (c) schemaflow's batched path for the same rename (``set_columns``, ``batched=True``)
   (d) the naive alternative: the table alone, then list every partition, set its columns and
       ``alter_partitions`` them all in batches (same batch size and environment context as (c))
   (e) (c) run again with nothing stale, as when a stopped run resumes: it only reads
@@ -103,8 +103,7 @@ def append_table_only(bench: Bench) -> None:
 
 
 def metastore_cascade(bench: Bench) -> None:
-    with batched_above(sys.maxsize):  # the metastore's CASCADE, whatever --partitions
-        bench.metastore.set_columns(bench.key, RENAMED, PARTITION_COLUMNS, cascade=True)
+    bench.metastore.set_columns(bench.key, RENAMED, PARTITION_COLUMNS, cascade=True, batched=False)
 
 
 def schemaflow_batches(bench: Bench) -> None:
@@ -141,14 +140,9 @@ def run_batched(bench: Bench, rewrites: int) -> None:
         rewritten.append(original(metastore, key, columns))
         return rewritten[-1]
 
-    with batched_above(0), patch.object(catalog_columns, "cascade_in_batches", recording):
-        bench.metastore.set_columns(bench.key, RENAMED, PARTITION_COLUMNS, cascade=True)
+    with patch.object(catalog_columns, "cascade_in_batches", recording):
+        bench.metastore.set_columns(bench.key, RENAMED, PARTITION_COLUMNS, cascade=True, batched=True)
     assert rewritten == [rewrites], f"the batched path rewrote {rewritten} partitions, not [{rewrites}]"
-
-
-def batched_above(partitions: int) -> Any:
-    """A patch of the partition count above which ``set_columns`` cascades in batches."""
-    return patch.object(catalog_columns, "BATCHED_CASCADE_ABOVE", partitions)
 
 
 CHANGED = Shape(RENAMED, RENAMED)
@@ -201,8 +195,7 @@ def reach(bench: Bench, current: Shape, wanted: Shape) -> Shape:
         return current
     cascade = current.partitions != wanted.partitions
     assert not cascade or wanted.table == wanted.partitions, f"a CASCADE cannot reach {wanted}"
-    with batched_above(sys.maxsize):
-        bench.metastore.set_columns(bench.key, wanted.table, PARTITION_COLUMNS, cascade=cascade)
+    bench.metastore.set_columns(bench.key, wanted.table, PARTITION_COLUMNS, cascade=cascade)
     verify(bench, wanted, "putting the column lists back")
     return wanted
 

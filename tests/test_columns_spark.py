@@ -13,6 +13,7 @@ import pytest
 
 from schemaflow.apply.executor import apply_plan
 from schemaflow.catalog import columns as metastore_columns
+from schemaflow.plan import changes as plan_changes
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import Catalog, Column, DropColumn, Migration, PartitionsMode, RenameColumn, ReorderColumns, Table
 from schemaflow.plan.plan import Plan, build_plan
@@ -114,7 +115,7 @@ def test_batched_cascade_rewrites_only_stale_partitions_so_it_resumes(spark, met
     spark.sql(f"INSERT INTO {db}.big PARTITION (ds) SELECT id, 'x', CAST(id AS STRING) FROM range(7)")
     messages: list[str] = []
     metastore.progress = messages.append
-    monkeypatch.setattr(metastore_columns, "BATCHED_CASCADE_ABOVE", 3)
+    monkeypatch.setattr(plan_changes, "BATCHED_CASCADE_ABOVE", 3)
     monkeypatch.setattr(metastore_columns, "PARTITION_BATCH", 3)
     try:
         want = replace(t, columns=cols("a:bigint", "b:string"))

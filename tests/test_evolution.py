@@ -45,7 +45,7 @@ def test_the_issue_example_renames_drops_and_widens_in_one_cascading_alter():
                             "(0003_customer_rename); change type of amount from decimal(10,2) to decimal(12,2)")
     assert step.actions[0] == SetColumns("retail.orders", DESIRED.columns, LIVE.partition_columns, cascade=True)
     assert step.notes[:2] == ("applies migration 0003_customer_rename",
-                              "cascade: the column lists of 1200 partitions follow the table (estimate: 2 s)")
+                              "cascade: the column lists of 1200 partitions follow the table (estimate: 3 s)")
     assert step.hazards == (
         "rename cust_id -> customer_id: parquet files find columns by name, so customer_id reads NULL in existing data",
         "drop legacy_flag: its values stay in the files but no reader sees them")
@@ -135,7 +135,20 @@ def test_cascade_repairs_stale_partitions_when_columns_do_not_change():
     [step] = plan_for(DESIRED, DESIRED, repair, stale=17).steps
     assert step.summary == "alter columns of retail.orders: partitions: cascade (0008_repair)"
     assert "17 of 1200 partitions have a stale column list; this cascade repairs them" in step.notes
-    assert step.actions[0] == SetColumns("retail.orders", DESIRED.columns, DESIRED.partition_columns, cascade=True)
+    # The metastore's CASCADE ignores a table whose columns do not change: the batched path repairs.
+    assert step.actions[0] == SetColumns("retail.orders", DESIRED.columns, DESIRED.partition_columns, cascade=True,
+                                         batched=True)
+
+
+def test_a_very_large_table_cascades_in_resumable_batches():
+    commented = replace(DESIRED, columns=(replace(DESIRED.columns[0], comment="The order"),) + DESIRED.columns[1:])
+    [step] = plan_for(commented, DESIRED, count=60_000).steps
+    assert step.actions[0].batched is True
+    assert step.notes[-2:] == ("cascade: the column lists of 60000 partitions follow the table (estimate: 2 min)",
+                               "in batches of partitions, rewriting only those whose list differs: "
+                               "a stopped run resumes where it was")
+    [small] = plan_for(commented, DESIRED, count=50_000).steps
+    assert small.actions[0].batched is False
 
 
 def test_a_migration_with_nothing_left_to_do_is_only_recorded():

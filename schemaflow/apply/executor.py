@@ -26,7 +26,7 @@ class Target(Protocol):
     def partition_view(self, key: str, columns: Sequence[str]) -> None: ...
 
     def set_columns(self, key: str, columns: Sequence[Column], partition_columns: Sequence[Column],
-                    cascade: bool) -> None: ...
+                    cascade: bool, batched: bool) -> None: ...
 
 
 class RecordingTarget:
@@ -45,8 +45,8 @@ class RecordingTarget:
         self.actions.append(PartitionView(key, tuple(columns)))
 
     def set_columns(self, key: str, columns: Sequence[Column], partition_columns: Sequence[Column],
-                    cascade: bool) -> None:
-        self.actions.append(SetColumns(key, tuple(columns), tuple(partition_columns), cascade))
+                    cascade: bool, batched: bool) -> None:
+        self.actions.append(SetColumns(key, tuple(columns), tuple(partition_columns), cascade, batched))
 
 
 class ApplyError(SchemaflowError):
@@ -72,7 +72,7 @@ def run_action(action: Action, target: Target) -> None:
         target.set_parameters(action.object, {k: v.replace(APPLIED_AT, now) for k, v in action.set.items()},
                               action.unset)
     elif isinstance(action, SetColumns):
-        target.set_columns(action.object, action.columns, action.partition_columns, action.cascade)
+        target.set_columns(action.object, action.columns, action.partition_columns, action.cascade, action.batched)
     else:
         target.partition_view(action.object, action.columns)
 

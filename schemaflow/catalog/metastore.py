@@ -157,10 +157,10 @@ class Metastore:
             return stale_partitions(self, key)
 
     def set_columns(self, key: str, columns: Sequence[Column], partition_columns: Sequence[Column],
-                    cascade: bool) -> None:
+                    cascade: bool, batched: bool = False) -> None:
         """Replace the columns of ``key`` (see ``catalog.columns``)."""
         with self._errors(f"altering the columns of {key}"):
-            set_columns(self, key, columns, partition_columns, cascade)
+            set_columns(self, key, columns, partition_columns, cascade, batched)
 
     def run_sql(self, sql: str) -> None:
         """Run one statement through the session's ``spark.sql``."""

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from schemaflow.model import MIGRATION_PREFIX, SCHEMAFLOW_PREFIX, Column, Table, View
-from schemaflow.plan.evolution import Evolution
+from schemaflow.plan.evolution import SAME, Evolution
 from schemaflow.plan.hazards import column_hazards, restrict_hazard
 from schemaflow.plan.steps import PartitionView, SetColumns, SetParameters, SqlAction, Step
 from schemaflow.sql import ddl
@@ -110,8 +110,11 @@ class AddColumns:
                     (SqlAction(ddl.add_columns(self.key, self.columns)),), notes=notes)
 
 
-# Seconds per partition the metastore spends on a CASCADE (bench/partitions.py measures it).
-CASCADE_SECONDS_PER_PARTITION = 0.0017
+# Seconds per partition the metastore spends on a CASCADE: bench/partitions.py measured 2.3-2.6 ms.
+CASCADE_SECONDS_PER_PARTITION = 0.0025
+# Above this many partitions a cascade runs in batches: one CASCADE transaction would outlast the
+# metastore client's timeout (600 s by default) somewhere past 200,000 partitions.
+BATCHED_CASCADE_ABOVE = 50_000
 
 
 def _duration(seconds: float) -> str:
@@ -137,6 +140,13 @@ class AlterColumns:
         return [(c.name, c.type) for c in self.evolution.old] != [(c.name, c.type) for c in self.evolution.new]
 
     @property
+    def batched(self) -> bool:
+        """Cascade in batches: for very large tables, and to repair stale partitions, which the
+        metastore's CASCADE ignores when the table's columns do not change."""
+        large = self.partition_count is not None and self.partition_count > BATCHED_CASCADE_ABOVE
+        return bool(self.cascade and self.partition_columns and (large or self.evolution.kind == SAME))
+
+    @property
     def destructive(self) -> bool:
         # Columns are dropped only by a migration that names them: that is the permission.
         return bool(self.evolution.dropped)
@@ -157,10 +167,13 @@ class AlterColumns:
                 estimate = _duration(self.partition_count * CASCADE_SECONDS_PER_PARTITION)
                 notes.append(f"cascade: the column lists of {plural(self.partition_count, 'partition')} follow "
                              f"the table (estimate: {estimate})")
+            if self.batched:
+                notes.append("in batches of partitions, rewriting only those whose list differs: "
+                             "a stopped run resumes where it was")
         elif self.partition_columns:
             hazards += (restrict_hazard(self.partition_count),)
         return Step("alter_columns", self.key, "table", f"alter columns of {self.key}: {'; '.join(operations)}",
-                    (SetColumns(self.key, self.evolution.new, self.partition_columns, self.cascade),),
+                    (SetColumns(self.key, self.evolution.new, self.partition_columns, self.cascade, self.batched),),
                     notes=tuple(notes), hazards=hazards, destructive=self.destructive)
 
 

@@ -74,22 +74,27 @@ class SetColumns:
     """Replace a table's column list through the metastore client, in one ``alter_table``.
 
     Spark SQL cannot rename, retype, reorder or drop columns of a Hive table, nor send CASCADE.
-    With ``cascade`` every partition's column list follows the table's; without, partitions keep
-    theirs. Spark's own copy of the schema (``spark.sql.sources.schema``) is rewritten with it.
+    With ``cascade`` every partition's column list follows the table's: in the metastore's own
+    CASCADE, or ``batched`` a thousand partitions at a time (rewriting only those that differ, so a
+    stopped run resumes). Without, partitions keep theirs. Spark's own copy of the schema
+    (``spark.sql.sources.schema``) is rewritten with it.
     """
 
     object: str
     columns: tuple[Column, ...]
     partition_columns: tuple[Column, ...]
     cascade: bool
+    batched: bool = False
 
     def describe(self) -> str:
         listed = ", ".join(f"{c.name} {c.type}" + (f" COMMENT {c.comment!r}" if c.comment else "") for c in self.columns)
-        mode = "CASCADE: every partition follows" if self.cascade else "table only"
+        mode = "table only"
+        if self.cascade:
+            mode = "every partition follows, in batches" if self.batched else "CASCADE: every partition follows"
         return f"-- metastore alter_table {self.object} ({mode}): columns ({listed})"
 
     def to_data(self) -> dict[str, Any]:
-        return {"action": "set_columns", "object": self.object, "cascade": self.cascade,
+        return {"action": "set_columns", "object": self.object, "cascade": self.cascade, "batched": self.batched,
                 "columns": [column_data(c) for c in self.columns],
                 "partition_columns": [column_data(c) for c in self.partition_columns]}
 
@@ -104,7 +109,7 @@ def action_from_data(data: Mapping[str, Any]) -> Action:
     if kind == "set_parameters":
         return SetParameters(object=data["object"], set=dict(data["set"]), unset=tuple(data["unset"]))
     if kind == "set_columns":
-        return SetColumns(object=data["object"], cascade=bool(data["cascade"]),
+        return SetColumns(object=data["object"], cascade=bool(data["cascade"]), batched=bool(data["batched"]),
                           columns=tuple(Column(**c) for c in data["columns"]),
                           partition_columns=tuple(Column(**c) for c in data["partition_columns"]))
     if kind == "partition_view":
