@@ -144,10 +144,11 @@ def test_every_change_kind_is_applied_and_read_back(tmp_path, metastore, spark, 
     assert metastore.read((db,)).get(f"{db}.t").comment == "before"
 
     result = plan_and_apply(project, metastore, allow_destructive=True)
-    add = next(s for s in result.steps if s.kind == "add_columns")
-    assert add.notes[0].startswith("table only: 2 partitions keep their old column list")
-    assert [s.kind for s in result.steps] == ["drop_table", "add_columns", "set_column_comment",
-                                              "set_table_comment", "replace_view", "replace_view"]
+    # A comment change on an existing column is not an append (Hive compares comments too): it cascades.
+    alter = next(s for s in result.steps if s.kind == "alter_columns")
+    assert "cascade: the column lists of 2 partitions follow the table (estimate: 0 s)" in alter.notes
+    assert [s.kind for s in result.steps] == ["drop_table", "alter_columns", "set_table_comment",
+                                              "replace_view", "replace_view"]
 
     live = metastore.read((db,))
     t = live.get(f"{db}.t")
@@ -156,15 +157,24 @@ def test_every_change_kind_is_applied_and_read_back(tmp_path, metastore, spark, 
     assert t.comment == "after"
     assert t.properties == {"owner": "team-b", "foreign": "theirs"}
     assert t.version == fingerprint(desired_state(project).get(f"{db}.t"))
-    # Hive's prefix rule: the append changed the table only; partitions keep their column list.
-    assert partition_columns_of_each_partition(metastore, f"{db}.t") == [["a", "b"], ["a", "b"]]
+    assert partition_columns_of_each_partition(metastore, f"{db}.t") == [["a", "b", "c"], ["a", "b", "c"]]
     assert spark.sql(f"SELECT a, c FROM {db}.t ORDER BY a").collect() == [(1, None), (2, None)]
     assert f"{db}.u" not in live.objects
     assert [c.name for c in live.get(f"{db}.v").columns] == ["a", "b", "c", "ds"]  # SELECT * re-expanded
     w = live.get(f"{db}.w")
     assert (w.comment, [c.name for c in w.columns]) == ("second", ["a", "c"])
     assert spark.sql(f"SELECT * FROM {db}.w ORDER BY a").collect() == [(1, None), (2, None)]
+    assert plan(project, metastore).is_empty
 
+    # Hive's prefix rule: a plain append changes the table only; partitions keep their column list.
+    third = dict(second)
+    third[f"schemas/{db}/t.yaml"] = second[f"schemas/{db}/t.yaml"].replace(
+        "{name: c, type: int, comment: Appended}", "{name: c, type: int, comment: Appended}\n          - {name: d, type: string}")
+    project = write_project(tmp_path, third)
+    appended = plan_and_apply(project, metastore)
+    assert appended.steps[0].notes[0].startswith("table only: 2 partitions keep their old column list")
+    assert [c.name for c in metastore.read((db,)).get(f"{db}.t").columns] == ["a", "b", "c", "d"]
+    assert partition_columns_of_each_partition(metastore, f"{db}.t") == [["a", "b", "c"], ["a", "b", "c"]]
     assert plan(project, metastore).is_empty
 
 
