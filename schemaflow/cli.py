@@ -44,6 +44,8 @@ def _parser() -> argparse.ArgumentParser:
     plan.add_argument("--format", choices=FORMATS, default="text")
     plan.add_argument("--out", type=Path, metavar="FILE", help="also save the plan as JSON, for apply")
     plan.add_argument("--allow-destructive", action="store_true", help="plan drops instead of blocking them")
+    plan.add_argument("--check-partitions", action="store_true",
+                      help="also look for stale partition column lists in every partitioned table (lists them all)")
     plan.add_argument("--against", type=Path, metavar="SNAPSHOT",
                       help="plan against a saved live state (see snapshot) instead of the metastore")
     plan.add_argument("--base", metavar="REF",
@@ -113,7 +115,8 @@ def _review(project, args) -> Review:
         return workflow.review_refs(project, args.base, args.head, allow_destructive=args.allow_destructive)
     if args.against:
         return workflow.review_snapshot(project, args.against, allow_destructive=args.allow_destructive)
-    return workflow.review_live(project, workflow.Live(project), allow_destructive=args.allow_destructive)
+    return workflow.review_live(project, workflow.Live(project), allow_destructive=args.allow_destructive,
+                                check_partitions=args.check_partitions)
 
 
 def _apply(project, args) -> int:

@@ -72,13 +72,15 @@ class Live:
         return self.metastore
 
 
-def review_live(project: Project, live: Live, *, allow_destructive: bool = False) -> Review:
-    """Plan the project's desired state against its live metastore."""
+def review_live(project: Project, live: Live, *, allow_destructive: bool = False,
+                check_partitions: bool = False) -> Review:
+    """Plan the project's desired state against its live metastore (see ``build_plan``)."""
     desired = desired_state(project)
     current = live.read(desired.databases)
     plan = build_plan(desired, current, allow_destructive=allow_destructive,
                       count_partitions=live.metastore.count_partitions,
-                      stale_partitions=live.metastore.stale_partitions, commit=commit_of(project.root))
+                      stale_partitions=live.metastore.stale_partitions, commit=commit_of(project.root),
+                      check_partitions=check_partitions)
     return Review(plan, reads=_reads(current, desired))
 
 

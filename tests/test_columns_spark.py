@@ -25,10 +25,11 @@ def cols(*spec: str) -> tuple[Column, ...]:
     return tuple(Column(*c.split(":", 1)) for c in spec)
 
 
-def plan(metastore, want: Table, *migrations: Migration) -> Plan:
+def plan(metastore, want: Table, *migrations: Migration, check_partitions: bool = False) -> Plan:
     live = metastore.read((want.database,))
     return build_plan(Catalog((want.database,), {want.key: want}, migrations), live,
-                      count_partitions=metastore.count_partitions, stale_partitions=metastore.stale_partitions)
+                      count_partitions=metastore.count_partitions, stale_partitions=metastore.stale_partitions,
+                      check_partitions=check_partitions)
 
 
 def evolve(metastore, want: Table, *migrations: Migration) -> Plan:
@@ -98,6 +99,11 @@ def test_restrict_changes_the_table_only_and_later_partitions_carry_the_new_list
     spark.sql(f"INSERT INTO {t.database}.alter1 PARTITION (ds='2008-04-10') VALUES ('k', 'v', 1)")
     assert partition_columns(metastore, t)["2008-04-10"] == ["key:string", "value2:string", "c1:int"]
 
+    # A plan that changes nothing finds them when asked to check every table's partitions.
+    checked = plan(metastore, want, migration(1, RenameColumn(t.key, "value", "value2"), PartitionsMode(t.key, "restrict")),
+                   check_partitions=True)
+    assert checked.warnings == (f"{t.key}: 2 of 3 partitions have a stale column list (left by restrict changes or "
+                                f"other tools); repair them with a migration: - partitions: {{table: {t.key}, mode: cascade}}",)
     # The planner now sees stale partitions; a cascade migration repairs them (the metastore's own
     # CASCADE ignores a table whose columns do not change, so the batched path does it).
     repair = plan(metastore, want, migration(2, PartitionsMode(t.key, "cascade")))

@@ -180,3 +180,14 @@ def test_type_changes_warn_where_parquet_cannot_read_old_files(old, new, hazard)
     [step] = plan_for(want, have).steps
     expected = (f"type n {old} -> {new}: Spark cannot read existing parquet files as {new}; queries over them fail",)
     assert step.hazards == (expected if hazard else ())
+
+
+def test_check_partitions_warns_about_stale_partitions_of_tables_the_plan_leaves_alone():
+    plan = build_plan(desired(DESIRED), live(DESIRED), count_partitions=lambda key: 1200,
+                      stale_partitions=lambda key: 17, check_partitions=True)
+    assert plan.is_empty
+    assert plan.warnings == ("retail.orders: 17 of 1200 partitions have a stale column list (left by restrict "
+                             "changes or other tools); repair them with a migration: "
+                             "- partitions: {table: retail.orders, mode: cascade}",)
+    unchecked = build_plan(desired(DESIRED), live(DESIRED), stale_partitions=lambda key: 17)
+    assert unchecked.warnings == ()

@@ -113,7 +113,7 @@ def test_an_unchanged_work_tree_plans_nothing(repo, capsys):
     assert main(["--project", str(project_dir(repo)), "plan", "--base", "main", "--format", "json"]) == 0
     captured = capsys.readouterr()
     assert json.loads(captured.out) == {"allow_destructive": False, "databases": ["analytics", "retail"],
-                                        "format_version": 1, "steps": []}
+                                        "format_version": 1, "steps": [], "warnings": []}
     assert captured.err == ("Planning the working tree against main from git, without a metastore: "
                             "partition counts are unknown.\n")
 

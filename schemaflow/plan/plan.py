@@ -28,6 +28,7 @@ class Plan:
     steps: tuple[Step, ...]
     databases: tuple[str, ...]
     allow_destructive: bool = False
+    warnings: tuple[str, ...] = ()  # findings beside the steps: they change nothing and run nothing
 
     @property
     def is_empty(self) -> bool:
@@ -43,7 +44,8 @@ class Plan:
 
     def to_data(self) -> dict[str, Any]:
         return {"format_version": FORMAT_VERSION, "databases": list(self.databases),
-                "allow_destructive": self.allow_destructive, "steps": [s.to_data() for s in self.steps]}
+                "allow_destructive": self.allow_destructive, "steps": [s.to_data() for s in self.steps],
+                "warnings": list(self.warnings)}
 
     def to_json(self) -> str:
         return json.dumps(self.to_data(), indent=2, sort_keys=True) + "\n"
@@ -53,16 +55,18 @@ class Plan:
         if data.get("format_version") != FORMAT_VERSION:
             raise ValueError(f"plan format {data.get('format_version')!r} is not {FORMAT_VERSION}; re-run schemaflow plan")
         return cls(steps=tuple(Step.from_data(s) for s in data["steps"]), databases=tuple(data["databases"]),
-                   allow_destructive=bool(data["allow_destructive"]))
+                   allow_destructive=bool(data["allow_destructive"]), warnings=tuple(data.get("warnings", ())))
 
 
 def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = False,
                count_partitions: PartitionCounter | None = None, stale_partitions: PartitionCounter | None = None,
-               commit: str | None = None) -> Plan:
+               commit: str | None = None, check_partitions: bool = False) -> Plan:
     """Plan the changes that turn ``live`` into ``desired`` (both restricted to the managed databases).
 
     ``count_partitions`` and ``stale_partitions`` answer for tables whose columns change (None: unknown);
-    ``commit`` names the git commit of the desired state, recorded on every object written.
+    with ``check_partitions`` every other partitioned table is checked for stale partitions too, a
+    cost that grows with the partition count. ``commit`` names the git commit of the desired state,
+    recorded on every object written.
     """
     live = deps.with_live_reads(live)
     changes = diff(desired, live)
@@ -79,7 +83,28 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
             # The stamp is the object's last write: it runs as the end of the step before it.
             step = _fold(steps.pop(), change)
         steps.append(step)
-    return Plan(steps=tuple(steps), databases=desired.databases, allow_destructive=allow_destructive)
+    warnings = _stale_elsewhere(desired, live, changes, count_partitions, stale_partitions) if check_partitions else ()
+    return Plan(steps=tuple(steps), databases=desired.databases, allow_destructive=allow_destructive,
+                warnings=warnings)
+
+
+def _stale_elsewhere(desired: Catalog, live: Catalog, changes: list[Change], count: PartitionCounter | None,
+                     stale: PartitionCounter | None) -> tuple[str, ...]:
+    """Partitioned tables the plan does not alter whose partitions have another column list than the table."""
+    if stale is None:
+        return ()
+    altered = {c.key for c in changes if isinstance(c, AlterColumns)}
+    warnings = []
+    for table in desired.tables():
+        if not table.partition_columns or table.key in altered or not isinstance(live.get(table.key), Table):
+            continue
+        found = stale(table.key)
+        if found:
+            total = count(table.key) if count else None
+            warnings.append(f"{table.key}: {found} of {total if total is not None else '?'} partitions have a stale "
+                            "column list (left by restrict changes or other tools); repair them with a migration: "
+                            f"- partitions: {{table: {table.key}, mode: cascade}}")
+    return tuple(warnings)
 
 
 def _with_partition_facts(change: Change, count: PartitionCounter | None, stale: PartitionCounter | None) -> Change:

@@ -40,6 +40,8 @@ def render(review: Review) -> str:
     if not review.counts_partitions:
         basis += ", without a metastore: partition counts are unknown"
     top = [MARKER, "### schemaflow plan", "", f"**{_escape(summary(plan, review.base))}**", "", _escape(basis) + "."]
+    if plan.warnings:
+        top += [""] + [f"- ⚠ {_escape(warning)}" for warning in plan.warnings]
     if plan.is_empty:
         return _lines(top)
     body = top + _table(plan) + _graph(plan, review.reads)

@@ -7,7 +7,7 @@ from schemaflow.render.summary import markers, summary
 
 def render(review: Review) -> str:
     plan = review.plan
-    lines = [summary(plan, review.base)]
+    lines = [summary(plan, review.base)] + [f"warning: {warning}" for warning in plan.warnings]
     width = len(str(len(plan.steps)))
     for number, step in enumerate(plan.steps, 1):
         flags = markers(step)
