@@ -59,6 +59,7 @@ def _parser() -> argparse.ArgumentParser:
     apply.add_argument("--allow-destructive", action="store_true", help="allow drops (when planning here)")
 
     commands.add_parser("history", help="what schemaflow applied to the managed databases: when, from which commit")
+    commands.add_parser("hash-migrations", help="write migrations/schemaflow.sum after reviewing the migrations")
 
     snapshot = commands.add_parser("snapshot", help="save the live state of the managed databases as JSON")
     snapshot.add_argument("--out", type=Path, required=True, metavar="FILE")
@@ -69,7 +70,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         project = load_project(args.project)
-        return {"validate": _validate, "plan": _plan, "apply": _apply, "snapshot": _snapshot, "history": _history}[args.command](
+        return {"validate": _validate, "plan": _plan, "apply": _apply, "snapshot": _snapshot, "history": _history,
+                "hash-migrations": _hash_migrations}[args.command](
             project, args)
     except SpecError as error:
         print(error, file=sys.stderr)
@@ -148,6 +150,12 @@ def _confirm(plan: Plan) -> bool:
         raise SchemaflowError("not a terminal, so no one can confirm: pass --auto-approve to apply")
     answer = input(f"\nApply these {len(plan.steps)} steps? Only 'yes' is accepted: ")
     return answer.strip() == "yes"
+
+
+def _hash_migrations(project, args) -> int:
+    path = workflow.hash_migrations(project)
+    print(f"Wrote {path.relative_to(project.root)}: commit it with the migrations it lists.")
+    return EXIT_OK
 
 
 def _history(project, args) -> int:

@@ -9,6 +9,7 @@ Each way of planning returns a ``Review``: the plan and what a reviewer reads be
 """
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -37,7 +38,8 @@ def applied_state(desired: Catalog) -> Catalog:
     def applied(obj: Object) -> Object:
         obj = replace(obj, managed_keys=tuple(sorted(obj.properties)), version=fingerprint(obj))
         if isinstance(obj, Table):  # its migrations were applied (or were moot when it was created)
-            obj = replace(obj, migrations={m.id: "" for m in desired.migrations if m.changes_for(obj.key)})
+            obj = replace(obj, migrations={m.id: json.dumps({"checksum": m.checksum}) for m in desired.migrations
+                                           if m.changes_for(obj.key)})
         return obj
     return replace(desired, objects={key: applied(obj) for key, obj in desired.objects.items()})
 
@@ -135,9 +137,20 @@ def history(project: Project, live: Live) -> list:
     return read_history(live.metastore, desired_state(project).databases)
 
 
-def load_plan(path: Path) -> Plan:
-    import json
+def hash_migrations(project: Project) -> Path:
+    """Write ``migrations/schemaflow.sum`` for the migration files as they are now; its path."""
+    from schemaflow.spec.loader import migration_files
+    from schemaflow.spec.migrations import MIGRATIONS_DIR, SUM_FILE, sum_text
+    from schemaflow.spec.source import Directory
 
+    files = migration_files(Directory(project.root))
+    path = project.root / MIGRATIONS_DIR / SUM_FILE
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(sum_text({file.name: file.read_bytes() for file in files.values()}))
+    return path
+
+
+def load_plan(path: Path) -> Plan:
     try:
         return Plan.from_data(json.loads(path.read_text()))
     except FileNotFoundError:

@@ -12,7 +12,7 @@ from schemaflow.errors import SchemaflowError
 from schemaflow.model import VERSION_KEY, Table, View, fingerprint
 from schemaflow.plan.plan import Plan
 from schemaflow.project import Project, load_project
-from schemaflow.workflow import Live, desired_state, make_plan
+from schemaflow.workflow import Live, desired_state, hash_migrations, make_plan
 
 pytestmark = pytest.mark.spark
 ROOT = Path(__file__).resolve().parent.parent
@@ -309,6 +309,7 @@ def test_a_migration_from_yaml_is_applied_once_and_recorded_in_the_metastore(tmp
           - drop_column: {{table: {db}.orders, column: legacy_flag}}
         """}
     project = write_project(tmp_path, after)
+    hash_migrations(project)
     result = plan_and_apply(project, metastore)
     [step] = result.steps
     assert step.summary == (f"alter columns of {db}.orders: rename cust_id to customer_id (0003_customer_rename); "

@@ -191,3 +191,15 @@ def test_check_partitions_warns_about_stale_partitions_of_tables_the_plan_leaves
                              "- partitions: {table: retail.orders, mode: cascade}",)
     unchecked = build_plan(desired(DESIRED), live(DESIRED), stale_partitions=lambda key: 17)
     assert unchecked.warnings == ()
+
+
+def test_a_migration_edited_after_it_was_applied_is_reported():
+    applied = replace(DESIRED, migrations={RENAME.id: json.dumps({"checksum": "aaaa", "commit": "c1"})})
+    edited = replace(RENAME, checksum="bbbb")
+    [step] = build_plan(desired(DESIRED, migrations=(edited,)), live(applied)).steps
+    assert step.summary == ("migration 0003_customer_rename was edited after it was applied to retail.orders "
+                            "(applied: aaaa, the file now: bbbb) on retail.orders")
+    assert step.blocked.endswith("restore the file as it was applied (git log -p migrations/0003_customer_rename.yaml) "
+                                 "and put new changes in a new migration")
+    unchanged = replace(RENAME, checksum="aaaa")
+    assert build_plan(desired(DESIRED, migrations=(unchanged,)), live(applied)).is_empty

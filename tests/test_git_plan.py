@@ -18,7 +18,7 @@ from schemaflow.cli import main
 from schemaflow.model import APPLIED_COMMIT_KEY, MANAGED_KEYS_KEY
 from schemaflow.plan.steps import SetParameters
 from schemaflow.project import load_project
-from schemaflow.workflow import review_refs
+from schemaflow.workflow import hash_migrations, review_refs
 from tests.gitrepos import commit, edit, init_repo, put_project
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -256,6 +256,7 @@ def test_a_migration_already_on_the_base_is_not_planned_again(tmp_path):
     (project / "migrations").mkdir()
     (project / "migrations/0001_rename.yaml").write_text(
         "description: Rename cust_id\nchanges:\n  - rename_column: {table: retail.orders, from: cust_id, to: customer_id}\n")
+    hash_migrations(load_project(project, env={}))
     commit(repo, "base: the rename is merged (and applied)")
     orders.write_text(orders.read_text() + "  - {name: coupon, type: string}\n")
     head = commit(repo, "head: a new column")
@@ -264,3 +265,23 @@ def test_a_migration_already_on_the_base_is_not_planned_again(tmp_path):
     assert [(s.kind, s.summary) for s in review.plan.steps] == [
         ("add_columns", "add 1 column to retail.orders: coupon string")]
     assert review.plan.steps[0].actions[-1].set[APPLIED_COMMIT_KEY] == head
+
+
+def test_a_branch_that_edits_an_applied_migration_is_reported(tmp_path):
+    project = tmp_path / "project"
+    repo = init_repo(project)
+    (project / "schemas/retail").mkdir(parents=True)
+    (project / "schemas/retail/orders.yaml").write_text(
+        "table: retail.orders\ncolumns:\n  - {name: order_id, type: bigint}\n  - {name: customer_id, type: bigint}\n")
+    migration = project / "migrations/0001_rename.yaml"
+    migration.parent.mkdir()
+    migration.write_text("description: Rename cust_id\n"
+                         "changes:\n  - rename_column: {table: retail.orders, from: cust_id, to: customer_id}\n")
+    hash_migrations(load_project(project, env={}))
+    commit(repo, "base")
+    edit(migration, "description: Rename cust_id", "description: Rename cust_id, reworded")
+    hash_migrations(load_project(project, env={}))
+
+    [step] = review_refs(load_project(project, env={}), "main").plan.steps
+    assert step.summary.startswith("migration 0001_rename was edited after it was applied to retail.orders")
+    assert step.blocked

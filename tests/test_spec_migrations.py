@@ -6,7 +6,9 @@ from pathlib import Path
 
 from schemaflow.model import DropColumn, PartitionsMode, RenameColumn, ReorderColumns
 from schemaflow.spec import load_catalog
+from schemaflow.project import load_project
 from schemaflow.spec.migrations import checksum
+from schemaflow.workflow import hash_migrations
 
 EXAMPLE = textwrap.dedent("""\
     # migrations/0003_customer_rename.yaml
@@ -29,6 +31,7 @@ def test_the_issue_example_loads_in_order(tmp_path: Path) -> None:
     (tmp_path / "migrations/0001_first.yaml").write_text(
         "description: First\nchanges:\n  - partitions: {table: retail.orders, mode: cascade}\n")
     (tmp_path / "migrations/.gitkeep").write_text("")
+    hash_migrations(load_project(tmp_path, env={}))
     catalog = load_catalog(tmp_path)
     assert [m.id for m in catalog.migrations] == ["0001_first", "0003_customer_rename"]
     example = catalog.migrations[1]

@@ -13,6 +13,7 @@ columns are a prefix of the new: partitions may keep their list), or anything el
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, replace
 from typing import Sequence
 
@@ -72,7 +73,16 @@ def evolve(live: Table, desired: Table, migrations: Sequence[Migration]) -> Evol
     applied = []
     wanted = {c.name: c for c in desired.columns}
     for migration in migrations:
-        if migration.id in live.migrations or not migration.changes_for(key):
+        if not migration.changes_for(key):
+            continue
+        if migration.id in live.migrations:
+            recorded = _applied_checksum(live.migrations[migration.id])
+            if recorded and recorded != migration.checksum:
+                problems.append(Problem(
+                    f"migration {migration.id} was edited after it was applied to {key} "
+                    f"(applied: {recorded}, the file now: {migration.checksum})",
+                    f"restore the file as it was applied (git log -p migrations/{migration.id}.yaml) "
+                    "and put new changes in a new migration"))
             continue
         applied.append(migration.id)
         for change in migration.changes_for(key):
@@ -115,6 +125,14 @@ def evolve(live: Table, desired: Table, migrations: Sequence[Migration]) -> Evol
                     if c.name in old_types and old_types[c.name] != c.type)
     return Evolution(key, live.columns, desired.columns, tuple(operations), tuple(renamed), tuple(dropped),
                      reordered, retyped, tuple(applied), mode, tuple(problems))
+
+
+def _applied_checksum(record: str) -> str | None:
+    """The file checksum an applied migration's record holds (records are JSON; older or foreign ones may not be)."""
+    try:
+        return json.loads(record).get("checksum") or None
+    except (ValueError, AttributeError):
+        return None
 
 
 def _inferred(key: str, current: list[Column], desired: Sequence[Column], operations: list[str]) -> list[Problem]:

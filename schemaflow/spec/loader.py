@@ -12,9 +12,10 @@ from pathlib import Path, PurePosixPath
 from schemaflow.errors import Problem, SpecError
 from schemaflow.model import Catalog, Migration
 from schemaflow.spec.analysis import analyze_views
-from schemaflow.spec.migrations import MIGRATIONS_DIR, agreement_problems, order_problems, read_migration
+from schemaflow.spec.migrations import (MIGRATIONS_DIR, SUM_FILE, agreement_problems, order_problems, read_migration,
+                                        sum_problems)
 from schemaflow.spec.objects import Declaration, read_object
-from schemaflow.spec.source import Directory, ProjectFiles
+from schemaflow.spec.source import Directory, ProjectFile, ProjectFiles
 from schemaflow.spec.yamlpos import load_yaml
 
 SCHEMAS_DIR = "schemas"
@@ -62,21 +63,29 @@ def load_catalog(project: str | Path | ProjectFiles, databases: tuple[str, ...] 
 
 def _read_migrations(files: ProjectFiles, problems: list[Problem]) -> tuple[Migration, ...]:
     """The migrations under ``migrations/``, in order; their problems are added to ``problems``."""
+    found = migration_files(files)
+    contents = {file.name: file.read_bytes() for file in found.values()}
     migrations = []
-    for path in _yaml_files(files, MIGRATIONS_DIR):
-        file = files.open(path)
+    for path, file in found.items():
         try:
             doc = load_yaml(file, path)
         except SpecError as error:
             problems.extend(error.problems)
             continue
-        migration, found = read_migration(doc, file.read_bytes())
-        problems.extend(found)
+        migration, errors = read_migration(doc, contents[file.name])
+        problems.extend(errors)
         if migration is not None:
             migrations.append(migration)
     migrations.sort(key=lambda m: m.id)
     problems.extend(order_problems(migrations))
+    recorded = files.open(f"{MIGRATIONS_DIR}/{SUM_FILE}")
+    problems.extend(sum_problems(contents, recorded.read_bytes() if recorded else None))
     return tuple(migrations)
+
+
+def migration_files(files: ProjectFiles) -> dict[str, ProjectFile]:
+    """The migration files by path, sorted."""
+    return {path: files.open(path) for path in _yaml_files(files, MIGRATIONS_DIR)}
 
 
 def _yaml_files(files: ProjectFiles, folder: str) -> list[str]:

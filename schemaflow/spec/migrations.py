@@ -17,17 +17,46 @@ from typing import Any, Mapping, Sequence
 
 from schemaflow.errors import Problem
 from schemaflow.model import (DropColumn, Migration, MigrationChange, PartitionsMode, RenameColumn, ReorderColumns,
-                              Table, View)
+                              Source, Table, View)
 from schemaflow.spec.schema import check_shape
 from schemaflow.spec.yamlpos import Document
 
 FILE_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.ya?ml$")
 MIGRATIONS_DIR = "migrations"
+SUM_FILE = "schemaflow.sum"
 
 
 def checksum(content: bytes) -> str:
     """The digest recorded with an applied migration, so an edit after applying it is noticed."""
     return hashlib.sha256(content).hexdigest()[:16]
+
+
+def sum_text(contents: Mapping[str, bytes]) -> str:
+    """The checksum file for migration files ``contents`` (name -> bytes).
+
+    One line per file, then a first line over all of them: two branches that each add a migration
+    both change that line, so git makes their merge a conflict and someone orders them on purpose.
+    """
+    lines = [f"{name} {checksum(content)}" for name, content in sorted(contents.items())]
+    total = checksum("\n".join(lines).encode())
+    return "\n".join([f"total {total}", *lines]) + "\n"
+
+
+def sum_problems(contents: Mapping[str, bytes], recorded: bytes | None) -> list[Problem]:
+    """Whether ``migrations/schemaflow.sum`` is there and matches the migration files."""
+    where = Source(f"{MIGRATIONS_DIR}/{SUM_FILE}")
+    if not contents and recorded is None:
+        return []
+    if recorded is None:
+        return [Problem(where, "missing: migrations are checked against it; review them, then run "
+                               "schemaflow hash-migrations to write it")]
+    if recorded.decode(errors="replace") == sum_text(contents):
+        return []
+    listed = dict(line.split(" ", 1) for line in recorded.decode(errors="replace").splitlines()[1:] if " " in line)
+    now = {name: checksum(content) for name, content in contents.items()}
+    changed = sorted(n for n in now.keys() | listed.keys() if now.get(n) != listed.get(n))
+    return [Problem(where, f"does not match migrations/ ({', '.join(changed) or 'its first line'} changed since it "
+                           "was written): review the change, then run schemaflow hash-migrations")]
 
 
 def read_migration(doc: Document, content: bytes) -> tuple[Migration | None, list[Problem]]:
