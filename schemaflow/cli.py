@@ -61,6 +61,11 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser("history", help="what schemaflow applied to the managed databases: when, from which commit")
     commands.add_parser("hash-migrations", help="write migrations/schemaflow.sum after reviewing the migrations")
 
+    adopt = commands.add_parser("import", help="write schema files for the tables and views of a live database")
+    adopt.add_argument("--database", required=True, metavar="DB")
+    adopt.add_argument("--out", type=Path, metavar="DIR", help="where to write them (default: the project's schemas/)")
+    adopt.add_argument("--force", action="store_true", help="overwrite files that exist")
+
     snapshot = commands.add_parser("snapshot", help="save the live state of the managed databases as JSON")
     snapshot.add_argument("--out", type=Path, required=True, metavar="FILE")
     return parser
@@ -69,9 +74,11 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        if args.command == "import":  # adopting schemaflow: the project may have no schemas yet
+            (Path(args.project) / "schemas").mkdir(parents=True, exist_ok=True)
         project = load_project(args.project)
         return {"validate": _validate, "plan": _plan, "apply": _apply, "snapshot": _snapshot, "history": _history,
-                "hash-migrations": _hash_migrations}[args.command](
+                "hash-migrations": _hash_migrations, "import": _import}[args.command](
             project, args)
     except SpecError as error:
         print(error, file=sys.stderr)
@@ -150,6 +157,18 @@ def _confirm(plan: Plan) -> bool:
         raise SchemaflowError("not a terminal, so no one can confirm: pass --auto-approve to apply")
     answer = input(f"\nApply these {len(plan.steps)} steps? Only 'yes' is accepted: ")
     return answer.strip() == "yes"
+
+
+def _import(project, args) -> int:
+    out = args.out or project.schemas_dir
+    written, skipped = workflow.import_database(project, workflow.Live(project), args.database, out, args.force)
+    for path in written:
+        print(f"wrote {path}")
+    for reason in skipped:
+        print(f"skipped {reason}", file=sys.stderr)
+    print(f"Imported {len(written)} of {len(written) + len(skipped)} objects of {args.database.lower()}; "
+          "schemaflow plan should now find nothing to do.")
+    return EXIT_OK if not skipped else EXIT_ERROR
 
 
 def _hash_migrations(project, args) -> int:

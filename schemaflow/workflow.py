@@ -137,6 +137,14 @@ def history(project: Project, live: Live) -> list:
     return read_history(live.metastore, desired_state(project).databases)
 
 
+def import_database(project: Project, live: Live, database: str, out: Path,
+                    overwrite: bool = False) -> tuple[list[Path], list[str]]:
+    """Write schema files for the tables and views of ``database`` (see ``spec.export``)."""
+    from schemaflow.spec.export import write_schemas
+
+    return write_schemas(live.read((database.lower(),)).objects.values(), out, overwrite)
+
+
 def hash_migrations(project: Project) -> Path:
     """Write ``migrations/schemaflow.sum`` for the migration files as they are now; its path."""
     from schemaflow.spec.loader import migration_files

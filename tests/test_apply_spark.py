@@ -329,3 +329,53 @@ def test_a_migration_from_yaml_is_applied_once_and_recorded_in_the_metastore(tmp
     shutil.copytree(tmp_path / "schemas", other / "schemas")
     shutil.copytree(tmp_path / "migrations", other / "migrations")
     assert plan(load_project(other, env={}), metastore).is_empty
+
+
+def test_import_writes_schemas_that_plan_to_nothing(tmp_path, metastore, spark, fresh_db):
+    from schemaflow.workflow import import_database
+
+    db = fresh_db()
+    spark.sql(f"CREATE TABLE {db}.events (id BIGINT COMMENT 'it''s `odd`', at TIMESTAMP, tags ARRAY<STRING>, "
+              f"geo STRUCT<lat:DOUBLE,lon:DOUBLE>) COMMENT 'Made by hand' PARTITIONED BY (ds STRING, hr STRING) "
+              f"STORED AS ORC TBLPROPERTIES ('retention'='30')".replace("''", "\\'"))
+    spark.sql(f"CREATE EXTERNAL TABLE {db}.raw (line STRING) STORED AS TEXTFILE LOCATION '{tmp_path / 'raw'}'")
+    spark.sql(f"CREATE TABLE {db}.odd (a INT) USING csv")  # a Spark data-source table: not importable
+    spark.sql(f"CREATE VIEW {db}.daily (id COMMENT 'Event id', ds) COMMENT 'Per day' "
+              f"AS SELECT id, ds FROM {db}.events WHERE hr = '00'")
+    metastore.partition_view(f"{db}.daily", ["ds"])
+
+    project = tmp_path / "adopted"
+    (project / "schemas").mkdir(parents=True)
+    (project / "schemaflow.yaml").write_text(f"databases: [{db}]\n")
+    loaded = load_project(project, env={})
+    written, skipped = import_database(loaded, Live(loaded, connected=metastore), db, loaded.schemas_dir)
+    assert sorted(p.name for p in written) == ["daily.yaml", "events.yaml", "raw.yaml"]
+    assert skipped == [f"{db}.odd: its format 'csv (Spark data source)' is not one schemaflow creates "
+                       "(parquet, orc, avro, textfile, sequencefile, rcfile)"]
+    (project / "schemas" / db / "odd.yaml").write_text(  # declared by hand instead: out of the plan's way
+        f"table: {db}.odd\nformat: textfile\ncolumns: [{{name: a, type: int}}]\n")
+    spark.sql(f"DROP TABLE {db}.odd")
+    spark.sql(f"CREATE TABLE {db}.odd (a INT) STORED AS TEXTFILE")
+
+    assert plan(loaded, metastore).is_empty
+    events = desired_state(loaded).get(f"{db}.events")
+    assert (events.comment, events.format, events.properties) == ("Made by hand", "orc", {"retention": "30"})
+    assert events.columns[0].comment == "it's `odd`"
+    assert desired_state(loaded).get(f"{db}.daily").partitioned_on == ("ds",)
+
+
+def test_the_example_warehouse_imports_back_to_an_empty_plan(tmp_path, metastore, example_databases):
+    from schemaflow.workflow import import_database
+
+    shutil.copytree(ROOT / "schemas", tmp_path / "schemas")
+    shutil.copy(ROOT / "schemaflow.yaml", tmp_path)
+    plan_and_apply(load_project(tmp_path, env={}), metastore)
+    adopted = tmp_path / "adopted"
+    (adopted / "schemas").mkdir(parents=True)
+    shutil.copy(ROOT / "schemaflow.yaml", adopted)
+    project = load_project(adopted, env={})
+    for database in example_databases:
+        written, skipped = import_database(project, Live(project, connected=metastore), database, project.schemas_dir)
+        assert skipped == [] and written
+    assert sorted(desired_state(project).objects) == sorted(desired_state(load_project(tmp_path, env={})).objects)
+    assert plan(project, metastore).is_empty
