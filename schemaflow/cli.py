@@ -2,7 +2,7 @@
 
 Exit codes: ``validate`` 0 valid, 1 invalid; ``plan`` (against the metastore, a snapshot, or a git
 ref) 0 no changes, 2 changes, 1 error;
-``apply`` 0 done (or nothing to do), 1 error. Errors go to stderr as ``path:line:col: message``
+``apply`` 0 done (or nothing to do), 1 error; ``drift`` 0 none, 2 drift, 1 error. Errors go to stderr as ``path:line:col: message``
 for the project's files, or ``error: ...`` otherwise.
 """
 from __future__ import annotations
@@ -59,6 +59,7 @@ def _parser() -> argparse.ArgumentParser:
     apply.add_argument("--allow-destructive", action="store_true", help="allow drops (when planning here)")
 
     commands.add_parser("history", help="what schemaflow applied to the managed databases: when, from which commit")
+    commands.add_parser("drift", help="what changed in the metastore outside schemaflow since the last apply")
     commands.add_parser("hash-migrations", help="write migrations/schemaflow.sum after reviewing the migrations")
 
     adopt = commands.add_parser("import", help="write schema files for the tables and views of a live database")
@@ -78,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             (Path(args.project) / "schemas").mkdir(parents=True, exist_ok=True)
         project = load_project(args.project)
         return {"validate": _validate, "plan": _plan, "apply": _apply, "snapshot": _snapshot, "history": _history,
-                "hash-migrations": _hash_migrations, "import": _import}[args.command](
+                "hash-migrations": _hash_migrations, "import": _import, "drift": _drift}[args.command](
             project, args)
     except SpecError as error:
         print(error, file=sys.stderr)
@@ -157,6 +158,15 @@ def _confirm(plan: Plan) -> bool:
         raise SchemaflowError("not a terminal, so no one can confirm: pass --auto-approve to apply")
     answer = input(f"\nApply these {len(plan.steps)} steps? Only 'yes' is accepted: ")
     return answer.strip() == "yes"
+
+
+def _drift(project, args) -> int:
+    drifts = workflow.drift(project, workflow.Live(project))
+    for found in drifts:
+        print(found.describe())
+    if not drifts:
+        print("No drift: every object schemaflow applied is as it left it.")
+    return EXIT_CHANGES if drifts else EXIT_OK
 
 
 def _import(project, args) -> int:

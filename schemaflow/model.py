@@ -18,6 +18,9 @@ VERSION_KEY = "schemaflow.version"
 MANAGED_KEYS_KEY = "schemaflow.managed_properties"
 APPLIED_AT_KEY = "schemaflow.applied_at"
 APPLIED_COMMIT_KEY = "schemaflow.applied_commit"
+APPLIED_STATE_KEY = "schemaflow.applied_state"  # state_digest() of the object as the apply left it
+# Stands for the state digest of an object as the write that carries it leaves it; the metastore computes it.
+LIVE_STATE = "${live_state}"
 MIGRATION_PREFIX = "schemaflow.migration."  # + migration id: a JSON record of when and from where
 SCHEMAFLOW_PREFIX = "schemaflow."
 
@@ -224,6 +227,30 @@ def from_data(data: Mapping[str, Any]) -> Object:
 
 def column_data(column: Column) -> dict[str, Any]:
     return {"name": column.name, "type": column.type, "comment": column.comment}
+
+
+def state_digest(obj: Object) -> str:
+    """A short digest of each aspect of a live object, ``aspect=hash`` separated by spaces.
+
+    Recorded when schemaflow writes an object and compared later, it tells which aspects changed
+    outside schemaflow since. Only managed properties count: other keys are not schemaflow's.
+    """
+    managed = {k: v for k, v in sorted(obj.properties.items()) if k in obj.managed_keys}
+    if isinstance(obj, Table):
+        aspects: dict[str, Any] = {
+            "columns": [column_data(c) for c in obj.columns],
+            "partitions": [column_data(c) for c in obj.partition_columns],
+            "storage": [obj.format, obj.external, obj.location],
+        }
+    else:
+        aspects = {"sql": obj.sql, "columns": [[c.name, c.comment] for c in obj.columns],
+                   "partitions": list(obj.partitioned_on)}
+    aspects |= {"comment": obj.comment, "properties": managed}
+    return " ".join(f"{name}={_digest(value)}" for name, value in sorted(aspects.items()))
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:8]
 
 
 def fingerprint(obj: Object) -> str:

@@ -158,6 +158,14 @@ def hash_migrations(project: Project) -> Path:
     return path
 
 
+def drift(project: Project, live: Live) -> list:
+    """What changed outside schemaflow in the project's databases (see ``catalog.drift``)."""
+    from schemaflow.catalog.drift import read_drift
+
+    desired = desired_state(project)
+    return read_drift(live.metastore, desired.objects, desired.databases)
+
+
 def load_plan(path: Path) -> Plan:
     try:
         return Plan.from_data(json.loads(path.read_text()))

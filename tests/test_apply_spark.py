@@ -379,3 +379,44 @@ def test_the_example_warehouse_imports_back_to_an_empty_plan(tmp_path, metastore
         assert skipped == [] and written
     assert sorted(desired_state(project).objects) == sorted(desired_state(load_project(tmp_path, env={})).objects)
     assert plan(project, metastore).is_empty
+
+
+def test_drift_names_what_changed_outside_schemaflow_per_object(tmp_path, metastore, spark, fresh_db):
+    from schemaflow.workflow import drift
+
+    db = fresh_db()
+    project = write_project(tmp_path, {
+        f"schemas/{db}/t.yaml": f"table: {db}.t\ncomment: First\ncolumns: [{{name: a, type: int}}]\n"
+                                f"partitioned_by: [{{name: ds, type: string}}]\nproperties: {{retention: '30'}}\n",
+        f"schemas/{db}/u.yaml": f"table: {db}.u\ncolumns: [{{name: x, type: int}}]\n",
+        f"schemas/{db}/v.yaml": f"view: {db}.v\nsql: SELECT a FROM t\n",
+    })
+    plan_and_apply(project, metastore)
+    live = Live(project, connected=metastore)
+    assert drift(project, live) == []
+
+    spark.sql(f"ALTER TABLE {db}.t ADD COLUMNS (b STRING)")            # a Spark job, say
+    spark.sql(f"ALTER TABLE {db}.t SET TBLPROPERTIES ('retention'='7', 'theirs'='x')")
+    spark.sql(f"COMMENT ON TABLE {db}.u IS 'Changed by hand'")
+    spark.sql(f"ALTER TABLE {db}.u SET TBLPROPERTIES ('theirs'='x')")  # not schemaflow's: not drift
+    spark.sql(f"CREATE OR REPLACE VIEW {db}.v AS SELECT a, ds FROM {db}.t")
+
+    found = {d.object: d.aspects for d in drift(project, live)}
+    # The replaced view lost schemaflow's parameters with the rest: its record is gone.
+    assert found == {f"{db}.t": ("columns", "properties"), f"{db}.u": ("comment",), f"{db}.v": ("unrecorded",)}
+    described = {d.object: d.describe() for d in drift(project, live)}
+    assert described[f"{db}.t"].startswith(f"{db}.t: columns, properties changed since schemaflow applied it at ")
+    assert described[f"{db}.v"].startswith(f"{db}.v: no record of what schemaflow applied")
+
+    # Accept the new column into the schemas; the next apply restores the rest and records afresh.
+    project = write_project(tmp_path, {
+        f"schemas/{db}/t.yaml": f"table: {db}.t\ncomment: First\ncolumns: [{{name: a, type: int}}, {{name: b, type: string}}]\n"
+                                f"partitioned_by: [{{name: ds, type: string}}]\nproperties: {{retention: '30'}}\n",
+        f"schemas/{db}/u.yaml": f"table: {db}.u\ncolumns: [{{name: x, type: int}}]\n",
+        f"schemas/{db}/v.yaml": f"view: {db}.v\nsql: SELECT a FROM t\n",
+    })
+    plan_and_apply(project, metastore)
+    assert drift(project, live) == []
+    spark.sql(f"DROP TABLE {db}.u")
+    assert [d.describe() for d in drift(project, live)] == [
+        f"{db}.u: declared but not in the metastore (dropped outside schemaflow, or never applied)"]

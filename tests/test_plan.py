@@ -8,7 +8,7 @@ import pytest
 
 from schemaflow.apply.executor import ApplyError, RecordingTarget, apply_plan
 from schemaflow.errors import SchemaflowError
-from schemaflow.model import APPLIED_AT_KEY, MANAGED_KEYS_KEY, VERSION_KEY, Catalog, Column, Table, View, fingerprint
+from schemaflow.model import APPLIED_AT_KEY, APPLIED_STATE_KEY, LIVE_STATE, MANAGED_KEYS_KEY, VERSION_KEY, Catalog, Column, Table, View, fingerprint
 from schemaflow.plan.plan import DESTRUCTIVE_BLOCK, Plan, build_plan
 from schemaflow.plan.steps import APPLIED_AT, PartitionView, SetColumns, SetParameters, SqlAction
 
@@ -33,6 +33,7 @@ ORDERS = table("retail.orders", "order_id:bigint", "amount:decimal(12,2)", parts
 DAILY = view("retail.daily", "SELECT order_id, ds FROM retail.orders", ("order_id", "ds"), ("retail.orders",))
 TOP = view("retail.top", "SELECT order_id FROM retail.daily", ("order_id",), ("retail.daily",))
 DESIRED = catalog(ORDERS, DAILY, TOP)
+STAMPED = {APPLIED_AT_KEY: APPLIED_AT, APPLIED_STATE_KEY: LIVE_STATE}  # what every stamp records beside the version
 
 
 def applied(desired: Catalog) -> Catalog:
@@ -55,11 +56,11 @@ def test_everything_new_is_created_in_dependency_order():
     create, stamp = plan.steps[1].actions
     assert create.sql.startswith("CREATE TABLE `retail`.`orders` (")
     assert stamp == SetParameters("retail.orders", {"owner": "sales-eng", MANAGED_KEYS_KEY: "owner",
-                                                    VERSION_KEY: fingerprint(ORDERS), APPLIED_AT_KEY: APPLIED_AT})
+                                                    VERSION_KEY: fingerprint(ORDERS), **STAMPED})
     assert plan.steps[1].notes == ("properties: set owner",)
     assert plan.steps[2].actions[0] == SqlAction("USE `retail`")
     assert plan.steps[2].actions[-1] == SetParameters("retail.daily", {VERSION_KEY: fingerprint(DAILY),
-                                                                       APPLIED_AT_KEY: APPLIED_AT})
+                                                                       **STAMPED})
 
 
 def test_a_view_on_a_view_waits_for_its_base_even_when_its_name_sorts_first():
@@ -86,7 +87,7 @@ def test_appended_column_on_partitioned_table_is_table_only_and_recreates_views_
                          "(safe: appended columns read as NULL there)",)
     assert plan.steps[1].summary == "re-create view retail.daily: re-created after retail.orders changed"
     assert plan.steps[2].summary == "re-create view retail.top: re-created after retail.daily changed"
-    assert plan.steps[1].actions[-1].set == {VERSION_KEY: fingerprint(DAILY), APPLIED_AT_KEY: APPLIED_AT}
+    assert plan.steps[1].actions[-1].set == {VERSION_KEY: fingerprint(DAILY), **STAMPED}
 
 
 def test_comment_and_property_changes_touch_only_what_changed():
@@ -106,7 +107,7 @@ def test_comment_and_property_changes_touch_only_what_changed():
     assert comment == SqlAction("COMMENT ON TABLE `retail`.`orders` IS 'new'")
     assert plan.steps[1].notes == ("properties: set owner; unset stale",)
     assert stamp.set == {"owner": "data-eng", MANAGED_KEYS_KEY: "owner", VERSION_KEY: fingerprint(desired_orders),
-                         APPLIED_AT_KEY: APPLIED_AT}
+                         **STAMPED}
     assert stamp.unset == ("stale",)  # "foreign" was never schemaflow's: left alone
 
 
@@ -123,7 +124,7 @@ def test_removing_every_property_unsets_them_and_the_managed_key_list():
     plan = build_plan(catalog(replace(ORDERS, properties={}), DAILY, TOP), live)
     assert plan.steps[0].summary == "unset owner on retail.orders"
     assert plan.steps[0].actions == (SetParameters(
-        "retail.orders", {VERSION_KEY: fingerprint(replace(ORDERS, properties={})), APPLIED_AT_KEY: APPLIED_AT},
+        "retail.orders", {VERSION_KEY: fingerprint(replace(ORDERS, properties={})), **STAMPED},
         ("owner", MANAGED_KEYS_KEY)),)
 
 

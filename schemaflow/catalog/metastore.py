@@ -33,7 +33,9 @@ from schemaflow.model import (
     Object,
     Table,
     View,
+    LIVE_STATE,
     split_key,
+    state_digest,
 )
 from schemaflow.sql.types import InvalidType, canonical_type
 
@@ -120,7 +122,8 @@ class Metastore:
         """Set and remove table parameters of ``key`` with one ``alter_table``.
 
         Through the client rather than Spark SQL, because Spark refuses reserved keys such as
-        ``owner``; parameters written this way survive later ALTERs made through Spark.
+        ``owner``; parameters written this way survive later ALTERs made through Spark. A value
+        ``LIVE_STATE`` becomes the state digest of the object exactly as this write leaves it.
         """
         database, name = split_key(key)
         with self._errors(f"setting the parameters of {key}"):
@@ -130,6 +133,11 @@ class Metastore:
                 parameters.remove(parameter)
             for parameter, value in sorted(set.items()):
                 parameters.put(parameter, value)
+            digested = [parameter for parameter, value in set.items() if value == LIVE_STATE]
+            if digested:
+                digest = state_digest(to_model(self.to_data(table)))
+                for parameter in digested:
+                    parameters.put(parameter, digest)
             self.alter(table)
 
     def context(self, **properties: str) -> Any:

@@ -11,7 +11,8 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
-from schemaflow.model import APPLIED_AT_KEY, APPLIED_COMMIT_KEY, MIGRATION_PREFIX, Catalog, Table
+from schemaflow.model import (APPLIED_AT_KEY, APPLIED_COMMIT_KEY, APPLIED_STATE_KEY, LIVE_STATE, MIGRATION_PREFIX,
+                              Catalog, Table)
 from schemaflow.plan import deps
 from schemaflow.plan.changes import AddColumns, AlterColumns, Change, CreateTable, CreateView, ReplaceView, Stamp
 from schemaflow.plan.diff import diff, property_delta, stamp_parameters
@@ -140,6 +141,7 @@ def _stamps(desired: Catalog, live: Catalog, changes: list[Change], commit: str 
         if key in touched or changed or removed or (migrations and isinstance(want, Table)):
             to_set, to_unset = stamp_parameters(want, have, changed, removed)
             to_set[APPLIED_AT_KEY] = APPLIED_AT
+            to_set[APPLIED_STATE_KEY] = LIVE_STATE
             if commit:
                 to_set[APPLIED_COMMIT_KEY] = commit
             for migration in migrations if isinstance(want, Table) else ():
