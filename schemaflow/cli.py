@@ -16,6 +16,7 @@ from schemaflow import __version__
 from schemaflow.apply.executor import apply_plan, check_runnable
 from schemaflow.errors import SchemaflowError, SpecError
 from schemaflow.plan.plan import Plan
+from schemaflow.plan.review_check import differences
 from schemaflow.project import load_project
 from schemaflow.render import FORMATS, render
 from schemaflow.render.review import Review
@@ -57,6 +58,9 @@ def _parser() -> argparse.ArgumentParser:
     apply.add_argument("plan_file", nargs="?", type=Path, metavar="PLAN", help="a plan saved by plan --out")
     apply.add_argument("--auto-approve", action="store_true", help="do not ask for confirmation")
     apply.add_argument("--allow-destructive", action="store_true", help="allow drops (when planning here)")
+    apply.add_argument("--reviewed", type=Path, metavar="PLAN",
+                       help="a plan made for review (plan --base ... --out): apply only if planning now makes the "
+                            "same changes, else refuse it as stale")
 
     commands.add_parser("history", help="what schemaflow applied to the managed databases: when, from which commit")
     commands.add_parser("drift", help="what changed in the metastore outside schemaflow since the last apply")
@@ -131,13 +135,21 @@ def _review(project, args) -> Review:
 
 def _apply(project, args) -> int:
     live = workflow.Live(project)
+    reviewed = workflow.load_plan(args.reviewed) if args.reviewed else None
+    if reviewed and args.plan_file:
+        raise SchemaflowError("--reviewed checks a plan made now against the reviewed one: give no PLAN with it")
     if args.plan_file:
         plan = workflow.load_plan(args.plan_file)
         if args.allow_destructive and not plan.allow_destructive:
             raise SchemaflowError(f"{args.plan_file} was planned without --allow-destructive; "
                                   "a saved plan runs as reviewed: plan again with --allow-destructive")
     else:
-        plan = workflow.make_plan(project, live, allow_destructive=args.allow_destructive)
+        allow = reviewed.allow_destructive if reviewed else args.allow_destructive
+        plan = workflow.make_plan(project, live, allow_destructive=allow)
+    stale = differences(reviewed, plan) if reviewed else []
+    if stale:
+        raise SchemaflowError(f"{args.reviewed} is stale: planning now against the metastore makes other changes "
+                              "than were reviewed; nothing was applied. Review again.\n  " + "\n  ".join(stale))
     sys.stdout.write(render(Review(plan), "text"))
     if plan.is_empty:
         return EXIT_OK

@@ -420,3 +420,28 @@ def test_drift_names_what_changed_outside_schemaflow_per_object(tmp_path, metast
     spark.sql(f"DROP TABLE {db}.u")
     assert [d.describe() for d in drift(project, live)] == [
         f"{db}.u: declared but not in the metastore (dropped outside schemaflow, or never applied)"]
+
+
+def test_apply_after_merge_applies_the_reviewed_changes_or_refuses_them_as_stale(tmp_path, metastore, spark, fresh_db):
+    from schemaflow.plan.review_check import differences
+    from schemaflow.workflow import review_refs
+    from tests.gitrepos import commit, init_repo
+
+    db = fresh_db()
+    project_dir = tmp_path / "repo"
+    repo = init_repo(project_dir)
+    write_project(project_dir, {f"schemas/{db}/t.yaml": f"table: {db}.t\ncolumns: [{{name: a, type: int}}]\n"})
+    commit(repo, "base")
+    plan_and_apply(load_project(project_dir, env={}), metastore)  # main, applied
+    write_project(project_dir, {f"schemas/{db}/t.yaml": f"table: {db}.t\ncomment: Reviewed\n"
+                                                        f"columns: [{{name: a, type: int}}, {{name: b, type: string}}]\n"})
+    commit(repo, "the pull request")
+    project = load_project(project_dir, env={})
+    reviewed = review_refs(project, "HEAD~1", "HEAD").plan  # what the reviewer read
+
+    after_merge = plan(project, metastore)
+    assert differences(reviewed, after_merge) == []
+
+    spark.sql(f"ALTER TABLE {db}.t ADD COLUMNS (b STRING)")  # someone got there first
+    moved = plan(project, metastore)
+    assert differences(reviewed, moved) == [f"no longer planned: add 1 column to {db}.t: b string"]

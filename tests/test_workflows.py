@@ -57,11 +57,11 @@ def test_both_workflows_set_up_python_and_java_and_run_on_their_events():
     plan, apply = load(PLAN), load(APPLY)
     assert list(plan["on"]) == ["pull_request"]
     assert apply["on"]["push"]["branches"] == ["main"]
-    for workflow in (plan, apply):
+    for workflow, artifact in ((plan, "plan.json"), (apply, "reviewed.json")):
         uses = {step["uses"].split("@")[0]: step.get("with") for step in steps(workflow) if "uses" in step}
         assert uses["actions/setup-python"] == {"python-version": "3.11"}
         assert uses["actions/setup-java"] == {"distribution": "temurin", "java-version": "17"}
-        assert uses["actions/upload-artifact"]["path"] == "plan.json"
+        assert uses["actions/upload-artifact"]["path"] == artifact
 
 
 def test_the_plan_workflow_finds_its_comment_by_the_marker_the_comment_starts_with():
@@ -96,16 +96,17 @@ def test_the_plan_workflow_commands_plan_a_shallow_clone(tmp_path, monkeypatch, 
         ("drop_table", "analytics.marketing_spend", True)]
 
 
-@pytest.mark.parametrize("name", ["Plan against the metastore", "Apply"])
-def test_the_apply_workflow_commands_are_ones_schemaflow_accepts(name):
+def test_the_apply_workflow_rebuilds_the_reviewed_plan_and_applies_only_that():
     workflow = load(APPLY)
-    args = command(named(workflow, name), workflow["env"])
-    parsed = _parser().parse_args(args[1:])
-    assert (parsed.project, parsed.command) == (".", name.split()[0].lower())
-    if parsed.command == "apply":
-        assert (parsed.plan_file, parsed.auto_approve) == (Path("plan.json"), True)
-    else:
-        assert (parsed.out, parsed.base, parsed.against) == (Path("plan.json"), None, None)
+    rebuild = _parser().parse_args(command(named(workflow, "Rebuild the reviewed plan"), workflow["env"])[1:])
+    assert (rebuild.project, rebuild.command, rebuild.base, rebuild.head, rebuild.out) == (
+        ".", "plan", "HEAD~1", "HEAD", Path("reviewed.json"))
+    apply = _parser().parse_args(
+        command(named(workflow, "Apply what was reviewed, or refuse it as stale"), workflow["env"])[1:])
+    assert (apply.command, apply.plan_file, apply.reviewed, apply.auto_approve) == (
+        "apply", None, Path("reviewed.json"), True)
+    checkout = next(step for step in steps(workflow) if step.get("uses", "").startswith("actions/checkout"))
+    assert checkout["with"] == {"fetch-depth": 2}
 
 
 def test_the_apply_workflow_reads_the_metastore_from_a_secret():

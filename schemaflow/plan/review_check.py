@@ -1,0 +1,45 @@
+"""Whether a plan made now is still the plan that was reviewed.
+
+After a merge, CI plans against the live metastore and compares the result with the plan the
+reviewer read (made between git refs, with no metastore). They must make the same changes: the
+same kinds of steps, on the same objects, running the same actions. What may differ is what only
+the live metastore knows or what only the apply moment decides: partition counts and the notes,
+estimates and batching that follow from them, and the commit the stamps record. Anything else means
+the metastore or the schemas moved since the review, and the reviewed plan is stale.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from schemaflow.model import APPLIED_COMMIT_KEY
+from schemaflow.plan.plan import Plan
+from schemaflow.plan.steps import SetColumns, SetParameters, Step
+
+
+def _comparable(step: Step) -> tuple[Any, ...]:
+    actions = []
+    for action in step.actions:
+        if isinstance(action, SetParameters):
+            action = SetParameters(action.object, {k: v for k, v in action.set.items() if k != APPLIED_COMMIT_KEY},
+                                   action.unset)
+        elif isinstance(action, SetColumns):
+            action = SetColumns(action.object, action.columns, action.partition_columns, action.cascade)
+        actions.append(action)
+    return step.kind, step.object, step.blocked, tuple(actions)
+
+
+def differences(reviewed: Plan, current: Plan) -> list[str]:
+    """How ``current`` differs from ``reviewed`` in what it would change, a line a step; empty when it does not."""
+    if [_comparable(s) for s in reviewed.steps] == [_comparable(s) for s in current.steps]:
+        return []
+    now = {(s.kind, s.object): s for s in current.steps}
+    before = {(s.kind, s.object) for s in reviewed.steps}
+    lines = []
+    for step in reviewed.steps:
+        match = now.get((step.kind, step.object))
+        if match is None:
+            lines.append(f"no longer planned: {step.summary}")
+        elif _comparable(match) != _comparable(step):
+            lines.append(f"planned differently: {step.summary}")
+    lines += [f"planned now, not reviewed: {s.summary}" for s in current.steps if (s.kind, s.object) not in before]
+    return lines or ["the same steps, in another order"]

@@ -1,0 +1,33 @@
+"""A reviewed plan against the plan made after merge: the same changes, or stale."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from schemaflow.model import Catalog, Column, Table
+from schemaflow.plan.plan import build_plan
+from schemaflow.plan.review_check import differences
+from schemaflow.workflow import applied_state
+
+BASE = Table("retail", "orders", (Column("id", "bigint"),), (Column("ds", "string"),))
+HEAD = replace(BASE, columns=BASE.columns + (Column("coupon", "string"),), comment="Orders")
+
+
+def catalog(*tables: Table) -> Catalog:
+    return Catalog(("retail",), {t.key: t for t in tables})
+
+
+def test_counts_notes_and_the_commit_may_differ_the_changes_may_not():
+    reviewed = build_plan(catalog(HEAD), applied_state(catalog(BASE)), commit="pr-head")
+    after_merge = build_plan(catalog(HEAD), applied_state(catalog(BASE)), commit="merge-commit",
+                             count_partitions=lambda key: 60_000, stale_partitions=lambda key: 0)
+    assert reviewed.steps[0].notes != after_merge.steps[0].notes  # counts known only after merge
+    assert differences(reviewed, after_merge) == []
+
+
+def test_a_metastore_that_moved_since_the_review_makes_it_stale():
+    reviewed = build_plan(catalog(HEAD), applied_state(catalog(BASE)))
+    moved = applied_state(catalog(replace(BASE, comment="Orders")))  # someone applied the comment already
+    after_merge = build_plan(catalog(HEAD), moved)
+    assert differences(reviewed, after_merge) == [
+        "planned differently: add 1 column to retail.orders: coupon string",  # it now carries the stamp
+        "no longer planned: comment on table retail.orders: None -> 'Orders'"]
