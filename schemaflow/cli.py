@@ -124,8 +124,9 @@ def _review(project, args) -> Review:
     if args.base and args.against:
         raise SchemaflowError("--base and --against both say what to plan against: give one")
     if args.base:
-        print(f"Planning {args.head or 'the working tree'} against {args.base} from git, without a metastore: "
-              "partition counts are unknown.", file=sys.stderr)
+        counts = (f"partition counts from {project.settings.metastore_uri}" if project.settings.metastore_uri
+                  else "without a metastore: partition counts are unknown")
+        print(f"Planning {args.head or 'the working tree'} against {args.base} from git, {counts}.", file=sys.stderr)
         return workflow.review_refs(project, args.base, args.head, allow_destructive=args.allow_destructive)
     if args.against:
         return workflow.review_snapshot(project, args.against, allow_destructive=args.allow_destructive)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from schemaflow.errors import SchemaflowError
+from schemaflow.catalog.thrift_count import partition_counter
 from schemaflow.gitsource import commit_of
 from schemaflow.model import Catalog, Object, Table, fingerprint
 from schemaflow.plan.plan import Plan, build_plan
@@ -100,7 +101,7 @@ def review_snapshot(project: Project, snapshot: Path, *, allow_destructive: bool
     current = saved.catalog.in_databases(desired.databases)
     plan = build_plan(desired, current, allow_destructive=allow_destructive,
                       count_partitions=saved.partition_counts.get)
-    return Review(plan, base=f"the snapshot {snapshot}", counts_partitions=bool(saved.partition_counts),
+    return Review(plan, base=f"the snapshot {snapshot}", counts_from=str(snapshot) if saved.partition_counts else None,
                   reads=_reads(current, desired))
 
 
@@ -112,16 +113,20 @@ def plan_against_snapshot(project: Project, snapshot: Path, *, allow_destructive
 def review_refs(project: Project, base: str, head: str | None = None, *, allow_destructive: bool = False) -> Review:
     """Plan what the schemas at git ref ``head`` (None: the working tree) change from those at ``base``.
 
-    No JVM and no metastore: the base's desired state, as a complete apply of it leaves the
-    metastore, plays the live state, and partition counts are unknown. Both refs are read from
-    the repository's objects, without a checkout.
+    No JVM: the base's desired state, as a complete apply of it leaves the metastore, plays the live
+    state; both refs are read from the repository's objects, without a checkout. Partition counts
+    come from a thrift:// metastore when one is configured (one Thrift call each, see
+    ``catalog.thrift_count``), else they are unknown.
     """
     from schemaflow.gitsource import desired_at
 
     desired = desired_state(project) if head is None else desired_at(project.root, head)
     before = applied_state(desired_at(project.root, base).in_databases(desired.databases))
-    plan = build_plan(desired, before, allow_destructive=allow_destructive, commit=commit_of(project.root, head))
-    return Review(plan, base=base, head=head or "the working tree", counts_partitions=False,
+    uri = project.settings.metastore_uri
+    counts = partition_counter(uri) if uri and uri.startswith("thrift://") else None
+    plan = build_plan(desired, before, allow_destructive=allow_destructive, commit=commit_of(project.root, head),
+                      count_partitions=counts)
+    return Review(plan, base=base, head=head or "the working tree", counts_from=uri if counts else None,
                   reads=_reads(before, desired))
 
 

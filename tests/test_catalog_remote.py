@@ -90,3 +90,49 @@ def test_an_unreachable_metastore_is_one_clear_line(run_python: RunPython, tmp_p
     assert result.stderr == ""
     assert result.stdout.startswith(f"cannot reach the Hive metastore ({uri}): Could not connect to meta store")
     assert result.stdout.count("\n") == 1
+
+
+def test_partition_counts_come_from_the_server_without_a_jvm(
+    metastore_server: str, run_python: RunPython, tmp_path: Path,
+) -> None:
+    from schemaflow.catalog.thrift_count import ThriftError, partition_counter
+
+    made = run_python(SESSION + """
+spark.sql("CREATE DATABASE counted")
+spark.sql("CREATE TABLE counted.events (id INT) PARTITIONED BY (ds STRING) STORED AS PARQUET")
+spark.sql("INSERT INTO counted.events PARTITION (ds) SELECT id, CAST(id AS STRING) FROM range(7)")
+""", metastore_server, str(tmp_path / "warehouse"), str(tmp_path / "state"))
+    assert made.returncode == 0, made.stderr
+    count = partition_counter(metastore_server)
+    assert (count("counted.events"), count("counted.missing")) == (7, None)
+    unreachable = partition_counter(f"thrift://127.0.0.1:{free_port()}", timeout=1)
+    assert unreachable("counted.events") is None
+    with pytest.raises(ThriftError):
+        partition_counter("jdbc:derby:nope")
+
+
+def test_plan_between_refs_shows_partition_counts_from_a_configured_metastore(
+    metastore_server: str, run_python: RunPython, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    from schemaflow.cli import main
+    from tests.gitrepos import commit, init_repo
+
+    made = run_python(SESSION + """
+spark.sql("CREATE DATABASE reviewed")
+spark.sql("CREATE TABLE reviewed.events (id INT) PARTITIONED BY (ds STRING) STORED AS PARQUET")
+spark.sql("INSERT INTO reviewed.events PARTITION (ds) SELECT id, CAST(id AS STRING) FROM range(4)")
+""", metastore_server, str(tmp_path / "warehouse"), str(tmp_path / "state"))
+    assert made.returncode == 0, made.stderr
+    project = tmp_path / "project"
+    repo = init_repo(project)
+    table = project / "schemas/reviewed/events.yaml"
+    table.parent.mkdir(parents=True)
+    table.write_text("table: reviewed.events\ncolumns: [{name: id, type: int}]\npartitioned_by: [{name: ds, type: string}]\n")
+    (project / "schemaflow.yaml").write_text(f"metastore: {{uri: '{metastore_server}'}}\n")
+    commit(repo, "base")
+    table.write_text(table.read_text().replace("[{name: id, type: int}]", "[{name: id, type: int}, {name: b, type: string}]"))
+
+    assert main(["--project", str(project), "plan", "--base", "main", "--format", "markdown"]) == 2
+    comment = capsys.readouterr().out
+    assert f"with partition counts from {metastore_server}" in comment
+    assert "table only: 4 partitions keep their old column list" in comment

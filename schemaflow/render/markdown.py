@@ -37,8 +37,10 @@ def render(review: Review) -> str:
     """The pull-request comment for ``review``."""
     plan = review.plan
     basis = f"Planned: {review.head} against {review.base}"
-    if not review.counts_partitions:
+    if review.counts_from is None:
         basis += ", without a metastore: partition counts are unknown"
+    elif review.counts_from != "the metastore":
+        basis += f", with partition counts from {review.counts_from}"
     top = [MARKER, "### schemaflow plan", "", f"**{_escape(summary(plan, review.base))}**", "", _escape(basis) + "."]
     if plan.warnings:
         top += [""] + [f"- ⚠ {_escape(warning)}" for warning in plan.warnings]

@@ -17,5 +17,5 @@ class Review:
     plan: Plan
     base: str = "the metastore"        # what the plan starts from, in words ("origin/main", "the snapshot live.json")
     head: str = "the working tree"     # whose schemas it reaches, in words
-    counts_partitions: bool = True     # False: no metastore was read, so partition counts are unknown
+    counts_from: str | None = "the metastore"  # where partition counts came from; None: they are unknown
     reads: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # "db.view" -> the objects it reads
