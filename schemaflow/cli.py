@@ -135,6 +135,8 @@ def _review(project, args) -> Review:
 
 
 def _apply(project, args) -> int:
+    if not args.auto_approve and not sys.stdin.isatty():  # fail before starting anything
+        raise SchemaflowError("not a terminal, so no one can confirm: pass --auto-approve to apply")
     live = workflow.Live(project)
     reviewed = workflow.load_plan(args.reviewed) if args.reviewed else None
     if reviewed and args.plan_file:
@@ -144,6 +146,8 @@ def _apply(project, args) -> int:
         if args.allow_destructive and not plan.allow_destructive:
             raise SchemaflowError(f"{args.plan_file} was planned without --allow-destructive; "
                                   "a saved plan runs as reviewed: plan again with --allow-destructive")
+        check_runnable(plan)
+        workflow.check_saved(plan, args.plan_file, live)
     else:
         allow = reviewed.allow_destructive if reviewed else args.allow_destructive
         plan = workflow.make_plan(project, live, allow_destructive=allow)
@@ -167,8 +171,6 @@ def _apply(project, args) -> int:
 
 
 def _confirm(plan: Plan) -> bool:
-    if not sys.stdin.isatty():
-        raise SchemaflowError("not a terminal, so no one can confirm: pass --auto-approve to apply")
     answer = input(f"\nApply these {len(plan.steps)} steps? Only 'yes' is accepted: ")
     return answer.strip() == "yes"
 

@@ -249,6 +249,14 @@ def state_digest(obj: Object) -> str:
     return " ".join(f"{name}={_digest(value)}" for name, value in sorted(aspects.items()))
 
 
+def changed_aspects(before: str, after: str) -> tuple[str, ...]:
+    """The aspects whose hash differs between two state digests, sorted."""
+    def parts(digest: str) -> dict[str, str]:
+        return dict(part.split("=", 1) for part in digest.split() if "=" in part)
+    old, new = parts(before), parts(after)
+    return tuple(sorted(name for name in old.keys() | new.keys() if old.get(name) != new.get(name)))
+
+
 def _digest(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:8]
 

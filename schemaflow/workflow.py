@@ -100,7 +100,7 @@ def review_snapshot(project: Project, snapshot: Path, *, allow_destructive: bool
     saved = load_snapshot(snapshot)
     current = saved.catalog.in_databases(desired.databases)
     plan = build_plan(desired, current, allow_destructive=allow_destructive,
-                      count_partitions=saved.partition_counts.get)
+                      count_partitions=saved.partition_counts.get, basis="snapshot")
     return Review(plan, base=f"the snapshot {snapshot}", counts_from=str(snapshot) if saved.partition_counts else None,
                   reads=_reads(current, desired))
 
@@ -125,7 +125,7 @@ def review_refs(project: Project, base: str, head: str | None = None, *, allow_d
     uri = project.settings.metastore_uri
     counts = partition_counter(uri) if uri and uri.startswith("thrift://") else None
     plan = build_plan(desired, before, allow_destructive=allow_destructive, commit=commit_of(project.root, head),
-                      count_partitions=counts)
+                      count_partitions=counts, basis="git")
     return Review(plan, base=base, head=head or "the working tree", counts_from=uri if counts else None,
                   reads=_reads(before, desired))
 
@@ -173,8 +173,25 @@ def drift(project: Project, live: Live) -> list:
 
 def load_plan(path: Path) -> Plan:
     try:
-        return Plan.from_data(json.loads(path.read_text()))
+        data = json.loads(path.read_text())
     except FileNotFoundError:
         raise SchemaflowError(f"{path}: no such plan file; write one with schemaflow plan --out {path}")
-    except (ValueError, KeyError, TypeError) as error:
+    except ValueError as error:
         raise SchemaflowError(f"{path}: not a schemaflow plan ({error}); write one with schemaflow plan --out")
+    try:
+        return Plan.from_data(data)
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise SchemaflowError(f"{path}: refused, {error}; make a new one with schemaflow plan --out") from None
+
+
+def check_saved(plan: Plan, path: Path, live: Live) -> None:
+    """Refuse a saved plan not made against the metastore, or made against objects that changed since."""
+    from schemaflow.plan.staleness import stale_objects
+
+    if plan.basis != "metastore":
+        raise SchemaflowError(f"{path} was planned against {plan.basis}, not the metastore: apply it with "
+                              "apply --reviewed, which plans against the metastore and checks it is the same")
+    stale = stale_objects(plan, live.read(plan.databases))
+    if stale:
+        raise SchemaflowError(f"{path} is stale: the metastore changed since it was planned; nothing was applied. "
+                              "Plan again.\n  " + "\n  ".join(stale))

@@ -445,3 +445,33 @@ def test_apply_after_merge_applies_the_reviewed_changes_or_refuses_them_as_stale
     spark.sql(f"ALTER TABLE {db}.t ADD COLUMNS (b STRING)")  # someone got there first
     moved = plan(project, metastore)
     assert differences(reviewed, moved) == [f"no longer planned: add 1 column to {db}.t: b string"]
+
+
+def test_a_saved_plan_whose_objects_changed_is_refused_with_nothing_applied(tmp_path, metastore, spark, fresh_db):
+    import json as _json
+
+    from schemaflow.errors import SchemaflowError
+    from schemaflow.plan.plan import Plan
+    from schemaflow.workflow import check_saved
+
+    db = fresh_db()
+    files = {f"schemas/{db}/t.yaml": f"table: {db}.t\ncolumns: [{{name: a, type: int}}]\n"}
+    project = write_project(tmp_path, files)
+    plan_and_apply(project, metastore)
+    files[f"schemas/{db}/t.yaml"] += "comment: Planned\n"
+    files[f"schemas/{db}/u.yaml"] = f"table: {db}.u\ncolumns: [{{name: x, type: int}}]\n"
+    project = write_project(tmp_path, files)
+    saved = tmp_path / "plan.json"
+    saved.write_text(plan(project, metastore).to_json())
+    loaded = Plan.from_data(_json.loads(saved.read_text()))
+    live = Live(project, connected=metastore)
+    check_saved(loaded, saved, live)  # fresh: accepted
+
+    spark.sql(f"ALTER TABLE {db}.t ADD COLUMNS (b STRING)")          # changed by someone else
+    spark.sql(f"CREATE TABLE {db}.u (x INT) STORED AS PARQUET")       # created by someone else
+    with pytest.raises(SchemaflowError) as refused:
+        check_saved(loaded, saved, live)
+    assert str(refused.value).splitlines()[1:] == [
+        f"  {db}.t: columns changed since the plan was made",
+        f"  {db}.u: created since the plan was made"]
+    assert metastore.read((db,)).get(f"{db}.t").comment is None  # nothing applied

@@ -100,7 +100,7 @@ def test_apply_refuses_a_blocked_saved_plan_without_starting_spark(example, tmp_
     assert "the plan has 1 blocked step(s); nothing was applied:\n  analytics.marketing_spend: destructive: run with " \
            "--allow-destructive to allow it" in err
     assert "Starting Spark" not in err
-    assert main(["--project", str(example), "apply", str(out), "--allow-destructive"]) == 1
+    assert main(["--project", str(example), "apply", str(out), "--allow-destructive", "--auto-approve"]) == 1
     assert "a saved plan runs as reviewed" in capsys.readouterr().err
 
 
@@ -117,7 +117,7 @@ def test_apply_needs_a_terminal_or_auto_approve(example, tmp_path, capsys, monke
 def test_a_damaged_plan_file_is_refused(example, tmp_path, capsys):
     bad = tmp_path / "plan.json"
     bad.write_text("{not json")
-    assert main(["--project", str(example), "apply", str(bad)]) == 1
+    assert main(["--project", str(example), "apply", str(bad), "--auto-approve"]) == 1
     assert capsys.readouterr().err.startswith(f"error: {bad}: not a schemaflow plan")
 
 
@@ -136,3 +136,33 @@ def test_environment_overrides_the_settings_file(example):
     assert (defaults.metastore_uri, defaults.spark_master, defaults.spark_conf) == (
         None, "local[2]", {"spark.sql.shuffle.partitions": "4"})
     assert defaults.warehouse_dir == str(example / ".schemaflow" / "warehouse")
+
+
+def test_a_plan_not_made_against_the_metastore_is_refused_before_starting_spark(example, tmp_path, capsys):
+    empty = tmp_path / "empty.json"
+    write_snapshot(Catalog(), empty)
+    out = tmp_path / "plan.json"
+    main(["--project", str(example), "plan", "--against", str(empty), "--out", str(out)])
+    assert main(["--project", str(example), "apply", str(out), "--auto-approve"]) == 1
+    err = capsys.readouterr().err
+    assert f"error: {out} was planned against snapshot, not the metastore" in err
+    assert "Starting Spark" not in err
+
+
+@pytest.mark.parametrize("edit", [
+    lambda plan: plan["steps"][0]["actions"][0].update(sql="DROP DATABASE retail CASCADE"),
+    lambda plan: plan.update(allow_destructive=True),
+    lambda plan: plan["fingerprints"].clear(),
+])
+def test_an_edited_plan_file_is_refused(example, tmp_path, capsys, edit):
+    empty = tmp_path / "empty.json"
+    write_snapshot(Catalog(), empty)
+    out = tmp_path / "plan.json"
+    main(["--project", str(example), "plan", "--against", str(empty), "--out", str(out)])
+    document = json.loads(out.read_text())
+    edit(document)
+    out.write_text(json.dumps(document))
+    assert main(["--project", str(example), "apply", str(out), "--auto-approve"]) == 1
+    assert capsys.readouterr().err.endswith(
+        f"error: {out}: refused, its checksum does not match its content: it was changed after schemaflow wrote it; "
+        "make a new one with schemaflow plan --out\n")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
-from schemaflow.model import APPLIED_AT_KEY, APPLIED_COMMIT_KEY, APPLIED_STATE_KEY, state_digest
+from schemaflow.model import APPLIED_AT_KEY, APPLIED_COMMIT_KEY, APPLIED_STATE_KEY, changed_aspects, state_digest
 
 if TYPE_CHECKING:
     from schemaflow.catalog.metastore import Metastore
@@ -50,18 +50,13 @@ def read_drift(metastore: Metastore, declared: Iterable[str], databases: tuple[s
             key = f"{data['dbName']}.{data['tableName']}"
             seen.add(key)
             parameters = data.get("parameters", {})
-            recorded = _aspects(parameters.get(APPLIED_STATE_KEY, ""))
+            recorded = parameters.get(APPLIED_STATE_KEY)
             if not recorded:
                 if key in declared:
                     drifts.append(Drift(key, (UNRECORDED,)))
                 continue
-            now = _aspects(state_digest(to_model(data)))
-            changed = tuple(sorted(name for name in now if recorded.get(name) != now[name]))
+            changed = changed_aspects(recorded, state_digest(to_model(data)))
             if changed:
                 drifts.append(Drift(key, changed, parameters.get(APPLIED_AT_KEY), parameters.get(APPLIED_COMMIT_KEY)))
     drifts += [Drift(key, (MISSING,)) for key in declared - seen]
     return sorted(drifts, key=lambda d: d.object)
-
-
-def _aspects(digest: str) -> dict[str, str]:
-    return dict(part.split("=", 1) for part in digest.split() if "=" in part)

@@ -7,18 +7,20 @@ without ``allow_destructive``, changes that cannot be made in place).
 """
 from __future__ import annotations
 
+import hashlib
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
 
 from schemaflow.model import (APPLIED_AT_KEY, APPLIED_COMMIT_KEY, APPLIED_STATE_KEY, LIVE_STATE, MIGRATION_PREFIX,
-                              Catalog, Table)
+                              Catalog, Table, state_digest)
 from schemaflow.plan import deps
 from schemaflow.plan.changes import AddColumns, AlterColumns, Change, CreateTable, CreateView, ReplaceView, Stamp
 from schemaflow.plan.diff import diff, property_delta, stamp_parameters
 from schemaflow.plan.steps import APPLIED_AT, Step
 
 FORMAT_VERSION = 1
+ABSENT = "absent"  # the fingerprint of an object that does not exist yet
 DESTRUCTIVE_BLOCK = "destructive: run with --allow-destructive to allow it"
 
 PartitionCounter = Callable[[str], "int | None"]
@@ -30,6 +32,11 @@ class Plan:
     databases: tuple[str, ...]
     allow_destructive: bool = False
     warnings: tuple[str, ...] = ()  # findings beside the steps: they change nothing and run nothing
+    # What the plan was made against ("metastore", "snapshot", "git"), the state digest of each
+    # object it touches as it was then (ABSENT for one to be created), and the desired state's commit.
+    basis: str = "metastore"
+    fingerprints: Mapping[str, str] = field(default_factory=dict)
+    commit: str | None = None
 
     @property
     def is_empty(self) -> bool:
@@ -44,24 +51,35 @@ class Plan:
         return tuple(sorted({s.object for s in self.steps}))
 
     def to_data(self) -> dict[str, Any]:
-        return {"format_version": FORMAT_VERSION, "databases": list(self.databases),
+        data = {"format_version": FORMAT_VERSION, "databases": list(self.databases),
                 "allow_destructive": self.allow_destructive, "steps": [s.to_data() for s in self.steps],
-                "warnings": list(self.warnings)}
+                "warnings": list(self.warnings), "basis": self.basis,
+                "fingerprints": dict(sorted(self.fingerprints.items())), "commit": self.commit}
+        return {**data, "checksum": _checksum(data)}
 
     def to_json(self) -> str:
         return json.dumps(self.to_data(), indent=2, sort_keys=True) + "\n"
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> "Plan":
+        """The plan a saved document holds; raises ``ValueError`` for a document that was edited."""
         if data.get("format_version") != FORMAT_VERSION:
             raise ValueError(f"plan format {data.get('format_version')!r} is not {FORMAT_VERSION}; re-run schemaflow plan")
+        content = {k: v for k, v in data.items() if k != "checksum"}
+        if data.get("checksum") != _checksum(content):
+            raise ValueError("its checksum does not match its content: it was changed after schemaflow wrote it")
         return cls(steps=tuple(Step.from_data(s) for s in data["steps"]), databases=tuple(data["databases"]),
-                   allow_destructive=bool(data["allow_destructive"]), warnings=tuple(data.get("warnings", ())))
+                   allow_destructive=bool(data["allow_destructive"]), warnings=tuple(data["warnings"]),
+                   basis=data["basis"], fingerprints=dict(data["fingerprints"]), commit=data["commit"])
+
+
+def _checksum(content: Mapping[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(content, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = False,
                count_partitions: PartitionCounter | None = None, stale_partitions: PartitionCounter | None = None,
-               commit: str | None = None, check_partitions: bool = False) -> Plan:
+               commit: str | None = None, check_partitions: bool = False, basis: str = "metastore") -> Plan:
     """Plan the changes that turn ``live`` into ``desired`` (both restricted to the managed databases).
 
     ``count_partitions`` and ``stale_partitions`` answer for tables whose columns change (None: unknown);
@@ -85,8 +103,10 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
             step = _fold(steps.pop(), change)
         steps.append(step)
     warnings = _stale_elsewhere(desired, live, changes, count_partitions, stale_partitions) if check_partitions else ()
+    touched = {s.object for s in steps if s.object_type != "database"}
+    fingerprints = {key: state_digest(live.objects[key]) if key in live.objects else ABSENT for key in sorted(touched)}
     return Plan(steps=tuple(steps), databases=desired.databases, allow_destructive=allow_destructive,
-                warnings=warnings)
+                warnings=warnings, basis=basis, fingerprints=fingerprints, commit=commit)
 
 
 def _stale_elsewhere(desired: Catalog, live: Catalog, changes: list[Change], count: PartitionCounter | None,
