@@ -41,14 +41,6 @@ class Project:
     def schemas_dir(self) -> Path:
         return self.root / "schemas"
 
-    @property
-    def migrations_dir(self) -> Path:
-        return self.root / "migrations"
-
-    @property
-    def settings_file(self) -> Path:
-        return self.root / SETTINGS_FILE
-
 
 def load_project(root: str | Path, env: Mapping[str, str] | None = None) -> Project:
     """Read the project at ``root``: its settings file (if any), then the environment overrides."""

@@ -105,11 +105,6 @@ def review_snapshot(project: Project, snapshot: Path, *, allow_destructive: bool
                   reads=_reads(current, desired))
 
 
-def plan_against_snapshot(project: Project, snapshot: Path, *, allow_destructive: bool = False) -> Plan:
-    """The plan of :func:`review_snapshot`."""
-    return review_snapshot(project, snapshot, allow_destructive=allow_destructive).plan
-
-
 def review_refs(project: Project, base: str, head: str | None = None, *, allow_destructive: bool = False) -> Review:
     """Plan what the schemas at git ref ``head`` (None: the working tree) change from those at ``base``.
 

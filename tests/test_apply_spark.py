@@ -9,7 +9,7 @@ import pytest
 
 from schemaflow.apply.executor import ApplyError, apply_plan
 from schemaflow.errors import SchemaflowError
-from schemaflow.model import VERSION_KEY, Table, View, fingerprint
+from schemaflow.model import Table, View, fingerprint
 from schemaflow.plan.plan import Plan
 from schemaflow.project import Project, load_project
 from schemaflow.workflow import Live, desired_state, hash_migrations, make_plan

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import git
-import pytest
 import yaml
 
 from schemaflow.cli import _parser, main

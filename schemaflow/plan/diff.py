@@ -8,9 +8,9 @@ Storage and partition-key changes cannot be made in place and are reported as un
 """
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Sequence
 
-from schemaflow.model import MANAGED_KEYS_KEY, VERSION_KEY, Catalog, Column, Migration, Object, Table, View, fingerprint
+from schemaflow.model import Catalog, Column, Migration, Object, Table, View
 from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateDatabase, CreateTable, CreateView,
                                      DropTable, DropView, ReplaceView, SetTableComment, Unsupported)
 from schemaflow.plan.evolution import APPEND, SAME, evolve
@@ -97,18 +97,6 @@ def property_delta(want: Object, have: Object | None) -> tuple[dict[str, str], t
     to_set = {k: v for k, v in sorted(want.properties.items()) if live.get(k) != v}
     managed_before = () if have is None else have.managed_keys
     to_unset = tuple(sorted(k for k in managed_before if k not in want.properties and k in live))
-    return to_set, to_unset
-
-
-def stamp_parameters(want: Object, have: Object | None, changed: Mapping[str, str],
-                     removed: tuple[str, ...]) -> tuple[dict[str, str], tuple[str, ...]]:
-    """What the final write of an object sets and unsets: properties, the version, the managed keys."""
-    to_set = {**changed, VERSION_KEY: fingerprint(want)}
-    to_unset = removed
-    if want.properties:
-        to_set[MANAGED_KEYS_KEY] = ",".join(sorted(want.properties))
-    elif have is not None and have.managed_keys:
-        to_unset += (MANAGED_KEYS_KEY,)
     return to_set, to_unset
 
 

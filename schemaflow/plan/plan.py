@@ -12,11 +12,12 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
 
-from schemaflow.model import (APPLIED_AT_KEY, APPLIED_COMMIT_KEY, APPLIED_STATE_KEY, LIVE_STATE, MIGRATION_PREFIX,
-                              Catalog, Table, state_digest)
+from schemaflow.model import (APPLIED_AT_KEY, APPLIED_COMMIT_KEY, APPLIED_STATE_KEY, LIVE_STATE, MANAGED_KEYS_KEY,
+                              MIGRATION_PREFIX, VERSION_KEY, Catalog, Migration, Object, Table, fingerprint,
+                              state_digest)
 from schemaflow.plan import deps
 from schemaflow.plan.changes import AddColumns, AlterColumns, Change, CreateTable, CreateView, ReplaceView, Stamp
-from schemaflow.plan.diff import diff, property_delta, stamp_parameters
+from schemaflow.plan.diff import diff, property_delta
 from schemaflow.plan.steps import APPLIED_AT, Step
 
 FORMAT_VERSION = 1
@@ -156,16 +157,27 @@ def _stamps(desired: Catalog, live: Catalog, changes: list[Change], commit: str 
     for key, want in sorted(desired.objects.items()):
         have = None if key in recreated else live.get(key)
         changed, removed = property_delta(want, have)
-        recorded = have.migrations if isinstance(have, Table) else {}
-        migrations = [m for m in desired.migrations if m.changes_for(key) and m.id not in recorded]
-        if key in touched or changed or removed or (migrations and isinstance(want, Table)):
-            to_set, to_unset = stamp_parameters(want, have, changed, removed)
-            to_set[APPLIED_AT_KEY] = APPLIED_AT
-            to_set[APPLIED_STATE_KEY] = LIVE_STATE
-            if commit:
-                to_set[APPLIED_COMMIT_KEY] = commit
-            for migration in migrations if isinstance(want, Table) else ():
-                to_set[MIGRATION_PREFIX + migration.id] = json.dumps(
-                    {"at": APPLIED_AT, "checksum": migration.checksum, "commit": commit}, sort_keys=True)
-            stamps.append(Stamp(key, want.kind, to_set, to_unset))
+        migrations = []
+        if isinstance(want, Table):
+            recorded = have.migrations if isinstance(have, Table) else {}
+            migrations = [m for m in desired.migrations if m.changes_for(key) and m.id not in recorded]
+        if key in touched or changed or removed or migrations:
+            stamps.append(_stamp(want, have, changed, removed, migrations, commit))
     return stamps
+
+
+def _stamp(want: Object, have: Object | None, changed: Mapping[str, str], removed: tuple[str, ...],
+           migrations: list[Migration], commit: str | None) -> Stamp:
+    """The last write to ``want``: changed properties, version, managed keys, when, from where, migrations."""
+    to_set = {**changed, VERSION_KEY: fingerprint(want), APPLIED_AT_KEY: APPLIED_AT, APPLIED_STATE_KEY: LIVE_STATE}
+    to_unset = removed
+    if want.properties:
+        to_set[MANAGED_KEYS_KEY] = ",".join(sorted(want.properties))
+    elif have is not None and have.managed_keys:
+        to_unset += (MANAGED_KEYS_KEY,)
+    if commit:
+        to_set[APPLIED_COMMIT_KEY] = commit
+    for migration in migrations:
+        to_set[MIGRATION_PREFIX + migration.id] = json.dumps(
+            {"at": APPLIED_AT, "checksum": migration.checksum, "commit": commit}, sort_keys=True)
+    return Stamp(want.key, want.kind, to_set, to_unset)

@@ -12,7 +12,7 @@ from typing import Any, Iterable
 
 import yaml
 
-from schemaflow.model import Column, Object, Table, View
+from schemaflow.model import Column, Object, Table
 from schemaflow.sql.ddl import STORED_AS
 from schemaflow.sql.types import InvalidType, canonical_type
 
