@@ -46,6 +46,13 @@ metastore = Metastore.connect(spark)
 write_snapshot(metastore.read(("remote_db", "absent_db")), sys.argv[4],
                partition_counts={"remote_db.orders": metastore.count_partitions("remote_db.orders")})
 """
+# argv 4 and 5: a database to create, and how many partitions its table ``events`` gets.
+PARTITIONED = SESSION + """
+database, count = sys.argv[4], int(sys.argv[5])
+spark.sql(f"CREATE DATABASE {database}")
+spark.sql(f"CREATE TABLE {database}.events (id INT) PARTITIONED BY (ds STRING) STORED AS PARQUET")
+spark.sql(f"INSERT INTO {database}.events PARTITION (ds) SELECT id, CAST(id AS STRING) FROM range({count})")
+"""
 CONNECT = SESSION + """
 try:
     Metastore.connect(spark)
@@ -97,11 +104,7 @@ def test_partition_counts_come_from_the_server_without_a_jvm(
 ) -> None:
     from schemaflow.catalog.thrift_count import ThriftError, partition_counter
 
-    made = run_python(SESSION + """
-spark.sql("CREATE DATABASE counted")
-spark.sql("CREATE TABLE counted.events (id INT) PARTITIONED BY (ds STRING) STORED AS PARQUET")
-spark.sql("INSERT INTO counted.events PARTITION (ds) SELECT id, CAST(id AS STRING) FROM range(7)")
-""", metastore_server, str(tmp_path / "warehouse"), str(tmp_path / "state"))
+    made = run_python(PARTITIONED, metastore_server, str(tmp_path / "warehouse"), str(tmp_path / "state"), "counted", "7")
     assert made.returncode == 0, made.stderr
     count = partition_counter(metastore_server)
     assert (count("counted.events"), count("counted.missing")) == (7, None)
@@ -117,11 +120,7 @@ def test_plan_between_refs_shows_partition_counts_from_a_configured_metastore(
     from schemaflow.cli import main
     from tests.gitrepos import commit, init_repo
 
-    made = run_python(SESSION + """
-spark.sql("CREATE DATABASE reviewed")
-spark.sql("CREATE TABLE reviewed.events (id INT) PARTITIONED BY (ds STRING) STORED AS PARQUET")
-spark.sql("INSERT INTO reviewed.events PARTITION (ds) SELECT id, CAST(id AS STRING) FROM range(4)")
-""", metastore_server, str(tmp_path / "warehouse"), str(tmp_path / "state"))
+    made = run_python(PARTITIONED, metastore_server, str(tmp_path / "warehouse"), str(tmp_path / "state"), "reviewed", "4")
     assert made.returncode == 0, made.stderr
     project = tmp_path / "project"
     repo = init_repo(project)
