@@ -55,8 +55,12 @@ def _phase(change: Change) -> int:
     return {"database": 0, "table": 3, "view": 4}[change.object_type]
 
 
-def order(changes: list[Change], desired: Catalog, live: Catalog) -> list[Change]:
+def order(changes: list[Change], live: Catalog) -> list[Change]:
     """The changes in the order they must run (see the module docstring)."""
+    readers: dict[str, list[str]] = {}  # live object -> the live views that read it
+    for view in live.views():
+        for read in view.reads:
+            readers.setdefault(read, []).append(view.key)
     ids = [f"{i:06d}" for i in range(len(changes))]
     by_object: dict[str, list[str]] = {}
     for node, change in zip(ids, changes):
@@ -72,8 +76,7 @@ def order(changes: list[Change], desired: Catalog, live: Catalog) -> list[Change
             for read in change.view.reads:
                 deps[node].update(by_object.get(read, ()))
         if isinstance(change, (DropTable, DropView)):
-            for view in live.views():
-                if change.key in view.reads and view.key != change.key:
-                    deps[node].update(n for n in by_object.get(view.key, ()) if isinstance(changes[int(n)], DropView))
+            for reader in readers.get(change.key, ()):
+                deps[node].update(n for n in by_object.get(reader, ()) if isinstance(changes[int(n)], DropView))
     rank = {node: (_phase(c), c.key, node) for node, c in zip(ids, changes)}
     return [changes[int(node)] for node in topological_order(deps, key=rank.__getitem__)]

@@ -94,7 +94,7 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
     changes = [_with_partition_facts(c, count_partitions, stale_partitions) for c in changes]
     changes += _stamps(desired, live, changes, commit)
     steps: list[Step] = []
-    for change in deps.order(changes, desired, live):
+    for change in deps.order(changes, live):
         step = change.to_step()
         # Columns are dropped only by migrations that name them: those need no further permission.
         if step.destructive and not allow_destructive and not step.blocked and not isinstance(change, AlterColumns):
