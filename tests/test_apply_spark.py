@@ -330,6 +330,14 @@ def test_a_migration_from_yaml_is_applied_once_and_recorded_in_the_metastore(tmp
     shutil.copytree(tmp_path / "migrations", other / "migrations")
     assert plan(load_project(other, env={}), metastore).is_empty
 
+    # Editing the applied migration is caught against the checksum recorded on the table.
+    migration = other / "migrations/0003_customer_rename.yaml"
+    migration.write_text(migration.read_text().replace("and widen amount", "and widen the amount"))
+    hash_migrations(load_project(other, env={}))
+    [step] = plan(load_project(other, env={}), metastore).steps
+    assert step.summary.startswith(f"migration 0003_customer_rename was edited after it was applied to {db}.orders")
+    assert step.blocked
+
 
 def test_import_writes_schemas_that_plan_to_nothing(tmp_path, metastore, spark, fresh_db):
     from schemaflow.workflow import import_database

@@ -233,3 +233,16 @@ def test_a_spark_data_source_table_is_refused_before_anything_runs(spark, metast
     with pytest.raises(SchemaflowError, match="blocked"):
         apply_plan(result, metastore)
     assert [f.name for f in spark.table(f"{db}.t").schema.fields] == ["a", "b"]
+
+
+def test_a_partition_column_comment_changes_in_the_metastore_and_in_sparks_copy(spark, metastore, fresh_db):
+    db = fresh_db()
+    table = Table(db, "t", cols("a:int"), cols("ds:string"), format="parquet")
+    apply_plan(plan(metastore, table), metastore)
+    commented = replace(table, partition_columns=(Column("ds", "string", "Load date"),))
+    assert [s.kind for s in evolve(metastore, commented).steps] == ["alter_columns"]
+    keys = metastore.msc.getTable(db, "t").getPartitionKeys()
+    assert [(k.getName(), k.getComment()) for k in keys] == [("ds", "Load date")]
+    stored = json.loads(metastore.msc.getTable(db, "t").getParameters()["spark.sql.sources.schema"])
+    assert stored["fields"][-1] == {"name": "ds", "type": "string", "nullable": True, "metadata": {"comment": "Load date"}}
+    assert plan(metastore, commented).is_empty
