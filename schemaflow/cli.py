@@ -61,6 +61,8 @@ def _parser() -> argparse.ArgumentParser:
     apply.add_argument("--reviewed", type=Path, metavar="PLAN",
                        help="a plan made for review (plan --base ... --out): apply only if planning now makes the "
                             "same changes, else refuse it as stale")
+    apply.add_argument("--take-over", action="store_true",
+                       help="finish the work of an apply that stopped on another machine (its claims name it)")
 
     commands.add_parser("history", help="what schemaflow applied to the managed databases: when, from which commit")
     commands.add_parser("drift", help="what changed in the metastore outside schemaflow since the last apply")
@@ -159,13 +161,17 @@ def _apply(project, args) -> int:
     if plan.is_empty:
         return EXIT_OK
     check_runnable(plan)
+    workflow.check_claims(plan, take_over=args.take_over)
     if not args.auto_approve and not _confirm(plan):
         print("Not applied.", file=sys.stderr)
         return EXIT_ERROR
     print()
     target = live.target()
     target.progress = lambda message: print(f"\n      {message}", end="", flush=True)
-    apply_plan(plan, target, progress=sys.stdout)
+    pause = workflow.test_pause()
+    if pause:
+        pause("planned")
+    apply_plan(plan, target, progress=sys.stdout, pause=pause)
     print(f"\nApplied {len(plan.steps)} steps.")
     return EXIT_OK
 

@@ -29,3 +29,12 @@ class SpecError(SchemaflowError):
     def __init__(self, problems: list[Problem]) -> None:
         self.problems = sorted(problems, key=lambda p: (p.source.path, p.source.line, p.source.col, p.message))
         super().__init__("\n".join(str(p) for p in self.problems))
+
+
+class ConcurrentChange(SchemaflowError):
+    """A guarded write found ``schemaflow.version`` other than expected: someone changed the object since."""
+
+    def __init__(self, key: str, expected: str | None, found: str | None) -> None:
+        self.key, self.expected, self.found = key, expected, found
+        super().__init__(f"{key} was modified concurrently: its schemaflow.version is {found!r}, "
+                         f"this run expected {expected!r}")

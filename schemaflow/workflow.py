@@ -10,11 +10,14 @@ Each way of planning returns a ``Review``: the plan and what a reviewer reads be
 from __future__ import annotations
 
 import json
+import os
 import sys
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Callable, TextIO
 
+from schemaflow.claims import parse_claim
 from schemaflow.errors import SchemaflowError
 from schemaflow.catalog.thrift_count import partition_counter
 from schemaflow.gitsource import commit_of
@@ -23,6 +26,9 @@ from schemaflow.plan.plan import Plan, build_plan
 from schemaflow.project import Project
 from schemaflow.render.review import Review
 from schemaflow.spec import load_catalog
+
+
+TEST_PAUSE = "SCHEMAFLOW_TEST_PAUSE"
 
 
 def desired_state(project: Project) -> Catalog:
@@ -164,6 +170,43 @@ def drift(project: Project, live: Live) -> list:
 
     desired = desired_state(project)
     return read_drift(live.metastore, desired.objects, desired.databases)
+
+
+def check_claims(plan: Plan, take_over: bool = False) -> None:
+    """Refuse to apply over another apply's claims unless that apply is gone.
+
+    A claim from a process that no longer runs on this host is taken over (the plan finishes its
+    work); one from another host may still be running, so only ``take_over`` takes it.
+    """
+    for key, version in sorted(plan.guards.items()):
+        claim = parse_claim(version)
+        if claim is None:
+            continue
+        alive = claim.alive()
+        if alive:
+            raise SchemaflowError(f"{key} is being modified concurrently by another schemaflow apply "
+                                  f"({claim.describe()}); nothing was applied: wait for it to finish, then plan again")
+        if alive is None and not take_over:
+            raise SchemaflowError(f"{key} is claimed by an apply on another machine ({claim.describe()}); nothing "
+                                  "was applied. If that apply has stopped, run apply --take-over to finish its work")
+
+
+def test_pause() -> Callable[[str], None] | None:
+    """A hook for tests of crashes and races: ``SCHEMAFLOW_TEST_PAUSE=<point>:<file>`` makes apply create
+    ``file`` when it reaches ``point`` (``planned``, ``claimed`` or ``<step>.<action>``) and wait until the
+    file is removed, so a test can kill it or race it there."""
+    setting = os.environ.get(TEST_PAUSE)
+    if not setting:
+        return None
+    point, _, marker = setting.partition(":")
+
+    def pause(reached: str) -> None:
+        if reached != point:
+            return
+        Path(marker).write_text(str(os.getpid()))
+        while Path(marker).exists():
+            time.sleep(0.05)
+    return pause
 
 
 def load_plan(path: Path) -> Plan:

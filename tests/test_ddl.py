@@ -25,13 +25,15 @@ def test_create_table_with_everything():
         "COMMENT 'Lines'\n"
         "PARTITIONED BY (\n  `ds` string COMMENT 'Load date'\n)\n"
         "STORED AS ORC\n"
-        "LOCATION '/data/orders'")
+        "LOCATION '/data/orders'\n"
+        "TBLPROPERTIES ('schemaflow.version' = ${claim})")  # born claimed: the executor fills in the claim
 
 
 def test_create_view_imposes_names_and_comments():
     view = View("retail", "v", "SELECT a, b FROM retail.t", (Column("x", comment="X;"), Column("b")), comment="V")
     assert ddl.create_view(view, replace=True) == (
-        "CREATE OR REPLACE VIEW `retail`.`v` (\n  `x` COMMENT 'X;',\n  `b`\n)\nCOMMENT 'V'\nAS SELECT a, b FROM retail.t")
+        "CREATE OR REPLACE VIEW `retail`.`v` (\n  `x` COMMENT 'X;',\n  `b`\n)\nCOMMENT 'V'\n"
+        "TBLPROPERTIES ('schemaflow.version' = ${claim})\nAS SELECT a, b FROM retail.t")
 
 
 def test_table_comment_can_be_removed():

@@ -43,15 +43,20 @@ def test_the_issue_example_renames_drops_and_widens_in_one_cascading_alter():
     assert step.summary == ("alter columns of retail.orders: rename cust_id to customer_id (0003_customer_rename); "
                             "drop legacy_flag (0003_customer_rename); reorder to (order_id, customer_id, amount) "
                             "(0003_customer_rename); change type of amount from decimal(10,2) to decimal(12,2)")
-    assert step.actions[0] == SetColumns("retail.orders", DESIRED.columns, LIVE.partition_columns, cascade=True)
+    # The migration is recorded in the same metastore write as the columns: a crash cannot part them.
+    [columns_written] = [a for a in step.actions if isinstance(a, SetColumns)]
+    assert replace(columns_written, parameters={}) == SetColumns("retail.orders", DESIRED.columns,
+                                                                 LIVE.partition_columns, cascade=True)
     assert step.notes[:2] == ("applies migration 0003_customer_rename",
                               "cascade: the column lists of 1200 partitions follow the table (estimate: 3 s)")
     assert step.hazards == (
         "rename cust_id -> customer_id: parquet files find columns by name, so customer_id reads NULL in existing data",
         "drop legacy_flag: its values stay in the files but no reader sees them")
     assert step.destructive  # a column is dropped, but the migration that names it is the permission
-    record = json.loads(step.actions[1].set[MIGRATION_PREFIX + "0003_customer_rename"])
+    assert list(columns_written.parameters) == [MIGRATION_PREFIX + "0003_customer_rename"]
+    record = json.loads(columns_written.parameters[MIGRATION_PREFIX + "0003_customer_rename"])
     assert record == {"at": APPLIED_AT, "checksum": "", "commit": "abc123"}
+    assert not any(k.startswith(MIGRATION_PREFIX) for k in step.actions[-1].set)  # not recorded twice
 
 
 def test_a_recorded_migration_is_never_applied_again():
@@ -137,7 +142,8 @@ def test_cascade_repairs_stale_partitions_when_columns_do_not_change():
     assert "17 of 1200 partitions have a stale column list; this cascade repairs them" in step.notes
     # The metastore's CASCADE ignores a table whose columns do not change: the batched path repairs.
     assert step.actions[0] == SetColumns("retail.orders", DESIRED.columns, DESIRED.partition_columns, cascade=True,
-                                         batched=True)
+                                         batched=True, parameters={MIGRATION_PREFIX + "0008_repair": json.dumps(
+                                             {"at": APPLIED_AT, "checksum": "", "commit": "abc123"}, sort_keys=True)})
 
 
 def test_a_very_large_table_cascades_in_resumable_batches():

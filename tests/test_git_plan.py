@@ -116,8 +116,8 @@ def test_an_unchanged_work_tree_plans_nothing(repo, capsys):
     document = json.loads(captured.out)
     assert Plan.from_data(document).is_empty  # its checksum holds
     del document["checksum"]
-    assert document == {"allow_destructive": False, "databases": ["analytics", "retail"], "format_version": 1,
-                        "steps": [], "warnings": [], "basis": "git", "fingerprints": {},
+    assert document == {"allow_destructive": False, "databases": ["analytics", "retail"], "format_version": 2,
+                        "steps": [], "warnings": [], "basis": "git", "fingerprints": {}, "guards": {},
                         "commit": repo.head.commit.hexsha}
     assert captured.err == ("Planning the working tree against main from git, without a metastore: "
                             "partition counts are unknown.\n")

@@ -9,6 +9,8 @@ import pytest
 from schemaflow.apply.executor import ApplyError, RecordingTarget, apply_plan
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import APPLIED_AT_KEY, APPLIED_STATE_KEY, LIVE_STATE, MANAGED_KEYS_KEY, VERSION_KEY, Catalog, Column, Table, View, fingerprint
+from schemaflow.claims import CLAIM, Claim
+from schemaflow.sql import ddl
 from schemaflow.plan.plan import DESTRUCTIVE_BLOCK, Plan, build_plan
 from schemaflow.plan.steps import APPLIED_AT, PartitionView, SetColumns, SetParameters, SqlAction
 
@@ -184,13 +186,20 @@ def test_plan_round_trips_through_json_and_applies_the_same_actions():
     again = Plan.from_data(__import__("json").loads(plan.to_json()))
     assert again == plan
     recorded = RecordingTarget()
-    apply_plan(again, recorded)
-    # The executor writes the moment of each write where the plan holds its placeholder.
+    run = Claim("run1", "ci-host", 4242, "2026-01-01T00:00:00Z")
+    apply_plan(again, recorded, claim=run)
+    # The executor writes the moment of each write where the plan holds its placeholder, and the
+    # run's claim into each CREATE; the object's stamp then expects that claim.
     times = {a.set[APPLIED_AT_KEY] for a in recorded.actions if isinstance(a, SetParameters)}
     assert len(times) >= 1 and all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", t) for t in times)
-    as_planned = [replace(a, set={k: APPLIED_AT if k == APPLIED_AT_KEY else v for k, v in a.set.items()})
-                  if isinstance(a, SetParameters) else a for a in recorded.actions]
-    assert as_planned == [a for s in plan.steps for a in s.actions]
+    tokens = {s.object: run.for_object((s.kind,), False).token for s in plan.steps if s.object_type != "database"}
+    planned = [a for s in plan.steps for a in s.actions]
+    as_run = [replace(a, sql=a.sql.replace(CLAIM, ddl.string(tokens[a.claims])), claims=None)
+              if isinstance(a, SqlAction) and a.claims else a for a in planned]
+    as_recorded = [replace(a, set={k: APPLIED_AT if k == APPLIED_AT_KEY else v for k, v in a.set.items()})
+                   if isinstance(a, SetParameters) else a for a in recorded.actions]
+    assert as_recorded == as_run
+    assert recorded.guards == [tokens[a.object] for a in planned if isinstance(a, (SetParameters, PartitionView))]
 
 
 class FailingTarget(RecordingTarget):

@@ -3,50 +3,70 @@
 The executor is the second walk over the plan's steps (the renderers are the first), so exactly
 the reviewed statements run. It refuses a plan with blocked steps before touching anything, and
 when a step fails it raises ``ApplyError`` naming the step and listing what was and was not applied.
+
+Every write is guarded (see ``schemaflow.claims``): first each existing object the plan touches is
+claimed with a compare-and-swap against the version the plan saw; each later metastore write to it
+expects the claim; its final stamp swaps the claim for the new version. Spark SQL cannot carry a
+guard, but it runs only on objects this run holds, and a CREATE gives the new object the claim.
 """
 from __future__ import annotations
 
 import time
 from datetime import datetime, timezone
-from typing import Mapping, Protocol, Sequence, TextIO
+from typing import Callable, Mapping, Protocol, Sequence, TextIO
 
-from schemaflow.errors import SchemaflowError
+from schemaflow.claims import CLAIM, Claim, new_run
+from schemaflow.errors import ConcurrentChange, SchemaflowError
+from schemaflow.model import VERSION_KEY, Column
 from schemaflow.plan.plan import Plan
-from schemaflow.model import Column
 from schemaflow.plan.steps import APPLIED_AT, Action, PartitionView, SetColumns, SetParameters, SqlAction, Step
+from schemaflow.sql import ddl
 
 
 class Target(Protocol):
-    """Where actions run: Spark and the metastore, or a recorder in tests."""
+    """Where actions run: Spark and the metastore, or a recorder in tests.
+
+    ``expected`` guards a metastore write: it lands only if the object's ``schemaflow.version`` still
+    holds that value, else ``ConcurrentChange`` is raised; None writes unguarded (adopting an object).
+    """
 
     def run_sql(self, sql: str) -> None: ...
 
-    def set_parameters(self, key: str, set: Mapping[str, str], unset: Sequence[str]) -> None: ...
+    def set_parameters(self, key: str, set: Mapping[str, str], unset: Sequence[str],
+                       expected: str | None = None) -> None: ...
 
-    def partition_view(self, key: str, columns: Sequence[str]) -> None: ...
+    def partition_view(self, key: str, columns: Sequence[str], expected: str | None = None) -> None: ...
 
     def set_columns(self, key: str, columns: Sequence[Column], partition_columns: Sequence[Column],
-                    cascade: bool, batched: bool) -> None: ...
+                    cascade: bool, batched: bool, parameters: Mapping[str, str] = {},
+                    expected: str | None = None) -> None: ...
 
 
 class RecordingTarget:
-    """Records the actions it is given instead of running them."""
+    """Records the actions it is given, and the guard of each metastore write, instead of running them."""
 
     def __init__(self) -> None:
         self.actions: list[Action] = []
+        self.guards: list[str | None] = []  # one per metastore write, in order
 
     def run_sql(self, sql: str) -> None:
         self.actions.append(SqlAction(sql))
 
-    def set_parameters(self, key: str, set: Mapping[str, str], unset: Sequence[str]) -> None:
+    def set_parameters(self, key: str, set: Mapping[str, str], unset: Sequence[str],
+                       expected: str | None = None) -> None:
         self.actions.append(SetParameters(key, dict(set), tuple(unset)))
+        self.guards.append(expected)
 
-    def partition_view(self, key: str, columns: Sequence[str]) -> None:
+    def partition_view(self, key: str, columns: Sequence[str], expected: str | None = None) -> None:
         self.actions.append(PartitionView(key, tuple(columns)))
+        self.guards.append(expected)
 
     def set_columns(self, key: str, columns: Sequence[Column], partition_columns: Sequence[Column],
-                    cascade: bool, batched: bool) -> None:
-        self.actions.append(SetColumns(key, tuple(columns), tuple(partition_columns), cascade, batched))
+                    cascade: bool, batched: bool, parameters: Mapping[str, str] = {},
+                    expected: str | None = None) -> None:
+        self.actions.append(SetColumns(key, tuple(columns), tuple(partition_columns), cascade, batched,
+                                       dict(parameters)))
+        self.guards.append(expected)
 
 
 class ApplyError(SchemaflowError):
@@ -64,17 +84,70 @@ class ApplyError(SchemaflowError):
         super().__init__("\n".join(lines))
 
 
-def run_action(action: Action, target: Target) -> None:
-    if isinstance(action, SqlAction):
-        target.run_sql(action.sql)
-    elif isinstance(action, SetParameters):
+class Run:
+    """One apply run: its claim, and the ``schemaflow.version`` each object holds as far as it knows."""
+
+    def __init__(self, plan: Plan, claim: Claim, target: Target) -> None:
+        self.target = target
+        self.held: dict[str, str] = {}
+        self.started: set[str] = set()  # objects this run has begun to change
+        kinds: dict[str, list[str]] = {}
+        cascade: set[str] = set()
+        for step in plan.steps:
+            if step.object_type != "database":
+                kinds.setdefault(step.object, []).append(step.kind)
+                if any(isinstance(a, SetColumns) and a.cascade for a in step.actions):
+                    cascade.add(step.object)
+        self.tokens = {key: claim.for_object(tuple(k), key in cascade).token for key, k in kinds.items()}
+
+    def claim(self, guards: Mapping[str, str | None]) -> None:
+        """Claim every existing object the plan touches, in name order, before anything changes.
+
+        If one was changed since the plan saw it, the claims already taken are handed back and the
+        run stops with ``ConcurrentChange``: nothing was applied. Claiming in one order means two
+        runs of the same plan meet at the first object, where exactly one of them wins.
+        """
+        for key in sorted(guards):
+            try:
+                self.target.set_parameters(key, {VERSION_KEY: self.tokens[key]}, (), guards[key])
+            except ConcurrentChange:
+                self.release(guards)
+                raise
+            self.held[key] = self.tokens[key]
+
+    def release(self, guards: Mapping[str, str | None]) -> None:
+        """Hand back the claims on objects not changed yet: each gets the version it had.
+
+        A claim on an object this run has begun to change stays: it tells the next run what to finish.
+        """
+        for key, token in sorted(self.held.items()):
+            if key in self.started or key not in guards:
+                continue
+            before = guards[key]
+            self.target.set_parameters(key, {VERSION_KEY: before} if before else {},
+                                       () if before else (VERSION_KEY,), token)
+            del self.held[key]
+
+    def run(self, action: Action) -> None:
         now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        target.set_parameters(action.object, {k: v.replace(APPLIED_AT, now) for k, v in action.set.items()},
-                              action.unset)
-    elif isinstance(action, SetColumns):
-        target.set_columns(action.object, action.columns, action.partition_columns, action.cascade, action.batched)
-    else:
-        target.partition_view(action.object, action.columns)
+        if isinstance(action, SqlAction):
+            sql = action.sql
+            if action.claims:
+                sql = sql.replace(CLAIM, ddl.string(self.tokens[action.claims]))
+            self.target.run_sql(sql)
+            if action.claims:
+                self.held[action.claims] = self.tokens[action.claims]
+        elif isinstance(action, SetParameters):
+            values = {k: v.replace(APPLIED_AT, now) for k, v in action.set.items()}
+            self.target.set_parameters(action.object, values, action.unset, self.held.get(action.object))
+            if VERSION_KEY in values:
+                self.held[action.object] = values[VERSION_KEY]
+        elif isinstance(action, SetColumns):
+            self.target.set_columns(action.object, action.columns, action.partition_columns, action.cascade,
+                                    action.batched, {k: v.replace(APPLIED_AT, now) for k, v in action.parameters.items()},
+                                    self.held.get(action.object))
+        else:
+            self.target.partition_view(action.object, action.columns, self.held.get(action.object))
 
 
 def check_runnable(plan: Plan) -> None:
@@ -84,9 +157,22 @@ def check_runnable(plan: Plan) -> None:
         raise SchemaflowError(f"the plan has {len(plan.blocked)} blocked step(s); nothing was applied:\n{reasons}")
 
 
-def apply_plan(plan: Plan, target: Target, progress: TextIO | None = None) -> None:
-    """Run every step of ``plan`` in order; raise ``ApplyError`` at the first failure."""
+def apply_plan(plan: Plan, target: Target, progress: TextIO | None = None, claim: Claim | None = None,
+               pause: Callable[[str], None] | None = None) -> None:
+    """Claim the plan's objects, then run every step in order; raise ``ApplyError`` at the first failure.
+
+    ``pause`` is called with ``"claimed"`` after the claims and ``"<step>.<action>"`` (1-based) after
+    each action: the points where a test may stop or kill the run.
+    """
     check_runnable(plan)
+    run = Run(plan, claim or new_run(), target)
+    try:
+        run.claim(plan.guards)
+    except ConcurrentChange as error:
+        raise SchemaflowError(f"{error}; nothing was applied (claims taken were handed back). Plan again: "
+                              "another apply or another tool changed it since this plan was made") from None
+    if pause:
+        pause("claimed")
     total = len(plan.steps)
     width = len(str(total))
     for index, step in enumerate(plan.steps):
@@ -94,13 +180,19 @@ def apply_plan(plan: Plan, target: Target, progress: TextIO | None = None) -> No
         if progress:
             progress.write(f"[{index + 1:>{width}}/{total}] {step.summary} ... ")
             progress.flush()
+        run.started.add(step.object)
         try:
-            for action in step.actions:
-                run_action(action, target)
+            for number, action in enumerate(step.actions, 1):
+                run.run(action)
+                if pause:
+                    pause(f"{index + 1}.{number}")
         except Exception as error:  # any Spark, metastore or py4j failure: report and stop
             if progress:
                 progress.write("FAILED\n")
+            try:
+                run.release(plan.guards)
+            except Exception:  # the metastore may be what failed: the claims stay, and the next run takes them over
+                pass
             raise ApplyError(index, plan.steps, error) from error
         if progress:
             progress.write(f"done ({time.monotonic() - started:.1f}s)\n")
-

@@ -17,7 +17,7 @@ Partitions follow the table's columns in one of two ways, as the plan chose:
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import Column, split_key
@@ -35,9 +35,11 @@ PROVIDER = "spark.sql.sources.provider"
 
 
 def set_columns(metastore: Metastore, key: str, columns: Sequence[Column], partition_columns: Sequence[Column],
-                cascade: bool, batched: bool = False) -> None:
+                cascade: bool, batched: bool = False, parameters: Mapping[str, str] = {},
+                expected: str | None = None) -> None:
     """Make ``columns`` and ``partition_columns`` the columns of ``key``; with ``cascade``, of its partitions
-    too: in the metastore's CASCADE, or ``batched``."""
+    too: in the metastore's CASCADE, or ``batched``. ``parameters`` are set in the same write, which
+    ``expected`` guards (see ``Metastore.alter``)."""
     database, name = split_key(key)
     table = metastore.msc.getTable(database, name)
     provider = table.getParameters().get(PROVIDER)
@@ -48,11 +50,13 @@ def set_columns(metastore: Metastore, key: str, columns: Sequence[Column], parti
     table.getSd().setCols(_field_schemas(metastore, columns))
     table.setPartitionKeys(_field_schemas(metastore, partition_columns))
     _sync_spark_schema(metastore, table, [*columns, *partition_columns])
+    for parameter, value in sorted(parameters.items()):
+        table.getParameters().put(parameter, value)
     if cascade and batched:
-        metastore.alter(table)
+        metastore.alter(table, expected)
         cascade_in_batches(metastore, key, columns)
     else:
-        metastore.alter(table, CASCADE="true" if cascade else "false")
+        metastore.alter(table, expected, CASCADE="true" if cascade else "false")
 
 
 def cascade_in_batches(metastore: Metastore, key: str, columns: Sequence[Column]) -> int:

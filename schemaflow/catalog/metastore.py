@@ -21,8 +21,8 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 from pyspark.sql import SparkSession
 
 from schemaflow.catalog.columns import set_columns, stale_partitions
-from schemaflow.catalog.jvm import java_errors
-from schemaflow.errors import SchemaflowError
+from schemaflow.catalog.jvm import java_errors, java_message
+from schemaflow.errors import ConcurrentChange, SchemaflowError
 from schemaflow.model import (
     MANAGED_KEYS_KEY,
     MIGRATION_PREFIX,
@@ -70,6 +70,8 @@ PROVIDER_KEY = "spark.sql.sources.provider"
 DATA_SOURCE = "(Spark data source)"
 # Environment-context key that spares an unpartitioned table a listing of its files on alter.
 DO_NOT_UPDATE_STATS = "DO_NOT_UPDATE_STATS"
+# How the metastore's compare-and-swap refuses a write (HiveAlterHandler).
+CAS_REFUSED = "The table has been modified"
 
 
 class Metastore:
@@ -118,7 +120,8 @@ class Metastore:
         with self._errors(f"counting the partitions of {key}"):
             return int(self.msc.getNumPartitionsByFilter(database, name, ""))
 
-    def set_parameters(self, key: str, set: Mapping[str, str], unset: Sequence[str]) -> None:
+    def set_parameters(self, key: str, set: Mapping[str, str], unset: Sequence[str],
+                       expected: str | None = None) -> None:
         """Set and remove table parameters of ``key`` with one ``alter_table``.
 
         Through the client rather than Spark SQL, because Spark refuses reserved keys such as
@@ -138,16 +141,33 @@ class Metastore:
                 digest = state_digest(to_model(self.to_data(table)))
                 for parameter in digested:
                     parameters.put(parameter, digest)
-            self.alter(table)
+            self.alter(table, expected)
 
     def context(self, **properties: str) -> Any:
         """An environment context for alter calls; it spares the table a listing of its files."""
         return self.api.EnvironmentContext({DO_NOT_UPDATE_STATS: "true", **properties})
 
-    def alter(self, table: Any, **context: str) -> None:
-        """``alter_table`` with an environment context (CASCADE, ...)."""
-        self.msc.alter_table_with_environmentContext(table.getDbName(), table.getTableName(), table,
-                                                     self.context(**context))
+    def alter(self, table: Any, expected: str | None = None, **context: str) -> None:
+        """``alter_table`` with an environment context (CASCADE, ...), guarded when ``expected`` is given.
+
+        Guarded, the metastore applies it only if the stored ``schemaflow.version`` is ``expected``
+        (its compare-and-swap), else ``ConcurrentChange``. Hive's client retries a call whose
+        connection broke, so a guarded write that landed may come back refused: the version read
+        back then is the one this write set, and that is success.
+        """
+        if expected is not None:
+            constants = self.api.hive_metastoreConstants
+            context = {constants.EXPECTED_PARAMETER_KEY: VERSION_KEY, constants.EXPECTED_PARAMETER_VALUE: expected,
+                       **context}
+        database, name = table.getDbName(), table.getTableName()
+        try:
+            self.msc.alter_table_with_environmentContext(database, name, table, self.context(**context))
+        except Exception as error:
+            if expected is None or CAS_REFUSED not in java_message(error):
+                raise
+            found = self.msc.getTable(database, name).getParameters().get(VERSION_KEY)
+            if found != table.getParameters().get(VERSION_KEY) or found == expected:
+                raise ConcurrentChange(f"{database}.{name}", expected, found) from None
 
     def to_data(self, struct: Any) -> dict[str, Any]:
         """A Thrift struct as JSON data, serialised in the JVM: one py4j round trip for a whole batch."""
@@ -165,17 +185,18 @@ class Metastore:
             return stale_partitions(self, key)
 
     def set_columns(self, key: str, columns: Sequence[Column], partition_columns: Sequence[Column],
-                    cascade: bool, batched: bool = False) -> None:
-        """Replace the columns of ``key`` (see ``catalog.columns``)."""
+                    cascade: bool, batched: bool = False, parameters: Mapping[str, str] = {},
+                    expected: str | None = None) -> None:
+        """Replace the columns of ``key`` and set ``parameters`` in the same write (see ``catalog.columns``)."""
         with self._errors(f"altering the columns of {key}"):
-            set_columns(self, key, columns, partition_columns, cascade, batched)
+            set_columns(self, key, columns, partition_columns, cascade, batched, parameters, expected)
 
     def run_sql(self, sql: str) -> None:
         """Run one statement through the session's ``spark.sql``."""
         with self._errors("running Spark SQL"):
             self.spark.sql(sql)
 
-    def partition_view(self, key: str, columns: Sequence[str]) -> None:
+    def partition_view(self, key: str, columns: Sequence[str], expected: str | None = None) -> None:
         """Make the view's trailing output ``columns`` its partition keys (Hive ``PARTITIONED ON``).
 
         Spark cannot parse ``PARTITIONED ON``, but the metastore holds it: the columns move from
@@ -191,7 +212,7 @@ class Metastore:
                 raise SchemaflowError(f"view {key} does not end with the columns {list(columns)}")
             view.getSd().setCols(keep)
             view.setPartitionKeys(move)
-            self.alter(view)
+            self.alter(view, expected)
 
     def table_data(self, database: str) -> Iterator[dict[str, Any]]:
         """The Thrift Table objects of ``database`` as JSON-decoded dicts, fetched in batches."""

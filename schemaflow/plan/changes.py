@@ -69,7 +69,7 @@ class CreateTable(_OfTable):
             shape += f", partitioned by ({', '.join(c.name for c in t.partition_columns)})"
         kind = "external table" if t.external else "table"
         return Step("create_table", t.key, "table", f"create {kind} {t.key} ({shape}, {t.format})",
-                    (SqlAction(ddl.create_table(t)),))
+                    (SqlAction(ddl.create_table(t), claims=t.key),))
 
 
 @dataclass(frozen=True)
@@ -132,6 +132,7 @@ class AlterColumns:
     cascade: bool
     partition_count: int | None = None
     stale_partitions: int | None = None     # partitions whose column list already differs from the table's
+    records: Mapping[str, str] = field(default_factory=dict)  # migration records written with the columns
     object_type = "table"
 
     @property
@@ -173,7 +174,8 @@ class AlterColumns:
         elif self.partition_columns:
             hazards += (restrict_hazard(self.partition_count),)
         return Step("alter_columns", self.key, "table", f"alter columns of {self.key}: {'; '.join(operations)}",
-                    (SetColumns(self.key, self.evolution.new, self.partition_columns, self.cascade, self.batched),),
+                    (SetColumns(self.key, self.evolution.new, self.partition_columns, self.cascade, self.batched,
+                                self.records),),
                     notes=tuple(notes), hazards=hazards, destructive=self.destructive)
 
 
@@ -193,7 +195,7 @@ class SetTableComment:
 
 def _view_actions(view: View, replace: bool) -> tuple:
     # Unqualified names in the SQL resolve in the view's own database, as validate resolved them.
-    actions: tuple = (SqlAction(ddl.use_database(view.database)), SqlAction(ddl.create_view(view, replace)))
+    actions: tuple = (SqlAction(ddl.use_database(view.database)), SqlAction(ddl.create_view(view, replace), claims=view.key))
     if view.partitioned_on:
         actions += (PartitionView(view.key, view.partitioned_on),)
     return actions

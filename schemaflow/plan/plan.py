@@ -12,15 +12,17 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
 
+from schemaflow.claims import parse_claim
 from schemaflow.model import (APPLIED_AT_KEY, APPLIED_COMMIT_KEY, APPLIED_STATE_KEY, LIVE_STATE, MANAGED_KEYS_KEY,
-                              MIGRATION_PREFIX, VERSION_KEY, Catalog, Migration, Object, Table, fingerprint,
+                              MIGRATION_PREFIX, VERSION_KEY, Catalog, Migration, Object, Table, View, fingerprint,
                               state_digest)
 from schemaflow.plan import deps
 from schemaflow.plan.changes import AddColumns, AlterColumns, Change, CreateTable, CreateView, ReplaceView, Stamp
 from schemaflow.plan.diff import diff, property_delta
+from schemaflow.plan.evolution import Evolution
 from schemaflow.plan.steps import APPLIED_AT, Step
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 ABSENT = "absent"  # the fingerprint of an object that does not exist yet
 DESTRUCTIVE_BLOCK = "destructive: run with --allow-destructive to allow it"
 
@@ -38,6 +40,9 @@ class Plan:
     basis: str = "metastore"
     fingerprints: Mapping[str, str] = field(default_factory=dict)
     commit: str | None = None
+    # The schemaflow.version each existing object it touches had (None: not managed yet): the apply's
+    # compare-and-swap claims each object only if it still holds that value.
+    guards: Mapping[str, str | None] = field(default_factory=dict)
 
     @property
     def is_empty(self) -> bool:
@@ -55,7 +60,8 @@ class Plan:
         data = {"format_version": FORMAT_VERSION, "databases": list(self.databases),
                 "allow_destructive": self.allow_destructive, "steps": [s.to_data() for s in self.steps],
                 "warnings": list(self.warnings), "basis": self.basis,
-                "fingerprints": dict(sorted(self.fingerprints.items())), "commit": self.commit}
+                "fingerprints": dict(sorted(self.fingerprints.items())), "commit": self.commit,
+                "guards": dict(sorted(self.guards.items()))}
         return {**data, "checksum": _checksum(data)}
 
     def to_json(self) -> str:
@@ -71,7 +77,8 @@ class Plan:
             raise ValueError("its checksum does not match its content: it was changed after schemaflow wrote it")
         return cls(steps=tuple(Step.from_data(s) for s in data["steps"]), databases=tuple(data["databases"]),
                    allow_destructive=bool(data["allow_destructive"]), warnings=tuple(data["warnings"]),
-                   basis=data["basis"], fingerprints=dict(data["fingerprints"]), commit=data["commit"])
+                   basis=data["basis"], fingerprints=dict(data["fingerprints"]), commit=data["commit"],
+                   guards=dict(data["guards"]))
 
 
 def _checksum(content: Mapping[str, Any]) -> str:
@@ -91,7 +98,9 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
     live = deps.with_live_reads(live)
     changes = diff(desired, live)
     changes += deps.recreate_dependents(desired, changes)
+    changes += _resumed(desired, live, changes, stale_partitions)
     changes = [_with_partition_facts(c, count_partitions, stale_partitions) for c in changes]
+    changes = [_with_records(c, desired, commit) for c in changes]
     changes += _stamps(desired, live, changes, commit)
     steps: list[Step] = []
     for change in deps.order(changes, live):
@@ -106,8 +115,10 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
     warnings = _stale_elsewhere(desired, live, changes, count_partitions, stale_partitions) if check_partitions else ()
     touched = {s.object for s in steps if s.object_type != "database"}
     fingerprints = {key: state_digest(live.objects[key]) if key in live.objects else ABSENT for key in sorted(touched)}
-    return Plan(steps=tuple(steps), databases=desired.databases, allow_destructive=allow_destructive,
-                warnings=warnings, basis=basis, fingerprints=fingerprints, commit=commit)
+    guards = {key: live.objects[key].version for key in sorted(touched) if key in live.objects}
+    return Plan(steps=tuple(_note_adoptions(steps, guards)), databases=desired.databases,
+                allow_destructive=allow_destructive, warnings=warnings + _resume_warnings(live), basis=basis,
+                fingerprints=fingerprints, commit=commit, guards=guards)
 
 
 def _stale_elsewhere(desired: Catalog, live: Catalog, changes: list[Change], count: PartitionCounter | None,
@@ -138,6 +149,19 @@ def _with_partition_facts(change: Change, count: PartitionCounter | None, stale:
     return change
 
 
+def _with_records(change: Change, desired: Catalog, commit: str | None) -> Change:
+    """An ``AlterColumns`` records the migrations it applies in its own write: a crash cannot part them."""
+    if isinstance(change, AlterColumns) and change.evolution.migrations:
+        applied = [m for m in desired.migrations if m.id in change.evolution.migrations]
+        return replace(change, records=_migration_records(applied, commit))
+    return change
+
+
+def _migration_records(migrations: list[Migration], commit: str | None) -> dict[str, str]:
+    return {MIGRATION_PREFIX + m.id: json.dumps({"at": APPLIED_AT, "checksum": m.checksum, "commit": commit},
+                                                sort_keys=True) for m in migrations}
+
+
 def _fold(step: Step, stamp: Stamp) -> Step:
     properties = stamp.describe_properties()
     notes = step.notes + ((f"properties: {properties}",) if properties else ())
@@ -153,6 +177,7 @@ def _stamps(desired: Catalog, live: Catalog, changes: list[Change], commit: str 
     """
     touched = {c.key for c in changes}
     recreated = {c.key for c in changes if isinstance(c, (CreateTable, CreateView, ReplaceView))}
+    recorded_now = {m for c in changes if isinstance(c, AlterColumns) for m in c.evolution.migrations}
     stamps = []
     for key, want in sorted(desired.objects.items()):
         have = None if key in recreated else live.get(key)
@@ -160,8 +185,10 @@ def _stamps(desired: Catalog, live: Catalog, changes: list[Change], commit: str 
         migrations = []
         if isinstance(want, Table):
             recorded = have.migrations if isinstance(have, Table) else {}
-            migrations = [m for m in desired.migrations if m.changes_for(key) and m.id not in recorded]
-        if key in touched or changed or removed or migrations:
+            migrations = [m for m in desired.migrations
+                          if m.changes_for(key) and m.id not in recorded and m.id not in recorded_now]
+        claimed = parse_claim(live.objects[key].version) if key in live.objects else None
+        if key in touched or changed or removed or migrations or claimed:
             stamps.append(_stamp(want, have, changed, removed, migrations, commit))
     return stamps
 
@@ -177,7 +204,48 @@ def _stamp(want: Object, have: Object | None, changed: Mapping[str, str], remove
         to_unset += (MANAGED_KEYS_KEY,)
     if commit:
         to_set[APPLIED_COMMIT_KEY] = commit
-    for migration in migrations:
-        to_set[MIGRATION_PREFIX + migration.id] = json.dumps(
-            {"at": APPLIED_AT, "checksum": migration.checksum, "commit": commit}, sort_keys=True)
+    to_set |= _migration_records(migrations, commit)
     return Stamp(want.key, want.kind, to_set, to_unset)
+
+
+def _resumed(desired: Catalog, live: Catalog, changes: list[Change],
+             stale: PartitionCounter | None) -> list[Change]:
+    """What an interrupted apply left unfinished, beyond what the diff sees, on the objects it still claims.
+
+    A view it was to re-create may look unchanged (a re-creation after a base table changed), so it
+    is re-created; a table whose partitions were to follow its columns in batches gets its stale
+    partitions repaired. Everything else a half-done object lacks, the diff finds by itself.
+    """
+    planned = {c.key for c in changes}
+    extra: list[Change] = []
+    for key, have in sorted(live.objects.items()):
+        claim = parse_claim(have.version)
+        want = desired.get(key)
+        if claim is None or want is None or key in planned:
+            continue
+        if isinstance(want, View) and {"create_view", "replace_view"} & set(claim.steps):
+            extra.append(ReplaceView(want, (f"finishing the re-creation that {claim.describe()} began",)))
+        elif isinstance(want, Table) and claim.cascade and want.partition_columns and stale and stale(key):
+            evolution = Evolution(key, have.columns, have.columns, ("finish giving every partition the table's columns",),
+                                  mode="cascade")
+            extra.append(AlterColumns(key, evolution, want.partition_columns, want.format, cascade=True))
+    return extra
+
+
+def _resume_warnings(live: Catalog) -> tuple[str, ...]:
+    return tuple(f"{key}: left half-done by {claim.describe()}; this plan finishes it"
+                 for key, claim in ((k, parse_claim(o.version)) for k, o in sorted(live.objects.items())) if claim)
+
+
+def _note_adoptions(steps: list[Step], guards: Mapping[str, str | None]) -> list[Step]:
+    """Say on its first step that an object not yet managed is adopted with an unguarded first write."""
+    noted: set[str] = set()
+    out = []
+    for step in steps:
+        if step.object in guards and guards[step.object] is None and step.object not in noted:
+            noted.add(step.object)
+            step = replace(step, notes=step.notes + (
+                "not yet managed by schemaflow: adopted with a plain first write (no compare-and-swap "
+                "until it carries schemaflow.version)",))
+        out.append(step)
+    return out

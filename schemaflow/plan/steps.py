@@ -15,15 +15,20 @@ from schemaflow.model import Column, column_data
 
 @dataclass(frozen=True)
 class SqlAction:
-    """A statement run through ``spark.sql``."""
+    """A statement run through ``spark.sql``.
+
+    ``claims`` names the object a CREATE statement gives the run's claim (its ``CLAIM`` placeholder
+    in TBLPROPERTIES), so the object's later writes can be guarded from its first moment.
+    """
 
     sql: str
+    claims: str | None = None
 
     def describe(self) -> str:
         return self.sql + ";"
 
     def to_data(self) -> dict[str, Any]:
-        return {"action": "sql", "sql": self.sql}
+        return {"action": "sql", "sql": self.sql, **({"claims": self.claims} if self.claims else {})}
 
 
 # Stands for the moment a parameter is written; the executor puts the time in its place.
@@ -35,7 +40,7 @@ class SetParameters:
     """Set and unset table parameters through the metastore client (``alter_table``).
 
     Used for managed properties and the ``schemaflow.version`` stamp: Spark SQL refuses reserved
-    keys such as ``owner``, and only the metastore client can later carry a compare-and-swap guard.
+    keys such as ``owner``, and only the metastore client carries the compare-and-swap guard.
     """
 
     object: str
@@ -77,7 +82,8 @@ class SetColumns:
     With ``cascade`` every partition's column list follows the table's: in the metastore's own
     CASCADE, or ``batched`` a thousand partitions at a time (rewriting only those that differ, so a
     stopped run resumes). Without, partitions keep theirs. Spark's own copy of the schema
-    (``spark.sql.sources.schema``) is rewritten with it.
+    (``spark.sql.sources.schema``) is rewritten with it, and ``parameters`` (the records of the
+    migrations it applies) are set in the same write, so the columns and the record never disagree.
     """
 
     object: str
@@ -85,18 +91,21 @@ class SetColumns:
     partition_columns: tuple[Column, ...]
     cascade: bool
     batched: bool = False
+    parameters: Mapping[str, str] = field(default_factory=dict)
 
     def describe(self) -> str:
         listed = ", ".join(f"{c.name} {c.type}" + (f" COMMENT {c.comment!r}" if c.comment else "") for c in self.columns)
         mode = "table only"
         if self.cascade:
             mode = "every partition follows, in batches" if self.batched else "CASCADE: every partition follows"
-        return f"-- metastore alter_table {self.object} ({mode}): columns ({listed})"
+        recorded = "".join(f", set {k}={v!r}" for k, v in sorted(self.parameters.items()))
+        return f"-- metastore alter_table {self.object} ({mode}): columns ({listed}){recorded}"
 
     def to_data(self) -> dict[str, Any]:
         return {"action": "set_columns", "object": self.object, "cascade": self.cascade, "batched": self.batched,
                 "columns": [column_data(c) for c in self.columns],
-                "partition_columns": [column_data(c) for c in self.partition_columns]}
+                "partition_columns": [column_data(c) for c in self.partition_columns],
+                "parameters": dict(sorted(self.parameters.items()))}
 
 
 Action = SqlAction | SetParameters | PartitionView | SetColumns
@@ -105,13 +114,14 @@ Action = SqlAction | SetParameters | PartitionView | SetColumns
 def action_from_data(data: Mapping[str, Any]) -> Action:
     kind = data.get("action")
     if kind == "sql":
-        return SqlAction(sql=data["sql"])
+        return SqlAction(sql=data["sql"], claims=data.get("claims"))
     if kind == "set_parameters":
         return SetParameters(object=data["object"], set=dict(data["set"]), unset=tuple(data["unset"]))
     if kind == "set_columns":
         return SetColumns(object=data["object"], cascade=bool(data["cascade"]), batched=bool(data["batched"]),
                           columns=tuple(Column(**c) for c in data["columns"]),
-                          partition_columns=tuple(Column(**c) for c in data["partition_columns"]))
+                          partition_columns=tuple(Column(**c) for c in data["partition_columns"]),
+                          parameters=dict(data["parameters"]))
     if kind == "partition_view":
         return PartitionView(object=data["object"], columns=tuple(data["columns"]))
     raise ValueError(f"unknown action kind {kind!r}")

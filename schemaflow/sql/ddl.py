@@ -3,13 +3,15 @@
 Identifiers are back-quoted (a back-quote inside is doubled); string literals use Spark's default
 backslash escapes, the only form Spark's parser accepts (it rejects SQL's doubled quote ``''``).
 So a comment holding quotes, back-quotes, semicolons or newlines round-trips unchanged. View SQL is
-embedded as declared: ``spec`` has already proved it is exactly one SELECT.
+embedded as declared: ``spec`` has already proved it is exactly one SELECT. A created object is
+born claimed: its CREATE sets ``schemaflow.version`` to the ``CLAIM`` the executor fills in.
 """
 from __future__ import annotations
 
 from typing import Iterable
 
-from schemaflow.model import Column, Table, View, split_key
+from schemaflow.claims import CLAIM
+from schemaflow.model import VERSION_KEY, Column, Table, View, split_key
 
 # ``format:`` in a table file → Spark's STORED AS keyword.
 STORED_AS = {
@@ -59,6 +61,7 @@ def create_table(table: Table) -> str:
     lines.append(f"STORED AS {STORED_AS[table.format]}")
     if table.location:
         lines.append(f"LOCATION {string(table.location)}")
+    lines.append(_claimed())
     return "\n".join(lines)
 
 
@@ -75,8 +78,13 @@ def create_view(view: View, replace: bool) -> str:
     lines = [head + _column_list(view.columns, lambda c: ident(c.name) + _comment(c.comment))]
     if view.comment:
         lines.append(f"COMMENT {string(view.comment)}")
+    lines.append(_claimed())
     lines.append("AS " + view.sql)
     return "\n".join(lines)
+
+
+def _claimed() -> str:
+    return f"TBLPROPERTIES ({string(VERSION_KEY)} = {CLAIM})"
 
 
 def use_database(database: str) -> str:
