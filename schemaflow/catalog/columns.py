@@ -41,7 +41,7 @@ def set_columns(metastore: Metastore, key: str, columns: Sequence[Column], parti
     too: in the metastore's CASCADE, or ``batched``. ``parameters`` are set in the same write, which
     ``expected`` guards (see ``Metastore.alter``)."""
     database, name = split_key(key)
-    table = metastore.msc.getTable(database, name)
+    table = metastore.retrying(lambda: metastore.msc.getTable(database, name))
     provider = table.getParameters().get(PROVIDER)
     if provider and provider.lower() != "hive":
         raise SchemaflowError(f"{key} is a Spark data-source table (USING {provider}): its columns live in "
@@ -83,17 +83,18 @@ def cascade_in_batches(metastore: Metastore, key: str, columns: Sequence[Column]
 def stale_partitions(metastore: Metastore, key: str) -> int:
     """How many partitions of ``key`` have a column list other than the table's (listing them in batches)."""
     database, name = split_key(key)
-    wanted = _listed(metastore.msc.getTable(database, name).getSd().getCols())
+    wanted = _listed(metastore.retrying(lambda: metastore.msc.getTable(database, name)).getSd().getCols())
     return sum(_rows(p) != wanted for _, data in _partition_batches(metastore, key) for p in data)
 
 
 def _partition_batches(metastore: Metastore, key: str) -> Iterator[tuple[Any, list[dict[str, Any]]]]:
     """The partitions of ``key``, a batch at a time: the Java list and the same partitions as JSON data."""
     database, name = split_key(key)
-    names = metastore.msc.listPartitionNames(database, name, -1)
+    names = metastore.retrying(lambda: metastore.msc.listPartitionNames(database, name, -1))
     total = names.size()
     for start in range(0, total, PARTITION_BATCH):
-        batch = metastore.msc.getPartitionsByNames(database, name, names.subList(start, min(start + PARTITION_BATCH, total)))
+        batch = metastore.retrying(lambda: metastore.msc.getPartitionsByNames(
+            database, name, names.subList(start, min(start + PARTITION_BATCH, total))))
         yield batch, metastore.to_data(metastore.api.PartitionsByExprResult(batch, False)).get("partitions", [])
 
 

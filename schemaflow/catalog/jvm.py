@@ -29,8 +29,7 @@ def java_errors(doing: str, endpoint: str) -> Iterator[None]:
     except Py4JNetworkError as error:
         raise SchemaflowError(f"{doing}: the Spark JVM is gone ({error})") from None
     except (Py4JError, PySparkException) as error:
-        chain = java_chain(error)
-        if any(_is_transport(throwable) for throwable in chain):
+        if unreachable(error):
             doing = f"cannot reach the Hive metastore ({endpoint})"
         raise SchemaflowError(f"{doing}: {java_message(error)}") from None
 
@@ -51,6 +50,11 @@ def java_chain(error: Exception) -> list[Any]:
         chain.append(throwable)
         throwable = throwable.getCause()
     return chain
+
+
+def unreachable(error: Exception) -> bool:
+    """Whether ``error`` means the metastore could not be talked to (down, or a broken connection)."""
+    return any(_is_transport(throwable) for throwable in java_chain(error))
 
 
 def _is_transport(throwable: Any) -> bool:

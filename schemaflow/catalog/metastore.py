@@ -16,12 +16,13 @@ import json
 import re
 from contextlib import AbstractContextManager
 from functools import lru_cache
-from typing import Any, Callable, Iterator, Mapping, Sequence
+import time
+from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
 from pyspark.sql import SparkSession
 
 from schemaflow.catalog.columns import set_columns, stale_partitions
-from schemaflow.catalog.jvm import java_errors, java_message
+from schemaflow.catalog.jvm import java_errors, java_message, unreachable
 from schemaflow.errors import ConcurrentChange, SchemaflowError
 from schemaflow.model import (
     MANAGED_KEYS_KEY,
@@ -70,6 +71,10 @@ PROVIDER_KEY = "spark.sql.sources.provider"
 DATA_SOURCE = "(Spark data source)"
 # Environment-context key that spares an unpartitioned table a listing of its files on alter.
 DO_NOT_UPDATE_STATS = "DO_NOT_UPDATE_STATS"
+# Reads are tried this many times when the connection breaks, after 1 s, then 2 s, ...
+READ_ATTEMPTS = 4
+READ_BACKOFF_SECONDS = 1.0
+T = TypeVar("T")
 # How the metastore's compare-and-swap refuses a write (HiveAlterHandler).
 CAS_REFUSED = "The table has been modified"
 
@@ -82,6 +87,7 @@ class Metastore:
         self.msc = msc
         self.endpoint = endpoint
         self.progress: Callable[[str], None] | None = None
+        self.sleep: Callable[[float], None] = time.sleep
         jvm = spark.sparkContext._jvm
         self.api = jvm.org.apache.hadoop.hive.metastore.api
         self._serializer = jvm.org.apache.thrift.TSerializer(
@@ -101,7 +107,7 @@ class Metastore:
     def databases(self) -> tuple[str, ...]:
         """The names of the existing databases, sorted."""
         with self._errors("listing databases"):
-            return tuple(sorted(self.msc.getAllDatabases()))
+            return tuple(sorted(self.retrying(self.msc.getAllDatabases)))
 
     def read(self, databases: tuple[str, ...]) -> Catalog:
         """Every table and view in ``databases``; databases that do not exist have none."""
@@ -118,7 +124,7 @@ class Metastore:
         """How many partitions the table ``key`` has, counted by the metastore (no listing)."""
         database, name = split_key(key)
         with self._errors(f"counting the partitions of {key}"):
-            return int(self.msc.getNumPartitionsByFilter(database, name, ""))
+            return int(self.retrying(lambda: self.msc.getNumPartitionsByFilter(database, name, "")))
 
     def set_parameters(self, key: str, set: Mapping[str, str], unset: Sequence[str],
                        expected: str | None = None) -> None:
@@ -130,7 +136,7 @@ class Metastore:
         """
         database, name = split_key(key)
         with self._errors(f"setting the parameters of {key}"):
-            table = self.msc.getTable(database, name)
+            table = self.retrying(lambda: self.msc.getTable(database, name))
             parameters = table.getParameters()
             for parameter in unset:
                 parameters.remove(parameter)
@@ -160,14 +166,43 @@ class Metastore:
             context = {constants.EXPECTED_PARAMETER_KEY: VERSION_KEY, constants.EXPECTED_PARAMETER_VALUE: expected,
                        **context}
         database, name = table.getDbName(), table.getTableName()
+        key, wrote = f"{database}.{name}", table.getParameters().get(VERSION_KEY)
         try:
             self.msc.alter_table_with_environmentContext(database, name, table, self.context(**context))
         except Exception as error:
-            if expected is None or CAS_REFUSED not in java_message(error):
+            lost = unreachable(error)
+            if not (lost or expected is not None and CAS_REFUSED in java_message(error)):
                 raise
-            found = self.msc.getTable(database, name).getParameters().get(VERSION_KEY)
-            if found != table.getParameters().get(VERSION_KEY) or found == expected:
-                raise ConcurrentChange(f"{database}.{name}", expected, found) from None
+            # Never repeated blindly: what the metastore holds now tells whether the write landed.
+            found = self.retrying(lambda: self.msc.getTable(database, name)).getParameters().get(VERSION_KEY)
+            if found == wrote and wrote != expected:
+                return  # it landed (and a repetition of it was refused)
+            if found != expected:
+                raise ConcurrentChange(key, expected, found) from None
+            if lost:
+                raise SchemaflowError(
+                    f"the metastore ({self.endpoint}) stopped answering while {key} was altered, and schemaflow "
+                    f"does not repeat a write blindly: {key} still holds this run's claim, so whether the change "
+                    "landed is in the metastore, not known here. Run apply again: it plans from what is there "
+                    "and finishes the rest.") from None
+            raise
+
+    def retrying(self, read: Callable[[], T]) -> T:
+        """Call ``read`` (a read, never a write), again after a broken connection: up to
+        ``READ_ATTEMPTS`` times, waiting twice as long each time and reconnecting first."""
+        attempt = 0
+        while True:
+            try:
+                return read()
+            except Exception as error:
+                attempt += 1
+                if attempt == READ_ATTEMPTS or not unreachable(error):
+                    raise
+            self.sleep(READ_BACKOFF_SECONDS * 2 ** (attempt - 1))
+            try:
+                self.msc.reconnect()
+            except Exception:  # still down: the next attempt says so
+                pass
 
     def to_data(self, struct: Any) -> dict[str, Any]:
         """A Thrift struct as JSON data, serialised in the JVM: one py4j round trip for a whole batch."""
@@ -205,7 +240,7 @@ class Metastore:
         """
         database, name = split_key(key)
         with self._errors(f"partitioning view {key}"):
-            view = self.msc.getTable(database, name)
+            view = self.retrying(lambda: self.msc.getTable(database, name))
             cols = list(view.getSd().getCols())
             keep, move = cols[:len(cols) - len(columns)], cols[len(cols) - len(columns):]
             if [c.getName() for c in move] != list(columns):
@@ -217,11 +252,11 @@ class Metastore:
     def table_data(self, database: str) -> Iterator[dict[str, Any]]:
         """The Thrift Table objects of ``database`` as JSON-decoded dicts, fetched in batches."""
         with self._errors(f"reading the tables of database {database}"):
-            names = self.msc.getAllTables(database)
+            names = self.retrying(lambda: self.msc.getAllTables(database))
             total = names.size()
             for start in range(0, total, BATCH_SIZE):
                 batch = names.subList(start, min(start + BATCH_SIZE, total))
-                tables = self.msc.getTableObjectsByName(database, batch)
+                tables = self.retrying(lambda: self.msc.getTableObjectsByName(database, batch))
                 yield from self.to_data(self.api.GetTablesResult(tables)).get("tables", [])
 
     def _errors(self, doing: str) -> AbstractContextManager[None]:
