@@ -483,3 +483,48 @@ def test_a_saved_plan_whose_objects_changed_is_refused_with_nothing_applied(tmp_
         f"  {db}.t: columns changed since the plan was made",
         f"  {db}.u: created since the plan was made"]
     assert metastore.read((db,)).get(f"{db}.t").comment is None  # nothing applied
+
+
+def test_the_metastore_refuses_a_write_guarded_by_a_version_it_no_longer_holds(tmp_path, metastore, spark, fresh_db):
+    from schemaflow.errors import ConcurrentChange
+    from schemaflow.model import VERSION_KEY
+
+    db = fresh_db()
+    project = write_project(tmp_path, {f"schemas/{db}/t.yaml": f"table: {db}.t\ncolumns: [{{name: a, type: int}}]\n"})
+    plan_and_apply(project, metastore)
+    version = metastore.read((db,)).get(f"{db}.t").version
+
+    with pytest.raises(ConcurrentChange) as caught:
+        metastore.set_parameters(f"{db}.t", {"owner": "x", VERSION_KEY: "next"}, [], expected="not-the-version")
+    assert (caught.value.key, caught.value.found) == (f"{db}.t", version)
+    after = metastore.read((db,)).get(f"{db}.t")
+    assert (after.version, after.properties) == (version, {})  # nothing changed
+
+    metastore.set_parameters(f"{db}.t", {"owner": "x", VERSION_KEY: "next"}, [], expected=version)
+    after = metastore.read((db,)).get(f"{db}.t")
+    assert (after.version, after.properties) == ("next", {"owner": "x"})
+    # A guard on a key the object does not carry refuses too: the first write of a new object is plain.
+    spark.sql(f"CREATE TABLE {db}.bare (a INT) STORED AS PARQUET")
+    with pytest.raises(ConcurrentChange):
+        metastore.set_parameters(f"{db}.bare", {VERSION_KEY: "v"}, [], expected="anything")
+
+
+def test_an_apply_whose_object_moved_on_after_planning_stops_at_its_claims(tmp_path, metastore, spark, fresh_db):
+    from schemaflow.model import VERSION_KEY
+
+    db = fresh_db()
+    def files(columns: str) -> dict[str, str]:
+        return {f"schemas/{db}/{t}.yaml": f"table: {db}.{t}\ncolumns: [{columns}]\n" for t in ("a", "b")}
+
+    plan_and_apply(write_project(tmp_path, files("{name: x, type: int}")), metastore)
+    project = write_project(tmp_path, files("{name: x, type: int}, {name: y, type: int}"))
+    stale = plan(project, metastore)
+    before = metastore.read((db,))
+    # Another schemaflow run applies b first (its stamp is a new version).
+    metastore.set_parameters(f"{db}.b", {VERSION_KEY: "someone-else"}, [], expected=before.get(f"{db}.b").version)
+
+    with pytest.raises(SchemaflowError, match=f"{db}.b was modified concurrently: .*nothing was applied"):
+        apply_plan(stale, metastore)
+    after = metastore.read((db,))
+    assert [c.name for c in after.get(f"{db}.a").columns] == ["x"]  # a was claimed, then handed back unchanged
+    assert after.get(f"{db}.a").version == before.get(f"{db}.a").version

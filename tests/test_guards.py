@@ -1,0 +1,229 @@
+"""Claims and guarded writes, without a JVM: what the executor expects of each write, what a plan
+finishes after a stopped run, when an apply refuses another's claims, and how reads are retried.
+
+The metastore's own compare-and-swap is proven in tests/test_safe_apply_remote.py and
+tests/test_apply_spark.py; here a target that keeps versions the way the metastore does stands in.
+"""
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from dataclasses import replace
+from typing import Mapping, Sequence
+
+import pytest
+
+from schemaflow.apply.executor import ApplyError, RecordingTarget, apply_plan
+from schemaflow.catalog.metastore import READ_ATTEMPTS, Metastore
+from schemaflow.claims import Claim, new_run, parse_claim
+from schemaflow.errors import ConcurrentChange, SchemaflowError
+from schemaflow.model import VERSION_KEY, Column
+from schemaflow.plan.plan import build_plan
+from schemaflow.plan.steps import SetColumns
+from schemaflow.workflow import check_claims
+from tests.test_plan import DAILY, DESIRED, ORDERS, TOP, applied, catalog
+
+RUN = Claim("run1", "ci-host", 4242, "2026-01-01T00:00:00Z")
+WIDER = catalog(replace(ORDERS, columns=ORDERS.columns + (Column("channel", "string"),)), DAILY, TOP)
+
+
+class VersionedTarget(RecordingTarget):
+    """Keeps each object's schemaflow.version and refuses a guarded write the way the metastore does."""
+
+    def __init__(self, versions: Mapping[str, str | None], refuse: str | None = None) -> None:
+        super().__init__()
+        self.versions = dict(versions)
+        self.refuse = refuse  # an object another writer changes just before this run claims it
+
+    def set_parameters(self, key: str, set: Mapping[str, str], unset: Sequence[str],
+                       expected: str | None = None) -> None:
+        if key == self.refuse:
+            self.versions[key] = "changed-by-someone-else"
+        if expected is not None and self.versions.get(key) != expected:
+            raise ConcurrentChange(key, expected, self.versions.get(key))
+        super().set_parameters(key, set, unset, expected)
+        if VERSION_KEY in set:
+            self.versions[key] = set[VERSION_KEY]
+        if VERSION_KEY in unset:
+            self.versions.pop(key, None)
+
+
+def test_a_claim_round_trips_through_the_version_it_replaces():
+    claim = RUN.for_object(("alter_columns",), cascade=True)
+    assert parse_claim(claim.token) == claim
+    assert parse_claim("3f2a9c0d1e2b4a5c") is None and parse_claim(None) is None
+    assert parse_claim("claim:not json").run == "unknown"  # still a claim: nobody can say it is finished
+
+
+def test_a_claim_is_alive_while_its_process_runs_on_this_host():
+    assert new_run().alive() is True
+    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = Claim("r", socket.gethostname(), int(finished.stdout), "t")
+    assert dead.alive() is False
+    assert replace(dead, host="another-host").alive() is None  # cannot tell from here
+
+
+def test_the_plan_records_the_version_it_saw_and_says_which_objects_it_adopts():
+    live = applied(DESIRED)
+    unmanaged = replace(live.objects["retail.top"], version=None)
+    live = replace(live, objects={**live.objects, "retail.top": unmanaged})
+    plan = build_plan(WIDER, live)
+    assert plan.guards == {"retail.daily": live.objects["retail.daily"].version,
+                           "retail.orders": live.objects["retail.orders"].version, "retail.top": None}
+    [top] = [s for s in plan.steps if s.object == "retail.top"]
+    assert any(n.startswith("not yet managed by schemaflow: adopted with a plain first write") for n in top.notes)
+    assert not any("adopted" in n for s in plan.steps if s.object != "retail.top" for n in s.notes)
+
+
+def test_every_write_expects_the_claim_and_the_stamp_swaps_it_for_the_version():
+    live = applied(DESIRED)
+    plan = build_plan(WIDER, live)
+    target = VersionedTarget({k: o.version for k, o in live.objects.items()})
+    apply_plan(plan, target, claim=RUN)
+    claims = target.actions[:3]
+    assert [a.object for a in claims] == ["retail.daily", "retail.orders", "retail.top"]  # name order
+    assert target.guards[:3] == [live.objects[a.object].version for a in claims]
+    tokens = {a.object: a.set[VERSION_KEY] for a in claims}
+    assert all(parse_claim(t).run == "run1" for t in tokens.values())
+    assert parse_claim(tokens["retail.orders"]).steps == ("add_columns",)
+    # After the claims, every guarded write expects the claim of its object ...
+    assert target.guards[3:] == [tokens[a.object] for a in target.actions[3:] if not hasattr(a, "sql")]
+    # ... and each object ends with its new version, not a claim.
+    assert target.versions == {k: o.version for k, o in applied(WIDER).objects.items()}
+
+
+def test_a_claim_that_fails_hands_back_those_taken_and_applies_nothing():
+    live = applied(DESIRED)
+    versions = {k: o.version for k, o in live.objects.items()}
+    target = VersionedTarget(versions, refuse="retail.orders")
+    with pytest.raises(SchemaflowError) as caught:
+        apply_plan(build_plan(WIDER, live), target, claim=RUN)
+    assert str(caught.value).startswith("retail.orders was modified concurrently: its schemaflow.version is "
+                                        "'changed-by-someone-else'")
+    assert "nothing was applied" in str(caught.value)
+    assert target.versions == {**versions, "retail.orders": "changed-by-someone-else"}  # daily's claim handed back
+    assert not any(hasattr(a, "sql") for a in target.actions)
+
+
+def test_a_failed_step_keeps_the_claims_of_what_it_began_and_hands_back_the_rest():
+    live = applied(DESIRED)
+    versions = {k: o.version for k, o in live.objects.items()}
+
+    class FailsOnDaily(VersionedTarget):
+        def run_sql(self, sql: str) -> None:
+            if "`daily`" in sql:
+                raise RuntimeError("boom")
+            super().run_sql(sql)
+
+    target = FailsOnDaily(versions)
+    with pytest.raises(ApplyError):
+        apply_plan(build_plan(WIDER, live), target, claim=RUN)
+    assert target.versions["retail.orders"] == applied(WIDER).objects["retail.orders"].version  # finished
+    assert parse_claim(target.versions["retail.daily"]).steps == ("replace_view",)  # begun: the journal stays
+    assert target.versions["retail.top"] == versions["retail.top"]  # not begun: handed back
+
+
+def test_a_plan_after_a_stopped_run_finishes_what_its_claims_say():
+    live = applied(WIDER)
+    left = RUN.for_object(("replace_view",), False).token
+    stopped = replace(live, objects={**live.objects, "retail.daily": replace(live.objects["retail.daily"], version=left),
+                                     "retail.orders": replace(live.objects["retail.orders"],
+                                                              version=RUN.for_object(("alter_columns",), True).token)})
+    plan = build_plan(WIDER, stopped, stale_partitions=lambda key: 7, count_partitions=lambda key: 40)
+    by_object = {s.object: s for s in plan.steps}
+    assert by_object["retail.daily"].kind == "replace_view"
+    assert "finishing the re-creation that run run1 on ci-host (pid 4242)" in by_object["retail.daily"].summary
+    [columns] = [a for a in by_object["retail.orders"].actions if isinstance(a, SetColumns)]
+    assert columns.cascade and columns.batched  # the partitions the stopped cascade left stale are rewritten
+    assert plan.warnings == (
+        "retail.daily: left half-done by run run1 on ci-host (pid 4242) since 2026-01-01T00:00:00Z; this plan finishes it",
+        "retail.orders: left half-done by run run1 on ci-host (pid 4242) since 2026-01-01T00:00:00Z; this plan finishes it")
+    assert plan.guards["retail.daily"] == left
+    # With nothing stale, the half-done table only gets its final stamp.
+    quiet = build_plan(WIDER, stopped, stale_partitions=lambda key: 0)
+    assert [s.kind for s in quiet.steps if s.object == "retail.orders"] == ["set_properties"]
+
+
+def test_another_runs_claims_are_taken_over_only_when_it_is_gone():
+    live = applied(DESIRED)
+    def plan_with(claim: Claim):
+        held = replace(live.objects["retail.orders"], version=claim.token)
+        return build_plan(WIDER, replace(live, objects={**live.objects, "retail.orders": held}))
+
+    with pytest.raises(SchemaflowError, match="retail.orders is being modified concurrently by another schemaflow apply"):
+        check_claims(plan_with(new_run()))
+    elsewhere = plan_with(RUN)
+    with pytest.raises(SchemaflowError, match="claimed by an apply on another machine .* run apply --take-over"):
+        check_claims(elsewhere)
+    check_claims(elsewhere, take_over=True)
+    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    check_claims(plan_with(Claim("r", socket.gethostname(), int(finished.stdout), "t")))
+
+
+class _JavaThrowable:
+    """Enough of a Java throwable for ``catalog.jvm`` to read its class and message."""
+
+    def __init__(self, name: str, message: str) -> None:
+        self.name, self.message = name, message
+
+    def getClass(self):
+        return self
+
+    def getName(self) -> str:
+        return self.name
+
+    def getMessage(self) -> str:
+        return self.message
+
+    def getCause(self):
+        return None
+
+
+class _BrokenConnection(Exception):
+    java_exception = _JavaThrowable("org.apache.thrift.transport.TTransportException", "Connection reset")
+
+
+class _FlakyClient:
+    def __init__(self, failures: int) -> None:
+        self.failures, self.calls, self.reconnects = failures, 0, 0
+
+    def getAllDatabases(self) -> list[str]:
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise _BrokenConnection()
+        return ["retail"]
+
+    def reconnect(self) -> None:
+        self.reconnects += 1
+
+
+def _metastore(client: _FlakyClient, waits: list[float]) -> Metastore:
+    metastore = Metastore.__new__(Metastore)
+    metastore.msc, metastore.endpoint, metastore.sleep = client, "thrift://metastore:9083", waits.append
+    return metastore
+
+
+def test_a_read_is_retried_after_a_broken_connection_with_growing_waits():
+    waits: list[float] = []
+    client = _FlakyClient(failures=READ_ATTEMPTS - 1)
+    assert _metastore(client, waits).retrying(client.getAllDatabases) == ["retail"]
+    assert (client.calls, client.reconnects, waits) == (READ_ATTEMPTS, READ_ATTEMPTS - 1, [1.0, 2.0, 4.0])
+
+
+def test_a_read_gives_up_after_its_attempts():
+    waits: list[float] = []
+    client = _FlakyClient(failures=READ_ATTEMPTS)
+    with pytest.raises(_BrokenConnection):
+        _metastore(client, waits).retrying(client.getAllDatabases)
+    assert client.calls == READ_ATTEMPTS and len(waits) == READ_ATTEMPTS - 1
+
+
+def test_other_failures_are_not_retried():
+    client = _FlakyClient(failures=0)
+    def refused() -> None:
+        client.calls += 1
+        raise ValueError("no such table")
+    with pytest.raises(ValueError):
+        _metastore(client, []).retrying(refused)
+    assert client.calls == 1
