@@ -214,6 +214,9 @@ class ReplaceView(_OfView):
     view: View
     reasons: tuple[str, ...]
     reshapes: bool = True  # False when only comments changed: readers see the same columns
+    # Asked for: its declared SQL changed, or a recompile was requested. Not a view re-created only
+    # because what it reads changed.
+    deliberate: bool = False
     destructive = False
 
     def to_step(self) -> Step:
