@@ -7,9 +7,11 @@ drops or renames it (a migration), drops the object, or re-creates a view withou
 retypes the column when its type changes. What a view then does, in Spark 4:
 
 - a dropped, renamed or vanished column or object: the view fails when queried;
-- a type change: a view whose ``view.schemaMode`` is BINDING fails ("Cannot up cast"), and so does
-  one with no mode stored (Spark treats it as BINDING); a COMPENSATION view (the Spark 4 default)
-  casts the new type back to the type it stored; an EVOLUTION view takes the new type.
+- a type change that reaches the view's output (its lineage): a view whose ``view.schemaMode`` is
+  BINDING fails ("Cannot up cast"), and so does one with no mode stored (Spark treats it as
+  BINDING); a COMPENSATION view (the Spark 4 default) casts the new type back to the type it
+  stored; an EVOLUTION view takes the new type. A type change used only in WHERE, JOIN and the
+  like changes nothing Spark checks.
 
 A failing view fails every view that reads it in turn; a view the plan re-creates passes on only
 what its re-creation changes (columns it loses, types it now shows). A view is spared when the same
@@ -154,16 +156,18 @@ def _live_order(live: Catalog) -> list[str]:
 
 
 def _hits(view: View, effects: Mapping[str, Mapping[str | None, Effect]]) -> tuple[list[Breakage], list[Breakage]]:
-    """What ``view`` uses that a change hits: losses first, type changes second."""
-    losses, retypes = [], []
+    """What a change hits of what ``view`` uses: losses anywhere in the query, and type changes that reach
+    its output (a view checks the types of its output columns only)."""
+    losses = []
     for obj, columns in sorted(view.uses.items()):
         found = effects.get(obj, {})
         if WHOLE in found:
             losses.append(Breakage(view.key, obj, WHOLE, found[WHOLE]))
             continue
-        for column in columns:
-            if column in found:
-                (retypes if found[column].retype else losses).append(Breakage(view.key, obj, column, found[column]))
+        losses += [Breakage(view.key, obj, c, found[c]) for c in columns if c in found and not found[c].retype]
+    sources = sorted({tuple(source.rsplit(".", 1)) for sources in view.lineage.values() for source in sources})
+    retypes = [Breakage(view.key, obj, column, effects[obj][column]) for obj, column in sources
+               if effects.get(obj, {}).get(column) and effects[obj][column].retype]
     return losses, retypes
 
 
