@@ -97,7 +97,8 @@ def resolve(changes: list[Change], desired: Catalog, live: Catalog, mode: str) -
             broken[key] = hits
         # Lenient leaves a broken view as it is; cascade re-creates it.
         recreated = mode == CASCADE if key in broken else change is not None
-        effects[key] = _passed_on(view, desired.get(key), hits, retypes, effects, recreated)
+        effects[key] = _passed_on(view, desired.get(key), hits, retypes, recreated,
+                                  deliberate=change is not None and change.deliberate)
     changes = list(changes)
     warnings: tuple[str, ...] = ()
     blocked: dict[str, list[Breakage]] = {}
@@ -185,13 +186,17 @@ def _follows(view: View, hit: Breakage) -> str:
     return f"{view.key} ({view.schema_mode}) takes the new type of {column}: {new}"
 
 
-def _passed_on(view: View, successor: View | None, hits: list[Breakage], retypes: list[Breakage],
-               effects: Mapping[str, Mapping[str | None, Effect]], recreated: bool) -> dict[str | None, Effect]:
-    """What ``view``'s readers see change: it fails, it is re-created with other columns, or its types follow."""
+def _passed_on(view: View, successor: View | None, hits: list[Breakage], retypes: list[Breakage], recreated: bool,
+               deliberate: bool) -> dict[str | None, Effect]:
+    """What ``view``'s readers see change: it fails, it is re-created with other columns, or its types follow.
+
+    A view re-created only to catch up with columns that already changed (a recompile after a
+    lenient plan, say) breaks nothing new: its readers that use the old columns fail already.
+    """
     if hits and not recreated:
         return {WHOLE: Effect("fails when queried", hits[0].effect.cause)}
     passed: dict[str | None, Effect] = {}
-    if recreated and successor is not None:
+    if recreated and successor is not None and (hits or deliberate):
         passed.update(_vanished(view.columns, successor.columns, "is re-created", hits[0].effect.cause
                                 if hits else view.key))
     if recreated or view.schema_mode not in (None, BINDING, COMPENSATION):
