@@ -14,7 +14,7 @@ import pytest
 
 from schemaflow.cli import main
 from schemaflow.catalog.snapshot import write_snapshot
-from schemaflow.errors import SchemaflowError
+from schemaflow.errors import SchemaflowError, SpecError
 from schemaflow.model import Catalog
 from schemaflow.plan.plan import Plan, build_plan
 from schemaflow.project import load_project
@@ -190,3 +190,10 @@ def test_a_bad_invalidation_mode_is_an_error_at_its_position(tmp_path, capsys):
         "schemaflow.yaml:2:15: invalidation must be one of: strict, lenient, cascade (not 'loose')")
     (tmp_path / "schemaflow.yaml").write_text("databases: [hive]\n")
     assert load_project(tmp_path, env={}).settings.invalidation == "strict"
+
+
+def test_cascade_fails_when_a_view_no_longer_resolves_naming_it_at_its_position(tmp_path):
+    base = {**HIVE_BASE, "schemas/hive/pair.yaml": "view: hive.pair\nsql: SELECT key, value FROM xxx10\n"}
+    with pytest.raises(SpecError) as caught:
+        plan_change(tmp_path, base, DROP_VALUE, "cascade")
+    assert [str(p) for p in caught.value.problems] == ["schemas/hive/pair.yaml:2:18: unknown column 'value'"]

@@ -33,7 +33,6 @@ from schemaflow.plan.changes import AlterColumns, Change, DropTable, DropView, R
 from schemaflow.wording import plural
 
 STRICT, LENIENT, CASCADE = "strict", "lenient", "cascade"
-MODES = (STRICT, LENIENT, CASCADE)
 BINDING, COMPENSATION = "BINDING", "COMPENSATION"
 WHOLE = None  # the column key of an effect on the whole object
 
@@ -110,7 +109,8 @@ def resolve(changes: list[Change], desired: Catalog, live: Catalog, mode: str) -
             changes.append(ReplaceView(desired.get(key), (f"re-created after {hits[0].effect.cause} changed: "
                                                           + "; ".join(h.describe() for h in hits),)))
     if mode == LENIENT and broken:
-        # Left as they are, as Hive and MySQL leave them: re-created only when the schemas change their SQL.
+        # Left as they are, as Hive and MySQL leave them. The next plan sees no change that breaks them
+        # and re-creates them, if their declared SQL still resolves.
         changes = [c for c in changes if not (isinstance(c, ReplaceView) and c.key in broken)]
         warnings = tuple(f"{'; '.join(h.describe() for h in hits)}: {key} will fail when queried "
                          f"(invalidation: lenient leaves it as it is)" for key, hits in sorted(broken.items()))
@@ -122,7 +122,9 @@ def _base_effects(changes: list[Change], desired: Catalog, live: Catalog) -> dic
     """What each change to a table, and each drop, does to the columns readers use."""
     effects: dict[str, dict[str | None, Effect]] = {}
     for change in changes:
-        if isinstance(change, AlterColumns) and change.reshapes:
+        if not change.reshapes:
+            continue
+        if isinstance(change, AlterColumns):
             evolution = change.evolution
             found = effects.setdefault(change.key, {})
             found.update({column: Effect(words, change.key) for column, words in evolution.lost})
