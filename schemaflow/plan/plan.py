@@ -1,10 +1,10 @@
 """A plan: the ordered steps that turn the live catalog into the desired one, saved and loaded as JSON.
 
 ``build_plan`` is the whole planner: diff, find the views the changes break and apply the
-invalidation mode to them (``plan.invalidation``),
-count the partitions an append leaves alone, end every touched object with its ``Stamp`` (managed
-properties and version), order everything, and block what may not run as asked (destructive steps
-without ``allow_destructive``, changes that cannot be made in place).
+invalidation mode to them (``plan.invalidation``), count the partitions an append leaves alone, end
+every touched object with its ``Stamp`` (managed properties and version), order everything, and
+block what may not run as asked (destructive steps without ``allow_destructive``, changes that
+cannot be made in place, changes that break views under ``invalidation: strict``).
 """
 from __future__ import annotations
 
@@ -109,10 +109,9 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
         # Columns are dropped only by migrations that name them: those need no further permission.
         if step.destructive and not allow_destructive and not step.blocked and not isinstance(change, AlterColumns):
             step = replace(step, blocked=DESTRUCTIVE_BLOCK)
-        if isinstance(change, BREAKING) and change.key in outcome.blocked and not step.blocked:
-            step = replace(step, blocked=outcome.blocked[change.key])
-        if isinstance(change, BREAKING):
-            step = replace(step, notes=step.notes + outcome.notes.get(change.key, ()))
+        if isinstance(change, BREAKING):  # what it does to the views over it
+            step = replace(step, notes=step.notes + outcome.notes.get(change.key, ()),
+                           blocked=step.blocked or outcome.blocked.get(change.key))
         if isinstance(change, Stamp) and steps and steps[-1].object == change.key:
             # The stamp is the object's last write: it runs as the end of the step before it.
             step = _fold(steps.pop(), change)
