@@ -1,6 +1,6 @@
 """The ``schemaflow`` command line: parse arguments, call the library, choose the exit code.
 
-Exit codes: ``validate`` 0 valid, 1 invalid; ``plan`` (against the metastore, a snapshot, or a git
+Exit codes: ``validate`` and ``graph`` 0 valid, 1 invalid; ``plan`` (against the metastore, a snapshot, or a git
 ref) 0 no changes, 2 changes, 1 error;
 ``apply`` 0 done (or nothing to do), 1 error; ``drift`` 0 none, 2 drift, 1 error. Errors go to stderr as ``path:line:col: message``
 for the project's files, or ``error: ...`` otherwise.
@@ -19,6 +19,7 @@ from schemaflow.plan.plan import Plan
 from schemaflow.plan.review_check import differences
 from schemaflow.project import load_project
 from schemaflow.render import FORMATS, render
+from schemaflow.render.graph import GRAPH_FORMATS, render_graph
 from schemaflow.render.review import Review
 from schemaflow import workflow
 
@@ -63,6 +64,13 @@ def _parser() -> argparse.ArgumentParser:
                             "same changes, else refuse it as stale")
     apply.add_argument("--take-over", action="store_true",
                        help="finish the work of an apply that stopped on another machine (its claims name it)")
+    apply.add_argument("--recompile", action="append", default=[], metavar="VIEW",
+                       help="also re-create this declared view from its SQL (db.name; repeatable)")
+
+    graph = commands.add_parser("graph", help="show how the declared tables and views depend on each other")
+    graph.add_argument("--format", choices=GRAPH_FORMATS, default="text")
+    graph.add_argument("object", nargs="?", metavar="OBJECT", help="only this object (db.name), with everything "
+                                                                  "upstream and downstream of it")
 
     commands.add_parser("history", help="what schemaflow applied to the managed databases: when, from which commit")
     commands.add_parser("drift", help="what changed in the metastore outside schemaflow since the last apply")
@@ -85,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             (Path(args.project) / "schemas").mkdir(parents=True, exist_ok=True)
         project = load_project(args.project)
         return {"validate": _validate, "plan": _plan, "apply": _apply, "snapshot": _snapshot, "history": _history,
-                "hash-migrations": _hash_migrations, "import": _import, "drift": _drift}[args.command](
+                "hash-migrations": _hash_migrations, "import": _import, "drift": _drift, "graph": _graph}[args.command](
             project, args)
     except SpecError as error:
         print(error, file=sys.stderr)
@@ -105,6 +113,11 @@ def _validate(project, args) -> int:
     views = sum(1 for _ in catalog.views())
     print(f"valid: {tables} tables and {views} views in {len(catalog.databases)} databases "
           f"({', '.join(catalog.databases)})")
+    return EXIT_OK
+
+
+def _graph(project, args) -> int:
+    sys.stdout.write(render_graph(workflow.desired_state(project), args.format, args.object))
     return EXIT_OK
 
 
@@ -152,7 +165,7 @@ def _apply(project, args) -> int:
         workflow.check_saved(plan, args.plan_file, live)
     else:
         allow = reviewed.allow_destructive if reviewed else args.allow_destructive
-        plan = workflow.make_plan(project, live, allow_destructive=allow)
+        plan = workflow.make_plan(project, live, allow_destructive=allow, recompile=tuple(args.recompile))
     stale = differences(reviewed, plan) if reviewed else []
     if stale:
         raise SchemaflowError(f"{args.reviewed} is stale: planning now against the metastore makes other changes "

@@ -88,6 +88,12 @@ class View:
     properties: Mapping[str, str] = field(default_factory=dict)
     # The tables and views the SQL reads ("db.name", sorted); derived from ``sql``.
     reads: tuple[str, ...] = field(default=(), compare=False)
+    # Derived from ``sql`` qualified against what it reads: the columns of each object read that it
+    # uses anywhere ("db.name" -> names), and where each output column comes from ("db.name.column").
+    uses: Mapping[str, tuple[str, ...]] = field(default_factory=dict, compare=False)
+    lineage: Mapping[str, tuple[str, ...]] = field(default_factory=dict, compare=False)
+    # Live only: Spark's view.schemaMode (COMPENSATION, BINDING, EVOLUTION, TYPE EVOLUTION); None: none stored.
+    schema_mode: str | None = field(default=None, compare=False)
     managed_keys: tuple[str, ...] = field(default=(), compare=False)
     version: str | None = field(default=None, compare=False)
     source: Source | None = field(default=None, compare=False, repr=False)
@@ -222,6 +228,9 @@ def from_data(data: Mapping[str, Any]) -> Object:
     for name in ("partitioned_on", "managed_keys", "reads"):
         if name in data:
             data[name] = tuple(data[name])
+    for name in ("uses", "lineage"):
+        if name in data:
+            data[name] = {key: tuple(values) for key, values in data[name].items()}
     return cls(**data)
 
 
@@ -268,7 +277,7 @@ def fingerprint(obj: Object) -> str:
     fingerprint of a desired object equals that of the live object it was applied to.
     """
     data = to_data(replace(obj, managed_keys=(), version=None))
-    for live_only in ("managed_keys", "version", "reads", "migrations"):
+    for live_only in ("managed_keys", "version", "reads", "uses", "lineage", "schema_mode", "migrations"):
         data.pop(live_only, None)
     canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]

@@ -30,6 +30,7 @@ class Settings:
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     databases: tuple[str, ...] = ()           # empty: the databases named in schemas/
     derby_dir: str = ""                       # where the embedded metastore lives
+    invalidation: str = "strict"              # what a change that breaks a view does: strict, lenient, cascade
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,7 @@ def load_project(root: str | Path, env: Mapping[str, str] | None = None) -> Proj
         spark_conf={str(k): str(v) for k, v in sorted((spark.get("conf") or {}).items())},
         databases=managed_databases(raw),
         derby_dir=str(state),
+        invalidation=raw.get("invalidation") or "strict",
     )
     return Project(root=root, settings=settings)
 

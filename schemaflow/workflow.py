@@ -21,7 +21,8 @@ from schemaflow.claims import parse_claim
 from schemaflow.errors import SchemaflowError
 from schemaflow.catalog.thrift_count import partition_counter
 from schemaflow.gitsource import commit_of
-from schemaflow.model import Catalog, Object, Table, fingerprint
+from schemaflow.model import Catalog, Object, Table, View, fingerprint
+from schemaflow.plan.invalidation import COMPENSATION
 from schemaflow.plan.plan import Plan, build_plan
 from schemaflow.project import Project
 from schemaflow.render.review import Review
@@ -44,6 +45,8 @@ def applied_state(desired: Catalog) -> Catalog:
     """
     def applied(obj: Object) -> Object:
         obj = replace(obj, managed_keys=tuple(sorted(obj.properties)), version=fingerprint(obj))
+        if isinstance(obj, View):  # created through Spark 4 SQL, which stores this mode by default
+            obj = replace(obj, schema_mode=COMPENSATION)
         if isinstance(obj, Table):  # its migrations were applied (or were moot when it was created)
             obj = replace(obj, migrations={m.id: json.dumps({"checksum": m.checksum}) for m in desired.migrations
                                            if m.changes_for(obj.key)})
@@ -82,20 +85,22 @@ class Live:
 
 
 def review_live(project: Project, live: Live, *, allow_destructive: bool = False,
-                check_partitions: bool = False) -> Review:
+                check_partitions: bool = False, recompile: tuple[str, ...] = ()) -> Review:
     """Plan the project's desired state against its live metastore (see ``build_plan``)."""
     desired = desired_state(project)
     current = live.read(desired.databases)
     plan = build_plan(desired, current, allow_destructive=allow_destructive,
                       count_partitions=live.metastore.count_partitions,
                       stale_partitions=live.metastore.stale_partitions, commit=commit_of(project.root),
-                      check_partitions=check_partitions)
+                      check_partitions=check_partitions, invalidation=project.settings.invalidation,
+                      recompile=recompile)
     return Review(plan, reads=_reads(current, desired))
 
 
-def make_plan(project: Project, live: Live, *, allow_destructive: bool = False) -> Plan:
-    """The plan of :func:`review_live`."""
-    return review_live(project, live, allow_destructive=allow_destructive).plan
+def make_plan(project: Project, live: Live, *, allow_destructive: bool = False,
+              recompile: tuple[str, ...] = ()) -> Plan:
+    """The plan of :func:`review_live`; ``recompile`` names views to re-create from their declared SQL."""
+    return review_live(project, live, allow_destructive=allow_destructive, recompile=recompile).plan
 
 
 def review_snapshot(project: Project, snapshot: Path, *, allow_destructive: bool = False) -> Review:
@@ -106,7 +111,8 @@ def review_snapshot(project: Project, snapshot: Path, *, allow_destructive: bool
     saved = load_snapshot(snapshot)
     current = saved.catalog.in_databases(desired.databases)
     plan = build_plan(desired, current, allow_destructive=allow_destructive,
-                      count_partitions=saved.partition_counts.get, basis="snapshot")
+                      count_partitions=saved.partition_counts.get, basis="snapshot",
+                      invalidation=project.settings.invalidation)
     return Review(plan, base=f"the snapshot {snapshot}", counts_from=str(snapshot) if saved.partition_counts else None,
                   reads=_reads(current, desired))
 
@@ -126,7 +132,7 @@ def review_refs(project: Project, base: str, head: str | None = None, *, allow_d
     uri = project.settings.metastore_uri
     counts = partition_counter(uri) if uri and uri.startswith("thrift://") else None
     plan = build_plan(desired, before, allow_destructive=allow_destructive, commit=commit_of(project.root, head),
-                      count_partitions=counts, basis="git")
+                      count_partitions=counts, basis="git", invalidation=project.settings.invalidation)
     return Review(plan, base=base, head=head or "the working tree", counts_from=uri if counts else None,
                   reads=_reads(before, desired))
 

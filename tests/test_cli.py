@@ -66,9 +66,8 @@ def test_plan_shows_partition_counts_and_saves_json_that_apply_reads(example, tm
     assert "1. add 1 column to retail.orders: coupon string\n" in text
     assert "note: table only: 30 partitions keep their old column list" in text
     saved = json.loads(out.read_text())
-    assert [s["kind"] for s in saved["steps"]] == ["add_columns", "replace_view", "replace_view", "replace_view"]
-    assert [s["object"] for s in saved["steps"][1:]] == ["retail.customer_orders", "retail.daily_revenue",
-                                                         "analytics.revenue_by_segment"]
+    # The views over retail.orders name the columns they use: an appended column breaks none of them.
+    assert [(s["kind"], s["object"]) for s in saved["steps"]] == [("add_columns", "retail.orders")]
 
 
 def test_markdown_and_json_formats(example, tmp_path, capsys):

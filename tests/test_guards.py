@@ -25,7 +25,9 @@ from schemaflow.workflow import check_claims
 from tests.test_plan import DAILY, DESIRED, ORDERS, TOP, applied, catalog
 
 RUN = Claim("run1", "ci-host", 4242, "2026-01-01T00:00:00Z")
-WIDER = catalog(replace(ORDERS, columns=ORDERS.columns + (Column("channel", "string"),)), DAILY, TOP)
+# A column appended to the table, and both views re-created with new comments: three objects change.
+WIDER = catalog(replace(ORDERS, columns=ORDERS.columns + (Column("channel", "string"),)),
+                replace(DAILY, comment="Orders by day"), replace(TOP, comment="The top orders"))
 
 
 class VersionedTarget(RecordingTarget):

@@ -45,8 +45,9 @@ RENAME = "description: Rename name to full_name\nchanges:\n  - rename_column: {{
 
 
 def write_project(root: Path, db: str, uri: str, warehouse: Path, version: int) -> Path:
-    """The project at ``version`` 1 (two tables, two views) or 2 (a column added under both views, a
-    column renamed by a migration, a new table): a change set touching five objects."""
+    """The project at ``version`` 1 (two tables, two views) or 2 (a column added under a ``SELECT *``
+    view, which is re-created, a column renamed by a migration, a new table, a view's comment): a
+    change set touching five objects."""
     schemas = root / "schemas" / db
     schemas.mkdir(parents=True, exist_ok=True)
     (root / "schemaflow.yaml").write_text(f"metastore: {{uri: '{uri}'}}\nwarehouse_dir: {warehouse}\n")
@@ -54,7 +55,7 @@ def write_project(root: Path, db: str, uri: str, warehouse: Path, version: int) 
     (schemas / "orders.yaml").write_text(ORDERS.format(db=db, more=more))
     (schemas / "customers.yaml").write_text(CUSTOMERS.format(db=db, name="full_name" if version == 2 else "name"))
     (schemas / "all_orders.yaml").write_text(ALL_ORDERS.format(db=db))
-    (schemas / "order_totals.yaml").write_text(TOTALS.format(db=db))
+    (schemas / "order_totals.yaml").write_text(TOTALS.format(db=db) + ("comment: Total per day\n" if version == 2 else ""))
     if version == 2:
         (schemas / "events.yaml").write_text(EVENTS.format(db=db))
         (root / "migrations").mkdir(exist_ok=True)

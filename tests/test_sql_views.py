@@ -60,27 +60,58 @@ def test_tables_read(sql: str, reads: tuple[str, ...]) -> None:
     assert tables_read(sql, "retail") == reads
 
 
+O = "retail.orders"
+
+
 @pytest.mark.parametrize(
-    "sql, output, reads",
+    "sql, output, uses, lineage",
     [
-        ("SELECT * FROM orders", ("order_id", "customer_id", "amount", "ds"), ("retail.orders",)),
+        ("SELECT * FROM orders", ("order_id", "customer_id", "amount", "ds"),
+         {O: ("amount", "customer_id", "ds", "order_id")},
+         {"order_id": (f"{O}.order_id",), "customer_id": (f"{O}.customer_id",), "amount": (f"{O}.amount",),
+          "ds": (f"{O}.ds",)}),
         (
             "SELECT o.*, c.email FROM orders o JOIN crm.contacts c USING (customer_id)",
             ("order_id", "customer_id", "amount", "ds", "email"),
-            ("crm.contacts", "retail.orders"),
+            {"crm.contacts": ("customer_id", "email"), O: ("amount", "customer_id", "ds", "order_id")},
+            {"order_id": (f"{O}.order_id",), "customer_id": (f"{O}.customer_id",), "amount": (f"{O}.amount",),
+             "ds": (f"{O}.ds",), "email": ("crm.contacts.email",)},
         ),
-        ("SELECT customer_id, SUM(amount) AS Revenue, ds FROM retail.orders GROUP BY 1, 3", ("customer_id", "revenue", "ds"), ("retail.orders",)),
+        ("SELECT customer_id, SUM(amount) AS Revenue, ds FROM retail.orders GROUP BY 1, 3", ("customer_id", "revenue", "ds"),
+         {O: ("amount", "customer_id", "ds")},
+         {"customer_id": (f"{O}.customer_id",), "revenue": (f"{O}.amount",), "ds": (f"{O}.ds",)}),
         # A cast of a column and a struct field keep a name Spark agrees with.
-        ("SELECT CAST(amount AS DOUBLE), address.city FROM orders, customers", ("amount", "city"), ("retail.customers", "retail.orders")),
-        # An unnamed expression that does not reach the output is fine.
-        ("SELECT x FROM (SELECT customer_id AS x, amount + 1 FROM orders) t", ("x",), ("retail.orders",)),
-        ("WITH t AS (SELECT order_id AS id FROM orders) SELECT * FROM t", ("id",), ("retail.orders",)),
-        # A union is named by its first branch.
-        ("SELECT order_id AS id FROM orders UNION ALL SELECT customer_id FROM customers", ("id",), ("retail.customers", "retail.orders")),
+        ("SELECT CAST(amount AS DOUBLE), address.city FROM orders, customers", ("amount", "city"),
+         {"retail.customers": ("address",), O: ("amount",)},
+         {"amount": (f"{O}.amount",), "city": ("retail.customers.address",)}),
+        # An unnamed expression that does not reach the output is fine; its column is still used.
+        ("SELECT x FROM (SELECT customer_id AS x, amount + 1 FROM orders) t", ("x",),
+         {O: ("amount", "customer_id")}, {"x": (f"{O}.customer_id",)}),
+        ("WITH t AS (SELECT order_id AS id FROM orders) SELECT * FROM t", ("id",),
+         {O: ("order_id",)}, {"id": (f"{O}.order_id",)}),
+        # A union is named by its first branch; each output column comes from both branches.
+        ("SELECT order_id AS id FROM orders UNION ALL SELECT customer_id FROM customers", ("id",),
+         {"retail.customers": ("customer_id",), O: ("order_id",)},
+         {"id": ("retail.customers.customer_id", f"{O}.order_id")}),
     ],
 )
-def test_analyze_view(sql: str, output: tuple[str, ...], reads: tuple[str, ...]) -> None:
-    assert analyze_view(sql, "retail", SCHEMA) == ViewAnalysis(output=output, reads=reads)
+def test_analyze_view(sql: str, output: tuple[str, ...], uses: dict, lineage: dict) -> None:
+    analysis = analyze_view(sql, "retail", SCHEMA)
+    assert analysis == ViewAnalysis(output=output, reads=tuple(sorted(uses)), uses=uses, lineage=lineage)
+    assert list(analysis.lineage) == list(output)
+
+
+def test_columns_used_only_outside_the_output_count_too():
+    sql = """
+        SELECT o.customer_id, ROW_NUMBER() OVER (PARTITION BY o.ds ORDER BY o.amount) AS rn
+        FROM orders o JOIN customers c ON o.customer_id = c.customer_id
+        WHERE c.name <> '' AND EXISTS (SELECT 1 FROM crm.contacts k WHERE k.customer_id = o.customer_id)
+        GROUP BY o.customer_id, o.ds, o.amount HAVING COUNT(o.order_id) > 1
+    """
+    analysis = analyze_view(sql, "retail", SCHEMA)
+    assert analysis.uses == {"crm.contacts": ("customer_id",), "retail.customers": ("customer_id", "name"),
+                             O: ("amount", "customer_id", "ds", "order_id")}
+    assert analysis.lineage == {"customer_id": (f"{O}.customer_id",), "rn": (f"{O}.amount", f"{O}.ds")}
 
 
 UNNAMED = "has no name: add an alias (Spark permanent views need one)"

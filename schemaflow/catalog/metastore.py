@@ -68,6 +68,7 @@ FORMAT_BY_INPUT = {
     "org.apache.hadoop.hive.ql.io.RCFileInputFormat": "rcfile",
 }
 PROVIDER_KEY = "spark.sql.sources.provider"
+VIEW_SCHEMA_MODE = "view.schemaMode"  # Spark 4: what a view does when the types of what it reads change
 DATA_SOURCE = "(Spark data source)"
 # Environment-context key that spares an unpartitioned table a listing of its files on alter.
 DO_NOT_UPDATE_STATS = "DO_NOT_UPDATE_STATS"
@@ -297,6 +298,7 @@ def to_model(data: Mapping[str, Any]) -> Object:
             sql=data.get("viewOriginalText", ""),
             columns=columns + partition_keys,
             partitioned_on=tuple(c.name for c in partition_keys),
+            schema_mode=parameters.get(VIEW_SCHEMA_MODE),
             **common,
         )
     external = data.get("tableType") == "EXTERNAL_TABLE"

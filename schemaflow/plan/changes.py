@@ -1,7 +1,7 @@
 """One frozen dataclass per kind of change, each able to say what it is and what it turns into.
 
 A change knows its object, whether it destroys anything, whether it reshapes the object (changes
-the columns a reader sees, so views over it are re-created after it), and the ``Step`` it becomes:
+the columns a reader sees, so views over it may break: ``plan.invalidation``), and the ``Step`` it becomes:
 a summary for the reviewer, notes on its consequences, and the actions the executor runs. No change
 executes anything itself.
 """
@@ -216,6 +216,9 @@ class ReplaceView(_OfView):
     view: View
     reasons: tuple[str, ...]
     reshapes: bool = True  # False when only comments changed: readers see the same columns
+    # Asked for: its declared SQL changed, or a recompile was requested. Not a view re-created only
+    # because what it reads changed.
+    deliberate: bool = False
     destructive = False
 
     def to_step(self) -> Step:

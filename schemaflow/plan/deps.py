@@ -1,7 +1,7 @@
-"""Dependencies between objects, and what follows from them: which views to re-create, and the order.
+"""Dependencies between objects, and the order of the steps that follows from them.
 
-Views depend on what their SQL reads. A view over an object whose columns change (created, columns
-added, re-created) is re-created after that change, and so on downstream. Steps are ordered by a
+Views depend on what their SQL reads, down to the columns they use (which views a change breaks,
+and what happens to them, is ``plan.invalidation``'s to say). Steps are ordered by a
 deterministic topological sort: a database before its objects, an object's own changes in the
 order the diff gave them, a view after everything it reads, and a drop after the drops of the views
 that read it. Ties go to the usual reading order (databases, drops of views, drops of tables, table
@@ -12,39 +12,35 @@ from __future__ import annotations
 from dataclasses import replace
 
 from schemaflow.graph import topological_order
-from schemaflow.model import Catalog, View
+from schemaflow.model import Catalog, Table, View
 from schemaflow.plan.changes import Change, CreateView, DropTable, DropView, ReplaceView
-from schemaflow.sql.views import ViewSqlError, tables_read
+from schemaflow.sql.views import ViewSqlError, analyze_view, tables_read
 
 
 def with_live_reads(live: Catalog) -> Catalog:
-    """The live catalog with each view's ``reads`` derived from its stored SQL.
+    """The live catalog with each view's ``reads``, ``uses`` and ``lineage`` derived from its stored SQL.
 
-    A view whose stored SQL does not parse (written by another engine, say) reads nothing we know of.
+    The SQL is Spark's stored original text, qualified against the live columns of what it reads
+    (``SELECT *`` expands to the columns the view stored when it was created, as Spark froze them).
+    A view whose SQL does not resolve any more uses the objects it reads as a whole; one whose SQL
+    does not parse (written by another engine, say) reads nothing we know of.
     """
-    def reads(view: View) -> tuple[str, ...]:
+    schema = {o.key: [(c.name, c.type or "string") for c in (o.all_columns if isinstance(o, Table) else o.columns)]
+              for o in live.objects.values()}
+
+    def derived(view: View) -> View:
         try:
-            return tables_read(view.sql, view.database)
+            analysis = analyze_view(view.sql, view.database, schema)
         except ViewSqlError:
-            return ()
-    objects = {k: replace(o, reads=reads(o)) if isinstance(o, View) else o for k, o in live.objects.items()}
+            try:
+                reads = tables_read(view.sql, view.database)
+            except ViewSqlError:
+                reads = ()
+            return replace(view, reads=reads, uses={key: () for key in reads}, lineage={})
+        lineage = dict(zip((c.name for c in view.columns), analysis.lineage.values()))
+        return replace(view, reads=analysis.reads, uses=analysis.uses, lineage=lineage)
+    objects = {k: derived(o) if isinstance(o, View) else o for k, o in live.objects.items()}
     return replace(live, objects=objects)
-
-
-def recreate_dependents(desired: Catalog, changes: list[Change]) -> list[ReplaceView]:
-    """Re-create each desired view downstream of a reshaped object, unless it is already (re)created."""
-    reshaped = {c.key for c in changes if c.reshapes}
-    handled = {c.key for c in changes if isinstance(c, (CreateView, ReplaceView))}
-    extra: list[ReplaceView] = []
-    for key in topological_order({v.key: v.reads for v in desired.views()}):
-        view = desired.get(key)
-        changed_inputs = [r for r in view.reads if r in reshaped]
-        if not changed_inputs:
-            continue
-        reshaped.add(key)
-        if key not in handled:
-            extra.append(ReplaceView(view, (f"re-created after {', '.join(changed_inputs)} changed",)))
-    return extra
 
 
 def _phase(change: Change) -> int:

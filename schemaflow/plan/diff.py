@@ -74,10 +74,15 @@ def diff_table(want: Table, have: Table, migrations: Sequence[Migration] = ()) -
 
 def diff_view(want: View, have: View) -> list[Change]:
     reasons: list[str] = []
-    if normalize_sql(want.sql) != normalize_sql(have.sql):
+    sql_changed = normalize_sql(want.sql) != normalize_sql(have.sql)
+    if sql_changed:
         reasons.append("SQL changed")
     if _names(want.columns) != _names(have.columns):
         reasons.append(f"columns {_names(have.columns)} -> {_names(want.columns)}")
+        new = [name for name in _names(want.columns) if name not in _names(have.columns)]
+        if not sql_changed and set(_names(have.columns)) < set(_names(want.columns)):
+            reasons.append(f"recompile: Spark expanded * when it created the view, so {', '.join(new)} "
+                           "would not appear otherwise")
     reshaped = bool(reasons)
     # An undeclared view column comment is Spark's to choose: it carries over the comment of the
     # column selected (through aliases too), so only declared comments are compared.
@@ -88,7 +93,7 @@ def diff_view(want: View, have: View) -> list[Change]:
         reasons.append("comment changed")
     if want.partitioned_on != have.partitioned_on:
         reasons.append(f"partitioned on {list(have.partitioned_on)} -> {list(want.partitioned_on)}")
-    return [ReplaceView(want, tuple(reasons), reshapes=reshaped)] if reasons else []
+    return [ReplaceView(want, tuple(reasons), reshapes=reshaped, deliberate=sql_changed)] if reasons else []
 
 
 def property_delta(want: Object, have: Object | None) -> tuple[dict[str, str], tuple[str, ...]]:

@@ -41,6 +41,8 @@ class Evolution:
     dropped: tuple[str, ...] = ()
     reordered: bool = False
     retyped: tuple[tuple[str, str, str], ...] = ()   # (column, old type, new type)
+    # (live column, what happens to it) for each live column a reader can no longer find by its name
+    lost: tuple[tuple[str, str], ...] = ()
     migrations: tuple[str, ...] = ()           # ids of the migrations this change applies
     mode: str | None = None                    # "cascade" or "restrict" when a migration says so
     problems: tuple[Problem, ...] = field(default=())
@@ -71,6 +73,8 @@ def evolve(live: Table, desired: Table, migrations: Sequence[Migration]) -> Evol
     reordered = False
     mode = None
     applied = []
+    lost: list[tuple[str, str]] = []
+    original = {c.name: c.name for c in live.columns}  # current name -> live name, through renames
     wanted = {c.name: c for c in desired.columns}
     for migration in migrations:
         if not migration.changes_for(key):
@@ -95,6 +99,8 @@ def evolve(live: Table, desired: Table, migrations: Sequence[Migration]) -> Evol
                     continue
                 columns[names.index(change.old)] = replace(columns[names.index(change.old)], name=change.new)
                 renamed.append((change.old, change.new))
+                original[change.new] = original.pop(change.old)
+                lost.append((original[change.new], f"migration {migration.id} renames to {change.new}"))
             elif isinstance(change, DropColumn):
                 if change.column not in names:
                     problems.append(Problem(f"{where}: {key} has no column {change.column}",
@@ -102,6 +108,7 @@ def evolve(live: Table, desired: Table, migrations: Sequence[Migration]) -> Evol
                     continue
                 del columns[names.index(change.column)]
                 dropped.append(change.column)
+                lost.append((original.pop(change.column), f"migration {migration.id} drops"))
             elif isinstance(change, ReorderColumns):
                 # The order may name columns the schema adds: they are added first, then placed.
                 columns += [wanted[n] for n in change.order if n not in names and n in wanted]
@@ -124,7 +131,12 @@ def evolve(live: Table, desired: Table, migrations: Sequence[Migration]) -> Evol
     retyped = tuple((c.name, old_types[c.name], c.type) for c in desired.columns
                     if c.name in old_types and old_types[c.name] != c.type)
     return Evolution(key, live.columns, desired.columns, tuple(operations), tuple(renamed), tuple(dropped),
-                     reordered, retyped, tuple(applied), mode, tuple(problems))
+                     reordered, retyped, _last_word(lost), tuple(applied), mode, tuple(problems))
+
+
+def _last_word(lost: list[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    """What finally happens to each lost live column (renamed, then dropped: dropped), by column name."""
+    return tuple(sorted(dict(lost).items()))
 
 
 def _applied_checksum(record: str) -> str | None:

@@ -1,9 +1,10 @@
 """A plan: the ordered steps that turn the live catalog into the desired one, saved and loaded as JSON.
 
-``build_plan`` is the whole planner: diff, re-create the views downstream of reshaped objects,
-count the partitions an append leaves alone, end every touched object with its ``Stamp`` (managed
-properties and version), order everything, and block what may not run as asked (destructive steps
-without ``allow_destructive``, changes that cannot be made in place).
+``build_plan`` is the whole planner: diff, find the views the changes break and apply the
+invalidation mode to them (``plan.invalidation``), count the partitions an append leaves alone, end
+every touched object with its ``Stamp`` (managed properties and version), order everything, and
+block what may not run as asked (destructive steps without ``allow_destructive``, changes that
+cannot be made in place, changes that break views under ``invalidation: strict``).
 """
 from __future__ import annotations
 
@@ -16,10 +17,13 @@ from schemaflow.claims import parse_claim
 from schemaflow.model import (APPLIED_AT_KEY, APPLIED_COMMIT_KEY, APPLIED_STATE_KEY, LIVE_STATE, MANAGED_KEYS_KEY,
                               MIGRATION_PREFIX, VERSION_KEY, Catalog, Migration, Object, Table, View, fingerprint,
                               state_digest)
+from schemaflow.errors import SchemaflowError
 from schemaflow.plan import deps
-from schemaflow.plan.changes import AddColumns, AlterColumns, Change, CreateTable, CreateView, ReplaceView, Stamp
+from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateTable, CreateView, DropTable, DropView,
+                                     ReplaceView, Stamp)
 from schemaflow.plan.diff import diff, property_delta
 from schemaflow.plan.evolution import Evolution
+from schemaflow.plan.invalidation import STRICT, resolve
 from schemaflow.plan.steps import APPLIED_AT, Step
 
 FORMAT_VERSION = 2
@@ -27,6 +31,7 @@ ABSENT = "absent"  # the fingerprint of an object that does not exist yet
 DESTRUCTIVE_BLOCK = "destructive: run with --allow-destructive to allow it"
 
 PartitionCounter = Callable[[str], "int | None"]
+BREAKING = (AlterColumns, DropTable, DropView, ReplaceView)  # the changes that can break the views over them
 
 
 @dataclass(frozen=True)
@@ -87,8 +92,12 @@ def _checksum(content: Mapping[str, Any]) -> str:
 
 def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = False,
                count_partitions: PartitionCounter | None = None, stale_partitions: PartitionCounter | None = None,
-               commit: str | None = None, check_partitions: bool = False, basis: str = "metastore") -> Plan:
+               commit: str | None = None, check_partitions: bool = False, basis: str = "metastore",
+               invalidation: str = STRICT, recompile: tuple[str, ...] = ()) -> Plan:
     """Plan the changes that turn ``live`` into ``desired`` (both restricted to the managed databases).
+
+    ``invalidation`` says what happens to views a change breaks (``plan.invalidation``); ``recompile``
+    names declared views to re-create from their SQL whether or not anything changed.
 
     ``count_partitions`` and ``stale_partitions`` answer for tables whose columns change (None: unknown);
     with ``check_partitions`` every other partitioned table is checked for stale partitions too, a
@@ -97,8 +106,9 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
     """
     live = deps.with_live_reads(live)
     changes = diff(desired, live)
-    changes += deps.recreate_dependents(desired, changes)
-    changes += _resumed(desired, live, changes, stale_partitions)
+    changes = _recompiled(changes, desired, recompile)
+    outcome = resolve(changes, desired, live, invalidation)
+    changes = outcome.changes + _resumed(desired, live, outcome.changes, stale_partitions)
     changes = [_with_partition_facts(c, count_partitions, stale_partitions) for c in changes]
     changes = [_with_records(c, desired, commit) for c in changes]
     changes += _stamps(desired, live, changes, commit)
@@ -108,17 +118,36 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
         # Columns are dropped only by migrations that name them: those need no further permission.
         if step.destructive and not allow_destructive and not step.blocked and not isinstance(change, AlterColumns):
             step = replace(step, blocked=DESTRUCTIVE_BLOCK)
+        if isinstance(change, BREAKING):  # what it does to the views over it
+            step = replace(step, notes=step.notes + outcome.notes.get(change.key, ()),
+                           blocked=step.blocked or outcome.blocked.get(change.key))
         if isinstance(change, Stamp) and steps and steps[-1].object == change.key:
             # The stamp is the object's last write: it runs as the end of the step before it.
             step = _fold(steps.pop(), change)
         steps.append(step)
-    warnings = _stale_elsewhere(desired, live, changes, count_partitions, stale_partitions) if check_partitions else ()
+    warnings = outcome.warnings
+    if check_partitions:
+        warnings += _stale_elsewhere(desired, live, changes, count_partitions, stale_partitions)
     touched = {s.object for s in steps if s.object_type != "database"}
     fingerprints = {key: state_digest(live.objects[key]) if key in live.objects else ABSENT for key in sorted(touched)}
     guards = {key: live.objects[key].version for key in sorted(touched) if key in live.objects}
     return Plan(steps=tuple(_note_adoptions(steps, guards)), databases=desired.databases,
                 allow_destructive=allow_destructive, warnings=warnings + _resume_warnings(live), basis=basis,
                 fingerprints=fingerprints, commit=commit, guards=guards)
+
+
+def _recompiled(changes: list[Change], desired: Catalog, recompile: tuple[str, ...]) -> list[Change]:
+    """The changes with each view of ``recompile`` re-created, unless they already (re-)create it."""
+    handled = {c.key for c in changes if isinstance(c, (CreateView, ReplaceView))}
+    extra: list[Change] = []
+    for key in sorted({name.lower() for name in recompile}):
+        view = desired.get(key)
+        if not isinstance(view, View):
+            declared = ", ".join(v.key for v in desired.views()) or "none"
+            raise SchemaflowError(f"--recompile {key}: no such view is declared (views: {declared})")
+        if key not in handled:
+            extra.append(ReplaceView(view, ("recompile requested",), deliberate=True))
+    return changes + extra
 
 
 def _stale_elsewhere(desired: Catalog, live: Catalog, changes: list[Change], count: PartitionCounter | None,

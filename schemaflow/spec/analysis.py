@@ -23,7 +23,7 @@ _VIEW_COLUMN_TYPE = "string"
 def analyze_views(
     objects: Mapping[str, Table | View], docs: Mapping[str, Document], broken: Collection[str]
 ) -> tuple[dict[str, View], list[Problem]]:
-    """The declared views with their ``reads`` and output ``columns`` filled in, and the problems.
+    """The declared views with their ``reads``, ``uses``, ``lineage`` and output ``columns`` filled in, and the problems.
 
     ``objects`` are the valid declarations by ``db.name``, ``docs`` the file of each declaration,
     ``broken`` the names of declarations that have problems of their own.
@@ -82,7 +82,8 @@ def _analyze(view: View, doc: Document, schema: Mapping[str, list[tuple[str, str
         message = f"columns names {len(columns)} column(s) but the SQL outputs {len(analysis.output)}: {output}"
         return view, [Problem(doc.key("columns"), message)]
     problems = _partition_problems(view, tuple(c.name for c in columns), doc)
-    return replace(view, columns=columns, reads=analysis.reads), problems
+    lineage = dict(zip((c.name for c in columns), analysis.lineage.values()))
+    return replace(view, columns=columns, reads=analysis.reads, uses=analysis.uses, lineage=lineage), problems
 
 
 def _partition_problems(view: View, names: tuple[str, ...], doc: Document) -> list[Problem]:

@@ -9,7 +9,7 @@ Errors carry a 1-based line and column within the SQL text, for the caller to pl
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 import sqlglot
@@ -20,6 +20,8 @@ from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.scope import traverse_scope
 from sqlglot.schema import MappingSchema
 from sqlglot.tokens import TokenType
+
+from schemaflow.sql.usage import column_usage, is_table, output_lineage, table_key
 
 DIALECT = "spark"
 # The alias given to an expression the user left unnamed, so that its reaching the output shows.
@@ -40,6 +42,8 @@ class ViewSqlError(Exception):
 class ViewAnalysis:
     output: tuple[str, ...]  # output column names, lower-case, in order
     reads: tuple[str, ...]   # "db.name" of the tables and views read, sorted
+    uses: Mapping[str, tuple[str, ...]] = field(default_factory=dict)     # "db.name" -> columns used anywhere
+    lineage: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # output column -> "db.name.column"
 
 
 def parse_select(sql: str) -> exp.Expression:
@@ -69,7 +73,7 @@ def tables_read(sql: str, default_database: str) -> tuple[str, ...]:
 
 
 def analyze_view(sql: str, default_database: str, schema: Mapping[str, Sequence[tuple[str, str]]]) -> ViewAnalysis:
-    """Check the query against ``schema`` ({"db.name": [(column, type), ...]}) and name its output.
+    """Check the query against ``schema`` ({"db.name": [(column, type), ...]}), name its output, find what it uses.
 
     Raises ``ViewSqlError`` for an unknown table or column, an unnamed computed output column or
     a duplicate output name.
@@ -100,7 +104,8 @@ def analyze_view(sql: str, default_database: str, schema: Mapping[str, Sequence[
             message = f"duplicate output column '{name}': give each output column its own name"
             raise ViewSqlError(message, *_position(sql, select))
         seen.add(name)
-    return ViewAnalysis(output=output, reads=reads)
+    return ViewAnalysis(output=output, reads=reads, uses=column_usage(qualified, default_database),
+                        lineage=output_lineage(qualified, default_database))
 
 
 def normalize_sql(sql: str) -> str:
@@ -119,12 +124,8 @@ def normalize_sql(sql: str) -> str:
 
 def _table_references(query: exp.Expression, default_database: str) -> list[tuple[str, exp.Table]]:
     """Each table the query reads (not CTEs, not table functions), with its ``db.name``."""
-    references = []
-    for scope in traverse_scope(query):
-        for source in scope.sources.values():
-            if isinstance(source, exp.Table) and isinstance(source.this, exp.Identifier):
-                references.append((f"{source.db or default_database}.{source.name}".lower(), source))
-    return references
+    return [(table_key(source, default_database), source)
+            for scope in traverse_scope(query) for source in scope.sources.values() if is_table(source)]
 
 
 def _mapping_schema(schema: Mapping[str, Sequence[tuple[str, str]]], keys: Sequence[str]) -> MappingSchema:

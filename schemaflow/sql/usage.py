@@ -1,0 +1,69 @@
+"""Which columns of which tables and views a qualified query uses, and where each output column comes from.
+
+A view depends on more than its output: a column used only in WHERE, JOIN, GROUP BY, HAVING, a
+window or a subquery breaks the view just as well when it goes. So every scope of the query is
+walked (``traverse_scope``: CTEs, derived tables, subqueries, each branch of a UNION) and each of
+its columns is traced to the source its table alias names in that scope; CTE and subquery names
+are scopes, not tables, so only real tables and views are counted. The query must be qualified
+first (``sqlglot.optimizer.qualify``): every column then names its source and ``*`` is expanded,
+as Spark expands it when it creates a view.
+
+Lineage is narrower: for each output column, the source columns its expression reads, followed
+through CTEs and derived tables (and position by position through UNION branches).
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+from sqlglot import exp
+from sqlglot.optimizer.scope import Scope, traverse_scope
+
+
+def column_usage(qualified: exp.Expression, default_database: str) -> dict[str, tuple[str, ...]]:
+    """``db.name`` of every table or view read -> the columns of it used anywhere, lower-case and sorted."""
+    used: dict[str, set[str]] = {}
+    for scope in traverse_scope(qualified):
+        for source in scope.sources.values():
+            if is_table(source):
+                used.setdefault(table_key(source, default_database), set())
+        for column in scope.columns:
+            source = scope.sources.get(column.table)
+            if is_table(source):
+                used[table_key(source, default_database)].add(column.name.lower())
+    return {key: tuple(sorted(columns)) for key, columns in sorted(used.items())}
+
+
+def output_lineage(qualified: exp.Expression, default_database: str) -> dict[str, tuple[str, ...]]:
+    """Each output column -> the ``db.name.column`` it is computed from, sorted."""
+    scopes = {id(scope.expression): scope for scope in traverse_scope(qualified)}
+    names = [select.alias_or_name.lower() for select in qualified.selects]
+    return {name: tuple(sorted(_sources(qualified, i, scopes, default_database))) for i, name in enumerate(names)}
+
+
+def _sources(query: exp.Expression, position: int, scopes: Mapping[int, Scope], default_database: str) -> set[str]:
+    """The source columns of the output column at ``position`` of ``query``."""
+    if isinstance(query, exp.SetOperation):
+        return (_sources(query.left, position, scopes, default_database)
+                | _sources(query.right, position, scopes, default_database))
+    scope = scopes.get(id(query))
+    if scope is None or position >= len(query.selects):
+        return set()
+    found: set[str] = set()
+    for column in query.selects[position].find_all(exp.Column):
+        source = scope.sources.get(column.table)
+        if is_table(source):
+            found.add(f"{table_key(source, default_database)}.{column.name.lower()}")
+        elif isinstance(source, Scope):
+            inner = [s.alias_or_name.lower() for s in source.expression.selects]
+            if column.name.lower() in inner:
+                found |= _sources(source.expression, inner.index(column.name.lower()), scopes, default_database)
+    return found
+
+
+def is_table(source: object) -> bool:
+    """A real table or view (not a CTE, a derived table or a table function)."""
+    return isinstance(source, exp.Table) and isinstance(source.this, exp.Identifier)
+
+
+def table_key(table: exp.Table, default_database: str) -> str:
+    return f"{table.db or default_database}.{table.name}".lower()

@@ -1,0 +1,208 @@
+"""Invalidation modes on a real metastore: apply, then query every view and read the outcome back.
+
+Hive's ``invalidate_view1.q`` (a view on a view over a table, then the table loses a column) is
+applied under each mode; ``SELECT * FROM v LIMIT 0`` is how a broken view shows itself cheaply.
+"""
+from __future__ import annotations
+
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from schemaflow.apply.executor import apply_plan, check_runnable
+from schemaflow.errors import SchemaflowError
+from schemaflow.plan.deps import with_live_reads
+from schemaflow.plan.plan import Plan
+from schemaflow.project import Project, load_project
+from schemaflow.workflow import Live, hash_migrations, make_plan
+
+pytestmark = pytest.mark.spark
+
+
+def write_project(root: Path, files: dict[str, str], invalidation: str) -> Project:
+    shutil.rmtree(root / "schemas", ignore_errors=True)
+    for name, text in {**files, "schemaflow.yaml": f"invalidation: {invalidation}\n"}.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(textwrap.dedent(text))
+    project = load_project(root, env={})
+    if (root / "migrations").exists():
+        hash_migrations(project)
+    return project
+
+
+def plan(project: Project, metastore, **kw) -> Plan:
+    return make_plan(project, Live(project, connected=metastore), **kw)
+
+
+def queryable(spark, key: str) -> list[str] | str:
+    """The columns Spark reads from ``key``, or the first line of the error it raises."""
+    try:
+        return spark.sql(f"SELECT * FROM {key} LIMIT 0").columns
+    except Exception as error:  # noqa: BLE001 - Spark's analysis errors come in several classes
+        return str(error).splitlines()[0]
+
+
+def queryable_rows(spark, key: str) -> str:
+    """The first line of the error Spark raises reading every row of ``key`` ("" if none)."""
+    try:
+        spark.sql(f"SELECT * FROM {key}").collect()
+    except Exception as error:  # noqa: BLE001
+        return str(error).splitlines()[0]
+    return ""
+
+
+def hive_case(db: str) -> tuple[dict[str, str], dict[str, str]]:
+    """invalidate_view1.q as a base project and the change that drops xxx10.value."""
+    base = {
+        f"schemas/{db}/xxx10.yaml": f"table: {db}.xxx10\ncolumns: [{{name: key, type: int}}, {{name: value, type: int}}]\n",
+        f"schemas/{db}/xxx9.yaml": f"view: {db}.xxx9\nsql: SELECT * FROM xxx10\n",
+        f"schemas/{db}/xxx8.yaml": f"view: {db}.xxx8\nsql: SELECT * FROM xxx9 xxx\n",
+        f"schemas/{db}/xxx7.yaml": f"view: {db}.xxx7\nsql: SELECT key FROM xxx10 WHERE key > 0\n",
+    }
+    head = {
+        **base,
+        f"schemas/{db}/xxx10.yaml": f"table: {db}.xxx10\ncolumns: [{{name: key, type: int}}]\n",
+        "migrations/0001_drop_value.yaml": f"""
+            description: ALTER TABLE xxx10 REPLACE COLUMNS (key int)
+            changes:
+              - drop_column: {{table: {db}.xxx10, column: value}}
+            """,
+    }
+    return base, head
+
+
+def test_live_views_know_the_columns_they_use_and_their_schema_mode(tmp_path, metastore, fresh_db):
+    db = fresh_db()
+    base, _ = hive_case(db)
+    apply_plan(plan(write_project(tmp_path, base, "strict"), metastore), metastore)
+    live = with_live_reads(metastore.read((db,)))
+    xxx9, xxx7 = live.get(f"{db}.xxx9"), live.get(f"{db}.xxx7")
+    assert xxx9.uses == {f"{db}.xxx10": ("key", "value")}
+    assert xxx7.uses == {f"{db}.xxx10": ("key",)}
+    assert live.get(f"{db}.xxx8").uses == {f"{db}.xxx9": ("key", "value")}
+    assert xxx9.lineage == {"key": (f"{db}.xxx10.key",), "value": (f"{db}.xxx10.value",)}
+    # Spark 4 stores COMPENSATION on every view it creates by default.
+    assert {v.schema_mode for v in live.views()} == {"COMPENSATION"}
+
+
+def test_strict_refuses_and_the_metastore_is_untouched(tmp_path, metastore, spark, fresh_db):
+    db = fresh_db()
+    base, head = hive_case(db)
+    apply_plan(plan(write_project(tmp_path, base, "strict"), metastore), metastore)
+    refused = plan(write_project(tmp_path, head, "strict"), metastore)
+    assert refused.blocked[0].blocked.startswith(
+        f"invalidation: strict, and this change breaks 2 views: {db}.xxx8 reads {db}.xxx9, which fails when "
+        f"queried; {db}.xxx9 uses {db}.xxx10.value, which migration 0001_drop_value drops.")
+    with pytest.raises(SchemaflowError, match="blocked step"):
+        check_runnable(refused)
+    assert [c.name for c in metastore.read((db,)).get(f"{db}.xxx10").columns] == ["key", "value"]
+    assert queryable(spark, f"{db}.xxx8") == ["key", "value"]
+
+
+def test_lenient_applies_and_leaves_the_views_failing_as_hive_does(tmp_path, metastore, spark, fresh_db):
+    db = fresh_db()
+    base, head = hive_case(db)
+    apply_plan(plan(write_project(tmp_path, base, "lenient"), metastore), metastore)
+    project = write_project(tmp_path, head, "lenient")
+    applied = plan(project, metastore)
+    assert [(s.kind, s.object) for s in applied.steps] == [("alter_columns", f"{db}.xxx10")]
+    assert applied.warnings == (
+        f"{db}.xxx8 reads {db}.xxx9, which fails when queried: {db}.xxx8 will fail when queried "
+        "(invalidation: lenient leaves it as it is)",
+        f"{db}.xxx9 uses {db}.xxx10.value, which migration 0001_drop_value drops: {db}.xxx9 will fail when queried "
+        "(invalidation: lenient leaves it as it is)")
+    apply_plan(applied, metastore)
+
+    assert [c.name for c in metastore.read((db,)).get(f"{db}.xxx10").columns] == ["key"]
+    assert queryable(spark, f"{db}.xxx7") == ["key"]
+    for view in ("xxx9", "xxx8"):
+        error = queryable(spark, f"{db}.{view}")
+        assert isinstance(error, str) and "INCOMPATIBLE_VIEW_SCHEMA_CHANGE" in error, (view, error)
+
+    # Nothing breaks them any more: the next plan re-creates them from their SQL, and they work again.
+    again = plan(project, metastore)
+    assert [(s.kind, s.object) for s in again.steps] == [("replace_view", f"{db}.xxx9"), ("replace_view", f"{db}.xxx8")]
+    apply_plan(again, metastore)
+    assert queryable(spark, f"{db}.xxx8") == ["key"]
+
+
+def test_cascade_recreates_the_views_in_order_and_every_view_works(tmp_path, metastore, spark, fresh_db):
+    db = fresh_db()
+    base, head = hive_case(db)
+    apply_plan(plan(write_project(tmp_path, base, "cascade"), metastore), metastore)
+    project = write_project(tmp_path, head, "cascade")
+    applied = plan(project, metastore)
+    assert [(s.kind, s.object) for s in applied.steps] == [
+        ("alter_columns", f"{db}.xxx10"), ("replace_view", f"{db}.xxx9"), ("replace_view", f"{db}.xxx8")]
+    apply_plan(applied, metastore)
+    for view in ("xxx10", "xxx9", "xxx8", "xxx7"):
+        assert queryable(spark, f"{db}.{view}") == ["key"], view
+    assert plan(project, metastore).is_empty
+
+
+def test_a_type_change_breaks_a_binding_view_and_compensation_views_cast(tmp_path, metastore, spark, fresh_db):
+    db = fresh_db()
+    base = {
+        f"schemas/{db}/t.yaml": f"table: {db}.t\ncolumns: [{{name: key, type: int}}, {{name: value, type: int}}]\n",
+        f"schemas/{db}/bound.yaml": f"view: {db}.bound\nsql: SELECT key FROM t\n",
+        f"schemas/{db}/filtered.yaml": f"view: {db}.filtered\nsql: SELECT value FROM t WHERE key > 0\n",
+        f"schemas/{db}/cast.yaml": f"view: {db}.cast\nsql: SELECT key, value FROM t\n",
+    }
+    apply_plan(plan(write_project(tmp_path, base, "lenient"), metastore), metastore)
+    # Views another tool made with schema binding (or Spark 3, which stores no mode).
+    for view in ("bound", "filtered"):
+        spark.sql(f"ALTER VIEW {db}.{view} WITH SCHEMA BINDING")
+    assert metastore.read((db,)).get(f"{db}.bound").schema_mode == "BINDING"
+    spark.sql(f"INSERT INTO {db}.t VALUES (1, 2)")
+    head = {**base, f"schemas/{db}/t.yaml": f"table: {db}.t\ncolumns: [{{name: key, type: bigint}}, "
+                                             f"{{name: value, type: int}}]\n"}
+
+    project = write_project(tmp_path, head, "lenient")
+    applied = plan(project, metastore)
+    [step] = applied.steps
+    assert step.notes == (f"{db}.cast (COMPENSATION) keeps {db}.t.key as int: Spark casts the new bigint values "
+                          "back, and a value that does not fit fails the query",)
+    assert applied.warnings == (
+        f"{db}.bound uses {db}.t.key, which changes type from int to bigint; {db}.bound keeps the old type and its "
+        f"schema mode is BINDING, so Spark refuses to read it (Cannot up cast): {db}.bound will fail when queried "
+        "(invalidation: lenient leaves it as it is)",)
+    apply_plan(applied, metastore)
+    # What the plan said, as Spark 4 does it: binding fails, compensation casts back to int, and a
+    # binding view that uses the column only in WHERE keeps working.
+    assert "CANNOT_UP_CAST_DATATYPE" in queryable(spark, f"{db}.bound")
+    assert spark.sql(f"SELECT * FROM {db}.cast").dtypes == [("key", "int"), ("value", "int")]
+    assert spark.sql(f"SELECT * FROM {db}.filtered").collect() == [(2,)]
+    # The note's warning: with ANSI on (Spark 4's default) a value that does not fit the old type fails.
+    spark.sql(f"INSERT INTO {db}.t VALUES (2147483648, 3)")
+    assert "CAST_OVERFLOW" in queryable_rows(spark, f"{db}.cast")
+
+
+
+def test_cascade_recreates_a_binding_view_which_then_shows_the_new_type(tmp_path, metastore, spark, fresh_db):
+    db = fresh_db()
+    base = {f"schemas/{db}/t.yaml": f"table: {db}.t\ncolumns: [{{name: key, type: int}}]\n",
+            f"schemas/{db}/bound.yaml": f"view: {db}.bound\nsql: SELECT key FROM t\n"}
+    apply_plan(plan(write_project(tmp_path, base, "cascade"), metastore), metastore)
+    spark.sql(f"ALTER VIEW {db}.bound WITH SCHEMA BINDING")
+    head = {**base, f"schemas/{db}/t.yaml": f"table: {db}.t\ncolumns: [{{name: key, type: bigint}}]\n"}
+    applied = plan(write_project(tmp_path, head, "cascade"), metastore)
+    assert [(s.kind, s.object) for s in applied.steps] == [("alter_columns", f"{db}.t"), ("replace_view", f"{db}.bound")]
+    apply_plan(applied, metastore)
+    assert spark.sql(f"SELECT * FROM {db}.bound LIMIT 0").dtypes == [("key", "bigint")]
+
+
+def test_recompile_recreates_a_view_on_demand(tmp_path, metastore, spark, fresh_db):
+    db = fresh_db()
+    base, _ = hive_case(db)
+    project = write_project(tmp_path, base, "strict")
+    apply_plan(plan(project, metastore), metastore)
+    spark.sql(f"ALTER VIEW {db}.xxx7 SET TBLPROPERTIES ('marker' = 'before')")  # not schemaflow's: no change
+    recompiled = plan(project, metastore, recompile=(f"{db}.xxx7",))
+    assert [(s.kind, s.summary) for s in recompiled.steps] == [
+        ("replace_view", f"re-create view {db}.xxx7: recompile requested")]
+    apply_plan(recompiled, metastore)
+    # CREATE OR REPLACE VIEW keeps only the parameters it writes: the view was re-created.
+    assert "marker" not in dict(metastore.msc.getTable(db, "xxx7").getParameters())
+    assert queryable(spark, f"{db}.xxx7") == ["key"]
