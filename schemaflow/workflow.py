@@ -20,6 +20,7 @@ from schemaflow.catalog.thrift_count import partition_counter
 from schemaflow.gitsource import commit_of
 from schemaflow.model import Catalog, Object, Table, fingerprint
 from schemaflow.plan.plan import Plan, build_plan
+from schemaflow.plan.steps import VIEW_PARTITIONS
 from schemaflow.project import Project
 from schemaflow.render.review import Review
 from schemaflow.spec import load_catalog
@@ -83,13 +84,28 @@ def review_live(project: Project, live: Live, *, allow_destructive: bool = False
     plan = build_plan(desired, current, allow_destructive=allow_destructive,
                       count_partitions=live.metastore.count_partitions,
                       stale_partitions=live.metastore.stale_partitions, commit=commit_of(project.root),
-                      check_partitions=check_partitions)
+                      check_partitions=check_partitions, list_partitions=live.metastore.partition_values)
     return Review(plan, reads=_reads(current, desired))
 
 
 def make_plan(project: Project, live: Live, *, allow_destructive: bool = False) -> Plan:
     """The plan of :func:`review_live`."""
     return review_live(project, live, allow_destructive=allow_destructive).plan
+
+
+def view_partitions_plan(project: Project, live: Live) -> tuple[Plan, tuple[str, ...]]:
+    """The view-partition steps of the plan against the metastore, and the views left out.
+
+    A view that the plan also creates or changes is left out: its partitions follow once ``apply``
+    has made the view itself what the schemas say.
+    """
+    plan = make_plan(project, live)
+    partitioned = {s.object for s in plan.steps if s.kind == VIEW_PARTITIONS}
+    changed = {s.object for s in plan.steps if s.kind != VIEW_PARTITIONS}
+    steps = tuple(s for s in plan.steps if s.object in partitioned - changed)
+    objects = {s.object for s in steps}
+    synced = replace(plan, steps=steps, fingerprints={k: v for k, v in plan.fingerprints.items() if k in objects})
+    return synced, tuple(sorted(partitioned & changed))
 
 
 def review_snapshot(project: Project, snapshot: Path, *, allow_destructive: bool = False) -> Review:

@@ -12,8 +12,9 @@ from typing import Mapping, Protocol, Sequence, TextIO
 
 from schemaflow.errors import SchemaflowError
 from schemaflow.plan.plan import Plan
-from schemaflow.model import Column
-from schemaflow.plan.steps import APPLIED_AT, Action, PartitionView, SetColumns, SetParameters, SqlAction, Step
+from schemaflow.model import Column, PartitionValues
+from schemaflow.plan.steps import (APPLIED_AT, Action, ChangeViewPartitions, PartitionView, SetColumns, SetParameters,
+                                   SqlAction, Step)
 
 
 class Target(Protocol):
@@ -27,6 +28,9 @@ class Target(Protocol):
 
     def set_columns(self, key: str, columns: Sequence[Column], partition_columns: Sequence[Column],
                     cascade: bool, batched: bool) -> None: ...
+
+    def change_view_partitions(self, key: str, columns: Sequence[str], add: Sequence[PartitionValues],
+                               drop: Sequence[PartitionValues]) -> None: ...
 
 
 class RecordingTarget:
@@ -47,6 +51,10 @@ class RecordingTarget:
     def set_columns(self, key: str, columns: Sequence[Column], partition_columns: Sequence[Column],
                     cascade: bool, batched: bool) -> None:
         self.actions.append(SetColumns(key, tuple(columns), tuple(partition_columns), cascade, batched))
+
+    def change_view_partitions(self, key: str, columns: Sequence[str], add: Sequence[PartitionValues],
+                               drop: Sequence[PartitionValues]) -> None:
+        self.actions.append(ChangeViewPartitions(key, tuple(columns), tuple(add), tuple(drop)))
 
 
 class ApplyError(SchemaflowError):
@@ -73,6 +81,8 @@ def run_action(action: Action, target: Target) -> None:
                               action.unset)
     elif isinstance(action, SetColumns):
         target.set_columns(action.object, action.columns, action.partition_columns, action.cascade, action.batched)
+    elif isinstance(action, ChangeViewPartitions):
+        target.change_view_partitions(action.object, action.columns, action.add, action.drop)
     else:
         target.partition_view(action.object, action.columns)
 

@@ -2,7 +2,7 @@
 
 ``build_plan`` is the whole planner: diff, re-create the views downstream of reshaped objects,
 count the partitions an append leaves alone, end every touched object with its ``Stamp`` (managed
-properties and version), order everything, and block what may not run as asked (destructive steps
+properties and version), give partitioned views the partitions they should have, order everything, and block what may not run as asked (destructive steps
 without ``allow_destructive``, changes that cannot be made in place).
 """
 from __future__ import annotations
@@ -16,9 +16,11 @@ from schemaflow.model import (APPLIED_AT_KEY, APPLIED_COMMIT_KEY, APPLIED_STATE_
                               MIGRATION_PREFIX, VERSION_KEY, Catalog, Migration, Object, Table, fingerprint,
                               state_digest)
 from schemaflow.plan import deps
-from schemaflow.plan.changes import AddColumns, AlterColumns, Change, CreateTable, CreateView, ReplaceView, Stamp
+from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateTable, CreateView, ReplaceView, Stamp,
+                                     SyncViewPartitions)
 from schemaflow.plan.diff import diff, property_delta
 from schemaflow.plan.steps import APPLIED_AT, Step
+from schemaflow.plan.view_partitions import PartitionLister, partition_changes
 
 FORMAT_VERSION = 1
 ABSENT = "absent"  # the fingerprint of an object that does not exist yet
@@ -80,19 +82,23 @@ def _checksum(content: Mapping[str, Any]) -> str:
 
 def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = False,
                count_partitions: PartitionCounter | None = None, stale_partitions: PartitionCounter | None = None,
-               commit: str | None = None, check_partitions: bool = False, basis: str = "metastore") -> Plan:
+               commit: str | None = None, check_partitions: bool = False, basis: str = "metastore",
+               list_partitions: PartitionLister | None = None) -> Plan:
     """Plan the changes that turn ``live`` into ``desired`` (both restricted to the managed databases).
 
     ``count_partitions`` and ``stale_partitions`` answer for tables whose columns change (None: unknown);
     with ``check_partitions`` every other partitioned table is checked for stale partitions too, a
     cost that grows with the partition count. ``commit`` names the git commit of the desired state,
-    recorded on every object written.
+    recorded on every object written. ``list_partitions`` lists the live partitions of a table or
+    view, for the partitions of partitioned views (None: no metastore; see ``plan.view_partitions``).
     """
     live = deps.with_live_reads(live)
     changes = diff(desired, live)
     changes += deps.recreate_dependents(desired, changes)
     changes = [_with_partition_facts(c, count_partitions, stale_partitions) for c in changes]
     changes += _stamps(desired, live, changes, commit)
+    # After the stamps: a view's partitions are its contents, not its definition, and need no stamp.
+    changes += partition_changes(desired, live, changes, list_partitions)
     steps: list[Step] = []
     for change in deps.order(changes, live):
         step = change.to_step()
@@ -102,6 +108,11 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
         if isinstance(change, Stamp) and steps and steps[-1].object == change.key:
             # The stamp is the object's last write: it runs as the end of the step before it.
             step = _fold(steps.pop(), change)
+        elif not step.actions and isinstance(change, SyncViewPartitions) and steps and steps[-1].object == change.key:
+            # Nothing to run: what it says belongs to the re-creation before it.
+            previous = steps.pop()
+            step = replace(previous, notes=previous.notes + (step.summary.replace(f" of view {change.key}", ""),)
+                           + step.notes)
         steps.append(step)
     warnings = _stale_elsewhere(desired, live, changes, count_partitions, stale_partitions) if check_partitions else ()
     touched = {s.object for s in steps if s.object_type != "database"}
