@@ -21,6 +21,7 @@ from schemaflow.project import load_project
 from schemaflow.render import FORMATS, render
 from schemaflow.render.review import Review
 from schemaflow import workflow
+from schemaflow.wording import plural
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
 
@@ -245,9 +246,9 @@ def _view_partitions(project, args) -> int:
         print("Not applied.", file=sys.stderr)
         return EXIT_ERROR
     target = live.target()
-    target.progress = lambda message: print(f"\n      {message}", end="", flush=True)
+    target.progress = lambda message: print(f"\n      {message}; ", end="", flush=True)
     apply_plan(plan, target, progress=sys.stdout)
-    print(f"\nSynced the partitions of {len(plan.steps)} view(s).")
+    print(f"\nSynced the partitions of {plural(len(plan.steps), 'view')}.")
     return EXIT_OK
 
 
