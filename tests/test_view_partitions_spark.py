@@ -160,3 +160,22 @@ def test_view_partitions_sync_command_shows_then_applies_only_view_partitions(tm
     assert captured.out.startswith("No changes")
     assert metastore.partition_values(f"{db}.daily") == (("2024-01-01",),)
     assert metastore.read((db,)).get(f"{db}.orders").comment is None
+
+
+def test_partitions_added_outside_the_view_file_survive_a_replace(tmp_path: Path, metastore, spark, fresh_db):
+    db = fresh_db()
+    files = {f"schemas/{db}/orders.yaml": base_table(db),
+             f"schemas/{db}/daily.yaml": f"view: {db}.daily\ncomment: one\npartitioned_on: [ds]\nsql: SELECT id, ds FROM orders\n"}
+    project = write_project(tmp_path, files)
+    plan_and_apply(project, metastore)
+    metastore.change_view_partitions(f"{db}.daily", ["ds"], [("2024-01-01",), ("2024-01-02",)], [])
+    assert plan(project, metastore).is_empty  # no partitions: in the file, those found are kept as they are
+
+    files[f"schemas/{db}/daily.yaml"] = files[f"schemas/{db}/daily.yaml"].replace("comment: one", "comment: two")
+    project = write_project(tmp_path, files)
+    replaced = plan_and_apply(project, metastore)
+    assert [s.summary for s in replaced.steps] == [f"re-create view {db}.daily: comment changed",
+                                                   f"partitions of view {db}.daily: add 2"]
+    assert metastore.partition_values(f"{db}.daily") == (("2024-01-01",), ("2024-01-02",))
+    assert metastore.read((db,)).get(f"{db}.daily").comment == "two"
+    assert plan(project, metastore).is_empty

@@ -14,6 +14,7 @@ decided at apply, and shown only for views that are re-created or whose declarat
 """
 from __future__ import annotations
 
+from functools import cache
 from itertools import product
 from typing import Iterable, Mapping, Protocol
 
@@ -53,8 +54,10 @@ def partition_changes(desired: Catalog, live: Catalog, changes: list[Change],
                       list_partitions: PartitionLister | None) -> list[SyncViewPartitions]:
     """One change for each desired view whose partitions differ from those it should have.
 
-    ``list_partitions`` lists live partitions (None: no metastore at hand).
+    ``list_partitions`` lists live partitions (None: no metastore at hand); each object is listed once.
     """
+    if list_partitions is not None:
+        list_partitions = cache(list_partitions)  # views derived from the same base table
     recreated = {c.key for c in changes if isinstance(c, (CreateView, ReplaceView))}
     result = []
     for want in desired.views():
