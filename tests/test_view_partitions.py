@@ -136,6 +136,12 @@ def test_without_a_metastore_the_plan_says_what_decides_the_partitions():
     plan = build_plan(catalog(ORDERS, changed), base_ref, basis="git")
     assert kinds(plan) == [("replace_view", "retail.daily")]
     assert "partitions: decided at apply" in plan.steps[0].notes
+    # Partitioned on other columns now: whatever partitions it has are lost, and the plan says so.
+    by_id = View("retail", "daily", "SELECT ds, id FROM retail.orders", (Column("ds"), Column("id")),
+                 partitioned_on=("id",), reads=("retail.orders",))
+    plan = build_plan(catalog(ORDERS, by_id), live(ORDERS, DAILY), basis="snapshot")
+    assert plan.steps[0].notes[-2:] == ("partitions: lost with the re-created view",
+                                        "none fits it: partitioned on ['ds'] -> ['id']")
     # Listed on both sides: the difference is known without a metastore.
     before = replace(DAILY, partitions=ViewPartitions(values=(("2024-01-01",),)))
     after = replace(DAILY, partitions=ViewPartitions(values=(("2024-01-01",), ("2024-01-02",))))

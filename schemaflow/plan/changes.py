@@ -13,8 +13,8 @@ from typing import Mapping
 from schemaflow.model import MIGRATION_PREFIX, SCHEMAFLOW_PREFIX, Column, PartitionValues, Table, View
 from schemaflow.plan.evolution import SAME, Evolution
 from schemaflow.plan.hazards import column_hazards, restrict_hazard
-from schemaflow.plan.steps import (VIEW_PARTITIONS, ChangeViewPartitions, PartitionView, SetColumns, SetParameters, SqlAction, Step,
-                                   listed_partitions)
+from schemaflow.plan.steps import (VIEW_PARTITIONS, ChangeViewPartitions, PartitionView, SetColumns, SetParameters,
+                                   SqlAction, Step, listed_partitions)
 from schemaflow.sql import ddl
 from schemaflow.wording import plural
 
@@ -262,7 +262,10 @@ class SyncViewPartitions(_OfView):
         origin = ("kept as they are" if rule is None else "listed in its file" if rule.derive_from is None
                   else f"derived from the partitions of {rule.derive_from}")
         if not self.known:
-            if rule is None:
+            if rule is None and self.live_columns != columns:
+                summary, note = "lost with the re-created view", (
+                    f"none fits it: partitioned on {list(self.live_columns)} -> {list(columns)}")
+            elif rule is None:
                 summary, note = "re-added at apply", ("Spark's CREATE OR REPLACE VIEW drops them; apply lists them "
                                                       "first and adds back those that still fit")
             else:

@@ -2,8 +2,9 @@
 
 ``build_plan`` is the whole planner: diff, re-create the views downstream of reshaped objects,
 count the partitions an append leaves alone, end every touched object with its ``Stamp`` (managed
-properties and version), give partitioned views the partitions they should have, order everything, and block what may not run as asked (destructive steps
-without ``allow_destructive``, changes that cannot be made in place).
+properties and version), give partitioned views the partitions they should have, order everything,
+and block what may not run as asked (destructive steps without ``allow_destructive``, changes that
+cannot be made in place).
 """
 from __future__ import annotations
 

@@ -153,7 +153,8 @@ def action_from_data(data: Mapping[str, Any]) -> Action:
         return PartitionView(object=data["object"], columns=tuple(data["columns"]))
     if kind == "change_view_partitions":
         return ChangeViewPartitions(object=data["object"], columns=tuple(data["columns"]),
-                                    add=tuple(tuple(v) for v in data["add"]), drop=tuple(tuple(v) for v in data["drop"]))
+                                    add=tuple(tuple(v) for v in data["add"]),
+                                    drop=tuple(tuple(v) for v in data["drop"]))
     raise ValueError(f"unknown action kind {kind!r}")
 
 

@@ -72,7 +72,7 @@ def partition_changes(desired: Catalog, live: Catalog, changes: list[Change],
         if current is None or target is None:
             declared_before = have is not None and have.partitions is not None
             if want.key in recreated or (declared_before and have.partitions != want.partitions):
-                result.append(SyncViewPartitions(want, known=False))
+                result.append(SyncViewPartitions(want, have.partitioned_on if have else (), known=False))
             continue
         change = _sync(want, have, current, target, fits, replaced)
         if change.add or change.drop or change.lost:

@@ -128,7 +128,8 @@ def _derivation_problems(view: View, doc: Document, tables: Mapping[str, Table])
                                f"(its partition columns: {listed}); view partitions match base partitions by name")]
     return [
         Problem(doc.key("partitions", "complete_when", written),
-                f"complete_when names '{written}', which is not a partition column of {base} (its partition columns: {listed})")
+                f"complete_when names '{written}', which is not a partition column of {base} "
+                f"(its partition columns: {listed})")
         for written in doc.data["partitions"].get("complete_when", {})
         if written.lower() not in keys
     ]

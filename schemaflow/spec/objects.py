@@ -2,7 +2,7 @@
 
 The file's shape is checked against its JSON Schema first; a file with a wrong shape goes no
 further. Then the rules that a schema cannot express: canonical column types, unique column
-names, an external table's location, reserved property keys. A view's SQL is kept as written;
+names, an external table's location, reserved property keys, the partitions a view lists. A view's SQL is kept as written;
 what it reads and outputs is worked out once every file is known (see ``spec.analysis``).
 """
 from __future__ import annotations
@@ -138,7 +138,8 @@ def _view_partitions(doc: Document, declared: list | dict | None, partitioned_on
         if "" in values:
             problems.append(Problem(doc.at("partitions", i), "a partition value must not be empty"))
         elif values in first:
-            message = f"partition {partition_name(partitioned_on, values)} is listed twice (first on line {first[values]})"
+            name = partition_name(partitioned_on, values)
+            message = f"partition {name} is listed twice (first on line {first[values]})"
             problems.append(Problem(doc.at("partitions", i), message))
         first.setdefault(values, doc.at("partitions", i).line)
     return ViewPartitions(values=tuple(sorted(first)))

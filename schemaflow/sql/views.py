@@ -4,8 +4,9 @@ A view is one query in Spark SQL: one SELECT (WITH ... SELECT and unions include
 that writes or defines, not even where sqlglot would accept it (DML in a CTE, SELECT ... INTO),
 since schemaflow embeds the text in the DDL it runs. It is parsed once, its sources are found
 scope by scope (so CTE names are not mistaken for tables), and it is qualified against the
-declared columns of what it reads, which expands ``*`` and finds unknown columns. Spark refuses a permanent view whose output
-has a generated name (a computed expression without an alias), so that is checked here too.
+declared columns of what it reads, which expands ``*`` and finds unknown columns. Spark refuses a
+permanent view whose output has a generated name (a computed expression without an alias), so
+that is checked here too.
 Errors carry a 1-based line and column within the SQL text, for the caller to place in its file.
 """
 from __future__ import annotations
