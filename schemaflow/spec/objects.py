@@ -2,8 +2,9 @@
 
 The file's shape is checked against its JSON Schema first; a file with a wrong shape goes no
 further. Then the rules that a schema cannot express: canonical column types, unique column
-names, an external table's location, reserved property keys, the partitions a view lists. A view's SQL is kept as written;
-what it reads and outputs is worked out once every file is known (see ``spec.analysis``).
+names, an external table's location, reserved property keys, the partitions a view lists. A
+view's SQL is kept as written; what it reads and outputs is worked out once every file is known
+(see ``spec.analysis``).
 """
 from __future__ import annotations
 
