@@ -3,6 +3,8 @@
 Each view's SQL is parsed for the objects it reads; views are then analysed in dependency order,
 so a view over another view sees that view's output columns. A view that reads an object which
 is itself broken (or in a cycle) is skipped rather than reported again: the root cause already is.
+A view that derives its partitions from a base table must read it, and the table must be
+partitioned on the view's partition columns and on those ``complete_when`` names.
 Errors inside SQL are placed at their line and column in the YAML file.
 """
 from __future__ import annotations
