@@ -22,6 +22,7 @@ from schemaflow.render import FORMATS, render
 from schemaflow.render.graph import GRAPH_FORMATS, render_graph
 from schemaflow.render.review import Review
 from schemaflow import workflow
+from schemaflow.wording import plural
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
 
@@ -83,6 +84,13 @@ def _parser() -> argparse.ArgumentParser:
 
     snapshot = commands.add_parser("snapshot", help="save the live state of the managed databases as JSON")
     snapshot.add_argument("--out", type=Path, required=True, metavar="FILE")
+
+    view_partitions = commands.add_parser("view-partitions", help="the partitions of partitioned views")
+    view_partitions.add_argument("action", choices=("sync",),
+                                 help="sync: add and drop view partitions to match schemas/ and the base tables")
+    view_partitions.add_argument("--auto-approve", action="store_true", help="do not ask for confirmation")
+    view_partitions.add_argument("--dry-run", action="store_true",
+                                 help="show what would change, change nothing (exit 2 when something would)")
     return parser
 
 
@@ -93,8 +101,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             (Path(args.project) / "schemas").mkdir(parents=True, exist_ok=True)
         project = load_project(args.project)
         return {"validate": _validate, "plan": _plan, "apply": _apply, "snapshot": _snapshot, "history": _history,
-                "hash-migrations": _hash_migrations, "import": _import, "drift": _drift, "graph": _graph}[args.command](
-            project, args)
+                "hash-migrations": _hash_migrations, "import": _import, "drift": _drift, "graph": _graph,
+                "view-partitions": _view_partitions}[args.command](project, args)
     except SpecError as error:
         print(error, file=sys.stderr)
         print(f"{len(error.problems)} problem(s) found; nothing was planned or applied.", file=sys.stderr)
@@ -239,6 +247,27 @@ def _snapshot(project, args) -> int:
     counts = {t.key: live.metastore.count_partitions(t.key) for t in current.tables() if t.partition_columns}
     write_snapshot(current, args.out, partition_counts=counts)
     print(f"Saved the live state of {', '.join(desired.databases)} to {args.out}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _view_partitions(project, args) -> int:
+    """``view-partitions sync``: exit 0 done (or nothing to do), 2 with ``--dry-run`` when something would change."""
+    if not (args.auto_approve or args.dry_run) and not sys.stdin.isatty():
+        raise SchemaflowError("not a terminal, so no one can confirm: pass --auto-approve (or --dry-run)")
+    live = workflow.Live(project)
+    plan, left_out = workflow.view_partitions_plan(project, live)
+    for key in left_out:
+        print(f"skipped {key}: the view itself changes; schemaflow apply syncs its partitions", file=sys.stderr)
+    sys.stdout.write(render(Review(plan), "text"))
+    if plan.is_empty or args.dry_run:
+        return EXIT_OK if plan.is_empty else EXIT_CHANGES
+    if not args.auto_approve and not _confirm(plan):
+        print("Not applied.", file=sys.stderr)
+        return EXIT_ERROR
+    target = live.target()
+    target.progress = lambda message: print(f"\n      {message}; ", end="", flush=True)
+    apply_plan(plan, target, progress=sys.stdout)
+    print(f"\nSynced the partitions of {plural(len(plan.steps), 'view')}.")
     return EXIT_OK
 
 

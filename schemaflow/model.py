@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, Sequence
 
 # Table parameters that schemaflow itself writes on every object it manages.
 VERSION_KEY = "schemaflow.version"
@@ -75,6 +75,36 @@ class Table:
         return self.columns + self.partition_columns
 
 
+PartitionValues = tuple[str, ...]  # one partition: its values, in the order of the partition columns
+
+
+@dataclass(frozen=True)
+class ViewPartitions:
+    """The partitions a partitioned view should have: listed in its file, or derived from a base table's.
+
+    Listed: ``values`` holds one tuple per partition, in ``partitioned_on`` order, sorted.
+    Derived (``derive_from`` names the base table): a view partition exists when the base table
+    has a partition with the same values in the view's partition columns (matched by name) and,
+    for ``complete_when``, among those base partitions, every combination of the listed values of
+    the base's other partition columns (a list), or at least that many distinct values (a number).
+    """
+
+    values: tuple[PartitionValues, ...] = ()
+    derive_from: str | None = None
+    complete_when: Mapping[str, tuple[str, ...] | int] = field(default_factory=dict)
+
+    def to_data(self) -> dict[str, Any]:
+        if self.derive_from is None:
+            return {"values": [list(v) for v in self.values]}
+        complete = {k: v if isinstance(v, int) else list(v) for k, v in sorted(self.complete_when.items())}
+        return {"derive_from": self.derive_from, "complete_when": complete}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> "ViewPartitions":
+        complete = {k: v if isinstance(v, int) else tuple(v) for k, v in data.get("complete_when", {}).items()}
+        return cls(tuple(tuple(v) for v in data.get("values", ())), data.get("derive_from"), complete)
+
+
 @dataclass(frozen=True)
 class View:
     database: str
@@ -85,6 +115,9 @@ class View:
     columns: tuple[Column, ...] = ()
     comment: str | None = None
     partitioned_on: tuple[str, ...] = ()
+    # Declared: the partitions it should have (None: schemaflow keeps those it finds). Live: None,
+    # since listing them costs a metastore call; the planner lists them where it needs them.
+    partitions: ViewPartitions | None = None
     properties: Mapping[str, str] = field(default_factory=dict)
     # The tables and views the SQL reads ("db.name", sorted); derived from ``sql``.
     reads: tuple[str, ...] = field(default=(), compare=False)
@@ -194,6 +227,11 @@ class Catalog:
                        objects={k: o for k, o in self.objects.items() if o.database in wanted})
 
 
+def partition_name(columns: Sequence[str], values: PartitionValues) -> str:
+    """A partition as people and Hive name it: ``ds=2024-01-01/hr=00``."""
+    return "/".join(f"{column}={value}" for column, value in zip(columns, values))
+
+
 def split_key(key: str) -> tuple[str, str]:
     database, _, name = key.partition(".")
     return database, name
@@ -210,6 +248,8 @@ def to_data(obj: Object) -> dict[str, Any]:
         value = getattr(obj, f.name)
         if f.name in ("columns", "partition_columns"):
             value = [column_data(c) for c in value]
+        elif isinstance(value, ViewPartitions):
+            value = value.to_data()
         elif isinstance(value, tuple):
             value = list(value)
         elif isinstance(value, Mapping):
@@ -231,6 +271,8 @@ def from_data(data: Mapping[str, Any]) -> Object:
     for name in ("uses", "lineage"):
         if name in data:
             data[name] = {key: tuple(values) for key, values in data[name].items()}
+    if data.get("partitions") is not None:
+        data["partitions"] = ViewPartitions.from_data(data["partitions"])
     return cls(**data)
 
 
@@ -274,10 +316,11 @@ def fingerprint(obj: Object) -> str:
     """A short, stable digest of an object's definition: what ``schemaflow.version`` records.
 
     Live-only bookkeeping (managed keys, the previous version) does not take part, so the
-    fingerprint of a desired object equals that of the live object it was applied to.
+    fingerprint of a desired object equals that of the live object it was applied to. Nor do a
+    view's partitions: like a table's, they are its contents, which follow the loads of its base.
     """
     data = to_data(replace(obj, managed_keys=(), version=None))
-    for live_only in ("managed_keys", "version", "reads", "uses", "lineage", "schema_mode", "migrations"):
-        data.pop(live_only, None)
+    for left_out in ("managed_keys", "version", "reads", "uses", "lineage", "schema_mode", "migrations", "partitions"):
+        data.pop(left_out, None)
     canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]

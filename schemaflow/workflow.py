@@ -24,6 +24,7 @@ from schemaflow.gitsource import commit_of
 from schemaflow.model import Catalog, Object, Table, View, fingerprint
 from schemaflow.plan.invalidation import COMPENSATION
 from schemaflow.plan.plan import Plan, build_plan
+from schemaflow.plan.steps import VIEW_PARTITIONS
 from schemaflow.project import Project
 from schemaflow.render.review import Review
 from schemaflow.spec import load_catalog
@@ -93,7 +94,7 @@ def review_live(project: Project, live: Live, *, allow_destructive: bool = False
                       count_partitions=live.metastore.count_partitions,
                       stale_partitions=live.metastore.stale_partitions, commit=commit_of(project.root),
                       check_partitions=check_partitions, invalidation=project.settings.invalidation,
-                      recompile=recompile)
+                      recompile=recompile, list_partitions=live.metastore.partition_values)
     return Review(plan, reads=_reads(current, desired))
 
 
@@ -101,6 +102,22 @@ def make_plan(project: Project, live: Live, *, allow_destructive: bool = False,
               recompile: tuple[str, ...] = ()) -> Plan:
     """The plan of :func:`review_live`; ``recompile`` names views to re-create from their declared SQL."""
     return review_live(project, live, allow_destructive=allow_destructive, recompile=recompile).plan
+
+
+def view_partitions_plan(project: Project, live: Live) -> tuple[Plan, tuple[str, ...]]:
+    """The view-partition steps of the plan against the metastore, and the views left out.
+
+    A view that the plan also creates or changes is left out: its partitions follow once ``apply``
+    has made the view itself what the schemas say.
+    """
+    plan = make_plan(project, live)
+    partitioned = {s.object for s in plan.steps if s.kind == VIEW_PARTITIONS}
+    changed = {s.object for s in plan.steps if s.kind != VIEW_PARTITIONS}
+    steps = tuple(s for s in plan.steps if s.object in partitioned - changed)
+    objects = {s.object for s in steps}
+    synced = replace(plan, steps=steps, fingerprints={k: v for k, v in plan.fingerprints.items() if k in objects},
+                     guards={k: v for k, v in plan.guards.items() if k in objects})
+    return synced, tuple(sorted(partitioned & changed))
 
 
 def review_snapshot(project: Project, snapshot: Path, *, allow_destructive: bool = False) -> Review:

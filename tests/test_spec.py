@@ -6,12 +6,13 @@ case is read first, and its ``databases`` are the ones the project manages.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from schemaflow.errors import SpecError
-from schemaflow.model import Catalog, Column, Source, Table, View
+from schemaflow.model import Catalog, Column, Source, Table, View, ViewPartitions, fingerprint, from_data, to_data
 from schemaflow.spec import load_catalog
 from schemaflow.spec.settings import check_settings
 from schemaflow.spec.yamlpos import load_yaml
@@ -167,3 +168,24 @@ def test_yaml_positions_of_values_and_keys(tmp_path: Path) -> None:
 def write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
+
+
+def test_view_partitions_listed_or_derived_load_into_the_model(tmp_path: Path) -> None:
+    write(tmp_path / "schemas/sales/t.yaml", "table: sales.t\ncolumns: [{name: a, type: int}]\n"
+                                             "partitioned_by: [{name: ds, type: string}, {name: hr, type: string}]\n")
+    write(tmp_path / "schemas/sales/listed.yaml", "view: sales.listed\npartitioned_on: [ds]\nsql: SELECT a, ds FROM t\n"
+                                                  "partitions: [{ds: '2024-01-02'}, {DS: '2024-01-01'}]\n")
+    write(tmp_path / "schemas/sales/derived.yaml", "view: sales.derived\npartitioned_on: [ds]\nsql: SELECT a, ds FROM t\n"
+                                                   "partitions: {derive_from: Sales.T, complete_when: {HR: ['01', '00', '01']}}\n")
+    write(tmp_path / "schemas/sales/counted.yaml", "view: sales.counted\npartitioned_on: [ds]\nsql: SELECT a, ds FROM t\n"
+                                                   "partitions: {derive_from: sales.t, complete_when: {hr: 24}}\n")
+    write(tmp_path / "schemas/sales/plain.yaml", "view: sales.plain\npartitioned_on: [ds]\nsql: SELECT a, ds FROM t\n")
+    objects = load_catalog(tmp_path).objects
+    assert objects["sales.listed"].partitions == ViewPartitions(values=(("2024-01-01",), ("2024-01-02",)))
+    assert objects["sales.derived"].partitions == ViewPartitions(derive_from="sales.t", complete_when={"hr": ("00", "01")})
+    assert objects["sales.counted"].partitions == ViewPartitions(derive_from="sales.t", complete_when={"hr": 24})
+    assert objects["sales.plain"].partitions is None
+    # The plain-data form round-trips them; the fingerprint leaves them out, as a table's partitions are.
+    for key in ("sales.listed", "sales.derived", "sales.counted", "sales.plain"):
+        assert from_data(to_data(objects[key])) == objects[key]
+    assert fingerprint(objects["sales.listed"]) == fingerprint(replace(objects["sales.listed"], partitions=None))

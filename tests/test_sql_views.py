@@ -20,6 +20,8 @@ SCHEMA = {
         "WITH c AS (SELECT a FROM t) SELECT a FROM c",
         "SELECT a FROM t UNION ALL SELECT b FROM u",
         "(SELECT a FROM t)",
+        # Text that looks like a statement inside a string or a comment is not one.
+        "SELECT ';DROP TABLE t' AS a /* ; DELETE FROM t */ -- ; INSERT INTO t SELECT 1",
     ],
 )
 def test_parse_select_accepts_one_query(sql: str) -> None:
@@ -34,6 +36,16 @@ def test_parse_select_accepts_one_query(sql: str) -> None:
         ("\n  CREATE TABLE t (a INT)", "a view must be one SELECT statement (SELECT, WITH ... SELECT or a UNION of them), not CREATE", 2, 3),
         ("DROP TABLE t", "a view must be one SELECT statement (SELECT, WITH ... SELECT or a UNION of them), not DROP", 1, 1),
         (" ;\n", "a view must be one SELECT statement; the SQL is empty", 1, 1),
+        ("SELECT 1 AS a; DROP TABLE t", "a view must be one SELECT statement; found 2 statements", 1, 16),
+        ("WITH a AS (SELECT 1) INSERT INTO t SELECT * FROM a",
+         "a view must be one SELECT statement (SELECT, WITH ... SELECT or a UNION of them), not INSERT", 1, 1),
+        # sqlglot accepts these inside a query; Spark would not, and a view must never write.
+        ("WITH a AS (INSERT INTO t SELECT 1)\nSELECT 1 AS one", "a view must be one SELECT statement; it must not contain INSERT", 1, 12),
+        ("WITH a AS (SELECT 1 AS one)\n  , b AS (DELETE FROM t) SELECT * FROM a", "a view must be one SELECT statement; it must not contain DELETE", 2, 11),
+        ("WITH a AS (UPDATE t SET x = 1) SELECT 1 AS one", "a view must be one SELECT statement; it must not contain UPDATE", 1, 12),
+        ("SELECT a\nINTO copy FROM t", "a view must be one SELECT statement; it must not contain SELECT ... INTO", 2, 1),
+        ("MERGE INTO t USING s ON t.a = s.a WHEN MATCHED THEN DELETE",
+         "a view must be one SELECT statement (SELECT, WITH ... SELECT or a UNION of them), not MERGE", 1, 1),
         ("SELECT a\nFROM t\nWHERE (a", "SQL syntax error near 'a': Expecting )", 3, 8),
         ("SELECT a frm\n  tablename", "SQL syntax error near 'tablename': Invalid expression / Unexpected token", 2, 3),
     ],

@@ -19,7 +19,8 @@ from schemaflow.claims import CLAIM, Claim, new_run
 from schemaflow.errors import ConcurrentChange, SchemaflowError
 from schemaflow.model import VERSION_KEY, Column
 from schemaflow.plan.plan import Plan
-from schemaflow.plan.steps import APPLIED_AT, Action, PartitionView, SetColumns, SetParameters, SqlAction, Step
+from schemaflow.plan.steps import (APPLIED_AT, Action, ChangeViewPartitions, PartitionView, SetColumns, SetParameters,
+                                   SqlAction, Step)
 from schemaflow.sql import ddl
 
 
@@ -40,6 +41,9 @@ class Target(Protocol):
     def set_columns(self, key: str, columns: Sequence[Column], partition_columns: Sequence[Column],
                     cascade: bool, batched: bool, parameters: Mapping[str, str] = {},
                     expected: str | None = None) -> None: ...
+
+    def change_view_partitions(self, key: str, columns: Sequence[str], add: Sequence[PartitionValues],
+                               drop: Sequence[PartitionValues]) -> None: ...
 
 
 class RecordingTarget:
@@ -67,6 +71,10 @@ class RecordingTarget:
         self.actions.append(SetColumns(key, tuple(columns), tuple(partition_columns), cascade, batched,
                                        dict(parameters)))
         self.guards.append(expected)
+
+    def change_view_partitions(self, key: str, columns: Sequence[str], add: Sequence[PartitionValues],
+                               drop: Sequence[PartitionValues]) -> None:
+        self.actions.append(ChangeViewPartitions(key, tuple(columns), tuple(add), tuple(drop)))
 
 
 class ApplyError(SchemaflowError):
@@ -146,6 +154,9 @@ class Run:
             self.target.set_columns(action.object, action.columns, action.partition_columns, action.cascade,
                                     action.batched, {k: v.replace(APPLIED_AT, now) for k, v in action.parameters.items()},
                                     self.held.get(action.object))
+        elif isinstance(action, ChangeViewPartitions):
+            # A view's partitions are its contents, not its definition: the metastore has no guard for them.
+            self.target.change_view_partitions(action.object, action.columns, action.add, action.drop)
         else:
             self.target.partition_view(action.object, action.columns, self.held.get(action.object))
 

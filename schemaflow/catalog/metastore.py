@@ -23,6 +23,7 @@ from pyspark.sql import SparkSession
 
 from schemaflow.catalog.columns import set_columns, stale_partitions
 from schemaflow.catalog.jvm import java_errors, java_message, unreachable
+from schemaflow.catalog.view_partitions import change_view_partitions, partition_values
 from schemaflow.errors import ConcurrentChange, SchemaflowError
 from schemaflow.model import (
     MANAGED_KEYS_KEY,
@@ -32,6 +33,7 @@ from schemaflow.model import (
     Catalog,
     Column,
     Object,
+    PartitionValues,
     Table,
     View,
     LIVE_STATE,
@@ -94,6 +96,8 @@ class Metastore:
         self._serializer = jvm.org.apache.thrift.TSerializer(
             jvm.org.apache.thrift.protocol.TSimpleJSONProtocol.Factory()
         )
+        # TJSONProtocol (with field ids and types) is the JSON that Thrift can also read.
+        self._deserializer = jvm.org.apache.thrift.TDeserializer(jvm.org.apache.thrift.protocol.TJSONProtocol.Factory())
 
     @classmethod
     def connect(cls, spark: SparkSession) -> Metastore:
@@ -249,6 +253,21 @@ class Metastore:
             view.getSd().setCols(keep)
             view.setPartitionKeys(move)
             self.alter(view, expected)
+
+    def partition_values(self, key: str) -> tuple[PartitionValues, ...]:
+        """The partitions of the table or view ``key`` as values (see ``catalog.view_partitions``)."""
+        with self._errors(f"listing the partitions of {key}"):
+            return partition_values(self, key)
+
+    def change_view_partitions(self, key: str, columns: Sequence[str], add: Sequence[PartitionValues],
+                               drop: Sequence[PartitionValues]) -> None:
+        """Drop and add partitions of the view ``key``, in batches (see ``catalog.view_partitions``)."""
+        with self._errors(f"changing the partitions of view {key}"):
+            change_view_partitions(self, key, columns, add, drop)
+
+    def from_json(self, struct: Any, data: Mapping[str, Any]) -> None:
+        """Fill a Thrift struct from data in Thrift's JSON protocol, decoded in the JVM: one round trip."""
+        self._deserializer.deserialize(struct, bytearray(json.dumps(data, separators=(",", ":")).encode()))
 
     def table_data(self, database: str) -> Iterator[dict[str, Any]]:
         """The Thrift Table objects of ``database`` as JSON-decoded dicts, fetched in batches."""

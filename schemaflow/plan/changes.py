@@ -10,10 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from schemaflow.model import MIGRATION_PREFIX, SCHEMAFLOW_PREFIX, Column, Table, View
+from schemaflow.model import MIGRATION_PREFIX, SCHEMAFLOW_PREFIX, Column, PartitionValues, Table, View
 from schemaflow.plan.evolution import SAME, Evolution
 from schemaflow.plan.hazards import column_hazards, restrict_hazard
-from schemaflow.plan.steps import PartitionView, SetColumns, SetParameters, SqlAction, Step
+from schemaflow.plan.steps import (VIEW_PARTITIONS, ChangeViewPartitions, PartitionView, SetColumns, SetParameters,
+                                   SqlAction, Step, listed_partitions)
 from schemaflow.sql import ddl
 from schemaflow.wording import plural
 
@@ -239,6 +240,64 @@ class DropView(_OfView):
 
 
 @dataclass(frozen=True)
+class SyncViewPartitions(_OfView):
+    """A partitioned view's partitions made to match those it should have (``plan.view_partitions``).
+
+    ``add`` and ``drop`` run, except after a re-creation of the view (``replaced``), which takes every
+    partition with it: then ``drop`` only names those that do not come back, ``lost`` those that do
+    not fit the view any more (other partition columns), and ``kept`` says how many of ``add`` come
+    back. When ``known`` is false, the partitions could not be listed (no metastore at hand) and
+    the step says what decides them at apply.
+    """
+
+    view: View
+    live_columns: tuple[str, ...] = ()  # what the live view is partitioned on
+    add: tuple[PartitionValues, ...] = ()
+    drop: tuple[PartitionValues, ...] = ()
+    lost: tuple[PartitionValues, ...] = ()
+    kept: int = 0
+    replaced: bool = False
+    known: bool = True
+    destructive = False
+    reshapes = False
+
+    def to_step(self) -> Step:
+        view, columns = self.view, self.view.partitioned_on
+        rule = view.partitions
+        origin = ("kept as they are" if rule is None else "listed in its file" if rule.derive_from is None
+                  else f"derived from the partitions of {rule.derive_from}")
+        if not self.known:
+            if rule is None and self.live_columns != columns:
+                summary, note = "lost with the re-created view", (
+                    f"none fits it: partitioned on {list(self.live_columns)} -> {list(columns)}")
+            elif rule is None:
+                summary, note = "re-added at apply", ("Spark's CREATE OR REPLACE VIEW drops them; apply lists them "
+                                                      "first and adds back those that still fit")
+            else:
+                summary, note = "decided at apply", (f"{origin}; only the metastore can list those it has: apply, or "
+                                                     "schemaflow view-partitions sync, adds and drops them")
+            return Step(VIEW_PARTITIONS, self.key, "view", f"partitions of view {self.key}: {summary}", (),
+                        notes=(note,))
+        counts = [f"{verb} {len(values)}" for verb, values in (("add", self.add), ("drop", self.drop)) if values]
+        notes = []
+        if self.kept:
+            notes.append(f"re-adds {plural(self.kept, 'partition')} that still fit: Spark's CREATE OR REPLACE VIEW "
+                         "drops them all")
+        if self.lost:
+            notes.append(f"the re-created view loses {listed_partitions(self.live_columns, self.lost)}: they do not "
+                         f"fit it (partitioned on {list(self.live_columns)} -> {list(columns)})")
+        if self.drop:
+            notes.append(f"drops {listed_partitions(columns, self.drop)}: no longer {origin}")
+        if self.add:
+            notes.append(f"adds {listed_partitions(columns, self.add)} ({origin}), without a location")
+        summary = f"partitions of view {self.key}: {', '.join(counts) or 'none left'}"
+        drop = () if self.replaced else self.drop
+        action = ChangeViewPartitions(self.key, columns, self.add, drop)
+        return Step(VIEW_PARTITIONS, self.key, "view", summary, (action,) if self.add or drop else (),
+                    notes=tuple(notes))
+
+
+@dataclass(frozen=True)
 class Unsupported:
     """A difference schemaflow cannot apply in place; the plan shows it blocked, with the way out."""
 
@@ -290,4 +349,4 @@ class Stamp:
 
 
 Change = (CreateDatabase | CreateTable | DropTable | AddColumns | AlterColumns | SetTableComment
-          | CreateView | ReplaceView | DropView | Unsupported | Stamp)
+          | CreateView | ReplaceView | DropView | SyncViewPartitions | Unsupported | Stamp)

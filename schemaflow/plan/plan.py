@@ -2,9 +2,10 @@
 
 ``build_plan`` is the whole planner: diff, find the views the changes break and apply the
 invalidation mode to them (``plan.invalidation``), count the partitions an append leaves alone, end
-every touched object with its ``Stamp`` (managed properties and version), order everything, and
-block what may not run as asked (destructive steps without ``allow_destructive``, changes that
-cannot be made in place, changes that break views under ``invalidation: strict``).
+every touched object with its ``Stamp`` (managed properties and version), give partitioned views the
+partitions they should have, order everything, and block what may not run as asked (destructive
+steps without ``allow_destructive``, changes that cannot be made in place, changes that break views
+under ``invalidation: strict``).
 """
 from __future__ import annotations
 
@@ -20,11 +21,12 @@ from schemaflow.model import (APPLIED_AT_KEY, APPLIED_COMMIT_KEY, APPLIED_STATE_
 from schemaflow.errors import SchemaflowError
 from schemaflow.plan import deps
 from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateTable, CreateView, DropTable, DropView,
-                                     ReplaceView, Stamp)
+                                     ReplaceView, Stamp, SyncViewPartitions)
 from schemaflow.plan.diff import diff, property_delta
 from schemaflow.plan.evolution import Evolution
 from schemaflow.plan.invalidation import STRICT, resolve
-from schemaflow.plan.steps import APPLIED_AT, Step
+from schemaflow.plan.steps import APPLIED_AT, VIEW_PARTITIONS, Step
+from schemaflow.plan.view_partitions import PartitionLister, partition_changes
 
 FORMAT_VERSION = 2
 ABSENT = "absent"  # the fingerprint of an object that does not exist yet
@@ -93,7 +95,8 @@ def _checksum(content: Mapping[str, Any]) -> str:
 def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = False,
                count_partitions: PartitionCounter | None = None, stale_partitions: PartitionCounter | None = None,
                commit: str | None = None, check_partitions: bool = False, basis: str = "metastore",
-               invalidation: str = STRICT, recompile: tuple[str, ...] = ()) -> Plan:
+               invalidation: str = STRICT, recompile: tuple[str, ...] = (),
+               list_partitions: PartitionLister | None = None) -> Plan:
     """Plan the changes that turn ``live`` into ``desired`` (both restricted to the managed databases).
 
     ``invalidation`` says what happens to views a change breaks (``plan.invalidation``); ``recompile``
@@ -102,7 +105,8 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
     ``count_partitions`` and ``stale_partitions`` answer for tables whose columns change (None: unknown);
     with ``check_partitions`` every other partitioned table is checked for stale partitions too, a
     cost that grows with the partition count. ``commit`` names the git commit of the desired state,
-    recorded on every object written.
+    recorded on every object written. ``list_partitions`` lists the live partitions of a table or
+    view, for the partitions of partitioned views (None: no metastore; see ``plan.view_partitions``).
     """
     live = deps.with_live_reads(live)
     changes = diff(desired, live)
@@ -112,6 +116,8 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
     changes = [_with_partition_facts(c, count_partitions, stale_partitions) for c in changes]
     changes = [_with_records(c, desired, commit) for c in changes]
     changes += _stamps(desired, live, changes, commit)
+    # After the stamps: a view's partitions are its contents, not its definition, and need no stamp.
+    changes += partition_changes(desired, live, changes, list_partitions)
     steps: list[Step] = []
     for change in deps.order(changes, live):
         step = change.to_step()
@@ -124,13 +130,20 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
         if isinstance(change, Stamp) and steps and steps[-1].object == change.key:
             # The stamp is the object's last write: it runs as the end of the step before it.
             step = _fold(steps.pop(), change)
+        elif not step.actions and isinstance(change, SyncViewPartitions) and steps and steps[-1].object == change.key:
+            # Nothing to run: what it says belongs to the re-creation before it.
+            previous = steps.pop()
+            step = replace(previous, notes=previous.notes + (step.summary.replace(f" of view {change.key}", ""),)
+                           + step.notes)
         steps.append(step)
     warnings = outcome.warnings
     if check_partitions:
         warnings += _stale_elsewhere(desired, live, changes, count_partitions, stale_partitions)
     touched = {s.object for s in steps if s.object_type != "database"}
     fingerprints = {key: state_digest(live.objects[key]) if key in live.objects else ABSENT for key in sorted(touched)}
-    guards = {key: live.objects[key].version for key in sorted(touched) if key in live.objects}
+    # A view's partitions are contents, synced without a stamp: they alone do not claim the view.
+    claimed = {s.object for s in steps if s.object_type != "database" and s.kind != VIEW_PARTITIONS}
+    guards = {key: live.objects[key].version for key in sorted(claimed) if key in live.objects}
     return Plan(steps=tuple(_note_adoptions(steps, guards)), databases=desired.databases,
                 allow_destructive=allow_destructive, warnings=warnings + _resume_warnings(live), basis=basis,
                 fingerprints=fingerprints, commit=commit, guards=guards)

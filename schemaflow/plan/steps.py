@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from schemaflow.model import Column, column_data
+from schemaflow.model import Column, PartitionValues, column_data, partition_name
+from schemaflow.wording import plural
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,42 @@ class PartitionView:
 
 
 @dataclass(frozen=True)
+class ChangeViewPartitions:
+    """Drop, then add, partitions of a partitioned view through the metastore client, in batches.
+
+    A view partition is metadata only: it is added without a storage descriptor (so without a
+    location, as Hive's ``ALTER VIEW ADD PARTITION`` does) and dropped without deleting data.
+    ``values`` are in the order of ``columns``.
+    """
+
+    object: str
+    columns: tuple[str, ...]
+    add: tuple[PartitionValues, ...] = ()
+    drop: tuple[PartitionValues, ...] = ()
+
+    def describe(self) -> str:
+        parts = [f"{verb} {plural(len(values), 'partition')} ({listed_partitions(self.columns, values)})"
+                 for verb, values in (("drop", self.drop), ("add", self.add)) if values]
+        return f"-- metastore {self.object}: " + "; ".join(parts)
+
+    def to_data(self) -> dict[str, Any]:
+        return {"action": "change_view_partitions", "object": self.object, "columns": list(self.columns),
+                "add": [list(v) for v in self.add], "drop": [list(v) for v in self.drop]}
+
+
+VIEW_PARTITIONS = "view_partitions"  # the kind of the step that adds and drops a view's partitions
+
+# How many partitions a step's text names before it says how many more there are (its JSON has them all).
+LISTED = 10
+
+
+def listed_partitions(columns: tuple[str, ...], values: tuple[PartitionValues, ...]) -> str:
+    names = [partition_name(columns, v) for v in values[:LISTED]]
+    more = len(values) - LISTED
+    return ", ".join(names) + (f" and {more} more" if more > 0 else "")
+
+
+@dataclass(frozen=True)
 class SetColumns:
     """Replace a table's column list through the metastore client, in one ``alter_table``.
 
@@ -108,7 +145,7 @@ class SetColumns:
                 "parameters": dict(sorted(self.parameters.items()))}
 
 
-Action = SqlAction | SetParameters | PartitionView | SetColumns
+Action = SqlAction | SetParameters | PartitionView | SetColumns | ChangeViewPartitions
 
 
 def action_from_data(data: Mapping[str, Any]) -> Action:
@@ -124,6 +161,10 @@ def action_from_data(data: Mapping[str, Any]) -> Action:
                           parameters=dict(data["parameters"]))
     if kind == "partition_view":
         return PartitionView(object=data["object"], columns=tuple(data["columns"]))
+    if kind == "change_view_partitions":
+        return ChangeViewPartitions(object=data["object"], columns=tuple(data["columns"]),
+                                    add=tuple(tuple(v) for v in data["add"]),
+                                    drop=tuple(tuple(v) for v in data["drop"]))
     raise ValueError(f"unknown action kind {kind!r}")
 
 

@@ -3,6 +3,8 @@
 Each view's SQL is parsed for the objects it reads; views are then analysed in dependency order,
 so a view over another view sees that view's output columns. A view that reads an object which
 is itself broken (or in a cycle) is skipped rather than reported again: the root cause already is.
+A view that derives its partitions from a base table must read it, and the table must be
+partitioned on the view's partition columns and on those ``complete_when`` names.
 Errors inside SQL are placed at their line and column in the YAML file.
 """
 from __future__ import annotations
@@ -46,6 +48,7 @@ def analyze_views(
             skipped.add(key)
             continue
         view, view_problems = _analyze(views[key], docs[key], schema)
+        view_problems = view_problems or _derivation_problems(view, docs[key], tables)
         problems.extend(view_problems)
         if view_problems:
             skipped.add(key)
@@ -105,6 +108,34 @@ def _partition_problems(view: View, names: tuple[str, ...], doc: Document) -> li
     else:
         return []
     return [Problem(doc.key("partitioned_on"), message)]
+
+
+def _derivation_problems(view: View, doc: Document, tables: Mapping[str, Table]) -> list[Problem]:
+    """Whether the table a view derives its partitions from can feed them: read by the view,
+    partitioned on each of the view's partition columns and on each column of ``complete_when``."""
+    rule = view.partitions
+    if rule is None or rule.derive_from is None:
+        return []
+    base = rule.derive_from
+    where = doc.at("partitions", "derive_from")
+    if base not in view.reads:
+        return [Problem(where, f"derive_from names {base}, which the view does not read "
+                               f"(it reads: {', '.join(view.reads) or 'nothing'})")]
+    if base not in tables:
+        return [Problem(where, f"derive_from names {base}, a view: view partitions derive from a table's partitions")]
+    keys = [c.name for c in tables[base].partition_columns]
+    listed = ", ".join(keys) or "none"
+    missing = [c for c in view.partitioned_on if c not in keys]
+    if missing:
+        return [Problem(where, f"{base} is not partitioned on {', '.join(missing)} "
+                               f"(its partition columns: {listed}); view partitions match base partitions by name")]
+    return [
+        Problem(doc.key("partitions", "complete_when", written),
+                f"complete_when names '{written}', which is not a partition column of {base} "
+                f"(its partition columns: {listed})")
+        for written in doc.data["partitions"].get("complete_when", {})
+        if written.lower() not in keys
+    ]
 
 
 def _sql_problem(doc: Document, error: ViewSqlError) -> Problem:

@@ -2,8 +2,9 @@
 
 The file's shape is checked against its JSON Schema first; a file with a wrong shape goes no
 further. Then the rules that a schema cannot express: canonical column types, unique column
-names, an external table's location, reserved property keys. A view's SQL is kept as written;
-what it reads and outputs is worked out once every file is known (see ``spec.analysis``).
+names, an external table's location, reserved property keys, the partitions a view lists. A
+view's SQL is kept as written; what it reads and outputs is worked out once every file is known
+(see ``spec.analysis``).
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from schemaflow.errors import Problem
-from schemaflow.model import SCHEMAFLOW_PREFIX, Column, Source, Table, View
+from schemaflow.model import SCHEMAFLOW_PREFIX, Column, Source, Table, View, ViewPartitions, partition_name
 from schemaflow.spec.schema import check_shape
 from schemaflow.spec.yamlpos import Document, NodePath
 from schemaflow.sql.types import InvalidType, canonical_type
@@ -85,16 +86,64 @@ def _view(doc: Document, data: dict[str, Any], problems: list[Problem]) -> View:
         for i, c in enumerate(data.get("columns", ()))
     )
     _check_unique(columns, problems)
+    partitioned_on = tuple(p.lower() for p in data.get("partitioned_on", ()))
     return View(
         database=database,
         name=name,
         sql=re.sub(r"[\s;]+$", "", data["sql"]),
         columns=columns,
         comment=data.get("comment"),
-        partitioned_on=tuple(p.lower() for p in data.get("partitioned_on", ())),
+        partitioned_on=partitioned_on,
+        partitions=_view_partitions(doc, data.get("partitions"), partitioned_on, problems),
         properties=_properties(doc, data, problems),
         source=doc.key("view"),
     )
+
+
+def _view_partitions(doc: Document, declared: list | dict | None, partitioned_on: tuple[str, ...],
+                     problems: list[Problem]) -> ViewPartitions | None:
+    """The ``partitions:`` of a view file: a list of partitions, or a rule to derive them from a base table.
+
+    Each listed partition names a value for every ``partitioned_on`` column, and no other column;
+    whether a base table fits a rule is checked with the other files (``spec.analysis``).
+    """
+    if declared is None:
+        return None
+    if not partitioned_on:
+        message = "partitions need partitioned_on: name the view's partition columns first"
+        problems.append(Problem(doc.key("partitions"), message))
+        return None
+    if isinstance(declared, dict):
+        complete_when = {}
+        for column, wanted in declared.get("complete_when", {}).items():
+            if column.lower() in partitioned_on:
+                message = (f"complete_when names '{column}', a partition column of the view itself: "
+                           "list only the base table's other partition columns")
+                problems.append(Problem(doc.key("partitions", "complete_when", column), message))
+            complete_when[column.lower()] = wanted if isinstance(wanted, int) else tuple(sorted(set(wanted)))
+        return ViewPartitions(derive_from=declared["derive_from"].lower(), complete_when=complete_when)
+    names = ", ".join(partitioned_on)
+    first: dict[tuple[str, ...], int] = {}
+    for i, spec in enumerate(declared):
+        for written in spec:
+            if written.lower() not in partitioned_on:
+                message = f"'{written}' is not a partition column of the view (partitioned_on: {names})"
+                problems.append(Problem(doc.key("partitions", i, written), message))
+        spec = {column.lower(): value for column, value in spec.items()}
+        missing = [column for column in partitioned_on if column not in spec]
+        if missing:
+            message = f"partition misses {', '.join(missing)}: each names a value for every column of: {names}"
+            problems.append(Problem(doc.at("partitions", i), message))
+            continue
+        values = tuple(spec[column] for column in partitioned_on)
+        if "" in values:
+            problems.append(Problem(doc.at("partitions", i), "a partition value must not be empty"))
+        elif values in first:
+            name = partition_name(partitioned_on, values)
+            message = f"partition {name} is listed twice (first on line {first[values]})"
+            problems.append(Problem(doc.at("partitions", i), message))
+        first.setdefault(values, doc.at("partitions", i).line)
+    return ViewPartitions(values=tuple(sorted(first)))
 
 
 def _columns(doc: Document, data: dict[str, Any], field: str, problems: list[Problem]) -> tuple[Column, ...]:

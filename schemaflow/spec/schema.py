@@ -22,6 +22,7 @@ from schemaflow.spec.yamlpos import Document
 _KINDS: dict[str, tuple[str, type | tuple[type, ...]]] = {
     "boolean": ("a boolean (true or false)", bool),  # before "number": a bool is an int to Python
     "number": ("a number", (int, float)),
+    "integer": ("a whole number", int),
     "string": ("a string", str),
     "array": ("a list", list),
     "object": ("a mapping", dict),
@@ -74,8 +75,10 @@ def _problems(doc: Document, error: ValidationError) -> list[Problem]:
         message = f"{where} must be one of: {', '.join(error.validator_value)} (not {value!r})"
     elif error.validator == "pattern":
         message = f"{where} {value!r} is not valid: {error.schema['description']}"
-    elif error.validator == "minLength":
+    elif error.validator in ("minLength", "minItems", "minProperties"):
         message = f"{where} must not be empty"
+    elif error.validator == "minimum":
+        message = f"{where} must be at least {error.validator_value}"
     elif error.validator == "uniqueItems":
         message = f"{where} lists the same value more than once"
     else:

@@ -1,9 +1,12 @@
 """What a view's SQL means: the tables it reads and the columns it outputs, checked with sqlglot.
 
-A view is one query in Spark SQL. It is parsed once, its sources are found scope by scope (so CTE
-names are not mistaken for tables), and it is qualified against the declared columns of what it
-reads, which expands ``*`` and finds unknown columns. Spark refuses a permanent view whose output
-has a generated name (a computed expression without an alias), so that is checked here too.
+A view is one query in Spark SQL: one SELECT (WITH ... SELECT and unions included) and nothing
+that writes or defines, not even where sqlglot would accept it (DML in a CTE, SELECT ... INTO),
+since schemaflow embeds the text in the DDL it runs. It is parsed once, its sources are found
+scope by scope (so CTE names are not mistaken for tables), and it is qualified against the
+declared columns of what it reads, which expands ``*`` and finds unknown columns. Spark refuses a
+permanent view whose output has a generated name (a computed expression without an alias), so
+that is checked here too.
 Errors carry a 1-based line and column within the SQL text, for the caller to place in its file.
 """
 from __future__ import annotations
@@ -24,6 +27,12 @@ from sqlglot.tokens import TokenType
 from schemaflow.sql.usage import column_usage, is_table, output_lineage, table_key
 
 DIALECT = "spark"
+# What a query must not contain: writes and definitions, which sqlglot can nest inside a SELECT.
+_WRITES = (exp.DML, exp.DDL, exp.Into, exp.Command, exp.Drop, exp.Alter, exp.TruncateTable)
+_WRITE_KEYWORDS = frozenset({
+    TokenType.INSERT, TokenType.DELETE, TokenType.UPDATE, TokenType.MERGE, TokenType.INTO, TokenType.CREATE,
+    TokenType.DROP, TokenType.ALTER, TokenType.COPY, TokenType.COMMAND,
+})
 # The alias given to an expression the user left unnamed, so that its reaching the output shows.
 _UNNAMED = "__schemaflow_unnamed_"
 
@@ -64,6 +73,12 @@ def parse_select(sql: str) -> exp.Expression:
         position = _line_col(sql, _statement_starts(sql)[0])
         kinds = "SELECT, WITH ... SELECT or a UNION of them"
         raise ViewSqlError(f"a view must be one SELECT statement ({kinds}), not {query.key.upper()}", *position)
+    hidden = next(query.find_all(*_WRITES), None)
+    if hidden is not None:
+        # sqlglot accepts some in a CTE (WITH a AS (INSERT ...)) or as SELECT ... INTO; Spark runs none in a view.
+        what = "SELECT ... INTO" if isinstance(hidden, exp.Into) else hidden.key.upper()
+        message = f"a view must be one SELECT statement; it must not contain {what}"
+        raise ViewSqlError(message, *_line_col(sql, _first_write_keyword(sql)))
     return query
 
 
@@ -206,6 +221,12 @@ def _line_col(sql: str, offset: int) -> tuple[int, int]:
     """The 1-based line and column of a character offset."""
     line_start = sql.rfind("\n", 0, offset) + 1
     return sql.count("\n", 0, offset) + 1, offset - line_start + 1
+
+
+def _first_write_keyword(sql: str) -> int:
+    """The offset of the first keyword that writes or defines something (0 when none is found)."""
+    tokens = Dialect.get_or_raise(DIALECT).tokenize(sql)
+    return next((t.start for t in tokens if t.token_type in _WRITE_KEYWORDS), 0)
 
 
 def _statement_starts(sql: str) -> list[int]:
