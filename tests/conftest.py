@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -30,6 +31,14 @@ if TYPE_CHECKING:
     from schemaflow.catalog.metastore import Metastore
 
 _database_numbers = itertools.count(1)
+
+
+@pytest.fixture
+def example(tmp_path: Path) -> Path:
+    """A copy of the example warehouse's schemas and settings, to plan without a metastore."""
+    shutil.copytree(ROOT / "schemas", tmp_path / "schemas")
+    shutil.copy(ROOT / "schemaflow.yaml", tmp_path)
+    return tmp_path
 
 
 @pytest.fixture(scope="session")

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -14,13 +13,6 @@ from schemaflow.project import load_project
 from schemaflow.workflow import applied_state, desired_state
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture
-def example(tmp_path: Path) -> Path:
-    shutil.copytree(ROOT / "schemas", tmp_path / "schemas")
-    shutil.copy(ROOT / "schemaflow.yaml", tmp_path)
-    return tmp_path
 
 
 def applied_snapshot(project_dir: Path, path: Path) -> Path:

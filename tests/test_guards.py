@@ -229,3 +229,35 @@ def test_other_failures_are_not_retried():
     with pytest.raises(ValueError):
         _metastore(client, []).retrying(refused)
     assert client.calls == 1
+
+
+class _Api:
+    class hive_metastoreConstants:
+        EXPECTED_PARAMETER_KEY, EXPECTED_PARAMETER_VALUE = "expected_parameter_key", "expected_parameter_value"
+
+    @staticmethod
+    def EnvironmentContext(properties: dict) -> dict:
+        return properties
+
+
+class _GuardlessClient:
+    """A metastore server from before compare-and-swap: it applies every alter, guarded or not."""
+
+    def __init__(self) -> None:
+        self.alters: list[dict] = []
+
+    def getTable(self, database: str, name: str) -> object:
+        return object()
+
+    def alter_table_with_environmentContext(self, database: str, name: str, table: object, context: dict) -> None:
+        self.alters.append(context)
+
+
+def test_a_metastore_that_ignores_guards_is_refused_before_anything_is_claimed():
+    client = _GuardlessClient()
+    metastore = _metastore(client, [])
+    metastore.api, metastore._guards_checked = _Api, False
+    with pytest.raises(SchemaflowError, match=r"the metastore \(thrift://metastore:9083\) ignores compare-and-swap"):
+        metastore.check_guards("retail.orders")
+    [probe] = client.alters
+    assert probe["expected_parameter_key"] == VERSION_KEY and probe["expected_parameter_value"].startswith("schemaflow:")

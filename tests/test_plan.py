@@ -7,12 +7,12 @@ from dataclasses import replace
 import pytest
 
 from schemaflow.apply.executor import ApplyError, RecordingTarget, apply_plan
+from schemaflow.claims import CLAIM, Claim
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import APPLIED_AT_KEY, APPLIED_STATE_KEY, LIVE_STATE, MANAGED_KEYS_KEY, VERSION_KEY, Catalog, Column, Table, View, fingerprint
-from schemaflow.claims import CLAIM, Claim
-from schemaflow.sql import ddl
 from schemaflow.plan.plan import DESTRUCTIVE_BLOCK, Plan, build_plan
 from schemaflow.plan.steps import APPLIED_AT, PartitionView, SetColumns, SetParameters, SqlAction
+from schemaflow.sql import ddl
 
 
 def table(key: str, *cols: str, parts: tuple[str, ...] = (), **kw) -> Table:

@@ -1,21 +1,11 @@
 """``schemaflow graph``: the declared dependency graph as text, Mermaid and Graphviz, whole or around one object."""
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
-
-import pytest
 
 from schemaflow.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture
-def example(tmp_path: Path) -> Path:
-    shutil.copytree(ROOT / "schemas", tmp_path / "schemas")
-    shutil.copy(ROOT / "schemaflow.yaml", tmp_path)
-    return tmp_path
 
 
 def graph(project: Path, capsys, *args: str) -> tuple[int, str, str]:

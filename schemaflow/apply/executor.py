@@ -17,7 +17,7 @@ from typing import Callable, Mapping, Protocol, Sequence, TextIO
 
 from schemaflow.claims import CLAIM, Claim, new_run
 from schemaflow.errors import ConcurrentChange, SchemaflowError
-from schemaflow.model import VERSION_KEY, Column
+from schemaflow.model import VERSION_KEY, Column, PartitionValues
 from schemaflow.plan.plan import Plan
 from schemaflow.plan.steps import (APPLIED_AT, Action, ChangeViewPartitions, PartitionView, SetColumns, SetParameters,
                                    SqlAction, Step)
@@ -35,6 +35,9 @@ class Target(Protocol):
 
     def set_parameters(self, key: str, set: Mapping[str, str], unset: Sequence[str],
                        expected: str | None = None) -> None: ...
+
+    def check_guards(self, key: str) -> None:
+        """Raise unless guarded writes of ``key`` are refused when the version differs."""
 
     def partition_view(self, key: str, columns: Sequence[str], expected: str | None = None) -> None: ...
 
@@ -55,6 +58,9 @@ class RecordingTarget:
 
     def run_sql(self, sql: str) -> None:
         self.actions.append(SqlAction(sql))
+
+    def check_guards(self, key: str) -> None:
+        """A recorder keeps no versions: there is nothing to check."""
 
     def set_parameters(self, key: str, set: Mapping[str, str], unset: Sequence[str],
                        expected: str | None = None) -> None:
@@ -115,6 +121,8 @@ class Run:
         run stops with ``ConcurrentChange``: nothing was applied. Claiming in one order means two
         runs of the same plan meet at the first object, where exactly one of them wins.
         """
+        if guards:
+            self.target.check_guards(min(guards))
         for key in sorted(guards):
             try:
                 self.target.set_parameters(key, {VERSION_KEY: self.tokens[key]}, (), guards[key])
@@ -151,9 +159,9 @@ class Run:
             if VERSION_KEY in values:
                 self.held[action.object] = values[VERSION_KEY]
         elif isinstance(action, SetColumns):
+            records = {k: v.replace(APPLIED_AT, now) for k, v in action.parameters.items()}
             self.target.set_columns(action.object, action.columns, action.partition_columns, action.cascade,
-                                    action.batched, {k: v.replace(APPLIED_AT, now) for k, v in action.parameters.items()},
-                                    self.held.get(action.object))
+                                    action.batched, records, self.held.get(action.object))
         elif isinstance(action, ChangeViewPartitions):
             # A view's partitions are its contents, not its definition: the metastore has no guard for them.
             self.target.change_view_partitions(action.object, action.columns, action.add, action.drop)

@@ -91,6 +91,7 @@ class Metastore:
         self.endpoint = endpoint
         self.progress: Callable[[str], None] | None = None
         self.sleep: Callable[[float], None] = time.sleep
+        self._guards_checked = False
         jvm = spark.sparkContext._jvm
         self.api = jvm.org.apache.hadoop.hive.metastore.api
         self._serializer = jvm.org.apache.thrift.TSerializer(
@@ -167,9 +168,7 @@ class Metastore:
         back then is the one this write set, and that is success.
         """
         if expected is not None:
-            constants = self.api.hive_metastoreConstants
-            context = {constants.EXPECTED_PARAMETER_KEY: VERSION_KEY, constants.EXPECTED_PARAMETER_VALUE: expected,
-                       **context}
+            context = {**self._guard(expected), **context}
         database, name = table.getDbName(), table.getTableName()
         key, wrote = f"{database}.{name}", table.getParameters().get(VERSION_KEY)
         try:
@@ -191,6 +190,35 @@ class Metastore:
                     "landed is in the metastore, not known here. Run apply again: it plans from what is there "
                     "and finishes the rest.") from None
             raise
+
+    def check_guards(self, key: str) -> None:
+        """Refuse a metastore that ignores compare-and-swap guards (servers without HIVE-26882).
+
+        A write of ``key`` unchanged, guarded by a version it cannot hold, must be refused; if it
+        lands, nothing changed, but no guard would hold on this server either.
+        """
+        if self._guards_checked:
+            return
+        database, name = split_key(key)
+        guard = self._guard("schemaflow: a version no object holds")
+        with self._errors(f"checking that the metastore enforces guards on {key}"):
+            table = self.retrying(lambda: self.msc.getTable(database, name))
+            try:
+                self.msc.alter_table_with_environmentContext(database, name, table, self.context(**guard))
+            except Exception as error:
+                if CAS_REFUSED not in java_message(error):
+                    raise
+                self._guards_checked = True
+                return
+        raise SchemaflowError(
+            f"the metastore ({self.endpoint}) ignores compare-and-swap guards on alter_table: it lacks HIVE-26882 "
+            "(which the Hive 2.3.10 metastore bundled with pyspark has), so schemaflow cannot make sure it "
+            "overwrites nothing it did not see; nothing was applied. Upgrade the metastore server.")
+
+    def _guard(self, expected: str) -> dict[str, str]:
+        """The environment-context entries of the metastore's compare-and-swap on ``schemaflow.version``."""
+        constants = self.api.hive_metastoreConstants
+        return {constants.EXPECTED_PARAMETER_KEY: VERSION_KEY, constants.EXPECTED_PARAMETER_VALUE: expected}
 
     def retrying(self, read: Callable[[], T]) -> T:
         """Call ``read`` (a read, never a write), again after a broken connection: up to

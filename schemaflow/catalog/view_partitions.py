@@ -15,7 +15,6 @@ partitions 17 s, listing them 0.24 s, dropping 15 ms a partition.
 """
 from __future__ import annotations
 
-import json
 import re
 from typing import TYPE_CHECKING, Any, Sequence
 

@@ -196,7 +196,8 @@ class SetTableComment:
 
 def _view_actions(view: View, replace: bool) -> tuple:
     # Unqualified names in the SQL resolve in the view's own database, as validate resolved them.
-    actions: tuple = (SqlAction(ddl.use_database(view.database)), SqlAction(ddl.create_view(view, replace), claims=view.key))
+    actions: tuple = (SqlAction(ddl.use_database(view.database)),
+                      SqlAction(ddl.create_view(view, replace), claims=view.key))
     if view.partitioned_on:
         actions += (PartitionView(view.key, view.partitioned_on),)
     return actions

@@ -268,8 +268,8 @@ def _resumed(desired: Catalog, live: Catalog, changes: list[Change],
         if isinstance(want, View) and {"create_view", "replace_view"} & set(claim.steps):
             extra.append(ReplaceView(want, (f"finishing the re-creation that {claim.describe()} began",)))
         elif isinstance(want, Table) and claim.cascade and want.partition_columns and stale and stale(key):
-            evolution = Evolution(key, have.columns, have.columns, ("finish giving every partition the table's columns",),
-                                  mode="cascade")
+            finish = ("finish giving every partition the table's columns",)
+            evolution = Evolution(key, have.columns, have.columns, finish, mode="cascade")
             extra.append(AlterColumns(key, evolution, want.partition_columns, want.format, cascade=True))
     return extra
 
