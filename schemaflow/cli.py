@@ -164,6 +164,9 @@ def _apply(project, args) -> int:
     reviewed = workflow.load_plan(args.reviewed) if args.reviewed else None
     if reviewed and args.plan_file:
         raise SchemaflowError("--reviewed checks a plan made now against the reviewed one: give no PLAN with it")
+    if args.plan_file and args.recompile:
+        raise SchemaflowError("a saved plan runs as reviewed: plan again to re-create views with --recompile, "
+                              "or give no PLAN")
     if args.plan_file:
         plan = workflow.load_plan(args.plan_file)
         if args.allow_destructive and not plan.allow_destructive:

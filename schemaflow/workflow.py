@@ -247,12 +247,12 @@ def load_plan(path: Path) -> Plan:
 
 def check_saved(plan: Plan, path: Path, live: Live) -> None:
     """Refuse a saved plan not made against the metastore, or made against objects that changed since."""
-    from schemaflow.plan.staleness import stale_objects
+    from schemaflow.plan.staleness import stale_counts, stale_objects
 
     if plan.basis != "metastore":
         raise SchemaflowError(f"{path} was planned against {plan.basis}, not the metastore: apply it with "
                               "apply --reviewed, which plans against the metastore and checks it is the same")
-    stale = stale_objects(plan, live.read(plan.databases))
+    stale = stale_objects(plan, live.read(plan.databases)) + stale_counts(plan, live.metastore.count_partitions)
     if stale:
         raise SchemaflowError(f"{path} is stale: the metastore changed since it was planned; nothing was applied. "
                               "Plan again.\n  " + "\n  ".join(stale))

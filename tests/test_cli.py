@@ -93,6 +93,9 @@ def test_apply_refuses_a_blocked_saved_plan_without_starting_spark(example, tmp_
     assert "Starting Spark" not in err
     assert main(["--project", str(example), "apply", str(out), "--allow-destructive", "--auto-approve"]) == 1
     assert "a saved plan runs as reviewed" in capsys.readouterr().err
+    assert main(["--project", str(example), "apply", str(out), "--recompile", "retail.daily_revenue",
+                 "--auto-approve"]) == 1
+    assert "a saved plan runs as reviewed: plan again to re-create views with --recompile" in capsys.readouterr().err
 
 
 def test_apply_needs_a_terminal_or_auto_approve(example, tmp_path, capsys, monkeypatch):

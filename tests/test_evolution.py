@@ -209,3 +209,14 @@ def test_a_migration_edited_after_it_was_applied_is_reported():
                                  "and put new changes in a new migration")
     unchanged = replace(RENAME, checksum="aaaa")
     assert build_plan(desired(DESIRED, migrations=(unchanged,)), live(applied)).is_empty
+
+
+def test_a_saved_plan_goes_stale_only_when_growth_changes_how_its_cascade_runs():
+    from schemaflow.plan.staleness import stale_counts
+
+    plan = plan_for(DESIRED, LIVE, RENAME)  # 1200 partitions: one CASCADE
+    assert plan.partition_counts == {"retail.orders": 1200}
+    assert stale_counts(plan, lambda key: 1_350) == []  # a day's new partitions change nothing
+    assert stale_counts(plan, lambda key: 60_000) == [
+        "retail.orders: 1200 partitions when planned, 60000 now: its cascade, planned in one CASCADE, "
+        "would now run in batches"]

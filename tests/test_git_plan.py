@@ -114,7 +114,7 @@ def test_an_unchanged_work_tree_plans_nothing(repo, capsys):
     assert Plan.from_data(document).is_empty  # its checksum holds
     del document["checksum"]
     assert document == {"allow_destructive": False, "databases": ["analytics", "retail"], "format_version": 2,
-                        "steps": [], "warnings": [], "basis": "git", "fingerprints": {}, "guards": {},
+                        "steps": [], "warnings": [], "basis": "git", "fingerprints": {}, "guards": {}, "partition_counts": {},
                         "commit": repo.head.commit.hexsha}
     assert captured.err == ("Planning the working tree against main from git, without a metastore: "
                             "partition counts are unknown.\n")

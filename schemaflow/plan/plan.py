@@ -50,6 +50,8 @@ class Plan:
     # The schemaflow.version each existing object it touches had (None: not managed yet): the apply's
     # compare-and-swap claims each object only if it still holds that value.
     guards: Mapping[str, str | None] = field(default_factory=dict)
+    # The partition count of each table whose columns cascade, which chose how the cascade runs.
+    partition_counts: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def is_empty(self) -> bool:
@@ -68,7 +70,8 @@ class Plan:
                 "allow_destructive": self.allow_destructive, "steps": [s.to_data() for s in self.steps],
                 "warnings": list(self.warnings), "basis": self.basis,
                 "fingerprints": dict(sorted(self.fingerprints.items())), "commit": self.commit,
-                "guards": dict(sorted(self.guards.items()))}
+                "guards": dict(sorted(self.guards.items())),
+                "partition_counts": dict(sorted(self.partition_counts.items()))}
         return {**data, "checksum": _checksum(data)}
 
     def to_json(self) -> str:
@@ -85,7 +88,7 @@ class Plan:
         return cls(steps=tuple(Step.from_data(s) for s in data["steps"]), databases=tuple(data["databases"]),
                    allow_destructive=bool(data["allow_destructive"]), warnings=tuple(data["warnings"]),
                    basis=data["basis"], fingerprints=dict(data["fingerprints"]), commit=data["commit"],
-                   guards=dict(data["guards"]))
+                   guards=dict(data["guards"]), partition_counts=dict(data["partition_counts"]))
 
 
 def _checksum(content: Mapping[str, Any]) -> str:
@@ -146,7 +149,9 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
     guards = {key: live.objects[key].version for key in sorted(claimed) if key in live.objects}
     return Plan(steps=tuple(_note_adoptions(steps, guards)), databases=desired.databases,
                 allow_destructive=allow_destructive, warnings=warnings + _resume_warnings(live), basis=basis,
-                fingerprints=fingerprints, commit=commit, guards=guards)
+                fingerprints=fingerprints, commit=commit, guards=guards,
+                partition_counts={c.key: c.partition_count for c in changes if isinstance(c, AlterColumns)
+                                  and c.cascade and c.partition_count is not None})
 
 
 def _recompiled(changes: list[Change], desired: Catalog, recompile: tuple[str, ...]) -> list[Change]:
