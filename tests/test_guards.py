@@ -51,6 +51,12 @@ class VersionedTarget(RecordingTarget):
             self.versions.pop(key, None)
 
 
+def dead_pid() -> int:
+    """The process id of a process that has finished."""
+    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    return int(finished.stdout)
+
+
 def test_a_claim_round_trips_through_the_version_it_replaces():
     claim = RUN.for_object(("alter_columns",), cascade=True)
     assert parse_claim(claim.token) == claim
@@ -60,8 +66,7 @@ def test_a_claim_round_trips_through_the_version_it_replaces():
 
 def test_a_claim_is_alive_while_its_process_runs_on_this_host():
     assert new_run().alive() is True
-    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    dead = Claim("r", socket.gethostname(), int(finished.stdout), "t")
+    dead = Claim("r", socket.gethostname(), dead_pid(), "t")
     assert dead.alive() is False
     assert replace(dead, host="another-host").alive() is None  # cannot tell from here
 
@@ -128,20 +133,30 @@ def test_a_failed_step_keeps_the_claims_of_what_it_began_and_hands_back_the_rest
 
 def test_a_plan_after_a_stopped_run_finishes_what_its_claims_say():
     live = applied(WIDER)
-    left = RUN.for_object(("replace_view",), False).token
+    run = Claim("run1", socket.gethostname(), dead_pid(), "2026-01-01T00:00:00Z")
+    left = run.for_object(("replace_view",), False).token
     stopped = replace(live, objects={**live.objects, "retail.daily": replace(live.objects["retail.daily"], version=left),
                                      "retail.orders": replace(live.objects["retail.orders"],
-                                                              version=RUN.for_object(("alter_columns",), True).token)})
+                                                              version=run.for_object(("alter_columns",), True).token)})
     plan = build_plan(WIDER, stopped, stale_partitions=lambda key: 7, count_partitions=lambda key: 40)
     by_object = {s.object: s for s in plan.steps}
     assert by_object["retail.daily"].kind == "replace_view"
-    assert "finishing the re-creation that run run1 on ci-host (pid 4242)" in by_object["retail.daily"].summary
+    assert f"finishing the re-creation that {run.describe()}" in by_object["retail.daily"].summary
     [columns] = [a for a in by_object["retail.orders"].actions if isinstance(a, SetColumns)]
     assert columns.cascade and columns.batched  # the partitions the stopped cascade left stale are rewritten
-    assert plan.warnings == (
-        "retail.daily: left half-done by run run1 on ci-host (pid 4242) since 2026-01-01T00:00:00Z; this plan finishes it",
-        "retail.orders: left half-done by run run1 on ci-host (pid 4242) since 2026-01-01T00:00:00Z; this plan finishes it")
+    assert plan.warnings == (f"retail.daily: left half-done by {run.describe()}; this plan finishes it",
+                             f"retail.orders: left half-done by {run.describe()}; this plan finishes it")
     assert plan.guards["retail.daily"] == left
+    # A claim from another host may belong to a run still going; one from a live process is one.
+    elsewhere = replace(stopped, objects={**stopped.objects, "retail.daily": replace(
+        stopped.objects["retail.daily"], version=RUN.for_object(("replace_view",), False).token)})
+    assert build_plan(WIDER, elsewhere).warnings[0] == (
+        "retail.daily: claimed by run run1 on ci-host (pid 4242) since 2026-01-01T00:00:00Z; if that apply has "
+        "stopped, apply --take-over finishes its work")
+    running = new_run()
+    busy = replace(stopped, objects={**stopped.objects, "retail.daily": replace(
+        stopped.objects["retail.daily"], version=running.token)})
+    assert build_plan(WIDER, busy).warnings[0].startswith(f"retail.daily: being applied right now by {running.describe()}")
     # With nothing stale, the half-done table only gets its final stamp.
     quiet = build_plan(WIDER, stopped, stale_partitions=lambda key: 0)
     assert [s.kind for s in quiet.steps if s.object == "retail.orders"] == ["set_properties"]
@@ -159,8 +174,7 @@ def test_another_runs_claims_are_taken_over_only_when_it_is_gone():
     with pytest.raises(SchemaflowError, match="claimed by an apply on another machine .* run apply --take-over"):
         check_claims(elsewhere)
     check_claims(elsewhere, take_over=True)
-    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    check_claims(plan_with(Claim("r", socket.gethostname(), int(finished.stdout), "t")))
+    check_claims(plan_with(Claim("r", socket.gethostname(), dead_pid(), "t")))
 
 
 class _JavaThrowable:

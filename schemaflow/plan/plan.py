@@ -280,8 +280,20 @@ def _resumed(desired: Catalog, live: Catalog, changes: list[Change],
 
 
 def _resume_warnings(live: Catalog) -> tuple[str, ...]:
-    return tuple(f"{key}: left half-done by {claim.describe()}; this plan finishes it"
-                 for key, claim in ((k, parse_claim(o.version)) for k, o in sorted(live.objects.items())) if claim)
+    """What the claims found on live objects mean for this plan."""
+    warnings = []
+    for key, obj in sorted(live.objects.items()):
+        claim = parse_claim(obj.version)
+        alive = claim.alive() if claim else False
+        if claim and alive:
+            warnings.append(f"{key}: being applied right now by {claim.describe()}; apply refuses it until that run "
+                            "has finished")
+        elif claim and alive is None:
+            warnings.append(f"{key}: claimed by {claim.describe()}; if that apply has stopped, "
+                            "apply --take-over finishes its work")
+        elif claim:
+            warnings.append(f"{key}: left half-done by {claim.describe()}; this plan finishes it")
+    return tuple(warnings)
 
 
 def _note_adoptions(steps: list[Step], guards: Mapping[str, str | None]) -> list[Step]:
