@@ -22,6 +22,7 @@ from schemaflow.claims import parse_claim
 from schemaflow.model import Catalog, Table, state_digest
 from schemaflow.project import load_project
 from schemaflow.workflow import TEST_PAUSE, hash_migrations
+from tests.metastore_server import MetastoreServer
 
 pytestmark = pytest.mark.remote
 
@@ -242,3 +243,20 @@ def test_a_saved_plan_is_refused_when_another_apply_got_there_first(metastore_se
     assert "plan.json is stale" in refused.stderr and "nothing was applied" in refused.stderr
     assert "safe_saved.orders: columns changed since the plan was made" in refused.stderr
     assert live(project, tmp_path) == before
+
+
+def test_a_metastore_that_goes_down_mid_apply_is_named_and_the_next_run_converges(reference, tmp_path):
+    with MetastoreServer(tmp_path / "server") as server:
+        project = at_version_2(server.uri, tmp_path, "safe_down")
+        process, marker = paused(project, "1.1")  # the first step's statement ran; its stamp is next
+        server.stop()
+        code, out, err = resume(process, marker)
+        assert code == 1
+        assert f"cannot reach the Hive metastore ({server.uri})" in err, err
+        assert "step 1 failed" in err and "not applied (5):" in err
+        server.start()
+        finished = schemaflow(project, "apply", "--auto-approve")
+        assert finished.returncode == 0, finished.stdout + finished.stderr
+        assert "left half-done by run" in finished.stdout
+        assert schemaflow(project, "plan").returncode == 0
+        assert comparable(live(project, tmp_path), "safe_down") == reference
