@@ -28,8 +28,8 @@ def write_project(root: Path, files: dict[str, str]) -> Project:
     return load_project(root, env={})
 
 
-def plan(project: Project, metastore, allow_destructive: bool = False) -> Plan:
-    return make_plan(project, Live(project, connected=metastore), allow_destructive=allow_destructive)
+def plan(project: Project, metastore, allow_destructive: bool = False, **options) -> Plan:
+    return make_plan(project, Live(project, connected=metastore), allow_destructive=allow_destructive, **options)
 
 
 def plan_and_apply(project: Project, metastore, allow_destructive: bool = False) -> Plan:

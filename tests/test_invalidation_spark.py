@@ -5,8 +5,6 @@ applied under each mode; ``SELECT * FROM v LIMIT 0`` is how a broken view shows 
 """
 from __future__ import annotations
 
-import shutil
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -14,26 +12,20 @@ import pytest
 from schemaflow.apply.executor import apply_plan, check_runnable
 from schemaflow.errors import SchemaflowError
 from schemaflow.plan.deps import with_live_reads
-from schemaflow.plan.plan import Plan
-from schemaflow.project import Project, load_project
-from schemaflow.workflow import Live, hash_migrations, make_plan
+from schemaflow.project import Project
+from schemaflow.workflow import hash_migrations
+from tests.test_apply_spark import plan
+from tests.test_apply_spark import write_project as write_files
 
 pytestmark = pytest.mark.spark
 
 
 def write_project(root: Path, files: dict[str, str], invalidation: str) -> Project:
-    shutil.rmtree(root / "schemas", ignore_errors=True)
-    for name, text in {**files, "schemaflow.yaml": f"invalidation: {invalidation}\n"}.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(textwrap.dedent(text))
-    project = load_project(root, env={})
+    """A project of ``files`` with the given invalidation mode, its migrations hashed."""
+    project = write_files(root, {**files, "schemaflow.yaml": f"invalidation: {invalidation}\n"})
     if (root / "migrations").exists():
         hash_migrations(project)
     return project
-
-
-def plan(project: Project, metastore, **kw) -> Plan:
-    return make_plan(project, Live(project, connected=metastore), **kw)
 
 
 def queryable(spark, key: str) -> list[str] | str:
