@@ -66,6 +66,16 @@ class Claim:
         return True
 
 
+RUNNING, ELSEWHERE, STOPPED = "running", "elsewhere", "stopped"
+
+
+def standing(claim: Claim) -> str:
+    """What a claim found by a new run means: its run is ``RUNNING`` here, may run ``ELSEWHERE``
+    (another host: only ``--take-over`` takes it), or ``STOPPED`` (its work is the new run's to finish)."""
+    alive = claim.alive()
+    return RUNNING if alive else ELSEWHERE if alive is None else STOPPED
+
+
 def new_run() -> Claim:
     """The claim of a new apply run in this process."""
     return Claim(run=uuid.uuid4().hex[:12], host=socket.gethostname(), pid=os.getpid(),

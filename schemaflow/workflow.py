@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from schemaflow.claims import parse_claim
+from schemaflow.claims import ELSEWHERE, RUNNING, parse_claim, standing
 from schemaflow.errors import SchemaflowError
 from schemaflow.catalog.thrift_count import partition_counter
 from schemaflow.gitsource import commit_of
@@ -205,11 +205,11 @@ def check_claims(plan: Plan, take_over: bool = False) -> None:
         claim = parse_claim(version)
         if claim is None:
             continue
-        alive = claim.alive()
-        if alive:
+        found = standing(claim)
+        if found == RUNNING:
             raise SchemaflowError(f"{key} is being modified concurrently by another schemaflow apply "
                                   f"({claim.describe()}); nothing was applied: wait for it to finish, then plan again")
-        if alive is None and not take_over:
+        if found == ELSEWHERE and not take_over:
             raise SchemaflowError(f"{key} is claimed by an apply on another machine ({claim.describe()}); nothing "
                                   "was applied. If that apply has stopped, run apply --take-over to finish its work")
 

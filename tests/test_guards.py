@@ -138,7 +138,10 @@ def test_a_plan_after_a_stopped_run_finishes_what_its_claims_say():
     stopped = replace(live, objects={**live.objects, "retail.daily": replace(live.objects["retail.daily"], version=left),
                                      "retail.orders": replace(live.objects["retail.orders"],
                                                               version=run.for_object(("alter_columns",), True).token)})
-    plan = build_plan(WIDER, stopped, stale_partitions=lambda key: 7, count_partitions=lambda key: 40)
+    asked: list[str] = []
+    plan = build_plan(WIDER, stopped, stale_partitions=lambda key: asked.append(key) or 7,
+                      count_partitions=lambda key: 40)
+    assert asked == ["retail.orders"]  # listed once, though the resume and the repair both need it
     by_object = {s.object: s for s in plan.steps}
     assert by_object["retail.daily"].kind == "replace_view"
     assert f"finishing the re-creation that {run.describe()}" in by_object["retail.daily"].summary

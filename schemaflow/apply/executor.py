@@ -117,16 +117,16 @@ class Run:
     def claim(self, guards: Mapping[str, str | None]) -> None:
         """Claim every existing object the plan touches, in name order, before anything changes.
 
-        If one was changed since the plan saw it, the claims already taken are handed back and the
-        run stops with ``ConcurrentChange``: nothing was applied. Claiming in one order means two
-        runs of the same plan meet at the first object, where exactly one of them wins.
+        If one was changed since the plan saw it (``ConcurrentChange``), or a claim fails otherwise,
+        the claims already taken are handed back: nothing was applied. Claiming in one order means
+        two runs of the same plan meet at the first object, where exactly one of them wins.
         """
         if guards:
             self.target.check_guards(min(guards))
         for key in sorted(guards):
             try:
                 self.target.set_parameters(key, {VERSION_KEY: self.tokens[key]}, (), guards[key])
-            except ConcurrentChange:
+            except Exception:
                 self.release(guards)
                 raise
             self.held[key] = self.tokens[key]
@@ -135,13 +135,18 @@ class Run:
         """Hand back the claims on objects not changed yet: each gets the version it had.
 
         A claim on an object this run has begun to change stays: it tells the next run what to finish.
+        So does any claim the metastore cannot take back now (it may be what failed): the next run
+        takes it over.
         """
         for key, token in sorted(self.held.items()):
             if key in self.started or key not in guards:
                 continue
             before = guards[key]
-            self.target.set_parameters(key, {VERSION_KEY: before} if before else {},
-                                       () if before else (VERSION_KEY,), token)
+            try:
+                self.target.set_parameters(key, {VERSION_KEY: before} if before else {},
+                                           () if before else (VERSION_KEY,), token)
+            except Exception:
+                continue
             del self.held[key]
 
     def run(self, action: Action) -> None:
@@ -208,10 +213,7 @@ def apply_plan(plan: Plan, target: Target, progress: TextIO | None = None, claim
         except Exception as error:  # any Spark, metastore or py4j failure: report and stop
             if progress:
                 progress.write("FAILED\n")
-            try:
-                run.release(plan.guards)
-            except Exception:  # the metastore may be what failed: the claims stay, and the next run takes them over
-                pass
+            run.release(plan.guards)
             raise ApplyError(index, plan.steps, error) from error
         if progress:
             progress.write(f"done ({time.monotonic() - started:.1f}s)\n")

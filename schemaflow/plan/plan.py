@@ -9,12 +9,13 @@ under ``invalidation: strict``).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
 
-from schemaflow.claims import parse_claim
+from schemaflow.claims import ELSEWHERE, RUNNING, STOPPED, parse_claim, standing
 from schemaflow.model import (APPLIED_AT_KEY, APPLIED_COMMIT_KEY, APPLIED_STATE_KEY, LIVE_STATE, MANAGED_KEYS_KEY,
                               MIGRATION_PREFIX, VERSION_KEY, Catalog, Migration, Object, Table, View, fingerprint,
                               state_digest)
@@ -111,6 +112,8 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
     recorded on every object written. ``list_partitions`` lists the live partitions of a table or
     view, for the partitions of partitioned views (None: no metastore; see ``plan.view_partitions``).
     """
+    # Several parts of the plan ask about one table; each metastore count is made once.
+    count_partitions, stale_partitions = _once(count_partitions), _once(stale_partitions)
     live = deps.with_live_reads(live)
     changes = diff(desired, live)
     changes = _recompiled(changes, desired, recompile)
@@ -152,6 +155,11 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
                 fingerprints=fingerprints, commit=commit, guards=guards,
                 partition_counts={c.key: c.partition_count for c in changes if isinstance(c, AlterColumns)
                                   and c.cascade and c.partition_count is not None})
+
+
+def _once(counter: PartitionCounter | None) -> PartitionCounter | None:
+    """``counter``, asking about each table at most once."""
+    return functools.cache(counter) if counter else None
 
 
 def _recompiled(changes: list[Change], desired: Catalog, recompile: tuple[str, ...]) -> list[Change]:
@@ -281,19 +289,13 @@ def _resumed(desired: Catalog, live: Catalog, changes: list[Change],
 
 def _resume_warnings(live: Catalog) -> tuple[str, ...]:
     """What the claims found on live objects mean for this plan."""
-    warnings = []
-    for key, obj in sorted(live.objects.items()):
-        claim = parse_claim(obj.version)
-        alive = claim.alive() if claim else False
-        if claim and alive:
-            warnings.append(f"{key}: being applied right now by {claim.describe()}; apply refuses it until that run "
-                            "has finished")
-        elif claim and alive is None:
-            warnings.append(f"{key}: claimed by {claim.describe()}; if that apply has stopped, "
-                            "apply --take-over finishes its work")
-        elif claim:
-            warnings.append(f"{key}: left half-done by {claim.describe()}; this plan finishes it")
-    return tuple(warnings)
+    said = {
+        RUNNING: "being applied right now by {}; apply refuses it until that run has finished",
+        ELSEWHERE: "claimed by {}; if that apply has stopped, apply --take-over finishes its work",
+        STOPPED: "left half-done by {}; this plan finishes it",
+    }
+    claims = ((key, parse_claim(obj.version)) for key, obj in sorted(live.objects.items()))
+    return tuple(f"{key}: " + said[standing(claim)].format(claim.describe()) for key, claim in claims if claim)
 
 
 def _note_adoptions(steps: list[Step], guards: Mapping[str, str | None]) -> list[Step]:
