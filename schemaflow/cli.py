@@ -1,7 +1,7 @@
 """The ``schemaflow`` command line: parse arguments, call the library, choose the exit code.
 
 Exit codes: ``validate`` and ``graph`` 0 valid, 1 invalid; ``plan`` (against the metastore, a snapshot, or a git
-ref) 0 no changes, 2 changes, 1 error;
+ref) 0 no changes, 2 changes, 1 error or a blocked step (a plan ``apply`` would refuse);
 ``apply`` 0 done (or nothing to do), 1 error; ``drift`` 0 none, 2 drift, 1 error. Errors go to stderr as ``path:line:col: message``
 for the project's files, or ``error: ...`` otherwise.
 """
@@ -136,8 +136,11 @@ def _plan(project, args) -> int:
     if args.out:
         args.out.write_text(plan.to_json())
         # A plan between git refs is for review: what to apply is planned against the metastore.
-        apply_hint = "" if args.base else f"; apply it with: schemaflow apply {args.out}"
+        apply_hint = "" if args.base or plan.blocked else f"; apply it with: schemaflow apply {args.out}"
         print(f"Saved the plan to {args.out}{apply_hint}", file=sys.stderr)
+    if plan.blocked:  # a change that cannot be applied must not pass a CI check as "changes"
+        print(f"error: {plural(len(plan.blocked), 'step')} blocked: apply would refuse this plan", file=sys.stderr)
+        return EXIT_ERROR
     return EXIT_OK if plan.is_empty else EXIT_CHANGES
 
 
@@ -173,7 +176,7 @@ def _apply(project, args) -> int:
             raise SchemaflowError(f"{args.plan_file} was planned without --allow-destructive; "
                                   "a saved plan runs as reviewed: plan again with --allow-destructive")
         check_runnable(plan)
-        workflow.check_saved(plan, args.plan_file, live)
+        workflow.check_saved(plan, args.plan_file, project, live)
     else:
         allow = reviewed.allow_destructive if reviewed else args.allow_destructive
         plan = workflow.make_plan(project, live, allow_destructive=allow, recompile=tuple(args.recompile))

@@ -312,6 +312,17 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:8]
 
 
+def catalog_digest(catalog: Catalog) -> str:
+    """A digest of a desired state: every object's fingerprint and every migration's checksum.
+
+    A saved plan records the digest of the project it was made for; ``apply`` refuses it for a
+    project whose schemas or migrations say something else now.
+    """
+    content = {"objects": {key: fingerprint(obj) for key, obj in sorted(catalog.objects.items())},
+               "migrations": [[m.id, m.checksum] for m in catalog.migrations]}
+    return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:16]
+
+
 def fingerprint(obj: Object) -> str:
     """A short, stable digest of an object's definition: what ``schemaflow.version`` records.
 

@@ -21,10 +21,10 @@ from schemaflow.claims import ELSEWHERE, RUNNING, parse_claim, standing
 from schemaflow.errors import SchemaflowError
 from schemaflow.catalog.thrift_count import partition_counter
 from schemaflow.gitsource import commit_of
-from schemaflow.model import Catalog, Object, Table, View, fingerprint
+from schemaflow.model import Catalog, Object, Source, Table, View, fingerprint
 from schemaflow.plan.invalidation import COMPENSATION
 from schemaflow.plan.plan import Plan, build_plan
-from schemaflow.plan.steps import VIEW_PARTITIONS
+from schemaflow.plan.steps import VIEW_DEFINITIONS, VIEW_PARTITIONS
 from schemaflow.project import Project
 from schemaflow.render.review import Review
 from schemaflow.spec import load_catalog
@@ -95,7 +95,30 @@ def review_live(project: Project, live: Live, *, allow_destructive: bool = False
                       stale_partitions=live.metastore.stale_partitions, commit=commit_of(project.root),
                       check_partitions=check_partitions, invalidation=project.settings.invalidation,
                       recompile=recompile, list_partitions=live.metastore.partition_values)
-    return Review(plan, reads=_reads(current, desired))
+    plan = replace(plan, metastore=live.metastore.endpoint)
+    return Review(_check_view_sql(plan, desired, live), reads=_reads(current, desired))
+
+
+def _check_view_sql(plan: Plan, desired: Catalog, live: Live) -> Plan:
+    """The plan with each view Spark refuses blocked at its position (see ``catalog.view_check``),
+    so that apply refuses it before the first write rather than fail at the view."""
+    from schemaflow.catalog.view_check import ViewChecker
+
+    views = [s.object for s in plan.steps if s.kind in VIEW_DEFINITIONS]
+    if not views:
+        return plan
+    problems = ViewChecker(live.metastore.spark, desired).problems(views)
+    reasons = {key: f"{_sql_source(live.project, desired.objects[key])}: {problem}" for key, problem in problems.items()}
+    return plan.blocking(reasons, VIEW_DEFINITIONS)
+
+
+def _sql_source(project: Project, view: Object) -> Source | None:
+    """Where the view's file has its ``sql:`` (its file is read again: this is for a rare error only)."""
+    from schemaflow.spec.yamlpos import load_yaml
+
+    if view.source is None:
+        return None
+    return load_yaml(project.root / view.source.path, view.source.path).at("sql")
 
 
 def make_plan(project: Project, live: Live, *, allow_destructive: bool = False,
@@ -245,14 +268,34 @@ def load_plan(path: Path) -> Plan:
         raise SchemaflowError(f"{path}: refused, {error}; make a new one with schemaflow plan --out") from None
 
 
-def check_saved(plan: Plan, path: Path, live: Live) -> None:
-    """Refuse a saved plan not made against the metastore, or made against objects that changed since."""
+def check_saved(plan: Plan, path: Path, project: Project, live: Live) -> None:
+    """Refuse a saved plan that is not this project's plan for this metastore, as it stands now.
+
+    The checksum only shows that the file is as schemaflow wrote it: anyone can recompute it. What
+    binds a plan is checked here: it was made against a metastore, this one, from the project's
+    schemas and migrations as they are now; none of the objects it touches changed since; and
+    planning again now makes exactly its steps, so an edited plan is refused whatever its checksum.
+    """
+    from schemaflow.model import catalog_digest
+    from schemaflow.plan.review_check import differences
     from schemaflow.plan.staleness import stale_counts, stale_objects
 
+    refused = f"{path} is refused, nothing was applied:"
     if plan.basis != "metastore":
         raise SchemaflowError(f"{path} was planned against {plan.basis}, not the metastore: apply it with "
                               "apply --reviewed, which plans against the metastore and checks it is the same")
+    if plan.metastore != live.metastore.endpoint:
+        raise SchemaflowError(f"{refused} it was planned against the metastore {plan.metastore}, and this project "
+                              f"reaches {live.metastore.endpoint}. Plan again here.")
+    if plan.project != catalog_digest(desired_state(project)):
+        raise SchemaflowError(f"{refused} it was made from other schemas or migrations than {project.root} holds "
+                              "now (another project, or files changed since). Plan again.")
     stale = stale_objects(plan, live.read(plan.databases)) + stale_counts(plan, live.metastore.count_partitions)
     if stale:
         raise SchemaflowError(f"{path} is stale: the metastore changed since it was planned; nothing was applied. "
                               "Plan again.\n  " + "\n  ".join(stale))
+    now = make_plan(project, live, allow_destructive=plan.allow_destructive)
+    other = differences(plan, now)
+    if other:
+        raise SchemaflowError(f"{refused} its steps are not what this project plans for this metastore (was it "
+                              "edited?). Plan again.\n  " + "\n  ".join(other))

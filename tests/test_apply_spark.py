@@ -473,12 +473,12 @@ def test_a_saved_plan_whose_objects_changed_is_refused_with_nothing_applied(tmp_
     saved.write_text(plan(project, metastore).to_json())
     loaded = Plan.from_data(_json.loads(saved.read_text()))
     live = Live(project, connected=metastore)
-    check_saved(loaded, saved, live)  # fresh: accepted
+    check_saved(loaded, saved, project, live)  # fresh: accepted
 
     spark.sql(f"ALTER TABLE {db}.t ADD COLUMNS (b STRING)")          # changed by someone else
     spark.sql(f"CREATE TABLE {db}.u (x INT) STORED AS PARQUET")       # created by someone else
     with pytest.raises(SchemaflowError) as refused:
-        check_saved(loaded, saved, live)
+        check_saved(loaded, saved, project, live)
     assert str(refused.value).splitlines()[1:] == [
         f"  {db}.t: columns changed since the plan was made",
         f"  {db}.u: created since the plan was made"]

@@ -77,7 +77,7 @@ def test_markdown_and_json_formats(example, tmp_path, capsys):
     first = capsys.readouterr().out
     main(["--project", str(example), "plan", "--against", str(empty), "--format", "json"])
     assert capsys.readouterr().out == first  # stable, byte for byte
-    assert json.loads(first)["format_version"] == 2
+    assert json.loads(first)["format_version"] == 3
 
 
 def test_apply_refuses_a_blocked_saved_plan_without_starting_spark(example, tmp_path, capsys):
@@ -85,7 +85,11 @@ def test_apply_refuses_a_blocked_saved_plan_without_starting_spark(example, tmp_
     applied_snapshot(example, live)
     (example / "schemas/analytics/marketing_spend.yaml").unlink()  # no view reads it
     out = tmp_path / "plan.json"
-    assert main(["--project", str(example), "plan", "--against", str(live), "--out", str(out)]) == 2
+    # A plan with a blocked step fails, so a pull request whose change cannot be applied fails its check.
+    assert main(["--project", str(example), "plan", "--against", str(live), "--out", str(out)]) == 1
+    planned = capsys.readouterr()
+    assert planned.out.startswith("1 step on 1 object, 1 destructive, 1 blocked: apply will refuse this plan.\n")
+    assert planned.err.splitlines() == [f"Saved the plan to {out}", "error: 1 step blocked: apply would refuse this plan"]
     assert main(["--project", str(example), "apply", str(out), "--auto-approve"]) == 1
     err = capsys.readouterr().err
     assert "the plan has 1 blocked step(s); nothing was applied:\n  analytics.marketing_spend: destructive: run with " \

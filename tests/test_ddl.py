@@ -38,3 +38,29 @@ def test_create_view_imposes_names_and_comments():
 
 def test_table_comment_can_be_removed():
     assert ddl.set_table_comment("retail.t", None) == "COMMENT ON TABLE `retail`.`t` IS NULL"
+
+
+PLACEHOLDERS = "${claim} ${applied_at} ${live_state} ${env:HOME} ${x} TBLPROPERTIES ('schemaflow.version' = ${claim})"
+
+
+def test_the_claim_fills_only_schemaflows_own_clause_never_user_text():
+    view = View("shop", "v", f"SELECT '{PLACEHOLDERS}' AS a -- {PLACEHOLDERS}",
+                columns=(Column("a", comment=PLACEHOLDERS),), comment=PLACEHOLDERS)
+    table = Table("shop", "t", (Column("a", "int", PLACEHOLDERS),), comment=PLACEHOLDERS,
+                  external=True, location=f"/data/{PLACEHOLDERS}")
+    for sql in (ddl.create_view(view, replace=False), ddl.create_table(table)):
+        filled = ddl.fill_claim(sql, "claim:{\"run\":\"r1\"}")
+        # Exactly one clause changed: the one ddl wrote; every user copy of the text is as written.
+        assert filled.count("${claim}") == sql.count("${claim}") - 1
+        assert "TBLPROPERTIES ('schemaflow.version' = 'claim:{\"run\":\"r1\"}')" in filled
+        assert filled.replace("'claim:{\"run\":\"r1\"}'", "${claim}", 1) == sql
+
+
+def test_applied_at_fills_schemaflows_parameters_only():
+    from schemaflow.plan.steps import APPLIED_AT, fill_applied_at
+
+    filled = fill_applied_at({"schemaflow.applied_at": APPLIED_AT, "schemaflow.migration.0002": f'{{"at": "{APPLIED_AT}"}}',
+                              "owner": APPLIED_AT, "note": f"set at {APPLIED_AT}"}, "2026-11-23T00:00:00Z")
+    assert filled == {"schemaflow.applied_at": "2026-11-23T00:00:00Z",
+                      "schemaflow.migration.0002": '{"at": "2026-11-23T00:00:00Z"}',
+                      "owner": APPLIED_AT, "note": f"set at {APPLIED_AT}"}

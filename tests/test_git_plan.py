@@ -15,11 +15,11 @@ import git
 import pytest
 
 from schemaflow.cli import main
-from schemaflow.model import APPLIED_COMMIT_KEY, MANAGED_KEYS_KEY
+from schemaflow.model import APPLIED_COMMIT_KEY, MANAGED_KEYS_KEY, catalog_digest
 from schemaflow.plan.plan import Plan
 from schemaflow.plan.steps import SetParameters
 from schemaflow.project import load_project
-from schemaflow.workflow import hash_migrations, review_refs
+from schemaflow.workflow import desired_state, hash_migrations, review_refs
 from tests.gitrepos import commit, edit, init_repo, put_project
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -113,9 +113,10 @@ def test_an_unchanged_work_tree_plans_nothing(repo, capsys):
     document = json.loads(captured.out)
     assert Plan.from_data(document).is_empty  # its checksum holds
     del document["checksum"]
-    assert document == {"allow_destructive": False, "databases": ["analytics", "retail"], "format_version": 2,
+    assert document == {"allow_destructive": False, "databases": ["analytics", "retail"], "format_version": 3,
                         "steps": [], "warnings": [], "basis": "git", "fingerprints": {}, "guards": {}, "partition_counts": {},
-                        "commit": repo.head.commit.hexsha}
+                        "commit": repo.head.commit.hexsha, "project": catalog_digest(desired_state(load_project(project_dir(repo)))),
+                        "metastore": None}
     assert captured.err == ("Planning the working tree against main from git, without a metastore: "
                             "partition counts are unknown.\n")
 

@@ -117,18 +117,39 @@ def test_a_failed_step_keeps_the_claims_of_what_it_began_and_hands_back_the_rest
     live = applied(DESIRED)
     versions = {k: o.version for k, o in live.objects.items()}
 
+    class FailsOnDailysStamp(VersionedTarget):
+        """The view is re-created, then the write that stamps it fails."""
+
+        def set_parameters(self, key: str, set: Mapping[str, str], unset: Sequence[str],
+                           expected: str | None = None) -> None:
+            if key == "retail.daily" and set.get(VERSION_KEY) == applied(WIDER).objects[key].version:
+                raise RuntimeError("boom")
+            super().set_parameters(key, set, unset, expected)
+
+    target = FailsOnDailysStamp(versions)
+    with pytest.raises(ApplyError):
+        apply_plan(build_plan(WIDER, live), target, claim=RUN)
+    assert target.versions["retail.orders"] == applied(WIDER).objects["retail.orders"].version  # finished
+    assert parse_claim(target.versions["retail.daily"]).steps == ("replace_view",)  # begun: the journal stays
+    assert target.versions["retail.top"] == versions["retail.top"]  # not begun: handed back
+
+
+def test_a_step_that_fails_at_its_first_action_hands_back_its_objects_claim():
+    live = applied(DESIRED)
+    versions = {k: o.version for k, o in live.objects.items()}
+
     class FailsOnDaily(VersionedTarget):
         def run_sql(self, sql: str) -> None:
             if "`daily`" in sql:
-                raise RuntimeError("boom")
+                raise RuntimeError("Spark refuses the view")
             super().run_sql(sql)
 
     target = FailsOnDaily(versions)
     with pytest.raises(ApplyError):
         apply_plan(build_plan(WIDER, live), target, claim=RUN)
     assert target.versions["retail.orders"] == applied(WIDER).objects["retail.orders"].version  # finished
-    assert parse_claim(target.versions["retail.daily"]).steps == ("replace_view",)  # begun: the journal stays
-    assert target.versions["retail.top"] == versions["retail.top"]  # not begun: handed back
+    assert target.versions["retail.daily"] == versions["retail.daily"]  # unchanged: no claim left behind
+    assert target.versions["retail.top"] == versions["retail.top"]
 
 
 def test_a_plan_after_a_stopped_run_finishes_what_its_claims_say():

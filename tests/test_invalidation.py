@@ -172,11 +172,11 @@ def test_a_star_view_is_recompiled_when_its_table_gains_columns_in_every_mode(tm
             "expanded * when it created the view, so extra would not appear otherwise")
 
 
-def test_the_cli_plan_shows_the_strict_refusal_and_exits_2(tmp_path, capsys):
+def test_the_cli_plan_shows_the_strict_refusal_and_exits_1(tmp_path, capsys):
     live = applied_state(project(tmp_path / "base", HIVE_BASE))
     write_snapshot(live, tmp_path / "live.json")
     project(tmp_path / "head", {**HIVE_BASE, **DROP_VALUE})
-    assert main(["--project", str(tmp_path / "head"), "plan", "--against", str(tmp_path / "live.json")]) == 2
+    assert main(["--project", str(tmp_path / "head"), "plan", "--against", str(tmp_path / "live.json")]) == 1  # blocked: apply would refuse it
     out = capsys.readouterr().out
     assert "1 blocked: apply will refuse this plan" in out.splitlines()[0]
     assert "[destructive; BLOCKED: invalidation: strict, and this change breaks 2 views: hive.xxx8 reads hive.xxx9" in out

@@ -86,7 +86,7 @@ def test_the_plan_workflow_commands_plan_a_shallow_clone(tmp_path, monkeypatch, 
     subprocess.run(command(named(workflow, "Fetch the base branch"), env), check=True, capture_output=True)
     args = command(named(workflow, "Plan"), env)
     assert args[:2] == ["schemaflow", "--project"]
-    assert main(args[1:]) == 2  # what the shell writes to plan.md
+    assert main(args[1:]) == 1  # blocked: the shell writes plan.md, the comment is posted, then the job fails
 
     assert capsys.readouterr().out.startswith(f"{MARKER}\n### schemaflow plan\n\n**1 step on 1 object, 1 destructive, "
                                               "1 blocked: apply will refuse this plan.**\n")
@@ -112,3 +112,21 @@ def test_the_apply_workflow_reads_the_metastore_from_a_secret():
     (job,) = load(APPLY)["jobs"].values()
     assert job["env"]["SCHEMAFLOW_METASTORE_URI"] == "${{ secrets.SCHEMAFLOW_METASTORE_URI }}"
     assert load(APPLY)["concurrency"] == {"group": "schemaflow-apply", "cancel-in-progress": False}
+
+
+def test_the_plan_workflow_posts_a_blocked_plan_then_fails(tmp_path):
+    workflow = load(PLAN)
+    plan = named(workflow, "Plan")
+    assert plan["id"] == "plan" and plan["run"].endswith('|| echo "status=$?" >> "$GITHUB_OUTPUT"')
+    names = [step.get("name") or step["uses"] for step in steps(workflow)]
+    failing = named(workflow, "Fail when the plan cannot be applied")
+    assert names.index("Post the plan, or update the comment that has it") < names.index(failing["name"])
+    assert failing["if"] == "steps.plan.outputs.status == '1'"
+    # The step's shell as the runner runs it (bash -e), schemaflow standing in by its exit code.
+    output = tmp_path / "output"
+    redirect = plan["run"][plan["run"].index(" > plan.md"):]
+    for code, recorded in ((0, ""), (2, "status=2\n"), (1, "status=1\n")):
+        output.write_text("")
+        subprocess.run(["bash", "-e", "-c", f"(exit {code}){redirect}"], cwd=tmp_path, check=True,
+                       env={"GITHUB_OUTPUT": str(output)})
+        assert output.read_text() == recorded

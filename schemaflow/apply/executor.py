@@ -15,12 +15,12 @@ import time
 from datetime import datetime, timezone
 from typing import Callable, Mapping, Protocol, Sequence, TextIO
 
-from schemaflow.claims import CLAIM, Claim, new_run
+from schemaflow.claims import Claim, new_run
 from schemaflow.errors import ConcurrentChange, SchemaflowError
 from schemaflow.model import VERSION_KEY, Column, PartitionValues
 from schemaflow.plan.plan import Plan
-from schemaflow.plan.steps import (APPLIED_AT, Action, ChangeViewPartitions, PartitionView, SetColumns, SetParameters,
-                                   SqlAction, Step)
+from schemaflow.plan.steps import (Action, ChangeViewPartitions, PartitionView, SetColumns, SetParameters,
+                                   SqlAction, Step, fill_applied_at)
 from schemaflow.sql import ddl
 
 
@@ -154,24 +154,26 @@ class Run:
         if isinstance(action, SqlAction):
             sql = action.sql
             if action.claims:
-                sql = sql.replace(CLAIM, ddl.string(self.tokens[action.claims]))
+                sql = ddl.fill_claim(sql, self.tokens[action.claims])
             self.target.run_sql(sql)
             if action.claims:
                 self.held[action.claims] = self.tokens[action.claims]
         elif isinstance(action, SetParameters):
-            values = {k: v.replace(APPLIED_AT, now) for k, v in action.set.items()}
+            values = fill_applied_at(action.set, now)
             self.target.set_parameters(action.object, values, action.unset, self.held.get(action.object))
             if VERSION_KEY in values:
                 self.held[action.object] = values[VERSION_KEY]
         elif isinstance(action, SetColumns):
-            records = {k: v.replace(APPLIED_AT, now) for k, v in action.parameters.items()}
+            records = fill_applied_at(action.parameters, now)
             self.target.set_columns(action.object, action.columns, action.partition_columns, action.cascade,
                                     action.batched, records, self.held.get(action.object))
         elif isinstance(action, ChangeViewPartitions):
             # A view's partitions are its contents, not its definition: the metastore has no guard for them.
             self.target.change_view_partitions(action.object, action.columns, action.add, action.drop)
-        else:
+        elif isinstance(action, PartitionView):
             self.target.partition_view(action.object, action.columns, self.held.get(action.object))
+        else:
+            raise TypeError(f"unknown kind of action: {action!r}")
 
 
 def check_runnable(plan: Plan) -> None:
@@ -204,10 +206,14 @@ def apply_plan(plan: Plan, target: Target, progress: TextIO | None = None, claim
         if progress:
             progress.write(f"[{index + 1:>{width}}/{total}] {step.summary} ... ")
             progress.flush()
-        run.started.add(step.object)
         try:
             for number, action in enumerate(step.actions, 1):
+                if isinstance(action, SetColumns) and action.batched:
+                    run.started.add(step.object)  # it may stop after some batches, leaving the object half-changed
                 run.run(action)
+                # Only now: a step that fails before its first write changed nothing, and its claim is handed back.
+                if not isinstance(action, SqlAction) or action.writes:
+                    run.started.add(step.object)
                 if pause:
                     pause(f"{index + 1}.{number}")
         except Exception as error:  # any Spark, metastore or py4j failure: report and stop

@@ -23,6 +23,7 @@ from pyspark.sql import SparkSession
 
 from schemaflow.catalog.columns import set_columns, stale_partitions
 from schemaflow.catalog.jvm import java_errors, java_message, unreachable
+from schemaflow.catalog.session import VARIABLE_SUBSTITUTION
 from schemaflow.catalog.view_partitions import change_view_partitions, partition_values
 from schemaflow.errors import ConcurrentChange, SchemaflowError
 from schemaflow.model import (
@@ -103,6 +104,8 @@ class Metastore:
     @classmethod
     def connect(cls, spark: SparkSession) -> Metastore:
         """Open the metastore that ``spark`` is configured with; fails if it cannot be reached."""
+        # A session built elsewhere (a notebook's, a test's) may substitute variables in SQL text.
+        spark.conf.set(VARIABLE_SUBSTITUTION, "false")
         shared_state = spark._jsparkSession.sharedState()  # loads hive-site.xml into the Hadoop conf
         endpoint = describe_endpoint(spark.sparkContext._jsc.hadoopConfiguration())
         with java_errors(f"cannot reach the Hive metastore ({endpoint})", endpoint):
@@ -148,7 +151,9 @@ class Metastore:
                 parameters.remove(parameter)
             for parameter, value in sorted(set.items()):
                 parameters.put(parameter, value)
-            digested = [parameter for parameter, value in set.items() if value == LIVE_STATE]
+            # Only schemaflow's own parameters: a user's property may hold the same text, stored as written.
+            digested = [parameter for parameter, value in set.items()
+                        if value == LIVE_STATE and parameter.startswith(SCHEMAFLOW_PREFIX)]
             if digested:
                 digest = state_digest(to_model(self.to_data(table)))
                 for parameter in digested:
@@ -260,7 +265,7 @@ class Metastore:
             set_columns(self, key, columns, partition_columns, cascade, batched, parameters, expected)
 
     def run_sql(self, sql: str) -> None:
-        """Run one statement through the session's ``spark.sql``."""
+        """Run one statement through the session's ``spark.sql``, its text as written (no variable substitution)."""
         with self._errors("running Spark SQL"):
             self.spark.sql(sql)
 

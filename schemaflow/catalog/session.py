@@ -12,9 +12,12 @@ reports failures itself, as one readable line.
 from __future__ import annotations
 
 import logging
+import re
 import shlex
+import socket
 import time
 from pathlib import Path
+from typing import Mapping
 
 from py4j.protocol import Py4JError
 from pyspark import SparkConf, SparkContext
@@ -30,10 +33,21 @@ from schemaflow.project import STATE_DIR, Settings
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 JAVA_OPTIONS_KEY = "spark.driver.extraJavaOptions"
 JVM_LOG = "jvm.log"
+# Spark replaces ${env:X}, ${system:X}, ${var} in a statement's text before parsing it, user text
+# (comments, view SQL) included: a comment "${env:AWS_SECRET_ACCESS_KEY}" would store that secret.
+# schemaflow turns it off whatever the user's spark.conf says.
+VARIABLE_SUBSTITUTION = "spark.sql.variable.substitute"
+# Where the master comes from, for messages.
+MASTER_SETTING = "spark.master in schemaflow.yaml or SCHEMAFLOW_SPARK_MASTER"
+DEPLOY_MODE = "spark.submit.deployMode"
+MASTER_TIMEOUT_SECONDS = 5
 # PySpark logs every SQL error as a JSON line on stderr through these loggers.
 PYSPARK_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
 
 log = logging.getLogger(__name__)
+# A log4j line ("26/11/23 14:00:19 WARN Utils: ..."), and the message of a thrown exception.
+_LOG_LINE = re.compile(r"\d\d/\d\d/\d\d \d\d:\d\d:\d\d (TRACE|DEBUG|INFO|WARN) ")
+_THROWN = re.compile(r"(?:^|\s)(?:[\w$]+\.)+\w*(?:Exception|Error): (.+)$")
 
 
 def spark_session(settings: Settings) -> SparkSession:
@@ -43,27 +57,56 @@ def spark_session(settings: Settings) -> SparkSession:
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
+    settings_conf = spark_conf(settings)
+    check_driver_settings(settings_conf)
     state_dir = state_directory(settings)
     state_dir.mkdir(parents=True, exist_ok=True)
-    conf = SparkConf(loadDefaults=False).setAll(sorted(spark_conf(settings).items()))
+    conf = SparkConf(loadDefaults=False).setAll(sorted(settings_conf.items()))
     jvm_log = state_dir / JVM_LOG
     started = time.monotonic()
     try:
         with jvm_log.open("wb") as output:
             gateway = launch_gateway(conf, popen_kwargs={"stdout": output, "stderr": output})
         SparkContext(conf=conf, gateway=gateway)
+        # A standalone master that drops the application leaves a stopped context: this fails then.
+        spark = SparkSession.builder.getOrCreate()
     except (PySparkException, Py4JError) as error:
         reason = _jvm_failure(jvm_log) or java_message(error)
         raise SchemaflowError(
-            f"could not start Spark ({settings.spark_master}): {reason} (the JVM's output is in {jvm_log})"
+            f"could not start Spark with master {settings.spark_master} ({MASTER_SETTING}): {reason} "
+            f"(the JVM's output is in {jvm_log})"
         ) from None
-    spark = SparkSession.builder.getOrCreate()
     log.debug("Spark session started in %.1f s", time.monotonic() - started)
     return spark
 
 
+def check_driver_settings(conf: Mapping[str, str]) -> None:
+    """Refuse, in one line naming the setting, what would fail only after a long wait or a stack trace.
+
+    schemaflow is the Spark driver (its work is metastore calls and DDL in this process), so it
+    runs in client mode; and a standalone master (``spark://host:port[,host:port]``) that does not
+    answer would make Spark retry for a minute before failing obscurely.
+    """
+    if conf.get(DEPLOY_MODE, "client") != "client":
+        raise SchemaflowError(f"{DEPLOY_MODE}={conf[DEPLOY_MODE]} in spark.conf: schemaflow is the Spark driver "
+                              "and runs in client mode; remove that setting (executors may still run on the cluster)")
+    master = conf["spark.master"]
+    if not master.startswith("spark://"):
+        return
+    for address in master[len("spark://"):].split(","):
+        host, _, port = address.rpartition(":")
+        try:
+            socket.create_connection((host, int(port)), timeout=MASTER_TIMEOUT_SECONDS).close()
+            return
+        except (OSError, ValueError) as error:
+            reason = error
+    raise SchemaflowError(f"cannot reach the Spark master {master} ({MASTER_SETTING}): {reason}; check the "
+                          "address, or that the master is running")
+
+
 def spark_conf(settings: Settings) -> dict[str, str]:
-    """The Spark configuration for ``settings``: schemaflow's entries, then the user's on top.
+    """The Spark configuration for ``settings``: schemaflow's entries, then the user's on top,
+    except variable substitution, which is always off.
 
     The user's ``spark.driver.extraJavaOptions`` are kept, and schemaflow's options appended,
     except those the user sets already (such as their own ``-Dlog4j.configurationFile``).
@@ -99,6 +142,7 @@ def spark_conf(settings: Settings) -> dict[str, str]:
     ]
     conf[JAVA_OPTIONS_KEY] = " ".join(([user_java] if user_java else []) + ours)
     conf.update(user_conf)
+    conf[VARIABLE_SUBSTITUTION] = "false"
     return conf
 
 
@@ -108,6 +152,13 @@ def state_directory(settings: Settings) -> Path:
 
 
 def _jvm_failure(jvm_log: Path) -> str:
-    """The line of the JVM's output that says why it stopped: the first that is not a warning."""
-    lines = jvm_log.read_text(errors="replace").splitlines()
-    return next((line for line in lines if line.strip() and not line.startswith(("WARNING", " ", "\t"))), "")
+    """The line of the JVM's output that says why it stopped: the first exception's message, else the
+    first line that is not a warning or a log line."""
+    lines = [line for line in jvm_log.read_text(errors="replace").splitlines()
+             if line.strip() and not line.startswith(("WARNING", " ", "\t", "Using Spark's default log4j"))
+             and not _LOG_LINE.match(line)]
+    for line in lines:
+        thrown = _THROWN.search(line)
+        if thrown:
+            return thrown.group(1)
+    return lines[0] if lines else ""

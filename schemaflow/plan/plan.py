@@ -17,8 +17,8 @@ from typing import Any, Callable, Mapping
 
 from schemaflow.claims import ELSEWHERE, RUNNING, STOPPED, parse_claim, standing
 from schemaflow.model import (APPLIED_AT_KEY, APPLIED_COMMIT_KEY, APPLIED_STATE_KEY, LIVE_STATE, MANAGED_KEYS_KEY,
-                              MIGRATION_PREFIX, VERSION_KEY, Catalog, Migration, Object, Table, View, fingerprint,
-                              state_digest)
+                              MIGRATION_PREFIX, VERSION_KEY, Catalog, Migration, Object, Table, View, catalog_digest,
+                              fingerprint, state_digest)
 from schemaflow.errors import SchemaflowError
 from schemaflow.plan import deps
 from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateTable, CreateView, DropTable, DropView,
@@ -29,7 +29,7 @@ from schemaflow.plan.invalidation import STRICT, resolve
 from schemaflow.plan.steps import APPLIED_AT, VIEW_PARTITIONS, Step
 from schemaflow.plan.view_partitions import PartitionLister, partition_changes
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 ABSENT = "absent"  # the fingerprint of an object that does not exist yet
 DESTRUCTIVE_BLOCK = "destructive: run with --allow-destructive to allow it"
 
@@ -53,6 +53,10 @@ class Plan:
     guards: Mapping[str, str | None] = field(default_factory=dict)
     # The partition count of each table whose columns cascade, which chose how the cascade runs.
     partition_counts: Mapping[str, int] = field(default_factory=dict)
+    # What the plan is bound to: the digest of the desired state it was made from (model.catalog_digest)
+    # and the metastore it was made against (None: planned without one).
+    project: str | None = None
+    metastore: str | None = None
 
     @property
     def is_empty(self) -> bool:
@@ -66,13 +70,19 @@ class Plan:
     def objects(self) -> tuple[str, ...]:
         return tuple(sorted({s.object for s in self.steps}))
 
+    def blocking(self, reasons: Mapping[str, str], kinds: tuple[str, ...]) -> Plan:
+        """This plan with its steps of ``kinds`` on the objects in ``reasons`` blocked, for those reasons."""
+        return replace(self, steps=tuple(replace(s, blocked=s.blocked or reasons[s.object])
+                                         if s.kind in kinds and s.object in reasons else s for s in self.steps))
+
     def to_data(self) -> dict[str, Any]:
         data = {"format_version": FORMAT_VERSION, "databases": list(self.databases),
                 "allow_destructive": self.allow_destructive, "steps": [s.to_data() for s in self.steps],
                 "warnings": list(self.warnings), "basis": self.basis,
                 "fingerprints": dict(sorted(self.fingerprints.items())), "commit": self.commit,
                 "guards": dict(sorted(self.guards.items())),
-                "partition_counts": dict(sorted(self.partition_counts.items()))}
+                "partition_counts": dict(sorted(self.partition_counts.items())),
+                "project": self.project, "metastore": self.metastore}
         return {**data, "checksum": _checksum(data)}
 
     def to_json(self) -> str:
@@ -89,7 +99,8 @@ class Plan:
         return cls(steps=tuple(Step.from_data(s) for s in data["steps"]), databases=tuple(data["databases"]),
                    allow_destructive=bool(data["allow_destructive"]), warnings=tuple(data["warnings"]),
                    basis=data["basis"], fingerprints=dict(data["fingerprints"]), commit=data["commit"],
-                   guards=dict(data["guards"]), partition_counts=dict(data["partition_counts"]))
+                   guards=dict(data["guards"]), partition_counts=dict(data["partition_counts"]),
+                   project=data["project"], metastore=data["metastore"])
 
 
 def _checksum(content: Mapping[str, Any]) -> str:
@@ -154,7 +165,8 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
                 allow_destructive=allow_destructive, warnings=warnings + _resume_warnings(live), basis=basis,
                 fingerprints=fingerprints, commit=commit, guards=guards,
                 partition_counts={c.key: c.partition_count for c in changes if isinstance(c, AlterColumns)
-                                  and c.cascade and c.partition_count is not None})
+                                  and c.cascade and c.partition_count is not None},
+                project=catalog_digest(desired))
 
 
 def _once(counter: PartitionCounter | None) -> PartitionCounter | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from schemaflow.model import Column, PartitionValues, column_data, partition_name
+from schemaflow.model import SCHEMAFLOW_PREFIX, Column, PartitionValues, column_data, partition_name
 from schemaflow.wording import plural
 
 
@@ -25,6 +25,11 @@ class SqlAction:
     sql: str
     claims: str | None = None
 
+    @property
+    def writes(self) -> bool:
+        """Whether it changes the metastore: every statement schemaflow runs does, but ``USE``."""
+        return not self.sql.startswith("USE ")
+
     def describe(self) -> str:
         return self.sql + ";"
 
@@ -34,6 +39,15 @@ class SqlAction:
 
 # Stands for the moment a parameter is written; the executor puts the time in its place.
 APPLIED_AT = "${applied_at}"
+
+
+def fill_applied_at(values: Mapping[str, str], now: str) -> dict[str, str]:
+    """``values`` with ``APPLIED_AT`` replaced by ``now`` in schemaflow's own parameters only.
+
+    A user's property may hold the same characters (``${applied_at}`` is valid text): it is
+    stored as written. Users cannot declare ``schemaflow.`` keys, so these are schemaflow's.
+    """
+    return {k: v.replace(APPLIED_AT, now) if k.startswith(SCHEMAFLOW_PREFIX) else v for k, v in values.items()}
 
 
 @dataclass(frozen=True)
@@ -100,6 +114,7 @@ class ChangeViewPartitions:
 
 
 VIEW_PARTITIONS = "view_partitions"  # the kind of the step that adds and drops a view's partitions
+VIEW_DEFINITIONS = ("create_view", "replace_view")  # the kinds of the steps that run a view's SQL
 
 # How many partitions a step's text names before it says how many more there are (its JSON has them all).
 LISTED = 10

@@ -87,6 +87,20 @@ def _claimed() -> str:
     return f"TBLPROPERTIES ({string(VERSION_KEY)} = {CLAIM})"
 
 
+def fill_claim(sql: str, token: str) -> str:
+    """A CREATE statement of this module with the run's claim ``token`` in place of ``CLAIM``.
+
+    Only the TBLPROPERTIES clause ``_claimed`` wrote is filled, never the same characters in user
+    text: it is the first occurrence of that clause, since everything a CREATE holds before it is an
+    escaped string literal (whose quotes all follow a backslash) or a checked identifier, while a
+    view's SQL, which is written as declared, comes after it.
+    """
+    clause = _claimed()
+    if clause not in sql:
+        raise ValueError("a statement that claims its object must carry schemaflow's TBLPROPERTIES clause")
+    return sql.replace(clause, clause.replace(CLAIM, string(token)), 1)
+
+
 def use_database(database: str) -> str:
     return f"USE {ident(database)}"
 

@@ -127,14 +127,15 @@ def normalize_sql(sql: str) -> str:
     """Canonical text of a query, to compare a declared view with the live one.
 
     sqlglot writes the parsed query back, so layout, keyword case and a trailing semicolon do not
-    count as a change. Text it cannot parse (a view made by another tool) has its whitespace
-    collapsed instead.
+    count as a change; nor do SQL comments: Spark stores a view's text without the comments before
+    and after the query, and sqlglot moves the others about. Text it cannot parse (a view made by
+    another tool) has its whitespace collapsed instead.
     """
     try:
         statements = [s for s in sqlglot.parse(sql, read=DIALECT) if s is not None]
     except (ParseError, TokenError):
         return " ".join(sql.split()).rstrip("; ")
-    return "; ".join(s.sql(dialect=DIALECT) for s in statements)
+    return "; ".join(filter(None, (s.sql(dialect=DIALECT, comments=False) for s in statements)))
 
 
 def _table_references(query: exp.Expression, default_database: str) -> list[tuple[str, exp.Table]]:
@@ -255,3 +256,21 @@ def _syntax_error(error: ParseError) -> ViewSqlError:
         col = max(1, col - len(highlight) + 1)
     near = f" near '{highlight}'" if highlight else ""
     return ViewSqlError(f"SQL syntax error{near}: {description}", line, col)
+
+
+def with_tables_renamed(sql: str, default_database: str, names: Mapping[str, str]) -> str | None:
+    """``sql`` reading ``names[key]`` (an unqualified name) wherever it reads the table or view ``key``.
+
+    CTE names and table functions are left alone, as is anything not in ``names``; the result is
+    written back by sqlglot in Spark's dialect. A renamed table keeps its alias or its own name, so
+    columns qualified with either still resolve; ``None`` when the query qualifies a column with a
+    database as well (``db.t.c``), which no renaming can keep.
+    """
+    query = parse_select(sql)
+    if any(column.args.get("db") for column in query.find_all(exp.Column)):
+        return None
+    for key, source in _table_references(query, default_database):
+        if key in names:
+            renamed = exp.Table(this=exp.to_identifier(names[key], quoted=True))
+            source.replace(exp.alias_(renamed, source.alias_or_name, table=True))
+    return query.sql(dialect=DIALECT, normalize_functions=False)

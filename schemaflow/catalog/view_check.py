@@ -1,0 +1,95 @@
+"""View SQL judged by Spark itself before anything is written.
+
+``validate`` checks a view's SQL with sqlglot, which cannot know Spark's functions or its type
+rules: an unknown function or a type error would otherwise surface only when ``apply`` runs the
+CREATE VIEW, after other steps. So a plan against the metastore has Spark analyse each view it
+creates or re-creates, against what the view reads *as the plan leaves it*: every declared table
+and view on its way becomes a session-local temporary view of the declared shape (a table: typed
+NULL columns; a view: its own SQL, checked the same way), and the view's SQL is rewritten to read
+those. Only the session changes; the metastore is not written. Objects that are not declared
+(another team's tables) are read as they are.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable
+
+from schemaflow.catalog.jvm import java_message
+from schemaflow.model import Catalog, Table, View
+from schemaflow.sql import ddl
+from schemaflow.sql.views import ViewSqlError, with_tables_renamed
+
+STAND_IN_PREFIX = "__schemaflow_check_"
+# Spark's analysis errors end with where in the (rewritten) text they are: meaningless to the user.
+_POSITION = re.compile(r";?\s*line \d+ pos \d+\s*$")
+
+
+class ViewChecker:
+    """Stand-ins of the declared objects in one Spark session, made once each as they are needed."""
+
+    def __init__(self, spark: Any, desired: Catalog) -> None:
+        self.spark = spark
+        self.desired = desired
+        self.names = {key: f"{STAND_IN_PREFIX}{i}" for i, key in enumerate(sorted(desired.objects))}
+        self.made: dict[str, str | None] = {}  # key -> why its stand-in could not be made, or None
+
+    def problems(self, keys: Iterable[str]) -> dict[str, str]:
+        """Why Spark refuses the SQL of each view in ``keys``; views it accepts are left out."""
+        try:
+            found = {key: self.stand_in(key) for key in sorted(keys)}
+        finally:
+            for key, failed in self.made.items():
+                if failed is None:
+                    self.spark.catalog.dropTempView(self.names[key])
+        return {key: problem for key, problem in found.items() if problem}
+
+    def stand_in(self, key: str) -> str | None:
+        """Make the stand-in of ``key`` (and of what it reads first); why Spark refused it, or None."""
+        if key in self.made:
+            return self.made[key]
+        self.made[key] = "it reads itself"  # a cycle, which validate has reported already
+        obj = self.desired.objects[key]
+        self.made[key] = self._table(obj) if isinstance(obj, Table) else self._view(obj)
+        return self.made[key]
+
+    def _table(self, table: Table) -> str | None:
+        columns = ", ".join(f"CAST(NULL AS {c.type}) AS {ddl.ident(c.name)}" for c in table.all_columns)
+        return self._create(table.key, f"SELECT {columns}")
+
+    def _view(self, view: View) -> str | None:
+        parsed = self._parse(view.sql)
+        if parsed:
+            return parsed
+        readable = {key: self.names[key] for key in view.reads
+                    if key in self.desired.objects and self.stand_in(key) is None}
+        try:
+            sql = with_tables_renamed(view.sql, view.database, readable)
+        except ViewSqlError:
+            return None  # validate reports what sqlglot cannot read
+        if sql is None:
+            return None  # cannot be pointed at stand-ins: apply is where Spark judges it
+        columns = ", ".join(ddl.ident(c.name) for c in view.columns)
+        return self._create(view.key, sql, f" ({columns})" if columns else "")
+
+    def _parse(self, sql: str) -> str | None:
+        """Spark's parser on the SQL as written (what apply will send): why it refuses it, or None."""
+        try:
+            self.spark._jsparkSession.sessionState().sqlParser().parsePlan(sql)
+        except Exception as error:
+            return f"Spark cannot parse this SQL: {self._message(error)}"
+        return None
+
+    def _create(self, key: str, query: str, columns: str = "") -> str | None:
+        try:
+            self.spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {ddl.ident(self.names[key])}{columns} AS {query}")
+        except Exception as error:
+            return f"Spark refuses this view's SQL: {self._message(error)}"
+        return None
+
+    def _message(self, error: Exception) -> str:
+        """Spark's message, naming the declared objects rather than their stand-ins."""
+        text = _POSITION.sub("", java_message(error))
+        for key, name in sorted(self.names.items(), key=lambda item: -len(item[1])):
+            text = text.replace(name, key)
+        return text
+

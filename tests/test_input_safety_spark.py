@@ -1,0 +1,94 @@
+"""User text that looks like a placeholder, and view SQL only Spark can judge, against the real metastore.
+
+Spark replaces ``${env:X}``, ``${system:X}`` and ``${var}`` in a statement's text unless told not to,
+and schemaflow's own placeholders (``${claim}``, ``${applied_at}``, ``${live_state}``) must never be
+filled inside user text: every such text is stored as written, read back from the metastore here.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+
+import pytest
+
+from schemaflow import cli
+from schemaflow.catalog.metastore import Metastore
+from schemaflow.catalog.session import VARIABLE_SUBSTITUTION
+from tests.test_apply_spark import plan, plan_and_apply, write_project
+
+pytestmark = pytest.mark.spark
+TEXT = "${env:HOME} ${system:user.name} ${spark:spark.app.name} ${x} ${claim} ${applied_at} ${live_state}"
+
+
+def test_user_text_is_stored_as_written_whatever_the_sessions_substitution_setting(tmp_path, spark, fresh_db):
+    spark.conf.set(VARIABLE_SUBSTITUTION, "true")  # as a user's spark.conf or notebook session may have it
+    metastore = Metastore.connect(spark)
+    assert spark.conf.get(VARIABLE_SUBSTITUTION) == "false"
+    db = fresh_db()
+    project = write_project(tmp_path, {
+        f"schemas/{db}/t.yaml": f"""
+            table: {db}.t
+            comment: "{TEXT}"
+            columns:
+              - {{name: a, type: int, comment: "{TEXT}"}}
+            partitioned_by: [{{name: ds, type: string, comment: "{TEXT}"}}]
+            properties: {{note: "{TEXT}", at: "${{applied_at}}", state: "${{live_state}}"}}
+            """,
+        f"schemas/{db}/v.yaml": f"""
+            view: {db}.v
+            comment: "{TEXT}"
+            columns: [{{name: a, comment: "{TEXT}"}}, {{name: s}}]
+            sql: |
+              SELECT a, '{TEXT}' AS s FROM t -- {TEXT}
+            """,
+    })
+    plan_and_apply(project, metastore)
+
+    table = metastore.msc.getTable(db, "t")
+    assert table.getParameters().get("comment") == TEXT
+    assert [c.getComment() for c in table.getSd().getCols()] == [TEXT]
+    assert [c.getComment() for c in table.getPartitionKeys()] == [TEXT]
+    assert {k: table.getParameters().get(k) for k in ("note", "at", "state")} == {
+        "note": TEXT, "at": "${applied_at}", "state": "${live_state}"}
+    view = metastore.msc.getTable(db, "v")
+    assert view.getParameters().get("comment") == TEXT
+    assert view.getSd().getCols()[0].getComment() == TEXT
+    assert f"'{TEXT}'" in view.getViewOriginalText()
+    assert spark.sql(f"SELECT s FROM {db}.v").collect() == []  # readable: no partitions loaded
+    spark.sql(f"INSERT INTO {db}.t PARTITION (ds='x') VALUES (1)")
+    assert [r.s for r in spark.sql(f"SELECT s FROM {db}.v").collect()] == [TEXT]
+    assert plan(project, metastore).is_empty
+
+
+def _cli(*args: str) -> tuple[int, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(list(args))
+    return code, out.getvalue() + err.getvalue()
+
+
+def test_view_sql_spark_refuses_blocks_the_plan_and_apply_writes_nothing(tmp_path, metastore, spark, fresh_db):
+    db = fresh_db()
+    project = write_project(tmp_path, {
+        f"schemas/{db}/t.yaml": f"table: {db}.t\ncolumns: [{{name: a, type: int}}, {{name: b, type: string}}]\n",
+        f"schemas/{db}/u.yaml": f"view: {db}.u\nsql: SELECT a, b FROM t\n",
+        f"schemas/{db}/fn.yaml": f"view: {db}.fn\nsql: SELECT nosuchfn(a) AS x FROM u\n",
+        f"schemas/{db}/types.yaml": f"view: {db}.types\nsql: SELECT a + array(1) AS x FROM {db}.t\n",
+        f"schemas/{db}/agg.yaml": f"view: {db}.agg\nsql: SELECT a, count(*) AS n FROM t GROUP BY b\n",
+    })
+    planned = plan(project, metastore)
+    blocked = {s.object: s.blocked for s in planned.blocked}
+    assert sorted(blocked) == [f"{db}.agg", f"{db}.fn", f"{db}.types"]  # the table and u are fine
+    assert blocked[f"{db}.fn"].startswith(f"schemas/{db}/fn.yaml:2:6: Spark refuses this view's SQL: ")
+    assert "`nosuchfn`" in blocked[f"{db}.fn"] and "__schemaflow" not in blocked[f"{db}.fn"]
+    assert "data type mismatch" in blocked[f"{db}.types"]
+    assert "GROUP BY" in blocked[f"{db}.agg"]
+    tables_before = sorted(metastore.msc.getAllTables(db))
+
+    code, said = _cli("--project", str(tmp_path), "plan")
+    assert code == 1 and "error: 3 steps blocked: apply would refuse this plan" in said
+    code, said = _cli("--project", str(tmp_path), "apply", "--auto-approve")
+    assert code == 1 and "the plan has 3 blocked step(s); nothing was applied" in said
+    assert sorted(metastore.msc.getAllTables(db)) == tables_before == []  # not even the table was created
+    # The stand-ins Spark judged the views against were session-local, and are gone.
+    assert spark.sql("SHOW VIEWS IN default LIKE '__schemaflow_check_*'").collect() == []
