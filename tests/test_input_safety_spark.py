@@ -92,3 +92,46 @@ def test_view_sql_spark_refuses_blocks_the_plan_and_apply_writes_nothing(tmp_pat
     assert sorted(metastore.msc.getAllTables(db)) == tables_before == []  # not even the table was created
     # The stand-ins Spark judged the views against were session-local, and are gone.
     assert spark.sql("SHOW VIEWS IN default LIKE '__schemaflow_check_*'").collect() == []
+
+
+def test_a_saved_plan_is_bound_to_its_project_and_metastore(tmp_path, metastore, spark, fresh_db):
+    import json
+
+    from schemaflow.plan.plan import _checksum
+
+    db = fresh_db()
+    ours = write_project(tmp_path / "ours", {f"schemas/{db}/t.yaml": f"table: {db}.t\ncolumns: [{{name: a, type: int}}]\n"})
+    theirs = write_project(tmp_path / "theirs", {
+        f"schemas/{db}/t.yaml": f"table: {db}.t\ncolumns: [{{name: a, type: int}}, {{name: b, type: string}}]\n"})
+    saved = tmp_path / "plan.json"
+    saved.write_text(plan(ours, metastore).to_json())
+
+    def forged(edit) -> None:
+        """The saved plan edited, with its checksum recomputed as anyone can."""
+        data = json.loads(saved.read_text())
+        edit(data)
+        data.pop("checksum")
+        (tmp_path / "forged.json").write_text(json.dumps({**data, "checksum": _checksum(data)}))
+
+    def refused(project, plan_file) -> str:
+        code, said = _cli("--project", str(project.root), "apply", str(plan_file), "--auto-approve")
+        assert code == 1, said
+        assert spark.sql(f"SHOW TABLES IN {db}").collect() == []  # nothing applied
+        return said
+
+    assert "it was made from other schemas or migrations than" in refused(theirs, saved)
+
+    def retyped(data):
+        data["steps"][0]["actions"][0]["sql"] = data["steps"][0]["actions"][0]["sql"].replace("`a` int", "`a` bigint")
+    forged(retyped)
+    said = refused(ours, tmp_path / "forged.json")
+    assert "its steps are not what this project plans for this metastore (was it edited?)" in said
+    assert f"planned differently: create table {db}.t" in said
+
+    forged(lambda data: data.update(metastore="thrift://prod-metastore:9083"))
+    assert "it was planned against the metastore thrift://prod-metastore:9083, and this project reaches " \
+           "embedded Derby at" in refused(ours, tmp_path / "forged.json")
+
+    code, said = _cli("--project", str(ours.root), "apply", str(saved), "--auto-approve")  # the real one applies
+    assert code == 0, said
+    assert [r.tableName for r in spark.sql(f"SHOW TABLES IN {db}").collect()] == ["t"]

@@ -54,11 +54,11 @@ def spark_session(settings: Settings) -> SparkSession:
     """The active SparkSession, or a new one with Hive support configured from ``settings``."""
     for name in PYSPARK_ERROR_LOGGERS:
         PySparkLogger.getLogger(name).setLevel(logging.CRITICAL + 1)
+    settings_conf = spark_conf(settings)
+    check_driver_settings(settings_conf)  # even with a session at hand: the settings are wrong either way
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
-    settings_conf = spark_conf(settings)
-    check_driver_settings(settings_conf)
     state_dir = state_directory(settings)
     state_dir.mkdir(parents=True, exist_ok=True)
     conf = SparkConf(loadDefaults=False).setAll(sorted(settings_conf.items()))

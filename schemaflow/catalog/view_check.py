@@ -21,7 +21,7 @@ from schemaflow.sql.views import ViewSqlError, with_tables_renamed
 
 STAND_IN_PREFIX = "__schemaflow_check_"
 # Spark's analysis errors end with where in the (rewritten) text they are: meaningless to the user.
-_POSITION = re.compile(r";?\s*line \d+ pos \d+\s*$")
+_POSITION = re.compile(r";?\s*line \d+ pos \d+;?\s*$")
 
 
 class ViewChecker:
