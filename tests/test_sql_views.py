@@ -127,6 +127,8 @@ def test_columns_used_only_outside_the_output_count_too():
 
 
 UNNAMED = "has no name: add an alias (Spark permanent views need one)"
+NO_SOURCE_HAS_IT = "no table or subquery this query reads has it"
+ORDERS = "(columns of retail.orders: order_id, customer_id, amount, ds)"
 
 
 @pytest.mark.parametrize(
@@ -134,16 +136,23 @@ UNNAMED = "has no name: add an alias (Spark permanent views need one)"
     [
         ("SELECT a\nFROM retail.missing", "unknown table or view 'retail.missing'", 2, 6),
         ("SELECT * FROM orders JOIN\n  Missing m ON 1 = 1", "unknown table or view 'retail.missing'", 2, 3),
-        ("SELECT order_id,\n       nope\nFROM orders", "unknown column 'nope'", 2, 8),
-        ("SELECT o.nope FROM orders o", "unknown column 'nope'", 1, 8),
-        ("SELECT order_id FROM orders WHERE `Nope` > 1", "unknown column 'nope'", 1, 35),
-        ("SELECT z.order_id FROM orders", "unknown column 'z.order_id'", 1, 8),
+        ("SELECT order_id,\n       nope\nFROM orders", f"unknown column 'nope': {NO_SOURCE_HAS_IT} {ORDERS}", 2, 8),
+        ("SELECT o.nope FROM orders o", "retail.orders as o has no column 'nope' (its columns: order_id, customer_id, "
+                                        "amount, ds)", 1, 8),
+        ("SELECT o.amout FROM orders o", "retail.orders as o has no column 'amout'; did you mean 'amount'?", 1, 8),
+        ("SELECT order_id FROM orders WHERE `Nope` > 1", f"unknown column 'nope': {NO_SOURCE_HAS_IT} {ORDERS}", 1, 35),
+        ("SELECT z.order_id FROM orders", "unknown table or alias 'z' (this query reads: orders)", 1, 8),
         ("SELECT z.* FROM orders", "unknown table or alias 'z'", 1, 8),
         (
             "SELECT customer_id FROM orders o JOIN customers c ON o.customer_id = c.customer_id",
-            "column 'customer_id' is ambiguous or out of scope here: qualify it with its table's alias",
+            "ambiguous column 'customer_id': retail.orders as o and retail.customers as c both have it; qualify it "
+            "with the alias of the one you mean",
             1, 8,
         ),
+        ("SELECT o.name FROM orders o JOIN customers c ON o.customer_id = c.customer_id",
+         "retail.orders as o has no column 'name' (its columns: order_id, customer_id, amount, ds)", 1, 8),
+        ("WITH w AS (SELECT amount FROM orders) SELECT w.order_id FROM w",
+         "the CTE w has no column 'order_id' (its columns: amount)", 1, 46),
         ("SELECT customer_id, SUM(amount)\nFROM orders GROUP BY customer_id", f"output column SUM(amount) {UNNAMED}", 1, 21),
         ("SELECT * FROM (SELECT order_id, amount * 2 FROM orders) t", f"output column amount * 2 {UNNAMED}", 1, 33),
         ("SELECT COUNT(*) FROM orders", f"output column COUNT(*) {UNNAMED}", 1, 8),
@@ -166,3 +175,17 @@ def test_normalize_sql_ignores_layout_case_and_semicolon() -> None:
 
 def test_normalize_sql_falls_back_to_whitespace_for_unparseable_text() -> None:
     assert normalize_sql("SELECT `a\n  FROM t ;") == "SELECT `a FROM t"
+
+
+def test_tables_renamed_keep_their_alias_and_leave_ctes_and_other_tables_alone():
+    from schemaflow.sql.views import with_tables_renamed
+
+    sql = ("WITH c AS (SELECT * FROM t) SELECT c.a, o.b, t.a FROM c JOIN retail.orders o ON c.a = o.a "
+           "JOIN other.x ON TRUE JOIN t ON TRUE")
+    assert with_tables_renamed(sql, "shop", {"shop.t": "s1", "retail.orders": "s2", "shop.c": "never"}) == (
+        "WITH c AS (SELECT * FROM `s1` AS t) SELECT c.a, o.b, t.a FROM c JOIN `s2` AS o ON c.a = o.a "
+        "JOIN other.x ON TRUE JOIN `s1` AS t ON TRUE")
+    assert with_tables_renamed("SELECT myUdf(a) AS x FROM t", "shop", {"shop.t": "s1"}) == \
+        "SELECT myUdf(a) AS x FROM `s1` AS t"  # function names as written, for Spark's messages
+    # A column qualified with its database cannot follow a renamed table.
+    assert with_tables_renamed("SELECT shop.t.a FROM shop.t", "shop", {"shop.t": "s1"}) is None
