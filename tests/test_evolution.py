@@ -1,4 +1,7 @@
-"""Column evolution without a JVM: migrations, inference, the cascade decision, hazards, records."""
+"""Column evolution without a JVM: migrations, inference, the cascade decision, hazards, records.
+
+The histories of ``tests/migration_histories.py`` are planned from a table as each commit left it.
+"""
 from __future__ import annotations
 
 import json
@@ -8,8 +11,12 @@ import pytest
 
 from schemaflow.model import (MIGRATION_PREFIX, Catalog, Column, DropColumn, Migration, PartitionsMode, RenameColumn,
                               ReorderColumns, Table, fingerprint)
+from schemaflow.plan.diff import diff
 from schemaflow.plan.plan import build_plan
 from schemaflow.plan.steps import APPLIED_AT, SetColumns
+from schemaflow.spec import load_catalog
+from schemaflow.workflow import applied_state
+from tests.migration_histories import HISTORIES, Stage, random_history, write_stage
 
 LIVE = Table("retail", "orders", (Column("order_id", "bigint"), Column("cust_id", "bigint"),
                                   Column("amount", "decimal(10,2)"), Column("legacy_flag", "boolean")),
@@ -220,3 +227,153 @@ def test_a_saved_plan_goes_stale_only_when_growth_changes_how_its_cascade_runs()
     assert stale_counts(plan, lambda key: 60_000) == [
         "retail.orders: 1200 partitions when planned, 60000 now: its cascade, planned in one CASCADE, "
         "would now run in batches"]
+
+
+def history(name: str, tmp_path) -> list[Catalog]:
+    """The desired catalog after each commit of the history ``name``."""
+    stages = HISTORIES[name]
+    return [load_catalog(write_stage(tmp_path, stages, upto)) for upto in range(len(stages))]
+
+
+def summaries(plan) -> list[str]:
+    return [("blocked: " if step.blocked else "") + step.summary for step in plan.steps]
+
+
+def assert_plans_from_every_commit(stages: tuple[Stage, ...], tmp_path) -> None:
+    """A table as any commit left it plans, unblocked, to the next commit and to the last; then to nothing."""
+    commits = [load_catalog(write_stage(tmp_path, stages, upto)) for upto in range(len(stages))]
+    for start, live in enumerate(applied_state(commit) for commit in commits[:-1]):
+        for target in {start + 1, len(commits) - 1}:
+            plan = build_plan(commits[target], live, allow_destructive=True)
+            assert not any(step.blocked for step in plan.steps), (start, target, summaries(plan))
+            written = [a for step in plan.steps for a in step.actions if isinstance(a, SetColumns)]
+            assert all(a.columns == commits[target].objects[a.object].columns for a in written), (start, target)
+    assert build_plan(commits[-1], applied_state(commits[-1])).is_empty
+
+
+@pytest.mark.parametrize("name", sorted(HISTORIES))
+def test_a_table_as_any_commit_of_a_history_left_it_plans_to_a_later_one(name, tmp_path):
+    assert_plans_from_every_commit(HISTORIES[name], tmp_path)
+
+
+def test_random_histories_plan_from_every_commit(tmp_path):
+    for seed in range(50):
+        assert_plans_from_every_commit(random_history(seed), tmp_path / str(seed))
+
+
+@pytest.mark.parametrize("name, start, steps", [
+    ("two_reorders_of_one_table", 0, [
+        "alter columns of retail.t: reorder to (c, a, b) (0001_step); reorder to (b, c, a) (0002_step)"]),
+    ("two_reorders_of_one_table", 1, ["alter columns of retail.t: reorder to (b, c, a) (0002_step)"]),
+    ("dropped_then_added_back_with_another_type", 0, [
+        "alter columns of retail.t: drop x (0001_step); rename a to b (0003_step); partitions: restrict (0004_step); "
+        "add x string"]),
+    ("dropped_then_added_back_with_another_type", 1, [
+        "alter columns of retail.t: rename a to b (0003_step); partitions: restrict (0004_step); add x string"]),
+    ("dropped_then_added_back_with_another_type", 2, [
+        "alter columns of retail.t: rename a to b (0003_step); partitions: restrict (0004_step)"]),
+    ("dropped_then_added_back_with_another_type", 3, ["record migration 0004_step on retail.t"]),
+    ("dropped_and_added_back_in_one_commit", 0, ["alter columns of retail.t: drop x (0001_step); add x string"]),
+    # The table's removal is a drop like any other; the migration that named it stays as history.
+    ("table_dropped_after_a_migration_named_it", 0, ["blocked: drop table retail.t"]),
+    ("table_dropped_after_a_migration_named_it", 1, ["blocked: drop table retail.t"]),
+    ("table_replaced_by_a_view", 0, ["blocked: drop table retail.t", "create view retail.t"]),
+    ("table_replaced_by_a_view", 1, ["blocked: drop table retail.t", "create view retail.t"]),
+    # A table that never saw the drop keeps its data: the declaration can be reached in place.
+    ("table_declared_again_after_a_drop", 0, [
+        "alter columns of retail.t: rename b to c (0001_step); add d string", "create table retail.u (1 column, parquet)"]),
+    ("table_declared_again_after_a_drop", 1, [
+        "add 1 column to retail.t: d string", "create table retail.u (1 column, parquet)"]),
+    ("table_declared_again_after_a_drop", 2, ["create table retail.t (3 columns, parquet)"]),
+    ("renamed_there_and_back", 0, ["record migration 0001_step, 0002_step on retail.t"]),
+    ("renamed_there_and_back", 1, ["alter columns of retail.t: rename b to a (0002_step)"]),
+    ("renamed_then_dropped", 0, ["alter columns of retail.t: rename y to z (0001_step); drop z (0002_step)"]),
+    ("renamed_then_dropped", 1, ["alter columns of retail.t: drop z (0002_step)"]),
+    ("name_a_rename_freed_added_back_then_dropped", 0, [
+        "alter columns of retail.t: rename a to c (0001_step); "
+        "drop a (0003_step; not yet on the table, added by schemas/ since: a)"]),
+    ("name_a_rename_freed_added_back_then_dropped", 1, ["record migration 0003_step on retail.t"]),
+    ("name_a_rename_freed_added_back_then_dropped", 2, ["alter columns of retail.t: drop a (0003_step)"]),
+    ("renamed_into_a_name_a_drop_freed", 0, [
+        "alter columns of retail.t: drop b (0001_step); rename a to b (0001_step)"]),
+    ("reordered_then_dropped", 0, [
+        "alter columns of retail.t: reorder to (b, a, c) (0001_step); drop a (0002_step)"]),
+    ("reordered_then_dropped", 1, ["alter columns of retail.t: drop a (0002_step)"]),
+    # c was added after the table was last applied, then renamed: the table gets d, and the record.
+    ("added_then_renamed", 0, ["add 1 column to retail.t: d string"]),
+    ("added_then_renamed", 1, ["alter columns of retail.t: rename c to d (0002_step)"]),
+    ("dropped_twice", 0, [
+        "alter columns of retail.t: drop x (0001_step); drop x (0003_step; not yet on the table, added by schemas/ "
+        "since: x)"]),
+    ("dropped_twice", 1, ["record migration 0003_step on retail.t"]),
+    ("dropped_twice", 2, ["alter columns of retail.t: drop x (0003_step)"]),
+])
+def test_a_table_as_any_commit_left_it_plans_to_the_last(name, start, steps, tmp_path):
+    commits = history(name, tmp_path)
+    live = applied_state(commits[start])
+    plan = build_plan(commits[-1], live)
+    assert summaries(plan) == steps
+    table, wanted = live.get("retail.t"), commits[-1].get("retail.t")
+    if isinstance(table, Table) and isinstance(wanted, Table):  # changed in place: each pending migration recorded
+        pending = [m.id for m in commits[-1].migrations if m.changes_for(table.key) and m.id not in table.migrations]
+        written = {key for step in plan.steps for action in step.actions
+                   for key in [*getattr(action, "parameters", {}), *getattr(action, "set", {})]}
+        assert {MIGRATION_PREFIX + m for m in pending} <= written
+
+
+def test_a_column_dropped_and_declared_again_shows_its_old_values_by_name_with_the_old_type(tmp_path):
+    commits = history("dropped_and_added_back_in_one_commit", tmp_path)
+    [step] = build_plan(commits[-1], applied_state(commits[0])).steps
+    assert step.hazards == (
+        "x is declared again after a migration took it away: parquet files find columns by name, so x shows the "
+        "old x values in existing data",
+        "type x int -> string: Spark cannot read existing parquet files as string; queries over them fail")
+    # A view over x finds it again, with another type: that is what the invalidation check is told.
+    [change] = diff(commits[-1], applied_state(commits[0]))
+    assert (change.evolution.lost, change.evolution.returning) == ((), ("x",))
+    assert change.evolution.retyped == (("x", "int", "string"),)
+
+
+def test_by_position_a_dropped_last_column_is_harmless_only_if_nothing_takes_its_place():
+    have = Table("retail", "events", (Column("a", "int"), Column("b", "string")), format="textfile")
+    drop = Migration("0001_drop", "", (DropColumn("retail.events", "b"),))
+    [alone] = plan_for(replace(have, columns=have.columns[:1]), have, drop).steps
+    assert alone.hazards == ("drop b: its values stay in the files but no reader sees them",)
+    [replaced] = plan_for(replace(have, columns=(Column("a", "int"), Column("c", "string"))), have, drop).steps
+    assert replaced.hazards == ("drop b: textfile files are read by position, so in existing rows the columns after "
+                                "it show the wrong values",)
+
+
+def test_a_rename_into_a_name_a_drop_freed_reads_the_dropped_columns_values_by_name(tmp_path):
+    commits = history("renamed_into_a_name_a_drop_freed", tmp_path)
+    [step] = build_plan(commits[-1], applied_state(commits[0])).steps
+    assert step.hazards == ("b is declared again after a migration took it away: parquet files find columns by name, "
+                            "so b shows the old b values in existing data",)
+
+
+def test_a_rename_onto_a_column_the_table_has_is_blocked():
+    have = replace(DESIRED, columns=(Column("order_id", "bigint"), Column("customer_id", "bigint")))
+    clash = Migration("0004_clash", "", (RenameColumn("retail.orders", "order_id", "customer_id"),))
+    [step] = plan_for(have, have, clash).steps
+    assert step.summary == ("migration 0004_clash (rename order_id to customer_id): retail.orders already has a "
+                            "column customer_id on retail.orders")
+    assert step.blocked.endswith("its columns are order_id, customer_id; fix the migration")
+
+
+def test_a_name_the_table_lacks_is_taken_as_added_since_unless_the_plan_is_blocked_anyway():
+    # cust_id is gone without a migration: the migration's absent name is the likelier mistake, and is named.
+    wrong = Migration("0004_wrong", "", (RenameColumn("retail.orders", "nope", "customer_id"),
+                                         DropColumn("retail.orders", "legacy_flag")))
+    assert [s.summary for s in plan_for(DESIRED, LIVE, wrong).steps] == [
+        "migration 0004_wrong (rename nope to customer_id): retail.orders has no column nope on retail.orders",
+        "column cust_id of retail.orders disappears and customer_id (bigint) appears on retail.orders"]
+    # Nothing else wrong: nope was added (and renamed) after this table was last applied.
+    both = Migration("0004_both", "", (RenameColumn("retail.orders", "nope", "customer_id"),
+                                       RenameColumn("retail.orders", "cust_id", "client_id")))
+    have = replace(LIVE, columns=LIVE.columns[:3])
+    want = replace(have, columns=(have.columns[0], Column("client_id", "bigint"), have.columns[2],
+                                  Column("customer_id", "bigint")))
+    [step] = plan_for(want, have, both).steps
+    assert step.summary == ("alter columns of retail.orders: rename nope to customer_id (0004_both; not yet on the "
+                            "table, added by schemas/ since: nope); rename cust_id to client_id (0004_both); "
+                            "add customer_id bigint")

@@ -1,14 +1,19 @@
-"""Migration files loaded into the model: the issue's example, exactly."""
+"""Migration files loaded into the model (the issue's example, exactly), and histories the metastore allows."""
 from __future__ import annotations
 
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
+from schemaflow.errors import SpecError
 from schemaflow.model import DropColumn, PartitionsMode, RenameColumn, ReorderColumns
 from schemaflow.spec import load_catalog
 from schemaflow.project import load_project
 from schemaflow.spec.migrations import checksum
 from schemaflow.workflow import hash_migrations
+from tests.migration_histories import HISTORIES, write_stage
 
 EXAMPLE = textwrap.dedent("""\
     # migrations/0003_customer_rename.yaml
@@ -44,3 +49,19 @@ def test_the_issue_example_loads_in_order(tmp_path: Path) -> None:
     )
     assert example.checksum == checksum(EXAMPLE.encode())
     assert str(example.changes[1].source) == "migrations/0003_customer_rename.yaml:5:18"
+
+
+@pytest.mark.parametrize("name", sorted(HISTORIES))
+def test_every_commit_of_a_history_the_metastore_allows_validates(name: str, tmp_path: Path) -> None:
+    stages = HISTORIES[name]
+    for upto in range(len(stages)):
+        load_catalog(write_stage(tmp_path, stages, upto))
+
+
+def test_the_migrations_of_a_dropped_table_are_still_checked_on_their_own(tmp_path: Path) -> None:
+    stages = HISTORIES["table_dropped_after_a_migration_named_it"]
+    broken = stages[:-1] + (replace(stages[-1], changes=("reorder_columns: {table: $db.t, order: [a, c, a]}",)),)
+    with pytest.raises(SpecError) as caught:
+        load_catalog(write_stage(tmp_path, broken, len(broken) - 1))
+    assert str(caught.value) == ("migrations/0002_step.yaml:3:22: reorders retail.t to (a, c, a), which names a more "
+                                 "than once: name each column once")

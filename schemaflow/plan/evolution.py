@@ -7,6 +7,11 @@ write: a column that disappears (a drop, or a rename when another column of its 
 columns in another order. Last, the metastore's positional type rule is checked on the whole change,
 since the metastore applies it in one ``alter_table``.
 
+The live table may be at any point of the history: a change may name a column that schemas/ added
+after the table was last applied, or added back after an earlier change took its name away. Such a
+column is brought in as schemas/ added it (see ``_Replay``). A name taken away and declared again
+is the same column to a reader that finds columns by name: it shows the old values, with their type.
+
 The outcome is classified the way Hive's ALTER TABLE decides whether partitions are rewritten:
 the same columns (name lower-cased, type, comment, position by position), an append (the old
 columns are a prefix of the new: partitions may keep their list), or anything else.
@@ -17,10 +22,11 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Sequence
 
-from schemaflow.model import (Column, DropColumn, Migration, PartitionsMode, RenameColumn, ReorderColumns, Table)
+from schemaflow.model import Column, DropColumn, Migration, MigrationChange, RenameColumn, ReorderColumns, Table
 from schemaflow.plan.compatibility import incompatibilities
 
 SAME, APPEND, ALTER = "same", "append", "alter"
+_Pairs = tuple[tuple[str, str], ...]
 
 
 @dataclass(frozen=True)
@@ -37,12 +43,14 @@ class Evolution:
     old: tuple[Column, ...]
     new: tuple[Column, ...]
     operations: tuple[str, ...] = ()           # what happens, in order, for the reviewer
-    renamed: tuple[tuple[str, str], ...] = ()
+    renamed: tuple[tuple[str, str], ...] = ()  # (live name, last name) of each live column that ends renamed
     dropped: tuple[str, ...] = ()
     reordered: bool = False
     retyped: tuple[tuple[str, str, str], ...] = ()   # (column, old type, new type)
     # (live column, what happens to it) for each live column a reader can no longer find by its name
     lost: tuple[tuple[str, str], ...] = ()
+    # live columns a migration took away whose name the table declares again: by name, their old values
+    returning: tuple[str, ...] = ()
     migrations: tuple[str, ...] = ()           # ids of the migrations this change applies
     mode: str | None = None                    # "cascade" or "restrict" when a migration says so
     problems: tuple[Problem, ...] = field(default=())
@@ -65,17 +73,10 @@ def _exact(a: Sequence[Column], b: Sequence[Column]) -> bool:
 def evolve(live: Table, desired: Table, migrations: Sequence[Migration]) -> Evolution:
     """The evolution of ``live``'s data columns into ``desired``'s, through the pending migrations."""
     key = desired.key
-    columns = list(live.columns)
-    operations: list[str] = []
+    replay = _Replay(key, list(live.columns), {c.name: c for c in desired.columns},
+                     origin={c.name: c.name for c in live.columns})
     problems: list[Problem] = []
-    renamed: list[tuple[str, str]] = []
-    dropped: list[str] = []
-    reordered = False
-    mode = None
     applied = []
-    lost: list[tuple[str, str]] = []
-    original = {c.name: c.name for c in live.columns}  # current name -> live name, through renames
-    wanted = {c.name: c for c in desired.columns}
     for migration in migrations:
         if not migration.changes_for(key):
             continue
@@ -90,53 +91,138 @@ def evolve(live: Table, desired: Table, migrations: Sequence[Migration]) -> Evol
             continue
         applied.append(migration.id)
         for change in migration.changes_for(key):
-            names = [c.name for c in columns]
-            where = f"migration {migration.id} ({change.describe()})"
-            if isinstance(change, RenameColumn):
-                if change.old not in names:
-                    problems.append(Problem(f"{where}: {key} has no column {change.old}",
-                                            f"its columns are {', '.join(names)}; fix the migration"))
-                    continue
-                columns[names.index(change.old)] = replace(columns[names.index(change.old)], name=change.new)
-                renamed.append((change.old, change.new))
-                original[change.new] = original.pop(change.old)
-                lost.append((original[change.new], f"migration {migration.id} renames to {change.new}"))
-            elif isinstance(change, DropColumn):
-                if change.column not in names:
-                    problems.append(Problem(f"{where}: {key} has no column {change.column}",
-                                            f"its columns are {', '.join(names)}; fix the migration"))
-                    continue
-                del columns[names.index(change.column)]
-                dropped.append(change.column)
-                lost.append((original.pop(change.column), f"migration {migration.id} drops"))
-            elif isinstance(change, ReorderColumns):
-                # The order may name columns the schema adds: they are added first, then placed.
-                columns += [wanted[n] for n in change.order if n not in names and n in wanted]
-                names = [c.name for c in columns]
-                if sorted(change.order) != sorted(names):
-                    problems.append(Problem(f"{where}: the order must name every column of {key} once",
-                                            f"its columns are then {', '.join(names)}"))
-                    continue
-                by_name = {c.name: c for c in columns}
-                columns = [by_name[n] for n in change.order]
-                reordered = True
-            elif isinstance(change, PartitionsMode):
-                mode = change.mode
-            operations.append(f"{change.describe()} ({migration.id})")
-    problems += _inferred(key, columns, desired.columns, operations)
-    if not problems:
+            replay.apply(change, migration.id)
+    # A column brought in takes its declared type and comment, under its last name; one that no reorder
+    # placed is added among the columns schemas/ adds, where it declares them.
+    current = [replay.wanted.get(c.name, c) if c.name in replay.added else c for c in replay.columns
+               if c.name not in replay.floating]
+    operations = replay.operations
+    problems += replay.problems + _inferred(key, current, desired.columns, operations,
+                                            replay.added - replay.floating)
+    if problems:
+        problems = replay.unexplained + problems
+    else:
         problems += [Problem(i.describe(), _incompatible_way_out(i.new.name))
                      for i in incompatibilities(live.columns, desired.columns)]
-    old_types = {c.name: c.type for c in columns}
-    retyped = tuple((c.name, old_types[c.name], c.type) for c in desired.columns
-                    if c.name in old_types and old_types[c.name] != c.type)
-    return Evolution(key, live.columns, desired.columns, tuple(operations), tuple(renamed), tuple(dropped),
-                     reordered, retyped, _last_word(lost), tuple(applied), mode, tuple(problems))
+    renamed, lost, returning, retyped = _for_readers(live, desired, current, replay)
+    return Evolution(key, live.columns, desired.columns, tuple(operations), renamed, tuple(replay.dropped),
+                     replay.reordered, retyped, lost, returning, tuple(applied), replay.mode, tuple(problems))
 
 
-def _last_word(lost: list[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
-    """What finally happens to each lost live column (renamed, then dropped: dropped), by column name."""
-    return tuple(sorted(dict(lost).items()))
+def _for_readers(live: Table, desired: Table, current: list[Column],
+                 replay: _Replay) -> tuple[_Pairs, _Pairs, tuple[str, ...], tuple[tuple[str, str, str], ...]]:
+    """What readers of the live columns find afterwards: renamed, lost, returning and retyped (see ``Evolution``).
+
+    A live column that ends under another name, or nowhere, is lost to readers, unless its name comes
+    back: a reader that finds columns by name then finds its old values there, with the old type.
+    """
+    moved = {name: fate for name, fate in replay.fates.items() if replay.origin.get(name) != name}
+    returning = tuple(sorted(name for name in moved if name in replay.wanted))
+    live_types = {c.name: c.type for c in live.columns}
+    old_types = {c.name: c.type for c in current if c.name not in replay.added} | {n: live_types[n] for n in returning}
+    retyped = tuple((c.name, old, c.type) for c in desired.columns
+                    if (old := old_types.get(c.name)) and c.type and old != c.type)
+    renamed = tuple((replay.origin[c.name], c.name) for c in current if replay.origin.get(c.name, c.name) != c.name)
+    lost = tuple(sorted((name, fate) for name, fate in moved.items() if name not in replay.wanted))
+    return renamed, lost, returning, retyped
+
+
+@dataclass
+class _Replay:
+    """The live columns taken through the pending migration changes, in order.
+
+    A change may name a column the table lacks at that point of history: schemas/ added it after the
+    table was last applied, or added it back after an earlier change took the name away. The column
+    is brought in where it was added, at the end (its type and comment are the declared ones of its
+    last name), so a drop of it drops nothing. Unless an earlier change here took that name away, the
+    name may as well be misspelt: ``unexplained`` says so, reported only when the plan is blocked anyway.
+    """
+
+    key: str
+    columns: list[Column]
+    wanted: dict[str, Column]
+    origin: dict[str, str]                     # current name -> live name, for the columns the live table has
+    added: set[str] = field(default_factory=set)   # current names of the columns brought in
+    floating: set[str] = field(default_factory=set)   # those of them no reorder has placed since
+    freed: set[str] = field(default_factory=set)   # names a change took away
+    fates: dict[str, str] = field(default_factory=dict)  # live name -> what the last change to it did
+    operations: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)   # live names
+    reordered: bool = False
+    mode: str | None = None
+    problems: list[Problem] = field(default_factory=list)
+    unexplained: list[Problem] = field(default_factory=list)
+
+    def names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    def apply(self, change: MigrationChange, migration_id: str) -> None:
+        where = f"migration {migration_id} ({change.describe()})"
+        if isinstance(change, RenameColumn) and change.new in self.names():
+            self.problems.append(Problem(f"{where}: {self.key} already has a column {change.new}",
+                                         f"its columns are {', '.join(self.names())}; fix the migration"))
+            return
+        arrived = [n for n in dict.fromkeys(_named(change)) if n not in self.names()]
+        for name in arrived:
+            self._bring_in(name, where)
+        if isinstance(change, RenameColumn):
+            index = self.names().index(change.old)
+            self.columns[index] = replace(self.columns[index], name=change.new)
+            self._take_away(change.old, change.new, f"migration {migration_id} renames to {change.new}")
+        elif isinstance(change, DropColumn):
+            del self.columns[self.names().index(change.column)]
+            self._take_away(change.column, None, f"migration {migration_id} drops")
+        elif isinstance(change, ReorderColumns):
+            if sorted(change.order) != sorted(self.names()):
+                self.problems.append(Problem(f"{where}: the order must name every column of {self.key} once",
+                                             f"its columns are then {', '.join(self.names())}"))
+                return
+            by_name = {c.name: c for c in self.columns}
+            self.columns = [by_name[n] for n in change.order]
+            self.reordered = True
+            self.floating.clear()
+        else:
+            self.mode = change.mode
+        note = f"; not yet on the table, added by schemas/ since: {', '.join(arrived)}" if arrived else ""
+        self.operations.append(f"{change.describe()} ({migration_id}{note})")
+
+    def _bring_in(self, name: str, where: str) -> None:
+        # A reorder may name columns the schema adds: those are expected, as are names taken away here.
+        if name not in self.freed and name not in self.wanted:
+            self.unexplained.append(Problem(f"{where}: {self.key} has no column {name}",
+                                            f"its columns are {', '.join(self.names())}; fix the migration"))
+        self.columns.append(self.wanted.get(name, Column(name)))
+        self.added.add(name)
+        self.floating.add(name)
+
+    def _take_away(self, name: str, new: str | None, fate: str) -> None:
+        """Bookkeeping for the column ``name`` renamed to ``new``, or dropped (``new`` None)."""
+        self.freed.add(name)
+        if name in self.added:
+            floating = name in self.floating
+            self.added.remove(name)
+            self.floating.discard(name)
+            if new:
+                self.added.add(new)
+                self.floating.update([new] if floating else [])
+            return
+        live_name = self.origin.pop(name)
+        if new:
+            self.origin[new] = live_name
+        else:
+            self.dropped.append(live_name)
+        self.fates[live_name] = fate
+
+
+def _named(change: MigrationChange) -> Sequence[str]:
+    """The columns a change needs the table to have."""
+    if isinstance(change, RenameColumn):
+        return (change.old,)
+    if isinstance(change, DropColumn):
+        return (change.column,)
+    if isinstance(change, ReorderColumns):
+        return change.order
+    return ()
 
 
 def _applied_checksum(record: str) -> str | None:
@@ -147,8 +233,12 @@ def _applied_checksum(record: str) -> str | None:
         return None
 
 
-def _inferred(key: str, current: list[Column], desired: Sequence[Column], operations: list[str]) -> list[Problem]:
-    """What the diff infers after the migrations (appends, type and comment changes), or why it cannot."""
+def _inferred(key: str, current: list[Column], desired: Sequence[Column], operations: list[str],
+              added: set[str]) -> list[Problem]:
+    """What the diff infers after the migrations (appends, type and comment changes), or why it cannot.
+
+    The ``added`` columns of ``current`` are in place already, but are new to the table.
+    """
     names = [c.name for c in current]
     wanted = [c.name for c in desired]
     problems = []
@@ -172,7 +262,7 @@ def _inferred(key: str, current: list[Column], desired: Sequence[Column], operat
         return [Problem(f"the columns of {key} are in another order than live ({', '.join(names)})",
                         f"state the new order with a migration: - reorder_columns: {{table: {key}, "
                         f"order: [{', '.join(wanted)}]}}")]
-    by_name = {c.name: c for c in current}
+    by_name = {c.name: c for c in current if c.name not in added}
     for column in desired:
         old = by_name.get(column.name)
         if old is None:

@@ -5,9 +5,11 @@ depends on how the format finds a column. Measured with Spark 4.0 (the tests re-
 by writing rows, changing the columns and reading them back):
 
 - Parquet, ORC and Avro resolve columns by name: after a rename the old data reads NULL; a
-  reorder or a dropped column is harmless.
+  reorder or a dropped column is harmless; a name dropped or renamed away and declared again shows
+  the old values of that name.
 - Text, SequenceFile and RCFile resolve columns by position: a rename is harmless, but a reorder,
-  or a drop before the last column, shows existing values under the wrong columns.
+  or a drop of a column whose place another column takes, shows existing values under the wrong
+  columns.
 - A type change that the metastore allows is read fine from ORC and text files; Parquet and Avro
   readers convert only some types, and a query over older files fails for the rest.
 - Partitions left with their old column list (``restrict``) are read by Spark through the table's
@@ -42,15 +44,19 @@ def _readable(format: str, old: str, new: str) -> bool:
 def column_hazards(evolution: Evolution, format: str) -> tuple[str, ...]:
     """The hazards of ``evolution`` to existing data in a table stored as ``format``."""
     hazards = []
+    returning = set(evolution.returning)
     if format in BY_NAME:
         hazards += [f"rename {old} -> {new}: {format} files find columns by name, so {new} reads NULL "
-                    f"in existing data" for old, new in evolution.renamed]
-    last = evolution.old[-1].name if evolution.old else None
+                    f"in existing data" for old, new in evolution.renamed if new not in returning]
+        hazards += [f"{name} is declared again after a migration took it away: {format} files find columns by "
+                    f"name, so {name} shows the old {name} values in existing data" for name in evolution.returning]
+    live_names = [c.name for c in evolution.old]
     for column in evolution.dropped:
-        if format in BY_POSITION and column != last:
+        # By position, every column from the dropped one's place on reads what the files hold there.
+        if format in BY_POSITION and live_names.index(column) < len(evolution.new):
             hazards.append(f"drop {column}: {format} files are read by position, so in existing rows the "
                            "columns after it show the wrong values")
-        else:
+        elif not (format in BY_NAME and column in returning):
             hazards.append(f"drop {column}: its values stay in the files but no reader sees them")
     if evolution.reordered and format in BY_POSITION:
         hazards.append(f"reorder: {format} files are read by position, so existing rows show values "

@@ -4,10 +4,16 @@ A migration is ``migrations/NNNN_<slug>.yaml``: a description and a list of chan
 and reorder columns, or choose how partitions follow). Files run in the order of their numbers, and
 two files with one number are an error (two branches that each added one: renumber one of them).
 
-``schemas/`` always shows the final state, so each table's migrations are checked against it,
-walking back from the declared columns: a rename must end in a declared column, a dropped column
-must be gone from the declaration, and a reorder must agree with the declared order. A migration
-that disagrees with the schema is an error at the change that disagrees.
+A migration history is permanent: a migration stays valid after what it did was changed again.
+``schemas/`` shows the final state, so each table's migrations are checked against it, walking back
+from the declared columns. Between migrations, schemas/ may add columns (at the end, or where a
+later reorder puts them) without a migration, so a walk back cannot tell which columns existed
+before a change, only which must exist after it: a rename must end in a column the table has then,
+and a reorder must name only columns it has then, in an order that agrees with schemas/ when no
+later reorder moved them. A column dropped or renamed away and still declared was added back
+afterwards (so, by a rename's name, after the renamed column). A table that schemas/ no longer
+declares was dropped: its migrations stay as history. What the files cannot tell (a name the table
+never had) is found by the plan, against the live table.
 """
 from __future__ import annotations
 
@@ -97,46 +103,114 @@ def order_problems(migrations: Sequence[Migration]) -> list[Problem]:
 
 
 def agreement_problems(migrations: Sequence[Migration], objects: Mapping[str, Table | View]) -> list[Problem]:
-    """Every change that disagrees with the declared tables (walking back from their final columns)."""
+    """Every change that cannot be part of its table's history, walking back from the declared columns.
+
+    A table that schemas/ no longer declares (or now declares as a view) was dropped since: its
+    migrations stay, as history, and are only checked on their own.
+    """
     problems: list[Problem] = []
-    changes = [change for migration in migrations for change in migration.changes]
-    for change in changes:
-        declared = objects.get(change.table)
-        if not isinstance(declared, Table):
-            what = "a view" if isinstance(declared, View) else "not declared in schemas/"
-            problems.append(Problem(change.source, f"{change.table} is {what}: migrations change tables' columns"))
-    for key in sorted({c.table for c in changes}):
+    sound: list[MigrationChange] = []
+    for change in (change for migration in migrations for change in migration.changes):
+        own = _own_problems(change)
+        problems += own
+        if not own:
+            sound.append(change)
+    for key in sorted({c.table for c in sound}):
         table = objects.get(key)
         if isinstance(table, Table):
-            problems += _walk_back(table, [c for c in changes if c.table == key])
+            problems += _walk_back(table, [c for c in sound if c.table == key])
     return problems
+
+
+def _own_problems(change: MigrationChange) -> list[Problem]:
+    """What is wrong with a change whatever the table's columns."""
+    if isinstance(change, RenameColumn) and change.old == change.new:
+        return [_problem(change, f"renames {change.old} to itself: the metastore keeps column names in lower case, "
+                                 "so a rename that changes only the case changes nothing: remove it")]
+    if isinstance(change, ReorderColumns) and len(set(change.order)) != len(change.order):
+        twice = next(n for n in change.order if change.order.count(n) > 1)
+        return [_problem(change, f"reorders {change.table} to ({', '.join(change.order)}), which names {twice} "
+                                 "more than once: name each column once")]
+    return []
 
 
 def _walk_back(table: Table, changes: Sequence[MigrationChange]) -> list[Problem]:
-    """Undo ``changes`` from the declared columns, the last first; each must fit the state after it."""
-    names = [c.name for c in table.columns]
+    """Undo ``changes`` from the declared columns, the last first; each must fit the columns after it.
+
+    ``ordered`` holds the columns whose order is known (as schemas/ declares it, through later renames),
+    ``loose`` those whose place is not: a column a later change dropped, or every column before a
+    reorder. Both may hold a column added after the point reached: schemas/ may add one at any time,
+    so a column present after a change may be missing before it.
+    """
+    ordered = [c.name for c in table.columns]
+    loose: set[str] = set()
     problems = []
     for change in reversed(changes):
-        after = ", ".join(names)
+        present = ordered + sorted(loose)
+        problem = None
         if isinstance(change, RenameColumn):
-            if change.new not in names:
-                problems.append(Problem(change.source, f"renames {change.old} to {change.new}, but {table.key} then "
-                                                       f"has no column {change.new} (schemas/ ends with: {after})"))
-            elif change.old in names:
-                problems.append(Problem(change.source, f"renames {change.old} to {change.new}, but {table.key} "
-                                                       f"still has a column {change.old} afterwards ({after})"))
-            else:
-                names[names.index(change.new)] = change.old
+            problem = _rename_problem(table.key, change, ordered, present)
+            if not problem:
+                # A column named ``old`` after the rename was added back since: it was not there before.
+                _discard(ordered, loose, change.old)
+                if change.new in loose:
+                    loose.remove(change.new)
+                    loose.add(change.old)
+                else:
+                    ordered[ordered.index(change.new)] = change.old
         elif isinstance(change, DropColumn):
-            if change.column in names:
-                problems.append(Problem(change.source, f"drops {change.column}, but schemas/ still declares it in "
-                                                       f"{table.key}: remove it from the table's file"))
-            else:
-                names.append(change.column)
+            # A column still declared was added back after the drop; where it was before is not known.
+            _discard(ordered, loose, change.column)
+            loose.add(change.column)
         elif isinstance(change, ReorderColumns):
-            unknown = [n for n in change.order if n not in names]
-            placed = [n for n in names if n in change.order]
-            if unknown or len(set(change.order)) != len(change.order) or placed != list(change.order):
-                problems.append(Problem(change.source, f"reorders {table.key} to ({', '.join(change.order)}), which "
-                                                       f"disagrees with the columns it then has ({after})"))
+            problem = _reorder_problem(table.key, change.order, ordered, present)
+            ordered, loose = [], set(present if problem else change.order)
+        if problem:
+            problems.append(_problem(change, problem))
     return problems
+
+
+def _problem(change: MigrationChange, message: str) -> Problem:
+    # A change read from a file knows its place; one made in code is placed at migrations/.
+    return Problem(change.source or Source(MIGRATIONS_DIR), message)
+
+
+def _rename_problem(key: str, change: RenameColumn, ordered: list[str], present: list[str]) -> str | None:
+    """Why ``change`` cannot have left table ``key`` with the columns ``present``, if it cannot."""
+    old, new = change.old, change.new
+    if new not in present:
+        return (f"renames {old} to {new}, but {key} then has no column {new} (its columns then: "
+                f"{', '.join(present)}): fix the migration, or declare {new} in the table's file")
+    if new in ordered and old in ordered[:ordered.index(new)]:
+        return (f"renames {old} to {new}, but schemas/ still declares {old} before {new} in {key}: a column added "
+                f"back under the name {old} would come after {new}; remove {old} from the table's file, or declare "
+                f"it after {new}")
+    return None
+
+
+def _discard(ordered: list[str], loose: set[str], name: str) -> None:
+    if name in ordered:
+        ordered.remove(name)
+    loose.discard(name)
+
+
+def _reorder_problem(key: str, order: Sequence[str], ordered: list[str], present: list[str]) -> str | None:
+    """Why ``order`` cannot be the columns of table ``key`` right after the reorder, if it cannot.
+
+    Columns added later come after those the reorder places, unless a later reorder moves them.
+    """
+    named = f"reorders {key} to ({', '.join(order)})"
+    unknown = [n for n in order if n not in present]
+    if unknown:
+        return (f"{named}, but {key} then has no column {unknown[0]} (its columns then: {', '.join(present)}): "
+                "name only columns the table has")
+    placed = [n for n in ordered if n in order]
+    if placed != [n for n in order if n in placed]:
+        return (f"{named}, which disagrees with the order schemas/ gives these columns ({', '.join(placed)}): "
+                "make the two agree, or reorder again in a later migration")
+    left_out = [n for n in ordered[:ordered.index(placed[-1])] if n not in order] if placed else []
+    if left_out:
+        after = next(n for n in ordered[ordered.index(left_out[0]):] if n in order)
+        return (f"{named}, which leaves out {left_out[0]}: schemas/ declares it before {after}, so it is not a column "
+                f"added after the reorder; a reorder names every column the table has: add {left_out[0]} to it")
+    return None
