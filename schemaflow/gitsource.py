@@ -5,10 +5,12 @@ from the object store: nothing is checked out, uncommitted edits in the work tre
 and a shallow CI clone works once the commit is fetched. The project may sit in a folder of the
 repository; its files are then read relative to that folder, as on disk. The settings
 (``schemaflow.yaml``) are read at the same commit, and a problem in any file is reported at
-``REF:path:line:col``.
+``REF:path:line:col``. A symlink stored in the commit is followed within the commit's tree, as the
+work tree would follow it; one that leads out of the repository, or nowhere, is a problem.
 """
 from __future__ import annotations
 
+import posixpath
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
@@ -18,21 +20,23 @@ import git
 from gitdb.exc import BadName
 
 from schemaflow.errors import Problem, SchemaflowError, SpecError
-from schemaflow.model import Catalog
-from schemaflow.project import SETTINGS_FILE, managed_databases
+from schemaflow.model import Catalog, Source
+from schemaflow.project import managed_databases
 from schemaflow.spec import load_catalog
-from schemaflow.spec.settings import check_settings
+from schemaflow.spec.settings import read_settings
+from schemaflow.spec.source import Entry, dangling_link, folder_problem, walk
+
+# How many symlinks one path may pass through before it counts as a loop (Linux's limit, ELOOP).
+_MAX_LINKS = 40
+_SUBMODULE = "a git submodule: the commit holds another repository's commit id, not its files; commit the files here"
 
 
 @dataclass(frozen=True)
 class GitFile:
-    """A file in a commit, read the way a ``Path`` is."""
+    """A file in a commit, read the way a ``Path`` is; ``name`` is the last part of the path that led to it."""
 
     blob: git.Blob
-
-    @property
-    def name(self) -> str:
-        return self.blob.name
+    name: str
 
     def read_bytes(self) -> bytes:
         return self.blob.data_stream.read()
@@ -42,23 +46,107 @@ class GitFile:
 class CommitFiles:
     """The project's files in one commit (a ``spec.source.ProjectFiles``).
 
-    ``folder`` is the project's folder in the commit's tree, None when the commit does not have it.
+    ``root`` is the commit's tree; ``folder`` the project's folder in it ("" at the top), None when
+    the commit does not have it.
     """
 
-    folder: git.Tree | None
+    root: git.Tree
+    folder: str | None
 
-    def files_under(self, folder: str) -> list[str]:
-        tree = _entry(self.folder, folder)
-        if not isinstance(tree, git.Tree):
-            return []
-        return [self._relative(item) for item in tree.traverse() if isinstance(item, git.Blob)]
+    def files_under(self, folder: str) -> tuple[list[str], list[Problem]]:
+        try:
+            top = self._follow(folder)
+        except _BadLink as bad:
+            return [], [Problem(Source(folder), bad.reason)]
+        return walk(folder, top, str(top.path), self._entries) if isinstance(top, git.Tree) else ([], [])
 
     def open(self, path: str) -> GitFile | None:
-        item = _entry(self.folder, path)
-        return GitFile(item) if isinstance(item, git.Blob) else None
+        try:
+            item = self._follow(path)
+        except _BadLink as bad:
+            raise SpecError([Problem(Source(path), bad.reason)]) from None
+        if isinstance(item, git.Tree):
+            raise SpecError([folder_problem(path)])
+        return GitFile(item, PurePosixPath(path).name) if isinstance(item, git.Blob) else None
 
-    def _relative(self, item: git.Blob) -> str:
-        return PurePosixPath(item.path).relative_to(self.folder.path).as_posix()
+    def _follow(self, path: str) -> git.objects.base.IndexObject | None:
+        return None if self.folder is None else _follow(self.root, posixpath.join(self.folder, path))
+
+    def _entries(self, tree: git.Tree) -> list[Entry]:
+        entries = []
+        for item in tree:
+            if isinstance(item, git.Tree):
+                entries.append(Entry(item.name, item, str(item.path)))
+            elif isinstance(item, git.Blob) and item.mode == git.Blob.link_mode:
+                entries.append(self._link(item))
+            elif isinstance(item, git.Blob):
+                entries.append(Entry(item.name))
+            else:
+                entries.append(Entry(item.name, reason=_SUBMODULE))
+        return entries
+
+    def _link(self, link: git.Blob) -> Entry:
+        """A symlink in a folder, followed within the commit."""
+        target = _link_target(link)
+        try:
+            item = _follow(self.root, posixpath.join(posixpath.dirname(link.path), target), target)
+        except _BadLink as bad:
+            return Entry(link.name, reason=bad.reason)
+        if isinstance(item, git.Tree):
+            return Entry(link.name, item, str(item.path), target)
+        return Entry(link.name) if isinstance(item, git.Blob) else Entry(link.name, reason=f"a link to {_SUBMODULE}")
+
+
+class _BadLink(Exception):
+    """A symlink in a commit that cannot be followed within it."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _follow(root: git.Tree, path: str, target: str = "") -> git.objects.base.IndexObject | None:
+    """What ``path`` (from the top of the commit) names, symlinks followed as the file system would; None
+    when nothing. Raises ``_BadLink`` for a link that leads nowhere, out of the repository or round in
+    a loop (``target``: the link that gave ``path``, to name in that error)."""
+    todo = list(reversed(PurePosixPath(path).parts))
+    resolved: list[str] = []  # the path so far, every link in it followed
+    item: git.objects.base.IndexObject | None = root
+    links = 0
+    while todo:
+        part = todo.pop()
+        if part == "/":
+            raise _BadLink(_outside(target))
+        if part == "..":
+            if not resolved:
+                raise _BadLink(_outside(target))
+            resolved.pop()
+            item = _entry(root, "/".join(resolved)) if resolved else root
+            continue
+        found = _entry(item, part) if isinstance(item, git.Tree) else None
+        if found is None and target:
+            raise _BadLink(dangling_link(target, " in this commit"))
+        if found is None:
+            return None
+        if isinstance(found, git.Blob) and found.mode == git.Blob.link_mode:
+            target, links = _link_target(found), links + 1
+            if links > _MAX_LINKS:
+                raise _BadLink(f"a symlink to '{target}', which is one of a loop of symlinks: fix or remove the link")
+            todo.extend(reversed(PurePosixPath(target).parts))
+            continue
+        resolved.append(part)
+        item = found
+    return item
+
+
+def _outside(target: str) -> str:
+    return (f"a symlink to '{target}', which leads out of the repository: a commit holds the link, not what it "
+            "points at; commit the files themselves")
+
+
+def _link_target(link: git.Blob) -> str:
+    """Where a symlink stored in a commit points: the blob's content is the target path."""
+    return link.data_stream.read().decode("utf-8", errors="replace")
 
 
 def desired_at(project_root: Path, ref: str) -> Catalog:
@@ -69,9 +157,7 @@ def desired_at(project_root: Path, ref: str) -> Catalog:
     """
     with commit_files(project_root, ref) as files:
         try:
-            settings_file = files.open(SETTINGS_FILE)
-            settings = check_settings(settings_file) if settings_file else {}
-            return load_catalog(files, managed_databases(settings))
+            return load_catalog(files, managed_databases(read_settings(files)))
         except SpecError as error:
             raise SpecError([_at_ref(ref, problem) for problem in error.problems]) from None
 
@@ -87,8 +173,12 @@ def commit_files(project_root: Path, ref: str) -> Iterator[CommitFiles]:
     try:
         tree = _tree(repo, ref)
         prefix = Path(project_root).resolve().relative_to(Path(repo.working_tree_dir).resolve()).as_posix()
-        folder = tree if prefix == "." else _entry(tree, prefix)
-        yield CommitFiles(folder if isinstance(folder, git.Tree) else None)
+        folder = "" if prefix == "." else prefix
+        try:
+            found = isinstance(_follow(tree, folder), git.Tree)
+        except _BadLink:
+            found = False
+        yield CommitFiles(tree, folder if found else None)
     finally:
         repo.close()
 

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from schemaflow.errors import SchemaflowError
-from schemaflow.spec.settings import check_settings
+from schemaflow.spec.settings import read_settings
+from schemaflow.spec.source import Directory
 
-SETTINGS_FILE = "schemaflow.yaml"
 STATE_DIR = ".schemaflow"
 ENV_METASTORE_URI = "SCHEMAFLOW_METASTORE_URI"
 ENV_WAREHOUSE_DIR = "SCHEMAFLOW_WAREHOUSE_DIR"
@@ -49,7 +49,7 @@ def load_project(root: str | Path, env: Mapping[str, str] | None = None) -> Proj
     env = os.environ if env is None else env
     if not (root / "schemas").is_dir():
         raise SchemaflowError(f"{root}: no schemas/ directory here; run in a schemaflow project or pass --project DIR")
-    raw = _read_settings(root / SETTINGS_FILE)
+    raw = read_settings(Directory(root))
     state = root / STATE_DIR
     metastore = raw.get("metastore") or {}
     spark = raw.get("spark") or {}
@@ -68,12 +68,6 @@ def load_project(root: str | Path, env: Mapping[str, str] | None = None) -> Proj
 def managed_databases(settings: Mapping[str, Any]) -> tuple[str, ...]:
     """The ``databases`` setting of a settings file's data, lower-case (empty: those schemas/ names)."""
     return tuple(str(d).lower() for d in settings.get("databases") or ())
-
-
-def _read_settings(path: Path) -> dict:
-    if not path.exists():
-        return {}
-    return check_settings(path)
 
 
 def _absolute(root: Path, path: str) -> str:

@@ -196,4 +196,6 @@ def test_cascade_fails_when_a_view_no_longer_resolves_naming_it_at_its_position(
     base = {**HIVE_BASE, "schemas/hive/pair.yaml": "view: hive.pair\nsql: SELECT key, value FROM xxx10\n"}
     with pytest.raises(SpecError) as caught:
         plan_change(tmp_path, base, DROP_VALUE, "cascade")
-    assert [str(p) for p in caught.value.problems] == ["schemas/hive/pair.yaml:2:18: unknown column 'value'"]
+    assert [str(p) for p in caught.value.problems] == [
+        "schemas/hive/pair.yaml:2:18: unknown column 'value': no table or subquery this query reads has it "
+        "(columns of hive.xxx10: key)"]

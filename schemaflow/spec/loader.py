@@ -4,13 +4,18 @@ Each file declares one table or view, and its place says which: the file's path 
 name it declares. Tables and views share one namespace per database. Everything wrong in any file
 is collected, sorted and raised together as one ``SpecError``, so that a single run shows it all.
 The files are read through ``spec.source``: from a directory, or from a git commit.
+
+What ``schemas/`` does not declare is planned as dropped, so every file there is read or named:
+any file but a YAML file (hidden ones too) is an error, as is anything in ``migrations/`` but
+migrations and their checksum file. A file that cannot be read still names, by its path, the object it was to
+declare, so views that read that object are not also reported for reading an unknown table.
 """
 from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
 
 from schemaflow.errors import Problem, SpecError
-from schemaflow.model import Catalog, Migration
+from schemaflow.model import Catalog, Migration, Source
 from schemaflow.spec.analysis import analyze_views
 from schemaflow.spec.migrations import (MIGRATIONS_DIR, SUM_FILE, agreement_problems, order_problems, read_migration,
                                         sum_problems)
@@ -19,7 +24,16 @@ from schemaflow.spec.source import Directory, ProjectFile, ProjectFiles
 from schemaflow.spec.yamlpos import load_yaml
 
 SCHEMAS_DIR = "schemas"
-SUFFIXES = (".yaml", ".yml")
+SUFFIXES = (".yaml", ".yml")  # in any case: ORDERS.YAML is read too
+# Empty files that keep an otherwise empty folder in git: they declare nothing, so nothing is lost unread.
+_PLACEHOLDERS = (".gitkeep", ".keep")
+# What each folder holds, for a file that is not a YAML file.
+_NOT_YAML = {
+    SCHEMAS_DIR: "not a schema file: schemas/ holds only .yaml files, one table or view each; "
+                 "move it out of schemas/ (or, if it declares one, rename it to .yaml)",
+    MIGRATIONS_DIR: "not a migration: a migration is a .yaml file named NNNN_<slug>.yaml; "
+                    "move it out of migrations/ (or, if it is one, rename it)",
+}
 
 
 def load_catalog(project: str | Path | ProjectFiles, databases: tuple[str, ...] = ()) -> Catalog:
@@ -32,11 +46,13 @@ def load_catalog(project: str | Path | ProjectFiles, databases: tuple[str, ...] 
     files = Directory(Path(project)) if isinstance(project, (str, Path)) else project
     problems: list[Problem] = []
     declarations: list[Declaration] = []
-    for path in _yaml_files(files, SCHEMAS_DIR):
+    unread: set[str] = set()  # what the files that could not be read were to declare, by their paths
+    for path, file in _yaml_files(files, SCHEMAS_DIR, problems).items():
         try:
-            doc = load_yaml(files.open(path), path)
+            doc = load_yaml(file, path)
         except SpecError as error:
             problems.extend(error.problems)
+            unread.add(_path_key(path))
             continue
         declaration = read_object(doc)
         declarations.append(declaration)
@@ -45,6 +61,7 @@ def load_catalog(project: str | Path | ProjectFiles, databases: tuple[str, ...] 
     problems.extend(_duplicate_problems(declarations))
     valid = {d.key: d.obj for d in declarations if d.obj is not None and d.key is not None}
     broken = {d.key for d in declarations if d.key is not None} - valid.keys()
+    broken |= unread | {_path_key(d.doc.path) for d in declarations if d.key is None}
     broken |= {key for key, obj in valid.items() if databases and obj.database not in databases}
     views, view_problems = analyze_views(
         {key: obj for key, obj in valid.items() if key not in broken},
@@ -63,7 +80,7 @@ def load_catalog(project: str | Path | ProjectFiles, databases: tuple[str, ...] 
 
 def _read_migrations(files: ProjectFiles, problems: list[Problem]) -> tuple[Migration, ...]:
     """The migrations under ``migrations/``, in order; their problems are added to ``problems``."""
-    found = migration_files(files)
+    found = _yaml_files(files, MIGRATIONS_DIR, problems)
     contents = {file.name: file.read_bytes() for file in found.values()}
     migrations = []
     for path, file in found.items():
@@ -84,17 +101,59 @@ def _read_migrations(files: ProjectFiles, problems: list[Problem]) -> tuple[Migr
 
 
 def migration_files(files: ProjectFiles) -> dict[str, ProjectFile]:
-    """The migration files by path, sorted."""
-    return {path: files.open(path) for path in _yaml_files(files, MIGRATIONS_DIR)}
+    """The migration files by path, sorted; raises ``SpecError`` when ``migrations/`` holds anything else."""
+    problems: list[Problem] = []
+    found = _yaml_files(files, MIGRATIONS_DIR, problems)
+    if problems:
+        raise SpecError(problems)
+    return found
 
 
-def _yaml_files(files: ProjectFiles, folder: str) -> list[str]:
-    """Every YAML file under ``folder`` (hidden files and folders aside), sorted."""
-    paths = (PurePosixPath(path) for path in files.files_under(folder))
-    return [
-        path.as_posix() for path in sorted(paths)
-        if path.suffix in SUFFIXES and not any(part.startswith(".") for part in path.relative_to(folder).parts)
-    ]
+def _yaml_files(files: ProjectFiles, folder: str, problems: list[Problem]) -> dict[str, ProjectFile]:
+    """Every YAML file under ``folder`` by path, sorted; each other thing found there is added to ``problems``.
+
+    Hidden files are refused, not skipped: schemaflow does not read them, and one could be a
+    declaration hidden by mistake (its object then planned as dropped). A hidden folder is named
+    once, however many files it holds. Only an empty ``.gitkeep`` (or ``.keep``) passes.
+    """
+    paths, unreadable = files.files_under(folder)
+    problems.extend(unreadable)
+    found: dict[str, ProjectFile] = {}
+    hidden_named: set[PurePosixPath] = set()
+    for path in map(PurePosixPath, paths):
+        parts = path.relative_to(folder).parts
+        hidden = next((i for i, part in enumerate(parts) if part.startswith(".")), None)
+        if hidden is not None:
+            named = PurePosixPath(folder, *parts[:hidden + 1])
+            if named == path and path.name in _PLACEHOLDERS and not _open(files, path.as_posix()).read_bytes():
+                continue
+            kind = "file" if named == path else "folder"
+            if named not in hidden_named:
+                hidden_named.add(named)
+                problems.append(Problem(Source(named.as_posix()), (
+                    f"a hidden {kind} in {folder}/: schemaflow does not read hidden files, and one could hide a "
+                    f"declaration; if it holds one, rename it without the leading dot, else move it out of {folder}/")))
+        elif path == PurePosixPath(MIGRATIONS_DIR, SUM_FILE):
+            continue
+        elif path.suffix.lower() in SUFFIXES:
+            found[path.as_posix()] = _open(files, path.as_posix())
+        else:
+            problems.append(Problem(Source(path.as_posix()), _NOT_YAML[folder]))
+    return found
+
+
+def _open(files: ProjectFiles, path: str) -> ProjectFile:
+    """A file ``files_under`` listed; raises ``SpecError`` if it went away since."""
+    file = files.open(path)
+    if file is None:
+        raise SpecError([Problem(Source(path), "went away while schemaflow read the project: run it again")])
+    return file
+
+
+def _path_key(path: str) -> str:
+    """The object a schema file's path says it declares: ``schemas/<db>/<name>.yaml`` declares ``db.name``."""
+    pure = PurePosixPath(path)
+    return f"{pure.parent.name}.{pure.stem}".lower()
 
 
 def _placement_problems(declaration: Declaration, databases: tuple[str, ...]) -> list[Problem]:

@@ -2,6 +2,7 @@
 
 Every key is optional (``schemaflow.project`` supplies the defaults and environment overrides);
 what is written must still have the right shape, so a misspelt key is an error, not a silent default.
+A folder (or a broken link) where the file belongs is an error too, not a project without settings.
 """
 from __future__ import annotations
 
@@ -9,8 +10,16 @@ from typing import Any
 
 from schemaflow.errors import SpecError
 from schemaflow.spec.schema import check_shape
-from schemaflow.spec.source import ProjectFile
+from schemaflow.spec.source import ProjectFile, ProjectFiles
 from schemaflow.spec.yamlpos import load_yaml
+
+SETTINGS_FILE = "schemaflow.yaml"
+
+
+def read_settings(files: ProjectFiles) -> dict[str, Any]:
+    """The settings of the project ``files`` hold (``{}`` when it has no settings file); raises ``SpecError``."""
+    file = files.open(SETTINGS_FILE)
+    return {} if file is None else check_settings(file)
 
 
 def check_settings(path: ProjectFile) -> dict[str, Any]:

@@ -5,9 +5,16 @@ PyYAML's composer gives a node tree with marks; this module turns it into plain 
 ``("columns", 2, "type")`` to the position of that value and of the key that names it. It also
 maps a position inside a text value (say, an error in a view's SQL) back into the file. Duplicate
 keys, which PyYAML would silently collapse, are errors.
+
+The work is bounded, whatever the file holds: a document nested deeper than ``MAX_DEPTH`` or that
+would expand past ``MAX_VALUES`` values (a few lines of aliases that name aliases, the "billion
+laughs", expand to billions) is refused while it is composed, before any value is built. A lone
+UTF-16 surrogate written as an escape (``"\\ud800"``), which no file or metastore can store, is
+refused at its escape.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -20,6 +27,12 @@ from schemaflow.model import Source
 from schemaflow.spec.source import ProjectFile
 
 NodePath = tuple[str | int, ...]
+
+# A file of thousands of columns builds into some tens of thousands of values; nested aliases can
+# make a few lines build into billions. Far above the one, far below the other:
+MAX_VALUES = 1_000_000
+# Schema files nest a handful of levels; composing and building recurse once per level.
+MAX_DEPTH = 64
 
 
 @dataclass(frozen=True)
@@ -41,6 +54,13 @@ class Document:
     values: Mapping[NodePath, Source]
     keys: Mapping[NodePath, Source]
     texts: Mapping[NodePath, _Text]
+    # Each plain (unquoted) scalar's text as written: YAML 1.1 reads ``NO``, ``1.10``, ``030`` or
+    # ``2024-01-01`` as a boolean, a number or a date, where the file may have meant the text.
+    plain: Mapping[NodePath, str]
+
+    def written(self, *path: str | int) -> str | None:
+        """The plain scalar at ``path`` as written (``NO``, not False); None for any other value."""
+        return self.plain.get(path)
 
     def at(self, *path: str | int) -> Source:
         """The position of the value at ``path``, or of its nearest ancestor that exists."""
@@ -78,46 +98,116 @@ def load_yaml(file: ProjectFile, display_path: str) -> Document:
     except UnicodeDecodeError as error:
         problem = Problem(Source(display_path), f"cannot read the file: it is not UTF-8 text (byte {error.start})")
         raise SpecError([problem]) from error
+    except OSError as error:
+        raise SpecError([Problem(Source(display_path), f"cannot read the file: {error.strerror}")]) from error
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = yaml.compose(text, Loader=_BoundedLoader)
     except (ReaderError, yaml.MarkedYAMLError) as error:
         raise SpecError([_syntax_problem(error, text, display_path)]) from error
-    builder = _Builder(display_path, text.splitlines())
+    except _Unbounded as error:
+        raise SpecError([Problem(_mark_source(display_path, error.mark), error.message)]) from None
+    builder = _Builder(display_path, text)
     data = None if root is None else builder.value(root, ())
     if builder.problems:
         raise SpecError(builder.problems)
-    return Document(display_path, data, builder.values, builder.keys, builder.texts)
+    return Document(display_path, data, builder.values, builder.keys, builder.texts, builder.plain)
 
 
 def _syntax_problem(error: ReaderError | yaml.MarkedYAMLError, text: str, path: str) -> Problem:
     """PyYAML's error at the mark it reports (a character it refuses: at that character)."""
     if isinstance(error, ReaderError):
-        line = text.count("\n", 0, error.position)
-        col = error.position - (text.rfind("\n", 0, error.position) + 1)
         message = f"invalid YAML: {error.reason} (character #x{error.character:04x})"
-        return Problem(Source(path, line + 1, col + 1), message)
+        return Problem(_offset_source(path, text, error.position), message)
     mark = error.problem_mark or error.context_mark
     message = f"invalid YAML: {error.problem or error.context}"
     if error.context and error.problem and error.context_mark is not None:
         message += f" ({error.context} started on line {error.context_mark.line + 1})"
-    return Problem(Source(path, mark.line + 1, mark.column + 1) if mark else Source(path), message)
+    return Problem(_mark_source(path, mark) if mark else Source(path), message)
+
+
+def _mark_source(path: str, mark: yaml.Mark) -> Source:
+    return Source(path, mark.line + 1, mark.column + 1)
+
+
+def _offset_source(path: str, text: str, offset: int) -> Source:
+    """The position of the character at ``offset`` in ``text``."""
+    return Source(path, text.count("\n", 0, offset) + 1, offset - text.rfind("\n", 0, offset))
+
+
+class _Unbounded(Exception):
+    """A document too deep or too large to build, at the node or alias that makes it so."""
+
+    def __init__(self, mark: yaml.Mark, message: str) -> None:
+        super().__init__(message)
+        self.mark = mark
+        self.message = message
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing while it composes a document nested or expanding too far.
+
+    Composing keeps an alias as one more reference to its anchor's node, so the node tree stays
+    as small as the text; building plain values copies each alias out in full. So the size each
+    node builds into (its aliases expanded) is counted here, once per node, and the document is
+    refused at the alias (or node) that takes it past ``MAX_VALUES``, before anything is built.
+    """
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.sizes: dict[int, int] = {}  # id(node) -> how many values it builds into
+        self.total = 0                   # how many values the document builds into so far
+        self.depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            node = super().compose_node(parent, index)
+            # An alias to an ancestor still being composed has no size yet: the builder refuses it.
+            self.count(self.sizes.get(id(node), 1), event, "this alias")
+            return node
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise _Unbounded(event.start_mark, f"YAML nested more than {MAX_DEPTH} levels deep here: schemaflow "
+                                               f"reads at most {MAX_DEPTH} levels; flatten the data")
+        node = super().compose_node(parent, index)
+        self.depth -= 1
+        children = node.value if isinstance(node, yaml.SequenceNode) else (
+            [child for pair in node.value for child in pair] if isinstance(node, yaml.MappingNode) else [])
+        self.sizes[id(node)] = 1 + sum(self.sizes.get(id(child), 1) for child in children)
+        self.count(1, event, "this value")
+        return node
+
+    def count(self, values: int, event: yaml.Event, what: str) -> None:
+        self.total += values
+        if self.total > MAX_VALUES:
+            message = (f"{what} takes the file past {MAX_VALUES:,} values (keys and list items included, each "
+                       f"alias counted as a full copy of what it names): schemaflow reads at most {MAX_VALUES:,}; "
+                       "use fewer aliases, or split the file")
+            raise _Unbounded(event.start_mark, message)
+
+
+# How a double-quoted scalar writes a 16-bit code (\u or \U0000), not after a backslash that escapes its own.
+_SURROGATE_ESCAPE = r"(?<!\\)\\(?:u|U0000)"
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class _Builder:
     """Walks the node tree once, recording positions as it builds plain values."""
 
-    def __init__(self, path: str, lines: list[str]) -> None:
+    def __init__(self, path: str, text: str) -> None:
         self.path = path
-        self.lines = lines
+        self.raw = text  # the file's text, to find an escape in a scalar as written
+        self.lines = text.splitlines()
         self.constructor = SafeConstructor()
         self.values: dict[NodePath, Source] = {}
         self.keys: dict[NodePath, Source] = {}
         self.texts: dict[NodePath, _Text] = {}
+        self.plain: dict[NodePath, str] = {}
         self.problems: list[Problem] = []
         self.open: set[int] = set()  # the collections being built, to refuse an alias to an ancestor
 
     def source(self, mark: yaml.Mark) -> Source:
-        return Source(self.path, mark.line + 1, mark.column + 1)
+        return _mark_source(self.path, mark)
 
     def value(self, node: yaml.Node, path: NodePath) -> Any:
         self.values[path] = self.source(node.start_mark)
@@ -135,8 +225,12 @@ class _Builder:
             reason = error.problem if isinstance(error, yaml.MarkedYAMLError) else error
             self.problems.append(Problem(self.values[path], f"cannot read this value: {reason}"))
             return None
+        if node.style is None:
+            self.plain[path] = node.value
         if isinstance(value, str):
-            self.texts[path] = self.text(node, value)
+            text = self.characters(node, value)
+            self.texts[path] = self.text(node, text)
+            return text
         return value
 
     def sequence(self, node: yaml.SequenceNode, path: NodePath) -> list[Any]:
@@ -149,7 +243,7 @@ class _Builder:
             if not isinstance(key_node, yaml.ScalarNode):
                 self.problems.append(Problem(where, "a key must be a plain name, not a list or mapping"))
                 continue
-            key = key_node.value
+            key = self.characters(key_node, key_node.value)
             if key in result:
                 first = self.keys[path + (key,)]
                 self.problems.append(Problem(where, f"duplicate key '{key}' (first set on line {first.line})"))
@@ -157,6 +251,22 @@ class _Builder:
             self.keys[path + (key,)] = where
             result[key] = self.value(value_node, path + (key,))
         return result
+
+    def characters(self, node: yaml.ScalarNode, value: str) -> str:
+        """``value`` with each surrogate pair escaped as two halves (``"\\ud83d\\ude00"``, as JSON
+        writes one character) joined into its character; a half left alone is a problem at its escape."""
+        joined = value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+        lone = _SURROGATE.search(joined)
+        if lone:
+            code = f"{ord(lone.group()):04x}"
+            raw = self.raw[node.start_mark.index:node.end_mark.index]
+            escape = re.search(_SURROGATE_ESCAPE + code, raw, re.IGNORECASE)
+            where = (_offset_source(self.path, self.raw, node.start_mark.index + escape.start()) if escape
+                     else self.source(node.start_mark))
+            message = (f"\\u{code} is half of a UTF-16 surrogate pair, not a character, and no file or metastore "
+                       "can store it alone: write the character itself, or escape its code point as \\UXXXXXXXX")
+            self.problems.append(Problem(where, message))
+        return joined
 
     def text(self, node: yaml.ScalarNode, value: str) -> _Text:
         start, end = node.start_mark, node.end_mark

@@ -13,7 +13,7 @@ through CTEs and derived tables (and position by position through UNION branches
 """
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Mapping, TypeGuard
 
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope
@@ -60,7 +60,7 @@ def _sources(query: exp.Expression, position: int, scopes: Mapping[int, Scope], 
     return found
 
 
-def is_table(source: object) -> bool:
+def is_table(source: object) -> TypeGuard[exp.Table]:
     """A real table or view (not a CTE, a derived table or a table function)."""
     return isinstance(source, exp.Table) and isinstance(source.this, exp.Identifier)
 

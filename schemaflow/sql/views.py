@@ -8,21 +8,29 @@ declared columns of what it reads, which expands ``*`` and finds unknown columns
 permanent view whose output has a generated name (a computed expression without an alias), so
 that is checked here too.
 Errors carry a 1-based line and column within the SQL text, for the caller to place in its file.
+
+sqlglot's parser and much of its optimizer recurse once per level of nesting, and qualifying
+takes time that grows with the square of an expression's depth; so before parsing, the nesting of
+parentheses, brackets and CASE is counted (at most ``MAX_NESTING``), and before qualifying, the
+depth of the parsed expression (at most ``MAX_DEPTH``: a chain ``a + b + ...`` nests one level per
+operator). What still runs out of Python's stack is an error at the start of the SQL.
 """
 from __future__ import annotations
 
+import difflib
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Iterator, Mapping, Sequence
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import OptimizeError, ParseError, TokenError
 from sqlglot.optimizer.qualify import qualify
-from sqlglot.optimizer.scope import traverse_scope
+from sqlglot.optimizer.scope import Scope, traverse_scope
 from sqlglot.schema import MappingSchema
-from sqlglot.tokens import TokenType
+from sqlglot.tokens import Token, TokenType
 
 from schemaflow.sql.usage import column_usage, is_table, output_lineage, table_key
 
@@ -35,6 +43,13 @@ _WRITE_KEYWORDS = frozenset({
 })
 # The alias given to an expression the user left unnamed, so that its reaching the output shows.
 _UNNAMED = "__schemaflow_unnamed_"
+# sqlglot's parser takes some 25 Python frames per level of parentheses (CASE, a function call, a
+# subquery): 32 levels fit Python's default limit of 1000 frames with room for the caller's.
+MAX_NESTING = 32
+_OPENING = frozenset({TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE, TokenType.CASE})
+_CLOSING = frozenset({TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE, TokenType.END})
+# Qualifying walks from each column up to its query: a chain of 1000 operators takes under a second.
+MAX_DEPTH = 1000
 
 
 class ViewSqlError(Exception):
@@ -55,10 +70,25 @@ class ViewAnalysis:
     lineage: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # output column -> "db.name.column"
 
 
-def parse_select(sql: str) -> exp.Expression:
-    """The single query in ``sql``; raises ``ViewSqlError`` for anything else."""
+@contextmanager
+def _within_python_stack() -> Iterator[None]:
+    """Running out of Python's stack in sqlglot, on nesting the checks do not count (``NOT NOT ...``, ``- - a``),
+    as a ``ViewSqlError``."""
     try:
-        statements = [s for s in sqlglot.parse(sql, read=DIALECT) if s is not None]
+        yield
+    except RecursionError:
+        raise ViewSqlError("the SQL nests too deep for sqlglot to analyse (it ran out of Python's stack): flatten "
+                           "the query, e.g. move nested expressions and subqueries into WITH clauses") from None
+
+
+@_within_python_stack()
+def parse_select(sql: str) -> exp.Expression:
+    """The single query in ``sql``; raises ``ViewSqlError`` for anything else, or nested too deep to analyse."""
+    dialect = Dialect.get_or_raise(DIALECT)
+    try:
+        tokens = dialect.tokenize(sql)
+        _check_nesting(sql, tokens)
+        statements = [s for s in dialect.parser().parse(tokens, sql) if s is not None]
     except ParseError as error:
         raise _syntax_error(error) from error
     except TokenError as error:
@@ -79,14 +109,43 @@ def parse_select(sql: str) -> exp.Expression:
         what = "SELECT ... INTO" if isinstance(hidden, exp.Into) else hidden.key.upper()
         message = f"a view must be one SELECT statement; it must not contain {what}"
         raise ViewSqlError(message, *_line_col(sql, _first_write_keyword(sql)))
+    _check_depth(sql, query)
     return query
 
 
+def _check_nesting(sql: str, tokens: list[Token]) -> None:
+    """Refuse parentheses, brackets and CASE nested deeper than ``MAX_NESTING``, at the one that goes too deep."""
+    depth = 0
+    for token in tokens:
+        if token.token_type in _OPENING:
+            depth += 1
+            if depth > MAX_NESTING:
+                raise ViewSqlError(f"parentheses, brackets and CASE nested more than {MAX_NESTING} levels deep here: "
+                                   f"schemaflow analyses at most {MAX_NESTING}; flatten the query, e.g. move nested "
+                                   "subqueries into WITH clauses", *_line_col(sql, token.start))
+        elif token.token_type in _CLOSING:
+            depth -= 1
+
+
+def _check_depth(sql: str, query: exp.Expr) -> None:
+    """Refuse an expression deeper than ``MAX_DEPTH``, at the node that goes too deep (walked without recursing)."""
+    pending = [(query, 1)]
+    while pending:
+        node, depth = pending.pop()
+        if depth > MAX_DEPTH:
+            raise ViewSqlError(f"an expression nested more than {MAX_DEPTH} levels deep here (each operator of a chain "
+                               f"such as a + b + ... or x AND y AND ... is a level): schemaflow analyses at most "
+                               f"{MAX_DEPTH}; split it, e.g. into columns of a subquery", *_position(sql, node))
+        pending.extend((child, depth + 1) for child in node.iter_expressions())
+
+
+@_within_python_stack()
 def tables_read(sql: str, default_database: str) -> tuple[str, ...]:
     """The ``db.name`` of every table or view the query reads: lower-case, sorted, unique."""
     return tuple(sorted({key for key, _ in _table_references(parse_select(sql), default_database)}))
 
 
+@_within_python_stack()
 def analyze_view(sql: str, default_database: str, schema: Mapping[str, Sequence[tuple[str, str]]]) -> ViewAnalysis:
     """Check the query against ``schema`` ({"db.name": [(column, type), ...]}), name its output, find what it uses.
 
@@ -104,8 +163,7 @@ def analyze_view(sql: str, default_database: str, schema: Mapping[str, Sequence[
     try:
         qualified = qualify(named, schema=_mapping_schema(schema, reads), dialect=DIALECT, db=default_database)
     except OptimizeError as error:
-        known = {column for key in reads for column, _ in schema[key]}
-        raise _resolution_error(str(error), sql, query, known) from error
+        raise _resolution_error(str(error), sql, query, schema, default_database) from error
     output = tuple(select.alias_or_name.lower() for select in qualified.selects)
     seen: set[str] = set()
     for name, select in zip(output, qualified.selects):
@@ -133,9 +191,9 @@ def normalize_sql(sql: str) -> str:
     """
     try:
         statements = [s for s in sqlglot.parse(sql, read=DIALECT) if s is not None]
-    except (ParseError, TokenError):
+        return "; ".join(filter(None, (s.sql(dialect=DIALECT, comments=False) for s in statements)))
+    except (ParseError, TokenError, RecursionError):
         return " ".join(sql.split()).rstrip("; ")
-    return "; ".join(filter(None, (s.sql(dialect=DIALECT, comments=False) for s in statements)))
 
 
 def _table_references(query: exp.Expression, default_database: str) -> list[tuple[str, exp.Table]]:
@@ -179,27 +237,104 @@ _UNKNOWN_TABLE = re.compile(r"Unknown table: (?P<table>\S+)")
 _AMBIGUOUS = re.compile(r"Ambiguous column '(?P<column>[^']*)'")
 
 
-def _resolution_error(message: str, sql: str, query: exp.Expression, known: set[str]) -> ViewSqlError:
-    """A user-facing error for sqlglot's failure to resolve a name, placed at the name's first use."""
+def _resolution_error(message: str, sql: str, query: exp.Expression,
+                      schema: Mapping[str, Sequence[tuple[str, str]]], default_database: str) -> ViewSqlError:
+    """A user-facing error for sqlglot's failure to resolve a name, placed at the name's first use.
+
+    sqlglot names the column; what is wrong with it is worked out here from the scope of each use,
+    so that the message says whether the table it names lacks it, no table has it, or several do.
+    """
     if match := _UNKNOWN_TABLE.match(message):
         table = match["table"]
         return ViewSqlError(f"unknown table or alias '{table}'", *_first_column(sql, query, None, table))
-    if match := _AMBIGUOUS.match(message):
-        column = match["column"]
-        position = _first_column(sql, query, column, None)
-        return ViewSqlError(f"ambiguous column '{column}': qualify it with its table's alias", *position)
-    match = _UNRESOLVED.match(message) or _UNKNOWN_COLUMN.match(message)
+    match = _UNRESOLVED.match(message) or _UNKNOWN_COLUMN.match(message) or _AMBIGUOUS.match(message)
     if match is None:
         return ViewSqlError(f"cannot resolve the query: {message}")
     column = match["column"].lower()
     table = match.groupdict().get("table")
-    position = _first_column(sql, query, column, table)
-    if table:
-        return ViewSqlError(f"unknown column '{table}.{column}'", *position)
-    if column in known:
-        message = f"column '{column}' is ambiguous or out of scope here: qualify it with its table's alias"
-        return ViewSqlError(message, *position)
-    return ViewSqlError(f"unknown column '{column}'", *position)
+    uses = sorted(((_position(sql, node), scope, node) for scope in traverse_scope(query) for node in scope.columns
+                   if node.name.lower() == column and (table is None or node.table.lower() == table.lower())),
+                  key=lambda use: use[0])
+    for position, scope, node in uses:
+        try:
+            problem = _column_problem(scope, node, schema, default_database)
+        except OptimizeError:  # a scope sqlglot cannot list the sources of: say what it said
+            problem = None
+        if problem:
+            return ViewSqlError(problem, *position)
+    return ViewSqlError(f"cannot resolve column '{column}' here: {message}", *(uses[0][0] if uses else (1, 1)))
+
+
+_Named = tuple[str, "exp.Table | Scope"]  # a source a query reads: its alias, and the table or query
+
+
+def _column_problem(scope: Scope, node: exp.Column, schema: Mapping[str, Sequence[tuple[str, str]]],
+                    default_database: str) -> str | None:
+    """What is wrong with the column ``node`` in ``scope``: None when nothing shows."""
+    name = node.name.lower()
+    levels = list(_visible_sources(scope))
+    if node.table:
+        named = next((level[node.table.lower()] for level in levels if node.table.lower() in level), None)
+        if named is None:
+            aliases = ", ".join(alias for level in levels for alias, _ in level.values()) or "no table"
+            return f"unknown table or alias '{node.table}' (this query reads: {aliases})"
+        columns = _columns_of(named[1], schema, default_database)
+        if columns is None or name in columns:
+            return None
+        return f"{_describe(named, default_database)} has no column '{name}'{_nearest(name, columns, 'its columns')}"
+    for level in levels:
+        having = [_describe(source, default_database) for source in level.values()
+                  if name in (_columns_of(source[1], schema, default_database) or ())]
+        if len(having) > 1:
+            return (f"ambiguous column '{name}': {' and '.join(having)} {'both' if len(having) == 2 else 'all'} have "
+                    "it; qualify it with the alias of the one you mean")
+        if having:
+            return None
+    everything = [column for level in levels for _, source in level.values()
+                  for column in _columns_of(source, schema, default_database) or ()]
+    read = ", ".join(_describe(source, default_database) for level in levels for source in level.values())
+    hint = _nearest(name, everything, f"columns of {read}")
+    return f"unknown column '{name}': no table or subquery this query reads has it{hint}"
+
+
+def _visible_sources(scope: Scope | None) -> Iterator[dict[str, _Named]]:
+    """The sources a column in ``scope`` can name, by lower-case alias: its own (a LATERAL subquery's
+    include those before it), then, for a subquery in an expression, which may read the columns of
+    the query around it, those of the scopes around it."""
+    while scope is not None:
+        sources = {alias: source for alias, (_, source) in scope.selected_sources.items()} | scope.lateral_sources
+        yield {alias.lower(): (alias, source) for alias, source in sources.items()}
+        scope = scope.parent if scope.is_subquery else None
+
+
+def _columns_of(source: exp.Table | Scope, schema: Mapping[str, Sequence[tuple[str, str]]],
+                default_database: str) -> list[str] | None:
+    """The column names a source has, lower-case; None when they are not known here (``SELECT *``)."""
+    if is_table(source):
+        return [column.lower() for column, _ in schema.get(table_key(source, default_database), ())]
+    if isinstance(source, Scope) and isinstance(source.expression, exp.Query):
+        names = [name.lower() for name in source.expression.named_selects]
+        return None if "*" in names else names
+    return None
+
+
+def _describe(source: _Named, default_database: str) -> str:
+    alias, found = source
+    if is_table(found):
+        key = table_key(found, default_database)
+        return key if alias.lower() == found.name.lower() else f"{key} as {alias}"
+    if isinstance(found, Scope):
+        return f"the {'CTE' if found.is_cte else 'subquery'} {alias}"
+    return alias
+
+
+def _nearest(name: str, names: list[str], otherwise: str) -> str:
+    """A hint after an unknown name: the nearest known name, else ``otherwise`` and up to 20 names."""
+    close = difflib.get_close_matches(name, names, n=1)
+    if close:
+        return f"; did you mean '{close[0]}'?"
+    shown = ", ".join(names[:20]) + (f", ... ({len(names)} in all)" if len(names) > 20 else "")
+    return f" ({otherwise}: {shown})" if names else ""
 
 
 def _first_column(sql: str, query: exp.Expression, column: str | None, table: str | None) -> tuple[int, int]:
@@ -212,7 +347,7 @@ def _first_column(sql: str, query: exp.Expression, column: str | None, table: st
     return min(positions, default=(1, 1))
 
 
-def _position(sql: str, node: exp.Expression) -> tuple[int, int]:
+def _position(sql: str, node: exp.Expr) -> tuple[int, int]:
     """The 1-based line and column where the node's text starts (1, 1 when sqlglot kept none)."""
     starts = [n.meta["start"] for n in node.walk() if "start" in n.meta]
     return _line_col(sql, min(starts)) if starts else (1, 1)
@@ -258,6 +393,7 @@ def _syntax_error(error: ParseError) -> ViewSqlError:
     return ViewSqlError(f"SQL syntax error{near}: {description}", line, col)
 
 
+@_within_python_stack()
 def with_tables_renamed(sql: str, default_database: str, names: Mapping[str, str]) -> str | None:
     """``sql`` reading ``names[key]`` (an unqualified name) wherever it reads the table or view ``key``.
 
