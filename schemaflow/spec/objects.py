@@ -5,6 +5,13 @@ further. Then the rules that a schema cannot express: canonical column types, un
 names, an external table's location, reserved property keys, the partitions a view lists. A
 view's SQL is kept as written; what it reads and outputs is worked out once every file is known
 (see ``spec.analysis``).
+
+Whatever is accepted here, ``apply`` can write and read back as declared, so a plan converges:
+each name and text fits the column the metastore keeps it in (``_Limit``), a type is one Spark
+can create and the table's format can store (``sql.types``), a property is not one that Hive or
+Spark own. Where a file holds text, a plain YAML scalar is the text written (``owner: NO`` is
+"NO", not false; ``ds: 2024-01-01`` is that text, not a date), and a blank comment is no comment,
+as the metastore reports it.
 """
 from __future__ import annotations
 
@@ -16,7 +23,74 @@ from schemaflow.errors import Problem
 from schemaflow.model import SCHEMAFLOW_PREFIX, Column, Source, Table, View, ViewPartitions, partition_name
 from schemaflow.spec.schema import check_shape
 from schemaflow.spec.yamlpos import Document, NodePath
-from schemaflow.sql.types import InvalidType, canonical_type
+from schemaflow.sql.types import InvalidType, canonical_type, check_avro, is_primitive
+
+
+@dataclass(frozen=True)
+class _Limit:
+    """How long a name or text may be: the length of the metastore column that keeps it."""
+
+    what: str     # what messages call it
+    length: int
+    column: str   # the metastore's table and column
+
+    def check(self, text: str, where: Source, problems: list[Problem], advice: str = "shorten it") -> None:
+        # DataNucleus refuses a longer string before the database sees it, counting as Java does,
+        # in UTF-16 units: a character beyond U+FFFF (an emoji) counts twice.
+        length = len(text.encode("utf-16-le")) // 2
+        if length > self.length:
+            counted = " (characters beyond U+FFFF, such as emoji, count twice)" if length != len(text) else ""
+            message = (f"{self.what} is {length} characters{counted}; the metastore stores at most {self.length} "
+                       f"({self.column}): {advice}")
+            problems.append(Problem(where, message))
+
+
+# The columns of the metastore's own database, as the bundled Hive 2.3.10 metastore creates them
+# from package.jdo (in hive-metastore-2.3.10.jar). Lengths are of VARCHAR(n) columns.
+_DATABASE_NAME = _Limit("database name", 128, "DBS.NAME")
+_OBJECT_NAME = _Limit("table or view name", 256, "TBLS.TBL_NAME")
+_COLUMN_NAME = _Limit("column name", 767, "COLUMNS_V2.COLUMN_NAME")
+_PARTITION_COLUMN_NAME = _Limit("partition column name", 128, "PARTITION_KEYS.PKEY_NAME")
+_COLUMN_TYPE = _Limit("column type", 32672, "COLUMNS_V2.TYPE_NAME")
+# A view's columns, its partition columns too, are first created as data columns.
+_COLUMN_COMMENT = _Limit("column comment", 256, "COLUMNS_V2.COMMENT")
+_PARTITION_COLUMN_COMMENT = _Limit("partition column comment", 4000, "PARTITION_KEYS.PKEY_COMMENT")
+_COMMENT = _Limit("comment", 32672, "TABLE_PARAMS.PARAM_VALUE of the parameter 'comment'")
+_PROPERTY_KEY = _Limit("property key", 256, "TABLE_PARAMS.PARAM_KEY")
+_PROPERTY_VALUE = _Limit("property value", 32672, "TABLE_PARAMS.PARAM_VALUE")
+_MANAGED_KEYS = _Limit("the list of property keys", 32672,
+                       "TABLE_PARAMS.PARAM_VALUE of 'schemaflow.managed_properties'")
+# package.jdo gives this one no length: DataNucleus makes it its default, VARCHAR(255).
+_PARTITION_VALUE = _Limit("partition value", 255, "PARTITION_KEY_VALS.PART_KEY_VAL")
+_PARTITION_NAME = _Limit("partition name", 767, "PARTITIONS.PART_NAME")
+# A LONGVARCHAR with no length: in Derby, the bundled metastore's database, a LONG VARCHAR of 32,700.
+_LOCATION = _Limit("location", 4000, "SDS.LOCATION")
+_VIEW_TEXT = _Limit("view SQL", 32700, "TBLS.VIEW_ORIGINAL_TEXT and VIEW_EXPANDED_TEXT, LONG VARCHAR in Derby")
+
+# Characters Hive writes as %XX in a partition's name, as in a path (FileUtils.escapePathName).
+_ESCAPED = frozenset('"#%\'*/:=?\\{[]^\x7f') | frozenset(map(chr, range(0x20)))
+
+# Table parameters that the metastore, Hive or Spark write themselves, and what to do instead. Their
+# owners match them exactly; they are refused whatever their case, since a key spelt otherwise is
+# still someone reaching for the reserved one. The live reader leaves them out of the properties
+# (catalog.metastore.user_properties), so a declared one would be planned again on every run.
+_STATISTICS = "the metastore keeps the table's statistics there (ANALYZE TABLE computes them): remove it"
+_OWNED_KEYS = {
+    "comment": "the comment is kept under that key: declare it with 'comment:' instead",
+    "external": "Hive reads it to tell an external table: declare 'external: true' instead",
+    "transient_lastddltime": "the metastore stamps the time of every change there: remove it",
+    "bucketing_version": "Hive writes it for a table's bucketing: remove it",
+    **dict.fromkeys(("numfiles", "numrows", "rawdatasize", "totalsize", "numpartitions", "numfileserasurecoded",
+                     "column_stats_accurate"), _STATISTICS),
+}
+_OWNED_PREFIXES = {
+    "spark.sql.": "Spark keeps a table's provider and its own copy of the schema under 'spark.sql.' (a hand-written "
+                  "'spark.sql.sources.provider' turns a Hive table into a broken data-source table): declare "
+                  "'format:' and 'columns:' instead",
+    "view.": "Spark writes a view's output columns, schema mode and SQL settings under 'view.': remove it",
+    "last_modified_": "Hive records who changed an object last, and when, under 'last_modified_': remove it",
+    SCHEMAFLOW_PREFIX: f"schemaflow writes the '{SCHEMAFLOW_PREFIX}' properties itself",
+}
 
 
 @dataclass(frozen=True)
@@ -43,6 +117,7 @@ def read_object(doc: Document) -> Declaration:
         message = "a schema file declares one object: start it with 'table: db.name' or 'view: db.name'"
         return Declaration(doc, None, None, None, (Problem(where, message),))
     kind = "table" if "table" in data else "view"
+    data = _as_written(doc, data)
     name = data[kind]
     key = name.lower() if isinstance(name, str) else None
     problems = check_shape(doc, data, kind)
@@ -52,8 +127,55 @@ def read_object(doc: Document) -> Declaration:
     return Declaration(doc, kind, key, None if problems else obj, tuple(problems))
 
 
+def _as_written(doc: Document, value: Any, path: NodePath = ()) -> Any:
+    """``value`` with each plain scalar that stands where a schema file holds text read as written."""
+    if isinstance(value, dict):
+        return {key: _as_written(doc, item, path + (key,)) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_as_written(doc, item, path + (i,)) for i, item in enumerate(value)]
+    written = doc.written(*path)
+    return written if value is not None and written is not None and _holds_text(path) else value
+
+
+def _holds_text(path: NodePath) -> bool:
+    """Whether a schema file holds text at ``path``: names, types, comments, properties, partition values.
+
+    A null stays missing: it says nothing. Object names are left to the shape check: a dotted
+    name YAML reads as a number (``1.5``) is no valid name either way.
+    """
+    match path:
+        case ("comment",) | ("properties", str()) | ("partitioned_on", int()):
+            return True
+        case ("columns" | "partitioned_by", int(), "name" | "type" | "comment"):
+            return True
+        case ("partitions", int(), str()) | ("partitions", "complete_when", str(), int()):
+            return True
+    return False
+
+
+def _object_name(doc: Document, kind: str, written: str, problems: list[Problem]) -> tuple[str, str]:
+    """The database and name of a ``db.name``, lower-case as the metastore keeps them."""
+    database, _, name = written.lower().partition(".")
+    _DATABASE_NAME.check(database, doc.at(kind), problems)
+    _OBJECT_NAME.check(name, doc.at(kind), problems)
+    return database, name
+
+
+def _comment(doc: Document, data: dict[str, Any], path: NodePath, limit: _Limit, problems: list[Problem]) -> str | None:
+    """The comment at ``path`` (under ``data``), checked against ``limit``; a blank one is none.
+
+    The metastore reports an empty comment as no comment, so one declared empty would be planned
+    again on every run; a comment of spaces alone says no more.
+    """
+    comment = data.get("comment")
+    if comment is None:
+        return None
+    limit.check(comment, doc.at(*path, "comment"), problems)
+    return comment if comment.strip() else None
+
+
 def _table(doc: Document, data: dict[str, Any], problems: list[Problem]) -> Table:
-    database, _, name = data["table"].lower().partition(".")
+    database, name = _object_name(doc, "table", data["table"], problems)
     columns = _columns(doc, data, "columns", problems)
     partition_columns = _columns(doc, data, "partitioned_by", problems)
     _check_unique(columns + partition_columns, problems)
@@ -65,12 +187,14 @@ def _table(doc: Document, data: dict[str, Any], problems: list[Problem]) -> Tabl
     if not external and "location" in data:
         message = "only an external table takes a location: add 'external: true' or remove 'location'"
         problems.append(Problem(doc.key("location"), message))
+    if "location" in data:
+        _LOCATION.check(data["location"], doc.at("location"), problems)
     return Table(
         database=database,
         name=name,
         columns=columns,
         partition_columns=partition_columns,
-        comment=data.get("comment"),
+        comment=_comment(doc, data, (), _COMMENT, problems),
         format=data.get("format", "parquet"),
         external=external,
         location=data.get("location"),
@@ -80,19 +204,24 @@ def _table(doc: Document, data: dict[str, Any], problems: list[Problem]) -> Tabl
 
 
 def _view(doc: Document, data: dict[str, Any], problems: list[Problem]) -> View:
-    database, _, name = data["view"].lower().partition(".")
+    database, name = _object_name(doc, "view", data["view"], problems)
     columns = tuple(
-        Column(name=c["name"].lower(), comment=c.get("comment"), source=doc.at("columns", i))
+        Column(name=_column_name(doc, ("columns", i), c, _COLUMN_NAME, problems),
+               comment=_comment(doc, c, ("columns", i), _COLUMN_COMMENT, problems), source=doc.at("columns", i))
         for i, c in enumerate(data.get("columns", ()))
     )
     _check_unique(columns, problems)
+    for i, written in enumerate(data.get("partitioned_on", ())):
+        _PARTITION_COLUMN_NAME.check(written, doc.at("partitioned_on", i), problems)
     partitioned_on = tuple(p.lower() for p in data.get("partitioned_on", ()))
+    sql = re.sub(r"[\s;]+$", "", data["sql"])
+    _VIEW_TEXT.check(sql, doc.at("sql"), problems, "shorten it, or move part of it into a view that it reads")
     return View(
         database=database,
         name=name,
-        sql=re.sub(r"[\s;]+$", "", data["sql"]),
+        sql=sql,
         columns=columns,
-        comment=data.get("comment"),
+        comment=_comment(doc, data, (), _COMMENT, problems),
         partitioned_on=partitioned_on,
         partitions=_view_partitions(doc, data.get("partitions"), partitioned_on, problems),
         properties=_properties(doc, data, problems),
@@ -125,10 +254,11 @@ def _view_partitions(doc: Document, declared: list | dict | None, partitioned_on
     names = ", ".join(partitioned_on)
     first: dict[tuple[str, ...], int] = {}
     for i, spec in enumerate(declared):
-        for written in spec:
+        for written, value in spec.items():
             if written.lower() not in partitioned_on:
                 message = f"'{written}' is not a partition column of the view (partitioned_on: {names})"
                 problems.append(Problem(doc.key("partitions", i, written), message))
+            _PARTITION_VALUE.check(value, doc.at("partitions", i, written), problems)
         spec = {column.lower(): value for column, value in spec.items()}
         missing = [column for column in partitioned_on if column not in spec]
         if missing:
@@ -136,6 +266,9 @@ def _view_partitions(doc: Document, declared: list | dict | None, partitioned_on
             problems.append(Problem(doc.at("partitions", i), message))
             continue
         values = tuple(spec[column] for column in partitioned_on)
+        escaped = tuple("".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in value) for value in values)
+        _PARTITION_NAME.check(partition_name(partitioned_on, escaped), doc.at("partitions", i), problems,
+                              "shorten its values (Hive writes each '/', ':', '=', '%' and the like in them as %XX)")
         if "" in values:
             problems.append(Problem(doc.at("partitions", i), "a partition value must not be empty"))
         elif values in first:
@@ -147,16 +280,39 @@ def _view_partitions(doc: Document, declared: list | dict | None, partitioned_on
 
 
 def _columns(doc: Document, data: dict[str, Any], field: str, problems: list[Problem]) -> tuple[Column, ...]:
+    """A table's data columns (``columns``) or partition columns (``partitioned_by``)."""
+    partition = field == "partitioned_by"
+    name_limit, comment_limit = ((_PARTITION_COLUMN_NAME, _PARTITION_COLUMN_COMMENT) if partition
+                                 else (_COLUMN_NAME, _COLUMN_COMMENT))
     columns = []
     for i, column in enumerate(data.get(field, ())):
         path: NodePath = (field, i)
-        try:
-            type_ = canonical_type(column["type"])
-        except InvalidType as error:
-            problems.append(Problem(doc.at(*path, "type"), str(error)))
-            type_ = column["type"]
-        columns.append(Column(column["name"].lower(), type_, column.get("comment"), source=doc.at(*path)))
+        name = _column_name(doc, path, column, name_limit, problems)
+        type_ = _column_type(doc.at(*path, "type"), column["type"], partition, data.get("format"), problems)
+        comment = _comment(doc, column, path, comment_limit, problems)
+        columns.append(Column(name, type_, comment, source=doc.at(*path)))
     return tuple(columns)
+
+
+def _column_name(doc: Document, path: NodePath, column: dict[str, Any], limit: _Limit, problems: list[Problem]) -> str:
+    limit.check(column["name"], doc.at(*path, "name"), problems)
+    return column["name"].lower()
+
+
+def _column_type(where: Source, declared: str, partition: bool, format_: str | None, problems: list[Problem]) -> str:
+    """The canonical type of a table column, if Spark can create it and the table can store it as declared."""
+    try:
+        type_ = canonical_type(declared)
+        if partition and not is_primitive(type_):
+            raise InvalidType(f"a partition column holds one value, not {type_}: each partition is named by its "
+                              "values; declare a primitive type, such as string, or make it a data column")
+        if format_ == "avro" and not partition:  # partition values are kept in the metastore, not in avro
+            check_avro(type_)
+    except InvalidType as error:
+        problems.append(Problem(where, str(error)))
+        return declared
+    _COLUMN_TYPE.check(type_, where, problems, "split it into several columns")
+    return type_
 
 
 def _check_unique(columns: tuple[Column, ...], problems: list[Problem]) -> None:
@@ -170,17 +326,23 @@ def _check_unique(columns: tuple[Column, ...], problems: list[Problem]) -> None:
 
 
 def _properties(doc: Document, data: dict[str, Any], problems: list[Problem]) -> dict[str, str]:
-    """TBLPROPERTIES as strings (``true``, ``4``); keys under ``schemaflow.`` belong to schemaflow."""
-    properties = data.get("properties", {})
-    for key in sorted(properties):
-        if key.lower().startswith(SCHEMAFLOW_PREFIX):
-            message = f"property '{key}' is reserved: schemaflow writes the '{SCHEMAFLOW_PREFIX}' properties itself"
-            problems.append(Problem(doc.key("properties", key), message))
-    return {key: _text(value) for key, value in sorted(properties.items())}
+    """TBLPROPERTIES as the strings written (``NO``, ``1.10``); none that Hive, Spark or schemaflow own.
 
-
-def _text(value: str | int | float | bool) -> str:
-    """A property value as the metastore stores it: YAML booleans in lower case."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+    schemaflow records the keys it manages as one comma-separated parameter, so a key holds no comma.
+    """
+    properties = {key: str(value) for key, value in sorted(data.get("properties", {}).items())}
+    for key, value in properties.items():
+        where = doc.key("properties", key)
+        folded = key.lower()
+        reason = _OWNED_KEYS.get(folded) or next(
+            (why for prefix, why in _OWNED_PREFIXES.items() if folded.startswith(prefix)), None)
+        if reason:
+            problems.append(Problem(where, f"property '{key}' is reserved: {reason}"))
+        if not key.strip() or "," in key:
+            message = (f"property key {key!r} is not valid: schemaflow lists the keys it manages, separated by "
+                       "commas, so a key must not be blank or hold a comma; rename it")
+            problems.append(Problem(where, message))
+        _PROPERTY_KEY.check(key, where, problems)
+        _PROPERTY_VALUE.check(value, doc.at("properties", key), problems)
+    _MANAGED_KEYS.check(",".join(properties), doc.key("properties"), problems, "declare fewer or shorter properties")
+    return properties
