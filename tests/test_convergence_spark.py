@@ -40,7 +40,7 @@ FORMATS = ["parquet", "orc", "avro", "textfile", "sequencefile", "rcfile"]
 # Property values as YAML 1.1 would read them unquoted (a bool, an octal, a float...): stored as written.
 COERCIBLE = ["NO", "yes", "on", "1.10", "030", "1_000", "0x1F", "1e3", "2024-01-01", "~x", "12:30", ".inf"]
 HOSTILE = ["${env:HOME}", "${claim}", "${applied_at}", "${live_state}", "'; DROP TABLE x; --", "*/", "`",
-           "\\", "\"", "line\nbreak", "emoji \U0001F600", "tab\there", "ünïcödé"]
+           "\\", "\"", "line\nbreak", "emoji \U0001F600", "tab\there", "ünïcödé", "nul\x00byte", "cr\rlf", " padded "]
 
 names = st.from_regex(r"[a-z][a-z0-9_]{0,11}", fullmatch=True)
 texts = st.one_of(st.sampled_from(HOSTILE),
