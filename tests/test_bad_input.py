@@ -11,14 +11,12 @@ back, byte for byte, before and after.
 """
 from __future__ import annotations
 
-import contextlib
-import io
 import shutil
 from pathlib import Path
 
 import pytest
 
-from schemaflow import cli
+from tests.inprocess import schemaflow
 
 CASES = Path(__file__).parent / "cases" / "bad_input"
 NAMES = sorted(p.name for p in CASES.iterdir() if p.is_dir())
@@ -41,17 +39,6 @@ def project(case: str, tmp_path: Path) -> Path:
     return root
 
 
-def run(root: Path, *args: str) -> tuple[int, str]:
-    """``schemaflow --project root ARGS`` in this process; its exit code and stderr."""
-    err, out = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
-        try:
-            code = cli.main(["--project", str(root), *args])
-        except SystemExit as stop:  # argparse
-            code = int(stop.code or 0)
-    return code, err.getvalue()
-
-
 def assert_refused(case: str, code: int, stderr: str) -> None:
     assert code == 1, f"{case}: exit {code}, stderr:\n{stderr}"
     missing = [line for line in expected(case) if line not in stderr]
@@ -64,11 +51,11 @@ def test_corpus_is_large_enough():
 
 @pytest.mark.parametrize("case", NAMES)
 def test_validate(case: str, tmp_path: Path):
-    code, stderr = run(project(case, tmp_path), "validate")
+    ran = schemaflow("--project", str(project(case, tmp_path)), "validate")
     if refused_by(case) == "plan":
-        assert code == 0, f"{case}: validate should accept what only Spark can judge:\n{stderr}"
+        assert ran.code == 0, f"{case}: validate should accept what only Spark can judge:\n{ran.err}"
     else:
-        assert_refused(case, code, stderr)
+        assert_refused(case, ran.code, ran.err)
 
 
 def metastore_dump(metastore) -> dict[str, list[str]]:
@@ -90,13 +77,10 @@ def test_plan_and_apply_refuse_every_case_and_write_nothing(metastore, tmp_path:
     for case in NAMES:
         root = project(case, tmp_path)
         for args in (("plan",), ("apply", "--auto-approve")):
-            err, out = io.StringIO(), io.StringIO()
-            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
-                code = cli.main(["--project", str(root), *args])
-            said = err.getvalue() + out.getvalue()
-            missing = [line for line in expected(case) if line not in said]
-            if code != 1 or missing:
-                failures.append(f"{case}: {args[0]} exit {code}, lacks {missing}:\n{said}")
+            ran = schemaflow("--project", str(root), *args)
+            missing = [line for line in expected(case) if line not in ran.said]
+            if ran.code != 1 or missing:
+                failures.append(f"{case}: {args[0]} exit {ran.code}, lacks {missing}:\n{ran.said}")
         after = metastore_dump(metastore)
         if after != before:
             failures.append(f"{case}: the metastore changed")

@@ -6,14 +6,11 @@ filled inside user text: every such text is stored as written, read back from th
 """
 from __future__ import annotations
 
-import contextlib
-import io
-
 import pytest
 
-from schemaflow import cli
 from schemaflow.catalog.metastore import Metastore
 from schemaflow.catalog.session import VARIABLE_SUBSTITUTION
+from tests.inprocess import schemaflow
 from tests.test_apply_spark import plan, plan_and_apply, write_project
 
 pytestmark = pytest.mark.spark
@@ -60,13 +57,6 @@ def test_user_text_is_stored_as_written_whatever_the_sessions_substitution_setti
     assert plan(project, metastore).is_empty
 
 
-def _cli(*args: str) -> tuple[int, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = cli.main(list(args))
-    return code, out.getvalue() + err.getvalue()
-
-
 def test_view_sql_spark_refuses_blocks_the_plan_and_apply_writes_nothing(tmp_path, metastore, spark, fresh_db):
     db = fresh_db()
     project = write_project(tmp_path, {
@@ -85,10 +75,10 @@ def test_view_sql_spark_refuses_blocks_the_plan_and_apply_writes_nothing(tmp_pat
     assert "GROUP BY" in blocked[f"{db}.agg"]
     tables_before = sorted(metastore.msc.getAllTables(db))
 
-    code, said = _cli("--project", str(tmp_path), "plan")
-    assert code == 1 and "error: 3 steps blocked: apply would refuse this plan" in said
-    code, said = _cli("--project", str(tmp_path), "apply", "--auto-approve")
-    assert code == 1 and "the plan has 3 blocked step(s); nothing was applied" in said
+    ran = schemaflow("--project", str(tmp_path), "plan")
+    assert ran.code == 1 and "error: 3 steps blocked: apply would refuse this plan" in ran.err
+    ran = schemaflow("--project", str(tmp_path), "apply", "--auto-approve")
+    assert ran.code == 1 and "the plan has 3 blocked step(s); nothing was applied" in ran.err
     assert sorted(metastore.msc.getAllTables(db)) == tables_before == []  # not even the table was created
     # The stand-ins Spark judged the views against were session-local, and are gone.
     assert spark.sql("SHOW VIEWS IN default LIKE '__schemaflow_check_*'").collect() == []
@@ -114,10 +104,10 @@ def test_a_saved_plan_is_bound_to_its_project_and_metastore(tmp_path, metastore,
         (tmp_path / "forged.json").write_text(json.dumps({**data, "checksum": _checksum(data)}))
 
     def refused(project, plan_file) -> str:
-        code, said = _cli("--project", str(project.root), "apply", str(plan_file), "--auto-approve")
-        assert code == 1, said
+        ran = schemaflow("--project", str(project.root), "apply", str(plan_file), "--auto-approve")
+        assert ran.code == 1, ran.said
         assert spark.sql(f"SHOW TABLES IN {db}").collect() == []  # nothing applied
-        return said
+        return ran.err
 
     assert "it was made from other schemas or migrations than" in refused(theirs, saved)
 
@@ -132,6 +122,6 @@ def test_a_saved_plan_is_bound_to_its_project_and_metastore(tmp_path, metastore,
     assert "it was planned against the metastore thrift://prod-metastore:9083, and this project reaches " \
            "embedded Derby at" in refused(ours, tmp_path / "forged.json")
 
-    code, said = _cli("--project", str(ours.root), "apply", str(saved), "--auto-approve")  # the real one applies
-    assert code == 0, said
+    ran = schemaflow("--project", str(ours.root), "apply", str(saved), "--auto-approve")  # the real one applies
+    assert ran.code == 0, ran.said
     assert [r.tableName for r in spark.sql(f"SHOW TABLES IN {db}").collect()] == ["t"]
