@@ -394,3 +394,13 @@ def test_no_listing_follows_a_link_twice(tmp_path):
     lines = reported(tmp_path)
     assert time.perf_counter() - start < 5
     assert len(lines) == 20 and all("leads to the folder already read as" in line for line in lines)
+
+
+def test_spark_settings_are_kept_as_written_not_as_yaml_reads_them(tmp_path):
+    from schemaflow.project import load_project
+
+    (tmp_path / "schemas").mkdir()
+    (tmp_path / "schemaflow.yaml").write_text(
+        "spark:\n  conf: {spark.sql.shuffle.partitions: 030, spark.a: NO, spark.b: 1.10, spark.c: 1_000, spark.d: '7'}\n")
+    assert load_project(tmp_path, env={}).settings.spark_conf == {
+        "spark.a": "NO", "spark.b": "1.10", "spark.c": "1_000", "spark.d": "7", "spark.sql.shuffle.partitions": "030"}

@@ -32,4 +32,7 @@ def check_settings(path: ProjectFile) -> dict[str, Any]:
     problems = check_shape(doc, data, "settings")
     if problems:
         raise SpecError(problems)
+    conf = (data.get("spark") or {}).get("conf") or {}
+    for key in conf:  # Spark settings are text: "1.10" or "NO" as written, not as YAML 1.1 reads them
+        conf[key] = doc.written("spark", "conf", key) or conf[key]
     return data
