@@ -35,12 +35,14 @@ class ViewChecker:
 
     def problems(self, keys: Iterable[str]) -> dict[str, str]:
         """Why Spark refuses the SQL of each view in ``keys``; views it accepts are left out."""
+        current = self.spark.catalog.currentDatabase()
         try:
             found = {key: self.stand_in(key) for key in sorted(keys)}
         finally:
             for key, failed in self.made.items():
                 if failed is None:
                     self.spark.catalog.dropTempView(self.names[key])
+            self._use(current)
         return {key: problem for key, problem in found.items() if problem}
 
     def stand_in(self, key: str) -> str | None:
@@ -69,7 +71,14 @@ class ViewChecker:
         if sql is None:
             return None  # cannot be pointed at stand-ins: apply is where Spark judges it
         columns = ", ".join(ddl.ident(c.name) for c in view.columns)
+        # As Spark resolves a view: unqualified functions in the view's own database, once it exists.
+        self._use(view.database)
         return self._create(view.key, sql, f" ({columns})" if columns else "")
+
+    def _use(self, database: str) -> None:
+        """Make ``database`` the session's current database, or ``default`` while it does not exist."""
+        exists = self.spark.catalog.databaseExists(database)
+        self.spark.catalog.setCurrentDatabase(database if exists else "default")
 
     def _parse(self, sql: str) -> str | None:
         """Spark's parser on the SQL as written (what apply will send): why it refuses it, or None."""
