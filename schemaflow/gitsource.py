@@ -172,7 +172,7 @@ def commit_files(project_root: Path, ref: str) -> Iterator[CommitFiles]:
         raise SchemaflowError(message) from None
     try:
         tree = _tree(repo, ref)
-        prefix = Path(project_root).resolve().relative_to(Path(repo.working_tree_dir).resolve()).as_posix()
+        prefix = Path(project_root).resolve().relative_to(_work_tree(repo).resolve()).as_posix()
         folder = "" if prefix == "." else prefix
         try:
             found = isinstance(_follow(tree, folder), git.Tree)
@@ -198,7 +198,7 @@ def commit_of(project_root: Path, ref: str | None = None) -> str | None:
             return repo.commit(ref).hexsha
         if not repo.head.is_valid():
             return None
-        prefix = Path(project_root).resolve().relative_to(Path(repo.working_tree_dir).resolve())
+        prefix = Path(project_root).resolve().relative_to(_work_tree(repo).resolve())
         folders = [(prefix / name).as_posix() for name in ("schemas", "migrations")]
         dirty = any(repo.is_dirty(untracked_files=True, path=folder) for folder in folders)
         return repo.head.commit.hexsha + ("+dirty" if dirty else "")
@@ -206,6 +206,13 @@ def commit_of(project_root: Path, ref: str | None = None) -> str | None:
         return None
     finally:
         repo.close()
+
+
+def _work_tree(repo: git.Repo) -> Path:
+    """The folder ``repo`` is checked out in (GitPython gives None for a bare repository)."""
+    if repo.working_tree_dir is None:
+        raise SchemaflowError(f"{repo.git_dir} is a bare git repository: it has no project folder to read")
+    return Path(repo.working_tree_dir)
 
 
 def _tree(repo: git.Repo, ref: str) -> git.Tree:

@@ -45,6 +45,13 @@ class Column:
     source: Source | None = field(default=None, compare=False, repr=False)
 
 
+def column_type(column: Column) -> str:
+    """The type of a table column, which always has one (only a declared view column leaves it to the SQL)."""
+    if column.type is None:
+        raise ValueError(f"column {column.name} has no type")
+    return column.type
+
+
 @dataclass(frozen=True)
 class Table:
     database: str

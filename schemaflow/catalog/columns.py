@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
+from schemaflow.catalog.jvm import jvm_view
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import Column, split_key
 from schemaflow.sql.ddl import column_def
@@ -66,7 +67,7 @@ def cascade_in_batches(metastore: Metastore, key: str, columns: Sequence[Column]
     fields = _field_schemas(metastore, columns)
     rewritten = checked = 0
     for partitions, data in _partition_batches(metastore, key):
-        stale = metastore.spark._jvm.java.util.ArrayList()
+        stale = jvm_view(metastore.spark).java.util.ArrayList()
         for index, partition in enumerate(data):
             if _rows(partition) != wanted:
                 java_partition = partitions.get(index)
@@ -111,7 +112,7 @@ def _listed(fields: Any) -> list[tuple[str, str, str | None]]:
 
 
 def _field_schemas(metastore: Metastore, columns: Sequence[Column]) -> Any:
-    fields = metastore.spark._jvm.java.util.ArrayList()
+    fields = jvm_view(metastore.spark).java.util.ArrayList()
     for column in columns:
         fields.add(metastore.api.FieldSchema(column.name, column.type, column.comment))
     return fields
@@ -122,7 +123,7 @@ def _sync_spark_schema(metastore: Metastore, table: Any, columns: Sequence[Colum
     parameters = table.getParameters()
     if SPARK_SCHEMA not in parameters and SPARK_SCHEMA_PARTS not in parameters:
         return  # not created by Spark: Spark reads the metastore's columns
-    jvm = metastore.spark._jvm
+    jvm = jvm_view(metastore.spark)
     struct = jvm.org.apache.spark.sql.types.StructType.fromDDL(", ".join(column_def(c) for c in columns))
     text = jvm.org.apache.spark.sql.catalyst.util.CharVarcharUtils.replaceCharVarcharWithStringInSchema(struct).json()
     for parameter in [k for k in parameters.keySet() if k in (SPARK_SCHEMA, SPARK_SCHEMA_PARTS)

@@ -8,14 +8,26 @@ failure to talk to a Thrift metastore anywhere in the chain is reported as such,
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from py4j.protocol import Py4JError, Py4JNetworkError
 from pyspark.errors import PySparkException
 
 from schemaflow.errors import SchemaflowError
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 MAX_CAUSES = 20
+
+
+def jvm_view(spark: SparkSession) -> Any:
+    """The py4j view of ``spark``'s JVM, through which Java classes are reached (``view.java.util``)."""
+    view = spark.sparkContext._jvm
+    # PySpark types it Optional, but sets it when the gateway starts (before any session exists)
+    # and never clears it, so a session always has one.
+    assert view is not None, "a SparkSession without a JVM"
+    return view
 
 
 @contextmanager
@@ -45,7 +57,7 @@ def java_chain(error: Exception) -> list[Any]:
     """The Java throwable behind ``error`` and its causes, outermost first."""
     # PySpark's own exception classes keep the Java original in ``_origin``.
     throwable = getattr(error, "java_exception", None) or getattr(error, "_origin", None)
-    chain = []
+    chain: list[Any] = []
     while throwable is not None and len(chain) < MAX_CAUSES:
         chain.append(throwable)
         throwable = throwable.getCause()

@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 from pyspark.sql import SparkSession
 
 from schemaflow.catalog.columns import set_columns, stale_partitions
-from schemaflow.catalog.jvm import java_errors, java_message, unreachable
+from schemaflow.catalog.jvm import java_errors, java_message, jvm_view, unreachable
 from schemaflow.catalog.session import VARIABLE_SUBSTITUTION
 from schemaflow.catalog.view_partitions import change_view_partitions, partition_values
 from schemaflow.errors import ConcurrentChange, SchemaflowError
@@ -93,7 +93,7 @@ class Metastore:
         self.progress: Callable[[str], None] | None = None
         self.sleep: Callable[[float], None] = time.sleep
         self._guards_checked = False
-        jvm = spark.sparkContext._jvm
+        jvm = jvm_view(spark)
         self.api = jvm.org.apache.hadoop.hive.metastore.api
         self._serializer = jvm.org.apache.thrift.TSerializer(
             jvm.org.apache.thrift.protocol.TSimpleJSONProtocol.Factory()
@@ -110,7 +110,7 @@ class Metastore:
         endpoint = describe_endpoint(spark.sparkContext._jsc.hadoopConfiguration())
         with java_errors(f"cannot reach the Hive metastore ({endpoint})", endpoint):
             client = shared_state.externalCatalog().unwrapped().client()
-            msc = spark.sparkContext._jvm.org.apache.hadoop.hive.ql.metadata.Hive.get(client.conf()).getMSC()
+            msc = jvm_view(spark).org.apache.hadoop.hive.ql.metadata.Hive.get(client.conf()).getMSC()
         return cls(spark, msc, endpoint)
 
     def databases(self) -> tuple[str, ...]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, Sequence
 
+from schemaflow.catalog.jvm import jvm_view
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import PartitionValues, partition_name, split_key
 from schemaflow.wording import plural
@@ -32,7 +33,7 @@ _ESCAPED = re.compile(r"%([0-9A-Fa-f]{2})")
 def partition_values(metastore: Metastore, key: str) -> tuple[PartitionValues, ...]:
     """The partitions of table or view ``key``, each as its values in partition-column order, sorted."""
     database, name = split_key(key)
-    jvm = metastore.spark.sparkContext._jvm
+    jvm = jvm_view(metastore.spark)
     names = jvm.java.lang.String.join("\n", metastore.msc.listPartitionNames(database, name, -1))
     return tuple(sorted(parse_name(n) for n in names.split("\n") if n))
 
@@ -52,7 +53,7 @@ def change_view_partitions(metastore: Metastore, key: str, columns: Sequence[str
     if view.getTableType() != "VIRTUAL_VIEW" or keys != list(columns):
         raise SchemaflowError(f"{key} is not a view partitioned on ({', '.join(columns)}): "
                               f"it is a {view.getTableType()} partitioned on ({', '.join(keys)})")
-    jvm = metastore.spark.sparkContext._jvm
+    jvm = jvm_view(metastore.spark)
     for start in range(0, len(drop), BATCH):
         for values in drop[start:start + BATCH]:
             if not metastore.msc.dropPartition(database, name, jvm.java.util.ArrayList(list(values)), False):

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from schemaflow.model import Column
+from schemaflow.model import Column, column_type
 
 WIDENING = ("tinyint", "smallint", "int", "bigint", "decimal", "float", "double", "string")
 _RANK = {name: rank for rank, name in enumerate(WIDENING)}
@@ -64,4 +64,5 @@ class Incompatibility:
 
 def incompatibilities(old: Sequence[Column], new: Sequence[Column]) -> list[Incompatibility]:
     """Every position where the metastore would refuse the change from ``old`` to ``new`` columns."""
-    return [Incompatibility(i, o, n) for i, (o, n) in enumerate(zip(old, new), 1) if not compatible(o.type, n.type)]
+    return [Incompatibility(i, o, n) for i, (o, n) in enumerate(zip(old, new), 1)
+            if not compatible(column_type(o), column_type(n))]

@@ -25,14 +25,16 @@ def diff(desired: Catalog, live: Catalog) -> list[Change]:
     for key in sorted(desired.objects.keys() | live.objects.keys()):
         want, have = desired.get(key), live.get(key)
         if have is None:
-            changes.append(create(want))
+            changes.append(create(desired.objects[key]))  # the key is desired when it is not live
         elif want is None:
             changes.append(DropTable(have) if isinstance(have, Table) else DropView(have))
         elif want.kind != have.kind:
             changes += [DropTable(have) if isinstance(have, Table) else DropView(have), create(want)]
         elif isinstance(want, Table):
+            assert isinstance(have, Table)  # the same kind
             changes += diff_table(want, have, desired.migrations)
         else:
+            assert isinstance(have, View)  # the same kind
             changes += diff_view(want, have)
     return changes
 

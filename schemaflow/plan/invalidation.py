@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from schemaflow.graph import CycleError, topological_order
-from schemaflow.model import Catalog, Column, View
+from schemaflow.model import Catalog, Column, Object, View
 from schemaflow.plan.changes import AlterColumns, Change, DropTable, DropView, ReplaceView
 from schemaflow.wording import plural
 
@@ -83,6 +83,7 @@ def resolve(changes: list[Change], desired: Catalog, live: Catalog, mode: str) -
     notes: dict[str, list[str]] = {}
     for key in _live_order(live):
         view = live.get(key)
+        assert isinstance(view, View)  # _live_order lists live views only
         if key in dropped:
             continue
         hits, retypes = _hits(view, effects)
@@ -106,8 +107,11 @@ def resolve(changes: list[Change], desired: Catalog, live: Catalog, mode: str) -
             for hit in hits:
                 blocked.setdefault(hit.effect.cause, []).append(hit)
         elif mode == CASCADE and key not in replaced:
-            changes.append(ReplaceView(desired.get(key), (f"re-created after {hits[0].effect.cause} changed: "
-                                                          + "; ".join(h.describe() for h in hits),)))
+            declared = desired.get(key)
+            # A live view that the changes do not drop is still declared, as a view.
+            assert isinstance(declared, View)
+            changes.append(ReplaceView(declared, (f"re-created after {hits[0].effect.cause} changed: "
+                                                  + "; ".join(h.describe() for h in hits),)))
     if mode == LENIENT and broken:
         # Left as they are, as Hive and MySQL leave them. The next plan sees no change that breaks them
         # and re-creates them, if their declared SQL still resolves.
@@ -137,7 +141,7 @@ def _base_effects(changes: list[Change], desired: Catalog, live: Catalog) -> dic
             if successor is None:
                 effects[change.key] = {WHOLE: Effect("is dropped", change.key)}
             else:
-                have = live.get(change.key).columns
+                have = live.objects[change.key].columns  # a dropped object is live
                 effects[change.key] = _vanished(have, successor.columns, f"is re-created as a {successor.kind}",
                                                 change.key)
     return effects
@@ -180,6 +184,7 @@ def _binding(view: View) -> str:
 
 
 def _follows(view: View, hit: Breakage) -> str:
+    assert hit.effect.retype is not None  # a type change's effect carries both types
     old, new = hit.effect.retype
     column = f"{hit.object}.{hit.column}"
     if view.schema_mode == COMPENSATION:
@@ -188,7 +193,7 @@ def _follows(view: View, hit: Breakage) -> str:
     return f"{view.key} ({view.schema_mode}) takes the new type of {column}: {new}"
 
 
-def _passed_on(view: View, successor: View | None, hits: list[Breakage], retypes: list[Breakage], recreated: bool,
+def _passed_on(view: View, successor: Object | None, hits: list[Breakage], retypes: list[Breakage], recreated: bool,
                deliberate: bool) -> dict[str | None, Effect]:
     """What ``view``'s readers see change: it fails, it is re-created with other columns, or its types follow.
 

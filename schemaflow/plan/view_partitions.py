@@ -42,9 +42,9 @@ def _complete(rule: Mapping[str, tuple[str, ...] | int], position: Mapping[str, 
               parts: list[PartitionValues]) -> bool:
     """Whether base partitions ``parts`` hold every combination of the listed values, and enough distinct
     values of each counted column."""
-    listed = sorted(column for column, wanted in rule.items() if not isinstance(wanted, int))
+    listed = {column: wanted for column, wanted in sorted(rule.items()) if not isinstance(wanted, int)}
     present = {tuple(p[position[c]] for c in listed) for p in parts}
-    if not present.issuperset(product(*(rule[c] for c in listed))):
+    if not present.issuperset(product(*listed.values())):
         return False
     return all(len({p[position[c]] for p in parts}) >= wanted
                for c, wanted in rule.items() if isinstance(wanted, int))
@@ -64,14 +64,14 @@ def partition_changes(desired: Catalog, live: Catalog, changes: list[Change],
         have = live.get(want.key)
         have = have if isinstance(have, View) else None
         replaced = want.key in recreated and have is not None
-        if want.partitions is None and not (replaced and have.partitioned_on):
+        if want.partitions is None and not (replaced and have is not None and have.partitioned_on):
             continue
         current = _live_partitions(want, have, list_partitions)
         fits = have is not None and have.partitioned_on == want.partitioned_on
         target = _target(want, live, current if fits else (), list_partitions)
         if current is None or target is None:
-            declared_before = have is not None and have.partitions is not None
-            if want.key in recreated or (declared_before and have.partitions != want.partitions):
+            redeclared = have is not None and have.partitions is not None and have.partitions != want.partitions
+            if want.key in recreated or redeclared:
                 result.append(SyncViewPartitions(want, have.partitioned_on if have else (), known=False))
             continue
         change = _sync(want, have, current, target, fits, replaced)
@@ -92,7 +92,7 @@ def _live_partitions(want: View, have: View | None, list_partitions: PartitionLi
     return None
 
 
-def _target(want: View, live: Catalog, fitting: tuple[PartitionValues, ...],
+def _target(want: View, live: Catalog, fitting: tuple[PartitionValues, ...] | None,
             list_partitions: PartitionLister | None) -> tuple[PartitionValues, ...] | None:
     """The partitions the view should have; None when they cannot be known."""
     rule = want.partitions

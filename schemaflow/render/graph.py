@@ -59,7 +59,7 @@ def _text(catalog: Catalog, keys: list[str]) -> list[str]:
     lines = []
     edges = _edges(catalog, keys)
     for key in keys:
-        lines.append(f"{key} ({catalog.get(key).kind})")
+        lines.append(f"{key} ({catalog.objects[key].kind})")
         lines += [f"  reads {read}" + (f": {columns}" if columns else "") for view, read, columns in edges
                   if view == key]
         lines += [f"  read by {view}" for view, read, _ in edges if read == key]

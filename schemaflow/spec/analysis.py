@@ -14,7 +14,7 @@ from typing import Collection, Mapping
 
 from schemaflow.errors import Problem
 from schemaflow.graph import CycleError, topological_order
-from schemaflow.model import Column, Table, View
+from schemaflow.model import Column, Table, View, column_type
 from schemaflow.spec.yamlpos import Document
 from schemaflow.sql.views import ViewSqlError, analyze_view, tables_read
 
@@ -41,7 +41,7 @@ def analyze_views(
             problems.append(_sql_problem(docs[key], error))
             skipped.add(key)
     tables = {key: obj for key, obj in objects.items() if isinstance(obj, Table)}
-    schema = {key: [(c.name, c.type) for c in table.all_columns] for key, table in tables.items()}
+    schema = {key: [(c.name, column_type(c)) for c in table.all_columns] for key, table in tables.items()}
     analysed: dict[str, View] = {}
     for key in _dependency_order(reads, docs, problems, skipped):
         if skipped.intersection(reads[key]):

@@ -97,9 +97,15 @@ def order_problems(migrations: Sequence[Migration]) -> list[Problem]:
     by_number: dict[str, list[Migration]] = {}
     for migration in migrations:
         by_number.setdefault(migration.id[:4], []).append(migration)
-    return [Problem(m.source, f"migration number {number} is used by {len(same)} files "
+    return [Problem(_placed(m), f"migration number {number} is used by {len(same)} files "
                               f"({', '.join(sorted(o.id for o in same))}): renumber this one after the others")
             for number, same in sorted(by_number.items()) if len(same) > 1 for m in same]
+
+
+def _placed(migration: Migration) -> Source:
+    # A migration read from a file knows its place (doc.at()).
+    assert migration.source is not None, f"migration {migration.id} has no source"
+    return migration.source
 
 
 def agreement_problems(migrations: Sequence[Migration], objects: Mapping[str, Table | View]) -> list[Problem]:

@@ -320,8 +320,10 @@ def _check_unique(columns: tuple[Column, ...], problems: list[Problem]) -> None:
     first: dict[str, Column] = {}
     for column in columns:
         if column.name in first:
-            message = f"column '{column.name}' is declared twice (first on line {first[column.name].source.line})"
-            problems.append(Problem(column.source, message))
+            earlier, here = first[column.name].source, column.source
+            assert earlier is not None and here is not None  # columns read from a file know their place
+            message = f"column '{column.name}' is declared twice (first on line {earlier.line})"
+            problems.append(Problem(here, message))
         first.setdefault(column.name, column)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from functools import cache
 from importlib.resources import files
-from typing import Any
+from typing import Any, Mapping, cast
 
 from jsonschema import Draft202012Validator, ValidationError
 from referencing import Registry, Resource
@@ -51,39 +51,47 @@ def _load(name: str) -> dict[str, Any]:
 def _problems(doc: Document, error: ValidationError) -> list[Problem]:
     path = tuple(error.absolute_path)
     where = _where(path)
-    value = error.instance
+    # iter_errors fills in both on every error it yields; the stubs also allow jsonschema's private
+    # placeholder for an error made by hand, which this module never sees.
+    value, validator_value = cast(Any, error.instance), cast(Any, error.validator_value)
     if error.validator == "additionalProperties":
-        allowed = ", ".join(sorted(error.schema["properties"]))
+        allowed = ", ".join(sorted(_schema(error)["properties"]))
         return [
             Problem(doc.key(*path, key), f"unknown key '{key}' (expected one of: {allowed})")
-            for key in sorted(set(value) - set(error.schema["properties"]))
+            for key in sorted(set(value) - set(_schema(error)["properties"]))
         ]
     if error.validator == "required":
         return [
             Problem(doc.at(*path), f"missing required key '{key}'")
-            for key in error.validator_value
+            for key in validator_value
             if key not in value
         ]
     if error.validator == "type":
-        expected = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
+        expected = validator_value if isinstance(validator_value, list) else [validator_value]
         kinds = _alternatives([_KINDS[kind][0] for kind in expected])
         if value is None:
             message = f"{where} has no value: write {kinds}"
         else:
             message = f"{where} must be {kinds}, not {_kind(value)}"
     elif error.validator == "enum":
-        message = f"{where} must be one of: {', '.join(error.validator_value)} (not {value!r})"
+        message = f"{where} must be one of: {', '.join(validator_value)} (not {value!r})"
     elif error.validator == "pattern":
-        message = f"{where} {value!r} is not valid: {error.schema['description']}"
+        message = f"{where} {value!r} is not valid: {_schema(error)['description']}"
     elif error.validator in ("minLength", "minItems", "minProperties"):
         message = f"{where} must not be empty"
     elif error.validator == "minimum":
-        message = f"{where} must be at least {error.validator_value}"
+        message = f"{where} must be at least {validator_value}"
     elif error.validator == "uniqueItems":
         message = f"{where} lists the same value more than once"
     else:
         message = f"{where}: {error.message}"
     return [Problem(doc.at(*path), message)]
+
+
+def _schema(error: ValidationError) -> Mapping[str, Any]:
+    """The schema holding the keyword ``error`` breaks: an object (only a ``false`` schema is not one)."""
+    assert isinstance(error.schema, Mapping), error.schema
+    return error.schema
 
 
 def _where(path: tuple[str | int, ...]) -> str:

@@ -162,6 +162,7 @@ class _BoundedLoader(yaml.SafeLoader):
         event = self.peek_event()
         if isinstance(event, yaml.AliasEvent):
             node = super().compose_node(parent, index)
+            assert node is not None  # the stubs allow None, but PyYAML composes a node for every event
             # An alias to an ancestor still being composed has no size yet: the builder refuses it.
             self.count(self.sizes.get(id(node), 1), event, "this alias")
             return node
@@ -170,6 +171,7 @@ class _BoundedLoader(yaml.SafeLoader):
             raise _Unbounded(event.start_mark, f"YAML nested more than {MAX_DEPTH} levels deep here: schemaflow "
                                                f"reads at most {MAX_DEPTH} levels; flatten the data")
         node = super().compose_node(parent, index)
+        assert node is not None  # as above
         self.depth -= 1
         children = node.value if isinstance(node, yaml.SequenceNode) else (
             [child for pair in node.value for child in pair] if isinstance(node, yaml.MappingNode) else [])
@@ -183,7 +185,9 @@ class _BoundedLoader(yaml.SafeLoader):
             message = (f"{what} takes the file past {MAX_VALUES:,} values (keys and list items included, each "
                        f"alias counted as a full copy of what it names): schemaflow reads at most {MAX_VALUES:,}; "
                        "use fewer aliases, or split the file")
-            raise _Unbounded(event.start_mark, message)
+            mark = event.start_mark
+            assert isinstance(mark, yaml.Mark)  # SafeLoader's pure-Python parser marks every event with one
+            raise _Unbounded(mark, message)
 
 
 # How a double-quoted scalar writes a 16-bit code (\u or \U0000), not after a backslash that escapes its own.
@@ -216,9 +220,14 @@ class _Builder:
                 self.problems.append(Problem(self.values[path], "a YAML alias refers back to this node from inside it"))
                 return None
             self.open.add(id(node))
-            value = self.mapping(node, path) if isinstance(node, yaml.MappingNode) else self.sequence(node, path)
+            if isinstance(node, yaml.MappingNode):
+                built: dict[str, Any] | list[Any] = self.mapping(node, path)
+            else:
+                assert isinstance(node, yaml.SequenceNode)  # PyYAML's only other collection
+                built = self.sequence(node, path)
             self.open.discard(id(node))
-            return value
+            return built
+        assert isinstance(node, yaml.ScalarNode)  # PyYAML's only other node
         try:
             value = self.constructor.construct_object(node)
         except (yaml.YAMLError, ValueError) as error:

@@ -24,7 +24,7 @@ from sqlglot.errors import ParseError
 T = exp.DataType.Type
 
 # sqlglot's type → the Hive name, for every scalar type a Hive table column can hold.
-_SCALARS: dict[exp.DataType.Type, str] = {
+_SCALARS: dict[exp.DType, str] = {
     T.TINYINT: "tinyint", T.SMALLINT: "smallint", T.INT: "int", T.BIGINT: "bigint",
     T.FLOAT: "float", T.DOUBLE: "double", T.DECIMAL: "decimal", T.BOOLEAN: "boolean",
     T.TEXT: "string", T.VARCHAR: "varchar", T.CHAR: "char", T.BINARY: "binary",

@@ -19,7 +19,7 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
 
-def column_usage(qualified: exp.Expression, default_database: str) -> dict[str, tuple[str, ...]]:
+def column_usage(qualified: exp.Expr, default_database: str) -> dict[str, tuple[str, ...]]:
     """``db.name`` of every table or view read -> the columns of it used anywhere, lower-case and sorted."""
     used: dict[str, set[str]] = {}
     for scope in traverse_scope(qualified):
@@ -27,37 +27,44 @@ def column_usage(qualified: exp.Expression, default_database: str) -> dict[str, 
             if is_table(source):
                 used.setdefault(table_key(source, default_database), set())
         for column in scope.columns:
-            source = scope.sources.get(column.table)
-            if is_table(source):
-                used[table_key(source, default_database)].add(column.name.lower())
+            origin = scope.sources.get(column.table)
+            if is_table(origin):
+                used[table_key(origin, default_database)].add(column.name.lower())
     return {key: tuple(sorted(columns)) for key, columns in sorted(used.items())}
 
 
-def output_lineage(qualified: exp.Expression, default_database: str) -> dict[str, tuple[str, ...]]:
+def output_lineage(qualified: exp.Query, default_database: str) -> dict[str, tuple[str, ...]]:
     """Each output column -> the ``db.name.column`` it is computed from, sorted."""
     scopes = {id(scope.expression): scope for scope in traverse_scope(qualified)}
     names = [select.alias_or_name.lower() for select in qualified.selects]
     return {name: tuple(sorted(_sources(qualified, i, scopes, default_database))) for i, name in enumerate(names)}
 
 
-def _sources(query: exp.Expression, position: int, scopes: Mapping[int, Scope], default_database: str) -> set[str]:
+def _sources(query: exp.Expr, position: int, scopes: Mapping[int, Scope], default_database: str) -> set[str]:
     """The source columns of the output column at ``position`` of ``query``."""
     if isinstance(query, exp.SetOperation):
         return (_sources(query.left, position, scopes, default_database)
                 | _sources(query.right, position, scopes, default_database))
     scope = scopes.get(id(query))
-    if scope is None or position >= len(query.selects):
+    if scope is None or position >= len(_selects(query)):
         return set()
     found: set[str] = set()
-    for column in query.selects[position].find_all(exp.Column):
+    for column in _selects(query)[position].find_all(exp.Column):
         source = scope.sources.get(column.table)
         if is_table(source):
             found.add(f"{table_key(source, default_database)}.{column.name.lower()}")
         elif isinstance(source, Scope):
-            inner = [s.alias_or_name.lower() for s in source.expression.selects]
+            inner = [s.alias_or_name.lower() for s in _selects(source.expression)]
             if column.name.lower() in inner:
                 found |= _sources(source.expression, inner.index(column.name.lower()), scopes, default_database)
     return found
+
+
+def _selects(expression: exp.Expr) -> list[exp.Expr]:
+    """The output expressions of a scope's query (a SELECT, a UNION, a derived table or a table function)."""
+    # sqlglot types a scope's expression as any expression; each one this module reaches has outputs.
+    assert isinstance(expression, exp.Selectable), f"{expression.key} has no output columns"
+    return expression.selects
 
 
 def is_table(source: object) -> TypeGuard[exp.Table]:

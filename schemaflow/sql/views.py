@@ -21,7 +21,7 @@ import difflib
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator, Mapping, Sequence
+from typing import Iterator, Mapping, Sequence, cast
 
 import sqlglot
 from sqlglot import exp
@@ -82,7 +82,7 @@ def _within_python_stack() -> Iterator[None]:
 
 
 @_within_python_stack()
-def parse_select(sql: str) -> exp.Expression:
+def parse_select(sql: str) -> exp.Query:
     """The single query in ``sql``; raises ``ViewSqlError`` for anything else, or nested too deep to analyse."""
     dialect = Dialect.get_or_raise(DIALECT)
     try:
@@ -196,7 +196,7 @@ def normalize_sql(sql: str) -> str:
         return " ".join(sql.split()).rstrip("; ")
 
 
-def _table_references(query: exp.Expression, default_database: str) -> list[tuple[str, exp.Table]]:
+def _table_references(query: exp.Expr, default_database: str) -> list[tuple[str, exp.Table]]:
     """Each table the query reads (not CTEs, not table functions), with its ``db.name``."""
     return [(table_key(source, default_database), source)
             for scope in traverse_scope(query) for source in scope.sources.values() if is_table(source)]
@@ -208,10 +208,11 @@ def _mapping_schema(schema: Mapping[str, Sequence[tuple[str, str]]], keys: Seque
     for key in keys:
         database, _, name = key.partition(".")
         nested.setdefault(database, {})[name] = dict(schema[key])
-    return MappingSchema(nested, dialect=DIALECT)
+    # sqlglot annotates the schema as dict[str, object], and a dict is invariant in its values.
+    return MappingSchema(cast(dict[str, object], nested), dialect=DIALECT)
 
 
-def _name_unnamed(query: exp.Expression) -> dict[str, exp.Expression]:
+def _name_unnamed(query: exp.Expr) -> dict[str, exp.Expression]:
     """Alias every projection that Spark would give a generated name; returns alias -> expression."""
     unnamed: dict[str, exp.Expression] = {}
     for select in list(query.find_all(exp.Select)):
@@ -237,7 +238,7 @@ _UNKNOWN_TABLE = re.compile(r"Unknown table: (?P<table>\S+)")
 _AMBIGUOUS = re.compile(r"Ambiguous column '(?P<column>[^']*)'")
 
 
-def _resolution_error(message: str, sql: str, query: exp.Expression,
+def _resolution_error(message: str, sql: str, query: exp.Expr,
                       schema: Mapping[str, Sequence[tuple[str, str]]], default_database: str) -> ViewSqlError:
     """A user-facing error for sqlglot's failure to resolve a name, placed at the name's first use.
 
@@ -337,7 +338,7 @@ def _nearest(name: str, names: list[str], otherwise: str) -> str:
     return f" ({otherwise}: {shown})" if names else ""
 
 
-def _first_column(sql: str, query: exp.Expression, column: str | None, table: str | None) -> tuple[int, int]:
+def _first_column(sql: str, query: exp.Expr, column: str | None, table: str | None) -> tuple[int, int]:
     """The position of the first column reference with this name and/or table qualifier."""
     positions = [
         _position(sql, node)
