@@ -299,3 +299,26 @@ def test_a_metastore_that_ignores_guards_is_refused_before_anything_is_claimed()
         metastore.check_guards("retail.orders")
     [probe] = client.alters
     assert probe["expected_parameter_key"] == VERSION_KEY and probe["expected_parameter_value"].startswith("schemaflow:")
+
+
+def test_the_guard_probe_uses_an_object_that_holds_a_version():
+    """An imported table carries no schemaflow.version, and the metastore refuses a guard on a key an
+    object lacks: the probe must not pick it (it did, by name order, and every apply after import failed)."""
+    live = applied(DESIRED)
+    versions = {k: o.version for k, o in live.objects.items()}
+
+    class Probed(VersionedTarget):
+        def check_guards(self, key: str) -> None:
+            assert self.versions.get(key) is not None, f"probed {key}, which holds no version"
+            self.probed = key
+
+    imported = replace(live, objects={k: replace(o, version=None) if k == "retail.daily" else o
+                                      for k, o in live.objects.items()})
+    target = Probed({k: v for k, v in versions.items() if k != "retail.daily"})
+    apply_plan(build_plan(WIDER, imported), target, claim=RUN)
+    assert target.probed == "retail.orders"  # the first object, retail.daily, holds no version
+
+    nothing_stamped = replace(live, objects={k: replace(o, version=None) for k, o in live.objects.items()})
+    target = Probed({})
+    apply_plan(build_plan(WIDER, nothing_stamped), target, claim=RUN)
+    assert target.probed == "retail.daily"  # probed once it holds this run's claim

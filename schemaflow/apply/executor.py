@@ -121,15 +121,21 @@ class Run:
         the claims already taken are handed back: nothing was applied. Claiming in one order means
         two runs of the same plan meet at the first object, where exactly one of them wins.
         """
-        if guards:
-            self.target.check_guards(min(guards))
+        # The probe of the metastore's guards needs an object that holds a version (the metastore
+        # refuses a guard on a key the object lacks): one stamped already, else the first claimed.
+        probed = next((key for key in sorted(guards) if guards[key] is not None), None)
+        if probed:
+            self.target.check_guards(probed)
         for key in sorted(guards):
             try:
                 self.target.set_parameters(key, {VERSION_KEY: self.tokens[key]}, (), guards[key])
+                self.held[key] = self.tokens[key]
+                if probed is None:  # only objects not managed yet: their claims were plain first writes
+                    self.target.check_guards(key)
+                    probed = key
             except Exception:
                 self.release(guards)
                 raise
-            self.held[key] = self.tokens[key]
 
     def release(self, guards: Mapping[str, str | None]) -> None:
         """Hand back the claims on objects not changed yet: each gets the version it had.
