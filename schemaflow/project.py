@@ -31,6 +31,7 @@ class Settings:
     databases: tuple[str, ...] = ()           # empty: the databases named in schemas/
     derby_dir: str = ""                       # where the embedded metastore lives
     invalidation: str = "strict"              # what a change that breaks a view does: strict, lenient, cascade
+    exclude: tuple[str, ...] = ()             # globs on db.name of objects schemaflow leaves alone (see scope)
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ def load_project(root: str | Path, env: Mapping[str, str] | None = None) -> Proj
         databases=managed_databases(raw),
         derby_dir=str(state),
         invalidation=raw.get("invalidation") or "strict",
+        exclude=tuple(str(pattern).lower() for pattern in raw.get("exclude") or ()),
     )
     return Project(root=root, settings=settings)
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, TextIO
 
 from schemaflow.claims import ELSEWHERE, RUNNING, parse_claim, standing
-from schemaflow.errors import SchemaflowError
+from schemaflow.errors import Problem, SchemaflowError, SpecError
 from schemaflow.catalog.thrift_count import partition_counter
 from schemaflow.gitsource import commit_of
 from schemaflow.model import Catalog, Object, Source, Table, View, fingerprint
@@ -26,6 +26,7 @@ from schemaflow.plan.invalidation import COMPENSATION
 from schemaflow.plan.plan import Plan, build_plan
 from schemaflow.plan.steps import VIEW_DEFINITIONS, VIEW_PARTITIONS
 from schemaflow.project import Project
+from schemaflow.scope import Scope
 from schemaflow.render.review import Review
 from schemaflow.spec import load_catalog
 
@@ -35,7 +36,19 @@ TEST_PAUSE = "SCHEMAFLOW_TEST_PAUSE"
 
 def desired_state(project: Project) -> Catalog:
     """The catalog the project's YAML declares; raises ``SpecError`` listing every problem."""
-    return load_catalog(project.root, project.settings.databases)
+    desired = load_catalog(project.root, project.settings.databases)
+    scope = Scope(project.settings.exclude)
+    problems = [Problem(obj.source or Source(key), f"{key} is declared here and excluded by '{pattern}' in "
+                        "schemaflow.yaml: remove the file, or narrow the pattern")
+                for key, obj in desired.objects.items() for pattern in [scope.excluded_by(key)] if pattern]
+    if problems:
+        raise SpecError(problems)
+    return desired
+
+
+def owned(project: Project, live: Catalog, desired: Catalog) -> tuple[Catalog, tuple[str, ...]]:
+    """The part of ``live`` that is schemaflow's to plan, and a notice for each object left alone (see ``scope``)."""
+    return Scope(project.settings.exclude).owned(live, desired)
 
 
 def applied_state(desired: Catalog) -> Catalog:
@@ -89,13 +102,13 @@ def review_live(project: Project, live: Live, *, allow_destructive: bool = False
                 check_partitions: bool = False, recompile: tuple[str, ...] = ()) -> Review:
     """Plan the project's desired state against its live metastore (see ``build_plan``)."""
     desired = desired_state(project)
-    current = live.read(desired.databases)
+    current, left_alone = owned(project, live.read(desired.databases), desired)
     plan = build_plan(desired, current, allow_destructive=allow_destructive,
                       count_partitions=live.metastore.count_partitions,
                       stale_partitions=live.metastore.stale_partitions, commit=commit_of(project.root),
                       check_partitions=check_partitions, invalidation=project.settings.invalidation,
                       recompile=recompile, list_partitions=live.metastore.partition_values)
-    plan = replace(plan, metastore=live.metastore.endpoint)
+    plan = replace(plan, metastore=live.metastore.endpoint, warnings=left_alone + plan.warnings)
     return Review(_check_view_sql(plan, desired, live), reads=_reads(current, desired))
 
 
@@ -149,10 +162,11 @@ def review_snapshot(project: Project, snapshot: Path, *, allow_destructive: bool
 
     desired = desired_state(project)
     saved = load_snapshot(snapshot)
-    current = saved.catalog.in_databases(desired.databases)
+    current, left_alone = owned(project, saved.catalog.in_databases(desired.databases), desired)
     plan = build_plan(desired, current, allow_destructive=allow_destructive,
                       count_partitions=saved.partition_counts.get, basis="snapshot",
                       invalidation=project.settings.invalidation)
+    plan = replace(plan, warnings=left_alone + plan.warnings)
     return Review(plan, base=f"the snapshot {snapshot}", counts_from=str(snapshot) if saved.partition_counts else None,
                   reads=_reads(current, desired))
 

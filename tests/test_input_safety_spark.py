@@ -125,3 +125,52 @@ def test_a_saved_plan_is_bound_to_its_project_and_metastore(tmp_path, metastore,
     ran = schemaflow("--project", str(ours.root), "apply", str(saved), "--auto-approve")  # the real one applies
     assert ran.code == 0, ran.said
     assert [r.tableName for r in spark.sql(f"SHOW TABLES IN {db}").collect()] == ["t"]
+
+
+def test_objects_schemaflow_does_not_own_are_never_planned_even_with_allow_destructive(tmp_path, metastore, spark,
+                                                                                       fresh_db):
+    db = fresh_db()
+    spark.sql(f"CREATE TABLE {db}.made_by_spark (a INT)")  # Spark 4's default: a data-source table
+    spark.sql(f"CREATE TABLE {db}.ice (a INT) STORED AS PARQUET TBLPROPERTIES ('table_type'='ICEBERG')")
+    spark.sql(f"CREATE TABLE {db}.tmp_notebook (a INT) STORED AS PARQUET")
+    spark.sql(f"CREATE TABLE {db}.lake (a INT) USING parquet")
+    lake = metastore.msc.getTable(db, "lake")  # what a Delta table looks like to the metastore
+    lake.getParameters().put("spark.sql.sources.provider", "delta")
+    metastore.alter(lake)
+    project = write_project(tmp_path, {
+        f"schemas/{db}/t.yaml": f"table: {db}.t\ncolumns: [{{name: a, type: int}}]\n",
+        "schemaflow.yaml": f"exclude: ['{db}.tmp_*']\n",
+    })
+    planned = plan(project, metastore, allow_destructive=True)
+    assert [(s.kind, s.object) for s in planned.steps] == [("create_table", f"{db}.t")]
+    assert planned.warnings == (
+        f"not managed: {db}.ice (an Iceberg table); schemaflow leaves it alone",
+        f"not managed: {db}.lake (a Delta Lake table); schemaflow leaves it alone",
+        f"not managed: {db}.made_by_spark (a Spark data-source table (USING parquet), which schemaflow does not "
+        "manage yet); schemaflow leaves it alone",
+        f"not managed: {db}.tmp_notebook (excluded by '{db}.tmp_*' in schemaflow.yaml); schemaflow leaves it alone")
+    ran = schemaflow("--project", str(tmp_path), "apply", "--allow-destructive", "--auto-approve")
+    assert ran.code == 0, ran.said
+    assert sorted(metastore.msc.getAllTables(db)) == ["ice", "lake", "made_by_spark", "t", "tmp_notebook"]
+    assert plan(project, metastore, allow_destructive=True).is_empty
+
+
+def test_import_then_evolve_applies_whichever_object_the_guard_probe_meets_first(tmp_path, metastore, spark, fresh_db):
+    db = fresh_db()
+    spark.sql(f"CREATE TABLE {db}.b_second (id INT) STORED AS PARQUET")
+    spark.sql(f"CREATE VIEW {db}.v AS SELECT id FROM {db}.b_second")
+    (tmp_path / "schemas").mkdir()
+    assert schemaflow("--project", str(tmp_path), "import", "--database", db).code == 0
+    assert schemaflow("--project", str(tmp_path), "plan").code == 0
+    # Made outside schemaflow later and declared with a change: it holds no schemaflow.version, and it
+    # comes first by name, where the probe of the metastore's guards used to look (and fail).
+    spark.sql(f"CREATE TABLE {db}.a_outside (id INT) STORED AS PARQUET")
+    (tmp_path / "schemas" / db / "a_outside.yaml").write_text(
+        f"table: {db}.a_outside\nformat: parquet\ncolumns: [{{name: id, type: int}}, {{name: x, type: string}}]\n")
+    with (tmp_path / "schemas" / db / "b_second.yaml").open("a") as evolved:
+        evolved.write("comment: Evolved\n")
+    ran = schemaflow("--project", str(tmp_path), "apply", "--auto-approve")
+    assert ran.code == 0, ran.said
+    assert [c.getName() for c in metastore.msc.getTable(db, "a_outside").getSd().getCols()] == ["id", "x"]
+    assert metastore.msc.getTable(db, "b_second").getParameters().get("comment") == "Evolved"
+    assert schemaflow("--project", str(tmp_path), "plan").code == 0

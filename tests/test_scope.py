@@ -1,0 +1,96 @@
+"""What schemaflow owns: excluded objects and kinds it cannot manage are left out before the diff."""
+from __future__ import annotations
+
+from schemaflow.model import Catalog, Column, Table, View
+from schemaflow.plan.plan import build_plan
+from schemaflow.scope import Scope, unmanageable
+
+COLUMNS = (Column("a", "int"),)
+
+
+def table(name: str, format: str = "parquet", **properties: str) -> Table:
+    return Table("shop", name, COLUMNS, format=format, properties=properties)
+
+
+LIVE = Catalog(("shop",), {t.key: t for t in (
+    table("orders"),
+    table("tmp_scratch"),
+    table("ice", **{"table_type": "ICEBERG", "metadata_location": "s3://x"}),
+    table("acid", format="orc", transactional="true"),
+    table("lake", format="delta (Spark data source)"),
+    table("hoodie", format="hudi (Spark data source)"),
+    table("made_by_spark", format="parquet (Spark data source)"),
+    table("odd", format="com.example.OddSerDe"),
+    table("weird_source", format="com.example.source (Spark data source)"),
+)} | {"shop.v": View("shop", "v", "SELECT a FROM orders")})
+DECLARED = Catalog(("shop",), {"shop.orders": table("orders")})
+
+
+def test_unmanageable_kinds_are_named():
+    assert {key: unmanageable(obj) for key, obj in LIVE.objects.items()} == {
+        "shop.orders": None, "shop.tmp_scratch": None, "shop.v": None,
+        "shop.ice": "an Iceberg table",
+        "shop.acid": "a transactional (ACID) table, which Hive's compactor rewrites",
+        "shop.lake": "a Delta Lake table",
+        "shop.hoodie": "a Hudi table",
+        "shop.made_by_spark": "a Spark data-source table (USING parquet), which schemaflow does not manage yet",
+        "shop.odd": "a table of the SerDe com.example.OddSerDe, which schemaflow does not know",
+        "shop.weird_source": "a table of the Spark data source 'com.example.source', which schemaflow does not know",
+    }
+
+
+def test_objects_left_alone_are_never_planned_and_are_listed_as_not_managed():
+    owned, notices = Scope(exclude=("shop.tmp_*",)).owned(LIVE, DECLARED)
+    assert sorted(owned.objects) == ["shop.orders", "shop.v"]
+    assert notices[0] == "not managed: shop.acid (a transactional (ACID) table, which Hive's compactor rewrites); " \
+                         "schemaflow leaves it alone"
+    assert "not managed: shop.tmp_scratch (excluded by 'shop.tmp_*' in schemaflow.yaml); schemaflow leaves it alone" \
+        in notices
+    assert len(notices) == 8
+    # Without the scope, every one of them would be a (blocked) drop.
+    unscoped = build_plan(DECLARED, LIVE)
+    assert sorted(s.object for s in unscoped.steps if s.kind == "drop_table") == sorted(
+        k for k in LIVE.objects if k not in ("shop.orders", "shop.v"))
+    scoped = build_plan(DECLARED, owned)
+    assert [(s.kind, s.object) for s in scoped.steps] == [("drop_view", "shop.v")]
+
+
+def test_a_declared_object_is_never_taken_out_of_scope():
+    declared = Catalog(("shop",), {**DECLARED.objects, "shop.lake": table("lake")})
+    owned, notices = Scope(exclude=("shop.*",)).owned(LIVE, declared)
+    assert {"shop.orders", "shop.lake"} <= set(owned.objects)
+    assert not any("shop.lake" in n or "shop.orders" in n for n in notices)
+
+
+def test_the_plan_leaves_excluded_and_unmanageable_objects_alone_and_says_so(example, tmp_path, capsys):
+    from dataclasses import replace
+
+    from schemaflow.catalog.snapshot import write_snapshot
+    from schemaflow.cli import main
+    from schemaflow.project import load_project
+    from schemaflow.workflow import applied_state, desired_state
+
+    live = applied_state(desired_state(load_project(example, env={})))
+    extra = {t.key: t for t in (Table("retail", "tmp_notebook", COLUMNS),
+                                Table("retail", "events", COLUMNS, format="delta (Spark data source)"))}
+    write_snapshot(replace(live, objects={**live.objects, **extra}), tmp_path / "live.json")
+    settings = example / "schemaflow.yaml"
+    settings.write_text(settings.read_text() + "exclude: [retail.tmp_*, scratch.*]\n")
+
+    assert main(["--project", str(example), "plan", "--against", str(tmp_path / "live.json")]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"No changes: the snapshot {tmp_path / 'live.json'} matches the schemas (databases: analytics, retail).",
+        "warning: not managed: retail.events (a Delta Lake table); schemaflow leaves it alone",
+        "warning: not managed: retail.tmp_notebook (excluded by 'retail.tmp_*' in schemaflow.yaml); "
+        "schemaflow leaves it alone"]
+
+
+def test_declaring_an_excluded_object_is_an_error_at_its_name(example, capsys):
+    from schemaflow.cli import main
+
+    settings = example / "schemaflow.yaml"
+    settings.write_text(settings.read_text() + "exclude: [retail.orders]\n")
+    assert main(["--project", str(example), "validate"]) == 1
+    assert capsys.readouterr().err.splitlines()[0] == (
+        "schemas/retail/orders.yaml:1:1: retail.orders is declared here and excluded by 'retail.orders' in "
+        "schemaflow.yaml: remove the file, or narrow the pattern")
