@@ -25,7 +25,7 @@ ENV_SPARK_MASTER = "SCHEMAFLOW_SPARK_MASTER"
 @dataclass(frozen=True)
 class Settings:
     metastore_uri: str | None = None          # None: embedded Derby under .schemaflow/
-    warehouse_dir: str = ""
+    warehouse_dir: str = ""                   # "": the metastore server's own (embedded: .schemaflow/warehouse)
     spark_master: str = "local[2]"
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     databases: tuple[str, ...] = ()           # empty: the databases named in schemas/
@@ -54,9 +54,13 @@ def load_project(root: str | Path, env: Mapping[str, str] | None = None) -> Proj
     state = root / STATE_DIR
     metastore = raw.get("metastore") or {}
     spark = raw.get("spark") or {}
+    metastore_uri = env.get(ENV_METASTORE_URI) or metastore.get("uri")
+    warehouse_dir = env.get(ENV_WAREHOUSE_DIR) or raw.get("warehouse_dir")
+    if not warehouse_dir and not metastore_uri:  # a metastore server has a warehouse of its own
+        warehouse_dir = str(state / "warehouse")
     settings = Settings(
-        metastore_uri=env.get(ENV_METASTORE_URI) or metastore.get("uri"),
-        warehouse_dir=_absolute(root, env.get(ENV_WAREHOUSE_DIR) or raw.get("warehouse_dir") or str(state / "warehouse")),
+        metastore_uri=metastore_uri,
+        warehouse_dir=_absolute(root, warehouse_dir) if warehouse_dir else "",
         spark_master=env.get(ENV_SPARK_MASTER) or spark.get("master") or "local[2]",
         spark_conf={str(k): str(v) for k, v in sorted((spark.get("conf") or {}).items())},
         databases=managed_databases(raw),

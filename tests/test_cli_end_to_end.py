@@ -110,3 +110,33 @@ def test_an_unreachable_metastore_is_a_clear_error(tmp_path):
     assert result.returncode == 1
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith(f"error: cannot reach the Hive metastore ({uri})"), result.stderr
+
+
+@pytest.mark.remote
+def test_with_a_metastore_server_and_no_warehouse_dir_a_new_database_goes_where_the_server_puts_it(
+        metastore_server, tmp_path, run_python):
+    project = tmp_path / "project"
+    (project / "schemas" / "placed").mkdir(parents=True)
+    (project / "schemas" / "placed" / "t.yaml").write_text("table: placed.t\ncolumns: [{name: id, type: int}]\n")
+    (project / "schemaflow.yaml").write_text(f"metastore: {{uri: '{metastore_server}'}}\n")
+
+    applied = schemaflow(project, "apply", "--auto-approve")
+    assert applied.returncode == 0, applied.stderr
+    assert "-- metastore create_database placed (in the metastore's warehouse directory)" in applied.stdout
+
+    read = run_python(
+        "import sys\n"
+        "from schemaflow.catalog.metastore import Metastore\n"
+        "from schemaflow.catalog.session import spark_session\n"
+        "from schemaflow.project import Settings\n"
+        "metastore = Metastore.connect(spark_session(Settings(metastore_uri=sys.argv[1], derby_dir=sys.argv[2])))\n"
+        "print(metastore.msc.getConfigValue('hive.metastore.warehouse.dir', ''))\n"
+        "print(metastore.msc.getDatabase('placed').getLocationUri())\n"
+        "print(metastore.msc.getTable('placed', 't').getSd().getLocation())\n",
+        metastore_server, str(tmp_path / "reader"))
+    assert read.returncode == 0, read.stderr
+    server_warehouse, database, table = read.stdout.split()
+    assert database == f"file:{server_warehouse}/placed.db"
+    assert table == f"{database}/t"
+    # Nothing of the warehouse on the machine that ran apply.
+    assert not (project / ".schemaflow" / "warehouse").exists() and not (project / "spark-warehouse").exists()

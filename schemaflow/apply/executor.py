@@ -19,7 +19,7 @@ from schemaflow.claims import Claim, new_run
 from schemaflow.errors import ConcurrentChange, SchemaflowError
 from schemaflow.model import VERSION_KEY, Column, PartitionValues
 from schemaflow.plan.plan import Plan
-from schemaflow.plan.steps import (Action, ChangeViewPartitions, PartitionView, SetColumns, SetParameters,
+from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, PartitionView, SetColumns, SetParameters,
                                    SqlAction, Step, fill_applied_at)
 from schemaflow.sql import ddl
 
@@ -32,6 +32,9 @@ class Target(Protocol):
     """
 
     def run_sql(self, sql: str) -> None: ...
+
+    def add_database(self, database: str) -> None:
+        """Create ``database`` where the metastore puts databases, unless it exists."""
 
     def set_parameters(self, key: str, set: Mapping[str, str], unset: Sequence[str],
                        expected: str | None = None) -> None: ...
@@ -58,6 +61,9 @@ class RecordingTarget:
 
     def run_sql(self, sql: str) -> None:
         self.actions.append(SqlAction(sql))
+
+    def add_database(self, database: str) -> None:
+        self.actions.append(AddDatabase(database))
 
     def check_guards(self, key: str) -> None:
         """A recorder keeps no versions: there is nothing to check."""
@@ -164,6 +170,8 @@ class Run:
             self.target.run_sql(sql)
             if action.claims:
                 self.held[action.claims] = self.tokens[action.claims]
+        elif isinstance(action, AddDatabase):
+            self.target.add_database(action.database)
         elif isinstance(action, SetParameters):
             values = fill_applied_at(action.set, now)
             self.target.set_parameters(action.object, values, action.unset, self.held.get(action.object))

@@ -264,6 +264,14 @@ class Metastore:
         with self._errors(f"altering the columns of {key}"):
             set_columns(self, key, columns, partition_columns, cascade, batched, parameters, expected)
 
+    def add_database(self, database: str) -> None:
+        """Create ``database`` unless it exists, without a location: the metastore puts it in its own
+        warehouse directory, never where the machine running schemaflow would (as Spark's SQL does)."""
+        with self._errors(f"creating database {database}"):
+            if database in self.databases():
+                return
+            self.msc.createDatabase(self.api.Database(database, "", None, {}))
+
     def run_sql(self, sql: str) -> None:
         """Run one statement through the session's ``spark.sql``, its text as written (no variable substitution)."""
         with self._errors("running Spark SQL"):

@@ -13,8 +13,8 @@ from typing import Mapping
 from schemaflow.model import MIGRATION_PREFIX, SCHEMAFLOW_PREFIX, Column, PartitionValues, Table, View
 from schemaflow.plan.evolution import SAME, Evolution
 from schemaflow.plan.hazards import column_hazards, restrict_hazard
-from schemaflow.plan.steps import (VIEW_PARTITIONS, ChangeViewPartitions, PartitionView, SetColumns, SetParameters,
-                                   SqlAction, Step, listed_partitions)
+from schemaflow.plan.steps import (VIEW_PARTITIONS, AddDatabase, ChangeViewPartitions, PartitionView, SetColumns,
+                                   SetParameters, SqlAction, Step, listed_partitions)
 from schemaflow.sql import ddl
 from schemaflow.wording import plural
 
@@ -54,7 +54,7 @@ class CreateDatabase:
 
     def to_step(self) -> Step:
         return Step("create_database", self.database, "database", f"create database {self.database}",
-                    (SqlAction(ddl.create_database(self.database)),))
+                    (AddDatabase(self.database),))
 
 
 @dataclass(frozen=True)

@@ -73,6 +73,24 @@ class SetParameters:
 
 
 @dataclass(frozen=True)
+class AddDatabase:
+    """Create a database through the metastore client, unless it exists, with no location of its own.
+
+    The metastore puts it in its own warehouse directory (``warehouse_dir`` for the embedded one).
+    Spark's ``CREATE DATABASE`` would compute the location on the machine that runs it, from its
+    own warehouse setting: with a shared metastore, a folder on a CI runner or a laptop.
+    """
+
+    database: str
+
+    def describe(self) -> str:
+        return f"-- metastore create_database {self.database} (in the metastore's warehouse directory)"
+
+    def to_data(self) -> dict[str, Any]:
+        return {"action": "add_database", "database": self.database}
+
+
+@dataclass(frozen=True)
 class PartitionView:
     """Move a view's trailing output columns into its partition keys (Hive ``PARTITIONED ON``).
 
@@ -160,13 +178,15 @@ class SetColumns:
                 "parameters": dict(sorted(self.parameters.items()))}
 
 
-Action = SqlAction | SetParameters | PartitionView | SetColumns | ChangeViewPartitions
+Action = SqlAction | AddDatabase | SetParameters | PartitionView | SetColumns | ChangeViewPartitions
 
 
 def action_from_data(data: Mapping[str, Any]) -> Action:
     kind = data.get("action")
     if kind == "sql":
         return SqlAction(sql=data["sql"], claims=data.get("claims"))
+    if kind == "add_database":
+        return AddDatabase(database=data["database"])
     if kind == "set_parameters":
         return SetParameters(object=data["object"], set=dict(data["set"]), unset=tuple(data["unset"]))
     if kind == "set_columns":

@@ -47,10 +47,6 @@ def _column_list(columns: Iterable[Column], render=column_def) -> str:
     return "(\n" + ",\n".join("  " + render(c) for c in columns) + "\n)"
 
 
-def create_database(database: str) -> str:
-    return f"CREATE DATABASE IF NOT EXISTS {ident(database)}"
-
-
 def create_table(table: Table) -> str:
     lines = [f"CREATE {'EXTERNAL ' if table.external else ''}TABLE {qualified(table.key)} "
              + _column_list(table.columns)]
