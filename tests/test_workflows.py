@@ -130,3 +130,23 @@ def test_the_plan_workflow_posts_a_blocked_plan_then_fails(tmp_path):
         subprocess.run(["bash", "-e", "-c", f"(exit {code}){redirect}"], cwd=tmp_path, check=True,
                        env={"GITHUB_OUTPUT": str(output)})
         assert output.read_text() == recorded
+
+
+def test_both_workflows_install_only_schemaflow_pinned_never_a_name_from_the_index(tmp_path):
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    accepted = [f"git+https://git.example.com/data/schemaflow@{sha}",
+                "https://artifacts.example.com/schemaflow-0.1.0-py3-none-any.whl"]
+    refused = ["", "schemaflow", "schemaflow==0.1.0", "git+https://git.example.com/data/schemaflow",
+               "git+https://git.example.com/data/schemaflow@main", f"git+https://x/schemaflow@{sha} ; rm -rf /",
+               "http://artifacts.example.com/schemaflow-0.1.0-py3-none-any.whl"]
+    for workflow in (load(PLAN), load(APPLY)):
+        assert workflow["env"]["SCHEMAFLOW_PACKAGE"] == ""  # set by whoever copies it
+        script = named(workflow, "Install schemaflow")["run"]
+        for package in accepted + refused:
+            # pip stands in as a function that says what it was asked to install.
+            ran = subprocess.run(["bash", "-e", "-c", 'pip() { echo "pip $*"; }\n' + script], cwd=tmp_path,
+                                 env={"SCHEMAFLOW_PACKAGE": package}, capture_output=True, text=True)
+            if package in accepted:
+                assert (ran.returncode, ran.stdout) == (0, f"pip install {package}\n"), package
+            else:
+                assert ran.returncode == 1 and "the name schemaflow on the package index" in ran.stdout, package
