@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import NoReturn, Sequence
 
 from schemaflow import __version__
+from schemaflow.apply.after import CHANGED_VARIABLE, changed_objects, refresh, run_hooks
 from schemaflow.apply.executor import apply_plan, check_runnable
 from schemaflow.errors import SchemaflowError, SpecError
 from schemaflow.plan.plan import Plan
@@ -200,6 +201,21 @@ def _apply(project, args) -> int:
         pause("planned")
     apply_plan(plan, target, progress=sys.stdout, pause=pause)
     print(f"\nApplied {len(plan.steps)} steps.")
+    return _after_apply(project, plan, target)
+
+
+def _after_apply(project, plan: Plan, target) -> int:
+    """Refresh Spark's cache of what changed, then run the project's hooks; exit 1 if one failed."""
+    changed = changed_objects(plan)
+    refresh(changed, target.run_sql)
+    failures = run_hooks(project.settings.after_apply, changed, str(project.root))
+    for failure in failures:
+        print(f"error: {failure.describe()}", file=sys.stderr)
+    if failures:
+        print(f"The apply itself succeeded: all {plural(len(plan.steps), 'step')} applied. Run the failed "
+              f"{plural(len(failures), 'hook')} again by hand, with {CHANGED_VARIABLE}='{' '.join(changed)}'.",
+              file=sys.stderr)
+        return EXIT_ERROR
     return EXIT_OK
 
 

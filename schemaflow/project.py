@@ -32,6 +32,7 @@ class Settings:
     derby_dir: str = ""                       # where the embedded metastore lives
     invalidation: str = "strict"              # what a change that breaks a view does: strict, lenient, cascade
     exclude: tuple[str, ...] = ()             # globs on db.name of objects schemaflow leaves alone (see scope)
+    after_apply: tuple[str, ...] = ()         # shell commands run after an apply (see apply.after)
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,7 @@ def load_project(root: str | Path, env: Mapping[str, str] | None = None) -> Proj
         derby_dir=str(state),
         invalidation=raw.get("invalidation") or "strict",
         exclude=tuple(str(pattern).lower() for pattern in raw.get("exclude") or ()),
+        after_apply=tuple(raw.get("after_apply") or ()),
     )
     return Project(root=root, settings=settings)
 

@@ -174,3 +174,27 @@ def test_import_then_evolve_applies_whichever_object_the_guard_probe_meets_first
     assert [c.getName() for c in metastore.msc.getTable(db, "a_outside").getSd().getCols()] == ["id", "x"]
     assert metastore.msc.getTable(db, "b_second").getParameters().get("comment") == "Evolved"
     assert schemaflow("--project", str(tmp_path), "plan").code == 0
+
+
+def test_after_an_apply_the_hooks_are_told_and_a_failing_one_does_not_hide_the_apply(tmp_path, metastore, spark,
+                                                                                     fresh_db):
+    db = fresh_db()
+    table = f"schemas/{db}/t.yaml"
+    project = write_project(tmp_path, {table: f"table: {db}.t\ncolumns: [{{name: a, type: int}}]\n"})
+    plan_and_apply(project, metastore)
+    spark.sql(f"INSERT INTO {db}.t VALUES (1)")
+    assert spark.table(f"{db}.t").schema["a"].dataType.simpleString() == "int"
+
+    (tmp_path / table).write_text(f"table: {db}.t\ncolumns: [{{name: a, type: bigint}}]\n")  # through the client
+    (tmp_path / "schemaflow.yaml").write_text(
+        'after_apply:\n  - printf "%s" "$SCHEMAFLOW_CHANGED" > told.txt\n  - "echo engine down >&2; exit 4"\n')
+    ran = schemaflow("--project", str(tmp_path), "apply", "--auto-approve")
+    assert ran.code == 1  # a hook failed ...
+    assert ran.out.endswith("Applied 1 steps.\n")  # ... after the apply said what it did
+    assert ran.err.splitlines()[-2:] == [
+        'error: after_apply hook `echo engine down >&2; exit 4` failed (exit 4): engine down',
+        f"The apply itself succeeded: all 1 step applied. Run the failed 1 hook again by hand, with "
+        f"SCHEMAFLOW_CHANGED='{db}.t'."]
+    assert (tmp_path / "told.txt").read_text() == f"{db}.t"
+    assert spark.table(f"{db}.t").schema["a"].dataType.simpleString() == "bigint"
+    assert plan(project, metastore).is_empty

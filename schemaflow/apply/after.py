@@ -1,0 +1,70 @@
+"""What follows a successful apply: caches refreshed, other engines told, never hiding the apply.
+
+Engines that cache the metastore (Spark sessions, Trino, Impala, Doris) go on reading the old
+definitions of what an apply changed until told otherwise. After an apply, schemaflow refreshes its
+own Spark session's cache of every changed table and view (``REFRESH TABLE``), then runs each
+command of ``after_apply`` in ``schemaflow.yaml`` in turn, through the shell, with the changed
+objects in ``SCHEMAFLOW_CHANGED`` (``db.name`` separated by spaces, sorted) and on standard input
+(one a line). A hook that fails or times out is reported with its exit code and the end of its
+output; the others still run, and the apply's own outcome, already printed, stands.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from schemaflow.plan.plan import Plan
+
+CHANGED_VARIABLE = "SCHEMAFLOW_CHANGED"
+HOOK_TIMEOUT_SECONDS = 600
+OUTPUT_TAIL = 500  # characters of a failed hook's output worth showing
+
+
+def changed_objects(plan: Plan) -> tuple[str, ...]:
+    """The tables and views a plan changes (its databases aside), sorted."""
+    return tuple(sorted({s.object for s in plan.steps if s.object_type in ("table", "view")}))
+
+
+@dataclass(frozen=True)
+class HookFailure:
+    command: str
+    reason: str  # "exit 3" or "timed out after 600 s"
+    output: str  # the end of what it printed
+
+    def describe(self) -> str:
+        said = f": {self.output}" if self.output else ""
+        return f"after_apply hook `{self.command}` failed ({self.reason}){said}"
+
+
+def refresh(objects: Sequence[str], run_sql: Callable[[str], None]) -> None:
+    """Refresh this session's cached metadata of each object (``REFRESH TABLE`` takes views too)."""
+    from schemaflow.sql.ddl import qualified
+
+    for key in objects:
+        run_sql(f"REFRESH TABLE {qualified(key)}")
+
+
+def run_hooks(commands: Sequence[str], objects: Sequence[str], cwd: str,
+              timeout: float = HOOK_TIMEOUT_SECONDS) -> list[HookFailure]:
+    """Run each hook command in ``cwd`` (the project), telling it ``objects``; the ones that failed."""
+    failures = []
+    environment = {**os.environ, CHANGED_VARIABLE: " ".join(objects)}
+    for command in commands:
+        try:
+            ran = subprocess.run(command, shell=True, cwd=cwd, env=environment, input="".join(f"{o}\n" for o in objects),
+                                 capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired as expired:
+            output = expired.stderr or expired.stdout or ""
+            text = output.decode(errors="replace") if isinstance(output, bytes) else output
+            failures.append(HookFailure(command, f"timed out after {timeout:g} s", _tail(text)))
+            continue
+        if ran.returncode != 0:
+            failures.append(HookFailure(command, f"exit {ran.returncode}", _tail(ran.stderr or ran.stdout)))
+    return failures
+
+
+def _tail(output: str) -> str:
+    text = " ".join(output.split())
+    return text if len(text) <= OUTPUT_TAIL else "..." + text[-OUTPUT_TAIL:]

@@ -1,0 +1,35 @@
+"""After an apply: the hooks that tell other engines, told the changed objects, and their failures."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from schemaflow.apply.after import changed_objects, refresh, run_hooks
+from schemaflow.plan.plan import build_plan
+from tests.test_guards import WIDER
+from tests.test_plan import DESIRED, applied
+
+
+def test_hooks_are_told_the_changed_objects_and_failures_are_reported_while_the_rest_still_run(tmp_path: Path):
+    objects = ("retail.daily", "retail.orders")
+    failures = run_hooks(['printf "%s|" "$SCHEMAFLOW_CHANGED" > env.txt; cat > stdin.txt',
+                          "echo 'catalog refresh refused' >&2; exit 3",
+                          "touch after-the-failure.txt"], objects, str(tmp_path))
+    assert (tmp_path / "env.txt").read_text() == "retail.daily retail.orders|"
+    assert (tmp_path / "stdin.txt").read_text() == "retail.daily\nretail.orders\n"
+    assert (tmp_path / "after-the-failure.txt").exists()
+    assert [f.describe() for f in failures] == [
+        "after_apply hook `echo 'catalog refresh refused' >&2; exit 3` failed (exit 3): catalog refresh refused"]
+
+
+def test_a_hook_that_hangs_is_stopped_and_reported(tmp_path: Path):
+    (failure,) = run_hooks(["echo started; sleep 30"], ("a.b",), str(tmp_path), timeout=0.5)
+    assert failure.reason == "timed out after 0.5 s"
+
+
+def test_what_changed_is_every_table_and_view_the_plan_touches_and_each_is_refreshed():
+    plan = build_plan(WIDER, applied(DESIRED))
+    assert changed_objects(plan) == ("retail.daily", "retail.orders", "retail.top")
+    statements: list[str] = []
+    refresh(changed_objects(plan), statements.append)
+    assert statements == ["REFRESH TABLE `retail`.`daily`", "REFRESH TABLE `retail`.`orders`",
+                          "REFRESH TABLE `retail`.`top`"]
