@@ -290,7 +290,6 @@ def check_saved(plan: Plan, path: Path, project: Project, live: Live) -> None:
     schemas and migrations as they are now; none of the objects it touches changed since; and
     planning again now makes exactly its steps, so an edited plan is refused whatever its checksum.
     """
-    from schemaflow.model import catalog_digest
     from schemaflow.plan.review_check import differences
     from schemaflow.plan.staleness import stale_counts, stale_objects
 
@@ -301,14 +300,14 @@ def check_saved(plan: Plan, path: Path, project: Project, live: Live) -> None:
     if plan.metastore != live.metastore.endpoint:
         raise SchemaflowError(f"{refused} it was planned against the metastore {plan.metastore}, and this project "
                               f"reaches {live.metastore.endpoint}. Plan again here.")
-    if plan.project != catalog_digest(desired_state(project)):
+    now = make_plan(project, live, allow_destructive=plan.allow_destructive)
+    if plan.project != now.project:
         raise SchemaflowError(f"{refused} it was made from other schemas or migrations than {project.root} holds "
                               "now (another project, or files changed since). Plan again.")
     stale = stale_objects(plan, live.read(plan.databases)) + stale_counts(plan, live.metastore.count_partitions)
     if stale:
         raise SchemaflowError(f"{path} is stale: the metastore changed since it was planned; nothing was applied. "
                               "Plan again.\n  " + "\n  ".join(stale))
-    now = make_plan(project, live, allow_destructive=plan.allow_destructive)
     other = differences(plan, now)
     if other:
         raise SchemaflowError(f"{refused} its steps are not what this project plans for this metastore (was it "
