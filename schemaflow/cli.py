@@ -8,9 +8,10 @@ for the project's files, or ``error: ...`` otherwise.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
-from typing import NoReturn, Sequence
+from typing import Any, NoReturn, Sequence
 
 from schemaflow import __version__
 from schemaflow.apply.after import CHANGED_VARIABLE, changed_objects, refresh, run_hooks
@@ -36,13 +37,25 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_ERROR, f"{self.prog}: error: {message}\n")
 
 
+class _CommandParser(_Parser):
+    """A command's parser: it takes ``--project`` too, after the command, with no default that would
+    hide one given before it."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.add_argument("--project", default=argparse.SUPPRESS, metavar="DIR",
+                          help="the project directory (also accepted before the command)")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="schemaflow", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"schemaflow {__version__}")
     parser.add_argument("--project", default=".", metavar="DIR", help="the project directory (default: .)")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_CommandParser)
 
-    commands.add_parser("validate", help="check the project's YAML, without a metastore")
+    validate = commands.add_parser("validate", help="check the project's YAML, without a metastore")
+    validate.add_argument("--format", choices=("text", "json"), default="text",
+                          help="json: the located problems as data, for CI annotations (exit code as for text)")
 
     plan = commands.add_parser("plan", help="show the steps that would make the metastore match schemas/")
     plan.add_argument("--format", choices=FORMATS, default="text")
@@ -117,11 +130,27 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _validate(project, args) -> int:
+    if args.format == "json":
+        return _validate_json(project)
     catalog = workflow.desired_state(project)
     tables = sum(1 for _ in catalog.tables())
     views = sum(1 for _ in catalog.views())
     print(f"valid: {tables} tables and {views} views in {len(catalog.databases)} databases "
           f"({', '.join(catalog.databases)})")
+    return EXIT_OK
+
+
+def _validate_json(project) -> int:
+    """``validate --format json``: ``{"valid", "problems": [{"path", "line", "col", "message"}], ...}``."""
+    try:
+        catalog = workflow.desired_state(project)
+    except SpecError as error:
+        problems = [{"path": p.source.path, "line": p.source.line, "col": p.source.col, "message": p.message}
+                    for p in error.problems]
+        print(json.dumps({"valid": False, "problems": problems}, indent=2, ensure_ascii=False))
+        return EXIT_ERROR
+    print(json.dumps({"valid": True, "problems": [], "databases": list(catalog.databases),
+                      "tables": sum(1 for _ in catalog.tables()), "views": sum(1 for _ in catalog.views())}, indent=2))
     return EXIT_OK
 
 

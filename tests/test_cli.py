@@ -164,3 +164,27 @@ def test_an_edited_plan_file_is_refused(example, tmp_path, capsys, edit):
     assert capsys.readouterr().err.endswith(
         f"error: {out}: refused, its checksum does not match its content: it was changed after schemaflow wrote it; "
         "make a new one with schemaflow plan --out\n")
+
+
+def test_project_is_accepted_after_the_command_too(example, tmp_path, capsys):
+    assert main(["validate", "--project", str(example)]) == 0
+    assert main(["--project", str(tmp_path), "validate", "--project", str(example)]) == 0  # the later one wins
+    assert capsys.readouterr().out.count("valid: 6 tables and 4 views") == 2
+
+
+def test_validate_as_json_gives_ci_the_located_problems(example, capsys):
+    import json
+
+    assert main(["--project", str(example), "validate", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"valid": True, "problems": [], "databases": ["analytics", "retail"],
+                                                   "tables": 6, "views": 4}
+    orders = example / "schemas/retail/orders.yaml"
+    orders.write_text(orders.read_text().replace('type: "decimal(12,2)"', 'type: "decimal(39,2)"')
+                      .replace("comment:", "colums_typo: x\ncomment:", 1))
+    assert main(["--project", str(example), "validate", "--format", "json"]) == 1
+    captured = capsys.readouterr()
+    problems = json.loads(captured.out)["problems"]
+    assert captured.err == ""
+    line = orders.read_text().splitlines().index("colums_typo: x") + 1
+    assert [(p["path"], p["line"], p["col"], p["message"].split(" (")[0]) for p in problems] == [
+        ("schemas/retail/orders.yaml", line, 1, "unknown key 'colums_typo'")]  # a wrong shape goes no further
