@@ -198,3 +198,28 @@ def test_after_an_apply_the_hooks_are_told_and_a_failing_one_does_not_hide_the_a
     assert (tmp_path / "told.txt").read_text() == f"{db}.t"
     assert spark.table(f"{db}.t").schema["a"].dataType.simpleString() == "bigint"
     assert plan(project, metastore).is_empty
+
+
+def test_a_step_that_fails_at_its_first_write_leaves_no_claim_on_its_object(tmp_path, metastore, spark, fresh_db):
+    from schemaflow.apply.executor import ApplyError, apply_plan
+    from schemaflow.claims import parse_claim
+
+    db = fresh_db()
+    files = {f"schemas/{db}/t.yaml": f"table: {db}.t\ncolumns: [{{name: id, type: int}}]\n",
+             f"schemas/{db}/u.yaml": f"table: {db}.u\ncolumns: [{{name: id, type: int}}]\n"}
+    project = write_project(tmp_path, files)
+    plan_and_apply(project, metastore)
+    before = {key: obj.version for key, obj in metastore.read((db,)).objects.items()}
+    files[f"schemas/{db}/t.yaml"] = f"table: {db}.t\ncolumns: [{{name: id, type: int}}, {{name: note, type: string}}]\n"
+    files[f"schemas/{db}/u.yaml"] = files[f"schemas/{db}/t.yaml"].replace(f"{db}.t", f"{db}.u")
+    project = write_project(tmp_path, files)
+    planned = plan(project, metastore)
+    spark.sql(f"ALTER TABLE {db}.u ADD COLUMNS (note STRING)")  # someone else, after the plan: u's ADD COLUMNS fails
+
+    with pytest.raises(ApplyError) as failure:
+        apply_plan(planned, metastore)
+    assert str(failure.value).startswith(f"step 2 failed (add 1 column to {db}.u: note string)")
+    after = metastore.read((db,))
+    assert parse_claim(after.get(f"{db}.u").version) is None  # nothing of u changed by this run: its claim handed back
+    assert after.get(f"{db}.u").version == before[f"{db}.u"]
+    assert after.get(f"{db}.t").version != before[f"{db}.t"]  # t's step ran and was stamped
