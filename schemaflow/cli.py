@@ -236,7 +236,8 @@ def _apply(project, args) -> int:
 def _after_apply(project, plan: Plan, target) -> int:
     """Refresh Spark's cache of what changed, then run the project's hooks; exit 1 if one failed."""
     changed = changed_objects(plan)
-    refresh(changed, target.run_sql)
+    for warning in refresh(changed, target.run_sql):
+        print(f"warning: {warning}", file=sys.stderr)
     failures = run_hooks(project.settings.after_apply, changed, str(project.root))
     for failure in failures:
         print(f"error: {failure.describe()}", file=sys.stderr)

@@ -30,6 +30,19 @@ def test_what_changed_is_every_table_and_view_the_plan_touches_and_each_is_refre
     plan = build_plan(WIDER, applied(DESIRED))
     assert changed_objects(plan) == ("retail.daily", "retail.orders", "retail.top")
     statements: list[str] = []
-    refresh(changed_objects(plan), statements.append)
+    assert refresh(changed_objects(plan), statements.append) == []
     assert statements == ["REFRESH TABLE `retail`.`daily`", "REFRESH TABLE `retail`.`orders`",
                           "REFRESH TABLE `retail`.`top`"]
+
+
+def test_an_object_whose_cache_cannot_be_refreshed_is_reported_and_the_rest_are_refreshed():
+    statements: list[str] = []
+
+    def run_sql(sql: str) -> None:
+        if "`gone`" in sql:
+            raise RuntimeError("TABLE_OR_VIEW_NOT_FOUND")
+        statements.append(sql)
+
+    assert refresh(("shop.gone", "shop.kept"), run_sql) == [
+        "could not refresh Spark's cache of shop.gone: TABLE_OR_VIEW_NOT_FOUND"]
+    assert statements == ["REFRESH TABLE `shop`.`kept`"]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from schemaflow.plan.plan import Plan
+from schemaflow.sql.ddl import qualified
 
 CHANGED_VARIABLE = "SCHEMAFLOW_CHANGED"
 HOOK_TIMEOUT_SECONDS = 600
@@ -38,12 +39,16 @@ class HookFailure:
         return f"after_apply hook `{self.command}` failed ({self.reason}){said}"
 
 
-def refresh(objects: Sequence[str], run_sql: Callable[[str], None]) -> None:
-    """Refresh this session's cached metadata of each object (``REFRESH TABLE`` takes views too)."""
-    from schemaflow.sql.ddl import qualified
-
+def refresh(objects: Sequence[str], run_sql: Callable[[str], None]) -> list[str]:
+    """Refresh this session's cached metadata of each object (``REFRESH TABLE`` takes views too);
+    a line for each it could not refresh, which changes nothing in the metastore."""
+    failed = []
     for key in objects:
-        run_sql(f"REFRESH TABLE {qualified(key)}")
+        try:
+            run_sql(f"REFRESH TABLE {qualified(key)}")
+        except Exception as error:  # the cache of this session only: never the apply's outcome
+            failed.append(f"could not refresh Spark's cache of {key}: {error}")
+    return failed
 
 
 def run_hooks(commands: Sequence[str], objects: Sequence[str], cwd: str,
