@@ -265,14 +265,23 @@ def _drift(project, args) -> int:
 
 def _import(project, args) -> int:
     out = args.out or project.schemas_dir
-    written, skipped = workflow.import_database(project, workflow.Live(project), args.database, out, args.force)
+    database = args.database.lower()
+    written, skipped, left_alone = workflow.import_database(project, workflow.Live(project), database, out, args.force)
     for path in written:
         print(f"wrote {path}")
+    for notice in left_alone:
+        print(notice)
     for reason in skipped:
         print(f"skipped {reason}", file=sys.stderr)
-    print(f"Imported {len(written)} of {len(written) + len(skipped)} objects of {args.database.lower()}; "
-          "schemaflow plan should now find nothing to do.")
-    return EXIT_OK if not skipped else EXIT_ERROR
+    total = len(written) + len(skipped) + len(left_alone)
+    print(f"Imported {len(written)} of {total} objects of {database}"
+          + (f" ({len(left_alone)} left alone, as plan leaves them)" if left_alone else "") + ".")
+    if skipped:
+        print(f"error: {plural(len(skipped), 'object')} could not be written, and plan would propose to drop them: "
+              "declare them by hand, or leave them alone with exclude: in schemaflow.yaml", file=sys.stderr)
+        return EXIT_ERROR
+    print("schemaflow plan should now find nothing to do.")
+    return EXIT_OK
 
 
 def _hash_migrations(project, args) -> int:

@@ -53,7 +53,29 @@ def column_type(column: Column) -> str:
 
 
 @dataclass(frozen=True)
+class Bucketing:
+    """``CLUSTERED BY (columns) SORTED BY (sorted_by) INTO count BUCKETS``; a sort column Hive keeps
+    descending is named ``"c desc"`` (Spark creates ascending ones only)."""
+
+    columns: tuple[str, ...]
+    count: int
+    sorted_by: tuple[str, ...] = ()
+
+    def to_data(self) -> dict[str, Any]:
+        return {"columns": list(self.columns), "count": self.count, "sorted_by": list(self.sorted_by)}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> "Bucketing":
+        return cls(tuple(data["columns"]), int(data["count"]), tuple(data.get("sorted_by", ())))
+
+
+@dataclass(frozen=True)
 class Table:
+    """A table: Hive-format (``STORED AS format``) or, with ``data_source``, a Spark data-source
+    table (``USING format``: parquet, orc, json, csv, text). Storage beyond the format's defaults
+    (``schemaflow.sql.storage``): a SerDe, format classes (format ``custom``), SERDEPROPERTIES, or
+    a data source's OPTIONS (both in ``serde_properties``), and bucketing."""
+
     database: str
     name: str
     columns: tuple[Column, ...]
@@ -63,6 +85,12 @@ class Table:
     external: bool = False
     location: str | None = None
     properties: Mapping[str, str] = field(default_factory=dict)
+    data_source: bool = False
+    serde: str | None = None          # None: the format's own SerDe
+    input_format: str | None = None   # set for a ``custom`` format only, as is output_format
+    output_format: str | None = None
+    serde_properties: Mapping[str, str] = field(default_factory=dict)
+    bucketing: Bucketing | None = None
     # Live state only: the property keys schemaflow wrote last time (so removed ones can be unset),
     # the version stamp it left, and the migrations applied to it (id -> record).
     managed_keys: tuple[str, ...] = field(default=(), compare=False)
@@ -212,11 +240,16 @@ class Migration:
 
 @dataclass(frozen=True)
 class Catalog:
-    """A set of databases and the tables and views in them, keyed by ``db.name``."""
+    """A set of databases and the tables and views in them, keyed by ``db.name``.
+
+    ``sources`` (desired state only) are the tables the views read that schemaflow does not manage,
+    declared with ``source:`` files (see ``spec.sources``): views resolve against them, nothing plans them.
+    """
 
     databases: tuple[str, ...] = ()
     objects: Mapping[str, Object] = field(default_factory=dict)
     migrations: tuple[Migration, ...] = ()  # desired state only, in order
+    sources: Mapping[str, Table] = field(default_factory=dict)  # never in ``objects``, in any database
 
     def get(self, key: str) -> Object | None:
         return self.objects.get(key)
@@ -228,7 +261,7 @@ class Catalog:
         return (o for _, o in sorted(self.objects.items()) if isinstance(o, View))
 
     def in_databases(self, databases: tuple[str, ...]) -> "Catalog":
-        """The part of this catalog that lies in the given databases."""
+        """The part of this catalog in the given databases; its sources whole: views there may read any."""
         wanted = set(databases)
         return replace(self, databases=tuple(sorted(d for d in self.databases if d in wanted)),
                        objects={k: o for k, o in self.objects.items() if o.database in wanted})
@@ -246,6 +279,10 @@ def split_key(key: str) -> tuple[str, str]:
 
 # --- plain-data form, shared by snapshots and saved plans ------------------------------------
 
+# Table fields left out of the plain data while they hold their defaults.
+_STORAGE_DETAILS = frozenset({"data_source", "serde", "input_format", "output_format", "serde_properties", "bucketing"})
+
+
 def to_data(obj: Object) -> dict[str, Any]:
     """An object as plain JSON-ready data (without its source position)."""
     data: dict[str, Any] = {"kind": obj.kind}
@@ -255,7 +292,9 @@ def to_data(obj: Object) -> dict[str, Any]:
         value = getattr(obj, f.name)
         if f.name in ("columns", "partition_columns"):
             value = [column_data(c) for c in value]
-        elif isinstance(value, ViewPartitions):
+        elif f.name in _STORAGE_DETAILS and not value:
+            continue  # at its default: the data (and so the fingerprint) of a table without it is unchanged
+        elif isinstance(value, (ViewPartitions, Bucketing)):
             value = value.to_data()
         elif isinstance(value, tuple):
             value = list(value)
@@ -280,6 +319,8 @@ def from_data(data: Mapping[str, Any]) -> Object:
             data[name] = {key: tuple(values) for key, values in data[name].items()}
     if data.get("partitions") is not None:
         data["partitions"] = ViewPartitions.from_data(data["partitions"])
+    if data.get("bucketing") is not None:
+        data["bucketing"] = Bucketing.from_data(data["bucketing"])
     return cls(**data)
 
 
@@ -298,13 +339,22 @@ def state_digest(obj: Object) -> str:
         aspects: dict[str, Any] = {
             "columns": [column_data(c) for c in obj.columns],
             "partitions": [column_data(c) for c in obj.partition_columns],
-            "storage": [obj.format, obj.external, obj.location],
+            "storage": [obj.format, obj.external, obj.location] + storage_details(obj),
         }
     else:
         aspects = {"sql": obj.sql, "columns": [[c.name, c.comment] for c in obj.columns],
                    "partitions": list(obj.partitioned_on)}
     aspects |= {"comment": obj.comment, "properties": managed}
     return " ".join(f"{name}={_digest(value)}" for name, value in sorted(aspects.items()))
+
+
+def storage_details(table: Table) -> list[Any]:
+    """What a table's storage says beyond format, external and location: [] for none, so the state
+    digest of such a table is what it was before schemaflow knew the details."""
+    details = {name: getattr(table, name) for name in sorted(_STORAGE_DETAILS)}
+    details["bucketing"] = table.bucketing.to_data() if table.bucketing else None
+    details["serde_properties"] = dict(sorted(table.serde_properties.items()))
+    return [details] if any(details.values()) else []
 
 
 def changed_aspects(before: str, after: str) -> tuple[str, ...]:
@@ -320,13 +370,15 @@ def _digest(value: Any) -> str:
 
 
 def catalog_digest(catalog: Catalog) -> str:
-    """A digest of a desired state: every object's fingerprint and every migration's checksum.
+    """A digest of a desired state: the fingerprint of every object and source, every migration's checksum.
 
     A saved plan records the digest of the project it was made for; ``apply`` refuses it for a
     project whose schemas or migrations say something else now.
     """
-    content = {"objects": {key: fingerprint(obj) for key, obj in sorted(catalog.objects.items())},
-               "migrations": [[m.id, m.checksum] for m in catalog.migrations]}
+    content: dict[str, Any] = {"objects": {key: fingerprint(obj) for key, obj in sorted(catalog.objects.items())},
+                               "migrations": [[m.id, m.checksum] for m in catalog.migrations]}
+    if catalog.sources:  # a view is checked against them; without any, the digest is the one it always was
+        content["sources"] = {key: fingerprint(source) for key, source in sorted(catalog.sources.items())}
     return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -5,7 +5,8 @@ Within a managed database schemaflow owns every table and view, except:
 - objects the project excludes: ``exclude:`` in ``schemaflow.yaml`` lists globs on ``db.name``
   (``scratch.*``, ``retail.tmp_*``), for a notebook's scratch tables or another team's objects;
 - objects of a kind it cannot manage, whoever made them: Iceberg, Delta Lake and Hudi tables,
-  Hive transactional (ACID) tables, tables of a SerDe or Spark data source it does not know.
+  Hive transactional (ACID) tables, tables of a SerDe or Spark data source it does not know;
+- sources: tables the project's views read and declares with ``source:`` (see ``spec.sources``).
 
 Such an object is taken out of the live state before the diff, so no plan ever touches it (above
 all, never drops it), and the plan lists it as not managed, with why. An object the project
@@ -19,13 +20,10 @@ from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 
 from schemaflow.model import Catalog, Object, Table
+from schemaflow.sql.storage import CUSTOM, KNOWN_SERDES, PROVIDERS
 
 # Spark data-source providers whose tables keep their schema in files or logs of their own.
 TABLE_FORMATS = {"delta": "a Delta Lake table", "hudi": "a Hudi table", "iceberg": "an Iceberg table"}
-# Spark data-source providers and Hive formats schemaflow knows (see catalog.metastore.storage_format).
-KNOWN_PROVIDERS = frozenset({"parquet", "orc", "avro", "json", "csv", "text"})
-HIVE_FORMATS = frozenset({"parquet", "orc", "avro", "textfile", "sequencefile", "rcfile", "jsonfile"})
-DATA_SOURCE_MARK = " (Spark data source)"  # how catalog.metastore names a data-source table's format
 
 
 @dataclass(frozen=True)
@@ -41,14 +39,18 @@ class Scope:
     def owned(self, live: Catalog, declared: Catalog) -> tuple[Catalog, tuple[str, ...]]:
         """``live`` without the objects schemaflow leaves alone, and a line for each of those, sorted.
 
-        Objects ``declared`` declares stay: the project asked for them.
+        Objects ``declared`` declares stay: the project asked for them. Its sources go: it declared
+        them to read them, not to manage them.
         """
         left: dict[str, str] = {}
         for key, obj in live.objects.items():
             if key in declared.objects:
                 continue
+            source = declared.sources.get(key)
+            where = source.source.path if source is not None and source.source else "schemas/"
             pattern = self.excluded_by(key)
-            reason = f"excluded by '{pattern}' in schemaflow.yaml" if pattern else unmanageable(obj)
+            reason = (f"declared as a source in {where}" if source is not None else
+                      f"excluded by '{pattern}' in schemaflow.yaml" if pattern else unmanageable(obj))
             if reason:
                 left[key] = reason
         kept = {key: obj for key, obj in live.objects.items() if key not in left}
@@ -65,14 +67,17 @@ def unmanageable(obj: Object) -> str | None:
         return TABLE_FORMATS["iceberg"]
     if properties.get("transactional", "").lower() == "true":
         return "a transactional (ACID) table, which Hive's compactor rewrites"
-    if obj.format.endswith(DATA_SOURCE_MARK):
-        provider = obj.format[:-len(DATA_SOURCE_MARK)]
-        if provider in TABLE_FORMATS:
-            return TABLE_FORMATS[provider]
-        if provider not in KNOWN_PROVIDERS:
-            return f"a table of the Spark data source '{provider}', which schemaflow does not know"
-        # Until schemaflow declares data-source tables, one it finds was made by someone else.
-        return f"a Spark data-source table (USING {provider}), which schemaflow does not manage yet"
-    if obj.format not in HIVE_FORMATS:
-        return f"a table of the SerDe {obj.format}, which schemaflow does not know"
+    if obj.data_source:
+        if obj.format in TABLE_FORMATS:
+            return TABLE_FORMATS[obj.format]
+        if obj.format not in PROVIDERS:
+            return f"a table of the Spark data source '{obj.format}', which schemaflow does not create"
+    elif obj.format == CUSTOM:
+        # Hudi and Delta tables synced to Hive are read through input formats of their own.
+        classes = (obj.input_format or "").lower()
+        return next((what for name, what in TABLE_FORMATS.items() if name in classes or
+                     (name == "hudi" and "hoodie" in classes)),
+                    f"a table read through the input format {obj.input_format}, which ships with neither Hive nor Spark")
+    elif obj.serde is not None and obj.serde not in KNOWN_SERDES:
+        return f"a table of the SerDe {obj.serde}, which ships with neither Hive nor Spark"
     return None

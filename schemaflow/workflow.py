@@ -182,11 +182,14 @@ def review_refs(project: Project, base: str, head: str | None = None, *, allow_d
     from schemaflow.gitsource import desired_at
 
     desired = desired_state(project) if head is None else desired_at(project.root, head)
-    before = applied_state(desired_at(project.root, base).in_databases(desired.databases))
+    applied = applied_state(desired_at(project.root, base).in_databases(desired.databases))
+    # As against the metastore: a table the base managed and the head declares as a source is left alone.
+    before, left_alone = owned(project, applied, desired)
     uri = project.settings.metastore_uri
     counts = partition_counter(uri) if uri and uri.startswith("thrift://") else None
     plan = build_plan(desired, before, allow_destructive=allow_destructive, commit=commit_of(project.root, head),
                       count_partitions=counts, basis="git", invalidation=project.settings.invalidation)
+    plan = replace(plan, warnings=left_alone + plan.warnings)
     return Review(plan, base=base, head=head or "the working tree", counts_from=uri if counts else None,
                   reads=_reads(before, desired))
 
@@ -204,11 +207,17 @@ def history(project: Project, live: Live) -> list:
 
 
 def import_database(project: Project, live: Live, database: str, out: Path,
-                    overwrite: bool = False) -> tuple[list[Path], list[str]]:
-    """Write schema files for the tables and views of ``database`` (see ``spec.export``)."""
+                    overwrite: bool = False) -> tuple[list[Path], list[str], tuple[str, ...]]:
+    """Write schema files for the tables and views of ``database`` (see ``spec.export``).
+
+    Returns the files written, the objects that could not be written (which the plan would then
+    propose to drop), and the notices of those left out as ``scope`` leaves them alone.
+    """
     from schemaflow.spec.export import write_schemas
 
-    return write_schemas(live.read((database.lower(),)).objects.values(), out, overwrite)
+    kept, left_alone = owned(project, live.read((database.lower(),)), Catalog())
+    written, skipped = write_schemas(kept.objects.values(), out, overwrite)
+    return written, skipped, left_alone
 
 
 def hash_migrations(project: Project) -> Path:

@@ -11,10 +11,10 @@ from typing import Any, Callable
 import pytest
 from pyspark.sql import SparkSession
 
-from schemaflow.catalog.metastore import Metastore, storage_format, to_model, user_properties
+from schemaflow.catalog.metastore import Metastore, hive_storage, to_model, user_properties
 from schemaflow.catalog.session import spark_conf
 from schemaflow.errors import SchemaflowError
-from schemaflow.model import MANAGED_KEYS_KEY, VERSION_KEY, Column, Table, View
+from schemaflow.model import MANAGED_KEYS_KEY, VERSION_KEY, Bucketing, Column, Table, View
 from schemaflow.project import Settings
 
 JAVA_OPTIONS = "spark.driver.extraJavaOptions"
@@ -70,13 +70,14 @@ def test_thrift_json_to_model() -> None:
         "sd": {
             "cols": [{"name": "u", "type": "uniontype<int,string>", "comment": ""},
                      {"name": "n", "type": "INTEGER"}],
-            "location": "file:/w/d.db/t", "inputFormat": "com.example.In",
+            "location": "file:/w/d.db/t", "inputFormat": "com.example.In", "outputFormat": "com.example.Out",
             "serdeInfo": {"serializationLib": "com.example.SerDe"},
         },
         "parameters": {"comment": "", MANAGED_KEYS_KEY: "", "numRows": "5", "owner": "x"},
     }
     assert to_model(data) == Table(
-        "d", "t", (Column("u", "uniontype<int,string>"), Column("n", "int")), format="com.example.SerDe",
+        "d", "t", (Column("u", "uniontype<int,string>"), Column("n", "int")), format="custom",
+        serde="com.example.SerDe", input_format="com.example.In", output_format="com.example.Out",
         properties={"owner": "x"},
     )
     assert to_model(data).managed_keys == ()
@@ -94,17 +95,55 @@ def test_bookkeeping_parameters_are_not_properties() -> None:
     assert user_properties(parameters) == {"Team": "t", "owner": "o", "sparkling": "yes", "viewer": "v"}
 
 
-@pytest.mark.parametrize("serde, input_format, expected", [
-    ("org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe", "org.apache.hadoop.mapred.TextInputFormat", "textfile"),
-    ("org.apache.hadoop.hive.serde2.JsonSerDe", "org.apache.hadoop.mapred.TextInputFormat", "jsonfile"),
-    ("org.apache.hadoop.hive.serde2.OpenCSVSerde", "org.apache.hadoop.mapred.TextInputFormat",
-     "org.apache.hadoop.hive.serde2.OpenCSVSerde"),
-    ("org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe", "com.example.In",
-     "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe"),
-    ("com.example.SerDe", "com.example.In", "com.example.SerDe"),
+_TEXT = ("org.apache.hadoop.mapred.TextInputFormat", "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat")
+_LAZY = "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe"
+
+
+@pytest.mark.parametrize("serde, classes, parameters, expected", [
+    # As Spark 4 stores ROW FORMAT DELIMITED FIELDS TERMINATED BY '|': the delimiter twice.
+    (_LAZY, _TEXT, {"field.delim": "|", "serialization.format": "|"},
+     dict(format="textfile", serde=None, serde_properties={"field.delim": "|"})),
+    ("org.apache.hadoop.hive.serde2.OpenCSVSerde", _TEXT, {"separatorChar": ",", "serialization.format": "1"},
+     dict(format="textfile", serde="org.apache.hadoop.hive.serde2.OpenCSVSerde", serde_properties={"separatorChar": ","})),
+    (_LAZY, ("com.example.In", "com.example.Out"), {"serialization.format": "1"},
+     dict(format="custom", serde=None, input_format="com.example.In", output_format="com.example.Out")),
+    ("com.example.SerDe", _TEXT, {}, dict(format="textfile", serde="com.example.SerDe")),
 ])
-def test_storage_formats(serde: str, input_format: str, expected: str) -> None:
-    assert storage_format({"serdeInfo": {"serializationLib": serde}, "inputFormat": input_format}, {}) == expected
+def test_hive_storage_is_read_as_declared(serde: str, classes: tuple[str, str], parameters: dict[str, str],
+                                          expected: dict[str, object]) -> None:
+    sd = {"serdeInfo": {"serializationLib": serde, "parameters": parameters},
+          "inputFormat": classes[0], "outputFormat": classes[1]}
+    storage = hive_storage(sd)
+    assert {key: storage[key] for key in expected} == expected
+    assert storage["serde_properties"] == expected.get("serde_properties", {})
+
+
+def test_a_data_source_table_is_read_from_sparks_schema() -> None:
+    # As Spark 4 stores CREATE TABLE t (a INT COMMENT 'ca', v VARCHAR(3), ds STRING) USING csv
+    # OPTIONS (header 'true') PARTITIONED BY (ds) CLUSTERED BY (a) SORTED BY (v) INTO 4 BUCKETS.
+    schema = ('{"type":"struct","fields":[{"name":"a","type":"integer","nullable":true,"metadata":{"comment":"ca"}},'
+              '{"name":"v","type":"string","nullable":true,"metadata":{"__CHAR_VARCHAR_TYPE_STRING":"varchar(3)"}},'
+              '{"name":"m","type":{"type":"map","keyType":"string","valueType":{"type":"array","elementType":"long",'
+              '"containsNull":true},"valueContainsNull":true},"nullable":true,"metadata":{}},'
+              '{"name":"ds","type":"string","nullable":true,"metadata":{}}]}')
+    middle = len(schema) // 2
+    data = {
+        "dbName": "db", "tableName": "t", "tableType": "MANAGED_TABLE", "partitionKeys": [{"name": "ds", "type": "string"}],
+        "sd": {"cols": [{"name": "col", "type": "array<string>", "comment": "from deserializer"}],
+               "serdeInfo": {"serializationLib": _LAZY, "parameters": {
+                   "path": "file:/w/db.db/t", "header": "true", "serialization.format": "1"}}},
+        "parameters": {"spark.sql.sources.provider": "csv", "spark.sql.sources.schema.numParts": "2",
+                       "spark.sql.sources.schema.part.0": schema[:middle], "spark.sql.sources.schema.part.1": schema[middle:],
+                       "spark.sql.sources.schema.numPartCols": "1", "spark.sql.sources.schema.partCol.0": "ds",
+                       "spark.sql.sources.schema.numBuckets": "4", "spark.sql.sources.schema.numBucketCols": "1",
+                       "spark.sql.sources.schema.bucketCol.0": "a", "spark.sql.sources.schema.numSortCols": "1",
+                       "spark.sql.sources.schema.sortCol.0": "v"},
+    }
+    assert to_model(data) == Table(
+        "db", "t", (Column("a", "int", "ca"), Column("v", "varchar(3)"), Column("m", "map<string,array<bigint>>")),
+        partition_columns=(Column("ds", "string"),), format="csv", data_source=True,
+        serde_properties={"header": "true"}, bucketing=Bucketing(("a",), 4, ("v",)),
+    )
 
 
 # --- against the shared SparkSession ------------------------------------------------------------
@@ -162,8 +201,8 @@ def test_storage_formats_are_detected(spark: SparkSession, metastore: Metastore,
 
     found = {t.name: t.format for t in metastore.read((db,)).tables()}
 
-    assert found == {f"t_{n}": n for n in formats} | {"t_using_parquet": "parquet (Spark data source)",
-                                                      "t_using_csv": "csv (Spark data source)"}
+    assert found == {f"t_{n}": n for n in formats} | {"t_using_parquet": "parquet", "t_using_csv": "csv"}
+    assert {t.name for t in metastore.read((db,)).tables() if t.data_source} == {"t_using_parquet", "t_using_csv"}
 
 
 @pytest.mark.spark

@@ -223,13 +223,19 @@ def test_refused_type_changes_are_plan_errors_with_nothing_applied(spark, metast
 
 
 def test_a_spark_data_source_table_is_refused_before_anything_runs(spark, metastore, fresh_db):
-    # Its columns live in Spark's table properties; altering the metastore's would leave two schemas.
+    # Spark reads it through its own copy of the schema, and refuses to rename its columns.
     db = fresh_db()
     spark.sql(f"CREATE TABLE {db}.t (a INT, b STRING) USING parquet")
-    want = Table(db, "t", cols("a:int", "b2:string"), format="parquet")
+    want = Table(db, "t", cols("a:int", "b2:string"), format="parquet", data_source=True)
     result = plan(metastore, want, migration(1, RenameColumn(want.key, "b", "b2")))
-    assert [s.summary for s in result.steps] == [
-        f"changing storage (format 'parquet (Spark data source)' -> 'parquet') on {db}.t"]
+    [step] = result.steps
+    assert step.summary.startswith("rename b to b2 (0001_step)"), step.summary
+    assert step.blocked is not None and "Spark cannot change it in place on a data-source table (USING parquet)" \
+        in step.blocked
+    # Declared as a Hive-format table, it is another kind of table altogether.
+    as_hive = plan(metastore, replace(want, data_source=False))
+    assert [s.summary for s in as_hive.steps] == [
+        f"changing storage (format 'USING parquet' -> 'STORED AS parquet') on {db}.t"]
     with pytest.raises(SchemaflowError, match="blocked"):
         apply_plan(result, metastore)
     assert [f.name for f in spark.table(f"{db}.t").schema.fields] == ["a", "b"]

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from schemaflow.model import Column, Table, View
+import pytest
+
+from schemaflow.model import Bucketing, Column, Table, View
 from schemaflow.spec import load_catalog
 from schemaflow.spec.export import schema_text, write_schemas
 
@@ -30,12 +32,12 @@ def test_a_table_is_written_as_the_readme_shows():
 
 
 def test_written_files_load_back_into_the_same_objects(tmp_path):
-    written, skipped = write_schemas([TABLE, VIEW, replace(TABLE, name="odd", format="csv (Spark data source)")],
+    written, skipped = write_schemas([TABLE, VIEW, replace(TABLE, name="odd", format="avro", data_source=True)],
                                      tmp_path / "schemas")
     assert [p.relative_to(tmp_path).as_posix() for p in written] == ["schemas/retail/daily.yaml",
                                                                    "schemas/retail/events.yaml"]
-    assert skipped == ["retail.odd: its format 'csv (Spark data source)' is not one schemaflow creates "
-                       "(parquet, orc, avro, textfile, sequencefile, rcfile)"]
+    assert skipped == ["retail.odd: it is a table of the Spark data source 'avro', not one schemaflow creates "
+                       "(parquet, orc, json, csv, text)"]
     loaded = load_catalog(tmp_path)
     assert loaded.get("retail.events") == TABLE
     view = loaded.get("retail.daily")
@@ -44,3 +46,38 @@ def test_written_files_load_back_into_the_same_objects(tmp_path):
     again, skipped = write_schemas([TABLE], tmp_path / "schemas")
     assert again == [] and skipped == [f"retail.events: {tmp_path}/schemas/retail/events.yaml exists "
                                        "(pass --force to overwrite it)"]
+
+
+_COLUMNS = (Column("id", "bigint"), Column("name", "string"), Column("tags", "array<string>"))
+_LAZY = "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe"
+
+
+@pytest.mark.parametrize("table, text", [
+    (Table("raw", "csv_in", _COLUMNS, (Column("ds", "string"),), format="csv", data_source=True,
+           serde_properties={"header": "true", "sep": "|"}, bucketing=Bucketing(("id",), 4, ("name",))),
+     "using: csv\noptions: {header: 'true', sep: '|'}\n"),
+    (Table("raw", "delimited", _COLUMNS, format="textfile", serde_properties={
+        "field.delim": "|", "colelction.delim": ",", "mapkey.delim": ":", "line.delim": "\n", "escape.delim": "\\",
+        "serialization.null.format": "NA"}),
+     "row_format:\n  fields_terminated_by: '|'\n  collection_items_terminated_by: ','\n  map_keys_terminated_by: ':'\n"),
+    (Table("raw", "multi", _COLUMNS, format="textfile", serde_properties={"field.delim": "||"}),
+     "serde_properties: {field.delim: '||'}\n"),
+    (Table("raw", "open_csv", _COLUMNS, format="textfile", serde="org.apache.hadoop.hive.serde2.OpenCSVSerde",
+           serde_properties={"separatorChar": ",", "quoteChar": '"'}),
+     "serde: org.apache.hadoop.hive.serde2.OpenCSVSerde\n"),
+    (Table("raw", "classes", _COLUMNS, format="custom", input_format="com.example.In", output_format="com.example.Out"),
+     "input_format: com.example.In\noutput_format: com.example.Out\n"),
+    (Table("raw", "bucketed", _COLUMNS, format="orc", bucketing=Bucketing(("id",), 8)),
+     "buckets: {clustered_by: [id], count: 8}\n"),
+])
+def test_every_kind_of_storage_loads_back_as_it_was(tmp_path, table: Table, text: str) -> None:
+    written, skipped = write_schemas([table], tmp_path / "schemas")
+    assert skipped == []
+    assert text in written[0].read_text()
+    assert load_catalog(tmp_path).get(table.key) == table
+
+
+def test_descending_buckets_are_skipped_with_the_reason(tmp_path) -> None:
+    table = Table("raw", "t", _COLUMNS, format="orc", bucketing=Bucketing(("id",), 8, ("name desc",)))
+    assert write_schemas([table], tmp_path / "schemas") == ([], [
+        "raw.t: its buckets are sorted descending, which Spark cannot create"])

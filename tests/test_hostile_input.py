@@ -366,7 +366,8 @@ def test_a_table_file_that_cannot_be_read_is_not_also_an_unknown_table_of_its_vi
 
 def test_a_view_over_a_table_that_no_file_declares_is_still_reported(tmp_path):
     root = project(tmp_path, {"schemas/bad/v.yaml": "view: bad.v\nsql: SELECT a FROM t\n"})
-    assert reported(root) == ["schemas/bad/v.yaml:2:20: unknown table or view 'bad.t'"]
+    assert reported(root) == ["schemas/bad/v.yaml:2:20: unknown table or view 'bad.t': declare it in schemas/, as a "
+                              "source if schemaflow is not to manage it ('source: db.name' with its columns)"]
 
 
 @pytest.mark.parametrize("sql, message", [

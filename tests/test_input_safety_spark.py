@@ -130,7 +130,10 @@ def test_a_saved_plan_is_bound_to_its_project_and_metastore(tmp_path, metastore,
 def test_objects_schemaflow_does_not_own_are_never_planned_even_with_allow_destructive(tmp_path, metastore, spark,
                                                                                        fresh_db):
     db = fresh_db()
-    spark.sql(f"CREATE TABLE {db}.made_by_spark (a INT)")  # Spark 4's default: a data-source table
+    spark.sql(f"CREATE TABLE {db}.odd_source (a INT) USING parquet")
+    odd = metastore.msc.getTable(db, "odd_source")  # a data source schemaflow does not create
+    odd.getParameters().put("spark.sql.sources.provider", "com.example.source")
+    metastore.alter(odd)
     spark.sql(f"CREATE TABLE {db}.ice (a INT) STORED AS PARQUET TBLPROPERTIES ('table_type'='ICEBERG')")
     spark.sql(f"CREATE TABLE {db}.tmp_notebook (a INT) STORED AS PARQUET")
     spark.sql(f"CREATE TABLE {db}.lake (a INT) USING parquet")
@@ -146,12 +149,12 @@ def test_objects_schemaflow_does_not_own_are_never_planned_even_with_allow_destr
     assert planned.warnings == (
         f"not managed: {db}.ice (an Iceberg table); schemaflow leaves it alone",
         f"not managed: {db}.lake (a Delta Lake table); schemaflow leaves it alone",
-        f"not managed: {db}.made_by_spark (a Spark data-source table (USING parquet), which schemaflow does not "
-        "manage yet); schemaflow leaves it alone",
+        f"not managed: {db}.odd_source (a table of the Spark data source 'com.example.source', which schemaflow "
+        "does not create); schemaflow leaves it alone",
         f"not managed: {db}.tmp_notebook (excluded by '{db}.tmp_*' in schemaflow.yaml); schemaflow leaves it alone")
     ran = schemaflow("--project", str(tmp_path), "apply", "--allow-destructive", "--auto-approve")
     assert ran.code == 0, ran.said
-    assert sorted(metastore.msc.getAllTables(db)) == ["ice", "lake", "made_by_spark", "t", "tmp_notebook"]
+    assert sorted(metastore.msc.getAllTables(db)) == ["ice", "lake", "odd_source", "t", "tmp_notebook"]
     assert plan(project, metastore, allow_destructive=True).is_empty
 
 

@@ -8,8 +8,10 @@ from schemaflow.scope import Scope, unmanageable
 COLUMNS = (Column("a", "int"),)
 
 
-def table(name: str, format: str = "parquet", **properties: str) -> Table:
-    return Table("shop", name, COLUMNS, format=format, properties=properties)
+def table(name: str, format: str = "parquet", data_source: bool = False, serde: str | None = None,
+          input_format: str | None = None, **properties: str) -> Table:
+    return Table("shop", name, COLUMNS, format=format, properties=properties, data_source=data_source, serde=serde,
+                 input_format=input_format, output_format=input_format and "com.example.Out")
 
 
 LIVE = Catalog(("shop",), {t.key: t for t in (
@@ -17,42 +19,50 @@ LIVE = Catalog(("shop",), {t.key: t for t in (
     table("tmp_scratch"),
     table("ice", **{"table_type": "ICEBERG", "metadata_location": "s3://x"}),
     table("acid", format="orc", transactional="true"),
-    table("lake", format="delta (Spark data source)"),
-    table("hoodie", format="hudi (Spark data source)"),
-    table("made_by_spark", format="parquet (Spark data source)"),
-    table("odd", format="com.example.OddSerDe"),
-    table("weird_source", format="com.example.source (Spark data source)"),
+    table("lake", format="delta", data_source=True),
+    table("hoodie", format="hudi", data_source=True),
+    table("synced_hoodie", format="custom", serde="org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe",
+          input_format="org.apache.hudi.hadoop.HoodieParquetInputFormat"),
+    table("made_by_spark", format="parquet", data_source=True),
+    table("odd", format="textfile", serde="com.example.OddSerDe"),
+    table("odd_input", format="custom", input_format="com.example.In"),
+    table("csv_serde", format="textfile", serde="org.apache.hadoop.hive.serde2.OpenCSVSerde"),
+    table("weird_source", format="com.example.source", data_source=True),
 )} | {"shop.v": View("shop", "v", "SELECT a FROM orders")})
 DECLARED = Catalog(("shop",), {"shop.orders": table("orders")})
 
 
 def test_unmanageable_kinds_are_named():
     assert {key: unmanageable(obj) for key, obj in LIVE.objects.items()} == {
-        "shop.orders": None, "shop.tmp_scratch": None, "shop.v": None,
+        "shop.orders": None, "shop.tmp_scratch": None, "shop.v": None, "shop.csv_serde": None,
+        # A data-source table of a provider Spark ships is managed like any table (declared, or imported).
+        "shop.made_by_spark": None,
         "shop.ice": "an Iceberg table",
         "shop.acid": "a transactional (ACID) table, which Hive's compactor rewrites",
         "shop.lake": "a Delta Lake table",
         "shop.hoodie": "a Hudi table",
-        "shop.made_by_spark": "a Spark data-source table (USING parquet), which schemaflow does not manage yet",
-        "shop.odd": "a table of the SerDe com.example.OddSerDe, which schemaflow does not know",
-        "shop.weird_source": "a table of the Spark data source 'com.example.source', which schemaflow does not know",
+        "shop.synced_hoodie": "a Hudi table",
+        "shop.odd": "a table of the SerDe com.example.OddSerDe, which ships with neither Hive nor Spark",
+        "shop.odd_input": "a table read through the input format com.example.In, which ships with neither Hive nor Spark",
+        "shop.weird_source": "a table of the Spark data source 'com.example.source', which schemaflow does not create",
     }
 
 
 def test_objects_left_alone_are_never_planned_and_are_listed_as_not_managed():
     owned, notices = Scope(exclude=("shop.tmp_*",)).owned(LIVE, DECLARED)
-    assert sorted(owned.objects) == ["shop.orders", "shop.v"]
+    assert sorted(owned.objects) == ["shop.csv_serde", "shop.made_by_spark", "shop.orders", "shop.v"]
     assert notices[0] == "not managed: shop.acid (a transactional (ACID) table, which Hive's compactor rewrites); " \
                          "schemaflow leaves it alone"
     assert "not managed: shop.tmp_scratch (excluded by 'shop.tmp_*' in schemaflow.yaml); schemaflow leaves it alone" \
         in notices
-    assert len(notices) == 8
+    assert len(notices) == 9
     # Without the scope, every one of them would be a (blocked) drop.
     unscoped = build_plan(DECLARED, LIVE)
     assert sorted(s.object for s in unscoped.steps if s.kind == "drop_table") == sorted(
         k for k in LIVE.objects if k not in ("shop.orders", "shop.v"))
     scoped = build_plan(DECLARED, owned)
-    assert [(s.kind, s.object) for s in scoped.steps] == [("drop_view", "shop.v")]
+    assert sorted((s.kind, s.object) for s in scoped.steps) == [
+        ("drop_table", "shop.csv_serde"), ("drop_table", "shop.made_by_spark"), ("drop_view", "shop.v")]
 
 
 def test_a_declared_object_is_never_taken_out_of_scope():
@@ -72,7 +82,7 @@ def test_the_plan_leaves_excluded_and_unmanageable_objects_alone_and_says_so(exa
 
     live = applied_state(desired_state(load_project(example, env={})))
     extra = {t.key: t for t in (Table("retail", "tmp_notebook", COLUMNS),
-                                Table("retail", "events", COLUMNS, format="delta (Spark data source)"))}
+                                Table("retail", "events", COLUMNS, format="delta", data_source=True))}
     write_snapshot(replace(live, objects={**live.objects, **extra}), tmp_path / "live.json")
     settings = example / "schemaflow.yaml"
     settings.write_text(settings.read_text() + "exclude: [retail.tmp_*, scratch.*]\n")

@@ -20,7 +20,7 @@ from schemaflow.errors import ConcurrentChange, SchemaflowError
 from schemaflow.model import VERSION_KEY, Column, PartitionValues
 from schemaflow.plan.plan import Plan
 from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, PartitionView, SetColumns, SetParameters,
-                                   SqlAction, Step, fill_applied_at)
+                                   SetStorageAction, SqlAction, Step, fill_applied_at)
 from schemaflow.sql import ddl
 
 
@@ -50,6 +50,9 @@ class Target(Protocol):
 
     def change_view_partitions(self, key: str, columns: Sequence[str], add: Sequence[PartitionValues],
                                drop: Sequence[PartitionValues]) -> None: ...
+
+    def set_storage(self, key: str, serde_properties: Mapping[str, str], buckets: int | None,
+                    expected: str | None = None) -> None: ...
 
 
 class RecordingTarget:
@@ -87,6 +90,11 @@ class RecordingTarget:
     def change_view_partitions(self, key: str, columns: Sequence[str], add: Sequence[PartitionValues],
                                drop: Sequence[PartitionValues]) -> None:
         self.actions.append(ChangeViewPartitions(key, tuple(columns), tuple(add), tuple(drop)))
+
+    def set_storage(self, key: str, serde_properties: Mapping[str, str], buckets: int | None,
+                    expected: str | None = None) -> None:
+        self.actions.append(SetStorageAction(key, dict(serde_properties), buckets))
+        self.guards.append(expected)
 
 
 class ApplyError(SchemaflowError):
@@ -186,6 +194,8 @@ class Run:
             self.target.change_view_partitions(action.object, action.columns, action.add, action.drop)
         elif isinstance(action, PartitionView):
             self.target.partition_view(action.object, action.columns, self.held.get(action.object))
+        elif isinstance(action, SetStorageAction):
+            self.target.set_storage(action.object, action.serde_properties, action.buckets, self.held.get(action.object))
         else:
             raise TypeError(f"unknown kind of action: {action!r}")
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 from schemaflow.catalog.jvm import jvm_view
+from schemaflow.catalog.spark_schema import SPARK_SCHEMA, SPARK_SCHEMA_LENGTH, SPARK_SCHEMA_PART, SPARK_SCHEMA_PARTS
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import Column, split_key
 from schemaflow.sql.ddl import column_def
@@ -28,10 +29,6 @@ if TYPE_CHECKING:
     from schemaflow.catalog.metastore import Metastore
 
 PARTITION_BATCH = 1_000
-SPARK_SCHEMA = "spark.sql.sources.schema"
-SPARK_SCHEMA_PARTS = SPARK_SCHEMA + ".numParts"
-SPARK_SCHEMA_PART = SPARK_SCHEMA + ".part."
-SPARK_SCHEMA_LENGTH = 4000       # spark.sql.sources.schemaStringLengthThreshold's default
 PROVIDER = "spark.sql.sources.provider"
 
 

@@ -21,7 +21,8 @@ from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
 from pyspark.sql import SparkSession
 
-from schemaflow.catalog.columns import set_columns, stale_partitions
+from schemaflow.catalog.columns import PROVIDER, set_columns, stale_partitions
+from schemaflow.catalog.spark_schema import spark_bucketing, spark_columns
 from schemaflow.catalog.jvm import java_errors, java_message, jvm_view, unreachable
 from schemaflow.catalog.session import VARIABLE_SUBSTITUTION
 from schemaflow.catalog.view_partitions import change_view_partitions, partition_values
@@ -31,6 +32,7 @@ from schemaflow.model import (
     MIGRATION_PREFIX,
     SCHEMAFLOW_PREFIX,
     VERSION_KEY,
+    Bucketing,
     Catalog,
     Column,
     Object,
@@ -41,6 +43,8 @@ from schemaflow.model import (
     split_key,
     state_digest,
 )
+from schemaflow.sql.storage import (CUSTOM, NUM_BUCKETS, PATH_OPTION, SERIALIZATION_FORMAT, default_serde,
+                                    format_name, serde_properties)
 from schemaflow.sql.types import InvalidType, canonical_type
 
 BATCH_SIZE = 100
@@ -52,27 +56,8 @@ BOOKKEEPING_KEYS = frozenset({
 })
 BOOKKEEPING_PREFIXES = ("spark.sql.", "last_modified_", "view.", SCHEMAFLOW_PREFIX)
 
-# Storage formats by SerDe class; the generic SerDes are told apart by their input format.
-FORMAT_BY_SERDE = {
-    "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe": "parquet",
-    "org.apache.hadoop.hive.ql.io.orc.OrcSerde": "orc",
-    "org.apache.hadoop.hive.serde2.avro.AvroSerDe": "avro",
-    "org.apache.hadoop.hive.serde2.JsonSerDe": "jsonfile",
-    "org.apache.hive.hcatalog.data.JsonSerDe": "jsonfile",
-}
-GENERIC_SERDES = frozenset({
-    "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe",
-    "org.apache.hadoop.hive.serde2.columnar.ColumnarSerDe",
-    "org.apache.hadoop.hive.serde2.columnar.LazyBinaryColumnarSerDe",
-})
-FORMAT_BY_INPUT = {
-    "org.apache.hadoop.mapred.TextInputFormat": "textfile",
-    "org.apache.hadoop.mapred.SequenceFileInputFormat": "sequencefile",
-    "org.apache.hadoop.hive.ql.io.RCFileInputFormat": "rcfile",
-}
-PROVIDER_KEY = "spark.sql.sources.provider"
 VIEW_SCHEMA_MODE = "view.schemaMode"  # Spark 4: what a view does when the types of what it reads change
-DATA_SOURCE = "(Spark data source)"
+FROM_DESERIALIZER = "from deserializer"
 # Environment-context key that spares an unpartitioned table a listing of its files on alter.
 DO_NOT_UPDATE_STATS = "DO_NOT_UPDATE_STATS"
 # Reads are tried this many times when the connection breaks, after 1 s, then 2 s, ...
@@ -264,6 +249,30 @@ class Metastore:
         with self._errors(f"altering the columns of {key}"):
             set_columns(self, key, columns, partition_columns, cascade, batched, parameters, expected)
 
+    def set_storage(self, key: str, serde_properties: Mapping[str, str], buckets: int | None,
+                    expected: str | None = None) -> None:
+        """Make ``serde_properties`` the table's SERDEPROPERTIES (a data source's OPTIONS) and, unless
+        None, ``buckets`` its bucket count, in one guarded ``alter_table``; partitions keep theirs.
+
+        What the metastore keeps there for itself stays: ``serialization.format`` unless declared,
+        and a data-source table's ``path``. A bucket count Spark also records in its table
+        parameters is changed there too, so the two copies agree.
+        """
+        database, name = split_key(key)
+        with self._errors(f"changing the storage of {key}"):
+            table = self.retrying(lambda: self.msc.getTable(database, name))
+            parameters = table.getSd().getSerdeInfo().getParameters()
+            for parameter in [k for k in parameters.keySet() if k not in (SERIALIZATION_FORMAT, PATH_OPTION)]:
+                parameters.remove(parameter)
+            for parameter, value in sorted(serde_properties.items()):
+                parameters.put(parameter, value)
+            if buckets is not None:
+                if table.getParameters().containsKey(NUM_BUCKETS):
+                    table.getParameters().put(NUM_BUCKETS, str(buckets))
+                if table.getSd().getNumBuckets() > 0:
+                    table.getSd().setNumBuckets(buckets)
+            self.alter(table, expected)
+
     def add_database(self, database: str) -> None:
         """Create ``database`` unless it exists, without a location: the metastore puts it in its own
         warehouse directory, never where the machine running schemaflow would (as Spark's SQL does)."""
@@ -362,14 +371,51 @@ def to_model(data: Mapping[str, Any]) -> Object:
             **common,
         )
     external = data.get("tableType") == "EXTERNAL_TABLE"
-    return Table(
+    storage = data_source_storage(sd, parameters) or {**hive_storage(sd), "partition_columns": partition_keys}
+    location = storage.pop("location", None) or sd.get("location")
+    return Table(external=external, location=location if external else None, migrations=migrations, **common, **storage)
+
+
+def hive_storage(sd: Mapping[str, Any]) -> dict[str, Any]:
+    """A Hive-format table's columns and storage, from its storage descriptor (``sql.storage``)."""
+    serde_info = sd.get("serdeInfo", {})
+    input_format, output_format = sd.get("inputFormat"), sd.get("outputFormat")
+    format_ = format_name(input_format, output_format)
+    serde = serde_info.get("serializationLib") or None
+    bucketing = None
+    if sd.get("numBuckets", -1) > 0:
+        sorted_by = tuple(c["col"].lower() + ("" if c.get("order", 1) == 1 else " desc") for c in sd.get("sortCols", []))
+        bucketing = Bucketing(tuple(c.lower() for c in sd.get("bucketCols", [])), sd["numBuckets"], sorted_by)
+    return dict(
+        columns=tuple(_column(c) for c in sd.get("cols", [])),
+        format=format_,
+        serde=None if serde == default_serde(format_) else serde,
+        input_format=input_format if format_ == CUSTOM else None,
+        output_format=output_format if format_ == CUSTOM else None,
+        serde_properties=serde_properties(serde_info.get("parameters", {})),
+        bucketing=bucketing,
+    )
+
+
+def data_source_storage(sd: Mapping[str, Any], parameters: Mapping[str, str]) -> dict[str, Any] | None:
+    """A Spark data-source table's columns and storage, or None for a Hive-format table.
+
+    Its columns are Spark's copy of the schema (the metastore's may be a placeholder), its options
+    are kept as SERDEPROPERTIES, its location is the ``path`` option, its bucketing in parameters.
+    """
+    provider = parameters.get(PROVIDER, "").lower()
+    if not provider or provider == "hive":
+        return None
+    columns, partition_columns = spark_columns(parameters) or ((), ())
+    options = sd.get("serdeInfo", {}).get("parameters", {})
+    return dict(
         columns=columns,
-        partition_columns=partition_keys,
-        format=storage_format(sd, parameters),
-        external=external,
-        location=sd.get("location") if external else None,
-        migrations=migrations,
-        **common,
+        partition_columns=partition_columns,
+        format=provider,
+        data_source=True,
+        location=options.get(PATH_OPTION),
+        serde_properties=serde_properties(options, data_source=True),
+        bucketing=spark_bucketing(parameters),
     )
 
 
@@ -381,24 +427,13 @@ def user_properties(parameters: Mapping[str, str]) -> dict[str, str]:
     }
 
 
-def storage_format(sd: Mapping[str, Any], parameters: Mapping[str, str]) -> str:
-    """The format name (parquet, orc, ...) of a table, else its SerDe class name.
-
-    A Spark data-source table (``USING csv``) names its format in a parameter; its storage
-    descriptor is a placeholder when the format has no Hive SerDe.
-    """
-    provider = parameters.get(PROVIDER_KEY, "").lower()
-    if provider and provider != "hive":
-        # Not the Hive format of the same name: Spark keeps its columns in its own table properties.
-        return f"{provider} {DATA_SOURCE}"
-    serde = sd.get("serdeInfo", {}).get("serializationLib", "")
-    if serde in GENERIC_SERDES:
-        return FORMAT_BY_INPUT.get(sd.get("inputFormat", ""), serde)
-    return FORMAT_BY_SERDE.get(serde, serde)
-
-
 def _column(data: Mapping[str, Any]) -> Column:
-    return Column(name=data["name"], type=_live_type(data["type"]), comment=data.get("comment") or None)
+    comment = data.get("comment")
+    # Hive's placeholder for a column a SerDe reports (OpenCSVSerde, RegexSerDe): it stores that
+    # when any ALTER of such a table goes through Hive's client, Spark's included. It says nothing.
+    if comment == FROM_DESERIALIZER:
+        comment = None
+    return Column(name=data["name"], type=_live_type(data["type"]), comment=comment or None)
 
 
 @lru_cache(maxsize=4096)

@@ -3,11 +3,12 @@
 ``validate`` checks a view's SQL with sqlglot, which cannot know Spark's functions or its type
 rules: an unknown function or a type error would otherwise surface only when ``apply`` runs the
 CREATE VIEW, after other steps. So a plan against the metastore has Spark analyse each view it
-creates or re-creates, against what the view reads *as the plan leaves it*: every declared table
-and view on its way becomes a session-local temporary view of the declared shape (a table: typed
-NULL columns; a view: its own SQL, checked the same way), and the view's SQL is rewritten to read
-those. Only the session changes; the metastore is not written. Objects that are not declared
-(another team's tables) are read as they are.
+creates or re-creates, against what the view reads *as the plan leaves it*: every declared table,
+source and view on its way becomes a session-local temporary view of the declared shape (a table or
+a source: typed NULL columns; a view: its own SQL, checked the same way), and the view's SQL is
+rewritten to read those. Only the session changes; the metastore is not written. A source stands
+in from the columns its file declares, as ``validate`` read them, whether or not the live table
+is there yet. Whatever cannot be pointed at a stand-in is read as it is.
 """
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ class ViewChecker:
     def __init__(self, spark: Any, desired: Catalog) -> None:
         self.spark = spark
         self.desired = desired
-        self.names = {key: f"{STAND_IN_PREFIX}{i}" for i, key in enumerate(sorted(desired.objects))}
+        stand_ins = sorted(desired.objects.keys() | desired.sources.keys())
+        self.names = {key: f"{STAND_IN_PREFIX}{i}" for i, key in enumerate(stand_ins)}
         self.made: dict[str, str | None] = {}  # key -> why its stand-in could not be made, or None
 
     def problems(self, keys: Iterable[str]) -> dict[str, str]:
@@ -50,7 +52,7 @@ class ViewChecker:
         if key in self.made:
             return self.made[key]
         self.made[key] = "it reads itself"  # a cycle, which validate has reported already
-        obj = self.desired.objects[key]
+        obj = self.desired.objects.get(key) or self.desired.sources[key]
         self.made[key] = self._table(obj) if isinstance(obj, Table) else self._view(obj)
         return self.made[key]
 
@@ -62,8 +64,7 @@ class ViewChecker:
         parsed = self._parse(view.sql)
         if parsed:
             return parsed
-        readable = {key: self.names[key] for key in view.reads
-                    if key in self.desired.objects and self.stand_in(key) is None}
+        readable = {key: self.names[key] for key in view.reads if key in self.names and self.stand_in(key) is None}
         try:
             sql = with_tables_renamed(view.sql, view.database, readable)
         except ViewSqlError:

@@ -14,7 +14,7 @@ from schemaflow.model import MIGRATION_PREFIX, SCHEMAFLOW_PREFIX, Column, Partit
 from schemaflow.plan.evolution import SAME, Evolution
 from schemaflow.plan.hazards import column_hazards, restrict_hazard
 from schemaflow.plan.steps import (VIEW_PARTITIONS, AddDatabase, ChangeViewPartitions, PartitionView, SetColumns,
-                                   SetParameters, SqlAction, Step, listed_partitions)
+                                   SetParameters, SetStorageAction, SqlAction, Step, listed_partitions)
 from schemaflow.sql import ddl
 from schemaflow.wording import plural
 
@@ -69,7 +69,10 @@ class CreateTable(_OfTable):
         if t.partition_columns:
             shape += f", partitioned by ({', '.join(c.name for c in t.partition_columns)})"
         kind = "external table" if t.external else "table"
-        return Step("create_table", t.key, "table", f"create {kind} {t.key} ({shape}, {t.format})",
+        storage = f"USING {t.format}" if t.data_source else t.format
+        if t.bucketing:
+            storage += f", {plural(t.bucketing.count, 'bucket')}"
+        return Step("create_table", t.key, "table", f"create {kind} {t.key} ({shape}, {storage})",
                     (SqlAction(ddl.create_table(t), claims=t.key),))
 
 
@@ -192,6 +195,65 @@ class SetTableComment:
     def to_step(self) -> Step:
         return Step("set_table_comment", self.key, "table", f"comment on table {self.key}: {self.old!r} -> {self.new!r}",
                     (SqlAction(ddl.set_table_comment(self.key, self.new)),))
+
+
+@dataclass(frozen=True)
+class SetColumnComments:
+    """Data-column comments of a Spark data-source table, through Spark SQL, which keeps its schema copy in step."""
+
+    key: str
+    columns: tuple[Column, ...]  # with their new comments
+    object_type = "table"
+    destructive = False
+    reshapes = False
+
+    def to_step(self) -> Step:
+        names = ", ".join(c.name for c in self.columns)
+        return Step("set_column_comments", self.key, "table", f"comment on columns of {self.key}: {names}",
+                    tuple(SqlAction(ddl.set_column_comment(self.key, c)) for c in self.columns))
+
+
+@dataclass(frozen=True)
+class SetStorage:
+    """A table's SERDEPROPERTIES (a data source's OPTIONS) and bucket count, changed in place.
+
+    One guarded ``alter_table`` of the table's storage descriptor (Spark SQL cannot unset a
+    SERDEPROPERTY nor change a bucket count). What existing files were written with stays: a Hive
+    table's partitions keep their own storage descriptors, so only new partitions follow.
+    """
+
+    key: str
+    old: Mapping[str, str]
+    new: Mapping[str, str]
+    old_buckets: int | None
+    buckets: int | None
+    data_source: bool
+    partitioned: bool
+    object_type = "table"
+    destructive = False
+    reshapes = False
+
+    def to_step(self) -> Step:
+        what = "options" if self.data_source else "SERDEPROPERTIES"
+        parts = [f"{what} {key}: {self.old.get(key)!r} -> {self.new.get(key)!r}"
+                 for key in sorted(self.old.keys() | self.new.keys()) if self.old.get(key) != self.new.get(key)]
+        if self.buckets != self.old_buckets:
+            parts.append(f"buckets {self.old_buckets} -> {self.buckets}")
+        notes, hazards = [], []
+        existing = "existing files"
+        if self.partitioned and not self.data_source:
+            notes.append("existing partitions keep their own storage settings (their files were written with "
+                         "them); new partitions take the table's")
+            existing = "files written to the table's own location"
+        if self.old != self.new:
+            hazards.append(f"{existing} were written with the old {what}; read with the new ones, their rows may "
+                           "come apart or read NULL: rewrite them (INSERT OVERWRITE) if they differ")
+        if self.buckets != self.old_buckets:
+            hazards.append(f"{existing} were bucketed into {self.old_buckets}; readers that rely on bucketing "
+                           f"(bucketed joins) would take them as {self.buckets}: rewrite them before relying on it")
+        return Step("set_storage", self.key, "table", f"change storage of {self.key}: {'; '.join(parts)}",
+                    (SetStorageAction(self.key, dict(sorted(self.new.items())), self.buckets),),
+                    notes=tuple(notes), hazards=tuple(hazards))
 
 
 def _view_actions(view: View, replace: bool) -> tuple:
@@ -350,4 +412,4 @@ class Stamp:
 
 
 Change = (CreateDatabase | CreateTable | DropTable | AddColumns | AlterColumns | SetTableComment
-          | CreateView | ReplaceView | DropView | SyncViewPartitions | Unsupported | Stamp)
+          | SetColumnComments | SetStorage | CreateView | ReplaceView | DropView | SyncViewPartitions | Unsupported | Stamp)

@@ -4,7 +4,9 @@ Set algebra on object names first (create what is only desired, drop what is onl
 comparison of each common object. A table's columns evolve through its pending migrations and
 what the diff can infer (``plan.evolution``): a plain append stays a table-only ``ADD COLUMNS``,
 anything else is one ``AlterColumns`` that cascades to the partitions unless a migration restricts it.
-Storage and partition-key changes cannot be made in place and are reported as unsupported.
+A Spark data-source table takes only what Spark SQL does to it: columns appended and comments.
+SERDEPROPERTIES (a data source's OPTIONS) and the bucket count change in place; every other
+storage change, and a change of partition keys, cannot be made in place and is reported as unsupported.
 """
 from __future__ import annotations
 
@@ -12,8 +14,10 @@ from typing import Sequence
 
 from schemaflow.model import Catalog, Column, Migration, Object, Table, View
 from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateDatabase, CreateTable, CreateView,
-                                     DropTable, DropView, ReplaceView, SetTableComment, Unsupported)
+                                     DropTable, DropView, ReplaceView, SetColumnComments, SetStorage, SetTableComment,
+                                     Unsupported)
 from schemaflow.plan.evolution import APPEND, SAME, evolve
+from schemaflow.sql.storage import NO_ADD_COLUMNS
 from schemaflow.sql.views import normalize_sql
 
 _RECREATE = "drop it and re-create it (--allow-destructive), or create a new table and copy the data"
@@ -45,18 +49,92 @@ def create(obj: Object) -> Change:
 
 def diff_table(want: Table, have: Table, migrations: Sequence[Migration] = ()) -> list[Change]:
     key = want.key
-    storage = [f"{what} {old!r} -> {new!r}" for what, old, new in (
-        ("format", have.format, want.format),
-        ("external", have.external, want.external),
-    ) if old != new]
-    if want.external and not _same_location(want.location, have.location):
-        storage.append(f"location {have.location!r} -> {want.location!r}")
+    storage = _storage_changes(want, have)
     if storage:
         return [Unsupported(key, "table", "changing storage (" + ", ".join(storage) + ")", _RECREATE)]
     if _shape(want.partition_columns) != _shape(have.partition_columns):
         return [Unsupported(key, "table", f"changing partition columns {_names(have.partition_columns)} -> "
                             f"{_names(want.partition_columns)}",
                             "partition keys cannot change in place: " + _RECREATE)]
+    changes: list[Change] = []
+    settings = _settings_change(want, have)
+    if settings:
+        changes.append(settings)
+    changes += (_data_source_columns(want, have, migrations) if want.data_source
+                else _hive_columns(want, have, migrations))
+    if want.comment != have.comment:
+        changes.append(SetTableComment(key, have.comment, want.comment))
+    return changes
+
+
+def _storage_changes(want: Table, have: Table) -> list[str]:
+    """The storage differences no table can take in place: everything but its settings and bucket count."""
+    def kind(table: Table) -> str:
+        if want.data_source == have.data_source:
+            return table.format
+        return f"USING {table.format}" if table.data_source else f"STORED AS {table.format}"
+    changed = [f"{what} {old!r} -> {new!r}" for what, old, new in (
+        ("format", kind(have), kind(want)),
+        ("SerDe", have.serde, want.serde),
+        ("input format", have.input_format, want.input_format),
+        ("output format", have.output_format, want.output_format),
+        ("bucketed by", _bucket_columns(have), _bucket_columns(want)),
+        ("external", have.external, want.external),
+    ) if old != new]
+    if want.external and not _same_location(want.location, have.location):
+        changed.append(f"location {have.location!r} -> {want.location!r}")
+    return changed
+
+
+def _bucket_columns(table: Table) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    return (table.bucketing.columns, table.bucketing.sorted_by) if table.bucketing else None
+
+
+def _settings_change(want: Table, have: Table) -> SetStorage | None:
+    """SERDEPROPERTIES (or a data source's OPTIONS) and the bucket count: changed in place."""
+    count = want.bucketing.count if want.bucketing else None
+    old_count = have.bucketing.count if have.bucketing else None
+    if want.serde_properties == have.serde_properties and count == old_count:
+        return None
+    return SetStorage(want.key, dict(have.serde_properties), dict(want.serde_properties), old_count, count,
+                      want.data_source, bool(want.partition_columns))
+
+
+def _data_source_columns(want: Table, have: Table, migrations: Sequence[Migration]) -> list[Change]:
+    """A data-source table's columns: Spark SQL adds columns and changes data-column comments; nothing else.
+
+    Spark reads such a table through its own copy of the schema and refuses every other change
+    (rename, drop, type, order, partition-column comments) on it, so the plan refuses them too.
+    """
+    key = want.key
+    evolution = evolve(have, want, migrations)
+    if evolution.problems:
+        return [Unsupported(key, "table", p.what, p.way_out) for p in evolution.problems]
+    old, new = evolution.old, evolution.new
+    refused = [] if _shape(new[:len(old)]) == _shape(old) else list(evolution.operations)
+    refused += [f"change comment of partition column {n.name}" for o, n in zip(have.partition_columns,
+                                                                              want.partition_columns)
+                if o.comment != n.comment]
+    added = new[len(old):]
+    if added and not refused and want.format in NO_ADD_COLUMNS:
+        refused.append("add " + ", ".join(c.name for c in added))
+    if refused:
+        way_out = (f"Spark cannot change it in place on a data-source table (USING {want.format}): create a table "
+                   "with the new columns, copy the rows (INSERT INTO new SELECT ... FROM old) and swap the names; "
+                   "or drop the table and re-create it (--allow-destructive)")
+        return [Unsupported(key, "table", "; ".join(refused), way_out)]
+    changes: list[Change] = []
+    commented = tuple(n for o, n in zip(old, new) if o.comment != n.comment)
+    if commented:
+        changes.append(SetColumnComments(key, commented))
+    if added:
+        changes.append(AddColumns(key, added, partitioned=False))
+    return changes
+
+
+def _hive_columns(want: Table, have: Table, migrations: Sequence[Migration]) -> list[Change]:
+    """A Hive-format table's columns: appended in place, or any change through the metastore (``plan.evolution``)."""
+    key = want.key
     evolution = evolve(have, want, migrations)
     if evolution.problems:
         return [Unsupported(key, "table", p.what, p.way_out) for p in evolution.problems]
@@ -69,8 +147,6 @@ def diff_table(want: Table, have: Table, migrations: Sequence[Migration] = ()) -
     elif evolution.kind != SAME or keys_commented or evolution.mode == "cascade":
         changes.append(AlterColumns(key, evolution, want.partition_columns, want.format,
                                     cascade=partitioned and evolution.mode != "restrict"))
-    if want.comment != have.comment:
-        changes.append(SetTableComment(key, have.comment, want.comment))
     return changes
 
 

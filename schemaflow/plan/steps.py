@@ -178,7 +178,26 @@ class SetColumns:
                 "parameters": dict(sorted(self.parameters.items()))}
 
 
-Action = SqlAction | AddDatabase | SetParameters | PartitionView | SetColumns | ChangeViewPartitions
+@dataclass(frozen=True)
+class SetStorageAction:
+    """Make ``serde_properties`` a table's SERDEPROPERTIES (a data source's OPTIONS) and, unless None,
+    ``buckets`` its bucket count, in one ``alter_table`` of its storage descriptor (``Metastore.set_storage``)."""
+
+    object: str
+    serde_properties: Mapping[str, str]
+    buckets: int | None = None
+
+    def describe(self) -> str:
+        listed = ", ".join(f"{k}={v!r}" for k, v in sorted(self.serde_properties.items()))
+        buckets = "" if self.buckets is None else f", {self.buckets} buckets"
+        return f"-- metastore alter_table {self.object}: storage properties ({listed}){buckets}"
+
+    def to_data(self) -> dict[str, Any]:
+        return {"action": "set_storage", "object": self.object,
+                "serde_properties": dict(sorted(self.serde_properties.items())), "buckets": self.buckets}
+
+
+Action = SqlAction | AddDatabase | SetParameters | PartitionView | SetColumns | ChangeViewPartitions | SetStorageAction
 
 
 def action_from_data(data: Mapping[str, Any]) -> Action:
@@ -194,6 +213,9 @@ def action_from_data(data: Mapping[str, Any]) -> Action:
                           columns=tuple(Column(**c) for c in data["columns"]),
                           partition_columns=tuple(Column(**c) for c in data["partition_columns"]),
                           parameters=dict(data["parameters"]))
+    if kind == "set_storage":
+        return SetStorageAction(object=data["object"], serde_properties=dict(data["serde_properties"]),
+                                buckets=data["buckets"])
     if kind == "partition_view":
         return PartitionView(object=data["object"], columns=tuple(data["columns"]))
     if kind == "change_view_partitions":

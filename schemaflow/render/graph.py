@@ -1,10 +1,11 @@
 """The dependency graph of the declared tables and views, for a terminal, a pull request (Mermaid) or Graphviz.
 
-Each view points at every table and view its SQL reads, and each edge is labelled with the
-columns of that object the view uses anywhere in its query (output, WHERE, JOIN, GROUP BY, HAVING,
-windows, subqueries; ``SELECT *`` expanded against the declared schema). Given one object, only the
-part of the graph upstream and downstream of it is drawn. Nodes come in name order and Mermaid
-nodes are numbered, so the same schemas always draw the same graph.
+Each view points at every table, view and source (a table schemaflow does not manage, drawn as a
+cylinder) its SQL reads, and each edge is labelled with the columns of that object the view uses
+anywhere in its query (output, WHERE, JOIN, GROUP BY, HAVING, windows, subqueries; ``SELECT *``
+expanded against the declared schema). Given one object, only the part of the graph upstream and
+downstream of it is drawn. Nodes come in name order and Mermaid nodes are numbered, so the same
+schemas always draw the same graph.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ GRAPH_FORMATS = ("text", "mermaid", "dot")
 
 def render_graph(catalog: Catalog, fmt: str, focus: str | None = None) -> str:
     """The graph of ``catalog`` in one of ``GRAPH_FORMATS``; with ``focus`` ("db.name"), only its part."""
-    keys = _part(catalog, focus.lower()) if focus else sorted(catalog.objects)
+    keys = _part(catalog, focus.lower()) if focus else sorted(catalog.objects.keys() | catalog.sources.keys())
     renderers: dict[str, Callable[[Catalog, list[str]], list[str]]] = {"text": _text, "mermaid": _mermaid,
                                                                         "dot": _dot}
     return "\n".join(renderers[fmt](catalog, keys)) + "\n"
@@ -26,7 +27,7 @@ def render_graph(catalog: Catalog, fmt: str, focus: str | None = None) -> str:
 
 def _part(catalog: Catalog, focus: str) -> list[str]:
     """``focus`` and every object upstream (what it reads, transitively) and downstream (what reads it)."""
-    if focus not in catalog.objects:
+    if focus not in catalog.objects and focus not in catalog.sources:
         raise SchemaflowError(f"no table or view {focus} is declared; see schemaflow graph for them all")
     readers: dict[str, set[str]] = {}
     for view in catalog.views():
@@ -59,7 +60,7 @@ def _text(catalog: Catalog, keys: list[str]) -> list[str]:
     lines = []
     edges = _edges(catalog, keys)
     for key in keys:
-        lines.append(f"{key} ({catalog.objects[key].kind})")
+        lines.append(f"{key} ({_kind(catalog, key)})")
         lines += [f"  reads {read}" + (f": {columns}" if columns else "") for view, read, columns in edges
                   if view == key]
         lines += [f"  read by {view}" for view, read, _ in edges if read == key]
@@ -70,7 +71,7 @@ def _mermaid(catalog: Catalog, keys: list[str]) -> list[str]:
     ids = {key: f"n{number}" for number, key in enumerate(keys, 1)}
     lines = ["graph LR"]
     for key in keys:
-        shape = '("{}")' if isinstance(catalog.get(key), View) else '["{}"]'
+        shape = {"view": '("{}")', "table": '["{}"]', "source": '[("{}")]'}[_kind(catalog, key)]
         lines.append(f"  {ids[key]}{shape.format(key)}")
     for view, read, columns in _edges(catalog, keys):
         label = f'|"{columns}"|' if columns else ""
@@ -81,8 +82,14 @@ def _mermaid(catalog: Catalog, keys: list[str]) -> list[str]:
 def _dot(catalog: Catalog, keys: list[str]) -> list[str]:
     lines = ["digraph schemaflow {", "  rankdir=LR;", "  node [shape=box];"]
     for key in keys:
-        style = ' [style=rounded]' if isinstance(catalog.get(key), View) else ""
+        style = {"view": " [style=rounded]", "table": "", "source": " [shape=cylinder]"}[_kind(catalog, key)]
         lines.append(f'  "{key}"{style};')
     for view, read, columns in _edges(catalog, keys):
         lines.append(f'  "{view}" -> "{read}"' + (f' [label="{columns}"]' if columns else "") + ";")
     return lines + ["}"]
+
+
+def _kind(catalog: Catalog, key: str) -> str:
+    """``table``, ``view`` or ``source``: what ``key`` is declared as."""
+    obj = catalog.get(key)
+    return obj.kind if obj is not None else "source"

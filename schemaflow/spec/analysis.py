@@ -1,10 +1,13 @@
 """Views checked against everything declared: what each reads, in which order, and what it outputs.
 
 Each view's SQL is parsed for the objects it reads; views are then analysed in dependency order,
-so a view over another view sees that view's output columns. A view that reads an object which
-is itself broken (or in a cycle) is skipped rather than reported again: the root cause already is.
-A view that derives its partitions from a base table must read it, and the table must be
-partitioned on the view's partition columns and on those ``complete_when`` names.
+so a view over another view sees that view's output columns. Tables and sources (tables that
+schemaflow does not manage, declared with their columns) are read alike; an object no file declares
+is unknown, and the message says how to declare one that schemaflow is not to manage. A view that
+reads an object which is itself broken (or in a cycle) is skipped rather than reported again: the
+root cause already is.
+A view that derives its partitions from a base table must read it, and the table must be a managed
+one, partitioned on the view's partition columns and on those ``complete_when`` names.
 Errors inside SQL are placed at their line and column in the YAML file.
 """
 from __future__ import annotations
@@ -20,15 +23,20 @@ from schemaflow.sql.views import ViewSqlError, analyze_view, tables_read
 
 # Views read no column types from the metastore here; any type lets downstream SQL resolve.
 _VIEW_COLUMN_TYPE = "string"
+# Added to the error for an object no file declares: another team's table is declared as a source.
+_UNDECLARED = (": declare it in schemas/, as a source if schemaflow is not to manage it "
+               "('source: db.name' with its columns)")
 
 
 def analyze_views(
-    objects: Mapping[str, Table | View], docs: Mapping[str, Document], broken: Collection[str]
+    objects: Mapping[str, Table | View], sources: Mapping[str, Table], docs: Mapping[str, Document],
+    broken: Collection[str],
 ) -> tuple[dict[str, View], list[Problem]]:
     """The declared views with their ``reads``, ``uses``, ``lineage`` and output ``columns`` filled in, and the problems.
 
-    ``objects`` are the valid declarations by ``db.name``, ``docs`` the file of each declaration,
-    ``broken`` the names of declarations that have problems of their own.
+    ``objects`` are the valid declarations of tables and views by ``db.name``, ``sources`` those of
+    sources, ``docs`` the file of each declaration, ``broken`` the names of declarations that have
+    problems of their own.
     """
     problems: list[Problem] = []
     skipped = set(broken)
@@ -41,14 +49,15 @@ def analyze_views(
             problems.append(_sql_problem(docs[key], error))
             skipped.add(key)
     tables = {key: obj for key, obj in objects.items() if isinstance(obj, Table)}
-    schema = {key: [(c.name, column_type(c)) for c in table.all_columns] for key, table in tables.items()}
+    schema = {key: [(c.name, column_type(c)) for c in table.all_columns]
+              for key, table in {**tables, **sources}.items()}
     analysed: dict[str, View] = {}
     for key in _dependency_order(reads, docs, problems, skipped):
         if skipped.intersection(reads[key]):
             skipped.add(key)
             continue
-        view, view_problems = _analyze(views[key], docs[key], schema)
-        view_problems = view_problems or _derivation_problems(view, docs[key], tables)
+        view, view_problems = _analyze(views[key], docs[key], schema, reads[key])
+        view_problems = view_problems or _derivation_problems(view, docs[key], tables, sources)
         problems.extend(view_problems)
         if view_problems:
             skipped.add(key)
@@ -73,12 +82,14 @@ def _dependency_order(
                 del deps[key]
 
 
-def _analyze(view: View, doc: Document, schema: Mapping[str, list[tuple[str, str]]]) -> tuple[View, list[Problem]]:
+def _analyze(view: View, doc: Document, schema: Mapping[str, list[tuple[str, str]]],
+             reads: tuple[str, ...]) -> tuple[View, list[Problem]]:
     """One view checked against the columns of what it reads, with its output columns named."""
     try:
         analysis = analyze_view(view.sql, view.database, schema)
     except ViewSqlError as error:
-        return view, [_sql_problem(doc, error)]
+        # analyze_view looks up every object read first: if one is not declared, that is what it reports.
+        return view, [_sql_problem(doc, error, "" if schema.keys() >= set(reads) else _UNDECLARED)]
     columns = view.columns or tuple(Column(name) for name in analysis.output)
     if len(columns) != len(analysis.output):
         output = ", ".join(analysis.output)
@@ -110,8 +121,9 @@ def _partition_problems(view: View, names: tuple[str, ...], doc: Document) -> li
     return [Problem(doc.key("partitioned_on"), message)]
 
 
-def _derivation_problems(view: View, doc: Document, tables: Mapping[str, Table]) -> list[Problem]:
-    """Whether the table a view derives its partitions from can feed them: read by the view,
+def _derivation_problems(view: View, doc: Document, tables: Mapping[str, Table],
+                         sources: Mapping[str, Table]) -> list[Problem]:
+    """Whether the table a view derives its partitions from can feed them: read by the view, managed,
     partitioned on each of the view's partition columns and on each column of ``complete_when``."""
     rule = view.partitions
     if rule is None or rule.derive_from is None:
@@ -121,6 +133,10 @@ def _derivation_problems(view: View, doc: Document, tables: Mapping[str, Table])
     if base not in view.reads:
         return [Problem(where, f"derive_from names {base}, which the view does not read "
                                f"(it reads: {', '.join(view.reads) or 'nothing'})")]
+    if base in sources:
+        # The plan lists partitions of the live tables it manages only.
+        return [Problem(where, f"derive_from names {base}, a source: schemaflow does not read the partitions of "
+                               "tables it does not manage; list the view's partitions instead")]
     if base not in tables:
         return [Problem(where, f"derive_from names {base}, a view: view partitions derive from a table's partitions")]
     keys = [c.name for c in tables[base].partition_columns]
@@ -138,5 +154,5 @@ def _derivation_problems(view: View, doc: Document, tables: Mapping[str, Table])
     ]
 
 
-def _sql_problem(doc: Document, error: ViewSqlError) -> Problem:
-    return Problem(doc.within(("sql",), error.line, error.col), error.message)
+def _sql_problem(doc: Document, error: ViewSqlError, advice: str = "") -> Problem:
+    return Problem(doc.within(("sql",), error.line, error.col), error.message + advice)

@@ -3,7 +3,7 @@
 Each table and view becomes ``schemas/<database>/<name>.yaml`` in the format ``spec`` reads, so
 planning right after an import finds nothing to do. Columns are written one flow mapping a line,
 view SQL as a literal block, and keys in the order the README documents them. What the format
-cannot say (a Spark data-source table, a type schemaflow does not know) is reported, not written.
+cannot say (a type schemaflow does not know, buckets sorted descending) is reported, not written.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any, Iterable
 import yaml
 
 from schemaflow.model import Column, Object, Table
-from schemaflow.sql.ddl import STORED_AS
+from schemaflow.sql.storage import CUSTOM, LAZY_SIMPLE_SERDE, PROVIDERS, ROW_FORMAT, default_serde
 from schemaflow.sql.types import InvalidType, canonical_type
 
 
@@ -37,6 +37,8 @@ def _flow(dumper: yaml.SafeDumper, data: _Flow) -> yaml.Node:
 
 def _text(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
     style = "|" if "\n" in data else None
+    if style and not data.strip():
+        style = '"'  # a delimiter such as a bare newline reads best as "\n"
     return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
 
 
@@ -49,8 +51,10 @@ _Dumper.add_representer(str, _text)
 def unsupported(obj: Object) -> str | None:
     """Why ``obj`` cannot be written as a schema file, or None."""
     if isinstance(obj, Table):
-        if obj.format not in STORED_AS:
-            return f"its format {obj.format!r} is not one schemaflow creates ({', '.join(STORED_AS)})"
+        if obj.data_source and obj.format not in PROVIDERS:
+            return f"it is a table of the Spark data source {obj.format!r}, not one schemaflow creates ({', '.join(PROVIDERS)})"
+        if obj.bucketing and any(" " in column for column in obj.bucketing.sorted_by):
+            return "its buckets are sorted descending, which Spark cannot create"
         for column in obj.all_columns:
             try:
                 canonical_type(column.type or "")
@@ -65,13 +69,19 @@ def schema_text(obj: Object) -> str:
     if obj.comment:
         data["comment"] = obj.comment
     if isinstance(obj, Table):
-        data["format"] = obj.format
+        data.update(_storage(obj))
         if obj.external:
             data["external"] = True
             data["location"] = obj.location
         data["columns"] = _columns(obj.columns, types=True)
         if obj.partition_columns:
             data["partitioned_by"] = _columns(obj.partition_columns, types=True)
+        if obj.bucketing:
+            buckets = _Flow(clustered_by=_FlowList(obj.bucketing.columns))
+            if obj.bucketing.sorted_by:
+                buckets["sorted_by"] = _FlowList(obj.bucketing.sorted_by)
+            buckets["count"] = obj.bucketing.count
+            data["buckets"] = buckets
     else:
         data["columns"] = _columns(obj.columns, types=False)
         if obj.partitioned_on:
@@ -80,6 +90,36 @@ def schema_text(obj: Object) -> str:
     if obj.properties:
         data["properties"] = _Flow(sorted(obj.properties.items()))
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=120)
+
+
+def _storage(table: Table) -> dict[str, Any]:
+    """``using:`` and ``options:``, or ``format:`` (or its classes), ``serde:``, ``row_format:`` and ``serde_properties:``.
+
+    LazySimpleSerDe's delimiters are written as ``row_format:`` where ``spec`` reads them back
+    the same (one character each, lines ended by a newline); the rest as ``serde_properties:``.
+    """
+    if table.data_source:
+        return {"using": table.format, **({"options": _Flow(table.serde_properties)} if table.serde_properties else {})}
+    data: dict[str, Any] = {}
+    if table.format == CUSTOM:
+        data |= {"input_format": table.input_format, "output_format": table.output_format}
+    else:
+        data["format"] = table.format
+    if table.serde:
+        data["serde"] = table.serde
+    properties = dict(table.serde_properties)
+    row_format: dict[str, str] = {}
+    if (table.serde or default_serde(table.format)) == LAZY_SIMPLE_SERDE:
+        for field, key in ROW_FORMAT.items():
+            value = properties.get(key)
+            fits = value is not None and (field == "null_defined_as" or len(value) == 1)
+            if fits and (field != "lines_terminated_by" or value == "\n"):
+                row_format[field] = properties.pop(key)
+    if row_format:
+        data["row_format"] = row_format
+    if properties:
+        data["serde_properties"] = _Flow(properties)
+    return data
 
 
 def _columns(columns: Iterable[Column], types: bool) -> list[_Flow]:

@@ -1,7 +1,8 @@
 """The desired catalog: every ``schemas/<database>/<name>.yaml`` of a project, read and checked.
 
-Each file declares one table or view, and its place says which: the file's path must match the
-name it declares. Tables and views share one namespace per database. Everything wrong in any file
+Each file declares one table or view, or a source (a table the views read that schemaflow does
+not manage, see ``spec.sources``), and its place says which: the file's path must match the name it
+declares. Tables, views and sources share one namespace per database. Everything wrong in any file
 is collected, sorted and raised together as one ``SpecError``, so that a single run shows it all.
 The files are read through ``spec.source``: from a directory, or from a git commit.
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path, PurePosixPath
 
 from schemaflow.errors import Problem, SpecError
-from schemaflow.model import Catalog, Migration, Source
+from schemaflow.model import Catalog, Migration, Source, Table
 from schemaflow.spec.analysis import analyze_views
 from schemaflow.spec.migrations import (MIGRATIONS_DIR, SUM_FILE, agreement_problems, order_problems, read_migration,
                                         sum_problems)
@@ -37,11 +38,12 @@ _NOT_YAML = {
 
 
 def load_catalog(project: str | Path | ProjectFiles, databases: tuple[str, ...] = ()) -> Catalog:
-    """The tables and views declared under ``schemas/`` of a project; raises ``SpecError``.
+    """The tables, views and sources declared under ``schemas/`` of a project; raises ``SpecError``.
 
     ``project`` is the project's directory, or its files read from elsewhere (a git commit).
-    ``databases``, when given, are the databases the project manages: an object declared in
-    any other is an error. Otherwise the databases are those the files declare.
+    ``databases``, when given, are the databases the project manages: a table or view declared in
+    any other is an error (a source may be anywhere). Otherwise the databases are those in which
+    the files declare tables and views.
     """
     files = Directory(Path(project)) if isinstance(project, (str, Path)) else project
     problems: list[Problem] = []
@@ -59,23 +61,26 @@ def load_catalog(project: str | Path | ProjectFiles, databases: tuple[str, ...] 
         problems.extend(declaration.problems)
         problems.extend(_placement_problems(declaration, databases))
     problems.extend(_duplicate_problems(declarations))
-    valid = {d.key: d.obj for d in declarations if d.obj is not None and d.key is not None}
-    broken = {d.key for d in declarations if d.key is not None} - valid.keys()
+    valid = {d.key: d.obj for d in declarations if d.obj is not None and d.key is not None and d.kind != "source"}
+    sources = {d.key: d.obj for d in declarations if isinstance(d.obj, Table) and d.key is not None
+               and d.kind == "source"}
+    broken = {d.key for d in declarations if d.key is not None} - valid.keys() - sources.keys()
     broken |= unread | {_path_key(d.doc.path) for d in declarations if d.key is None}
     broken |= {key for key, obj in valid.items() if databases and obj.database not in databases}
     views, view_problems = analyze_views(
         {key: obj for key, obj in valid.items() if key not in broken},
+        {key: source for key, source in sources.items() if key not in broken},
         {d.key: d.doc for d in declarations if d.key is not None},
         broken,
     )
     problems.extend(view_problems)
     objects = dict(sorted({**valid, **views}.items()))
     migrations = _read_migrations(files, problems)
-    problems.extend(agreement_problems(migrations, objects))
+    problems.extend(agreement_problems(migrations, objects, sources))
     if problems:
         raise SpecError(problems)
     return Catalog(databases=databases or tuple(sorted({o.database for o in objects.values()})), objects=objects,
-                   migrations=migrations)
+                   migrations=migrations, sources=dict(sorted(sources.items())))
 
 
 def _read_migrations(files: ProjectFiles, problems: list[Problem]) -> tuple[Migration, ...]:
@@ -157,7 +162,7 @@ def _path_key(path: str) -> str:
 
 
 def _placement_problems(declaration: Declaration, databases: tuple[str, ...]) -> list[Problem]:
-    """The file must be ``schemas/<database>/<name>.yaml`` and the database one the project manages."""
+    """The file must be ``schemas/<database>/<name>.yaml``, and a table's or view's database one the project manages."""
     if declaration.key is None or declaration.problems:
         return []
     doc = declaration.doc
@@ -168,7 +173,7 @@ def _placement_problems(declaration: Declaration, databases: tuple[str, ...]) ->
     if path.parent != PurePosixPath(SCHEMAS_DIR, database) or path.stem != name:
         expected = PurePosixPath(SCHEMAS_DIR, database, name + path.suffix)
         problems.append(Problem(where, f"{declaration.key} must be declared in {expected}: rename or move this file"))
-    if databases and database not in databases:
+    if databases and database not in databases and declaration.kind != "source":
         managed = ", ".join(databases)
         message = f"database '{database}' is not managed by this project (databases: {managed})"
         problems.append(Problem(where, f"{message}; add it to 'databases' in schemaflow.yaml"))
@@ -176,7 +181,7 @@ def _placement_problems(declaration: Declaration, databases: tuple[str, ...]) ->
 
 
 def _duplicate_problems(declarations: list[Declaration]) -> list[Problem]:
-    """A name declared by several files (as a table or a view) is an error in each of them."""
+    """A name declared by several files (as a table, a view or a source) is an error in each of them."""
     files: dict[str, list[Declaration]] = {}
     for declaration in declarations:
         if declaration.key is not None:

@@ -108,16 +108,18 @@ def _placed(migration: Migration) -> Source:
     return migration.source
 
 
-def agreement_problems(migrations: Sequence[Migration], objects: Mapping[str, Table | View]) -> list[Problem]:
+def agreement_problems(migrations: Sequence[Migration], objects: Mapping[str, Table | View],
+                       sources: Mapping[str, Table]) -> list[Problem]:
     """Every change that cannot be part of its table's history, walking back from the declared columns.
 
     A table that schemas/ no longer declares (or now declares as a view) was dropped since: its
-    migrations stay, as history, and are only checked on their own.
+    migrations stay, as history, and are only checked on their own. A change to a source (a table
+    schemaflow does not manage) is an error: nothing would ever apply it.
     """
     problems: list[Problem] = []
     sound: list[MigrationChange] = []
     for change in (change for migration in migrations for change in migration.changes):
-        own = _own_problems(change)
+        own = _source_problems(change, sources) or _own_problems(change)
         problems += own
         if not own:
             sound.append(change)
@@ -126,6 +128,17 @@ def agreement_problems(migrations: Sequence[Migration], objects: Mapping[str, Ta
         if isinstance(table, Table):
             problems += _walk_back(table, [c for c in sound if c.table == key])
     return problems
+
+
+def _source_problems(change: MigrationChange, sources: Mapping[str, Table]) -> list[Problem]:
+    """A migration changes only tables that schemaflow manages, never a source."""
+    source = sources.get(change.table)
+    if source is None:
+        return []
+    where = f" in {source.source.path}" if source.source else ""
+    return [_problem(change, f"{change.table} is declared as a source{where}, which schemaflow does not manage: "
+                             "migrations change only managed tables; remove this change, or declare the table "
+                             "with 'table:' to manage it")]
 
 
 def _own_problems(change: MigrationChange) -> list[Problem]:

@@ -20,9 +20,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from schemaflow.errors import Problem
-from schemaflow.model import SCHEMAFLOW_PREFIX, Column, Source, Table, View, ViewPartitions, partition_name
+from schemaflow.model import SCHEMAFLOW_PREFIX, Bucketing, Column, Source, Table, View, ViewPartitions, partition_name
 from schemaflow.spec.schema import check_shape
 from schemaflow.spec.yamlpos import Document, NodePath
+from schemaflow.sql.storage import (CUSTOM, LAZY_SIMPLE_SERDE, MAX_BUCKETS, PATH_OPTION, ROW_FORMAT, default_serde,
+                                    format_name, serde_properties)
 from schemaflow.sql.types import InvalidType, canonical_type, check_avro, is_primitive
 
 
@@ -65,6 +67,9 @@ _PARTITION_VALUE = _Limit("partition value", 255, "PARTITION_KEY_VALS.PART_KEY_V
 _PARTITION_NAME = _Limit("partition name", 767, "PARTITIONS.PART_NAME")
 # A LONGVARCHAR with no length: in Derby, the bundled metastore's database, a LONG VARCHAR of 32,700.
 _LOCATION = _Limit("location", 4000, "SDS.LOCATION")
+_CLASS_NAME = _Limit("class name", 4000, "SERDES.SLIB, SDS.INPUT_FORMAT and SDS.OUTPUT_FORMAT")
+_SERDE_KEY = _Limit("key", 256, "SERDE_PARAMS.PARAM_KEY")
+_SERDE_VALUE = _Limit("value", 32672, "SERDE_PARAMS.PARAM_VALUE")
 _VIEW_TEXT = _Limit("view SQL", 32700, "TBLS.VIEW_ORIGINAL_TEXT and VIEW_EXPANDED_TEXT, LONG VARCHAR in Derby")
 
 # Characters Hive writes as %XX in a partition's name, as in a path (FileUtils.escapePathName).
@@ -98,7 +103,7 @@ class Declaration:
     """A schema file's object, the document it came from, and the problems found in it."""
 
     doc: Document
-    kind: str | None               # "table" or "view"; None when the file names no object
+    kind: str | None               # "table", "view" or "source"; None when the file names no object
     key: str | None                # "db.name", lower-case; None when the file names no object
     obj: Table | View | None       # None when the file has problems
     problems: tuple[Problem, ...]
@@ -110,20 +115,27 @@ class Declaration:
 
 
 def read_object(doc: Document) -> Declaration:
-    """The table or view a schema file declares, or the problems that keep it from being read."""
+    """The table, view or source (``spec.sources``) a schema file declares, or what keeps it from being read."""
     data = doc.data
-    if not isinstance(data, dict) or ("table" in data) == ("view" in data):
-        where = doc.key("view") if isinstance(data, dict) and "view" in data else doc.at()
-        message = "a schema file declares one object: start it with 'table: db.name' or 'view: db.name'"
+    kinds = [kind for kind in ("table", "view", "source") if isinstance(data, dict) and kind in data]
+    if len(kinds) != 1:
+        where = doc.key(kinds[1]) if len(kinds) > 1 else doc.at()
+        message = ("a schema file declares one object: start it with 'table: db.name', 'view: db.name' or "
+                   "'source: db.name'")
         return Declaration(doc, None, None, None, (Problem(where, message),))
-    kind = "table" if "table" in data else "view"
+    kind = kinds[0]
     data = _as_written(doc, data)
     name = data[kind]
     key = name.lower() if isinstance(name, str) else None
     problems = check_shape(doc, data, kind)
     if problems:
         return Declaration(doc, kind, key, None, tuple(problems))
-    obj = _table(doc, data, problems) if kind == "table" else _view(doc, data, problems)
+    if kind == "source":
+        from schemaflow.spec.sources import read_source  # here: it builds on this module's column rules
+
+        obj: Table | View = read_source(doc, data, problems)
+    else:
+        obj = _table(doc, data, problems) if kind == "table" else _view(doc, data, problems)
     return Declaration(doc, kind, key, None if problems else obj, tuple(problems))
 
 
@@ -144,7 +156,9 @@ def _holds_text(path: NodePath) -> bool:
     name YAML reads as a number (``1.5``) is no valid name either way.
     """
     match path:
-        case ("comment",) | ("properties", str()) | ("partitioned_on", int()):
+        case ("comment",) | ("properties" | "options" | "serde_properties" | "row_format", str()) | ("partitioned_on", int()):
+            return True
+        case ("buckets", "clustered_by" | "sorted_by", int()):
             return True
         case ("columns" | "partitioned_by", int(), "name" | "type" | "comment"):
             return True
@@ -174,13 +188,21 @@ def _comment(doc: Document, data: dict[str, Any], path: NodePath, limit: _Limit,
     return comment if comment.strip() else None
 
 
-def _table(doc: Document, data: dict[str, Any], problems: list[Problem]) -> Table:
-    database, name = _object_name(doc, "table", data["table"], problems)
+def table_columns(doc: Document, data: dict[str, Any], problems: list[Problem],
+                  none: str) -> tuple[tuple[Column, ...], tuple[Column, ...]]:
+    """The data and partition columns of a table or source file, each name once; ``none`` says what to
+    do when it declares no data column."""
     columns = _columns(doc, data, "columns", problems)
     partition_columns = _columns(doc, data, "partitioned_by", problems)
     _check_unique(columns + partition_columns, problems)
     if not columns:
-        problems.append(Problem(doc.at("columns"), "a table needs at least one data column"))
+        problems.append(Problem(doc.at("columns"), none))
+    return columns, partition_columns
+
+
+def _table(doc: Document, data: dict[str, Any], problems: list[Problem]) -> Table:
+    database, name = _object_name(doc, "table", data["table"], problems)
+    columns, partition_columns = table_columns(doc, data, problems, "a table needs at least one data column")
     external = data.get("external", False)
     if external and "location" not in data:
         problems.append(Problem(doc.key("external"), "an external table needs a location: add 'location:'"))
@@ -189,18 +211,105 @@ def _table(doc: Document, data: dict[str, Any], problems: list[Problem]) -> Tabl
         problems.append(Problem(doc.key("location"), message))
     if "location" in data:
         _LOCATION.check(data["location"], doc.at("location"), problems)
+    storage = _storage(doc, data, problems)
+    names = {c.name for c in columns}
     return Table(
         database=database,
         name=name,
         columns=columns,
         partition_columns=partition_columns,
         comment=_comment(doc, data, (), _COMMENT, problems),
-        format=data.get("format", "parquet"),
         external=external,
         location=data.get("location"),
         properties=_properties(doc, data, problems),
+        bucketing=_bucketing(doc, data.get("buckets"), names, {c.name for c in partition_columns}, problems),
         source=doc.key("table"),
+        **storage,
     )
+
+
+def _storage(doc: Document, data: dict[str, Any], problems: list[Problem]) -> dict[str, Any]:
+    """How the table's files are stored: a Hive format with its SerDe, or a Spark data source (``sql.storage``).
+
+    The two vocabularies never mix: ``using:`` with ``options:``, or ``format:`` (or the format
+    classes) with ``row_format:``, ``serde:`` and ``serde_properties:``.
+    """
+    if "using" in data:
+        for key in ("format", "row_format", "serde", "serde_properties", "input_format", "output_format"):
+            if key in data:
+                message = (f"'{key}' is for a Hive-format table, and 'using: {data['using']}' makes a Spark "
+                           "data-source table: give its settings as 'options:', or remove 'using:'")
+                problems.append(Problem(doc.key(key), message))
+        options = _settings(doc, data, "options", problems)
+        if PATH_OPTION in {key.lower() for key in options}:
+            problems.append(Problem(doc.key("options", next(k for k in options if k.lower() == PATH_OPTION)),
+                                    "option 'path' is the table's location: declare 'external: true' and "
+                                    "'location:' instead"))
+        return dict(format=data["using"], data_source=True, serde_properties=options)
+    if "options" in data:
+        problems.append(Problem(doc.key("options"), "'options' are a Spark data source's: add 'using:' (parquet, "
+                                "orc, json, csv, text), or declare SERDEPROPERTIES as 'serde_properties:'"))
+    classes = [key for key in ("input_format", "output_format") if key in data]
+    if classes and ("format" in data or len(classes) == 1):
+        where = doc.key("format") if "format" in data else doc.key(classes[0])
+        problems.append(Problem(where, "name the format, or both its classes: 'format:', or 'input_format:' with "
+                                "'output_format:'"))
+    format_ = format_name(data.get("input_format"), data.get("output_format")) if classes else data.get("format",
+                                                                                                        "parquet")
+    serde = data.get("serde")
+    properties = _settings(doc, data, "serde_properties", problems)
+    for field, value in data.get("row_format", {}).items():
+        where, key = doc.key("row_format", field), ROW_FORMAT[field]
+        if (serde or default_serde(format_)) != LAZY_SIMPLE_SERDE:
+            problems.append(Problem(where, f"row_format sets the delimiters of {LAZY_SIMPLE_SERDE}, which this table "
+                                    f"does not use: give its SerDe's own settings as 'serde_properties:'"))
+        elif key in properties:
+            problems.append(Problem(where, f"'{field}' sets '{key}', which serde_properties sets too: keep one"))
+        elif field == "lines_terminated_by" and value != "\n":
+            problems.append(Problem(where, "Hive ends lines with a newline only: write \"\\n\" or remove it"))
+        elif field != "null_defined_as" and len(value) != 1:
+            problems.append(Problem(where, f"a delimiter is one character, not {value!r} (write \"\\x01\" for "
+                                    "Hive's default, ^A)"))
+        properties[key] = value
+    for field in ("serde", "input_format", "output_format"):
+        if field in data:
+            _CLASS_NAME.check(data[field], doc.at(field), problems)
+    return dict(
+        format=format_,
+        serde=None if serde is None or serde == default_serde(format_) else serde,
+        input_format=data.get("input_format") if format_ == CUSTOM else None,
+        output_format=data.get("output_format") if format_ == CUSTOM else None,
+        serde_properties=serde_properties(properties),
+    )
+
+
+def _settings(doc: Document, data: dict[str, Any], field: str, problems: list[Problem]) -> dict[str, str]:
+    """SERDEPROPERTIES or OPTIONS, as the strings written, each within the metastore's limits."""
+    settings = {key: str(value) for key, value in sorted(data.get(field, {}).items())}
+    for key, value in settings.items():
+        _SERDE_KEY.check(key, doc.key(field, key), problems)
+        _SERDE_VALUE.check(value, doc.at(field, key), problems)
+    return settings
+
+
+def _bucketing(doc: Document, declared: dict[str, Any] | None, columns: set[str], partition_columns: set[str],
+               problems: list[Problem]) -> Bucketing | None:
+    """``buckets:``: data columns to cluster and sort by, and how many buckets (Spark's limit applies)."""
+    if declared is None:
+        return None
+    for field in ("clustered_by", "sorted_by"):
+        for i, written in enumerate(declared.get(field, ())):
+            name = written.lower()
+            if name in partition_columns:
+                message = f"'{written}' is a partition column: a table buckets the rows within each partition by data columns"
+                problems.append(Problem(doc.at("buckets", field, i), message))
+            elif name not in columns:
+                problems.append(Problem(doc.at("buckets", field, i), f"'{written}' is not a column of the table"))
+    if declared["count"] > MAX_BUCKETS:
+        problems.append(Problem(doc.at("buckets", "count"), f"Spark makes at most {MAX_BUCKETS} buckets "
+                                "(spark.sql.sources.bucketing.maxBuckets): declare fewer"))
+    return Bucketing(tuple(c.lower() for c in declared["clustered_by"]), declared["count"],
+                     tuple(c.lower() for c in declared.get("sorted_by", ())))
 
 
 def _view(doc: Document, data: dict[str, Any], problems: list[Problem]) -> View:

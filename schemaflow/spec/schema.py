@@ -1,9 +1,10 @@
 """The shape of each file format, as JSON Schemas shipped with the package, and user-facing errors.
 
-``schemas/table.json``, ``view.json`` and ``settings.json`` say which keys a file may have and
-what kind of value each holds (``common.json`` holds the parts they share). Every key not listed
-is refused, so a typo is caught rather than ignored. jsonschema's findings are reworded for the
-person editing the YAML and placed at the offending key or value.
+``schemas/table.json``, ``view.json``, ``source.json`` and ``settings.json`` say which keys a file may
+have and what kind of value each holds (``common.json`` holds the parts they share; a source's
+columns are ``table.json``'s). Every key not listed is refused, so a typo is caught rather than
+ignored. jsonschema's findings are reworded for the person editing the YAML and placed at the
+offending key or value.
 """
 from __future__ import annotations
 
@@ -40,8 +41,8 @@ def check_shape(doc: Document, data: Any, schema: str) -> list[Problem]:
 
 @cache
 def _validator(schema: str) -> Draft202012Validator:
-    common = Resource.from_contents(_load("common"))
-    return Draft202012Validator(_load(schema), registry=Registry().with_resource("common.json", common))
+    referred = [(f"{name}.json", Resource.from_contents(_load(name))) for name in ("common", "table")]
+    return Draft202012Validator(_load(schema), registry=Registry().with_resources(referred))
 
 
 def _load(name: str) -> dict[str, Any]:

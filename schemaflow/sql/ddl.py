@@ -8,10 +8,11 @@ born claimed: its CREATE sets ``schemaflow.version`` to the ``CLAIM`` the execut
 """
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from schemaflow.claims import CLAIM
 from schemaflow.model import VERSION_KEY, Column, Table, View, split_key
+from schemaflow.sql.storage import CUSTOM, HIVE_FORMATS, SERDE_FORMATS, default_serde
 
 # ``format:`` in a table file → Spark's STORED AS keyword.
 STORED_AS = {
@@ -48,21 +49,73 @@ def _column_list(columns: Iterable[Column], render=column_def) -> str:
 
 
 def create_table(table: Table) -> str:
-    lines = [f"CREATE {'EXTERNAL ' if table.external else ''}TABLE {qualified(table.key)} "
-             + _column_list(table.columns)]
-    if table.comment:
-        lines.append(f"COMMENT {string(table.comment)}")
-    if table.partition_columns:
-        lines.append("PARTITIONED BY " + _column_list(table.partition_columns))
-    lines.append(f"STORED AS {STORED_AS[table.format]}")
+    """A Hive-format table (``STORED AS``) or a Spark data-source table (``USING``), storage as declared.
+
+    SERDEPROPERTIES always go in a ``ROW FORMAT SERDE`` clause, never ``ROW FORMAT DELIMITED``,
+    whose ``NULL DEFINED AS`` Spark 4 drops; a format Spark does not allow that clause with is
+    spelt as its classes (``sql.storage``). A data-source table lists its partition columns
+    among its columns, as Spark's grammar has it.
+    """
+    head = f"CREATE {'EXTERNAL ' if table.external and not table.data_source else ''}TABLE {qualified(table.key)} "
+    comment = [f"COMMENT {string(table.comment)}"] if table.comment else []
+    bucketing = [_bucketing(table)] if table.bucketing else []
+    if table.data_source:
+        # USING comes straight after the columns, then clauses in any order.
+        lines = [head + _column_list(table.all_columns), f"USING {table.format}"] + comment
+        if table.serde_properties:
+            lines.append("OPTIONS " + _properties(table.serde_properties))
+        if table.partition_columns:
+            lines.append("PARTITIONED BY (" + ", ".join(ident(c.name) for c in table.partition_columns) + ")")
+        lines += bucketing
+    else:
+        lines = [head + _column_list(table.columns)] + comment
+        if table.partition_columns:
+            lines.append("PARTITIONED BY " + _column_list(table.partition_columns))
+        lines += bucketing + _hive_storage(table)
     if table.location:
         lines.append(f"LOCATION {string(table.location)}")
     lines.append(_claimed())
     return "\n".join(lines)
 
 
+def _bucketing(table: Table) -> str:
+    bucketing = table.bucketing
+    assert bucketing is not None
+    clause = "CLUSTERED BY (" + ", ".join(ident(c) for c in bucketing.columns) + ")"
+    if bucketing.sorted_by:
+        clause += " SORTED BY (" + ", ".join(ident(c) for c in bucketing.sorted_by) + ")"
+    return clause + f" INTO {bucketing.count} BUCKETS"
+
+
+def _hive_storage(table: Table) -> list[str]:
+    lines = []
+    if table.serde or table.serde_properties:
+        serde = table.serde or default_serde(table.format)
+        clause = f"ROW FORMAT SERDE {string(serde)}"
+        if table.serde_properties:
+            clause += " WITH SERDEPROPERTIES " + _properties(table.serde_properties)
+        lines.append(clause)
+    if table.format in SERDE_FORMATS or (table.format in STORED_AS and not lines):
+        lines.append(f"STORED AS {STORED_AS[table.format]}")
+    else:
+        read, write = ((table.input_format, table.output_format) if table.format == CUSTOM
+                       else HIVE_FORMATS[table.format][:2])
+        lines.append(f"STORED AS INPUTFORMAT {string(read or '')} OUTPUTFORMAT {string(write or '')}")
+    return lines
+
+
+def _properties(values: Mapping[str, str]) -> str:
+    return "(" + ", ".join(f"{string(k)} = {string(v)}" for k, v in sorted(values.items())) + ")"
+
+
 def add_columns(key: str, columns: Iterable[Column]) -> str:
     return f"ALTER TABLE {qualified(key)} ADD COLUMNS " + _column_list(columns)
+
+
+def set_column_comment(key: str, column: Column) -> str:
+    """A data column's comment; on a data-source table Spark rewrites its own schema copy with it."""
+    comment = string(column.comment) if column.comment else "''"
+    return f"ALTER TABLE {qualified(key)} ALTER COLUMN {ident(column.name)} COMMENT {comment}"
 
 
 def set_table_comment(key: str, comment: str | None) -> str:

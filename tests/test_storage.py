@@ -1,0 +1,175 @@
+"""Table storage: Hive formats, SerDes, delimiters and buckets, and Spark data-source tables.
+
+How each is declared and refused (at path:line:col), the DDL that creates it, and what the plan
+does with a change to it: in place, or blocked with the way out.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from schemaflow.errors import SpecError
+from schemaflow.model import Bucketing, Column, Table
+from schemaflow.plan.changes import AddColumns, SetColumnComments, SetStorage, Unsupported
+from schemaflow.plan.diff import diff_table
+from schemaflow.spec.objects import read_object
+from schemaflow.spec.yamlpos import load_yaml
+from schemaflow.sql import ddl
+
+COLUMNS = "columns:\n  - {name: id, type: bigint}\n  - {name: line, type: string}\n"
+
+
+def read(tmp_path: Path, text: str) -> tuple[Table | None, list[str]]:
+    path = tmp_path / "t.yaml"
+    path.write_text("table: raw.t\n" + text)
+    try:
+        declaration = read_object(load_yaml(path, "t.yaml"))
+    except SpecError as error:
+        return None, [str(p) for p in error.problems]
+    assert declaration.obj is None or isinstance(declaration.obj, Table)
+    return declaration.obj, [str(p) for p in declaration.problems]
+
+
+def test_a_delimited_text_table_keeps_every_delimiter_as_a_serde_property(tmp_path: Path) -> None:
+    table, problems = read(tmp_path, "format: textfile\nrow_format:\n  fields_terminated_by: '|'\n"
+                           "  null_defined_as: ''\n  lines_terminated_by: \"\\n\"\n" + COLUMNS)
+    assert problems == []
+    assert table is not None and table.serde is None
+    assert table.serde_properties == {"field.delim": "|", "serialization.null.format": "", "line.delim": "\n"}
+
+
+def test_a_data_source_table_is_never_confused_with_a_hive_one(tmp_path: Path) -> None:
+    table, problems = read(tmp_path, "using: parquet\noptions: {compression: snappy}\n" + COLUMNS)
+    assert problems == []
+    assert table is not None and (table.format, table.data_source) == ("parquet", True)
+    hive, _ = read(tmp_path, "format: parquet\n" + COLUMNS)
+    assert hive is not None and not hive.data_source
+    assert diff_table(table, hive) == [Unsupported(
+        "raw.t", "table", "changing storage (format 'STORED AS parquet' -> 'USING parquet')",
+        "drop it and re-create it (--allow-destructive), or create a new table and copy the data")]
+
+
+def test_classes_of_a_named_format_are_that_format(tmp_path: Path) -> None:
+    table, problems = read(tmp_path, "input_format: org.apache.hadoop.mapred.TextInputFormat\n"
+                           "output_format: org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat\n"
+                           "serde: org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe\n" + COLUMNS)
+    assert problems == []
+    assert table is not None and (table.format, table.serde, table.input_format) == ("textfile", None, None)
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("using: csv\nformat: textfile\n",
+     "t.yaml:3:1: 'format' is for a Hive-format table, and 'using: csv' makes a Spark data-source table: give its "
+     "settings as 'options:', or remove 'using:'"),
+    ("options: {header: 'true'}\n",
+     "t.yaml:2:1: 'options' are a Spark data source's: add 'using:' (parquet, orc, json, csv, text), or declare "
+     "SERDEPROPERTIES as 'serde_properties:'"),
+    ("using: csv\noptions: {PATH: /x}\n",
+     "t.yaml:3:11: option 'path' is the table's location: declare 'external: true' and 'location:' instead"),
+    ("using: avro\n", "t.yaml:2:8: using must be one of: parquet, orc, json, csv, text (not 'avro')"),
+    ("input_format: com.example.In\n",
+     "t.yaml:2:1: name the format, or both its classes: 'format:', or 'input_format:' with 'output_format:'"),
+    ("serde: OpenCSVSerde\n", "t.yaml:2:8: serde 'OpenCSVSerde' is not valid: write a Java class's full name, such "
+     "as org.apache.hadoop.hive.serde2.OpenCSVSerde"),
+    ("serde: org.apache.hadoop.hive.serde2.OpenCSVSerde\nrow_format: {fields_terminated_by: ','}\n",
+     "t.yaml:3:14: row_format sets the delimiters of org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe, which "
+     "this table does not use: give its SerDe's own settings as 'serde_properties:'"),
+    ("format: orc\nrow_format: {fields_terminated_by: ','}\n",
+     "t.yaml:3:14: row_format sets the delimiters of org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe, which "
+     "this table does not use: give its SerDe's own settings as 'serde_properties:'"),
+    ("format: textfile\nrow_format: {fields_terminated_by: '||'}\n",
+     "t.yaml:3:14: a delimiter is one character, not '||' (write \"\\x01\" for Hive's default, ^A)"),
+    ("format: textfile\nrow_format: {lines_terminated_by: '\\r'}\n",
+     "t.yaml:3:14: Hive ends lines with a newline only: write \"\\n\" or remove it"),
+    ("format: textfile\nrow_format: {fields_terminated_by: ','}\nserde_properties: {field.delim: ';'}\n",
+     "t.yaml:3:14: 'fields_terminated_by' sets 'field.delim', which serde_properties sets too: keep one"),
+    ("buckets: {clustered_by: [nope], count: 4}\n", "t.yaml:2:26: 'nope' is not a column of the table"),
+    ("buckets: {clustered_by: [id], count: 100001}\n",
+     "t.yaml:2:38: Spark makes at most 100000 buckets (spark.sql.sources.bucketing.maxBuckets): declare fewer"),
+    ("buckets: {clustered_by: [id], count: 0}\n", "t.yaml:2:38: count must be at least 1"),
+])
+def test_storage_that_cannot_be_created_is_refused_where_it_is_written(tmp_path: Path, text: str,
+                                                                       problem: str) -> None:
+    _, problems = read(tmp_path, text + COLUMNS)
+    assert problems == [problem]
+
+
+def test_a_partition_column_cannot_be_a_bucket_column(tmp_path: Path) -> None:
+    _, problems = read(tmp_path, "buckets: {clustered_by: [id], sorted_by: [ds], count: 4}\n" + COLUMNS
+                       + "partitioned_by:\n  - {name: ds, type: string}\n")
+    assert problems == ["t.yaml:2:43: 'ds' is a partition column: a table buckets the rows within each partition "
+                        "by data columns"]
+
+
+# --- DDL -----------------------------------------------------------------------------------------
+
+ID, LINE, DS = Column("id", "bigint"), Column("line", "string", "The 'line'"), Column("ds", "string", "Day")
+
+
+def test_a_data_source_table_lists_its_partition_columns_among_its_columns() -> None:
+    table = Table("raw", "t", (ID, LINE), (DS,), comment="T", format="csv", data_source=True, external=True,
+                  location="/data/t", serde_properties={"header": "true"}, bucketing=Bucketing(("id",), 4, ("line",)))
+    assert ddl.create_table(table) == (
+        "CREATE TABLE `raw`.`t` (\n  `id` bigint,\n  `line` string COMMENT 'The \\'line\\'',\n"
+        "  `ds` string COMMENT 'Day'\n)\n"
+        "USING csv\nCOMMENT 'T'\nOPTIONS ('header' = 'true')\nPARTITIONED BY (`ds`)\n"
+        "CLUSTERED BY (`id`) SORTED BY (`line`) INTO 4 BUCKETS\nLOCATION '/data/t'\n"
+        "TBLPROPERTIES ('schemaflow.version' = ${claim})")
+
+
+def test_serde_properties_are_written_as_a_serde_clause_never_row_format_delimited() -> None:
+    # Spark 4 drops NULL DEFINED AS from ROW FORMAT DELIMITED; SERDEPROPERTIES keep it.
+    text = Table("raw", "t", (ID,), format="textfile", serde_properties={"field.delim": "|",
+                                                                         "serialization.null.format": "NA"})
+    assert ddl.create_table(text).splitlines()[3:5] == [
+        "ROW FORMAT SERDE 'org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe' WITH SERDEPROPERTIES "
+        "('field.delim' = '|', 'serialization.null.format' = 'NA')", "STORED AS TEXTFILE"]
+    # Spark allows a SerDe clause with text, sequence and RC files only: other formats name their classes.
+    orc = Table("raw", "t", (ID,), format="orc", serde_properties={"orc.x": "1"})
+    assert ddl.create_table(orc).splitlines()[3:5] == [
+        "ROW FORMAT SERDE 'org.apache.hadoop.hive.ql.io.orc.OrcSerde' WITH SERDEPROPERTIES ('orc.x' = '1')",
+        "STORED AS INPUTFORMAT 'org.apache.hadoop.hive.ql.io.orc.OrcInputFormat' "
+        "OUTPUTFORMAT 'org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat'"]
+
+
+# --- the plan ------------------------------------------------------------------------------------
+
+def test_settings_and_bucket_count_change_in_place_with_their_hazards() -> None:
+    have = Table("raw", "t", (ID, LINE), (DS,), format="textfile", serde_properties={"field.delim": "|"},
+                 bucketing=Bucketing(("id",), 4))
+    want = Table("raw", "t", (ID, LINE), (DS,), format="textfile", serde_properties={"field.delim": ","},
+                 bucketing=Bucketing(("id",), 8))
+    [change] = diff_table(want, have)
+    assert isinstance(change, SetStorage)
+    step = change.to_step()
+    assert step.summary == "change storage of raw.t: SERDEPROPERTIES field.delim: '|' -> ','; buckets 4 -> 8"
+    assert step.notes == ("existing partitions keep their own storage settings (their files were written with "
+                          "them); new partitions take the table's",)
+    assert len(step.hazards) == 2 and "INSERT OVERWRITE" in step.hazards[0] and "8" in step.hazards[1]
+    # Other bucket columns cannot come in place: the files are bucketed by the old ones.
+    moved = diff_table(Table("raw", "t", (ID, LINE), (DS,), format="textfile", serde_properties={"field.delim": "|"},
+                             bucketing=Bucketing(("line",), 4)), have)
+    assert [type(c) for c in moved] == [Unsupported]
+
+
+def test_a_data_source_table_takes_appends_and_comments_and_refuses_the_rest() -> None:
+    have = Table("raw", "t", (ID, LINE), (DS,), format="parquet", data_source=True)
+    commented = Table("raw", "t", (ID, Column("line", "string", "New")), (DS,), format="parquet", data_source=True)
+    appended = Table("raw", "t", (ID, LINE, Column("n", "int")), (DS,), format="parquet", data_source=True)
+    assert diff_table(commented, have) == [SetColumnComments("raw.t", (Column("line", "string", "New"),))]
+    assert diff_table(appended, have) == [AddColumns("raw.t", (Column("n", "int"),), partitioned=False)]
+    assert SetColumnComments("raw.t", (Column("line", "string", "New"),)).to_step().actions[0].sql == (
+        "ALTER TABLE `raw`.`t` ALTER COLUMN `line` COMMENT 'New'")
+
+    retyped = Table("raw", "t", (Column("id", "string"), LINE), (DS,), format="parquet", data_source=True)
+    [refused] = diff_table(retyped, have)
+    assert isinstance(refused, Unsupported)
+    assert refused.what == "change type of id from bigint to string"
+    assert refused.way_out.startswith("Spark cannot change it in place on a data-source table (USING parquet)")
+    key_comment = Table("raw", "t", (ID, LINE), (Column("ds", "string", "Other"),), format="parquet", data_source=True)
+    assert [c.what for c in diff_table(key_comment, have) if isinstance(c, Unsupported)] == [
+        "change comment of partition column ds"]
+    text = Table("raw", "t", (LINE,), format="text", data_source=True)
+    [no_add] = diff_table(Table("raw", "t", (LINE, ID), format="text", data_source=True), text)
+    assert isinstance(no_add, Unsupported) and no_add.what == "add id"
