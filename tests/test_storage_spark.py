@@ -109,3 +109,49 @@ def test_settings_and_bucket_counts_change_in_place(tmp_path, spark, metastore, 
     blocked = plan(write_project(tmp_path, project_files(db, moved)), metastore).blocked
     assert sorted(s.object for s in blocked) == [f"{db}.open_csv", f"{db}.orc_settings"]
     assert all("re-create it" in s.blocked for s in blocked)
+
+
+def test_a_partitioned_data_source_table_gains_a_column_its_partitions_read_as_null(tmp_path, spark, metastore,
+                                                                                   fresh_db):
+    db = fresh_db()
+    table = f"""
+        table: {db}.events
+        using: parquet
+        columns: [{{name: id, type: bigint, comment: The id}}]
+        partitioned_by: [{{name: ds, type: string}}]
+        """
+    plan_and_apply(write_project(tmp_path, {f"schemas/{db}/events.yaml": table}), metastore)
+    spark.sql(f"INSERT INTO {db}.events PARTITION (ds='d1') VALUES (1)")
+    spark.sql(f"INSERT INTO {db}.events PARTITION (ds='d2') VALUES (2)")
+
+    evolved = write_project(tmp_path, {f"schemas/{db}/events.yaml": table.replace(
+        "comment: The id}]", "comment: The event}, {name: kind, type: string}]")})
+    planned = plan(evolved, metastore)
+    assert [s.kind for s in planned.steps] == ["set_column_comments", "add_columns"]
+    plan_and_apply(evolved, metastore)
+
+    assert plan(evolved, metastore).is_empty
+    assert metastore.count_partitions(f"{db}.events") == 2
+    spark.sql(f"INSERT INTO {db}.events PARTITION (ds='d3') VALUES (3, 'new')")
+    assert [tuple(r) for r in spark.sql(f"SELECT id, kind, ds FROM {db}.events ORDER BY id").collect()] == [
+        (1, None, "d1"), (2, None, "d2"), (3, "new", "d3")]
+    # Spark's copy of the schema and the metastore's columns say the same.
+    stored = metastore.msc.getTable(db, "events")
+    assert [(c.getName(), c.getType(), c.getComment()) for c in stored.getSd().getCols()] == [
+        ("id", "bigint", "The event"), ("kind", "string", None)]
+    assert [(f.name, f.metadata.get("comment")) for f in spark.table(f"{db}.events").schema.fields] == [
+        ("id", "The event"), ("kind", None), ("ds", None)]
+
+
+def test_drift_sees_a_storage_setting_changed_outside_schemaflow(tmp_path, spark, metastore, fresh_db):
+    from schemaflow.workflow import Live, drift
+
+    db = fresh_db()
+    project = write_project(tmp_path, project_files(db, {"delimited": STORAGE["delimited"]}))
+    plan_and_apply(project, metastore)
+    spark.sql(f"ALTER TABLE {db}.delimited SET SERDEPROPERTIES ('field.delim' = ';')")
+
+    [found] = drift(project, Live(project, connected=metastore))
+    assert found.describe().startswith(f"{db}.delimited: storage changed since schemaflow applied it at ")
+    [step] = [s for s in plan(project, metastore).steps if s.kind == "set_storage"]
+    assert step.summary == f"change storage of {db}.delimited: SERDEPROPERTIES field.delim: ';' -> '|'"
