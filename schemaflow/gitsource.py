@@ -21,7 +21,7 @@ from gitdb.exc import BadName
 
 from schemaflow.errors import Problem, SchemaflowError, SpecError
 from schemaflow.model import Catalog, Source
-from schemaflow.project import managed_databases
+from schemaflow.project import declared_databases, managed_databases
 from schemaflow.spec import load_catalog
 from schemaflow.spec.settings import read_settings
 from schemaflow.spec.source import Entry, dangling_link, folder_problem, walk
@@ -157,7 +157,9 @@ def desired_at(project_root: Path, ref: str) -> Catalog:
     """
     with commit_files(project_root, ref) as files:
         try:
-            return load_catalog(files, managed_databases(read_settings(files)))
+            settings = read_settings(files)
+            return replace(load_catalog(files, managed_databases(settings)),
+                           database_details=declared_databases(settings))
         except SpecError as error:
             raise SpecError([_at_ref(ref, problem) for problem in error.problems]) from None
 

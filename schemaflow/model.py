@@ -239,6 +239,25 @@ class Migration:
 
 
 @dataclass(frozen=True)
+class Database:
+    """A database's own attributes. Declared: those ``schemaflow.yaml`` names (None, or a property
+    left out, leaves the live one alone). Live: as the metastore holds them."""
+
+    name: str
+    comment: str | None = None
+    location: str | None = None
+    properties: Mapping[str, str] = field(default_factory=dict)
+
+    def to_data(self) -> dict[str, Any]:
+        return {"name": self.name, "comment": self.comment, "location": self.location,
+                "properties": dict(sorted(self.properties.items()))}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> "Database":
+        return cls(data["name"], data.get("comment"), data.get("location"), dict(data.get("properties", {})))
+
+
+@dataclass(frozen=True)
 class Catalog:
     """A set of databases and the tables and views in them, keyed by ``db.name``.
 
@@ -250,6 +269,8 @@ class Catalog:
     objects: Mapping[str, Object] = field(default_factory=dict)
     migrations: tuple[Migration, ...] = ()  # desired state only, in order
     sources: Mapping[str, Table] = field(default_factory=dict)  # never in ``objects``, in any database
+    # The attributes of databases: declared (only those with any), or live (every one read).
+    database_details: Mapping[str, Database] = field(default_factory=dict)
 
     def get(self, key: str) -> Object | None:
         return self.objects.get(key)
@@ -264,7 +285,8 @@ class Catalog:
         """The part of this catalog in the given databases; its sources whole: views there may read any."""
         wanted = set(databases)
         return replace(self, databases=tuple(sorted(d for d in self.databases if d in wanted)),
-                       objects={k: o for k, o in self.objects.items() if o.database in wanted})
+                       objects={k: o for k, o in self.objects.items() if o.database in wanted},
+                       database_details={k: d for k, d in self.database_details.items() if k in wanted})
 
 
 def partition_name(columns: Sequence[str], values: PartitionValues) -> str:

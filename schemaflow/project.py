@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from schemaflow.errors import SchemaflowError
+from schemaflow.model import Database
 from schemaflow.spec.settings import read_settings
 from schemaflow.spec.source import Directory
 
@@ -29,6 +30,7 @@ class Settings:
     spark_master: str = "local[2]"
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     databases: tuple[str, ...] = ()           # empty: the databases named in schemas/
+    database_details: Mapping[str, Database] = field(default_factory=dict)  # declared comment, location, properties
     derby_dir: str = ""                       # where the embedded metastore lives
     invalidation: str = "strict"              # what a change that breaks a view does: strict, lenient, cascade
     exclude: tuple[str, ...] = ()             # globs on db.name of objects schemaflow leaves alone (see scope)
@@ -65,6 +67,7 @@ def load_project(root: str | Path, env: Mapping[str, str] | None = None) -> Proj
         spark_master=env.get(ENV_SPARK_MASTER) or spark.get("master") or "local[2]",
         spark_conf={str(k): str(v) for k, v in sorted((spark.get("conf") or {}).items())},
         databases=managed_databases(raw),
+        database_details=declared_databases(raw),
         derby_dir=str(state),
         invalidation=raw.get("invalidation") or "strict",
         exclude=tuple(str(pattern).lower() for pattern in raw.get("exclude") or ()),
@@ -76,6 +79,23 @@ def load_project(root: str | Path, env: Mapping[str, str] | None = None) -> Proj
 def managed_databases(settings: Mapping[str, Any]) -> tuple[str, ...]:
     """The ``databases`` setting of a settings file's data, lower-case (empty: those schemas/ names)."""
     return tuple(str(d).lower() for d in settings.get("databases") or ())
+
+
+def declared_databases(settings: Mapping[str, Any]) -> dict[str, Database]:
+    """The databases whose comment, location or properties a settings file's data declares, by name.
+
+    ``databases`` is then a mapping (``retail: {comment: ..., properties: {...}}``); a list names none.
+    """
+    declared = settings.get("databases")
+    if not isinstance(declared, Mapping):
+        return {}
+    details = {}
+    for name, attributes in sorted(declared.items()):
+        if attributes:
+            properties = {str(k): str(v) for k, v in sorted((attributes.get("properties") or {}).items())}
+            details[name.lower()] = Database(name.lower(), attributes.get("comment"), attributes.get("location"),
+                                             properties)
+    return details
 
 
 def _absolute(root: Path, path: str) -> str:

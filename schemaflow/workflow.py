@@ -36,7 +36,8 @@ TEST_PAUSE = "SCHEMAFLOW_TEST_PAUSE"
 
 def desired_state(project: Project) -> Catalog:
     """The catalog the project's YAML declares; raises ``SpecError`` listing every problem."""
-    desired = load_catalog(project.root, project.settings.databases)
+    desired = replace(load_catalog(project.root, project.settings.databases),
+                      database_details=project.settings.database_details)
     scope = Scope(project.settings.exclude)
     problems = [Problem(obj.source or Source(key), f"{key} is declared here and excluded by '{pattern}' in "
                         "schemaflow.yaml: remove the file, or narrow the pattern")

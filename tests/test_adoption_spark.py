@@ -132,3 +132,35 @@ def test_a_warehouse_built_by_spark_and_hive_users_is_adopted_and_evolves(tmp_pa
     # What schemaflow leaves alone is still there, as it was.
     assert {"iceberg_like", "delta_like", "tmp_scratch"} <= set(metastore.msc.getAllTables(db))
     assert spark.sql(f"SELECT answer FROM {db}.tmp_scratch").first()[0] == 42
+
+
+def test_a_database_is_created_and_kept_as_declared(tmp_path, spark, metastore, fresh_db):
+    from tests.test_apply_spark import plan, plan_and_apply, write_project
+
+    db = fresh_db()  # a name for it; the test creates it itself
+    spark.sql(f"DROP DATABASE {db} CASCADE")
+    location = tmp_path / "elsewhere" / f"{db}.db"
+    settings = f"databases:\n  {db}: {{comment: Orders, location: '{location}', properties: {{team: sales, tier: '1'}}}}\n"
+    table = {f"schemas/{db}/t.yaml": f"table: {db}.t\ncolumns: [{{name: a, type: int}}]\n"}
+    project = write_project(tmp_path, {"schemaflow.yaml": settings, **table})
+    plan_and_apply(project, metastore)
+
+    stored = metastore.database(db)
+    assert (stored.comment, stored.location, stored.properties) == (
+        "Orders", f"file:{location}", {"team": "sales", "tier": "1"})
+    assert spark.sql(f"DESCRIBE TABLE EXTENDED {db}.t").where("col_name = 'Location'").first()[1].startswith(
+        f"file:{location}")
+    assert plan(project, metastore).is_empty
+
+    spark.sql(f"ALTER DATABASE {db} SET DBPROPERTIES ('added' = 'by hand')")  # not declared: left alone
+    changed = write_project(tmp_path, {"schemaflow.yaml": settings.replace("tier: '1'", "tier: '2'"), **table})
+    [step] = plan(changed, metastore).steps
+    assert step.summary == f"properties of database {db}: tier: '1' -> '2'"
+    plan_and_apply(changed, metastore)
+    assert metastore.database(db).properties == {"added": "by hand", "team": "sales", "tier": "2"}
+    assert plan(changed, metastore).is_empty
+
+    recommented = write_project(tmp_path, {"schemaflow.yaml": settings.replace("tier: '1'", "tier: '2'").replace(
+        "comment: Orders", "comment: Sales"), **table})
+    [blocked] = plan(recommented, metastore).blocked
+    assert blocked.summary == f"changing the comment 'Orders' -> 'Sales' on {db}"

@@ -173,3 +173,52 @@ def test_a_data_source_table_takes_appends_and_comments_and_refuses_the_rest() -
     text = Table("raw", "t", (LINE,), format="text", data_source=True)
     [no_add] = diff_table(Table("raw", "t", (LINE, ID), format="text", data_source=True), text)
     assert isinstance(no_add, Unsupported) and no_add.what == "add id"
+
+
+# --- databases ------------------------------------------------------------------------------------
+
+def test_databases_declare_their_comment_location_and_properties(tmp_path: Path) -> None:
+    from schemaflow.model import Catalog, Database
+    from schemaflow.plan.changes import CreateDatabase, SetDatabaseProperties
+    from schemaflow.plan.diff import diff
+    from schemaflow.project import load_project
+
+    (tmp_path / "schemas").mkdir()
+    (tmp_path / "schemaflow.yaml").write_text(
+        "databases:\n  Retail: {comment: Orders, location: s3://lake/retail.db, properties: {owner_team: NO}}\n"
+        "  analytics:\n")
+    settings = load_project(tmp_path, env={}).settings
+    assert settings.databases == ("retail", "analytics")
+    declared = Database("retail", "Orders", "s3://lake/retail.db", {"owner_team": "NO"})  # as written, not false
+    assert settings.database_details == {"retail": declared}
+
+    desired = Catalog(("analytics", "retail"), database_details=settings.database_details)
+    assert diff(desired, Catalog()) == [CreateDatabase("analytics"), CreateDatabase("retail", declared)]
+    live = Catalog(("analytics", "retail"), database_details={
+        "analytics": Database("analytics", "Derived", "file:/w/analytics.db", {"x": "1"}),
+        "retail": Database("retail", "Orders", "s3://lake/retail.db/", {"owner_team": "sales", "other": "kept"})})
+    [change] = diff(desired, live)
+    assert change == SetDatabaseProperties("retail", {"owner_team": "sales"}, {"owner_team": "NO"})
+    assert change.to_step().summary == "properties of database retail: owner_team: 'sales' -> 'NO'"
+    moved = Catalog(("retail",), database_details={"retail": Database("retail", "Other", "s3://elsewhere")})
+    assert [(c.key, c.what) for c in diff(moved, live) if isinstance(c, Unsupported)] == [
+        ("retail", "changing the comment 'Orders' -> 'Other'"),
+        ("retail", "changing the location 's3://lake/retail.db/' -> 's3://elsewhere'")]
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("databases: {retail: {comment: 1}}\n", "schemaflow.yaml:1:31: comment must be a string, not a number"),
+    ("databases: {retail: {colour: red}}\n",
+     "schemaflow.yaml:1:22: unknown key 'colour' (expected one of: comment, location, properties)"),
+    ("databases: {retail: {properties: {" + "k" * 181 + ": v}}}\n",
+     "schemaflow.yaml:1:35: database property key is 181 characters; the metastore stores at most 180 "
+     "(DATABASE_PARAMS.PARAM_KEY): shorten it"),
+])
+def test_database_attributes_are_checked_where_they_are_written(tmp_path: Path, text: str, problem: str) -> None:
+    from schemaflow.project import load_project
+
+    (tmp_path / "schemas").mkdir()
+    (tmp_path / "schemaflow.yaml").write_text(text)
+    with pytest.raises(SpecError) as raised:
+        load_project(tmp_path, env={})
+    assert [str(p) for p in raised.value.problems] == [problem]

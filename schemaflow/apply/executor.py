@@ -17,10 +17,11 @@ from typing import Callable, Mapping, Protocol, Sequence, TextIO
 
 from schemaflow.claims import Claim, new_run
 from schemaflow.errors import ConcurrentChange, SchemaflowError
-from schemaflow.model import VERSION_KEY, Column, PartitionValues
+from schemaflow.model import VERSION_KEY, Column, Database, PartitionValues
 from schemaflow.plan.plan import Plan
-from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, PartitionView, SetColumns, SetParameters,
-                                   SetStorageAction, SqlAction, Step, fill_applied_at)
+from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, PartitionView, SetColumns,
+                                   SetDatabaseParameters, SetParameters, SetStorageAction, SqlAction, Step,
+                                   fill_applied_at)
 from schemaflow.sql import ddl
 
 
@@ -33,8 +34,10 @@ class Target(Protocol):
 
     def run_sql(self, sql: str) -> None: ...
 
-    def add_database(self, database: str) -> None:
-        """Create ``database`` where the metastore puts databases, unless it exists."""
+    def add_database(self, database: Database) -> None:
+        """Create ``database`` as declared (by default where the metastore puts databases), unless it exists."""
+
+    def set_database_properties(self, name: str, properties: Mapping[str, str]) -> None: ...
 
     def set_parameters(self, key: str, set: Mapping[str, str], unset: Sequence[str],
                        expected: str | None = None) -> None: ...
@@ -65,8 +68,11 @@ class RecordingTarget:
     def run_sql(self, sql: str) -> None:
         self.actions.append(SqlAction(sql))
 
-    def add_database(self, database: str) -> None:
+    def add_database(self, database: Database) -> None:
         self.actions.append(AddDatabase(database))
+
+    def set_database_properties(self, name: str, properties: Mapping[str, str]) -> None:
+        self.actions.append(SetDatabaseParameters(name, dict(properties)))
 
     def check_guards(self, key: str) -> None:
         """A recorder keeps no versions: there is nothing to check."""
@@ -180,6 +186,9 @@ class Run:
                 self.held[action.claims] = self.tokens[action.claims]
         elif isinstance(action, AddDatabase):
             self.target.add_database(action.database)
+        elif isinstance(action, SetDatabaseParameters):
+            # The metastore keeps no version for a database: there is no guard to hold.
+            self.target.set_database_properties(action.database, action.properties)
         elif isinstance(action, SetParameters):
             values = fill_applied_at(action.set, now)
             self.target.set_parameters(action.object, values, action.unset, self.held.get(action.object))

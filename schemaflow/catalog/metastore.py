@@ -35,6 +35,7 @@ from schemaflow.model import (
     Bucketing,
     Catalog,
     Column,
+    Database,
     Object,
     PartitionValues,
     Table,
@@ -108,11 +109,20 @@ class Metastore:
         existing = set(self.databases())
         present = tuple(sorted({d for d in databases if d in existing}))
         objects: dict[str, Object] = {}
+        details = {}
         for database in present:
+            details[database] = self.database(database)
             for data in self.table_data(database):
                 obj = to_model(data)
                 objects[obj.key] = obj
-        return Catalog(databases=present, objects=dict(sorted(objects.items())))
+        return Catalog(databases=present, objects=dict(sorted(objects.items())), database_details=details)
+
+    def database(self, name: str) -> Database:
+        """A database's comment, location and properties, as the metastore holds them."""
+        with self._errors(f"reading database {name}"):
+            data = self.to_data(self.retrying(lambda: self.msc.getDatabase(name)))
+        return Database(name, data.get("description") or None, data.get("locationUri"),
+                        dict(sorted(data.get("parameters", {}).items())))
 
     def count_partitions(self, key: str) -> int:
         """How many partitions the table ``key`` has, counted by the metastore (no listing)."""
@@ -273,13 +283,27 @@ class Metastore:
                     table.getSd().setNumBuckets(buckets)
             self.alter(table, expected)
 
-    def add_database(self, database: str) -> None:
-        """Create ``database`` unless it exists, without a location: the metastore puts it in its own
-        warehouse directory, never where the machine running schemaflow would (as Spark's SQL does)."""
-        with self._errors(f"creating database {database}"):
-            if database in self.databases():
+    def add_database(self, database: Database) -> None:
+        """Create ``database`` unless it exists. Without a declared location the metastore puts it in its
+        own warehouse directory, never where the machine running schemaflow would (as Spark's SQL does)."""
+        with self._errors(f"creating database {database.name}"):
+            if database.name in self.databases():
                 return
-            self.msc.createDatabase(self.api.Database(database, "", None, {}))
+            self.msc.createDatabase(self.api.Database(database.name, database.comment or "", database.location,
+                                                      dict(database.properties)))
+
+    def set_database_properties(self, name: str, properties: Mapping[str, str]) -> None:
+        """Set properties of a database (``alter_database``; the only attribute Hive 2.3's metastore
+        changes besides its owner). The metastore has no guard for databases: this write is unguarded."""
+        with self._errors(f"setting the properties of database {name}"):
+            database = self.retrying(lambda: self.msc.getDatabase(name))
+            parameters = database.getParameters()
+            if parameters is None:
+                parameters = jvm_view(self.spark).java.util.HashMap()
+                database.setParameters(parameters)
+            for key, value in sorted(properties.items()):
+                parameters.put(key, value)
+            self.msc.alterDatabase(name, database)
 
     def run_sql(self, sql: str) -> None:
         """Run one statement through the session's ``spark.sql``, its text as written (no variable substitution)."""

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from schemaflow.errors import SchemaflowError
-from schemaflow.model import Catalog, from_data, to_data
+from schemaflow.model import Catalog, Database, from_data, to_data
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,8 @@ def write_snapshot(catalog: Catalog, path: str | Path, partition_counts: Mapping
         "databases": sorted(catalog.databases),
         "objects": [to_data(obj) for _, obj in sorted(catalog.objects.items())],
     }
+    if catalog.database_details:
+        data["database_details"] = [details.to_data() for _, details in sorted(catalog.database_details.items())]
     if partition_counts:
         data["partition_counts"] = dict(sorted(partition_counts.items()))
     Path(path).write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -48,6 +50,7 @@ def load_snapshot(path: str | Path) -> Snapshot:
             catalog=Catalog(
                 databases=tuple(sorted(data["databases"])),
                 objects={obj.key: obj for obj in sorted(objects, key=lambda o: o.key)},
+                database_details={d.name: d for d in map(Database.from_data, data.get("database_details", []))},
             ),
             partition_counts={str(k): int(v) for k, v in sorted(data.get("partition_counts", {}).items())},
         )

@@ -10,11 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from schemaflow.model import MIGRATION_PREFIX, SCHEMAFLOW_PREFIX, Column, PartitionValues, Table, View
+from schemaflow.model import MIGRATION_PREFIX, SCHEMAFLOW_PREFIX, Column, Database, PartitionValues, Table, View
 from schemaflow.plan.evolution import SAME, Evolution
 from schemaflow.plan.hazards import column_hazards, restrict_hazard
 from schemaflow.plan.steps import (VIEW_PARTITIONS, AddDatabase, ChangeViewPartitions, PartitionView, SetColumns,
-                                   SetParameters, SetStorageAction, SqlAction, Step, listed_partitions)
+                                   SetDatabaseParameters, SetParameters, SetStorageAction, SqlAction, Step,
+                                   listed_partitions)
 from schemaflow.sql import ddl
 from schemaflow.wording import plural
 
@@ -41,20 +42,42 @@ class _OfView:
         return self.view.key
 
 
-@dataclass(frozen=True)
-class CreateDatabase:
-    database: str
+class _OfDatabase:
+    """A change to a database itself: it breaks no reader."""
+
     object_type = "database"
     destructive = False
     reshapes = False
+    database: str
 
     @property
     def key(self) -> str:
         return self.database
 
+
+@dataclass(frozen=True)
+class CreateDatabase(_OfDatabase):
+    database: str
+    details: Database | None = None  # the declared comment, location and properties
+
     def to_step(self) -> Step:
         return Step("create_database", self.database, "database", f"create database {self.database}",
-                    (AddDatabase(self.database),))
+                    (AddDatabase(self.details or Database(self.database)),))
+
+
+@dataclass(frozen=True)
+class SetDatabaseProperties(_OfDatabase):
+    """Declared properties of an existing database that differ from the live ones."""
+
+    database: str
+    old: Mapping[str, str]  # the live values of the keys it sets (absent: not set)
+    new: Mapping[str, str]
+
+    def to_step(self) -> Step:
+        changes = "; ".join(f"{k}: {self.old.get(k)!r} -> {v!r}" for k, v in sorted(self.new.items()))
+        return Step("set_database_properties", self.database, "database",
+                    f"properties of database {self.database}: {changes}",
+                    (SetDatabaseParameters(self.database, dict(sorted(self.new.items()))),))
 
 
 @dataclass(frozen=True)
@@ -411,5 +434,5 @@ class Stamp:
                     (SetParameters(self.key, dict(sorted(self.set.items())), self.unset),))
 
 
-Change = (CreateDatabase | CreateTable | DropTable | AddColumns | AlterColumns | SetTableComment
+Change = (CreateDatabase | SetDatabaseProperties | CreateTable | DropTable | AddColumns | AlterColumns | SetTableComment
           | SetColumnComments | SetStorage | CreateView | ReplaceView | DropView | SyncViewPartitions | Unsupported | Stamp)

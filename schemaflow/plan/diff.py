@@ -14,8 +14,8 @@ from typing import Sequence
 
 from schemaflow.model import Catalog, Column, Migration, Object, Table, View
 from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateDatabase, CreateTable, CreateView,
-                                     DropTable, DropView, ReplaceView, SetColumnComments, SetStorage, SetTableComment,
-                                     Unsupported)
+                                     DropTable, DropView, ReplaceView, SetColumnComments, SetDatabaseProperties, SetStorage,
+                                     SetTableComment, Unsupported)
 from schemaflow.plan.evolution import APPEND, SAME, evolve
 from schemaflow.sql.storage import NO_ADD_COLUMNS
 from schemaflow.sql.views import normalize_sql
@@ -25,7 +25,12 @@ _RECREATE = "drop it and re-create it (--allow-destructive), or create a new tab
 
 def diff(desired: Catalog, live: Catalog) -> list[Change]:
     """Changes that turn ``live`` into ``desired``: databases first, then objects by name."""
-    changes: list[Change] = [CreateDatabase(d) for d in sorted(set(desired.databases) - set(live.databases))]
+    changes: list[Change] = []
+    for database in sorted(desired.databases):
+        if database in live.databases:
+            changes += diff_database(desired, live, database)
+        else:
+            changes.append(CreateDatabase(database, desired.database_details.get(database)))
     for key in sorted(desired.objects.keys() | live.objects.keys()):
         want, have = desired.get(key), live.get(key)
         if have is None:
@@ -40,6 +45,30 @@ def diff(desired: Catalog, live: Catalog) -> list[Change]:
         else:
             assert isinstance(have, View)  # the same kind
             changes += diff_view(want, have)
+    return changes
+
+
+def diff_database(desired: Catalog, live: Catalog, name: str) -> list[Change]:
+    """What ``schemaflow.yaml`` declares of an existing database that the metastore holds otherwise.
+
+    Only declared attributes count. Hive 2.3's metastore changes a database's properties (and
+    owner) only: another comment or location is blocked, with the way out.
+    """
+    want, have = desired.database_details.get(name), live.database_details.get(name)
+    if want is None or have is None:
+        return []
+    changes: list[Change] = []
+    way_out = ("the metastore keeps it as the database was created: declare the live value, or create a new "
+               "database and move the tables")
+    if want.comment is not None and want.comment != have.comment:
+        changes.append(Unsupported(name, "database", f"changing the comment {have.comment!r} -> {want.comment!r}",
+                                   way_out))
+    if want.location is not None and not _same_location(want.location, have.location):
+        changes.append(Unsupported(name, "database", f"changing the location {have.location!r} -> {want.location!r}",
+                                   way_out))
+    new = {k: v for k, v in want.properties.items() if have.properties.get(k) != v}
+    if new:
+        changes.append(SetDatabaseProperties(name, {k: have.properties[k] for k in new if k in have.properties}, new))
     return changes
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from schemaflow.model import SCHEMAFLOW_PREFIX, Column, PartitionValues, column_data, partition_name
+from schemaflow.model import SCHEMAFLOW_PREFIX, Column, Database, PartitionValues, column_data, partition_name
 from schemaflow.wording import plural
 
 
@@ -74,20 +74,40 @@ class SetParameters:
 
 @dataclass(frozen=True)
 class AddDatabase:
-    """Create a database through the metastore client, unless it exists, with no location of its own.
+    """Create a database through the metastore client, unless it exists, as declared.
 
-    The metastore puts it in its own warehouse directory (``warehouse_dir`` for the embedded one).
-    Spark's ``CREATE DATABASE`` would compute the location on the machine that runs it, from its
-    own warehouse setting: with a shared metastore, a folder on a CI runner or a laptop.
+    Without a declared location the metastore puts it in its own warehouse directory
+    (``warehouse_dir`` for the embedded one). Spark's ``CREATE DATABASE`` would compute the location
+    on the machine that runs it, from its own warehouse setting: with a shared metastore, a folder
+    on a CI runner or a laptop.
     """
 
-    database: str
+    database: Database
 
     def describe(self) -> str:
-        return f"-- metastore create_database {self.database} (in the metastore's warehouse directory)"
+        where = f"at {self.database.location}" if self.database.location else "in the metastore's warehouse directory"
+        said = [f"comment {self.database.comment!r}"] if self.database.comment else []
+        said += [f"{k}={v!r}" for k, v in sorted(self.database.properties.items())]
+        return f"-- metastore create_database {self.database.name} ({where})" + "".join(f", {x}" for x in said)
 
     def to_data(self) -> dict[str, Any]:
-        return {"action": "add_database", "database": self.database}
+        return {"action": "add_database", **self.database.to_data()}
+
+
+@dataclass(frozen=True)
+class SetDatabaseParameters:
+    """Set properties of a database through the metastore client (``alter_database``, unguarded)."""
+
+    database: str
+    properties: Mapping[str, str]
+
+    def describe(self) -> str:
+        listed = ", ".join(f"set {k}={v!r}" for k, v in sorted(self.properties.items()))
+        return f"-- metastore alter_database {self.database}: {listed}"
+
+    def to_data(self) -> dict[str, Any]:
+        return {"action": "set_database_parameters", "database": self.database,
+                "properties": dict(sorted(self.properties.items()))}
 
 
 @dataclass(frozen=True)
@@ -197,7 +217,7 @@ class SetStorageAction:
                 "serde_properties": dict(sorted(self.serde_properties.items())), "buckets": self.buckets}
 
 
-Action = SqlAction | AddDatabase | SetParameters | PartitionView | SetColumns | ChangeViewPartitions | SetStorageAction
+Action = SqlAction | AddDatabase | SetDatabaseParameters | SetParameters | PartitionView | SetColumns | ChangeViewPartitions | SetStorageAction
 
 
 def action_from_data(data: Mapping[str, Any]) -> Action:
@@ -205,7 +225,9 @@ def action_from_data(data: Mapping[str, Any]) -> Action:
     if kind == "sql":
         return SqlAction(sql=data["sql"], claims=data.get("claims"))
     if kind == "add_database":
-        return AddDatabase(database=data["database"])
+        return AddDatabase(Database.from_data(data))
+    if kind == "set_database_parameters":
+        return SetDatabaseParameters(data["database"], dict(data["properties"]))
     if kind == "set_parameters":
         return SetParameters(object=data["object"], set=dict(data["set"]), unset=tuple(data["unset"]))
     if kind == "set_columns":

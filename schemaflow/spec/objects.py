@@ -7,7 +7,7 @@ view's SQL is kept as written; what it reads and outputs is worked out once ever
 (see ``spec.analysis``).
 
 Whatever is accepted here, ``apply`` can write and read back as declared, so a plan converges:
-each name and text fits the column the metastore keeps it in (``_Limit``), a type is one Spark
+each name and text fits the column the metastore keeps it in (``Limit``), a type is one Spark
 can create and the table's format can store (``sql.types``), a property is not one that Hive or
 Spark own. Where a file holds text, a plain YAML scalar is the text written (``owner: NO`` is
 "NO", not false; ``ds: 2024-01-01`` is that text, not a date), and a blank comment is no comment,
@@ -29,7 +29,7 @@ from schemaflow.sql.types import InvalidType, canonical_type, check_avro, is_pri
 
 
 @dataclass(frozen=True)
-class _Limit:
+class Limit:
     """How long a name or text may be: the length of the metastore column that keeps it."""
 
     what: str     # what messages call it
@@ -49,28 +49,28 @@ class _Limit:
 
 # The columns of the metastore's own database, as the bundled Hive 2.3.10 metastore creates them
 # from package.jdo (in hive-metastore-2.3.10.jar). Lengths are of VARCHAR(n) columns.
-_DATABASE_NAME = _Limit("database name", 128, "DBS.NAME")
-_OBJECT_NAME = _Limit("table or view name", 256, "TBLS.TBL_NAME")
-_COLUMN_NAME = _Limit("column name", 767, "COLUMNS_V2.COLUMN_NAME")
-_PARTITION_COLUMN_NAME = _Limit("partition column name", 128, "PARTITION_KEYS.PKEY_NAME")
-_COLUMN_TYPE = _Limit("column type", 32672, "COLUMNS_V2.TYPE_NAME")
+_DATABASE_NAME = Limit("database name", 128, "DBS.NAME")
+_OBJECT_NAME = Limit("table or view name", 256, "TBLS.TBL_NAME")
+_COLUMN_NAME = Limit("column name", 767, "COLUMNS_V2.COLUMN_NAME")
+_PARTITION_COLUMN_NAME = Limit("partition column name", 128, "PARTITION_KEYS.PKEY_NAME")
+_COLUMN_TYPE = Limit("column type", 32672, "COLUMNS_V2.TYPE_NAME")
 # A view's columns, its partition columns too, are first created as data columns.
-_COLUMN_COMMENT = _Limit("column comment", 256, "COLUMNS_V2.COMMENT")
-_PARTITION_COLUMN_COMMENT = _Limit("partition column comment", 4000, "PARTITION_KEYS.PKEY_COMMENT")
-_COMMENT = _Limit("comment", 32672, "TABLE_PARAMS.PARAM_VALUE of the parameter 'comment'")
-_PROPERTY_KEY = _Limit("property key", 256, "TABLE_PARAMS.PARAM_KEY")
-_PROPERTY_VALUE = _Limit("property value", 32672, "TABLE_PARAMS.PARAM_VALUE")
-_MANAGED_KEYS = _Limit("the list of property keys", 32672,
+_COLUMN_COMMENT = Limit("column comment", 256, "COLUMNS_V2.COMMENT")
+_PARTITION_COLUMN_COMMENT = Limit("partition column comment", 4000, "PARTITION_KEYS.PKEY_COMMENT")
+_COMMENT = Limit("comment", 32672, "TABLE_PARAMS.PARAM_VALUE of the parameter 'comment'")
+_PROPERTY_KEY = Limit("property key", 256, "TABLE_PARAMS.PARAM_KEY")
+_PROPERTY_VALUE = Limit("property value", 32672, "TABLE_PARAMS.PARAM_VALUE")
+_MANAGED_KEYS = Limit("the list of property keys", 32672,
                        "TABLE_PARAMS.PARAM_VALUE of 'schemaflow.managed_properties'")
 # package.jdo gives this one no length: DataNucleus makes it its default, VARCHAR(255).
-_PARTITION_VALUE = _Limit("partition value", 255, "PARTITION_KEY_VALS.PART_KEY_VAL")
-_PARTITION_NAME = _Limit("partition name", 767, "PARTITIONS.PART_NAME")
+_PARTITION_VALUE = Limit("partition value", 255, "PARTITION_KEY_VALS.PART_KEY_VAL")
+_PARTITION_NAME = Limit("partition name", 767, "PARTITIONS.PART_NAME")
 # A LONGVARCHAR with no length: in Derby, the bundled metastore's database, a LONG VARCHAR of 32,700.
-_LOCATION = _Limit("location", 4000, "SDS.LOCATION")
-_CLASS_NAME = _Limit("class name", 4000, "SERDES.SLIB, SDS.INPUT_FORMAT and SDS.OUTPUT_FORMAT")
-_SERDE_KEY = _Limit("key", 256, "SERDE_PARAMS.PARAM_KEY")
-_SERDE_VALUE = _Limit("value", 32672, "SERDE_PARAMS.PARAM_VALUE")
-_VIEW_TEXT = _Limit("view SQL", 32700, "TBLS.VIEW_ORIGINAL_TEXT and VIEW_EXPANDED_TEXT, LONG VARCHAR in Derby")
+_LOCATION = Limit("location", 4000, "SDS.LOCATION")
+_CLASS_NAME = Limit("class name", 4000, "SERDES.SLIB, SDS.INPUT_FORMAT and SDS.OUTPUT_FORMAT")
+_SERDE_KEY = Limit("key", 256, "SERDE_PARAMS.PARAM_KEY")
+_SERDE_VALUE = Limit("value", 32672, "SERDE_PARAMS.PARAM_VALUE")
+_VIEW_TEXT = Limit("view SQL", 32700, "TBLS.VIEW_ORIGINAL_TEXT and VIEW_EXPANDED_TEXT, LONG VARCHAR in Derby")
 
 # Characters Hive writes as %XX in a partition's name, as in a path (FileUtils.escapePathName).
 _ESCAPED = frozenset('"#%\'*/:=?\\{[]^\x7f') | frozenset(map(chr, range(0x20)))
@@ -175,7 +175,7 @@ def _object_name(doc: Document, kind: str, written: str, problems: list[Problem]
     return database, name
 
 
-def _comment(doc: Document, data: dict[str, Any], path: NodePath, limit: _Limit, problems: list[Problem]) -> str | None:
+def _comment(doc: Document, data: dict[str, Any], path: NodePath, limit: Limit, problems: list[Problem]) -> str | None:
     """The comment at ``path`` (under ``data``), checked against ``limit``; a blank one is none.
 
     The metastore reports an empty comment as no comment, so one declared empty would be planned
@@ -403,7 +403,7 @@ def _columns(doc: Document, data: dict[str, Any], field: str, problems: list[Pro
     return tuple(columns)
 
 
-def _column_name(doc: Document, path: NodePath, column: dict[str, Any], limit: _Limit, problems: list[Problem]) -> str:
+def _column_name(doc: Document, path: NodePath, column: dict[str, Any], limit: Limit, problems: list[Problem]) -> str:
     limit.check(column["name"], doc.at(*path, "name"), problems)
     return column["name"].lower()
 

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from schemaflow.errors import SpecError
+from schemaflow.errors import Problem, SpecError
 from schemaflow.spec.schema import check_shape
 from schemaflow.spec.source import ProjectFile, ProjectFiles
-from schemaflow.spec.yamlpos import load_yaml
+from schemaflow.spec.objects import Limit
+from schemaflow.spec.yamlpos import Document, load_yaml
 
 SETTINGS_FILE = "schemaflow.yaml"
 
@@ -35,4 +36,35 @@ def check_settings(path: ProjectFile) -> dict[str, Any]:
     conf = (data.get("spark") or {}).get("conf") or {}
     for key in conf:  # Spark settings are text: "1.10" or "NO" as written, not as YAML 1.1 reads them
         conf[key] = doc.written("spark", "conf", key) or conf[key]
+    databases = data.get("databases")
+    if isinstance(databases, dict):
+        problems = [problem for name, attributes in databases.items()
+                    for problem in _database_problems(doc, name, attributes or {})]
+        if problems:
+            raise SpecError(problems)
     return data
+
+
+# The metastore's columns for a database's attributes (package.jdo of the bundled Hive 2.3.10).
+_DATABASE_COMMENT = Limit("database comment", 4000, "DBS.DESC")
+_DATABASE_LOCATION = Limit("database location", 4000, "DBS.DB_LOCATION_URI")
+_DATABASE_KEY = Limit("database property key", 180, "DATABASE_PARAMS.PARAM_KEY")
+_DATABASE_VALUE = Limit("database property value", 4000, "DATABASE_PARAMS.PARAM_VALUE")
+
+
+def _database_problems(doc: Document, name: str, attributes: dict[str, Any]) -> list[Problem]:
+    """A declared database's attributes within the metastore's limits; its texts made what was written."""
+    problems: list[Problem] = []
+    where = ("databases", name)
+    for key in ("comment", "location"):
+        if key in attributes:
+            limit = _DATABASE_COMMENT if key == "comment" else _DATABASE_LOCATION
+            limit.check(attributes[key], doc.at(*where, key), problems)
+    if attributes.get("comment") is not None and not attributes["comment"].strip():
+        attributes["comment"] = None  # the metastore reports a blank comment as none
+    properties = attributes.get("properties") or {}
+    for key in properties:
+        properties[key] = doc.written(*where, "properties", key) or str(properties[key])
+        _DATABASE_KEY.check(key, doc.key(*where, "properties", key), problems)
+        _DATABASE_VALUE.check(properties[key], doc.at(*where, "properties", key), problems)
+    return problems
