@@ -54,7 +54,12 @@ def project_files(db: str, storage: dict[str, str]) -> dict[str, str]:
 
 def test_each_kind_of_storage_is_created_as_declared_and_plans_to_nothing(tmp_path, spark, metastore, fresh_db):
     db = fresh_db()
-    project = write_project(tmp_path, project_files(db, STORAGE))
+    external = f"""
+        using: orc
+        external: true
+        location: {tmp_path / 'files' / 'orc_external'}
+        """
+    project = write_project(tmp_path, project_files(db, {**STORAGE, "orc_external": external}))
     plan_and_apply(project, metastore)
 
     live = metastore.read((db,))
@@ -64,8 +69,9 @@ def test_each_kind_of_storage_is_created_as_declared_and_plans_to_nothing(tmp_pa
         have = live.get(key)
         assert have is not None
         for field in ("format", "data_source", "serde", "input_format", "output_format", "serde_properties",
-                      "bucketing", "columns", "partition_columns"):
+                      "bucketing", "columns", "partition_columns", "external"):
             assert getattr(have, field) == getattr(want, field), (key, field)
+    assert live.objects[f"{db}.orc_external"].location == f"file:{tmp_path / 'files' / 'orc_external'}"
     assert plan(project, metastore).is_empty
     # What Spark 4's ROW FORMAT DELIMITED would have dropped is in the metastore.
     serde = metastore.msc.getTable(db, "delimited").getSd().getSerdeInfo()
