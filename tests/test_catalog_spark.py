@@ -353,7 +353,7 @@ def test_bulk_read_takes_a_handful_of_metastore_calls(
     catalog = Metastore(spark, counting, metastore.endpoint).read((db,))
 
     assert len(catalog.objects) == 200
-    assert counting.calls == {"getAllDatabases": 1, "getAllTables": 1, "getTableObjectsByName": 2}
+    assert counting.calls == {"getAllDatabases": 1, "getDatabase": 1, "getAllTables": 1, "getTableObjectsByName": 2}
     assert catalog.objects[f"{db}.t123"] == Table(
         db, "t123", (Column("id", "bigint", "Id"), Column("name", "string"), Column("amount", "decimal(10,2)")),
         partition_columns=(Column("ds", "string"),), format="orc",
