@@ -13,6 +13,8 @@ declare, so views that read that object are not also reported for reading an unk
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path, PurePosixPath
 
 from schemaflow.errors import Problem, SpecError
@@ -22,9 +24,10 @@ from schemaflow.spec.migrations import (MIGRATIONS_DIR, SUM_FILE, agreement_prob
                                         sum_problems)
 from schemaflow.spec.objects import Declaration, read_object
 from schemaflow.spec.source import Directory, ProjectFile, ProjectFiles
-from schemaflow.spec.yamlpos import load_yaml
+from schemaflow.spec.yamlpos import load_yaml, read_bytes
 
 SCHEMAS_DIR = "schemas"
+CACHED_FILES = 25_000  # schema files kept read in a process: two trees of a warehouse of 10,000 objects
 SUFFIXES = (".yaml", ".yml")  # in any case: ORDERS.YAML is read too
 # Empty files that keep an otherwise empty folder in git: they declare nothing, so nothing is lost unread.
 _PLACEHOLDERS = (".gitkeep", ".keep")
@@ -51,12 +54,11 @@ def load_catalog(project: str | Path | ProjectFiles, databases: tuple[str, ...] 
     unread: set[str] = set()  # what the files that could not be read were to declare, by their paths
     for path, file in _yaml_files(files, SCHEMAS_DIR, problems).items():
         try:
-            doc = load_yaml(file, path)
+            declaration = _declared(path, read_bytes(file, path))
         except SpecError as error:
             problems.extend(error.problems)
             unread.add(_path_key(path))
             continue
-        declaration = read_object(doc)
         declarations.append(declaration)
         problems.extend(declaration.problems)
         problems.extend(_placement_problems(declaration, databases))
@@ -112,6 +114,27 @@ def migration_files(files: ProjectFiles) -> dict[str, ProjectFile]:
     if problems:
         raise SpecError(problems)
     return found
+
+
+@dataclass(frozen=True)
+class _Content:
+    """A file's bytes, read once, in the shape ``load_yaml`` reads a file."""
+
+    name: str
+    content: bytes
+
+    def read_bytes(self) -> bytes:
+        return self.content
+
+
+@lru_cache(maxsize=CACHED_FILES)
+def _declared(path: str, content: bytes) -> Declaration:
+    """The object the file at ``path`` declares, read once per path and content in a process.
+
+    ``plan --base`` reads two trees that differ in a few files: each file the same in both is
+    composed and checked once. A file that cannot be read raises ``SpecError`` (not cached).
+    """
+    return read_object(load_yaml(_Content(PurePosixPath(path).name, content), path))
 
 
 def _yaml_files(files: ProjectFiles, folder: str, problems: list[Problem]) -> dict[str, ProjectFile]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import yaml
 from yaml.constructor import SafeConstructor
@@ -91,17 +91,23 @@ class Document:
         return start
 
 
+def read_bytes(file: ProjectFile, display_path: str) -> bytes:
+    """The bytes of ``file``; raises ``SpecError`` when they cannot be read."""
+    try:
+        return file.read_bytes()
+    except OSError as error:
+        raise SpecError([Problem(Source(display_path), f"cannot read the file: {error.strerror}")]) from error
+
+
 def load_yaml(file: ProjectFile, display_path: str) -> Document:
     """Read one YAML document; raises ``SpecError`` for bad syntax or duplicate keys."""
     try:
-        text = file.read_bytes().decode("utf-8")
+        text = read_bytes(file, display_path).decode("utf-8")
     except UnicodeDecodeError as error:
         problem = Problem(Source(display_path), f"cannot read the file: it is not UTF-8 text (byte {error.start})")
         raise SpecError([problem]) from error
-    except OSError as error:
-        raise SpecError([Problem(Source(display_path), f"cannot read the file: {error.strerror}")]) from error
     try:
-        root = yaml.compose(text, Loader=_BoundedLoader)
+        root = compose(text)
     except (ReaderError, yaml.MarkedYAMLError) as error:
         raise SpecError([_syntax_problem(error, text, display_path)]) from error
     except _Unbounded as error:
@@ -125,7 +131,7 @@ def _syntax_problem(error: ReaderError | yaml.MarkedYAMLError, text: str, path: 
     return Problem(_mark_source(path, mark) if mark else Source(path), message)
 
 
-def _mark_source(path: str, mark: yaml.Mark) -> Source:
+def _mark_source(path: str, mark: Any) -> Source:
     return Source(path, mark.line + 1, mark.column + 1)
 
 
@@ -137,14 +143,34 @@ def _offset_source(path: str, text: str, offset: int) -> Source:
 class _Unbounded(Exception):
     """A document too deep or too large to build, at the node or alias that makes it so."""
 
-    def __init__(self, mark: yaml.Mark, message: str) -> None:
+    def __init__(self, mark: Any, message: str) -> None:  # PyYAML's Mark, or libyaml's of the same fields
         super().__init__(message)
         self.mark = mark
         self.message = message
 
 
-class _BoundedLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, refusing while it composes a document nested or expanding too far.
+def compose_pure(text: str) -> yaml.Node | None:
+    """The node tree of ``text``, scanned and parsed by PyYAML's pure-Python code (slow; exact messages)."""
+    return yaml.compose(text, Loader=_BoundedLoader)
+
+
+def compose(text: str) -> yaml.Node | None:
+    """The node tree of ``text``, scanned and parsed by libyaml (in C) where PyYAML has it.
+
+    The composer and its bounds are the same Python code either way, so a document composes into
+    the same nodes. A document libyaml refuses, or that holds a character PyYAML's reader refuses
+    (libyaml accepts some), is composed again by PyYAML's own parser, for its exact message.
+    """
+    if _LibyamlLoader is None or _NON_PRINTABLE.search(text):
+        return compose_pure(text)
+    try:
+        return yaml.compose(text, Loader=_LibyamlLoader)
+    except yaml.YAMLError:
+        return compose_pure(text)
+
+
+class _Bounded(yaml.composer.Composer):
+    """A composer refusing, while it composes, a document nested or expanding too far.
 
     Composing keeps an alias as one more reference to its anchor's node, so the node tree stays
     as small as the text; building plain values copies each alias out in full. So the size each
@@ -152,8 +178,10 @@ class _BoundedLoader(yaml.SafeLoader):
     refused at the alias (or node) that takes it past ``MAX_VALUES``, before anything is built.
     """
 
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
+    peek_event: Callable[[], yaml.Event]  # the parser's: PyYAML's own, or libyaml's
+
+    def __init__(self) -> None:
+        yaml.composer.Composer.__init__(self)
         self.sizes: dict[int, int] = {}  # id(node) -> how many values it builds into
         self.total = 0                   # how many values the document builds into so far
         self.depth = 0
@@ -185,9 +213,39 @@ class _BoundedLoader(yaml.SafeLoader):
             message = (f"{what} takes the file past {MAX_VALUES:,} values (keys and list items included, each "
                        f"alias counted as a full copy of what it names): schemaflow reads at most {MAX_VALUES:,}; "
                        "use fewer aliases, or split the file")
-            mark = event.start_mark
-            assert isinstance(mark, yaml.Mark)  # SafeLoader's pure-Python parser marks every event with one
-            raise _Unbounded(mark, message)
+            raise _Unbounded(event.start_mark, message)
+
+
+class _BoundedLoader(_Bounded, yaml.SafeLoader):
+    """PyYAML's safe loader, all in Python, bounded."""
+
+    def __init__(self, stream: str) -> None:
+        yaml.SafeLoader.__init__(self, stream)
+        _Bounded.__init__(self)
+
+
+# What PyYAML's reader refuses as a character of a document.
+_NON_PRINTABLE = yaml.reader.Reader.NON_PRINTABLE
+_LibyamlLoader: type | None = None
+if yaml.__with_libyaml__:
+    from yaml._yaml import CParser
+
+    class _LibyamlBoundedLoader(_Bounded, CParser, SafeConstructor, yaml.resolver.Resolver):
+        """libyaml's scanner and parser (C) under PyYAML's composer (Python), bounded."""
+
+        def __init__(self, stream: str) -> None:
+            CParser.__init__(self, stream)
+            SafeConstructor.__init__(self)
+            yaml.resolver.Resolver.__init__(self)
+            _Bounded.__init__(self)
+
+        def compose_scalar_node(self, anchor: Any) -> yaml.ScalarNode:
+            node = super().compose_scalar_node(anchor)
+            if node.style == "":
+                node.style = None  # plain, as PyYAML's own parser says it
+            return node
+
+    _LibyamlLoader = _LibyamlBoundedLoader
 
 
 # How a double-quoted scalar writes a 16-bit code (\u or \U0000), not after a backslash that escapes its own.

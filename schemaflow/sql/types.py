@@ -16,6 +16,8 @@ are checked alike. What a storage format changes on the way is a question of the
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import re
 
 from sqlglot import exp
@@ -50,8 +52,13 @@ class InvalidType(ValueError):
 MAX_NESTING = 32
 
 
+@lru_cache(maxsize=4096)
 def canonical_type(text: str) -> str:
-    """The canonical Hive form of a declared type; raises ``InvalidType`` with a reason."""
+    """The canonical Hive form of a declared type; raises ``InvalidType`` with a reason.
+
+    Cached: a warehouse declares thousands of columns of a few dozen types, and sqlglot's parse is
+    most of the cost of each (an invalid type is not cached, and is reported each time).
+    """
     depth = 0
     for char in text:
         depth += (char in "<(") - (char in ">)")

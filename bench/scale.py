@@ -1,0 +1,161 @@
+"""Warehouse scale: a generated project of thousands of tables and views, validated and planned.
+
+Generates, deterministically, a project of N tables (5-30 columns, half partitioned, parquet and
+orc, comments and properties) and N/10 views (joins, views over views) across 10 databases, then
+reports, at each size asked for, side by side in one run:
+
+- ``schemaflow validate`` as a user runs it (a new process, Python's start included), and the
+  same validation in-process with PyYAML's pure-Python composer (the path schemaflow took before
+  it composed with libyaml) against the libyaml path;
+- ``schemaflow plan --base`` between two commits that differ in a few files.
+
+Progress goes to stderr, results to stdout::
+
+    .venv/bin/python bench/scale.py [--sizes 500,1000,5000] [--large]
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from schemaflow.spec import load_catalog  # noqa: E402  (after the path is set)
+from schemaflow.spec import yamlpos  # noqa: E402
+
+DATABASES = 10
+TYPES = ("bigint", "string", "decimal(12,2)", "timestamp", "int", "double", "date", "boolean", "array<string>",
+         "map<string,int>", "struct<kind:string,os:string>", "varchar(32)")
+SCHEMAFLOW = str(Path(sys.executable).with_name("schemaflow"))
+
+
+def progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def generate(root: Path, objects: int, seed: int = 7) -> tuple[int, int]:
+    """Write a project of ``objects`` objects under ``root``: 10 tables to each view. Returns (tables, views)."""
+    rng = random.Random(seed)
+    views = objects // 11
+    tables = objects - views
+    shutil.rmtree(root, ignore_errors=True)
+    names = [f"db{d:02d}" for d in range(DATABASES)]
+    (root / "schemas").mkdir(parents=True)
+    (root / "schemaflow.yaml").write_text(f"databases: [{', '.join(names)}]\n")
+    columns_of: dict[str, list[str]] = {}
+    for i in range(tables):
+        database = names[i % DATABASES]
+        name = f"t{i:05d}"
+        count = rng.randint(5, 30)
+        columns = [f"c{j:02d}" for j in range(count)]
+        columns_of[f"{database}.{name}"] = columns
+        lines = [f"table: {database}.{name}", f"comment: Table {i} of the generated warehouse",
+                 f"format: {'parquet' if i % 2 else 'orc'}", "columns:"]
+        lines += [f"  - {{name: {c}, type: '{TYPES[(i + j) % len(TYPES)]}', comment: Column {j} of {name}}}"
+                  for j, c in enumerate(columns)]
+        if i % 2 == 0:
+            lines += ["partitioned_by:", "  - {name: ds, type: string, comment: Load date}"]
+        lines.append(f"properties: {{owner: team{i % 7}, retention: '{30 + i % 5}'}}")
+        write(root / "schemas" / database / f"{name}.yaml", "\n".join(lines) + "\n")
+    keys = sorted(columns_of)
+    view_keys: list[str] = []
+    for i in range(views):
+        database = names[i % DATABASES]
+        name = f"v{i:04d}"
+        if view_keys and i % 4 == 3:  # a view over a view
+            base = view_keys[rng.randrange(len(view_keys))]
+            sql = f"SELECT c00, c01 FROM {base} WHERE c00 IS NOT NULL"
+        else:
+            left, right = rng.sample(keys, 2)
+            sql = (f"SELECT l.c00, l.c01, r.c02 AS r_c02, r.c03 AS r_c03\n  FROM {left} l\n"
+                   f"  JOIN {right} r ON l.c00 = r.c00\n  WHERE l.c04 IS NOT NULL")
+        write(root / "schemas" / database / f"{name}.yaml",
+              f"view: {database}.{name}\ncomment: View {i}\nsql: |\n  " + sql.replace("\n", "\n  ") + "\n")
+        view_keys.append(f"{database}.{name}")
+    return tables, views
+
+
+def write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def timed(run: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    run()
+    return time.perf_counter() - started
+
+
+def validate_command(project: Path) -> None:
+    done = subprocess.run([SCHEMAFLOW, "--project", str(project), "validate"], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"validate failed:\n{done.stdout}{done.stderr}")
+
+
+def load_with(project: Path, pure: bool) -> float:
+    if not pure:
+        return timed(lambda: load_catalog(project))
+    saved = yamlpos.compose
+    yamlpos.compose = yamlpos.compose_pure
+    try:
+        return timed(lambda: load_catalog(project))
+    finally:
+        yamlpos.compose = saved
+
+
+def plan_base(project: Path) -> float:
+    """``plan --base HEAD~1`` in a git repository of the project whose last commit changes 5 files."""
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(project), *args], check=True, capture_output=True)
+    git("init", "-q")
+    git("add", "-A")
+    git("-c", "user.name=bench", "-c", "user.email=bench@example.com", "commit", "-qm", "base")
+    changed = sorted((project / "schemas").glob("*/t*.yaml"))[:5]
+    for path in changed:
+        path.write_text(path.read_text().replace("properties: {", "properties: {changed: 'yes', "))
+    git("add", "-A")
+    git("-c", "user.name=bench", "-c", "user.email=bench@example.com", "commit", "-qm", "head")
+
+    def run() -> None:
+        done = subprocess.run([SCHEMAFLOW, "--project", str(project), "plan", "--base", "HEAD~1", "--head", "HEAD"],
+                              capture_output=True, text=True)
+        if done.returncode != 2:
+            raise SystemExit(f"plan --base did not find the change:\n{done.stdout}{done.stderr}")
+    return timed(run)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="500,1000,5500", help="objects per project, comma-separated")
+    parser.add_argument("--large", action="store_true", help="add a project of 11,000 objects")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")] + ([11_000] if args.large else [])
+    print("| objects (tables + views) | validate (command) | per object | in-process: libyaml | pure-Python composer "
+          "| ratio | plan --base (command) | plan --base / validate |")
+    print("|---|---|---|---|---|---|---|---|")
+    for size in sizes:
+        with tempfile.TemporaryDirectory(prefix="schemaflow-scale-") as scratch:
+            project = Path(scratch) / "project"
+            tables, views = generate(project, size)
+            progress(f"{size} objects: {tables} tables, {views} views generated; validating")
+            command = timed(lambda: validate_command(project))
+            fast = load_with(project, pure=False)
+            progress(f"{size} objects: validated in {command:.1f} s; the pure-Python composer next")
+            pure = load_with(project, pure=True)
+            progress(f"{size} objects: plan --base")
+            base = plan_base(project)
+            print(f"| {size:,} ({tables:,} + {views:,}) | {command:.2f} s | {command / size * 1000:.2f} ms "
+                  f"| {fast:.2f} s | {pure:.2f} s | {pure / fast:.1f}x | {base:.2f} s | {base / command:.2f}x |",
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()

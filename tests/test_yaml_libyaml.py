@@ -1,0 +1,61 @@
+"""libyaml scans and parses schema files; PyYAML's pure-Python parser must read them no differently.
+
+Every YAML file of the test corpus and of the example warehouse is read both ways: the same data,
+positions, texts as written and problems (at the same places, with the same words).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from schemaflow.errors import SpecError
+from schemaflow.spec import yamlpos
+
+ROOT = Path(__file__).resolve().parent.parent
+FILES = sorted(p for p in [*(ROOT / "tests" / "cases").rglob("*"), *(ROOT / "schemas").rglob("*"),
+                           *(ROOT / "migrations").rglob("*"), ROOT / "schemaflow.yaml"]
+               if p.is_file() and p.suffix.lower() in (".yaml", ".yml"))
+
+
+def read(path: Path, compose) -> object:
+    saved = yamlpos.compose
+    yamlpos.compose = compose
+    try:
+        doc = yamlpos.load_yaml(path, path.name)
+        return (doc.data, doc.values, doc.keys, doc.texts, doc.plain)
+    except SpecError as error:
+        return [str(p) for p in error.problems]
+    finally:
+        yamlpos.compose = saved
+
+
+def test_libyaml_is_what_schemaflow_reads_with() -> None:
+    assert yaml.__with_libyaml__ and yamlpos._LibyamlLoader is not None
+    for path in sorted((ROOT / "schemas").rglob("*.yaml")):
+        node = yamlpos.compose(path.read_text())
+        assert node is not None and not isinstance(node.start_mark, yaml.Mark)  # libyaml's mark, not PyYAML's
+
+
+@pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(ROOT)) for p in FILES])
+def test_both_parsers_read_every_file_alike(path: Path) -> None:
+    assert read(path, yamlpos.compose) == read(path, yamlpos.compose_pure)
+
+
+def test_a_file_the_same_in_two_trees_is_read_once(tmp_path: Path) -> None:
+    import shutil
+
+    from schemaflow.spec import load_catalog
+    from schemaflow.spec.loader import _declared
+
+    for tree in ("base", "head"):
+        shutil.copytree(ROOT / "schemas", tmp_path / tree / "schemas")
+    changed = tmp_path / "head" / "schemas" / "retail" / "orders.yaml"
+    changed.write_text(changed.read_text() + "# changed\n")
+    files = len(list((ROOT / "schemas").rglob("*.yaml")))
+    load_catalog(tmp_path / "base")
+    before = _declared.cache_info()
+    load_catalog(tmp_path / "head")
+    after = _declared.cache_info()
+    assert (after.hits - before.hits, after.misses - before.misses) == (files - 1, 1)
