@@ -227,12 +227,26 @@ def _tree(repo: git.Repo, ref: str) -> git.Tree:
 
 def _entry(tree: git.Tree | None, path: str) -> git.objects.base.IndexObject | None:
     """What ``path`` names below ``tree`` (a file or a folder), or None."""
-    if tree is None:
-        return None
-    try:
-        return tree / path
-    except KeyError:
-        return None
+    item: git.objects.base.IndexObject | None = tree
+    for part in path.split("/"):
+        item = _children(item).get(part) if isinstance(item, git.Tree) else None
+    return item
+
+
+# The entries of the trees read, by tree: gitpython's ``tree / name`` scans and checks every entry,
+# so finding each of a folder's thousands of files by name would take time quadratic in their number.
+_LISTINGS: dict[tuple[str, bytes, str], dict[str, git.objects.base.IndexObject]] = {}
+_LISTINGS_KEPT = 4096
+
+
+def _children(tree: git.Tree) -> dict[str, git.objects.base.IndexObject]:
+    """The entries of ``tree`` by name, listed once (a tree's entries carry its path, so that is part of the key)."""
+    key = (str(tree.repo.git_dir), tree.binsha, str(tree.path))
+    if key not in _LISTINGS:
+        if len(_LISTINGS) >= _LISTINGS_KEPT:
+            _LISTINGS.clear()
+        _LISTINGS[key] = {item.name: item for item in tree}
+    return _LISTINGS[key]
 
 
 def _not_a_commit(repo: git.Repo, ref: str) -> str:

@@ -1,4 +1,4 @@
-"""libyaml scans and parses schema files; PyYAML's pure-Python parser must read them no differently.
+"""libyaml composes schema files; PyYAML's pure-Python composer must read them no differently.
 
 Every YAML file of the test corpus and of the example warehouse is read both ways: the same data,
 positions, texts as written and problems (at the same places, with the same words).
@@ -32,7 +32,7 @@ def read(path: Path, compose) -> object:
 
 
 def test_libyaml_is_what_schemaflow_reads_with() -> None:
-    assert yaml.__with_libyaml__ and yamlpos._LibyamlLoader is not None
+    assert yaml.__with_libyaml__
     for path in sorted((ROOT / "schemas").rglob("*.yaml")):
         node = yamlpos.compose(path.read_text())
         assert node is not None and not isinstance(node.start_mark, yaml.Mark)  # libyaml's mark, not PyYAML's
@@ -59,3 +59,22 @@ def test_a_file_the_same_in_two_trees_is_read_once(tmp_path: Path) -> None:
     load_catalog(tmp_path / "head")
     after = _declared.cache_info()
     assert (after.hits - before.hits, after.misses - before.misses) == (files - 1, 1)
+
+
+def test_a_document_nested_past_what_libyaml_survives_is_refused_by_the_bounded_composer(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("[" * 200_000 + "]" * 200_000)  # crashes libyaml's composer, recursing in C
+    with pytest.raises(SpecError) as refused:
+        yamlpos.load_yaml(deep, "deep.yaml")
+    assert str(refused.value.problems[0]).startswith("deep.yaml:1:65: YAML nested more than 64 levels deep here")
+
+
+def test_a_tree_libyaml_composed_is_held_to_the_same_bounds() -> None:
+    nested = "a:\n" + "".join("  " * i + "- \n" for i in range(1, 70))
+    root = yaml.compose(nested, Loader=yaml.CSafeLoader)
+    assert not yamlpos._within_bounds(root)
+    laughs = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(6))
+    assert not yamlpos._within_bounds(yaml.compose(laughs, Loader=yaml.CSafeLoader))
+    assert yamlpos._within_bounds(yaml.compose((ROOT / "schemas" / "retail" / "orders.yaml").read_text(),
+                                               Loader=yaml.CSafeLoader))

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 import yaml
 from yaml.constructor import SafeConstructor
@@ -155,22 +155,72 @@ def compose_pure(text: str) -> yaml.Node | None:
 
 
 def compose(text: str) -> yaml.Node | None:
-    """The node tree of ``text``, scanned and parsed by libyaml (in C) where PyYAML has it.
+    """The node tree of ``text``, composed by libyaml (in C) where PyYAML has it, else by PyYAML's Python.
 
-    The composer and its bounds are the same Python code either way, so a document composes into
-    the same nodes. A document libyaml refuses, or that holds a character PyYAML's reader refuses
-    (libyaml accepts some), is composed again by PyYAML's own parser, for its exact message.
+    libyaml's composer recurses in C once per level of nesting, and a document nested deep enough
+    crashes the process (measured: 100,000 levels), so it only gets a document that cannot nest
+    past ``C_DEPTH`` (each level takes one of ``[{-:?``). Its tree is then held to the bounds the
+    Python composer enforces (``_within_bounds``). A document it refuses or that breaks a bound,
+    or that holds a character PyYAML's reader refuses (libyaml accepts some), is composed again by
+    PyYAML's Python composer, for its exact message at its place.
     """
-    if _LibyamlLoader is None or _NON_PRINTABLE.search(text):
+    if not yaml.__with_libyaml__ or _NON_PRINTABLE.search(text) or _nesting_bound(text) > C_DEPTH:
         return compose_pure(text)
     try:
-        return yaml.compose(text, Loader=_LibyamlLoader)
+        root = yaml.compose(text, Loader=yaml.CSafeLoader)
     except yaml.YAMLError:
         return compose_pure(text)
+    return root if root is None or _within_bounds(root) else compose_pure(text)
 
 
-class _Bounded(yaml.composer.Composer):
-    """A composer refusing, while it composes, a document nested or expanding too far.
+# Far below the nesting that crashes libyaml's composer, far above what a schema file holds.
+C_DEPTH = 10_000
+
+
+def _nesting_bound(text: str) -> int:
+    """How deep ``text`` can nest at most: each level opens with one of ``[``, ``{``, ``-``, ``:`` or ``?``."""
+    return 1 + sum(text.count(indicator) for indicator in "[{-:?")
+
+
+def _within_bounds(root: yaml.Node) -> bool:
+    """Whether the tree nests at most ``MAX_DEPTH`` levels as written and builds into at most ``MAX_VALUES``
+    values (each alias a full copy), as ``_Bounded`` counts while it composes.
+
+    Walked in document order, so a node is first met where it is written (an anchor comes before
+    its aliases), without recursion.
+    """
+    sizes: dict[int, int] = {}   # id(node) -> how many values it builds into
+    open_: set[int] = set()      # collections being walked: an alias to one of them counts 1, as composing does
+    todo: list[tuple[yaml.Node, int, bool]] = [(root, 1, False)]
+    while todo:
+        node, depth, finished = todo.pop()
+        if finished:
+            open_.discard(id(node))
+            sizes[id(node)] = 1 + sum(sizes.get(id(child), 1) for child in _children(node))
+            continue
+        if id(node) in sizes or id(node) in open_:
+            continue  # an alias
+        if depth > MAX_DEPTH:
+            return False
+        if isinstance(node, yaml.CollectionNode):
+            open_.add(id(node))
+            todo.append((node, depth, True))
+            todo.extend((child, depth + 1, False) for child in reversed(_children(node)))
+        else:
+            sizes[id(node)] = 1
+    return sizes[id(root)] <= MAX_VALUES
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [child for pair in node.value for child in pair]
+    return []
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing while it composes a document nested or expanding too far.
 
     Composing keeps an alias as one more reference to its anchor's node, so the node tree stays
     as small as the text; building plain values copies each alias out in full. So the size each
@@ -178,10 +228,8 @@ class _Bounded(yaml.composer.Composer):
     refused at the alias (or node) that takes it past ``MAX_VALUES``, before anything is built.
     """
 
-    peek_event: Callable[[], yaml.Event]  # the parser's: PyYAML's own, or libyaml's
-
-    def __init__(self) -> None:
-        yaml.composer.Composer.__init__(self)
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
         self.sizes: dict[int, int] = {}  # id(node) -> how many values it builds into
         self.total = 0                   # how many values the document builds into so far
         self.depth = 0
@@ -216,38 +264,9 @@ class _Bounded(yaml.composer.Composer):
             raise _Unbounded(event.start_mark, message)
 
 
-class _BoundedLoader(_Bounded, yaml.SafeLoader):
-    """PyYAML's safe loader, all in Python, bounded."""
-
-    def __init__(self, stream: str) -> None:
-        yaml.SafeLoader.__init__(self, stream)
-        _Bounded.__init__(self)
-
-
 # What PyYAML's reader refuses as a character of a document.
 _NON_PRINTABLE = yaml.reader.Reader.NON_PRINTABLE
-_LibyamlLoader: type | None = None
-if yaml.__with_libyaml__:
-    from yaml._yaml import CParser
-
-    class _LibyamlBoundedLoader(_Bounded, CParser, SafeConstructor, yaml.resolver.Resolver):
-        """libyaml's scanner and parser (C) under PyYAML's composer (Python), bounded."""
-
-        def __init__(self, stream: str) -> None:
-            CParser.__init__(self, stream)
-            SafeConstructor.__init__(self)
-            yaml.resolver.Resolver.__init__(self)
-            _Bounded.__init__(self)
-
-        def compose_scalar_node(self, anchor: Any) -> yaml.ScalarNode:
-            node = super().compose_scalar_node(anchor)
-            if node.style == "":
-                node.style = None  # plain, as PyYAML's own parser says it
-            return node
-
-    _LibyamlLoader = _LibyamlBoundedLoader
-
-
+_STR_TAG = "tag:yaml.org,2002:str"
 # How a double-quoted scalar writes a 16-bit code (\u or \U0000), not after a backslash that escapes its own.
 _SURROGATE_ESCAPE = r"(?<!\\)\\(?:u|U0000)"
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -287,12 +306,13 @@ class _Builder:
             return built
         assert isinstance(node, yaml.ScalarNode)  # PyYAML's only other node
         try:
-            value = self.constructor.construct_object(node)
+            # Most scalars are text: that is what the constructor would build, without its bookkeeping.
+            value = node.value if node.tag == _STR_TAG else self.constructor.construct_object(node)
         except (yaml.YAMLError, ValueError) as error:
             reason = error.problem if isinstance(error, yaml.MarkedYAMLError) else error
             self.problems.append(Problem(self.values[path], f"cannot read this value: {reason}"))
             return None
-        if node.style is None:
+        if not node.style:  # plain: PyYAML's composer says None, libyaml's ""
             self.plain[path] = node.value
         if isinstance(value, str):
             text = self.characters(node, value)
@@ -322,6 +342,8 @@ class _Builder:
     def characters(self, node: yaml.ScalarNode, value: str) -> str:
         """``value`` with each surrogate pair escaped as two halves (``"\\ud83d\\ude00"``, as JSON
         writes one character) joined into its character; a half left alone is a problem at its escape."""
+        if not _SURROGATE.search(value):
+            return value  # nothing to join (the common case: the round trip below is not free)
         joined = value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
         lone = _SURROGATE.search(joined)
         if lone:
@@ -338,7 +360,7 @@ class _Builder:
     def text(self, node: yaml.ScalarNode, value: str) -> _Text:
         start, end = node.start_mark, node.end_mark
         if node.style != "|":
-            return _Text(node.style, start.line == end.line, 0, 0)
+            return _Text(node.style or None, start.line == end.line, 0, 0)
         content_line = start.line + 2  # block content starts on the line after the indicator
         return _Text(node.style, False, content_line, self.indent(content_line, value))
 

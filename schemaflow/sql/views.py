@@ -21,6 +21,7 @@ import difflib
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Iterator, Mapping, Sequence, cast
 
 import sqlglot
@@ -50,6 +51,8 @@ _OPENING = frozenset({TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE,
 _CLOSING = frozenset({TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE, TokenType.END})
 # Qualifying walks from each column up to its query: a chain of 1000 operators takes under a second.
 MAX_DEPTH = 1000
+# View texts kept parsed and analysed in a process: every view of two trees of a large warehouse.
+PARSED_KEPT = 4096
 
 
 class ViewSqlError(Exception):
@@ -81,9 +84,18 @@ def _within_python_stack() -> Iterator[None]:
                            "the query, e.g. move nested expressions and subqueries into WITH clauses") from None
 
 
-@_within_python_stack()
 def parse_select(sql: str) -> exp.Query:
-    """The single query in ``sql``; raises ``ViewSqlError`` for anything else, or nested too deep to analyse."""
+    """The single query in ``sql``; raises ``ViewSqlError`` for anything else, or nested too deep to analyse.
+
+    Parsed once per text in a process (``plan --base`` reads each view in two trees, and the plan
+    reads it again): the tree is shared, so a caller that changes it changes a copy (``.copy()``).
+    """
+    return _parsed(sql)
+
+
+@lru_cache(maxsize=PARSED_KEPT)
+@_within_python_stack()
+def _parsed(sql: str) -> exp.Query:
     dialect = Dialect.get_or_raise(DIALECT)
     try:
         tokens = dialect.tokenize(sql)
@@ -145,13 +157,22 @@ def tables_read(sql: str, default_database: str) -> tuple[str, ...]:
     return tuple(sorted({key for key, _ in _table_references(parse_select(sql), default_database)}))
 
 
-@_within_python_stack()
 def analyze_view(sql: str, default_database: str, schema: Mapping[str, Sequence[tuple[str, str]]]) -> ViewAnalysis:
     """Check the query against ``schema`` ({"db.name": [(column, type), ...]}), name its output, find what it uses.
 
     Raises ``ViewSqlError`` for an unknown table or column, an unnamed computed output column or
-    a duplicate output name.
+    a duplicate output name. Only the columns of what the query reads count, so the same text over
+    the same columns is analysed once in a process (the result is shared: read it, do not change it).
     """
+    read = tables_read(sql, default_database)
+    return _analyzed(sql, default_database, tuple((key, tuple(schema[key])) for key in read if key in schema))
+
+
+@lru_cache(maxsize=PARSED_KEPT)
+@_within_python_stack()
+def _analyzed(sql: str, default_database: str, known: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
+              ) -> ViewAnalysis:
+    schema = dict(known)
     query = parse_select(sql)
     references = _table_references(query, default_database)
     for key, table in sorted(references, key=lambda ref: _position(sql, ref[1])):
@@ -181,6 +202,7 @@ def analyze_view(sql: str, default_database: str, schema: Mapping[str, Sequence[
                         lineage=output_lineage(qualified, default_database))
 
 
+@lru_cache(maxsize=PARSED_KEPT)
 def normalize_sql(sql: str) -> str:
     """Canonical text of a query, to compare a declared view with the live one.
 
@@ -403,7 +425,7 @@ def with_tables_renamed(sql: str, default_database: str, names: Mapping[str, str
     columns qualified with either still resolve; ``None`` when the query qualifies a column with a
     database as well (``db.t.c``), which no renaming can keep.
     """
-    query = parse_select(sql)
+    query = parse_select(sql).copy()  # changed below
     if any(column.args.get("db") for column in query.find_all(exp.Column)):
         return None
     for key, source in _table_references(query, default_database):
