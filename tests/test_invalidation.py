@@ -102,6 +102,21 @@ def test_strict_accepts_the_change_when_the_same_change_set_updates_the_views(tm
     assert plan.steps[1].summary == "re-create view hive.xxx9: SQL changed; columns ['key', 'value'] -> ['key']"
 
 
+def test_strict_spares_the_views_recompiled_that_the_plan_re_creates_anyway(tmp_path):
+    # The SELECT * views are re-created anyway (their columns change): --recompile says that is wanted.
+    plan = plan_change(tmp_path, HIVE_BASE, DROP_VALUE, "strict", recompile=("hive.xxx9", "HIVE.xxx8"))
+    assert steps(plan) == [("alter_columns", "hive.xxx10", False), ("replace_view", "hive.xxx9", False),
+                           ("replace_view", "hive.xxx8", False)]
+    assert plan.steps[1].summary == ("re-create view hive.xxx9: columns ['key', 'value'] -> ['key']; "
+                                     "recompile requested")
+    # Recompiling one of the two still leaves the other broken.
+    partly = plan_change(tmp_path / "partly", HIVE_BASE, DROP_VALUE, "strict", recompile=("hive.xxx9",))
+    assert partly.steps[0].blocked == (
+        "invalidation: strict, and this change breaks 1 view: hive.xxx8 uses hive.xxx9.value, which is re-created "
+        "without it. Change those views in the same change set, or set invalidation: lenient or cascade in "
+        "schemaflow.yaml")
+
+
 RETYPE_BASE = {
     "schemas/shop/t.yaml": "table: shop.t\ncolumns: [{name: key, type: int}, {name: value, type: int}]\n",
     "schemas/shop/out.yaml": "view: shop.out\nsql: SELECT key FROM t\n",

@@ -198,3 +198,41 @@ def test_recompile_recreates_a_view_on_demand(tmp_path, metastore, spark, fresh_
     # CREATE OR REPLACE VIEW keeps only the parameters it writes: the view was re-created.
     assert "marker" not in dict(metastore.msc.getTable(db, "xxx7").getParameters())
     assert queryable(spark, f"{db}.xxx7") == ["key"]
+
+
+def test_strict_mode_applies_the_drop_when_the_views_it_breaks_are_recompiled(tmp_path, spark, metastore, fresh_db):
+    db = fresh_db()
+    base, head = hive_case(db)
+    apply_plan(plan(write_project(tmp_path, base, "strict"), metastore), metastore)
+    project = write_project(tmp_path, head, "strict")
+    assert plan(project, metastore).blocked  # without --recompile: refused, as before
+    recompiled = plan(project, metastore, recompile=(f"{db}.xxx9", f"{db}.xxx8"))
+    check_runnable(recompiled)
+    apply_plan(recompiled, metastore)
+    assert [queryable(spark, f"{db}.{v}") for v in ("xxx9", "xxx8", "xxx7")] == [["key"], ["key"], ["key"]]
+    assert plan(project, metastore).is_empty
+
+
+def test_a_column_selected_only_inside_exists_is_not_used_so_strict_mode_lets_it_go(tmp_path, spark, metastore,
+                                                                                   fresh_db):
+    db = fresh_db()
+    base = {
+        f"schemas/{db}/orders.yaml": f"table: {db}.orders\ncolumns: [{{name: id, type: int}}, {{name: cid, type: int}}]\n",
+        f"schemas/{db}/customers.yaml": (f"table: {db}.customers\ncolumns: [{{name: cid, type: int}}, "
+                                         "{name: note, type: string}]\n"),
+        f"schemas/{db}/known.yaml": (f"view: {db}.known\nsql: SELECT o.id FROM orders o "
+                                     "WHERE EXISTS (SELECT * FROM customers c WHERE c.cid = o.cid)\n"),
+    }
+    apply_plan(plan(write_project(tmp_path, base, "strict"), metastore), metastore)
+    spark.sql(f"INSERT INTO {db}.orders VALUES (1, 10), (2, 20)")
+    spark.sql(f"INSERT INTO {db}.customers VALUES (10, 'x')")
+    head = {**base, f"schemas/{db}/customers.yaml": f"table: {db}.customers\ncolumns: [{{name: cid, type: int}}]\n",
+            "migrations/0001_drop_note.yaml": f"""
+                description: the note goes
+                changes:
+                  - drop_column: {{table: {db}.customers, column: note}}
+                """}
+    planned = plan(write_project(tmp_path, head, "strict"), metastore)
+    assert not planned.blocked, [s.blocked for s in planned.blocked]
+    apply_plan(planned, metastore)
+    assert [r.id for r in spark.sql(f"SELECT id FROM {db}.known").collect()] == [1]

@@ -92,10 +92,10 @@ O = "retail.orders"
         ("SELECT customer_id, SUM(amount) AS Revenue, ds FROM retail.orders GROUP BY 1, 3", ("customer_id", "revenue", "ds"),
          {O: ("amount", "customer_id", "ds")},
          {"customer_id": (f"{O}.customer_id",), "revenue": (f"{O}.amount",), "ds": (f"{O}.ds",)}),
-        # A cast of a column and a struct field keep a name Spark agrees with.
+        # A cast of a column and a struct field keep a name Spark agrees with; the cast's type is its own.
         ("SELECT CAST(amount AS DOUBLE), address.city FROM orders, customers", ("amount", "city"),
          {"retail.customers": ("address",), O: ("amount",)},
-         {"amount": (f"{O}.amount",), "city": ("retail.customers.address",)}),
+         {"amount": (), "city": ("retail.customers.address",)}),
         # An unnamed expression that does not reach the output is fine; its column is still used.
         ("SELECT x FROM (SELECT customer_id AS x, amount + 1 FROM orders) t", ("x",),
          {O: ("amount", "customer_id")}, {"x": (f"{O}.customer_id",)}),
@@ -123,7 +123,8 @@ def test_columns_used_only_outside_the_output_count_too():
     analysis = analyze_view(sql, "retail", SCHEMA)
     assert analysis.uses == {"crm.contacts": ("customer_id",), "retail.customers": ("customer_id", "name"),
                              O: ("amount", "customer_id", "ds", "order_id")}
-    assert analysis.lineage == {"customer_id": (f"{O}.customer_id",), "rn": (f"{O}.amount", f"{O}.ds")}
+    # A rank's type is its own: what the window partitions and orders by does not reach it.
+    assert analysis.lineage == {"customer_id": (f"{O}.customer_id",), "rn": ()}
 
 
 UNNAMED = "has no name: add an alias (Spark permanent views need one)"
@@ -164,6 +165,30 @@ def test_analyze_view_errors(sql: str, message: str, line: int, col: int) -> Non
     with pytest.raises(ViewSqlError) as caught:
         analyze_view(sql, "retail", SCHEMA)
     assert (caught.value.message, caught.value.line, caught.value.col) == (message, line, col)
+
+
+@pytest.mark.parametrize("expression, typed_by", [
+    ("COUNT(amount)", ()), ("COUNT(DISTINCT customer_id)", ()), ("amount > 0", ()), ("amount IS NULL", ()),
+    ("CASE WHEN amount > 0 THEN 'yes' ELSE 'no' END", ()), ("CASE WHEN ds = '' THEN amount END", ("amount",)),
+    ("SUM(amount)", ("amount",)), ("MAX(amount) OVER (PARTITION BY ds)", ("amount",)),
+    ("COALESCE(amount, order_id)", ("amount", "order_id")), ("amount * 2", ("amount",)),
+])
+def test_lineage_follows_only_what_the_output_type_depends_on(expression: str, typed_by: tuple[str, ...]) -> None:
+    analysis = analyze_view(f"SELECT {expression} AS x FROM orders", "retail", SCHEMA)
+    assert analysis.lineage == {"x": tuple(f"{O}.{c}" for c in typed_by)}
+
+
+def test_what_an_exists_subquery_selects_is_not_used_only_its_conditions():
+    # SELECT * inside EXISTS counted every column of the table: strict mode then blocked harmless changes.
+    sql = """
+        SELECT o.order_id FROM orders o
+        WHERE EXISTS (SELECT * FROM customers c WHERE c.customer_id = o.customer_id)
+          AND NOT EXISTS (SELECT k.customer_id, k.email FROM crm.contacts k WHERE k.customer_id = o.customer_id)
+          AND o.customer_id IN (SELECT c2.customer_id FROM customers c2 WHERE c2.name <> '')
+    """
+    analysis = analyze_view(sql, "retail", SCHEMA)
+    assert analysis.uses == {"crm.contacts": ("customer_id",), "retail.customers": ("customer_id", "name"),
+                             O: ("customer_id", "order_id")}
 
 
 def test_normalize_sql_ignores_layout_case_and_semicolon() -> None:

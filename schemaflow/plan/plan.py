@@ -176,15 +176,18 @@ def _once(counter: PartitionCounter | None) -> PartitionCounter | None:
 
 def _recompiled(changes: list[Change], desired: Catalog, recompile: tuple[str, ...]) -> list[Change]:
     """The changes with each view of ``recompile`` re-created, unless they already (re-)create it."""
-    handled = {c.key for c in changes if isinstance(c, (CreateView, ReplaceView))}
-    extra: list[Change] = []
-    for key in sorted({name.lower() for name in recompile}):
-        view = desired.get(key)
-        if not isinstance(view, View):
+    asked = {name.lower() for name in recompile}
+    for key in sorted(asked):
+        if not isinstance(desired.get(key), View):
             declared = ", ".join(v.key for v in desired.views()) or "none"
             raise SchemaflowError(f"--recompile {key}: no such view is declared (views: {declared})")
-        if key not in handled:
-            extra.append(ReplaceView(view, ("recompile requested",), deliberate=True))
+    # A view the plan re-creates anyway (its columns changed) is now re-created as asked: what it
+    # breaks is the point of the recompile, so strict mode spares it as it spares an edit of its SQL.
+    changes = [replace(c, reasons=c.reasons + ("recompile requested",), deliberate=True)
+               if isinstance(c, ReplaceView) and c.key in asked and not c.deliberate else c for c in changes]
+    handled = {c.key for c in changes if isinstance(c, (CreateView, ReplaceView))}
+    extra: list[Change] = [ReplaceView(view, ("recompile requested",), deliberate=True)
+                           for key in sorted(asked - handled) for view in [desired.get(key)] if isinstance(view, View)]
     return changes + extra
 
 

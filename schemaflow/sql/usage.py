@@ -4,12 +4,15 @@ A view depends on more than its output: a column used only in WHERE, JOIN, GROUP
 window or a subquery breaks the view just as well when it goes. So every scope of the query is
 walked (``traverse_scope``: CTEs, derived tables, subqueries, each branch of a UNION) and each of
 its columns is traced to the source its table alias names in that scope; CTE and subquery names
-are scopes, not tables, so only real tables and views are counted. The query must be qualified
+are scopes, not tables, so only real tables and views are counted. What an EXISTS subquery
+selects is not used: only its conditions are. The query must be qualified
 first (``sqlglot.optimizer.qualify``): every column then names its source and ``*`` is expanded,
 as Spark expands it when it creates a view.
 
-Lineage is narrower: for each output column, the source columns its expression reads, followed
-through CTEs and derived tables (and position by position through UNION branches).
+Lineage is narrower: for each output column, the source columns whose type its type follows,
+through CTEs and derived tables (and position by position through UNION branches). A column read
+only by a count, a condition, a cast or a window's partitioning does not change the output's type,
+so a change of its type is no change of the view's.
 """
 from __future__ import annotations
 
@@ -26,11 +29,24 @@ def column_usage(qualified: exp.Expr, default_database: str) -> dict[str, tuple[
         for source in scope.sources.values():
             if is_table(source):
                 used.setdefault(table_key(source, default_database), set())
+        # What an EXISTS subquery selects is never read: only whether it finds a row (``SELECT *`` there
+        # would otherwise count every column of the table as used).
+        unread = _selects(scope.expression) if isinstance(scope.expression.parent, exp.Exists) else []
         for column in scope.columns:
             origin = scope.sources.get(column.table)
-            if is_table(origin):
+            if is_table(origin) and not any(_within(column, select) for select in unread):
                 used[table_key(origin, default_database)].add(column.name.lower())
     return {key: tuple(sorted(columns)) for key, columns in sorted(used.items())}
+
+
+def _within(node: exp.Expr, ancestor: exp.Expr) -> bool:
+    """Whether ``node`` is ``ancestor`` or lies inside it."""
+    parent: exp.Expr | None = node
+    while parent is not None:
+        if parent is ancestor:
+            return True
+        parent = parent.parent
+    return False
 
 
 def output_lineage(qualified: exp.Query, default_database: str) -> dict[str, tuple[str, ...]]:
@@ -49,7 +65,7 @@ def _sources(query: exp.Expr, position: int, scopes: Mapping[int, Scope], defaul
     if scope is None or position >= len(_selects(query)):
         return set()
     found: set[str] = set()
-    for column in _selects(query)[position].find_all(exp.Column):
+    for column in _typed_by(_selects(query)[position]):
         source = scope.sources.get(column.table)
         if is_table(source):
             found.add(f"{table_key(source, default_database)}.{column.name.lower()}")
@@ -57,6 +73,28 @@ def _sources(query: exp.Expr, position: int, scopes: Mapping[int, Scope], defaul
             inner = [s.alias_or_name.lower() for s in _selects(source.expression)]
             if column.name.lower() in inner:
                 found |= _sources(source.expression, inner.index(column.name.lower()), scopes, default_database)
+    return found
+
+
+# Expressions whose type is their own whatever the types of what they read: a count, a comparison or
+# any other condition, a cast, a length, a rank.
+_OWN_TYPE = (exp.Count, exp.CountIf, exp.ApproxDistinct, exp.Predicate, exp.Connector, exp.Not, exp.Cast,
+             exp.Length, exp.ArraySize, exp.RowNumber, exp.Rank, exp.DenseRank, exp.Ntile, exp.PercentRank,
+             exp.CumeDist)
+
+
+def _typed_by(expression: exp.Expr) -> list[exp.Column]:
+    """The columns whose type reaches the type of ``expression``: not those read only by an expression of
+    a type of its own, nor a window's partitioning and order."""
+    found, todo = [], [expression]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, exp.Column):
+            found.append(node)
+        elif isinstance(node, exp.Window):
+            todo.append(node.this)
+        elif not isinstance(node, _OWN_TYPE):
+            todo.extend(node.iter_expressions())
     return found
 
 
