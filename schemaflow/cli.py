@@ -87,8 +87,11 @@ def _parser() -> argparse.ArgumentParser:
     graph.add_argument("object", nargs="?", metavar="OBJECT", help="only this object (db.name), with everything "
                                                                   "upstream and downstream of it")
 
-    commands.add_parser("history", help="what schemaflow applied to the managed databases: when, from which commit")
-    commands.add_parser("drift", help="what changed in the metastore outside schemaflow since the last apply")
+    history = commands.add_parser("history",
+                                  help="what schemaflow applied to the managed databases: when, from which commit")
+    history.add_argument("--format", choices=("text", "json"), default="text")
+    drift = commands.add_parser("drift", help="what changed in the metastore outside schemaflow since the last apply")
+    drift.add_argument("--format", choices=("text", "json"), default="text")
     commands.add_parser("hash-migrations", help="write migrations/schemaflow.sum after reviewing the migrations")
 
     adopt = commands.add_parser("import", help="write schema files for the tables and views of a live database")
@@ -256,11 +259,20 @@ def _confirm(plan: Plan) -> bool:
 
 def _drift(project, args) -> int:
     drifts = workflow.drift(project, workflow.Live(project))
+    if args.format == "json":
+        _print_json({"drift": [{"object": d.object, "aspects": list(d.aspects), "applied_at": d.applied_at,
+                                "commit": d.commit, "message": d.describe()} for d in drifts]})
+        return EXIT_CHANGES if drifts else EXIT_OK
     for found in drifts:
         print(found.describe())
     if not drifts:
         print("No drift: every object schemaflow applied is as it left it.")
     return EXIT_CHANGES if drifts else EXIT_OK
+
+
+def _print_json(document: object) -> None:
+    """A JSON document on stdout, keys sorted, for CI and other tools."""
+    print(json.dumps(document, indent=2, sort_keys=True))
 
 
 def _import(project, args) -> int:
@@ -292,6 +304,10 @@ def _hash_migrations(project, args) -> int:
 
 def _history(project, args) -> int:
     records = workflow.history(project, workflow.Live(project))
+    if args.format == "json":
+        _print_json({"history": [{"at": r.at, "object": r.object, "what": r.what, "commit": r.commit}
+                                 for r in records]})
+        return EXIT_OK
     if not records:
         print("Nothing applied by schemaflow in these databases yet.")
     for record in records:

@@ -8,7 +8,7 @@ through Spark as the plan's hazards said they would be.
 """
 from __future__ import annotations
 
-import textwrap
+import json
 from pathlib import Path
 
 import pytest
@@ -117,6 +117,13 @@ def test_a_warehouse_built_by_spark_and_hive_users_is_adopted_and_evolves(tmp_pa
     assert sorted(line.split(":")[0] for line in drift.out.splitlines()) == [
         f"{db}.{name}" for name in ("ctas", "hive_bucketed", "named")]
     assert all("no record of what schemaflow applied" in line for line in drift.out.splitlines())
+    as_json = schemaflow("--project", project, "drift", "--format", "json")
+    assert as_json.code == 2
+    assert [(d["object"], d["aspects"]) for d in json.loads(as_json.out)["drift"]] == [
+        (f"{db}.{name}", ["unrecorded"]) for name in ("ctas", "hive_bucketed", "named")]
+    history = json.loads(schemaflow("--project", project, "history", "--format", "json").out)["history"]
+    assert {record["object"] for record in history} == {
+        f"{db}.{name}" for name in ("bucketed", "csv_in", "delimited", "open_csv", "plain", "saved")}
 
     # The rows written before, read back through Spark as the hazards said.
     assert [tuple(r) for r in spark.sql(f"SELECT * FROM {db}.plain ORDER BY id").collect()] == [

@@ -74,3 +74,18 @@ def test_cycles_are_reported_with_their_path(capsys):
     assert "schemas/cov7/v1.yaml:3:1: view cycle: cov7.v1 -> cov7.v3 -> cov7.v2 -> cov7.v1" in err.splitlines()
     assert "schemas/cov8/v1.yaml:3:1: view cycle: cov8.v1 -> cov8.v1" in err.splitlines()
     assert "schemas/rec/r0.yaml:3:1: view cycle: rec.r0 -> rec.r2 -> rec.r1 -> rec.r0" in err.splitlines()
+
+
+def test_json_gives_tools_the_objects_and_the_columns_on_each_edge(example, capsys):
+    import json
+
+    code, out, _ = graph(example, capsys, "--format", "json", "retail.daily_revenue")
+    assert code == 0
+    document = json.loads(out)
+    assert document["objects"] == [{"kind": "view", "object": "analytics.revenue_by_segment"},
+                                   {"kind": "view", "object": "retail.daily_revenue"},
+                                   {"kind": "table", "object": "retail.orders"}]
+    assert document["edges"] == [
+        {"columns": ["customer_id", "ds", "revenue"], "reads": "retail.daily_revenue",
+         "view": "analytics.revenue_by_segment"},
+        {"columns": ["amount", "customer_id", "ds"], "reads": "retail.orders", "view": "retail.daily_revenue"}]

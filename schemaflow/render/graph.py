@@ -9,19 +9,20 @@ schemas always draw the same graph.
 """
 from __future__ import annotations
 
+import json
 from typing import Callable
 
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import Catalog, View
 
-GRAPH_FORMATS = ("text", "mermaid", "dot")
+GRAPH_FORMATS = ("text", "mermaid", "dot", "json")
 
 
 def render_graph(catalog: Catalog, fmt: str, focus: str | None = None) -> str:
     """The graph of ``catalog`` in one of ``GRAPH_FORMATS``; with ``focus`` ("db.name"), only its part."""
     keys = _part(catalog, focus.lower()) if focus else sorted(catalog.objects.keys() | catalog.sources.keys())
     renderers: dict[str, Callable[[Catalog, list[str]], list[str]]] = {"text": _text, "mermaid": _mermaid,
-                                                                        "dot": _dot}
+                                                                        "dot": _dot, "json": _json}
     return "\n".join(renderers[fmt](catalog, keys)) + "\n"
 
 
@@ -87,6 +88,17 @@ def _dot(catalog: Catalog, keys: list[str]) -> list[str]:
     for view, read, columns in _edges(catalog, keys):
         lines.append(f'  "{view}" -> "{read}"' + (f' [label="{columns}"]' if columns else "") + ";")
     return lines + ["}"]
+
+
+def _json(catalog: Catalog, keys: list[str]) -> list[str]:
+    """``{"objects": [{"object", "kind"}], "edges": [{"view", "reads", "columns"}]}``, for tools."""
+    edges = []
+    for key, read, _ in _edges(catalog, keys):
+        view = catalog.get(key)
+        assert isinstance(view, View)  # only views read
+        edges.append({"view": key, "reads": read, "columns": list(view.uses.get(read, ()))})
+    document = {"objects": [{"object": key, "kind": _kind(catalog, key)} for key in keys], "edges": edges}
+    return [json.dumps(document, indent=2, sort_keys=True)]
 
 
 def _kind(catalog: Catalog, key: str) -> str:
