@@ -8,7 +8,9 @@ for the project's files, or ``error: ...`` otherwise.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any, NoReturn, Sequence
@@ -34,7 +36,30 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
-        self.exit(EXIT_ERROR, f"{self.prog}: error: {message}\n")
+        self.exit(EXIT_ERROR, f"{self.prog}: error: {message}{_did_you_mean(self, message)}\n")
+
+
+def _did_you_mean(parser: argparse.ArgumentParser, message: str) -> str:
+    """A suggestion for a misspelt command, choice or option in argparse's ``message``, or ""."""
+    close: list[str] = []
+    if choice := re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message):
+        close = difflib.get_close_matches(choice[1], re.findall(r"'([^']*)'", choice[2]), n=1)
+    elif unknown := re.match(r"unrecognized arguments: (.*)", message):
+        options = sorted(_options(parser))
+        close = [match for word in unknown[1].split() if word.startswith("--")
+                 for match in difflib.get_close_matches(word.split("=")[0], options, n=1)][:1]
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def _options(parser: argparse.ArgumentParser) -> set[str]:
+    """Every option of ``parser`` and of its commands."""
+    options: set[str] = set()
+    for action in parser._actions:  # argparse keeps them there; it has no public listing
+        options.update(o for o in action.option_strings if o.startswith("--"))
+        if isinstance(action, argparse._SubParsersAction):
+            for command in action.choices.values():
+                options |= _options(command)
+    return options
 
 
 class _CommandParser(_Parser):

@@ -188,3 +188,22 @@ def test_validate_as_json_gives_ci_the_located_problems(example, capsys):
     line = orders.read_text().splitlines().index("colums_typo: x") + 1
     assert [(p["path"], p["line"], p["col"], p["message"].split(" (")[0]) for p in problems] == [
         ("schemas/retail/orders.yaml", line, 1, "unknown key 'colums_typo'")]  # a wrong shape goes no further
+
+
+@pytest.mark.parametrize("args, suggestion", [
+    (["plna"], "; did you mean 'plan'?"),
+    (["plan", "--alow-destructive"], "; did you mean '--allow-destructive'?"),
+    (["graph", "--format", "jsn"], "; did you mean 'json'?"),
+    (["apply", "--auto-aprove"], "; did you mean '--auto-approve'?"),
+])
+def test_a_typo_is_answered_with_what_was_meant(example, capsys, args, suggestion):
+    with pytest.raises(SystemExit) as stopped:
+        main(["--project", str(example), *args])
+    assert stopped.value.code == 1
+    assert capsys.readouterr().err.splitlines()[-1].endswith(suggestion)
+
+
+def test_a_word_like_no_command_gets_no_suggestion(example, capsys):
+    with pytest.raises(SystemExit):
+        main(["xyzzy"])
+    assert "did you mean" not in capsys.readouterr().err
