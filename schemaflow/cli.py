@@ -107,6 +107,10 @@ def _parser() -> argparse.ArgumentParser:
     apply.add_argument("--recompile", action="append", default=[], metavar="VIEW",
                        help="also re-create this declared view from its SQL (db.name; repeatable)")
 
+    show = commands.add_parser("show", help="a saved plan (plan --out), for people; needs no project or metastore")
+    show.add_argument("plan_file", type=Path, metavar="PLAN")
+    show.add_argument("--format", choices=("text", "markdown"), default="text")
+
     graph = commands.add_parser("graph", help="show how the declared tables and views depend on each other")
     graph.add_argument("--format", choices=GRAPH_FORMATS, default="text")
     graph.add_argument("object", nargs="?", metavar="OBJECT", help="only this object (db.name), with everything "
@@ -139,6 +143,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        if args.command == "show":  # a saved plan stands alone
+            return _show(args)
         if args.command == "import":  # adopting schemaflow: the project may have no schemas yet
             (Path(args.project) / "schemas").mkdir(parents=True, exist_ok=True)
         project = load_project(args.project)
@@ -198,6 +204,15 @@ def _plan(project, args) -> int:
         print(f"Saved the plan to {args.out}{apply_hint}", file=sys.stderr)
     if plan.blocked:  # a change that cannot be applied must not pass a CI check as "changes"
         print(f"error: {plural(len(plan.blocked), 'step')} blocked: apply would refuse this plan", file=sys.stderr)
+        return EXIT_ERROR
+    return EXIT_OK if plan.is_empty else EXIT_CHANGES
+
+
+def _show(args) -> int:
+    """A saved plan as ``plan`` prints it; exit codes as ``plan``'s."""
+    plan = workflow.load_plan(args.plan_file)
+    sys.stdout.write(render(Review(plan), args.format))
+    if plan.blocked:
         return EXIT_ERROR
     return EXIT_OK if plan.is_empty else EXIT_CHANGES
 

@@ -207,3 +207,19 @@ def test_a_word_like_no_command_gets_no_suggestion(example, capsys):
     with pytest.raises(SystemExit):
         main(["xyzzy"])
     assert "did you mean" not in capsys.readouterr().err
+
+
+def test_show_prints_a_saved_plan_as_plan_did_anywhere(example, tmp_path, capsys, monkeypatch):
+    empty = tmp_path / "empty.json"
+    write_snapshot(Catalog(), empty)
+    saved = tmp_path / "plan.json"
+    assert main(["--project", str(example), "plan", "--against", str(empty), "--out", str(saved)]) == 2
+    printed = capsys.readouterr().out
+    monkeypatch.chdir(tmp_path)  # no project here: a saved plan stands alone
+    assert main(["show", str(saved)]) == 2
+    assert capsys.readouterr().out == printed
+    assert main(["show", str(saved), "--format", "markdown"]) == 2
+    assert "12 steps" in capsys.readouterr().out
+    (tmp_path / "broken.json").write_text("{")
+    assert main(["show", str(tmp_path / "broken.json")]) == 1
+    assert capsys.readouterr().err.startswith("error: ")
