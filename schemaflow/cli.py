@@ -78,6 +78,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--project", default=".", metavar="DIR", help="the project directory (default: .)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_CommandParser)
 
+    init = commands.add_parser("init", help="write a starter project into the project folder (default: here)")
+    init.add_argument("--database", default="warehouse", type=str.lower,
+                      help="the database the project manages (default: warehouse)")
+    init.add_argument("--force", action="store_true", help="overwrite starter files that exist")
+
     validate = commands.add_parser("validate", help="check the project's YAML, without a metastore")
     validate.add_argument("--format", choices=("text", "json"), default="text",
                           help="json: the located problems as data, for CI annotations (exit code as for text)")
@@ -145,6 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "show":  # a saved plan stands alone
             return _show(args)
+        if args.command == "init":  # there is no project yet
+            return _init(args)
         if args.command == "import":  # adopting schemaflow: the project may have no schemas yet
             (Path(args.project) / "schemas").mkdir(parents=True, exist_ok=True)
         project = load_project(args.project)
@@ -169,7 +176,7 @@ def _validate(project, args) -> int:
     catalog = workflow.desired_state(project)
     tables = sum(1 for _ in catalog.tables())
     views = sum(1 for _ in catalog.views())
-    print(f"valid: {tables} tables and {views} views in {len(catalog.databases)} databases "
+    print(f"valid: {plural(tables, 'table')} and {plural(views, 'view')} in {plural(len(catalog.databases), 'database')} "
           f"({', '.join(catalog.databases)})")
     return EXIT_OK
 
@@ -206,6 +213,24 @@ def _plan(project, args) -> int:
         print(f"error: {plural(len(plan.blocked), 'step')} blocked: apply would refuse this plan", file=sys.stderr)
         return EXIT_ERROR
     return EXIT_OK if plan.is_empty else EXIT_CHANGES
+
+
+def _init(args) -> int:
+    from schemaflow.starter import write_starter
+
+    if not re.fullmatch(r"[a-z_][a-z0-9_]*", args.database):
+        raise SchemaflowError(f"--database {args.database!r}: a Hive name has letters, digits and underscores and "
+                              "does not start with a digit")
+    root = Path(args.project)
+    for path in write_starter(root, args.database, args.force):
+        print(f"wrote {path}")
+    here = "" if root.resolve() == Path.cwd() else f"--project {args.project} "
+    print(f"A starter project for the database {args.database}. Next:\n"
+          f"  schemaflow {here}validate     # the files, without a metastore\n"
+          f"  schemaflow {here}plan         # what apply would do (embedded metastore: .schemaflow/)\n"
+          f"  schemaflow {here}apply\n"
+          "Then set SCHEMAFLOW_PACKAGE in .github/workflows/ to review and apply every change in CI.")
+    return EXIT_OK
 
 
 def _show(args) -> int:

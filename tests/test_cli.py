@@ -223,3 +223,33 @@ def test_show_prints_a_saved_plan_as_plan_did_anywhere(example, tmp_path, capsys
     (tmp_path / "broken.json").write_text("{")
     assert main(["show", str(tmp_path / "broken.json")]) == 1
     assert capsys.readouterr().err.startswith("error: ")
+
+
+def test_init_writes_a_starter_project_that_validates_and_plans(tmp_path, capsys):
+    project = tmp_path / "new"
+    assert main(["--project", str(project), "init", "--database", "Sales"]) == 0
+    out = capsys.readouterr().out
+    assert f"wrote {project / 'schemas' / 'sales' / 'events.yaml'}\n" in out
+    assert f"  schemaflow --project {project} plan " in out
+    assert sorted(str(p.relative_to(project)) for p in project.rglob("*") if p.is_file()) == [
+        ".github/workflows/schemaflow-apply-on-merge.yml", ".github/workflows/schemaflow-plan-on-pull-request.yml",
+        ".gitignore", "migrations/.gitkeep", "schemaflow.yaml", "schemas/sales/events.yaml"]
+    assert main(["--project", str(project), "validate"]) == 0
+    assert capsys.readouterr().out == "valid: 1 table and 0 views in 1 database (sales)\n"
+    empty = tmp_path / "empty.json"
+    write_snapshot(Catalog(), empty)
+    assert main(["--project", str(project), "plan", "--against", str(empty)]) == 2
+    assert "create table sales.events (3 columns, partitioned by (ds), parquet)" in capsys.readouterr().out
+    # The workflows are the package's own, as they are.
+    assert "SCHEMAFLOW_PACKAGE: \"\"" in (project / ".github/workflows/schemaflow-plan-on-pull-request.yml").read_text()
+
+
+def test_init_never_overwrites_what_is_there_unless_forced(tmp_path, capsys):
+    (tmp_path / "schemaflow.yaml").write_text("databases: [mine]\n")
+    assert main(["--project", str(tmp_path), "init"]) == 1
+    assert "schemaflow.yaml already exist: nothing was written" in capsys.readouterr().err
+    assert (tmp_path / "schemaflow.yaml").read_text() == "databases: [mine]\n"
+    assert not (tmp_path / "schemas").exists()
+    assert main(["--project", str(tmp_path), "init", "--force"]) == 0
+    assert "databases: [warehouse]" in (tmp_path / "schemaflow.yaml").read_text()
+    assert main(["--project", str(tmp_path), "init", "--database", "9lives"]) == 1

@@ -22,7 +22,7 @@ from schemaflow.render.markdown import MARKER
 from tests.gitrepos import commit, init_repo
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ROOT / ".github" / "workflows" / "examples"
+EXAMPLES = ROOT / "schemaflow" / "starter" / "files" / "workflows"  # what schemaflow init writes
 PLAN = EXAMPLES / "schemaflow-plan-on-pull-request.yml"
 APPLY = EXAMPLES / "schemaflow-apply-on-merge.yml"
 
