@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -72,6 +73,18 @@ class _CommandParser(_Parser):
                           help="the project directory (also accepted before the command)")
 
 
+def _add_display_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--no-color", action="store_true", help="no colour, even on a terminal (as NO_COLOR does)")
+    command.add_argument("--verbose", action="store_true",
+                         help="also show schemaflow's own bookkeeping (the schemaflow.* parameters each write stamps)")
+
+
+def _display(args: argparse.Namespace) -> dict[str, bool]:
+    """How to print a plan as text: coloured on a terminal unless NO_COLOR or --no-color, and how much."""
+    color = (sys.stdout.isatty() and not os.environ.get("NO_COLOR") and not getattr(args, "no_color", False))
+    return {"color": color, "verbose": getattr(args, "verbose", False)}
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="schemaflow", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"schemaflow {__version__}")
@@ -89,6 +102,7 @@ def _parser() -> argparse.ArgumentParser:
 
     plan = commands.add_parser("plan", help="show the steps that would make the metastore match schemas/")
     plan.add_argument("--format", choices=FORMATS, default="text")
+    _add_display_options(plan)
     plan.add_argument("--out", type=Path, metavar="FILE", help="also save the plan as JSON, for apply")
     plan.add_argument("--allow-destructive", action="store_true", help="plan drops instead of blocking them")
     plan.add_argument("--check-partitions", action="store_true",
@@ -115,6 +129,7 @@ def _parser() -> argparse.ArgumentParser:
     show = commands.add_parser("show", help="a saved plan (plan --out), for people; needs no project or metastore")
     show.add_argument("plan_file", type=Path, metavar="PLAN")
     show.add_argument("--format", choices=("text", "markdown"), default="text")
+    _add_display_options(show)
 
     graph = commands.add_parser("graph", help="show how the declared tables and views depend on each other")
     graph.add_argument("--format", choices=GRAPH_FORMATS, default="text")
@@ -203,7 +218,7 @@ def _graph(project, args) -> int:
 def _plan(project, args) -> int:
     review = _review(project, args)
     plan = review.plan
-    sys.stdout.write(render(review, args.format))
+    sys.stdout.write(render(review, args.format, **_display(args)))
     if args.out:
         args.out.write_text(plan.to_json())
         # A plan between git refs is for review: what to apply is planned against the metastore.
@@ -236,7 +251,7 @@ def _init(args) -> int:
 def _show(args) -> int:
     """A saved plan as ``plan`` prints it; exit codes as ``plan``'s."""
     plan = workflow.load_plan(args.plan_file)
-    sys.stdout.write(render(Review(plan), args.format))
+    sys.stdout.write(render(Review(plan), args.format, **_display(args)))
     if plan.blocked:
         return EXIT_ERROR
     return EXIT_OK if plan.is_empty else EXIT_CHANGES
@@ -318,6 +333,10 @@ def _after_apply(project, plan: Plan, target) -> int:
 
 
 def _confirm(plan: Plan) -> bool:
+    risky = [f"  {step.object}: " + ("destructive" if step.destructive else "; ".join(step.hazards))
+             for step in plan.steps if step.destructive or step.hazards]
+    if risky:
+        print(f"\n{plural(len(risky), 'step')} destroy data or put it at risk:", *risky, sep="\n")
     answer = input(f"\nApply these {len(plan.steps)} steps? Only 'yes' is accepted: ")
     return answer.strip() == "yes"
 

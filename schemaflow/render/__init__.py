@@ -10,7 +10,12 @@ from schemaflow.render.review import Review
 FORMATS = ("text", "markdown", "json")
 
 
-def render(review: Review, fmt: str) -> str:
-    """The review in one of ``FORMATS``: markdown adds what was compared and how objects depend on each other."""
-    renderers = {"text": text.render, "markdown": markdown.render, "json": json_format.render}
+def render(review: Review, fmt: str, *, color: bool = False, verbose: bool = False) -> str:
+    """The review in one of ``FORMATS``: markdown adds what was compared and how objects depend on each other.
+
+    ``color`` and ``verbose`` (schemaflow's own bookkeeping shown) are for the terminal's text.
+    """
+    if fmt == "text":
+        return text.render(review, color=color, verbose=verbose)
+    renderers = {"markdown": markdown.render, "json": json_format.render}
     return renderers[fmt](review)

@@ -1,6 +1,8 @@
 """The one-line summary every rendering of a plan starts with."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from schemaflow.plan.plan import Plan
 from schemaflow.wording import plural
 
@@ -27,3 +29,23 @@ def markers(step) -> list[str]:
     if step.blocked:
         flags.append("BLOCKED: " + step.blocked)
     return flags
+
+
+def step_marker(step) -> str:
+    """``+`` for a step that creates, ``-`` drops, ``!`` is blocked, ``~`` changes: what a reader scans for."""
+    if step.blocked:
+        return "!"
+    if step.kind.startswith("create_"):
+        return "+"
+    if step.kind.startswith("drop_"):
+        return "-"
+    return "~"
+
+
+def change_counts(plan: Plan) -> dict[str, int]:
+    """How many steps of the plan create (``+``), change (``~``) and drop (``-``) something; blocked ones by what
+    they would do."""
+    counts = {"+": 0, "~": 0, "-": 0}
+    for step in plan.steps:
+        counts[step_marker(replace(step, blocked=None))] += 1
+    return counts

@@ -1,21 +1,70 @@
-"""The plan for a terminal: numbered steps, their notes, and the statements each runs."""
+"""The plan for a terminal: what each step does to what, at a glance, then its notes and statements.
+
+Each step starts with a marker: ``+`` creates, ``~`` changes, ``-`` drops, ``!`` is blocked. On a
+terminal the markers, hazards and blocks are coloured (not when piped, nor with ``NO_COLOR`` or
+``--no-color``). schemaflow's own bookkeeping (the ``schemaflow.*`` parameters every write stamps)
+is left out unless ``verbose``. A closing line counts what the plan creates, changes and drops.
+"""
 from __future__ import annotations
 
+from dataclasses import replace
+
+from schemaflow.model import SCHEMAFLOW_PREFIX
+from schemaflow.plan.plan import Plan
+from schemaflow.plan.steps import Action, SetColumns, SetParameters
 from schemaflow.render.review import Review
-from schemaflow.render.summary import markers, summary
+from schemaflow.render.summary import change_counts, markers, step_marker, summary
+
+_COLORS = {"+": "32", "~": "33", "-": "31", "!": "31;1", "hazard": "33", "blocked": "31;1"}
 
 
-def render(review: Review) -> str:
+def render(review: Review, color: bool = False, verbose: bool = False) -> str:
     plan = review.plan
+    paint = _painter(color)
     lines = [summary(plan, review.base)] + [f"warning: {warning}" for warning in plan.warnings]
     width = len(str(len(plan.steps)))
     for number, step in enumerate(plan.steps, 1):
         flags = markers(step)
+        marker = step_marker(step)
         lines.append("")
-        lines.append(f"{number:>{width}}. {step.summary}" + (f"  [{'; '.join(flags)}]" if flags else ""))
-        pad = " " * (width + 2)
-        lines += [f"{pad}hazard: {hazard}" for hazard in step.hazards]
+        line = f"{paint(marker, marker)} {number:>{width}}. {step.summary}"
+        lines.append(line + (paint(f"  [{'; '.join(flags)}]", "blocked" if step.blocked else "-") if flags else ""))
+        pad = " " * (width + 4)
+        lines += [pad + paint(f"hazard: {hazard}", "hazard") for hazard in step.hazards]
         lines += [f"{pad}note: {note}" for note in step.notes]
         for action in step.actions:
-            lines += [pad + "  " + line for line in action.describe().splitlines()]
+            shown = action if verbose else _without_bookkeeping(action)
+            if shown is not None:
+                lines += [pad + "  " + line for line in shown.describe().splitlines()]
+    if not plan.is_empty:
+        lines += ["", closing_line(plan)]
     return "\n".join(lines) + "\n"
+
+
+def closing_line(plan: Plan) -> str:
+    """``Plan: 3 to create, 1 to change, 0 to drop`` and, when there are any, how many are hazardous or blocked."""
+    counts = change_counts(plan)
+    line = f"Plan: {counts['+']} to create, {counts['~']} to change, {counts['-']} to drop"
+    hazardous = sum(bool(step.hazards) for step in plan.steps)
+    if hazardous:
+        line += f", {hazardous} hazardous"
+    if plan.blocked:
+        line += f", {len(plan.blocked)} blocked"
+    return line + "."
+
+
+def _without_bookkeeping(action: Action) -> Action | None:
+    """``action`` without the ``schemaflow.*`` parameters it writes; None when that is all it writes."""
+    if isinstance(action, SetParameters):
+        kept = {k: v for k, v in action.set.items() if not k.startswith(SCHEMAFLOW_PREFIX)}
+        unset = tuple(k for k in action.unset if not k.startswith(SCHEMAFLOW_PREFIX))
+        return replace(action, set=kept, unset=unset) if kept or unset else None
+    if isinstance(action, SetColumns):
+        return replace(action, parameters={})
+    return action
+
+
+def _painter(color: bool):
+    def paint(text: str, role: str) -> str:
+        return f"\033[{_COLORS[role]}m{text}\033[0m" if color else text
+    return paint

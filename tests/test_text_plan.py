@@ -1,0 +1,78 @@
+"""The text plan a person reads in a terminal, as golden files beside each pull-request case.
+
+``tests/cases/markdown/<case>/expected.txt`` is ``plan --base`` in text for the case's base and head;
+``expected-color.txt`` is the same plan coloured, as a terminal shows it. To accept a deliberate
+change of the format, run with ``SCHEMAFLOW_UPDATE_GOLDEN=1`` and review the diff.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from schemaflow.cli import main
+from schemaflow.project import load_project
+from schemaflow.render import render
+from schemaflow.workflow import review_refs
+from tests.gitrepos import commit, init_repo, put_project
+from tests.test_markdown import CASES, NAMES
+
+
+def planned(name: str, project: Path) -> None:
+    case = CASES / name
+    repo = init_repo(project)
+    put_project(case / "base" if (case / "base").exists() else None, project)
+    commit(repo, "base")
+    put_project(case / "head", project)
+
+
+def golden(path: Path, text: str) -> str:
+    if os.environ.get("SCHEMAFLOW_UPDATE_GOLDEN"):
+        path.write_text(text)
+    return path.read_text()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_text_plan_is_the_expected_file(name, tmp_path, capsys):
+    planned(name, tmp_path)
+    main(["--project", str(tmp_path), "plan", "--base", "main"])
+    out = capsys.readouterr().out.replace(str(tmp_path), "<project>")
+    assert out == golden(CASES / name / "expected.txt", out)
+    assert "\033[" not in out  # piped: no colour
+
+
+@pytest.mark.parametrize("name", ["blocked_drop", "create_everything"])
+def test_a_terminal_sees_the_plan_coloured(name, tmp_path):
+    planned(name, tmp_path)
+    review = review_refs(load_project(tmp_path, env={}), "main")
+    coloured = render(review, "text", color=True)
+    assert coloured == golden(CASES / name / "expected-color.txt", coloured)
+    assert "\033[" in coloured
+    assert coloured.replace("\033[32m", "").replace("\033[33m", "").replace("\033[31m", "").replace(
+        "\033[31;1m", "").replace("\033[0m", "") == render(review, "text")
+
+
+def test_no_color_and_the_flag_keep_a_terminal_plain(example, capsys, monkeypatch):
+    from schemaflow import cli
+
+    monkeypatch.setattr(cli.sys.stdout, "isatty", lambda: True, raising=False)
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert cli._display(cli._parser().parse_args(["plan"]))["color"] is False
+    monkeypatch.delenv("NO_COLOR")
+    assert cli._display(cli._parser().parse_args(["plan"]))["color"] is True
+    assert cli._display(cli._parser().parse_args(["plan", "--no-color"]))["color"] is False
+
+
+def test_bookkeeping_shows_only_when_asked(example, tmp_path, capsys):
+    from schemaflow.catalog.snapshot import write_snapshot
+    from schemaflow.model import Catalog
+
+    empty = tmp_path / "empty.json"
+    write_snapshot(Catalog(), empty)
+    main(["--project", str(example), "plan", "--against", str(empty)])
+    assert "schemaflow.applied_at" not in capsys.readouterr().out
+    main(["--project", str(example), "plan", "--against", str(empty), "--verbose"])
+    verbose = capsys.readouterr().out
+    assert "set owner='web-analytics', set schemaflow.applied_at='${applied_at}'" in verbose
+    assert verbose.rstrip().endswith("Plan: 12 to create, 0 to change, 0 to drop.")
