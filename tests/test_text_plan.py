@@ -76,3 +76,19 @@ def test_bookkeeping_shows_only_when_asked(example, tmp_path, capsys):
     verbose = capsys.readouterr().out
     assert "set owner='web-analytics', set schemaflow.applied_at='${applied_at}'" in verbose
     assert verbose.rstrip().endswith("Plan: 12 to create, 0 to change, 0 to drop.")
+
+
+def test_a_change_that_makes_data_unreadable_counts_as_hazardous_in_both_summaries():
+    from schemaflow.model import Catalog, Column, Table
+    from schemaflow.plan.plan import build_plan
+    from schemaflow.render.review import Review
+
+    live = Table("shop", "t", (Column("a", "int"), Column("b", "string")), format="parquet")
+    want = Table("shop", "t", (Column("a", "string"), Column("b", "string")), format="parquet")
+    plan = build_plan(Catalog(("shop",), {want.key: want}), Catalog(("shop",), {live.key: live}))
+    [step] = plan.steps
+    assert step.hazards and not step.destructive
+    text = render(Review(plan), "text")
+    assert text.startswith("1 step on 1 object, 0 destructive, 1 hazardous.\n")
+    assert text.endswith("Plan: 0 to create, 1 to change, 0 to drop, 1 hazardous.\n")
+    assert "**1 step on 1 object, 0 destructive, 1 hazardous.**" in render(Review(plan), "markdown")

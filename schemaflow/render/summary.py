@@ -8,12 +8,16 @@ from schemaflow.wording import plural
 
 
 def summary(plan: Plan, base: str = "the metastore") -> str:
-    """Steps, objects, destructive steps, re-created views and blocked steps; ``base`` is what was planned against."""
+    """Steps, objects, destructive and hazardous steps, re-created views and blocked steps; ``base`` is what was
+    planned against."""
     if plan.is_empty:
         return f"No changes: {base} matches the schemas (databases: {', '.join(plan.databases) or 'none'})."
     destructive = sum(s.destructive for s in plan.steps)
     recreated = sum(s.kind == "replace_view" for s in plan.steps)
     line = f"{plural(len(plan.steps), 'step')} on {plural(len(plan.objects), 'object')}, {destructive} destructive"
+    hazardous = change_counts(plan)["hazardous"]
+    if hazardous:  # data kept but put at risk (a Parquet column retyped to string): not "0 destructive" alone
+        line += f", {hazardous} hazardous"
     if recreated:
         line += f", {plural(recreated, 'view')} re-created"
     if plan.blocked:
@@ -43,9 +47,10 @@ def step_marker(step) -> str:
 
 
 def change_counts(plan: Plan) -> dict[str, int]:
-    """How many steps of the plan create (``+``), change (``~``) and drop (``-``) something; blocked ones by what
-    they would do."""
-    counts = {"+": 0, "~": 0, "-": 0}
+    """How many steps of the plan create (``+``), change (``~``) and drop (``-``) something (blocked ones by what
+    they would do), and how many put data at risk (``hazardous``)."""
+    counts = {"+": 0, "~": 0, "-": 0, "hazardous": 0}
     for step in plan.steps:
         counts[step_marker(replace(step, blocked=None))] += 1
+        counts["hazardous"] += bool(step.hazards)
     return counts

@@ -45,9 +45,8 @@ def closing_line(plan: Plan) -> str:
     """``Plan: 3 to create, 1 to change, 0 to drop`` and, when there are any, how many are hazardous or blocked."""
     counts = change_counts(plan)
     line = f"Plan: {counts['+']} to create, {counts['~']} to change, {counts['-']} to drop"
-    hazardous = sum(bool(step.hazards) for step in plan.steps)
-    if hazardous:
-        line += f", {hazardous} hazardous"
+    if counts["hazardous"]:
+        line += f", {counts['hazardous']} hazardous"
     if plan.blocked:
         line += f", {len(plan.blocked)} blocked"
     return line + "."
