@@ -92,3 +92,26 @@ def test_a_change_that_makes_data_unreadable_counts_as_hazardous_in_both_summari
     assert text.startswith("1 step on 1 object, 0 destructive, 1 hazardous.\n")
     assert text.endswith("Plan: 0 to create, 1 to change, 0 to drop, 1 hazardous.\n")
     assert "**1 step on 1 object, 0 destructive, 1 hazardous.**" in render(Review(plan), "markdown")
+
+
+def test_a_view_whose_sql_changes_shows_a_diff_of_it_not_the_whole_statement():
+    from schemaflow.model import Catalog, Column, Table, View
+    from schemaflow.plan.plan import build_plan
+    from schemaflow.render.review import Review
+
+    table = Table("shop", "t", (Column("a", "int"), Column("b", "string")))
+    live = View("shop", "v", "SELECT a\nFROM t\nWHERE a > 0", (Column("a", "int"),))
+    want = View("shop", "v", "SELECT a\nFROM t\nWHERE a > 1", (Column("a"),),
+                reads=("shop.t",), uses={"shop.t": ("a",)}, lineage={"a": ("shop.t.a",)})
+    plan = build_plan(Catalog(("shop",), {table.key: table, want.key: want}),
+                      Catalog(("shop",), {table.key: table, live.key: live}))
+    [step] = plan.steps
+    assert step.sql_diff == ("--- live", "+++ schemas", "@@ -1,3 +1,3 @@", " SELECT a", " FROM t", "-WHERE a > 0",
+                             "+WHERE a > 1")
+    text = render(Review(plan), "text")
+    assert "       -WHERE a > 0\n       +WHERE a > 1\n" in text
+    assert "CREATE OR REPLACE VIEW" not in text
+    assert "CREATE OR REPLACE VIEW" in render(Review(plan), "text", verbose=True)
+    coloured = render(Review(plan), "text", color=True)
+    assert "\033[31m-WHERE a > 0\033[0m" in coloured and "\033[32m+WHERE a > 1\033[0m" in coloured
+    assert type(step).from_data(step.to_data()) == step  # saved plans keep it

@@ -7,6 +7,7 @@ executes anything itself.
 """
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 from typing import Mapping
 
@@ -306,11 +307,14 @@ class ReplaceView(_OfView):
     # Asked for: its declared SQL changed, or a recompile was requested. Not a view re-created only
     # because what it reads changed.
     deliberate: bool = False
+    old_sql: str | None = None  # the live view's SQL, when the declared SQL differs from it
     destructive = False
 
     def to_step(self) -> Step:
+        diff = () if self.old_sql is None else tuple(difflib.unified_diff(
+            self.old_sql.strip().splitlines(), self.view.sql.strip().splitlines(), "live", "schemas", lineterm=""))
         return Step("replace_view", self.key, "view", f"re-create view {self.key}: {'; '.join(self.reasons)}",
-                    _view_actions(self.view, replace=True))
+                    _view_actions(self.view, replace=True), sql_diff=diff)
 
 
 @dataclass(frozen=True)

@@ -200,7 +200,8 @@ def diff_view(want: View, have: View) -> list[Change]:
         reasons.append("comment changed")
     if want.partitioned_on != have.partitioned_on:
         reasons.append(f"partitioned on {list(have.partitioned_on)} -> {list(want.partitioned_on)}")
-    return [ReplaceView(want, tuple(reasons), reshapes=reshaped, deliberate=sql_changed)] if reasons else []
+    return [ReplaceView(want, tuple(reasons), reshapes=reshaped, deliberate=sql_changed,
+                        old_sql=have.sql if sql_changed else None)] if reasons else []
 
 
 def property_delta(want: Object, have: Object | None) -> tuple[dict[str, str], tuple[str, ...]]:

@@ -260,6 +260,7 @@ class Step:
     hazards: tuple[str, ...] = ()  # risks to data or readers a reviewer must weigh
     destructive: bool = False
     blocked: str | None = None     # why this step will not run as planned
+    sql_diff: tuple[str, ...] = ()  # a re-created view's SQL, live against declared, as a unified diff
 
     def to_data(self) -> dict[str, Any]:
         return {
@@ -267,6 +268,7 @@ class Step:
             "summary": self.summary, "notes": list(self.notes), "hazards": list(self.hazards),
             "destructive": self.destructive, "blocked": self.blocked,
             "actions": [a.to_data() for a in self.actions],
+            **({"sql_diff": list(self.sql_diff)} if self.sql_diff else {}),
         }
 
     @classmethod
@@ -275,5 +277,6 @@ class Step:
             kind=data["kind"], object=data["object"], object_type=data["object_type"],
             summary=data["summary"], notes=tuple(data.get("notes", ())), hazards=tuple(data.get("hazards", ())),
             destructive=bool(data.get("destructive", False)), blocked=data.get("blocked"),
+            sql_diff=tuple(data.get("sql_diff", ())),
             actions=tuple(action_from_data(a) for a in data["actions"]),
         )

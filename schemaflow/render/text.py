@@ -3,7 +3,8 @@
 Each step starts with a marker: ``+`` creates, ``~`` changes, ``-`` drops, ``!`` is blocked. On a
 terminal the markers, hazards and blocks are coloured (not when piped, nor with ``NO_COLOR`` or
 ``--no-color``). schemaflow's own bookkeeping (the ``schemaflow.*`` parameters every write stamps)
-is left out unless ``verbose``. A closing line counts what the plan creates, changes and drops.
+is left out unless ``verbose``, and a view whose SQL changes shows a unified diff of it, live
+against declared, rather than the whole new statement. A closing line counts what the plan creates, changes and drops.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from schemaflow.render.review import Review
 from schemaflow.render.summary import change_counts, markers, step_marker, summary
 
 _COLORS = {"+": "32", "~": "33", "-": "31", "!": "31;1", "hazard": "33", "blocked": "31;1"}
+_DIFF_ROLES = {"+": "+", "-": "-"}  # a diff's added and removed lines, coloured as creates and drops
 
 
 def render(review: Review, color: bool = False, verbose: bool = False) -> str:
@@ -32,6 +34,11 @@ def render(review: Review, color: bool = False, verbose: bool = False) -> str:
         pad = " " * (width + 4)
         lines += [pad + paint(f"hazard: {hazard}", "hazard") for hazard in step.hazards]
         lines += [f"{pad}note: {note}" for note in step.notes]
+        if step.sql_diff and not verbose:  # what changes in the SQL, not the whole new statement
+            for line in step.sql_diff:
+                role = None if line.startswith(("---", "+++")) else _DIFF_ROLES.get(line[:1])
+                lines.append(pad + "  " + (paint(line, role) if role else line))
+            continue
         for action in step.actions:
             shown = action if verbose else _without_bookkeeping(action)
             if shown is not None:
