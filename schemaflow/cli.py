@@ -68,7 +68,7 @@ class _CommandParser(_Parser):
     hide one given before it."""
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+        super().__init__(formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs)
         self.add_argument("--project", default=argparse.SUPPRESS, metavar="DIR",
                           help="the project directory (also accepted before the command)")
 
@@ -157,7 +157,32 @@ def _parser() -> argparse.ArgumentParser:
     view_partitions.add_argument("--auto-approve", action="store_true", help="do not ask for confirmation")
     view_partitions.add_argument("--dry-run", action="store_true",
                                  help="show what would change, change nothing (exit 2 when something would)")
+    for action in commands._choices_actions:  # argparse's list of the commands with their help
+        command = commands.choices[action.dest]
+        codes, example = _HELP[action.dest]
+        words = action.help or ""
+        command.description = words[:1].upper() + words[1:] + "."
+        command.epilog = f"exit codes: {codes}\nexample:\n  {example}"
     return parser
+
+
+# Each command's exit codes and an example, for its --help (its description is its one-line help).
+_HELP = {
+    "init": ("0 written, 1 error (a file exists: nothing written)", "schemaflow init --database sales"),
+    "validate": ("0 valid, 1 invalid", "schemaflow validate --format json > problems.json"),
+    "plan": ("0 no changes, 2 changes, 1 error or a blocked step",
+             "schemaflow plan --base origin/main --format markdown --out plan.json"),
+    "apply": ("0 applied, 1 error (what was and was not applied is listed)",
+              "schemaflow apply plan.json --auto-approve"),
+    "show": ("as plan: 0 no changes, 2 changes, 1 error or a blocked step", "schemaflow show plan.json"),
+    "graph": ("0, 1 invalid", "schemaflow graph --format mermaid retail.daily_revenue"),
+    "history": ("0, 1 error", "schemaflow history --format json"),
+    "drift": ("0 none, 2 drift, 1 error", "schemaflow drift"),
+    "hash-migrations": ("0, 1 error", "schemaflow hash-migrations"),
+    "import": ("0 written, 1 error or an object that could not be written", "schemaflow import --database sales"),
+    "snapshot": ("0, 1 error", "schemaflow snapshot --out live.json"),
+    "view-partitions": ("0 done, 2 changes with --dry-run, 1 error", "schemaflow view-partitions sync --dry-run"),
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -253,3 +253,25 @@ def test_init_never_overwrites_what_is_there_unless_forced(tmp_path, capsys):
     assert main(["--project", str(tmp_path), "init", "--force"]) == 0
     assert "databases: [warehouse]" in (tmp_path / "schemaflow.yaml").read_text()
     assert main(["--project", str(tmp_path), "init", "--database", "9lives"]) == 1
+
+
+def test_every_commands_help_says_what_it_does_its_exit_codes_and_an_example(capsys):
+    from schemaflow.cli import _HELP, _parser
+
+    commands = next(a for a in _parser()._actions if a.dest == "command")
+    assert sorted(commands.choices) == sorted(_HELP)
+    for name in sorted(_HELP):
+        with pytest.raises(SystemExit) as stopped:
+            main([name, "--help"])
+        assert stopped.value.code == 0
+        out = capsys.readouterr().out
+        codes, example = _HELP[name]
+        assert f"\nexit codes: {codes}\nexample:\n  {example}\n" in out, name
+        assert example.startswith(f"schemaflow {name}")
+    assert "Check the project's YAML, without a metastore." in main_help("validate", capsys)
+
+
+def main_help(command: str, capsys) -> str:
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    return capsys.readouterr().out
