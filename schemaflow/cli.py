@@ -157,6 +157,9 @@ def _parser() -> argparse.ArgumentParser:
     view_partitions.add_argument("--auto-approve", action="store_true", help="do not ask for confirmation")
     view_partitions.add_argument("--dry-run", action="store_true",
                                  help="show what would change, change nothing (exit 2 when something would)")
+    completion = commands.add_parser("completion", help="print a shell completion script (bash or zsh)")
+    completion.add_argument("shell", choices=("bash", "zsh"))
+
     for action in commands._choices_actions:  # argparse's list of the commands with their help
         command = commands.choices[action.dest]
         codes, example = _HELP[action.dest]
@@ -182,6 +185,7 @@ _HELP = {
     "import": ("0 written, 1 error or an object that could not be written", "schemaflow import --database sales"),
     "snapshot": ("0, 1 error", "schemaflow snapshot --out live.json"),
     "view-partitions": ("0 done, 2 changes with --dry-run, 1 error", "schemaflow view-partitions sync --dry-run"),
+    "completion": ("0", "schemaflow completion bash >> ~/.bashrc"),
 }
 
 
@@ -192,6 +196,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _show(args)
         if args.command == "init":  # there is no project yet
             return _init(args)
+        if args.command == "completion":
+            print(_completion(args.shell), end="")
+            return EXIT_OK
         if args.command == "import":  # adopting schemaflow: the project may have no schemas yet
             (Path(args.project) / "schemas").mkdir(parents=True, exist_ok=True)
         project = load_project(args.project)
@@ -253,6 +260,32 @@ def _plan(project, args) -> int:
         print(f"error: {plural(len(plan.blocked), 'step')} blocked: apply would refuse this plan", file=sys.stderr)
         return EXIT_ERROR
     return EXIT_OK if plan.is_empty else EXIT_CHANGES
+
+
+def _completion(shell: str) -> str:
+    """A completion script for ``shell``: the commands, and each command's options, from the parser itself."""
+    parser = _parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    options = {name: sorted(o for a in command._actions for o in a.option_strings if o.startswith("--"))
+               for name, command in sorted(commands.choices.items())}
+    cases = "\n".join(f"        {name}) words=\"{' '.join(flags)}\" ;;" for name, flags in options.items())
+    script = f"""# schemaflow {shell} completion: eval "$(schemaflow completion {shell})"
+_schemaflow() {{
+    local current="${{COMP_WORDS[COMP_CWORD]}}" command="" word words skip=""
+    for word in "${{COMP_WORDS[@]:1:COMP_CWORD-1}}"; do
+        if [[ -n "$skip" ]]; then skip=""; continue; fi
+        case "$word" in --project) skip=1 ;; -*) ;; *) command="$word"; break ;; esac
+    done
+    case "$command" in
+{cases}
+        *) words="{' '.join(sorted(commands.choices))} --project --version --help" ;;
+    esac
+    COMPREPLY=($(compgen -W "$words" -- "$current"))
+}}
+"""
+    if shell == "zsh":
+        script += "autoload -U +X bashcompinit && bashcompinit\n"
+    return script + "complete -o default -F _schemaflow schemaflow\n"
 
 
 def _init(args) -> int:

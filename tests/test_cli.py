@@ -275,3 +275,23 @@ def main_help(command: str, capsys) -> str:
     with pytest.raises(SystemExit):
         main([command, "--help"])
     return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("words, offered", [
+    (["schemaflow", "pl"], "plan"),
+    (["schemaflow", "--project", "x", "ap"], "apply"),
+    (["schemaflow", "plan", "--al"], "--allow-destructive"),
+    (["schemaflow", "--project", "x", "plan", "--no"], "--no-color"),
+])
+def test_bash_completes_commands_and_their_options(capsys, words, offered):
+    import shutil
+    import subprocess
+
+    assert main(["completion", "bash"]) == 0
+    script = capsys.readouterr().out
+    bash = shutil.which("bash")
+    assert bash is not None
+    line = " ".join(words)
+    completed = subprocess.run([bash, "-c", script + f'COMP_WORDS=({line}); COMP_CWORD={len(words) - 1}; '
+                                "_schemaflow; echo \"${COMPREPLY[@]}\""], capture_output=True, text=True, check=True)
+    assert completed.stdout.split() == [offered]
