@@ -108,7 +108,8 @@ def review_live(project: Project, live: Live, *, allow_destructive: bool = False
                       count_partitions=live.metastore.count_partitions,
                       stale_partitions=live.metastore.stale_partitions, commit=commit_of(project.root),
                       check_partitions=check_partitions, invalidation=project.settings.invalidation,
-                      recompile=recompile, list_partitions=live.metastore.partition_values)
+                      recompile=recompile, list_partitions=live.metastore.partition_values,
+                      type_rule=live.metastore.enforces_type_rule())
     plan = replace(plan, metastore=live.metastore.endpoint, warnings=left_alone + plan.warnings)
     return Review(_check_view_sql(plan, desired, live), reads=_reads(current, desired))
 

@@ -16,6 +16,7 @@ import subprocess
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import Mapping
 from xml.sax.saxutils import escape
 
 # Without this selector the server dies with NoClassDefFoundError: com/lmax/disruptor.
@@ -26,8 +27,9 @@ MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
 class MetastoreServer:
     """A metastore server in ``workdir``: ``with MetastoreServer(dir) as server: server.uri``."""
 
-    def __init__(self, workdir: Path, timeout: float = 120.0) -> None:
+    def __init__(self, workdir: Path, timeout: float = 120.0, settings: Mapping[str, str] | None = None) -> None:
         self.workdir = workdir
+        self.settings = dict(settings or {})  # more hive-site.xml properties of the server
         self.timeout = timeout
         self.port = free_port()
         self.log = workdir / "server.log"
@@ -53,7 +55,7 @@ class MetastoreServer:
         """Start the server and wait until it accepts connections; raise with its log if it does not."""
         conf_dir = self.workdir / "conf"
         conf_dir.mkdir(parents=True, exist_ok=True)
-        (conf_dir / "hive-site.xml").write_text(hive_site(self.workdir))
+        (conf_dir / "hive-site.xml").write_text(hive_site(self.workdir, self.settings))
         command = [
             java_binary(), LOG4J_SELECTOR,
             f"-Dderby.system.home={self.workdir}", f"-Dhive.log.dir={self.workdir}",
@@ -92,13 +94,14 @@ class MetastoreServer:
         raise RuntimeError(f"the Hive metastore server {what}; its log ({self.log}):\n{log}")
 
 
-def hive_site(workdir: Path) -> str:
-    """The hive-site.xml of a server whose Derby database and warehouse live in ``workdir``."""
+def hive_site(workdir: Path, more: Mapping[str, str] | None = None) -> str:
+    """The hive-site.xml of a server whose Derby database and warehouse live in ``workdir``, with ``more``."""
     settings = {
         "javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={workdir / 'metastore_db'};create=true",
         "datanucleus.schema.autoCreateAll": "true",
         "hive.metastore.schema.verification": "false",
         "hive.metastore.warehouse.dir": str(workdir / "warehouse"),
+        **(more or {}),
     }
     properties = "\n".join(
         f"  <property><name>{escape(k)}</name><value>{escape(v)}</value></property>" for k, v in settings.items()

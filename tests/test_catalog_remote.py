@@ -135,3 +135,49 @@ def test_plan_between_refs_shows_partition_counts_from_a_configured_metastore(
     comment = capsys.readouterr().out
     assert f"with partition counts from {metastore_server}" in comment
     assert "table only: 4 partitions keep their old column list" in comment
+
+
+# argv 4: the project folder. Plans, applies and plans again through the CLI; prints the live type of a.
+EVOLVE = SESSION + """
+from schemaflow.cli import main
+project = sys.argv[4]
+print("rule", Metastore.connect(spark).enforces_type_rule())
+print("plan", main(["--project", project, "plan"]))
+print("apply", main(["--project", project, "apply", "--auto-approve"]))
+print("again", main(["--project", project, "plan"]))
+print("type", [c.getType() for c in Metastore.connect(spark).msc.getTable("typed", "t").getSd().getCols()])
+"""
+
+
+def said(out: str) -> list[str]:
+    """The lines EVOLVE prints itself, without the plans the commands print between them."""
+    return [line for line in out.splitlines() if line.split(" ")[0] in ("rule", "plan", "apply", "again", "type")]
+
+
+def test_a_server_that_allows_any_type_change_gets_plans_that_do_not_block_it(
+    run_python: RunPython, tmp_path: Path, metastore_server: str,
+) -> None:
+    from schemaflow.model import TYPE_RULE
+    from tests.metastore_server import MetastoreServer
+
+    project = tmp_path / "project"
+    (project / "schemas" / "typed").mkdir(parents=True)
+    table = project / "schemas" / "typed" / "t.yaml"
+    with MetastoreServer(tmp_path / "lenient", settings={TYPE_RULE: "false"}) as server:
+        (project / "schemaflow.yaml").write_text(f"metastore: {{uri: '{server.uri}'}}\n")
+        table.write_text("table: typed.t\ncolumns: [{name: a, type: int}, {name: b, type: string}]\n")
+        done = run_python(EVOLVE, server.uri, "", str(tmp_path / "state1"), str(project))
+        assert done.returncode == 0, done.stderr
+        # int -> boolean: the default rule refuses it; this server does not, and neither does the plan.
+        table.write_text("table: typed.t\ncolumns: [{name: a, type: boolean}, {name: b, type: string}]\n")
+        done = run_python(EVOLVE, server.uri, "", str(tmp_path / "state2"), str(project))
+        assert done.returncode == 0, done.stderr
+        assert said(done.stdout) == ["rule False", "plan 2", "apply 0", "again 0", "type ['boolean', 'string']"]
+    # The shared server keeps Hive's default: the same change is blocked there, before anything runs.
+    (project / "schemaflow.yaml").write_text(f"metastore: {{uri: '{metastore_server}'}}\n")
+    table.write_text("table: typed.t\ncolumns: [{name: a, type: int}, {name: b, type: string}]\n")
+    assert run_python(EVOLVE, metastore_server, "", str(tmp_path / "state3"), str(project)).returncode == 0
+    table.write_text("table: typed.t\ncolumns: [{name: a, type: boolean}, {name: b, type: string}]\n")
+    done = run_python(EVOLVE, metastore_server, "", str(tmp_path / "state4"), str(project))
+    assert said(done.stdout) == ["rule True", "plan 1", "apply 1", "again 1", "type ['int', 'string']"]
+    assert "column a cannot change from int to boolean" in done.stdout

@@ -222,3 +222,16 @@ def test_database_attributes_are_checked_where_they_are_written(tmp_path: Path, 
     with pytest.raises(SpecError) as raised:
         load_project(tmp_path, env={})
     assert [str(p) for p in raised.value.problems] == [problem]
+
+
+def test_a_metastore_without_the_type_rule_takes_any_type_change():
+    from schemaflow.model import Catalog
+    from schemaflow.plan.plan import build_plan
+
+    live = Table("raw", "t", (Column("a", "int"), LINE), format="orc")
+    want = Table("raw", "t", (Column("a", "boolean"), LINE), format="orc")
+    desired, current = Catalog(("raw",), {want.key: want}), Catalog(("raw",), {live.key: live})
+    [refused] = build_plan(desired, current).steps
+    assert refused.blocked and "hive.metastore.disallow.incompatible.col.type.changes" in refused.blocked
+    [taken] = build_plan(desired, current, type_rule=False).steps
+    assert taken.kind == "alter_columns" and not taken.blocked

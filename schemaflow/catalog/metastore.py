@@ -31,6 +31,7 @@ from schemaflow.model import (
     MANAGED_KEYS_KEY,
     MIGRATION_PREFIX,
     SCHEMAFLOW_PREFIX,
+    TYPE_RULE,
     VERSION_KEY,
     Bucketing,
     Catalog,
@@ -123,6 +124,14 @@ class Metastore:
             data = self.to_data(self.retrying(lambda: self.msc.getDatabase(name)))
         return Database(name, data.get("description") or None, data.get("locationUri"),
                         dict(sorted(data.get("parameters", {}).items())))
+
+    def enforces_type_rule(self) -> bool:
+        """Whether the metastore refuses incompatible column type changes: its own setting of
+        ``hive.metastore.disallow.incompatible.col.type.changes``, asked of the server (a client's
+        setting says nothing of what a remote server does)."""
+        with self._errors("reading the metastore's type rule"):
+            value = self.retrying(lambda: self.msc.getConfigValue(TYPE_RULE, "true"))
+        return str(value).strip().lower() != "false"
 
     def count_partitions(self, key: str) -> int:
         """How many partitions the table ``key`` has, counted by the metastore (no listing)."""

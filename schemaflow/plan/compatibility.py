@@ -17,14 +17,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from schemaflow.model import Column, column_type
+from schemaflow.model import TYPE_RULE, Column, column_type
 
 WIDENING = ("tinyint", "smallint", "int", "bigint", "decimal", "float", "double", "string")
 _RANK = {name: rank for rank, name in enumerate(WIDENING)}
 STRING_GROUP = frozenset({"string", "varchar", "char"})
 DATE_GROUP = frozenset({"date", "timestamp"})
 NUMERIC = frozenset(WIDENING) - {"string"}
-RULE = "hive.metastore.disallow.incompatible.col.type.changes"
 
 
 def _base(type_: str) -> str:
@@ -59,7 +58,7 @@ class Incompatibility:
         else:
             what = (f"position {self.position} would change from {self.old.name} {self.old.type} "
                     f"to {self.new.name} {self.new.type}")
-        return f"{what}: the metastore compares types position by position and refuses that ({RULE})"
+        return f"{what}: the metastore compares types position by position and refuses that ({TYPE_RULE})"
 
 
 def incompatibilities(old: Sequence[Column], new: Sequence[Column]) -> list[Incompatibility]:

@@ -23,8 +23,9 @@ from schemaflow.sql.views import normalize_sql
 _RECREATE = "drop it and re-create it (--allow-destructive), or create a new table and copy the data"
 
 
-def diff(desired: Catalog, live: Catalog) -> list[Change]:
-    """Changes that turn ``live`` into ``desired``: databases first, then objects by name."""
+def diff(desired: Catalog, live: Catalog, type_rule: bool = True) -> list[Change]:
+    """Changes that turn ``live`` into ``desired``: databases first, then objects by name. ``type_rule``:
+    whether the metastore refuses incompatible column type changes (see ``plan.evolution``)."""
     changes: list[Change] = []
     for database in sorted(desired.databases):
         if database in live.databases:
@@ -41,7 +42,7 @@ def diff(desired: Catalog, live: Catalog) -> list[Change]:
             changes += [DropTable(have) if isinstance(have, Table) else DropView(have), create(want)]
         elif isinstance(want, Table):
             assert isinstance(have, Table)  # the same kind
-            changes += diff_table(want, have, desired.migrations)
+            changes += diff_table(want, have, desired.migrations, type_rule)
         else:
             assert isinstance(have, View)  # the same kind
             changes += diff_view(want, have)
@@ -76,7 +77,7 @@ def create(obj: Object) -> Change:
     return CreateTable(obj) if isinstance(obj, Table) else CreateView(obj)
 
 
-def diff_table(want: Table, have: Table, migrations: Sequence[Migration] = ()) -> list[Change]:
+def diff_table(want: Table, have: Table, migrations: Sequence[Migration] = (), type_rule: bool = True) -> list[Change]:
     key = want.key
     storage = _storage_changes(want, have)
     if storage:
@@ -90,7 +91,7 @@ def diff_table(want: Table, have: Table, migrations: Sequence[Migration] = ()) -
     if settings:
         changes.append(settings)
     changes += (_data_source_columns(want, have, migrations) if want.data_source
-                else _hive_columns(want, have, migrations))
+                else _hive_columns(want, have, migrations, type_rule))
     if want.comment != have.comment:
         changes.append(SetTableComment(key, have.comment, want.comment))
     return changes
@@ -161,10 +162,10 @@ def _data_source_columns(want: Table, have: Table, migrations: Sequence[Migratio
     return changes
 
 
-def _hive_columns(want: Table, have: Table, migrations: Sequence[Migration]) -> list[Change]:
+def _hive_columns(want: Table, have: Table, migrations: Sequence[Migration], type_rule: bool) -> list[Change]:
     """A Hive-format table's columns: appended in place, or any change through the metastore (``plan.evolution``)."""
     key = want.key
-    evolution = evolve(have, want, migrations)
+    evolution = evolve(have, want, migrations, type_rule)
     if evolution.problems:
         return [Unsupported(key, "table", p.what, p.way_out) for p in evolution.problems]
     changes: list[Change] = []

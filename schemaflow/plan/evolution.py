@@ -70,8 +70,12 @@ def _exact(a: Sequence[Column], b: Sequence[Column]) -> bool:
     return [(c.name, c.type, c.comment) for c in a] == [(c.name, c.type, c.comment) for c in b]
 
 
-def evolve(live: Table, desired: Table, migrations: Sequence[Migration]) -> Evolution:
-    """The evolution of ``live``'s data columns into ``desired``'s, through the pending migrations."""
+def evolve(live: Table, desired: Table, migrations: Sequence[Migration], type_rule: bool = True) -> Evolution:
+    """The evolution of ``live``'s data columns into ``desired``'s, through the pending migrations.
+
+    ``type_rule``: whether the metastore refuses incompatible type changes (``model.TYPE_RULE``,
+    on unless its server says otherwise).
+    """
     key = desired.key
     replay = _Replay(key, list(live.columns), {c.name: c for c in desired.columns},
                      origin={c.name: c.name for c in live.columns})
@@ -101,7 +105,7 @@ def evolve(live: Table, desired: Table, migrations: Sequence[Migration]) -> Evol
                                             replay.added - replay.floating)
     if problems:
         problems = replay.unexplained + problems
-    else:
+    elif type_rule:
         problems += [Problem(i.describe(), _incompatible_way_out(i.new.name))
                      for i in incompatibilities(live.columns, desired.columns)]
     renamed, lost, returning, retyped = _for_readers(live, desired, current, replay)

@@ -111,7 +111,7 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
                count_partitions: PartitionCounter | None = None, stale_partitions: PartitionCounter | None = None,
                commit: str | None = None, check_partitions: bool = False, basis: str = "metastore",
                invalidation: str = STRICT, recompile: tuple[str, ...] = (),
-               list_partitions: PartitionLister | None = None) -> Plan:
+               list_partitions: PartitionLister | None = None, type_rule: bool = True) -> Plan:
     """Plan the changes that turn ``live`` into ``desired`` (both restricted to the managed databases).
 
     ``invalidation`` says what happens to views a change breaks (``plan.invalidation``); ``recompile``
@@ -122,11 +122,13 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
     cost that grows with the partition count. ``commit`` names the git commit of the desired state,
     recorded on every object written. ``list_partitions`` lists the live partitions of a table or
     view, for the partitions of partitioned views (None: no metastore; see ``plan.view_partitions``).
+    ``type_rule``: whether the metastore refuses incompatible column type changes, as its server
+    says (on when unknown).
     """
     # Several parts of the plan ask about one table; each metastore count is made once.
     count_partitions, stale_partitions = _once(count_partitions), _once(stale_partitions)
     live = deps.with_live_reads(live)
-    changes = diff(desired, live)
+    changes = diff(desired, live, type_rule)
     changes = _recompiled(changes, desired, recompile)
     outcome = resolve(changes, desired, live, invalidation)
     changes = outcome.changes + _resumed(desired, live, outcome.changes, stale_partitions)
