@@ -179,3 +179,25 @@ def test_partitions_added_outside_the_view_file_survive_a_replace(tmp_path: Path
     assert metastore.partition_values(f"{db}.daily") == (("2024-01-01",), ("2024-01-02",))
     assert metastore.read((db,)).get(f"{db}.daily").comment == "two"
     assert plan(project, metastore).is_empty
+
+
+def test_a_view_re_created_on_other_partition_columns_loses_its_partitions_only_when_allowed(
+        tmp_path: Path, metastore, spark, fresh_db):
+    db = fresh_db()
+    files = {f"schemas/{db}/orders.yaml": base_table(db),
+             f"schemas/{db}/daily.yaml": view_file(db, "[{ds: '2024-01-01'}, {ds: '2024-01-02'}]")}
+    plan_and_apply(write_project(tmp_path, files), metastore)
+    files[f"schemas/{db}/daily.yaml"] = f"view: {db}.daily\npartitioned_on: [id]\nsql: SELECT ds, id FROM orders\n"
+    project = write_project(tmp_path, files)
+
+    refused = plan(project, metastore)  # Hive itself refuses such a replacement (error 10217)
+    [step] = refused.steps
+    assert step.destructive and step.blocked == "destructive: run with --allow-destructive to allow it"
+    assert "the re-created view loses ds=2024-01-01, ds=2024-01-02" in " ".join(step.notes)
+    assert metastore.partition_values(f"{db}.daily") == (("2024-01-01",), ("2024-01-02",))
+
+    allowed = plan(project, metastore, allow_destructive=True)
+    apply_plan(allowed, metastore)
+    assert metastore.partition_values(f"{db}.daily") == ()
+    assert spark.sql(f"SELECT * FROM {db}.daily").columns == ["ds", "id"]
+    assert plan(project, metastore).is_empty

@@ -348,8 +348,16 @@ class SyncViewPartitions(_OfView):
     kept: int = 0
     replaced: bool = False
     known: bool = True
-    destructive = False
     reshapes = False
+
+    @property
+    def destructive(self) -> bool:
+        """Whether partitions go that the view cannot have back: those of other partition columns than it
+        gets (Hive refuses such a replacement, error 10217), or, unlisted, a partitioned view's."""
+        if self.lost:
+            return True
+        return (not self.known and self.view.partitions is None and bool(self.live_columns)
+                and self.live_columns != self.view.partitioned_on)
 
     def to_step(self) -> Step:
         view, columns = self.view, self.view.partitioned_on
@@ -367,7 +375,7 @@ class SyncViewPartitions(_OfView):
                 summary, note = "decided at apply", (f"{origin}; only the metastore can list those it has: apply, or "
                                                      "schemaflow view-partitions sync, adds and drops them")
             return Step(VIEW_PARTITIONS, self.key, "view", f"partitions of view {self.key}: {summary}", (),
-                        notes=(note,))
+                        notes=(note,), destructive=self.destructive)
         counts = [f"{verb} {len(values)}" for verb, values in (("add", self.add), ("drop", self.drop)) if values]
         notes = []
         if self.kept:
@@ -384,7 +392,7 @@ class SyncViewPartitions(_OfView):
         drop = () if self.replaced else self.drop
         action = ChangeViewPartitions(self.key, columns, self.add, drop)
         return Step(VIEW_PARTITIONS, self.key, "view", summary, (action,) if self.add or drop else (),
-                    notes=tuple(notes))
+                    notes=tuple(notes), destructive=self.destructive)
 
 
 @dataclass(frozen=True)

@@ -153,7 +153,8 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
             # Nothing to run: what it says belongs to the re-creation before it.
             previous = steps.pop()
             step = replace(previous, notes=previous.notes + (step.summary.replace(f" of view {change.key}", ""),)
-                           + step.notes)
+                           + step.notes, destructive=previous.destructive or step.destructive,
+                           blocked=previous.blocked or step.blocked)
         steps.append(step)
     warnings = outcome.warnings
     if check_partitions:
