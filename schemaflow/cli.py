@@ -223,8 +223,8 @@ def _validate(project, args) -> int:
     catalog = workflow.desired_state(project)
     tables = sum(1 for _ in catalog.tables())
     views = sum(1 for _ in catalog.views())
-    print(f"valid: {plural(tables, 'table')} and {plural(views, 'view')} in {plural(len(catalog.databases), 'database')} "
-          f"({', '.join(catalog.databases)})")
+    databases = f"{plural(len(catalog.databases), 'database')} ({', '.join(catalog.databases)})"
+    print(f"valid: {plural(tables, 'table')} and {plural(views, 'view')} in {databases}")
     return EXIT_OK
 
 
@@ -258,6 +258,12 @@ def _plan(project, args) -> int:
         print(f"Saved the plan to {args.out}{apply_hint}", file=sys.stderr)
     if plan.blocked:  # a change that cannot be applied must not pass a CI check as "changes"
         print(f"error: {plural(len(plan.blocked), 'step')} blocked: apply would refuse this plan", file=sys.stderr)
+    return _exit_code(plan)
+
+
+def _exit_code(plan: Plan) -> int:
+    """What ``plan`` and ``show`` exit with: 1 for a plan with a blocked step, else 0 for none, 2 for changes."""
+    if plan.blocked:
         return EXIT_ERROR
     return EXIT_OK if plan.is_empty else EXIT_CHANGES
 
@@ -266,8 +272,7 @@ def _completion(shell: str) -> str:
     """A completion script for ``shell``: the commands, and each command's options, from the parser itself."""
     parser = _parser()
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    options = {name: sorted(o for a in command._actions for o in a.option_strings if o.startswith("--"))
-               for name, command in sorted(commands.choices.items())}
+    options = {name: sorted(_options(command)) for name, command in sorted(commands.choices.items())}
     cases = "\n".join(f"        {name}) words=\"{' '.join(flags)}\" ;;" for name, flags in options.items())
     script = f"""# schemaflow {shell} completion: eval "$(schemaflow completion {shell})"
 _schemaflow() {{
@@ -310,9 +315,7 @@ def _show(args) -> int:
     """A saved plan as ``plan`` prints it; exit codes as ``plan``'s."""
     plan = workflow.load_plan(args.plan_file)
     sys.stdout.write(render(Review(plan), args.format, **_display(args)))
-    if plan.blocked:
-        return EXIT_ERROR
-    return EXIT_OK if plan.is_empty else EXIT_CHANGES
+    return _exit_code(plan)
 
 
 def _review(project, args) -> Review:

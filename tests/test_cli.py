@@ -240,6 +240,8 @@ def test_init_writes_a_starter_project_that_validates_and_plans(tmp_path, capsys
     write_snapshot(Catalog(), empty)
     assert main(["--project", str(project), "plan", "--against", str(empty)]) == 2
     assert "create table sales.events (3 columns, partitioned by (ds), parquet)" in capsys.readouterr().out
+    assert (project / ".gitignore").read_text() == ".schemaflow/\nplan.json\nreviewed.json\n"
+    assert (project / "migrations" / ".gitkeep").read_text() == ""
     # The workflows are the package's own, as they are.
     assert "SCHEMAFLOW_PACKAGE: \"\"" in (project / ".github/workflows/schemaflow-plan-on-pull-request.yml").read_text()
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 from schemaflow.catalog.jvm import jvm_view
-from schemaflow.catalog.spark_schema import SPARK_SCHEMA, SPARK_SCHEMA_LENGTH, SPARK_SCHEMA_PART, SPARK_SCHEMA_PARTS
+from schemaflow.catalog.spark_schema import (PROVIDER, SPARK_SCHEMA, SPARK_SCHEMA_LENGTH, SPARK_SCHEMA_PART,
+                                             SPARK_SCHEMA_PARTS)
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import Column, split_key
 from schemaflow.sql.ddl import column_def
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
     from schemaflow.catalog.metastore import Metastore
 
 PARTITION_BATCH = 1_000
-PROVIDER = "spark.sql.sources.provider"
 
 
 def set_columns(metastore: Metastore, key: str, columns: Sequence[Column], partition_columns: Sequence[Column],

@@ -21,9 +21,9 @@ from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
 from pyspark.sql import SparkSession
 
-from schemaflow.catalog.columns import PROVIDER, set_columns, stale_partitions
-from schemaflow.catalog.spark_schema import spark_bucketing, spark_columns
+from schemaflow.catalog.columns import set_columns, stale_partitions
 from schemaflow.catalog.jvm import java_errors, java_message, jvm_view, unreachable
+from schemaflow.catalog.spark_schema import NUM_BUCKETS, PROVIDER, spark_bucketing, spark_columns
 from schemaflow.catalog.session import VARIABLE_SUBSTITUTION
 from schemaflow.catalog.view_partitions import change_view_partitions, partition_values
 from schemaflow.errors import ConcurrentChange, SchemaflowError
@@ -45,8 +45,8 @@ from schemaflow.model import (
     split_key,
     state_digest,
 )
-from schemaflow.sql.storage import (CUSTOM, NUM_BUCKETS, PATH_OPTION, SERIALIZATION_FORMAT, default_serde,
-                                    format_name, serde_properties)
+from schemaflow.sql.storage import (CUSTOM, PATH_OPTION, SERIALIZATION_FORMAT, default_serde, format_name,
+                                    serde_properties)
 from schemaflow.sql.types import InvalidType, canonical_type
 
 BATCH_SIZE = 100

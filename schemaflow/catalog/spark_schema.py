@@ -13,14 +13,17 @@ import json
 from typing import Any, Mapping
 
 from schemaflow.model import Bucketing, Column
-from schemaflow.sql.storage import BUCKET_COLUMN, NUM_BUCKETS, SORT_COLUMN
 
+PROVIDER = "spark.sql.sources.provider"  # a data-source table's provider ("hive" or absent: a Hive-format table)
 SPARK_SCHEMA = "spark.sql.sources.schema"
 SPARK_SCHEMA_PARTS = SPARK_SCHEMA + ".numParts"
 SPARK_SCHEMA_PART = SPARK_SCHEMA + ".part."
 SPARK_SCHEMA_LENGTH = 4000       # spark.sql.sources.schemaStringLengthThreshold's default
 NUM_PARTITION_COLUMNS = SPARK_SCHEMA + ".numPartCols"
 PARTITION_COLUMN = SPARK_SCHEMA + ".partCol."
+NUM_BUCKETS = SPARK_SCHEMA + ".numBuckets"
+BUCKET_COLUMN = SPARK_SCHEMA + ".bucketCol."
+SORT_COLUMN = SPARK_SCHEMA + ".sortCol."
 # Spark keeps a char or varchar column as a string, with its declared type in the field's metadata.
 CHAR_VARCHAR = "__CHAR_VARCHAR_TYPE_STRING"
 # Spark's JSON names of atomic types that Hive spells otherwise.

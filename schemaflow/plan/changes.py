@@ -446,5 +446,6 @@ class Stamp:
                     (SetParameters(self.key, dict(sorted(self.set.items())), self.unset),))
 
 
-Change = (CreateDatabase | SetDatabaseProperties | CreateTable | DropTable | AddColumns | AlterColumns | SetTableComment
-          | SetColumnComments | SetStorage | CreateView | ReplaceView | DropView | SyncViewPartitions | Unsupported | Stamp)
+Change = (CreateDatabase | SetDatabaseProperties | CreateTable | DropTable | AddColumns | AlterColumns
+          | SetTableComment | SetColumnComments | SetStorage | CreateView | ReplaceView | DropView | SyncViewPartitions
+          | Unsupported | Stamp)

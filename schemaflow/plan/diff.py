@@ -14,9 +14,9 @@ from typing import Sequence
 
 from schemaflow.model import Catalog, Column, Migration, Object, Table, View
 from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateDatabase, CreateTable, CreateView,
-                                     DropTable, DropView, ReplaceView, SetColumnComments, SetDatabaseProperties, SetStorage,
-                                     SetTableComment, Unsupported)
-from schemaflow.plan.evolution import APPEND, SAME, evolve
+                                     DropTable, DropView, ReplaceView, SetColumnComments, SetDatabaseProperties,
+                                     SetStorage, SetTableComment, Unsupported)
+from schemaflow.plan.evolution import APPEND, SAME, Evolution, evolve
 from schemaflow.sql.storage import NO_ADD_COLUMNS
 from schemaflow.sql.views import normalize_sql
 
@@ -86,12 +86,15 @@ def diff_table(want: Table, have: Table, migrations: Sequence[Migration] = (), t
         return [Unsupported(key, "table", f"changing partition columns {_names(have.partition_columns)} -> "
                             f"{_names(want.partition_columns)}",
                             "partition keys cannot change in place: " + _RECREATE)]
+    evolution = evolve(have, want, migrations, type_rule)
+    if evolution.problems:
+        return [Unsupported(key, "table", p.what, p.way_out) for p in evolution.problems]
     changes: list[Change] = []
     settings = _settings_change(want, have)
     if settings:
         changes.append(settings)
-    changes += (_data_source_columns(want, have, migrations) if want.data_source
-                else _hive_columns(want, have, migrations, type_rule))
+    changes += (_data_source_columns(want, have, evolution) if want.data_source
+                else _hive_columns(want, have, evolution))
     if want.comment != have.comment:
         changes.append(SetTableComment(key, have.comment, want.comment))
     return changes
@@ -130,16 +133,13 @@ def _settings_change(want: Table, have: Table) -> SetStorage | None:
                       want.data_source, bool(want.partition_columns))
 
 
-def _data_source_columns(want: Table, have: Table, migrations: Sequence[Migration]) -> list[Change]:
+def _data_source_columns(want: Table, have: Table, evolution: Evolution) -> list[Change]:
     """A data-source table's columns: Spark SQL adds columns and changes data-column comments; nothing else.
 
     Spark reads such a table through its own copy of the schema and refuses every other change
     (rename, drop, type, order, partition-column comments) on it, so the plan refuses them too.
     """
     key = want.key
-    evolution = evolve(have, want, migrations)
-    if evolution.problems:
-        return [Unsupported(key, "table", p.what, p.way_out) for p in evolution.problems]
     old, new = evolution.old, evolution.new
     refused = [] if _shape(new[:len(old)]) == _shape(old) else list(evolution.operations)
     refused += [f"change comment of partition column {n.name}" for o, n in zip(have.partition_columns,
@@ -162,12 +162,9 @@ def _data_source_columns(want: Table, have: Table, migrations: Sequence[Migratio
     return changes
 
 
-def _hive_columns(want: Table, have: Table, migrations: Sequence[Migration], type_rule: bool) -> list[Change]:
+def _hive_columns(want: Table, have: Table, evolution: Evolution) -> list[Change]:
     """A Hive-format table's columns: appended in place, or any change through the metastore (``plan.evolution``)."""
     key = want.key
-    evolution = evolve(have, want, migrations, type_rule)
-    if evolution.problems:
-        return [Unsupported(key, "table", p.what, p.way_out) for p in evolution.problems]
     changes: list[Change] = []
     keys_commented = want.partition_columns != have.partition_columns or any(
         o.comment != n.comment for o, n in zip(have.partition_columns, want.partition_columns))

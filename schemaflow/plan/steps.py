@@ -217,7 +217,8 @@ class SetStorageAction:
                 "serde_properties": dict(sorted(self.serde_properties.items())), "buckets": self.buckets}
 
 
-Action = SqlAction | AddDatabase | SetDatabaseParameters | SetParameters | PartitionView | SetColumns | ChangeViewPartitions | SetStorageAction
+Action = (SqlAction | AddDatabase | SetDatabaseParameters | SetParameters | PartitionView | SetColumns
+          | ChangeViewPartitions | SetStorageAction)
 
 
 def action_from_data(data: Mapping[str, Any]) -> Action:

@@ -49,10 +49,10 @@ def _part(catalog: Catalog, focus: str) -> list[str]:
     return sorted(upstream | downstream | {focus})
 
 
-def _edges(catalog: Catalog, keys: list[str]) -> list[tuple[str, str, str]]:
+def _edges(catalog: Catalog, keys: list[str]) -> list[tuple[str, str, tuple[str, ...]]]:
     """(view, object read, the columns used) for each view among ``keys``, sorted."""
     shown = set(keys)
-    return [(view.key, read, ", ".join(view.uses.get(read, ())))
+    return [(view.key, read, tuple(view.uses.get(read, ())))
             for view in (catalog.get(key) for key in keys) if isinstance(view, View)
             for read in view.reads if read in shown]
 
@@ -62,7 +62,7 @@ def _text(catalog: Catalog, keys: list[str]) -> list[str]:
     edges = _edges(catalog, keys)
     for key in keys:
         lines.append(f"{key} ({_kind(catalog, key)})")
-        lines += [f"  reads {read}" + (f": {columns}" if columns else "") for view, read, columns in edges
+        lines += [f"  reads {read}" + (f": {', '.join(columns)}" if columns else "") for view, read, columns in edges
                   if view == key]
         lines += [f"  read by {view}" for view, read, _ in edges if read == key]
     return lines
@@ -75,7 +75,7 @@ def _mermaid(catalog: Catalog, keys: list[str]) -> list[str]:
         shape = {"view": '("{}")', "table": '["{}"]', "source": '[("{}")]'}[_kind(catalog, key)]
         lines.append(f"  {ids[key]}{shape.format(key)}")
     for view, read, columns in _edges(catalog, keys):
-        label = f'|"{columns}"|' if columns else ""
+        label = f'|"{", ".join(columns)}"|' if columns else ""
         lines.append(f"  {ids[view]} -->{label} {ids[read]}")
     return lines
 
@@ -86,17 +86,13 @@ def _dot(catalog: Catalog, keys: list[str]) -> list[str]:
         style = {"view": " [style=rounded]", "table": "", "source": " [shape=cylinder]"}[_kind(catalog, key)]
         lines.append(f'  "{key}"{style};')
     for view, read, columns in _edges(catalog, keys):
-        lines.append(f'  "{view}" -> "{read}"' + (f' [label="{columns}"]' if columns else "") + ";")
+        lines.append(f'  "{view}" -> "{read}"' + (f' [label="{", ".join(columns)}"]' if columns else "") + ";")
     return lines + ["}"]
 
 
 def _json(catalog: Catalog, keys: list[str]) -> list[str]:
     """``{"objects": [{"object", "kind"}], "edges": [{"view", "reads", "columns"}]}``, for tools."""
-    edges = []
-    for key, read, _ in _edges(catalog, keys):
-        view = catalog.get(key)
-        assert isinstance(view, View)  # only views read
-        edges.append({"view": key, "reads": read, "columns": list(view.uses.get(read, ()))})
+    edges = [{"view": view, "reads": read, "columns": list(columns)} for view, read, columns in _edges(catalog, keys)]
     document = {"objects": [{"object": key, "kind": _kind(catalog, key)} for key in keys], "edges": edges}
     return [json.dumps(document, indent=2, sort_keys=True)]
 

@@ -184,7 +184,7 @@ def _nesting_bound(text: str) -> int:
 
 def _within_bounds(root: yaml.Node) -> bool:
     """Whether the tree nests at most ``MAX_DEPTH`` levels as written and builds into at most ``MAX_VALUES``
-    values (each alias a full copy), as ``_Bounded`` counts while it composes.
+    values (each alias a full copy), as ``_BoundedLoader`` counts while it composes.
 
     Walked in document order, so a node is first met where it is written (an anchor comes before
     its aliases), without recursion.

@@ -14,13 +14,6 @@ from schemaflow.claims import CLAIM
 from schemaflow.model import VERSION_KEY, Column, Table, View, split_key
 from schemaflow.sql.storage import CUSTOM, HIVE_FORMATS, SERDE_FORMATS, default_serde
 
-# ``format:`` in a table file → Spark's STORED AS keyword.
-STORED_AS = {
-    "parquet": "PARQUET", "orc": "ORC", "avro": "AVRO", "textfile": "TEXTFILE",
-    "sequencefile": "SEQUENCEFILE", "rcfile": "RCFILE",
-}
-
-
 def ident(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
@@ -95,8 +88,8 @@ def _hive_storage(table: Table) -> list[str]:
         if table.serde_properties:
             clause += " WITH SERDEPROPERTIES " + _properties(table.serde_properties)
         lines.append(clause)
-    if table.format in SERDE_FORMATS or (table.format in STORED_AS and not lines):
-        lines.append(f"STORED AS {STORED_AS[table.format]}")
+    if table.format in SERDE_FORMATS or (table.format in HIVE_FORMATS and not lines):
+        lines.append(f"STORED AS {table.format.upper()}")
     else:
         read, write = ((table.input_format, table.output_format) if table.format == CUSTOM
                        else HIVE_FORMATS[table.format][:2])

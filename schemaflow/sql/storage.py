@@ -71,10 +71,6 @@ PATH_OPTION = "path"  # a data-source table's location, which Spark keeps among 
 PROVIDERS = ("parquet", "orc", "json", "csv", "text")
 # Those whose tables Spark cannot add columns to (it asks to drop and re-create them).
 NO_ADD_COLUMNS = frozenset({"text"})
-# Spark keeps a data-source table's bucketing in these table parameters.
-NUM_BUCKETS = "spark.sql.sources.schema.numBuckets"
-BUCKET_COLUMN = "spark.sql.sources.schema.bucketCol."
-SORT_COLUMN = "spark.sql.sources.schema.sortCol."
 MAX_BUCKETS = 100_000  # spark.sql.sources.bucketing.maxBuckets's default
 
 

@@ -31,26 +31,17 @@ def column_usage(qualified: exp.Expr, default_database: str) -> dict[str, tuple[
                 used.setdefault(table_key(source, default_database), set())
         # What an EXISTS subquery selects is never read: only whether it finds a row (``SELECT *`` there
         # would otherwise count every column of the table as used).
-        unread = _selects(scope.expression) if isinstance(scope.expression.parent, exp.Exists) else []
+        unread = ({id(column) for select in _selects(scope.expression) for column in select.find_all(exp.Column)}
+                  if isinstance(scope.expression.parent, exp.Exists) else set())
         for column in scope.columns:
             origin = scope.sources.get(column.table)
-            if is_table(origin) and not any(_within(column, select) for select in unread):
+            if is_table(origin) and id(column) not in unread:
                 used[table_key(origin, default_database)].add(column.name.lower())
     return {key: tuple(sorted(columns)) for key, columns in sorted(used.items())}
 
 
-def _within(node: exp.Expr, ancestor: exp.Expr) -> bool:
-    """Whether ``node`` is ``ancestor`` or lies inside it."""
-    parent: exp.Expr | None = node
-    while parent is not None:
-        if parent is ancestor:
-            return True
-        parent = parent.parent
-    return False
-
-
 def output_lineage(qualified: exp.Query, default_database: str) -> dict[str, tuple[str, ...]]:
-    """Each output column -> the ``db.name.column`` it is computed from, sorted."""
+    """Each output column -> the ``db.name.column`` its type follows, sorted."""
     scopes = {id(scope.expression): scope for scope in traverse_scope(qualified)}
     names = [select.alias_or_name.lower() for select in qualified.selects]
     return {name: tuple(sorted(_sources(qualified, i, scopes, default_database))) for i, name in enumerate(names)}

@@ -17,12 +17,11 @@ from schemaflow.errors import SchemaflowError
 FILES = {
     "schemaflow.yaml": "schemaflow.yaml",
     "schemas/{database}/events.yaml": "schemas/events.yaml",
-    "migrations/.gitkeep": None,
-    ".gitignore": None,
+    "migrations/.gitkeep": "gitkeep",
+    ".gitignore": "gitignore",
     ".github/workflows/schemaflow-plan-on-pull-request.yml": "workflows/schemaflow-plan-on-pull-request.yml",
     ".github/workflows/schemaflow-apply-on-merge.yml": "workflows/schemaflow-apply-on-merge.yml",
 }
-GITIGNORE = ".schemaflow/\nplan.json\nreviewed.json\n"
 
 
 def write_starter(root: Path, database: str, overwrite: bool = False) -> list[Path]:
@@ -35,7 +34,7 @@ def write_starter(root: Path, database: str, overwrite: bool = False) -> list[Pa
                               "them, or run init in an empty folder)")
     for path, source in planned.items():
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(_text(source, database) if source else GITIGNORE if path.name == ".gitignore" else "")
+        path.write_text(_text(source, database))
     return list(planned)
 
 
