@@ -171,3 +171,17 @@ def test_a_database_is_created_and_kept_as_declared(tmp_path, spark, metastore, 
         "comment: Orders", "comment: Sales"), **table})
     [blocked] = plan(recommented, metastore).blocked
     assert blocked.summary == f"changing the comment 'Orders' -> 'Sales' on {db}"
+
+
+def test_a_starter_project_from_init_applies_and_then_plans_to_nothing(tmp_path, spark, metastore, fresh_db):
+    db = fresh_db()
+    project = str(tmp_path / "new")
+    assert schemaflow("--project", project, "init", "--database", db).code == 0
+    applied = schemaflow("--project", project, "apply", "--auto-approve")
+    assert applied.code == 0, applied.said
+    events = metastore.msc.getTable(db, "events")
+    assert [(c.getName(), c.getType()) for c in events.getSd().getCols()] == [
+        ("event_id", "bigint"), ("kind", "string"), ("at", "timestamp")]
+    assert [c.getName() for c in events.getPartitionKeys()] == ["ds"]
+    again = schemaflow("--project", project, "plan")
+    assert again.code == 0 and again.out.startswith("No changes"), again.said
