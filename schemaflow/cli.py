@@ -22,7 +22,7 @@ from schemaflow.apply.executor import apply_plan, check_runnable
 from schemaflow.errors import SchemaflowError, SpecError
 from schemaflow.plan.plan import Plan
 from schemaflow.plan.review_check import differences
-from schemaflow.project import load_project
+from schemaflow.project import ENV_TARGET, load_project
 from schemaflow.render import FORMATS, render
 from schemaflow.render.graph import GRAPH_FORMATS, render_graph
 from schemaflow.render.review import Review
@@ -71,6 +71,8 @@ class _CommandParser(_Parser):
         super().__init__(formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs)
         self.add_argument("--project", default=argparse.SUPPRESS, metavar="DIR",
                           help="the project directory (also accepted before the command)")
+        self.add_argument("--target", default=argparse.SUPPRESS, metavar="NAME",
+                          help="the target of schemaflow.yaml to use (also accepted before the command)")
 
 
 def _add_display_options(command: argparse.ArgumentParser) -> None:
@@ -89,6 +91,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="schemaflow", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"schemaflow {__version__}")
     parser.add_argument("--project", default=".", metavar="DIR", help="the project directory (default: .)")
+    parser.add_argument("--target", metavar="NAME",
+                        help=f"the target of schemaflow.yaml to use (default: ${ENV_TARGET}, else its 'target:')")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_CommandParser)
 
     init = commands.add_parser("init", help="write a starter project into the project folder (default: here)")
@@ -201,7 +205,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_OK
         if args.command == "import":  # adopting schemaflow: the project may have no schemas yet
             (Path(args.project) / "schemas").mkdir(parents=True, exist_ok=True)
-        project = load_project(args.project)
+        project = load_project(args.project, target=args.target)
         return {"validate": _validate, "plan": _plan, "apply": _apply, "snapshot": _snapshot, "history": _history,
                 "hash-migrations": _hash_migrations, "import": _import, "drift": _drift, "graph": _graph,
                 "view-partitions": _view_partitions}[args.command](project, args)
@@ -279,11 +283,11 @@ _schemaflow() {{
     local current="${{COMP_WORDS[COMP_CWORD]}}" command="" word words skip=""
     for word in "${{COMP_WORDS[@]:1:COMP_CWORD-1}}"; do
         if [[ -n "$skip" ]]; then skip=""; continue; fi
-        case "$word" in --project) skip=1 ;; -*) ;; *) command="$word"; break ;; esac
+        case "$word" in --project|--target) skip=1 ;; -*) ;; *) command="$word"; break ;; esac
     done
     case "$command" in
 {cases}
-        *) words="{' '.join(sorted(commands.choices))} --project --version --help" ;;
+        *) words="{' '.join(sorted(commands.choices))} --project --target --version --help" ;;
     esac
     COMPREPLY=($(compgen -W "$words" -- "$current"))
 }}

@@ -4,9 +4,17 @@ A project is a directory with ``schemas/`` (one table or view per YAML file), ``
 (ordered explicit changes) and an optional ``schemaflow.yaml`` of settings. Every setting has a
 default that runs on a laptop: an embedded Derby metastore and a warehouse under ``.schemaflow/``.
 Environment variables override the file, so CI can point the same project at another metastore.
+
+A project may name targets (dev, staging, prod: ``targets:``), each overriding the connection
+settings and mapping the project's database names to the target's (``retail`` -> ``dev_retail``).
+The target is chosen by ``--target``, else ``SCHEMAFLOW_TARGET``, else the file's ``target:``.
+With none chosen, the project's own names and settings are used, for what needs no metastore
+(validate, plan between git refs); a project that names targets is never connected to a
+metastore without one (see ``workflow.Live``).
 """
 from __future__ import annotations
 
+import difflib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +29,7 @@ STATE_DIR = ".schemaflow"
 ENV_METASTORE_URI = "SCHEMAFLOW_METASTORE_URI"
 ENV_WAREHOUSE_DIR = "SCHEMAFLOW_WAREHOUSE_DIR"
 ENV_SPARK_MASTER = "SCHEMAFLOW_SPARK_MASTER"
+ENV_TARGET = "SCHEMAFLOW_TARGET"
 
 
 @dataclass(frozen=True)
@@ -35,6 +44,9 @@ class Settings:
     invalidation: str = "strict"              # what a change that breaks a view does: strict, lenient, cascade
     exclude: tuple[str, ...] = ()             # globs on db.name of objects schemaflow leaves alone (see scope)
     after_apply: tuple[str, ...] = ()         # shell commands run after an apply (see apply.after)
+    target: str | None = None                 # the chosen target's name; None: none chosen
+    database_names: Mapping[str, str] = field(default_factory=dict)  # project database -> its name on the target
+    targets: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # every target's database names
 
 
 @dataclass(frozen=True)
@@ -47,13 +59,15 @@ class Project:
         return self.root / "schemas"
 
 
-def load_project(root: str | Path, env: Mapping[str, str] | None = None) -> Project:
-    """Read the project at ``root``: its settings file (if any), then the environment overrides."""
+def load_project(root: str | Path, env: Mapping[str, str] | None = None, target: str | None = None) -> Project:
+    """Read the project at ``root``: its settings file (if any), the chosen target's, then the environment's."""
     root = Path(root).resolve()
     env = os.environ if env is None else env
     if not (root / "schemas").is_dir():
         raise SchemaflowError(f"{root}: no schemas/ directory here; run in a schemaflow project or pass --project DIR")
-    raw = read_settings(Directory(root))
+    project_wide = read_settings(Directory(root))
+    chosen = _chosen_target(project_wide, target or env.get(ENV_TARGET))
+    raw = _on_target(project_wide, chosen)
     state = root / STATE_DIR
     metastore = raw.get("metastore") or {}
     spark = raw.get("spark") or {}
@@ -72,8 +86,55 @@ def load_project(root: str | Path, env: Mapping[str, str] | None = None) -> Proj
         invalidation=raw.get("invalidation") or "strict",
         exclude=tuple(str(pattern).lower() for pattern in raw.get("exclude") or ()),
         after_apply=tuple(raw.get("after_apply") or ()),
+        target=chosen,
+        database_names=_names(raw),
+        targets={name: _names(target or {}) for name, target in sorted((project_wide.get("targets") or {}).items())},
     )
     return Project(root=root, settings=settings)
+
+
+def _chosen_target(settings: Mapping[str, Any], named: str | None) -> str | None:
+    """The target to use: the one named, else the file's default; None for a project without targets."""
+    targets = settings.get("targets") or {}
+    named = named or settings.get("target")
+    if not named:
+        return None
+    if not targets:
+        raise SchemaflowError(f"target '{named}' is not defined: schemaflow.yaml has no targets; "
+                              "add it under 'targets:', or run without --target and SCHEMAFLOW_TARGET")
+    choices = ", ".join(sorted(targets))
+    if named not in targets:
+        near = difflib.get_close_matches(named, sorted(targets), n=1)
+        hint = f"did you mean '{near[0]}'? " if near else ""
+        raise SchemaflowError(f"unknown target '{named}': {hint}schemaflow.yaml defines {choices}")
+    return named
+
+
+def no_target_chosen(settings: Settings) -> str | None:
+    """Why the metastore may not be reached with these settings: targets are defined and none was chosen."""
+    if settings.targets and settings.target is None:
+        return (f"schemaflow.yaml defines targets ({', '.join(settings.targets)}) and none was chosen: pass "
+                f"--target NAME, set {ENV_TARGET}, or name a default with 'target:' in schemaflow.yaml")
+    return None
+
+
+def _names(settings: Mapping[str, Any]) -> dict[str, str]:
+    """A target's ``database_names``, lower-case, as Hive stores names."""
+    return {str(k).lower(): str(v).lower() for k, v in sorted((settings.get("database_names") or {}).items())}
+
+
+def _on_target(settings: Mapping[str, Any], target: str | None) -> dict[str, Any]:
+    """The settings with the target's own laid over them (its Spark settings over the project's, key by key)."""
+    merged = dict(settings)
+    if target is None:
+        return merged
+    overrides = settings["targets"][target] or {}
+    for key, value in overrides.items():
+        if key == "spark":
+            spark = settings.get("spark") or {}
+            value = {**spark, **value, "conf": {**(spark.get("conf") or {}), **(value.get("conf") or {})}}
+        merged[key] = value
+    return merged
 
 
 def managed_databases(settings: Mapping[str, Any]) -> tuple[str, ...]:

@@ -25,8 +25,9 @@ from schemaflow.model import Catalog, Object, Source, Table, View, fingerprint
 from schemaflow.plan.invalidation import COMPENSATION
 from schemaflow.plan.plan import Plan, build_plan
 from schemaflow.plan.steps import VIEW_DEFINITIONS, VIEW_PARTITIONS
-from schemaflow.project import Project
+from schemaflow.project import Project, no_target_chosen
 from schemaflow.scope import Scope
+from schemaflow.target import check_targets, from_target, on_target, target_patterns
 from schemaflow.render.review import Review
 from schemaflow.spec import load_catalog
 
@@ -35,10 +36,11 @@ TEST_PAUSE = "SCHEMAFLOW_TEST_PAUSE"
 
 
 def desired_state(project: Project) -> Catalog:
-    """The catalog the project's YAML declares; raises ``SpecError`` listing every problem."""
-    desired = replace(load_catalog(project.root, project.settings.databases),
-                      database_details=project.settings.database_details)
-    scope = Scope(project.settings.exclude)
+    """The catalog the project's YAML declares, on its target; raises ``SpecError`` listing every problem."""
+    declared = replace(load_catalog(project.root, project.settings.databases),
+                       database_details=project.settings.database_details)
+    desired = _on_target(project, declared)
+    scope = _scope(project)
     problems = [Problem(obj.source or Source(key), f"{key} is declared here and excluded by '{pattern}' in "
                         "schemaflow.yaml: remove the file, or narrow the pattern")
                 for key, obj in desired.objects.items() for pattern in [scope.excluded_by(key)] if pattern]
@@ -47,9 +49,20 @@ def desired_state(project: Project) -> Catalog:
     return desired
 
 
+def _on_target(project: Project, declared: Catalog) -> Catalog:
+    """A catalog the project declares, under its target's database names (see ``target``); every target's
+    names are checked, so that validate finds a wrong one before any plan for that target."""
+    check_targets(declared, project.settings.targets)
+    return on_target(declared, project.settings.database_names)
+
+
+def _scope(project: Project) -> Scope:
+    return Scope(target_patterns(project.settings.exclude, project.settings.database_names))
+
+
 def owned(project: Project, live: Catalog, desired: Catalog) -> tuple[Catalog, tuple[str, ...]]:
     """The part of ``live`` that is schemaflow's to plan, and a notice for each object left alone (see ``scope``)."""
-    return Scope(project.settings.exclude).owned(live, desired)
+    return _scope(project).owned(live, desired)
 
 
 def applied_state(desired: Catalog) -> Catalog:
@@ -85,7 +98,12 @@ class Live:
             from schemaflow.catalog.session import spark_session
 
             settings = self.project.settings
+            unchosen = no_target_chosen(settings)
+            if unchosen:
+                raise SchemaflowError(unchosen)
             where = settings.metastore_uri or f"the embedded metastore in {settings.derby_dir}"
+            if settings.target:
+                where += f" (target {settings.target})"
             self.progress.write(f"Starting Spark ({settings.spark_master}) and connecting to {where} ...\n")
             self.progress.flush()
             self.connected = Metastore.connect(spark_session(settings))
@@ -110,8 +128,10 @@ def review_live(project: Project, live: Live, *, allow_destructive: bool = False
                       check_partitions=check_partitions, invalidation=project.settings.invalidation,
                       recompile=recompile, list_partitions=live.metastore.partition_values,
                       type_rule=live.metastore.enforces_type_rule())
-    plan = replace(plan, metastore=live.metastore.endpoint, warnings=left_alone + plan.warnings)
-    return Review(_check_view_sql(plan, desired, live), reads=_reads(current, desired))
+    plan = replace(plan, metastore=live.metastore.endpoint, target=project.settings.target,
+                   warnings=left_alone + plan.warnings)
+    base = f"target {project.settings.target}" if project.settings.target else "the metastore"
+    return Review(_check_view_sql(plan, desired, live), base=base, reads=_reads(current, desired))
 
 
 def _check_view_sql(plan: Plan, desired: Catalog, live: Live) -> Plan:
@@ -183,8 +203,8 @@ def review_refs(project: Project, base: str, head: str | None = None, *, allow_d
     """
     from schemaflow.gitsource import desired_at
 
-    desired = desired_state(project) if head is None else desired_at(project.root, head)
-    applied = applied_state(desired_at(project.root, base).in_databases(desired.databases))
+    desired = desired_state(project) if head is None else _on_target(project, desired_at(project.root, head))
+    applied = applied_state(_on_target(project, desired_at(project.root, base)).in_databases(desired.databases))
     # As against the metastore: a table the base managed and the head declares as a source is left alone.
     before, left_alone = owned(project, applied, desired)
     uri = project.settings.metastore_uri
@@ -212,13 +232,17 @@ def import_database(project: Project, live: Live, database: str, out: Path,
                     overwrite: bool = False) -> tuple[list[Path], list[str], tuple[str, ...]]:
     """Write schema files for the tables and views of ``database`` (see ``spec.export``).
 
+    ``database`` is the project's name for it: on a target that names it otherwise, the target's
+    database is read, and the files hold the project's names.
+
     Returns the files written, the objects that could not be written (which the plan would then
     propose to drop), and the notices of those left out as ``scope`` leaves them alone.
     """
     from schemaflow.spec.export import write_schemas
 
-    kept, left_alone = owned(project, live.read((database.lower(),)), Catalog())
-    written, skipped = write_schemas(kept.objects.values(), out, overwrite)
+    names = project.settings.database_names
+    kept, left_alone = owned(project, live.read((names.get(database.lower(), database.lower()),)), Catalog())
+    written, skipped = write_schemas(from_target(kept, names).objects.values(), out, overwrite)
     return written, skipped, left_alone
 
 
@@ -308,6 +332,10 @@ def check_saved(plan: Plan, path: Path, project: Project, live: Live) -> None:
     if plan.basis != "metastore":
         raise SchemaflowError(f"{path} was planned against {plan.basis}, not the metastore: apply it with "
                               "apply --reviewed, which plans against the metastore and checks it is the same")
+    if plan.target != project.settings.target:
+        raise SchemaflowError(f"{refused} it was planned for {_target_name(plan.target)}, and this run is for "
+                              f"{_target_name(project.settings.target)}. Plan again with this target, or apply it "
+                              "with the target it was planned for (--target or SCHEMAFLOW_TARGET).")
     if plan.metastore != live.metastore.endpoint:
         raise SchemaflowError(f"{refused} it was planned against the metastore {plan.metastore}, and this project "
                               f"reaches {live.metastore.endpoint}. Plan again here.")
@@ -323,3 +351,7 @@ def check_saved(plan: Plan, path: Path, project: Project, live: Live) -> None:
     if other:
         raise SchemaflowError(f"{refused} its steps are not what this project plans for this metastore (was it "
                               "edited?). Plan again.\n  " + "\n  ".join(other))
+
+
+def _target_name(target: str | None) -> str:
+    return f"target {target}" if target else "no target"

@@ -116,7 +116,7 @@ def test_an_unchanged_work_tree_plans_nothing(repo, capsys):
     assert document == {"allow_destructive": False, "databases": ["analytics", "retail"], "format_version": 3,
                         "steps": [], "warnings": [], "basis": "git", "fingerprints": {}, "guards": {}, "partition_counts": {},
                         "commit": repo.head.commit.hexsha, "project": catalog_digest(desired_state(load_project(project_dir(repo)))),
-                        "metastore": None}
+                        "metastore": None, "target": None}
     assert captured.err == ("Planning the working tree against main from git, without a metastore: "
                             "partition counts are unknown.\n")
 
@@ -180,7 +180,7 @@ def test_a_problem_in_the_settings_at_a_ref_is_placed_at_that_ref(repo, capsys):
     assert main(["--project", str(project_dir(repo)), "plan", "--base", "main"]) == 1
 
     assert capsys.readouterr().err.splitlines()[1] == (
-        "main:schemaflow.yaml:6:1: unknown key 'databses' (expected one of: after_apply, databases, exclude, invalidation, metastore, spark, warehouse_dir)")
+        "main:schemaflow.yaml:6:1: unknown key 'databses' (expected one of: after_apply, databases, exclude, invalidation, metastore, spark, target, targets, warehouse_dir)")
 
 
 def test_a_ref_that_names_no_commit(repo, capsys):

@@ -54,9 +54,10 @@ class Plan:
     # The partition count of each table whose columns cascade, which chose how the cascade runs.
     partition_counts: Mapping[str, int] = field(default_factory=dict)
     # What the plan is bound to: the digest of the desired state it was made from (model.catalog_digest)
-    # and the metastore it was made against (None: planned without one).
+    # and the metastore it was made against (None: planned without one), for the target chosen (None: none).
     project: str | None = None
     metastore: str | None = None
+    target: str | None = None
 
     @property
     def is_empty(self) -> bool:
@@ -82,7 +83,7 @@ class Plan:
                 "fingerprints": dict(sorted(self.fingerprints.items())), "commit": self.commit,
                 "guards": dict(sorted(self.guards.items())),
                 "partition_counts": dict(sorted(self.partition_counts.items())),
-                "project": self.project, "metastore": self.metastore}
+                "project": self.project, "metastore": self.metastore, "target": self.target}
         return {**data, "checksum": _checksum(data)}
 
     def to_json(self) -> str:
@@ -100,7 +101,7 @@ class Plan:
                    allow_destructive=bool(data["allow_destructive"]), warnings=tuple(data["warnings"]),
                    basis=data["basis"], fingerprints=dict(data["fingerprints"]), commit=data["commit"],
                    guards=dict(data["guards"]), partition_counts=dict(data["partition_counts"]),
-                   project=data["project"], metastore=data["metastore"])
+                   project=data["project"], metastore=data["metastore"], target=data.get("target"))
 
 
 def _checksum(content: Mapping[str, Any]) -> str:

@@ -33,16 +33,33 @@ def check_settings(path: ProjectFile) -> dict[str, Any]:
     problems = check_shape(doc, data, "settings")
     if problems:
         raise SpecError(problems)
-    conf = (data.get("spark") or {}).get("conf") or {}
-    for key in conf:  # Spark settings are text: "1.10" or "NO" as written, not as YAML 1.1 reads them
-        conf[key] = doc.written("spark", "conf", key) or conf[key]
+    targets = {name: target or {} for name, target in (data.get("targets") or {}).items()}
+    for where, settings in [((), data)] + [(("targets", name), target) for name, target in targets.items()]:
+        conf = (settings.get("spark") or {}).get("conf") or {}
+        for key in conf:  # Spark settings are text: "1.10" or "NO" as written, not as YAML 1.1 reads them
+            conf[key] = doc.written(*where, "spark", "conf", key) or conf[key]
     databases = data.get("databases")
     if isinstance(databases, dict):
         problems = [problem for name, attributes in databases.items()
                     for problem in _database_problems(doc, name, attributes or {})]
-        if problems:
-            raise SpecError(problems)
+    problems += [problem for name, target in targets.items() for problem in _name_problems(doc, name, target)]
+    if problems:
+        raise SpecError(problems)
     return data
+
+
+def _name_problems(doc: Document, target: str, settings: dict[str, Any]) -> list[Problem]:
+    """A target's database names: no two databases of the project may share one there."""
+    names = settings.get("database_names") or {}
+    first: dict[str, str] = {}
+    problems = []
+    for database, name in names.items():
+        if name.lower() in first:
+            problems.append(Problem(doc.at("targets", target, "database_names", database), (
+                f"{database} and {first[name.lower()]} are both named {name} on target {target}: "
+                "give each database a name of its own")))
+        first.setdefault(name.lower(), database)
+    return problems
 
 
 # The metastore's columns for a database's attributes (package.jdo of the bundled Hive 2.3.10).

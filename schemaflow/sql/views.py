@@ -433,3 +433,23 @@ def with_tables_renamed(sql: str, default_database: str, names: Mapping[str, str
             renamed = exp.Table(this=exp.to_identifier(names[key], quoted=True))
             source.replace(exp.alias_(renamed, source.alias_or_name, table=True))
     return query.sql(dialect=DIALECT, normalize_functions=False)
+
+
+def with_databases_renamed(sql: str, names: Mapping[str, str]) -> str:
+    """``sql`` with each database it names (``db.t``, ``db.t.c``) that ``names`` maps renamed, in place.
+
+    Only the database names change: the rest of the text stays as written (the positions sqlglot
+    keeps for each identifier say where), and a quoted name stays quoted. Unqualified names are
+    left alone, as they resolve against the view's own database, which the caller renames.
+    """
+    query = parse_select(sql)
+    spans = []
+    for node in (*query.find_all(exp.Table), *query.find_all(exp.Column)):
+        database = node.args.get("db")
+        if isinstance(database, exp.Identifier) and database.name.lower() in names:
+            renamed = names[database.name.lower()]
+            spans.append((database.meta["start"], database.meta["end"] + 1,
+                          f"`{renamed}`" if database.quoted else renamed))
+    for start, end, text in sorted(spans, reverse=True):
+        sql = sql[:start] + text + sql[end:]
+    return sql
