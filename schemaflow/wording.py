@@ -2,6 +2,21 @@
 from __future__ import annotations
 
 
+VALUE_SHOWN = 120  # characters of a value shown in a plan; a property value may hold thousands
+
+
+def value_change(name: str, old: str | None, new: str | None) -> str:
+    """``name: 'old' -> 'new'``, as a plan shows a changed comment or property (``(none)`` where there is none)."""
+    return f"{name}: {_shown(old)} -> {_shown(new)}"
+
+
+def _shown(value: str | None) -> str:
+    if value is None:
+        return "(none)"
+    text = repr(value)
+    return text if len(text) <= VALUE_SHOWN else text[:VALUE_SHOWN - 4] + "...'"
+
+
 def plural(n: int, word: str) -> str:
     """``n`` and the word, made plural unless ``n`` is 1: "1 step", "3 steps"."""
     return f"{n} {word}{'' if n == 1 else 's'}"

@@ -2,7 +2,8 @@
 
 Each folder under ``tests/cases/markdown/`` is a change under review: ``base/`` is committed to a
 temporary repository (no ``base/``: an empty commit), ``head/`` is left in the work tree, and
-``schemaflow plan --base main --format markdown`` must print ``expected.md`` byte for byte.
+``schemaflow plan --base main --format markdown`` must print ``expected.md`` byte for byte (to accept a
+deliberate change, run with ``SCHEMAFLOW_UPDATE_GOLDEN=1`` and review the diff).
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from schemaflow.plan.plan import build_plan
 from schemaflow.render.markdown import MARKER, MAX_CHARACTERS, render
 from schemaflow.render.review import Review
 from tests.gitrepos import commit, init_repo, put_project
+from tests.golden import golden
 
 CASES = Path(__file__).parent / "cases" / "markdown"
 NAMES = sorted(case.name for case in CASES.iterdir())
@@ -37,7 +39,7 @@ def comment(name: str, project: Path, capsys: pytest.CaptureFixture[str]) -> tup
 def test_comment_is_the_expected_file(name, tmp_path, capsys):
     code, text = comment(name, tmp_path / "project", capsys)
     assert code == {"no_changes": 0, "blocked_drop": 1}.get(name, 2)  # blocked: the comment is written, then exit 1
-    assert text == (CASES / name / "expected.md").read_text()
+    assert text == golden(CASES / name / "expected.md", text)
 
 
 @pytest.mark.parametrize("name", NAMES)

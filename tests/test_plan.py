@@ -107,6 +107,19 @@ def test_comment_and_property_changes_touch_only_what_changed():
     assert stamp.set == {"owner": "data-eng", MANAGED_KEYS_KEY: "owner", VERSION_KEY: fingerprint(desired_orders),
                          **STAMPED}
     assert stamp.unset == ("stale",)  # "foreign" was never schemaflow's: left alone
+    # What each changed comment and property was and becomes, for the reviewer.
+    assert plan.steps[0].values == ("comment of order_id: (none) -> 'The id'",)
+    assert plan.steps[1].values == ("owner: 'sales-eng' -> 'data-eng'", "stale: '1' -> (none)")
+
+
+def test_a_property_value_shown_in_a_plan_is_cut_short_and_a_new_objects_are_not_listed():
+    live = applied(DESIRED)
+    long = "x" * 500
+    plan = build_plan(catalog(replace(ORDERS, properties={"owner": "sales-eng", "note": long}), DAILY, TOP), live)
+    [value] = plan.steps[0].values
+    assert value == "note: (none) -> '" + "x" * 115 + "...'" and len(value) == len("note: (none) -> ") + 120
+    created = build_plan(DESIRED, Catalog(databases=("retail",)))
+    assert all(step.values == () for step in created.steps)
 
 
 def test_property_only_change_is_planned():

@@ -6,7 +6,6 @@ change of the format, run with ``SCHEMAFLOW_UPDATE_GOLDEN=1`` and review the dif
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from schemaflow.project import load_project
 from schemaflow.render import render
 from schemaflow.workflow import review_refs
 from tests.gitrepos import commit, init_repo, put_project
+from tests.golden import golden
 from tests.test_markdown import CASES, NAMES
 
 
@@ -25,12 +25,6 @@ def planned(name: str, project: Path) -> None:
     put_project(case / "base" if (case / "base").exists() else None, project)
     commit(repo, "base")
     put_project(case / "head", project)
-
-
-def golden(path: Path, text: str) -> str:
-    if os.environ.get("SCHEMAFLOW_UPDATE_GOLDEN"):
-        path.write_text(text)
-    return path.read_text()
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -18,7 +18,7 @@ from schemaflow.plan.steps import (VIEW_PARTITIONS, AddDatabase, ChangeViewParti
                                    SetDatabaseParameters, SetParameters, SetStorageAction, SqlAction, Step,
                                    listed_partitions)
 from schemaflow.sql import ddl
-from schemaflow.wording import plural
+from schemaflow.wording import plural, value_change
 
 
 class _OfTable:
@@ -201,10 +201,11 @@ class AlterColumns:
                              "a stopped run resumes where it was")
         elif self.partition_columns:
             hazards += (restrict_hazard(self.partition_count),)
+        values = tuple(value_change(f"comment of {name}", old, new) for name, old, new in self.evolution.comments)
         return Step("alter_columns", self.key, "table", f"alter columns of {self.key}: {'; '.join(operations)}",
                     (SetColumns(self.key, self.evolution.new, self.partition_columns, self.cascade, self.batched,
                                 self.records),),
-                    notes=tuple(notes), hazards=hazards, destructive=self.destructive)
+                    notes=tuple(notes), hazards=hazards, destructive=self.destructive, values=values)
 
 
 @dataclass(frozen=True)
@@ -227,6 +228,7 @@ class SetColumnComments:
 
     key: str
     columns: tuple[Column, ...]  # with their new comments
+    old: tuple[str | None, ...]  # their live comments
     object_type = "table"
     destructive = False
     reshapes = False
@@ -234,7 +236,9 @@ class SetColumnComments:
     def to_step(self) -> Step:
         names = ", ".join(c.name for c in self.columns)
         return Step("set_column_comments", self.key, "table", f"comment on columns of {self.key}: {names}",
-                    tuple(SqlAction(ddl.set_column_comment(self.key, c)) for c in self.columns))
+                    tuple(SqlAction(ddl.set_column_comment(self.key, c)) for c in self.columns),
+                    values=tuple(value_change(f"comment of {c.name}", old, c.comment)
+                                 for c, old in zip(self.columns, self.old)))
 
 
 @dataclass(frozen=True)
@@ -423,8 +427,17 @@ class Stamp:
     object_type: str
     set: Mapping[str, str] = field(default_factory=dict)
     unset: tuple[str, ...] = ()
+    # The live values of the properties it changes; None for an object (re)created, whose are all new.
+    was: Mapping[str, str] | None = None
     destructive = False
     reshapes = False
+
+    def values(self) -> tuple[str, ...]:
+        """The old and new value of each property of the user's it sets or unsets on an existing object."""
+        if self.was is None:
+            return ()
+        keys = sorted(k for k in (*self.set, *self.unset) if not k.startswith(SCHEMAFLOW_PREFIX))
+        return tuple(value_change(k, self.was.get(k), self.set.get(k)) for k in keys)
 
     def describe_properties(self) -> str:
         """The managed properties and migrations this stamp sets and unsets, for people ("" when none)."""
@@ -443,7 +456,7 @@ class Stamp:
     def to_step(self) -> Step:
         summary = f"{self.describe_properties() or 'record schemaflow.version'} on {self.key}"
         return Step("set_properties", self.key, self.object_type, summary,
-                    (SetParameters(self.key, dict(sorted(self.set.items())), self.unset),))
+                    (SetParameters(self.key, dict(sorted(self.set.items())), self.unset),), values=self.values())
 
 
 Change = (CreateDatabase | SetDatabaseProperties | CreateTable | DropTable | AddColumns | AlterColumns

@@ -154,9 +154,9 @@ def _data_source_columns(want: Table, have: Table, evolution: Evolution) -> list
                    "or drop the table and re-create it (--allow-destructive)")
         return [Unsupported(key, "table", "; ".join(refused), way_out)]
     changes: list[Change] = []
-    commented = tuple(n for o, n in zip(old, new) if o.comment != n.comment)
+    commented = [(o, n) for o, n in zip(old, new) if o.comment != n.comment]
     if commented:
-        changes.append(SetColumnComments(key, commented))
+        changes.append(SetColumnComments(key, tuple(n for _, n in commented), tuple(o.comment for o, _ in commented)))
     if added:
         changes.append(AddColumns(key, added, partitioned=False))
     return changes

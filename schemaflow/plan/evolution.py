@@ -56,6 +56,13 @@ class Evolution:
     problems: tuple[Problem, ...] = field(default=())
 
     @property
+    def comments(self) -> tuple[tuple[str, str | None, str | None], ...]:
+        """(column, old comment, new comment) of each live column kept whose comment changes, by its last name."""
+        last = dict(self.renamed)
+        old = {last.get(c.name, c.name): c.comment for c in self.old if c.name not in self.dropped}
+        return tuple((c.name, old[c.name], c.comment) for c in self.new if c.name in old and old[c.name] != c.comment)
+
+    @property
     def kind(self) -> str:
         """SAME, APPEND or ALTER, by Hive's comparison of the old and new column lists."""
         if self.new == self.old and _exact(self.new, self.old):

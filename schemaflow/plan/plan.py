@@ -239,7 +239,7 @@ def _migration_records(migrations: list[Migration], commit: str | None) -> dict[
 def _fold(step: Step, stamp: Stamp) -> Step:
     properties = stamp.describe_properties()
     notes = step.notes + ((f"properties: {properties}",) if properties else ())
-    return replace(step, actions=step.actions + stamp.to_step().actions, notes=notes)
+    return replace(step, actions=step.actions + stamp.to_step().actions, notes=notes, values=step.values + stamp.values())
 
 
 def _stamps(desired: Catalog, live: Catalog, changes: list[Change], commit: str | None) -> list[Stamp]:
@@ -279,7 +279,8 @@ def _stamp(want: Object, have: Object | None, changed: Mapping[str, str], remove
     if commit:
         to_set[APPLIED_COMMIT_KEY] = commit
     to_set |= _migration_records(migrations, commit)
-    return Stamp(want.key, want.kind, to_set, to_unset)
+    was = None if have is None else {k: have.properties[k] for k in (*changed, *removed) if k in have.properties}
+    return Stamp(want.key, want.kind, to_set, to_unset, was)
 
 
 def _resumed(desired: Catalog, live: Catalog, changes: list[Change],

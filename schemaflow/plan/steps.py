@@ -262,6 +262,7 @@ class Step:
     destructive: bool = False
     blocked: str | None = None     # why this step will not run as planned
     sql_diff: tuple[str, ...] = ()  # a re-created view's SQL, live against declared, as a unified diff
+    values: tuple[str, ...] = ()    # the old and new value of each comment and property it changes
 
     def to_data(self) -> dict[str, Any]:
         return {
@@ -270,6 +271,7 @@ class Step:
             "destructive": self.destructive, "blocked": self.blocked,
             "actions": [a.to_data() for a in self.actions],
             **({"sql_diff": list(self.sql_diff)} if self.sql_diff else {}),
+            **({"values": list(self.values)} if self.values else {}),
         }
 
     @classmethod
@@ -278,6 +280,6 @@ class Step:
             kind=data["kind"], object=data["object"], object_type=data["object_type"],
             summary=data["summary"], notes=tuple(data.get("notes", ())), hazards=tuple(data.get("hazards", ())),
             destructive=bool(data.get("destructive", False)), blocked=data.get("blocked"),
-            sql_diff=tuple(data.get("sql_diff", ())),
+            sql_diff=tuple(data.get("sql_diff", ())), values=tuple(data.get("values", ())),
             actions=tuple(action_from_data(a) for a in data["actions"]),
         )

@@ -58,7 +58,7 @@ def _table(plan: Plan) -> list[str]:
     rows = ["", "| # | object | change | notes |", "|---|---|---|---|"]
     for number, step in enumerate(plan.steps, 1):
         notes = ([f"**{_escape(flag)}**" for flag in markers(step)] + [f"⚠ {_escape(h)}" for h in step.hazards]
-                 + [_escape(note) for note in step.notes])
+                 + [_escape(note) for note in step.notes] + [_escape(value) for value in step.values])
         rows.append(f"| {number} | `{step.object}` | {_escape(step.summary)} | {'<br>'.join(notes)} |")
     return rows
 

@@ -4,7 +4,8 @@ Each step starts with a marker: ``+`` creates, ``~`` changes, ``-`` drops, ``!``
 terminal the markers, hazards and blocks are coloured (not when piped, nor with ``NO_COLOR`` or
 ``--no-color``). schemaflow's own bookkeeping (the ``schemaflow.*`` parameters every write stamps)
 is left out unless ``verbose``, and a view whose SQL changes shows a unified diff of it, live
-against declared, rather than the whole new statement. A closing line counts what the plan creates, changes and drops.
+against declared, rather than the whole new statement; a changed comment or property shows its old
+and new value. A closing line counts what the plan creates, changes and drops.
 """
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ def render(review: Review, color: bool = False, verbose: bool = False) -> str:
         pad = " " * (width + 4)
         lines += [pad + paint(f"hazard: {hazard}", "hazard") for hazard in step.hazards]
         lines += [f"{pad}note: {note}" for note in step.notes]
+        lines += [pad + value for value in step.values]
         if step.sql_diff and not verbose:  # what changes in the SQL, not the whole new statement
             for line in step.sql_diff:
                 role = None if line.startswith(("---", "+++")) else _DIFF_ROLES.get(line[:1])

@@ -1,0 +1,15 @@
+"""Golden files: what a test compares output with, rewritten on request to accept a deliberate change.
+
+Run with ``SCHEMAFLOW_UPDATE_GOLDEN=1`` to write the output as the new expected file, then review the diff.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def golden(path: Path, text: str) -> str:
+    """The expected text at ``path`` (first written from ``text`` when updating golden files)."""
+    if os.environ.get("SCHEMAFLOW_UPDATE_GOLDEN"):
+        path.write_text(text)
+    return path.read_text()
