@@ -27,7 +27,7 @@ from schemaflow.render import FORMATS, render
 from schemaflow.render.graph import GRAPH_FORMATS, render_graph
 from schemaflow.render.review import Review
 from schemaflow import workflow
-from schemaflow.wording import plural
+from schemaflow.wording import plural, short_commit
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
 
@@ -140,8 +140,10 @@ def _parser() -> argparse.ArgumentParser:
     graph.add_argument("object", nargs="?", metavar="OBJECT", help="only this object (db.name), with everything "
                                                                   "upstream and downstream of it")
 
-    history = commands.add_parser("history",
-                                  help="what schemaflow applied to the managed databases: when, from which commit")
+    history = commands.add_parser("history", help="what schemaflow applied to and dropped from the managed "
+                                                  "databases: when, from which commit")
+    history.add_argument("objects", nargs="*", metavar="OBJECT",
+                         help="only these objects: db.name, or globs such as 'retail.*' (default: all)")
     history.add_argument("--format", choices=("text", "json"), default="text")
     drift = commands.add_parser("drift", help="what changed in the metastore outside schemaflow since the last apply")
     drift.add_argument("--format", choices=("text", "json"), default="text")
@@ -183,7 +185,7 @@ _HELP = {
               "schemaflow apply plan.json --auto-approve"),
     "show": ("as plan: 0 no changes, 2 changes, 1 error or a blocked step", "schemaflow show plan.json"),
     "graph": ("0, 1 invalid", "schemaflow graph --format mermaid retail.daily_revenue"),
-    "history": ("0, 1 error", "schemaflow history --format json"),
+    "history": ("0, 1 error", "schemaflow history 'retail.*'"),
     "drift": ("0 none, 2 drift, 1 error", "schemaflow drift"),
     "hash-migrations": ("0, 1 error", "schemaflow hash-migrations"),
     "import": ("0 written, 1 error or an object that could not be written", "schemaflow import --database sales"),
@@ -410,10 +412,13 @@ def _drift(project, args) -> int:
     drifts = workflow.drift(project, workflow.Live(project))
     if args.format == "json":
         _print_json({"drift": [{"object": d.object, "aspects": list(d.aspects), "applied_at": d.applied_at,
-                                "commit": d.commit, "message": d.describe()} for d in drifts]})
+                                "commit": d.commit, "message": d.describe(), "details": list(d.details)}
+                               for d in drifts]})
         return EXIT_CHANGES if drifts else EXIT_OK
     for found in drifts:
         print(found.describe())
+        for detail in found.details:
+            print(f"  {detail}")
     if not drifts:
         print("No drift: every object schemaflow applied is as it left it.")
     return EXIT_CHANGES if drifts else EXIT_OK
@@ -452,15 +457,16 @@ def _hash_migrations(project, args) -> int:
 
 
 def _history(project, args) -> int:
-    records = workflow.history(project, workflow.Live(project))
+    records = workflow.history(project, workflow.Live(project), tuple(args.objects))
     if args.format == "json":
         _print_json({"history": [{"at": r.at, "object": r.object, "what": r.what, "commit": r.commit}
                                  for r in records]})
         return EXIT_OK
     if not records:
-        print("Nothing applied by schemaflow in these databases yet.")
+        print(f"Nothing applied by schemaflow to {' '.join(args.objects)} yet." if args.objects
+              else "Nothing applied by schemaflow in these databases yet.")
     for record in records:
-        print(f"{record.at}  {record.object:<40} {record.what:<40} {record.commit or 'no commit'}")
+        print(f"{record.at}  {record.object:<40} {record.what:<40} {short_commit(record.commit)}")
     return EXIT_OK
 
 

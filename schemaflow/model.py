@@ -23,6 +23,8 @@ APPLIED_STATE_KEY = "schemaflow.applied_state"  # state_digest() of the object a
 LIVE_STATE = "${live_state}"
 MIGRATION_PREFIX = "schemaflow.migration."  # + migration id: a JSON record of when and from where
 SCHEMAFLOW_PREFIX = "schemaflow."
+# + object name, on its database: a JSON record of the object's drop, which took its own parameters with it
+DROPPED_PREFIX = "schemaflow.dropped."
 # The metastore setting that refuses column type changes Hive cannot convert implicitly (on by default).
 TYPE_RULE = "hive.metastore.disallow.incompatible.col.type.changes"
 

@@ -42,20 +42,21 @@ class Scope:
         Objects ``declared`` declares stay: the project asked for them. Its sources go: it declared
         them to read them, not to manage them.
         """
-        left: dict[str, str] = {}
-        for key, obj in live.objects.items():
-            if key in declared.objects:
-                continue
-            source = declared.sources.get(key)
-            where = source.source.path if source is not None and source.source else "schemas/"
-            pattern = self.excluded_by(key)
-            reason = (f"declared as a source in {where}" if source is not None else
-                      f"excluded by '{pattern}' in schemaflow.yaml" if pattern else unmanageable(obj))
-            if reason:
-                left[key] = reason
+        left = {key: reason for key, obj in live.objects.items() for reason in [self.leaves_alone(obj, declared)]
+                if reason}
         kept = {key: obj for key, obj in live.objects.items() if key not in left}
         notices = tuple(f"not managed: {key} ({reason}); schemaflow leaves it alone" for key, reason in sorted(left.items()))
         return replace(live, objects=kept), notices
+
+    def leaves_alone(self, obj: Object, declared: Catalog) -> str | None:
+        """Why schemaflow leaves the live object ``obj`` alone, or None when it is schemaflow's."""
+        if obj.key in declared.objects:
+            return None
+        source = declared.sources.get(obj.key)
+        where = source.source.path if source is not None and source.source else "schemas/"
+        pattern = self.excluded_by(obj.key)
+        return (f"declared as a source in {where}" if source is not None else
+                f"excluded by '{pattern}' in schemaflow.yaml" if pattern else unmanageable(obj))
 
 
 def unmanageable(obj: Object) -> str | None:

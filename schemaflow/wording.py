@@ -20,3 +20,11 @@ def _shown(value: str | None) -> str:
 def plural(n: int, word: str) -> str:
     """``n`` and the word, made plural unless ``n`` is 1: "1 step", "3 steps"."""
     return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def short_commit(commit: str | None) -> str:
+    """A commit as git shows it in a log line: 10 hex digits (and ``+dirty`` for a work tree with changes)."""
+    if not commit:
+        return "no commit"
+    sha, plus, rest = commit.partition("+")
+    return sha[:10] + plus + rest

@@ -221,11 +221,11 @@ def _reads(live: Catalog, desired: Catalog) -> dict[str, tuple[str, ...]]:
     return {view.key: view.reads for catalog in (live, desired) for view in catalog.views()}
 
 
-def history(project: Project, live: Live) -> list:
-    """What schemaflow applied to the project's databases (see ``catalog.history``)."""
+def history(project: Project, live: Live, objects: tuple[str, ...] = ()) -> list:
+    """What schemaflow applied to the project's databases, of the ``objects`` globs if any (see ``catalog.history``)."""
     from schemaflow.catalog.history import read_history
 
-    return read_history(live.metastore, desired_state(project).databases)
+    return read_history(live.metastore, desired_state(project).databases, objects)
 
 
 def import_database(project: Project, live: Live, database: str, out: Path,
@@ -264,7 +264,9 @@ def drift(project: Project, live: Live) -> list:
     from schemaflow.catalog.drift import read_drift
 
     desired = desired_state(project)
-    return read_drift(live.metastore, desired.objects, desired.databases)
+    scope = _scope(project)
+    return read_drift(live.metastore, desired.objects, desired.databases,
+                      lambda obj: scope.leaves_alone(obj, desired) is not None)
 
 
 def check_claims(plan: Plan, take_over: bool = False) -> None:

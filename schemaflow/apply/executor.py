@@ -188,7 +188,7 @@ class Run:
             self.target.add_database(action.database)
         elif isinstance(action, SetDatabaseParameters):
             # The metastore keeps no version for a database: there is no guard to hold.
-            self.target.set_database_properties(action.database, action.properties)
+            self.target.set_database_properties(action.database, fill_applied_at(action.properties, now))
         elif isinstance(action, SetParameters):
             values = fill_applied_at(action.set, now)
             self.target.set_parameters(action.object, values, action.unset, self.held.get(action.object))

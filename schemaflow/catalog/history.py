@@ -2,15 +2,17 @@
 
 Every write schemaflow makes stamps the object with the time and the git commit it came from, and
 a table with the migrations applied to it. Those parameters live with the objects in the metastore,
-so the history is the same from any clone and any CI machine.
+so the history is the same from any clone and any CI machine. A drop takes the object's parameters
+with it, so schemaflow records each drop on the object's database instead (the last drop of each name).
 """
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING, Sequence
 
-from schemaflow.model import APPLIED_AT_KEY, APPLIED_COMMIT_KEY, MIGRATION_PREFIX, VERSION_KEY
+from schemaflow.model import APPLIED_AT_KEY, APPLIED_COMMIT_KEY, DROPPED_PREFIX, MIGRATION_PREFIX, VERSION_KEY
 
 if TYPE_CHECKING:
     from schemaflow.catalog.metastore import Metastore
@@ -22,16 +24,25 @@ class Applied:
 
     at: str
     object: str
-    what: str            # "version <fingerprint>" or "migration <id>"
+    what: str            # "version <fingerprint>", "migration <id>" or "dropped <kind> (version <fingerprint>)"
     commit: str | None
 
 
-def read_history(metastore: Metastore, databases: tuple[str, ...]) -> list[Applied]:
-    """Everything schemaflow applied in ``databases``, oldest first (ties by object, then what)."""
+def read_history(metastore: Metastore, databases: tuple[str, ...], objects: Sequence[str] = ()) -> list[Applied]:
+    """Everything schemaflow applied in ``databases``, oldest first (ties by object, then what).
+
+    ``objects``: ``db.name`` globs (``retail.*``); only the records of objects one of them matches.
+    """
     records = []
     for database in metastore.databases():
         if database not in databases:
             continue
+        for name, value in metastore.database(database).properties.items():
+            if name.startswith(DROPPED_PREFIX):
+                record = json.loads(value or "{}")
+                what = f"dropped {record.get('kind', 'object')} (version {record.get('version') or 'none'})"
+                records.append(Applied(record.get("at", "?"), f"{database}.{name[len(DROPPED_PREFIX):]}", what,
+                                       record.get("commit")))
         for data in metastore.table_data(database):
             parameters = data.get("parameters", {})
             key = f"{data['dbName']}.{data['tableName']}"
@@ -43,4 +54,6 @@ def read_history(metastore: Metastore, databases: tuple[str, ...]) -> list[Appli
                     record = json.loads(value or "{}")
                     records.append(Applied(record.get("at", "?"), key, f"migration {name[len(MIGRATION_PREFIX):]}",
                                            record.get("commit")))
-    return sorted(records, key=lambda r: (r.at, r.object, r.what))
+    wanted = [pattern.lower() for pattern in objects]
+    return sorted((r for r in records if not wanted or any(fnmatchcase(r.object, p) for p in wanted)),
+                  key=lambda r: (r.at, r.object, r.what))

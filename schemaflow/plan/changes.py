@@ -14,7 +14,7 @@ from typing import Mapping
 from schemaflow.model import MIGRATION_PREFIX, SCHEMAFLOW_PREFIX, Column, Database, PartitionValues, Table, View
 from schemaflow.plan.evolution import SAME, Evolution
 from schemaflow.plan.hazards import column_hazards, restrict_hazard
-from schemaflow.plan.steps import (VIEW_PARTITIONS, AddDatabase, ChangeViewPartitions, PartitionView, SetColumns,
+from schemaflow.plan.steps import (VIEW_PARTITIONS, Action, AddDatabase, ChangeViewPartitions, PartitionView, SetColumns,
                                    SetDatabaseParameters, SetParameters, SetStorageAction, SqlAction, Step,
                                    listed_partitions)
 from schemaflow.sql import ddl
@@ -103,6 +103,7 @@ class CreateTable(_OfTable):
 @dataclass(frozen=True)
 class DropTable(_OfTable):
     table: Table
+    record: Mapping[str, str] = field(default_factory=dict)  # the drop's record on the database (see history)
     destructive = True
     reshapes = True
 
@@ -112,7 +113,13 @@ class DropTable(_OfTable):
         else:
             note = "managed table: its data files are deleted with it"
         return Step("drop_table", self.key, "table", f"drop table {self.key}",
-                    (SqlAction(ddl.drop("table", self.key)),), notes=(note,), destructive=True)
+                    (SqlAction(ddl.drop("table", self.key)),) + _recorded(self.table.database, self.record),
+                    notes=(note,), destructive=True)
+
+
+def _recorded(database: str, record: Mapping[str, str]) -> tuple[Action, ...]:
+    """The write of a drop's record on its database, after the drop: none without a record."""
+    return (SetDatabaseParameters(database, dict(record)),) if record else ()
 
 
 @dataclass(frozen=True)
@@ -324,12 +331,13 @@ class ReplaceView(_OfView):
 @dataclass(frozen=True)
 class DropView(_OfView):
     view: View
+    record: Mapping[str, str] = field(default_factory=dict)  # the drop's record on the database (see history)
     destructive = True
     reshapes = True
 
     def to_step(self) -> Step:
         return Step("drop_view", self.key, "view", f"drop view {self.key}",
-                    (SqlAction(ddl.drop("view", self.key)),),
+                    (SqlAction(ddl.drop("view", self.key)),) + _recorded(self.view.database, self.record),
                     notes=("queries and views that read it will fail",), destructive=True)
 
 

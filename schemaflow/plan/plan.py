@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping
 
 from schemaflow.claims import ELSEWHERE, RUNNING, STOPPED, parse_claim, standing
 from schemaflow.model import (APPLIED_AT_KEY, APPLIED_COMMIT_KEY, APPLIED_STATE_KEY, LIVE_STATE, MANAGED_KEYS_KEY,
-                              MIGRATION_PREFIX, VERSION_KEY, Catalog, Migration, Object, Table, View, catalog_digest,
+                              DROPPED_PREFIX, MIGRATION_PREFIX, VERSION_KEY, Catalog, Migration, Object, Table, View, catalog_digest,
                               fingerprint, state_digest)
 from schemaflow.errors import SchemaflowError
 from schemaflow.plan import deps
@@ -224,10 +224,15 @@ def _with_partition_facts(change: Change, count: PartitionCounter | None, stale:
 
 
 def _with_records(change: Change, desired: Catalog, commit: str | None) -> Change:
-    """An ``AlterColumns`` records the migrations it applies in its own write: a crash cannot part them."""
+    """An ``AlterColumns`` records the migrations it applies in its own write: a crash cannot part them.
+    A drop records itself on the object's database, since the object's own parameters go with it."""
     if isinstance(change, AlterColumns) and change.evolution.migrations:
         applied = [m for m in desired.migrations if m.id in change.evolution.migrations]
         return replace(change, records=_migration_records(applied, commit))
+    if isinstance(change, (DropTable, DropView)):
+        dropped = change.table if isinstance(change, DropTable) else change.view
+        record = {"at": APPLIED_AT, "commit": commit, "kind": dropped.kind, "version": dropped.version}
+        return replace(change, record={DROPPED_PREFIX + dropped.name: json.dumps(record, sort_keys=True)})
     return change
 
 

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from schemaflow.model import SCHEMAFLOW_PREFIX
 from schemaflow.plan.plan import Plan
-from schemaflow.plan.steps import Action, SetColumns, SetParameters
+from schemaflow.plan.steps import Action, SetColumns, SetDatabaseParameters, SetParameters
 from schemaflow.render.review import Review
 from schemaflow.render.summary import change_counts, markers, step_marker, summary
 
@@ -69,6 +69,9 @@ def _without_bookkeeping(action: Action) -> Action | None:
         return replace(action, set=kept, unset=unset) if kept or unset else None
     if isinstance(action, SetColumns):
         return replace(action, parameters={})
+    if isinstance(action, SetDatabaseParameters):
+        kept = {k: v for k, v in action.properties.items() if not k.startswith(SCHEMAFLOW_PREFIX)}
+        return replace(action, properties=kept) if kept else None
     return action
 
 
