@@ -100,6 +100,11 @@ def _parser() -> argparse.ArgumentParser:
                       help="the database the project manages (default: warehouse)")
     init.add_argument("--force", action="store_true", help="overwrite starter files that exist")
 
+    fmt = commands.add_parser("fmt", help="rewrite the project's YAML files in the canonical layout (keys in the "
+                                          "order of their JSON Schema, one column a line), comments and values kept")
+    fmt.add_argument("--check", action="store_true",
+                     help="write nothing: show what would change, and exit 2 if anything would (for CI)")
+
     validate = commands.add_parser("validate", help="check the project's YAML, without a metastore")
     validate.add_argument("--format", choices=("text", "json"), default="text",
                           help="json: the located problems as data, for CI annotations (exit code as for text)")
@@ -178,6 +183,8 @@ def _parser() -> argparse.ArgumentParser:
 # Each command's exit codes and an example, for its --help (its description is its one-line help).
 _HELP = {
     "init": ("0 written, 1 error (a file exists: nothing written)", "schemaflow init --database sales"),
+    "fmt": ("0 formatted (or canonical already), 2 with --check: files would change, 1 a file cannot be formatted",
+            "schemaflow fmt --check"),
     "validate": ("0 valid, 1 invalid", "schemaflow validate --format json > problems.json"),
     "plan": ("0 no changes, 2 changes, 1 error or a blocked step",
              "schemaflow plan --base origin/main --format markdown --out plan.json"),
@@ -202,6 +209,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _show(args)
         if args.command == "init":  # there is no project yet
             return _init(args)
+        if args.command == "fmt":  # the files alone: even settings that do not validate are formatted
+            return _fmt(args)
         if args.command == "completion":
             print(_completion(args.shell), end="")
             return EXIT_OK
@@ -314,6 +323,34 @@ def _init(args) -> int:
           f"  schemaflow {here}plan         # what apply would do (embedded metastore: .schemaflow/)\n"
           f"  schemaflow {here}apply\n"
           "Then set SCHEMAFLOW_PACKAGE in .github/workflows/ to review and apply every change in CI.")
+    return EXIT_OK
+
+
+def _fmt(args) -> int:
+    from schemaflow.spec.fmt import format_project, unified_diff, write_formatted
+
+    root = Path(args.project)
+    if not (root / "schemas").is_dir():
+        raise SchemaflowError(f"{root.resolve()}: no schemas/ directory here; run in a schemaflow project or "
+                              "pass --project DIR")
+    formatted, problems = format_project(root)
+    changed = [file for file in formatted if file.changed]
+    if args.check:
+        for file in changed:
+            sys.stdout.write(unified_diff(file))
+    else:
+        for path in write_formatted(root, changed):
+            print(f"formatted {path}")
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    if problems:
+        print(f"error: {plural(len(problems), 'file')} could not be formatted (left as they are)", file=sys.stderr)
+        return EXIT_ERROR
+    if args.check and changed:
+        print(f"{plural(len(changed), 'file')} would be reformatted: run schemaflow fmt", file=sys.stderr)
+        return EXIT_CHANGES
+    if not changed:
+        print(f"{plural(len(formatted), 'file')} already formatted.")
     return EXIT_OK
 
 

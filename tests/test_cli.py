@@ -297,3 +297,32 @@ def test_bash_completes_commands_and_their_options(capsys, words, offered):
     completed = subprocess.run([bash, "-c", script + f'COMP_WORDS=({line}); COMP_CWORD={len(words) - 1}; '
                                 "_schemaflow; echo \"${COMPREPLY[@]}\""], capture_output=True, text=True, check=True)
     assert completed.stdout.split() == [offered]
+
+
+def test_fmt_check_shows_the_diff_and_exits_2_then_fmt_writes_and_check_passes(example, capsys):
+    orders = example / "schemas" / "retail" / "orders.yaml"
+    canonical = orders.read_text()
+    orders.write_text("# Orders\n" + canonical.replace("format: parquet\n", "").replace(
+        "table: retail.orders\n", "table: retail.orders\nformat: parquet  # as Spark writes it\n"))
+    assert main(["--project", str(example), "fmt", "--check"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out.startswith("--- a/schemas/retail/orders.yaml\n+++ b/schemas/retail/orders.yaml\n")
+    assert (" table: retail.orders\n+comment: One row per order line\n format: parquet  # as Spark writes it\n"
+            "-comment: One row per order line\n") in captured.out
+    assert captured.err == "1 file would be reformatted: run schemaflow fmt\n"
+    assert "format: parquet  # as Spark" in orders.read_text().splitlines()[2]  # --check wrote nothing
+
+    assert main(["fmt", "--project", str(example)]) == 0
+    assert capsys.readouterr().out == "formatted schemas/retail/orders.yaml\n"
+    assert orders.read_text() == "# Orders\n" + canonical.replace("format: parquet\n", "format: parquet  # as Spark writes it\n")
+    assert main(["--project", str(example), "fmt", "--check"]) == 0
+    assert capsys.readouterr().out == "11 files already formatted.\n"
+
+
+def test_fmt_formats_what_it_can_and_names_what_it_cannot(example, capsys):
+    (example / "schemas" / "retail" / "broken.yaml").write_text("table: retail.broken\ncolumns: [\n")
+    assert main(["--project", str(example), "fmt"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("schemas/retail/broken.yaml:3:1: ")
+    assert err[-1] == "error: 1 file could not be formatted (left as they are)"
+    assert (example / "schemas" / "retail" / "broken.yaml").read_text() == "table: retail.broken\ncolumns: [\n"

@@ -55,7 +55,7 @@ def test_each_change_kind_between_two_commits(repo):
     edit(schemas / "retail/customers.yaml", "rewritten nightly", "rewritten hourly")
     edit(schemas / "retail/customers.yaml", "{name: name, type: string}",
          "{name: name, type: string, comment: Full name}")
-    edit(schemas / "retail/customers.yaml", "{owner: sales-eng, orc.compress: ZSTD}", "{owner: crm-team}")
+    edit(schemas / "retail/customers.yaml", "{orc.compress: ZSTD, owner: sales-eng}", "{owner: crm-team}")
     edit(schemas / "analytics/daily_sessions.yaml", "  GROUP BY", "  WHERE pages > 0\n  GROUP BY")
     (schemas / "analytics/marketing_spend.yaml").unlink()
     (schemas / "retail/returns.yaml").write_text(

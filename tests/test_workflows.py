@@ -94,6 +94,13 @@ def test_the_plan_workflow_commands_plan_a_shallow_clone(tmp_path, monkeypatch, 
     assert [(s["kind"], s["object"], s["blocked"] is not None) for s in saved["steps"]] == [
         ("drop_table", "analytics.marketing_spend", True)]
 
+    layout = command(named(workflow, "Check the layout of the YAML files"), env)
+    assert main(layout[1:]) == 0  # the example's files are in the canonical layout
+    assert capsys.readouterr().out == "10 files already formatted.\n"
+    (checkout / "schemas/retail/orders.yaml").write_text("format: parquet\ntable: retail.orders\ncolumns: []\n")
+    assert main(layout[1:]) == 2  # a file out of layout fails the check, its diff in the log
+    assert capsys.readouterr().out.startswith("--- a/schemas/retail/orders.yaml\n")
+
 
 def test_the_apply_workflow_rebuilds_the_reviewed_plan_and_applies_only_that():
     workflow = load(APPLY)
