@@ -52,7 +52,7 @@ from schemaflow.spec.loader import SCHEMAS_DIR, SUFFIXES
 from schemaflow.spec.migrations import MIGRATIONS_DIR
 from schemaflow.spec.schema import _validator
 from schemaflow.spec.settings import SETTINGS_FILE
-from schemaflow.spec.source import Directory
+from schemaflow.spec.source import Directory, ReadFile
 from schemaflow.spec.yamlpos import NodePath, load_yaml, read_bytes
 
 LINE_WIDTH = 120  # the longest line a column or free-form mapping may take on one line
@@ -129,17 +129,6 @@ def unified_diff(formatted: Formatted) -> str:
                                         f"a/{formatted.path}", f"b/{formatted.path}"))
 
 
-@dataclass(frozen=True)
-class _Content:
-    """A file's bytes, in the shape ``load_yaml`` reads a file."""
-
-    name: str
-    content: bytes
-
-    def read_bytes(self) -> bytes:
-        return self.content
-
-
 class _Refused(Exception):
     """Why a file cannot be formatted, and where (1-based)."""
 
@@ -157,7 +146,7 @@ _PASSES = 4
 def _format(path: str, content: bytes) -> str:
     """The canonical form of the file at ``path``; raises ``SpecError``."""
     # load_yaml locates bad syntax, duplicate keys and documents too deep or too large to read.
-    data = load_yaml(_Content(PurePosixPath(path).name, content), path).data
+    data = load_yaml(ReadFile(PurePosixPath(path).name, content), path).data
     text = content.decode("utf-8")
     kind = _kind(path, data)
     if kind is None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import gc
 from contextlib import contextmanager
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Iterator
@@ -26,7 +25,7 @@ from schemaflow.spec.analysis import analyze_views
 from schemaflow.spec.migrations import (MIGRATIONS_DIR, SUM_FILE, agreement_problems, order_problems, read_migration,
                                         sum_problems)
 from schemaflow.spec.objects import Declaration, read_object
-from schemaflow.spec.source import Directory, ProjectFile, ProjectFiles
+from schemaflow.spec.source import Directory, ProjectFile, ProjectFiles, ReadFile
 from schemaflow.spec.yamlpos import load_yaml, read_bytes
 
 SCHEMAS_DIR = "schemas"
@@ -137,17 +136,6 @@ def _no_cycle_collection() -> Iterator[None]:
             gc.enable()
 
 
-@dataclass(frozen=True)
-class _Content:
-    """A file's bytes, read once, in the shape ``load_yaml`` reads a file."""
-
-    name: str
-    content: bytes
-
-    def read_bytes(self) -> bytes:
-        return self.content
-
-
 @lru_cache(maxsize=CACHED_FILES)
 def _declared(path: str, content: bytes) -> Declaration:
     """The object the file at ``path`` declares, read once per path and content in a process.
@@ -155,7 +143,7 @@ def _declared(path: str, content: bytes) -> Declaration:
     ``plan --base`` reads two trees that differ in a few files: each file the same in both is
     composed and checked once. A file that cannot be read raises ``SpecError`` (not cached).
     """
-    return read_object(load_yaml(_Content(PurePosixPath(path).name, content), path))
+    return read_object(load_yaml(ReadFile(PurePosixPath(path).name, content), path))
 
 
 def _yaml_files(files: ProjectFiles, folder: str, problems: list[Problem]) -> dict[str, ProjectFile]:

@@ -30,6 +30,17 @@ class ProjectFile(Protocol):
     def read_bytes(self) -> bytes: ...
 
 
+@dataclass(frozen=True)
+class ReadFile:
+    """A file's bytes, read once, in the shape of a ``ProjectFile``."""
+
+    name: str
+    content: bytes
+
+    def read_bytes(self) -> bytes:
+        return self.content
+
+
 class ProjectFiles(Protocol):
     """A project's files, wherever they are kept."""
 
