@@ -128,10 +128,10 @@ def review_live(project: Project, live: Live, *, allow_destructive: bool = False
                       check_partitions=check_partitions, invalidation=project.settings.invalidation,
                       recompile=recompile, list_partitions=live.metastore.partition_values,
                       type_rule=live.metastore.enforces_type_rule())
-    plan = replace(plan, metastore=live.metastore.endpoint, target=project.settings.target,
+    against = f"target {project.settings.target}" if project.settings.target else None
+    plan = replace(plan, metastore=live.metastore.endpoint, target=project.settings.target, against=against,
                    warnings=left_alone + plan.warnings)
-    base = f"target {project.settings.target}" if project.settings.target else "the metastore"
-    return Review(_check_view_sql(plan, desired, live), base=base, reads=_reads(current, desired))
+    return Review(_check_view_sql(plan, desired, live), reads=_reads(current, desired))
 
 
 def _check_view_sql(plan: Plan, desired: Catalog, live: Live) -> Plan:
@@ -188,8 +188,8 @@ def review_snapshot(project: Project, snapshot: Path, *, allow_destructive: bool
     plan = build_plan(desired, current, allow_destructive=allow_destructive,
                       count_partitions=saved.partition_counts.get, basis="snapshot",
                       invalidation=project.settings.invalidation)
-    plan = replace(plan, warnings=left_alone + plan.warnings)
-    return Review(plan, base=f"the snapshot {snapshot}", counts_from=str(snapshot) if saved.partition_counts else None,
+    plan = replace(plan, warnings=left_alone + plan.warnings, against=f"the snapshot {snapshot}")
+    return Review(plan, counts_from=str(snapshot) if saved.partition_counts else None,
                   reads=_reads(current, desired))
 
 
@@ -211,8 +211,8 @@ def review_refs(project: Project, base: str, head: str | None = None, *, allow_d
     counts = partition_counter(uri) if uri and uri.startswith("thrift://") else None
     plan = build_plan(desired, before, allow_destructive=allow_destructive, commit=commit_of(project.root, head),
                       count_partitions=counts, basis="git", invalidation=project.settings.invalidation)
-    plan = replace(plan, warnings=left_alone + plan.warnings)
-    return Review(plan, base=base, head=head or "the working tree", counts_from=uri if counts else None,
+    plan = replace(plan, warnings=left_alone + plan.warnings, against=base)
+    return Review(plan, head=head or "the working tree", counts_from=uri if counts else None,
                   reads=_reads(before, desired))
 
 

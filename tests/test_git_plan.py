@@ -116,7 +116,7 @@ def test_an_unchanged_work_tree_plans_nothing(repo, capsys):
     assert document == {"allow_destructive": False, "databases": ["analytics", "retail"], "format_version": 3,
                         "steps": [], "warnings": [], "basis": "git", "fingerprints": {}, "guards": {}, "partition_counts": {},
                         "commit": repo.head.commit.hexsha, "project": catalog_digest(desired_state(load_project(project_dir(repo)))),
-                        "metastore": None, "target": None}
+                        "metastore": None, "target": None, "against": "main"}
     assert captured.err == ("Planning the working tree against main from git, without a metastore: "
                             "partition counts are unknown.\n")
 
@@ -214,7 +214,10 @@ def test_a_shallow_clone_plans_once_the_base_is_fetched(repo, tmp_path, capsys):
     clone.git.execute(fetch.split())
     assert main(args + ["--format", "json"]) == 2
     shallow = json.loads(capsys.readouterr().out)
-    assert shallow == json.loads(plan_refs(repo, "main", "feature").to_json())
+    full = json.loads(plan_refs(repo, "main", "feature").to_json())
+    # The same plan; only the words for its base (and so the checksum) differ.
+    assert (shallow.pop("against"), full.pop("against")) == ("origin/main", "main")
+    assert {k: v for k, v in shallow.items() if k != "checksum"} == {k: v for k, v in full.items() if k != "checksum"}
     assert [s["kind"] for s in shallow["steps"]][0] == "add_columns"
 
 

@@ -31,3 +31,14 @@ def test_a_metastore_that_moved_since_the_review_makes_it_stale():
     assert differences(reviewed, after_merge) == [
         "planned differently: add 1 column to retail.orders: coupon string",  # it now carries the stamp
         "no longer planned: comment on table retail.orders: None -> 'Orders'"]
+
+
+def test_a_reviewed_drop_is_the_same_drop_after_merge_though_its_record_names_another_commit():
+    other = Table("retail", "legacy", (Column("id", "bigint"),))
+    reviewed = build_plan(catalog(BASE), applied_state(catalog(BASE, other)), allow_destructive=True, commit="pr-head")
+    after_merge = build_plan(catalog(BASE), applied_state(catalog(BASE, other)), allow_destructive=True,
+                             commit="merge-commit")
+    assert reviewed.steps[0].actions != after_merge.steps[0].actions  # the drop's record names its commit
+    assert differences(reviewed, after_merge) == []
+    older = build_plan(catalog(BASE), applied_state(catalog(BASE, replace(other, comment="x"))), allow_destructive=True)
+    assert differences(reviewed, older) == ["planned differently: drop table retail.legacy"]  # another version

@@ -109,3 +109,14 @@ def test_a_view_whose_sql_changes_shows_a_diff_of_it_not_the_whole_statement():
     coloured = render(Review(plan), "text", color=True)
     assert "\033[31m-WHERE a > 0\033[0m" in coloured and "\033[32m+WHERE a > 1\033[0m" in coloured
     assert type(step).from_data(step.to_data()) == step  # saved plans keep it
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_show_prints_a_saved_plan_as_the_golden_text_plan(name, tmp_path, capsys):
+    planned(name, tmp_path)
+    saved = tmp_path / "plan.json"
+    main(["--project", str(tmp_path), "plan", "--base", "main", "--out", str(saved)])
+    capsys.readouterr()
+    main(["show", str(saved)])
+    out = capsys.readouterr().out.replace(str(tmp_path), "<project>")
+    assert out == (CASES / name / "expected.txt").read_text()

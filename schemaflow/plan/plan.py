@@ -58,6 +58,7 @@ class Plan:
     project: str | None = None
     metastore: str | None = None
     target: str | None = None
+    against: str | None = None  # what it was planned against, in words ("main", "the snapshot live.json")
 
     @property
     def is_empty(self) -> bool:
@@ -83,7 +84,8 @@ class Plan:
                 "fingerprints": dict(sorted(self.fingerprints.items())), "commit": self.commit,
                 "guards": dict(sorted(self.guards.items())),
                 "partition_counts": dict(sorted(self.partition_counts.items())),
-                "project": self.project, "metastore": self.metastore, "target": self.target}
+                "project": self.project, "metastore": self.metastore, "target": self.target,
+                "against": self.against}
         return {**data, "checksum": _checksum(data)}
 
     def to_json(self) -> str:
@@ -101,7 +103,8 @@ class Plan:
                    allow_destructive=bool(data["allow_destructive"]), warnings=tuple(data["warnings"]),
                    basis=data["basis"], fingerprints=dict(data["fingerprints"]), commit=data["commit"],
                    guards=dict(data["guards"]), partition_counts=dict(data["partition_counts"]),
-                   project=data["project"], metastore=data["metastore"], target=data.get("target"))
+                   project=data["project"], metastore=data["metastore"], target=data.get("target"),
+                   against=data.get("against"))
 
 
 def _checksum(content: Mapping[str, Any]) -> str:

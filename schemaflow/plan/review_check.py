@@ -5,16 +5,17 @@ reviewer read (made between git refs, with no metastore). They must make the sam
 same kinds of steps, on the same objects, running the same actions. What may differ is what only
 the live metastore knows or what only the apply moment decides: partition counts and the notes,
 estimates and batching that follow from them, the partitions of partitioned views, and the commit
-the stamps record. Anything else means
+the stamps and drop records record. Anything else means
 the metastore or the schemas moved since the review, and the reviewed plan is stale.
 """
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from schemaflow.model import APPLIED_COMMIT_KEY
+from schemaflow.model import APPLIED_COMMIT_KEY, DROPPED_PREFIX
 from schemaflow.plan.plan import Plan
-from schemaflow.plan.steps import VIEW_PARTITIONS, SetColumns, SetParameters, Step
+from schemaflow.plan.steps import VIEW_PARTITIONS, SetColumns, SetDatabaseParameters, SetParameters, Step
 
 
 def _comparable(step: Step) -> tuple[Any, ...]:
@@ -25,8 +26,16 @@ def _comparable(step: Step) -> tuple[Any, ...]:
                                    action.unset)
         elif isinstance(action, SetColumns):
             action = SetColumns(action.object, action.columns, action.partition_columns, action.cascade)
+        elif isinstance(action, SetDatabaseParameters):
+            action = SetDatabaseParameters(action.database, {k: _without_commit(v) if k.startswith(DROPPED_PREFIX) else v
+                                                             for k, v in action.properties.items()})
         actions.append(action)
     return step.kind, step.object, step.blocked, tuple(actions)
+
+
+def _without_commit(record: str) -> str:
+    """A drop's record without the commit it names."""
+    return json.dumps({k: v for k, v in json.loads(record).items() if k != "commit"}, sort_keys=True)
 
 
 def _changes(plan: Plan) -> list[Step]:

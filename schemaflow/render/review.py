@@ -15,7 +15,11 @@ from schemaflow.plan.plan import Plan
 @dataclass(frozen=True)
 class Review:
     plan: Plan
-    base: str = "the metastore"        # what the plan starts from, in words ("origin/main", "the snapshot live.json")
     head: str = "the working tree"     # whose schemas it reaches, in words
     counts_from: str | None = "the metastore"  # where partition counts came from; None: they are unknown
     reads: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # "db.view" -> the objects it reads
+
+    @property
+    def base(self) -> str:
+        """What the plan starts from, in words ("origin/main", "the snapshot live.json"), as the plan records it."""
+        return self.plan.against or "the metastore"
