@@ -164,6 +164,8 @@ class View:
     # uses anywhere ("db.name" -> names), and where each output column comes from ("db.name.column").
     uses: Mapping[str, tuple[str, ...]] = field(default_factory=dict, compare=False)
     lineage: Mapping[str, tuple[str, ...]] = field(default_factory=dict, compare=False)
+    # Declared only, derived from ``sql``: the names the SQL gives its output, which ``columns`` may rename.
+    output: tuple[str, ...] = field(default=(), compare=False)
     # Live only: Spark's view.schemaMode (COMPENSATION, BINDING, EVOLUTION, TYPE EVOLUTION); None: none stored.
     schema_mode: str | None = field(default=None, compare=False)
     managed_keys: tuple[str, ...] = field(default=(), compare=False)
@@ -307,6 +309,8 @@ def split_key(key: str) -> tuple[str, str]:
 
 # Table fields left out of the plain data while they hold their defaults.
 _STORAGE_DETAILS = frozenset({"data_source", "serde", "input_format", "output_format", "serde_properties", "bucketing"})
+# Fields derived from a declared view's SQL, left out likewise: what was saved before them reads the same.
+_DERIVED_LATER = frozenset({"output"})
 
 
 def to_data(obj: Object) -> dict[str, Any]:
@@ -318,7 +322,7 @@ def to_data(obj: Object) -> dict[str, Any]:
         value = getattr(obj, f.name)
         if f.name in ("columns", "partition_columns"):
             value = [column_data(c) for c in value]
-        elif f.name in _STORAGE_DETAILS and not value:
+        elif f.name in _STORAGE_DETAILS | _DERIVED_LATER and not value:
             continue  # at its default: the data (and so the fingerprint) of a table without it is unchanged
         elif isinstance(value, (ViewPartitions, Bucketing)):
             value = value.to_data()
@@ -337,7 +341,7 @@ def from_data(data: Mapping[str, Any]) -> Object:
     for name in ("columns", "partition_columns"):
         if name in data:
             data[name] = tuple(Column(**c) for c in data[name])
-    for name in ("partitioned_on", "managed_keys", "reads"):
+    for name in ("partitioned_on", "managed_keys", "reads", "output"):
         if name in data:
             data[name] = tuple(data[name])
     for name in ("uses", "lineage"):
@@ -416,7 +420,8 @@ def fingerprint(obj: Object) -> str:
     view's partitions: like a table's, they are its contents, which follow the loads of its base.
     """
     data = to_data(replace(obj, managed_keys=(), version=None))
-    for left_out in ("managed_keys", "version", "reads", "uses", "lineage", "schema_mode", "migrations", "partitions"):
+    for left_out in ("managed_keys", "version", "reads", "uses", "lineage", "output", "schema_mode", "migrations",
+                     "partitions"):
         data.pop(left_out, None)
     canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]

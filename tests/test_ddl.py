@@ -1,6 +1,8 @@
 """DDL text: quoting of names and escaping of strings, the statements each change produces."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from schemaflow.model import Column, Table, View
 from schemaflow.sql import ddl
 
@@ -64,3 +66,26 @@ def test_applied_at_fills_schemaflows_parameters_only():
     assert filled == {"schemaflow.applied_at": "2026-11-23T00:00:00Z",
                       "schemaflow.migration.0002": '{"at": "2026-11-23T00:00:00Z"}',
                       "owner": APPLIED_AT, "note": f"set at {APPLIED_AT}"}
+
+
+def test_a_view_is_stored_with_every_table_it_reads_named_with_its_database():
+    from schemaflow.sql.views import with_tables_qualified
+
+    sql = ("WITH recent AS (SELECT * FROM orders WHERE ds > '2026')  -- orders: the shop's\n"
+           "SELECT r.id, `items`.sku FROM recent r JOIN `items` ON TRUE JOIN other.x USING (k)\n"
+           "WHERE EXISTS (SELECT 1 FROM shop.refunds)")
+    assert with_tables_qualified(sql, "shop") == (
+        "WITH recent AS (SELECT * FROM `shop`.orders WHERE ds > '2026')  -- orders: the shop's\n"
+        "SELECT r.id, `items`.sku FROM recent r JOIN `shop`.`items` ON TRUE JOIN other.x USING (k)\n"
+        "WHERE EXISTS (SELECT 1 FROM shop.refunds)")
+
+
+def test_a_view_whose_columns_rename_its_output_is_stored_wrapped_in_a_select_that_renames_it():
+    renamed = View("shop", "v", "SELECT id, amount FROM orders", (Column("order_id", comment="The id"), Column("amount")),
+                   output=("id", "amount"))
+    assert ddl.view_text(renamed) == ("SELECT `id` AS `order_id`, `amount`\nFROM (\n"
+                                      "SELECT id, amount FROM `shop`.orders\n) `v`")
+    same = replace(renamed, columns=(Column("id", comment="The id"), Column("amount")))
+    assert ddl.view_text(same) == "SELECT id, amount FROM `shop`.orders"
+    assert ddl.create_view(renamed, replace=True).endswith("AS SELECT `id` AS `order_id`, `amount`\nFROM (\n"
+                                                           "SELECT id, amount FROM `shop`.orders\n) `v`")

@@ -94,13 +94,13 @@ def test_a_view_whose_sql_changes_shows_a_diff_of_it_not_the_whole_statement():
     from schemaflow.render.review import Review
 
     table = Table("shop", "t", (Column("a", "int"), Column("b", "string")))
-    live = View("shop", "v", "SELECT a\nFROM t\nWHERE a > 0", (Column("a", "int"),))
+    live = View("shop", "v", "SELECT a\nFROM `shop`.t\nWHERE a > 0", (Column("a", "int"),))  # as view_text stores it
     want = View("shop", "v", "SELECT a\nFROM t\nWHERE a > 1", (Column("a"),),
                 reads=("shop.t",), uses={"shop.t": ("a",)}, lineage={"a": ("shop.t.a",)})
     plan = build_plan(Catalog(("shop",), {table.key: table, want.key: want}),
                       Catalog(("shop",), {table.key: table, live.key: live}))
     [step] = plan.steps
-    assert step.sql_diff == ("--- live", "+++ schemas", "@@ -1,3 +1,3 @@", " SELECT a", " FROM t", "-WHERE a > 0",
+    assert step.sql_diff == ("--- live", "+++ schemas", "@@ -1,3 +1,3 @@", " SELECT a", " FROM `shop`.t", "-WHERE a > 0",
                              "+WHERE a > 1")
     text = render(Review(plan), "text")
     assert "       -WHERE a > 0\n       +WHERE a > 1\n" in text

@@ -323,7 +323,8 @@ class ReplaceView(_OfView):
 
     def to_step(self) -> Step:
         diff = () if self.old_sql is None else tuple(difflib.unified_diff(
-            self.old_sql.strip().splitlines(), self.view.sql.strip().splitlines(), "live", "schemas", lineterm=""))
+            self.old_sql.strip().splitlines(), ddl.view_text(self.view).strip().splitlines(), "live", "schemas",
+            lineterm=""))
         return Step("replace_view", self.key, "view", f"re-create view {self.key}: {'; '.join(self.reasons)}",
                     _view_actions(self.view, replace=True), sql_diff=diff)
 

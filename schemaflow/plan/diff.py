@@ -18,6 +18,7 @@ from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateDat
                                      SetStorage, SetTableComment, Unsupported)
 from schemaflow.plan.evolution import APPEND, SAME, Evolution, evolve
 from schemaflow.sql.storage import NO_ADD_COLUMNS
+from schemaflow.sql.ddl import view_text
 from schemaflow.sql.views import normalize_sql
 
 _RECREATE = "drop it and re-create it (--allow-destructive), or create a new table and copy the data"
@@ -179,7 +180,8 @@ def _hive_columns(want: Table, have: Table, evolution: Evolution) -> list[Change
 
 def diff_view(want: View, have: View) -> list[Change]:
     reasons: list[str] = []
-    sql_changed = normalize_sql(want.sql) != normalize_sql(have.sql)
+    # Stored as view_text stores it, or as written (by a version of schemaflow before view_text).
+    sql_changed = normalize_sql(have.sql) not in (normalize_sql(view_text(want)), normalize_sql(want.sql))
     if sql_changed:
         reasons.append("SQL changed")
     if _names(want.columns) != _names(have.columns):

@@ -97,7 +97,8 @@ def _analyze(view: View, doc: Document, schema: Mapping[str, list[tuple[str, str
         return view, [Problem(doc.key("columns"), message)]
     problems = _partition_problems(view, tuple(c.name for c in columns), doc)
     lineage = dict(zip((c.name for c in columns), analysis.lineage.values()))
-    return replace(view, columns=columns, reads=analysis.reads, uses=analysis.uses, lineage=lineage), problems
+    return replace(view, columns=columns, reads=analysis.reads, uses=analysis.uses, lineage=lineage,
+                   output=analysis.output), problems
 
 
 def _partition_problems(view: View, names: tuple[str, ...], doc: Document) -> list[Problem]:

@@ -3,7 +3,8 @@
 Identifiers are back-quoted (a back-quote inside is doubled); string literals use Spark's default
 backslash escapes, the only form Spark's parser accepts (it rejects SQL's doubled quote ``''``).
 So a comment holding quotes, back-quotes, semicolons or newlines round-trips unchanged. View SQL is
-embedded as declared: ``spec`` has already proved it is exactly one SELECT. A created object is
+embedded as declared, made readable to Hive too (see ``view_text``): ``spec`` has already proved it
+is exactly one SELECT. A created object is
 born claimed: its CREATE sets ``schemaflow.version`` to the ``CLAIM`` the executor fills in.
 """
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Iterable, Mapping
 from schemaflow.claims import CLAIM
 from schemaflow.model import VERSION_KEY, Column, Table, View, split_key
 from schemaflow.sql.storage import CUSTOM, HIVE_FORMATS, SERDE_FORMATS, default_serde
+from schemaflow.sql.views import ViewSqlError, with_tables_qualified
 
 def ident(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
@@ -121,8 +123,28 @@ def create_view(view: View, replace: bool) -> str:
     if view.comment:
         lines.append(f"COMMENT {string(view.comment)}")
     lines.append(_claimed())
-    lines.append("AS " + view.sql)
+    lines.append("AS " + view_text(view))
     return "\n".join(lines)
+
+
+def view_text(view: View) -> str:
+    """The text schemaflow stores for a declared view, which Hive and Spark both read.
+
+    Spark stores a view's text as written, and Hive expands that text itself: from its own current
+    database, and naming the output as the text does. So every table the SQL reads is named with its
+    database, and when the view's columns rename the SQL's output, the SQL is wrapped in a SELECT
+    that renames it (as Hive's own expanded text does). The rest of the SQL stays as declared.
+    """
+    try:
+        sql = with_tables_qualified(view.sql, view.database)
+    except ViewSqlError:  # never a declared view's (spec parsed it): text made elsewhere goes as it is
+        return view.sql
+    names = [c.name for c in view.columns]
+    if not view.output or list(view.output) == names:
+        return sql
+    renamed = ", ".join(ident(old) if old == new else f"{ident(old)} AS {ident(new)}"
+                        for old, new in zip(view.output, names))
+    return f"SELECT {renamed}\nFROM (\n{sql}\n) {ident(view.name)}"
 
 
 def _claimed() -> str:

@@ -453,3 +453,19 @@ def with_databases_renamed(sql: str, names: Mapping[str, str]) -> str:
     for start, end, text in sorted(spans, reverse=True):
         sql = sql[:start] + text + sql[end:]
     return sql
+
+
+def with_tables_qualified(sql: str, default_database: str) -> str:
+    """``sql`` with each table or view it reads by an unqualified name named with ``default_database``.
+
+    Hive expands a view's stored text itself, from whatever database is current: an unqualified
+    name there is looked up in that one. Only the database is inserted (back-quoted), before the
+    name, so the text otherwise stays as written and an unaliased table keeps its name as alias.
+    """
+    query = parse_select(sql)
+    starts = sorted((table.this.meta["start"] for _, table in _table_references(query, default_database)
+                     if not table.args.get("db")), reverse=True)
+    database = "`" + default_database.replace("`", "``") + "`."
+    for start in starts:
+        sql = sql[:start] + database + sql[start:]
+    return sql
