@@ -11,7 +11,7 @@ from schemaflow.claims import CLAIM, Claim
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import APPLIED_AT_KEY, APPLIED_STATE_KEY, LIVE_STATE, MANAGED_KEYS_KEY, VERSION_KEY, Catalog, Column, Table, View, fingerprint
 from schemaflow.plan.plan import DESTRUCTIVE_BLOCK, Plan, build_plan
-from schemaflow.plan.steps import APPLIED_AT, PartitionView, SetColumns, SetParameters, SqlAction
+from schemaflow.plan.steps import APPLIED_AT, KeepViewPartitions, PartitionView, SetColumns, SetParameters, SqlAction
 from schemaflow.sql import ddl
 
 
@@ -186,8 +186,11 @@ def test_view_sql_change_ignores_whitespace_and_case():
 def test_partitioned_view_moves_its_columns_to_partition_keys():
     partitioned = replace(DAILY, partitioned_on=("ds",))
     plan = build_plan(catalog(ORDERS, partitioned, TOP), applied(DESIRED))
-    assert [type(a) for a in plan.steps[0].actions] == [SqlAction, SqlAction, PartitionView, SetParameters]
-    assert plan.steps[0].actions[2] == PartitionView("retail.daily", ("ds",))
+    # Re-created: its partitions are read first, to come back as they were (none here, as it was not partitioned).
+    assert [type(a) for a in plan.steps[0].actions] == [SqlAction, KeepViewPartitions, SqlAction, PartitionView,
+                                                        SetParameters]
+    assert plan.steps[0].actions[1] == KeepViewPartitions("retail.daily")
+    assert plan.steps[0].actions[3] == PartitionView("retail.daily", ("ds",))
 
 
 def test_plan_round_trips_through_json_and_applies_the_same_actions():

@@ -181,6 +181,38 @@ def test_partitions_added_outside_the_view_file_survive_a_replace(tmp_path: Path
     assert plan(project, metastore).is_empty
 
 
+def test_partitions_re_added_after_a_re_create_keep_their_parameters_and_times(tmp_path: Path, metastore, spark,
+                                                                              fresh_db):
+    db = fresh_db()
+    files = {f"schemas/{db}/orders.yaml": base_table(db),
+             f"schemas/{db}/daily.yaml": f"view: {db}.daily\ncomment: one\nsql: SELECT id, ds FROM orders\n"}
+    plan_and_apply(write_project(tmp_path, files), metastore)
+    # Re-created partitioned: there are no partitions yet to keep.
+    files[f"schemas/{db}/daily.yaml"] = files[f"schemas/{db}/daily.yaml"].replace("comment: one\n",
+                                                                                  "comment: one\npartitioned_on: [ds]\n")
+    plan_and_apply(write_project(tmp_path, files), metastore)
+    metastore.change_view_partitions(f"{db}.daily", ["ds"], [("2024-01-01",), (ODD,)], [])
+    jvm = spark._jvm
+    for number, values in enumerate((["2024-01-01"], [ODD]), 1):  # as Hive users and tools annotate them
+        partition = metastore.msc.getPartition(db, "daily", jvm.java.util.ArrayList(values))
+        partition.getParameters().put("loaded_by", f"job {number}")
+        partition.setCreateTime(1_700_000_000 + number)
+        partition.setLastAccessTime(1_700_000_100 + number)
+        metastore.msc.alter_partition(db, "daily", partition)
+
+    files[f"schemas/{db}/daily.yaml"] = files[f"schemas/{db}/daily.yaml"].replace("comment: one", "comment: two")
+    project = write_project(tmp_path, files)
+    replaced = plan_and_apply(project, metastore)
+    assert [s.summary for s in replaced.steps] == [f"re-create view {db}.daily: comment changed",
+                                                   f"partitions of view {db}.daily: add 2"]
+    kept = sorted((list(p.getValues()), p.getParameters().get("loaded_by"), p.getCreateTime(), p.getLastAccessTime())
+                  for p in metastore.msc.listPartitions(db, "daily", -1))
+    assert kept == sorted([(["2024-01-01"], "job 1", 1_700_000_001, 1_700_000_101),
+                           ([ODD], "job 2", 1_700_000_002, 1_700_000_102)])
+    assert metastore.kept_partitions == {}  # what was read went back with them
+    assert plan(project, metastore).is_empty
+
+
 def test_a_view_re_created_on_other_partition_columns_loses_its_partitions_only_when_allowed(
         tmp_path: Path, metastore, spark, fresh_db):
     db = fresh_db()

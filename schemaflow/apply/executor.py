@@ -19,7 +19,8 @@ from schemaflow.claims import Claim, new_run
 from schemaflow.errors import ConcurrentChange, SchemaflowError
 from schemaflow.model import VERSION_KEY, Column, Database, PartitionValues
 from schemaflow.plan.plan import Plan
-from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, PartitionView, SetColumns,
+from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, KeepViewPartitions, PartitionView,
+                                   SetColumns,
                                    SetDatabaseParameters, SetParameters, SetStorageAction, SqlAction, Step,
                                    fill_applied_at)
 from schemaflow.sql import ddl
@@ -52,7 +53,12 @@ class Target(Protocol):
                     expected: str | None = None) -> None: ...
 
     def change_view_partitions(self, key: str, columns: Sequence[str], add: Sequence[PartitionValues],
-                               drop: Sequence[PartitionValues]) -> None: ...
+                               drop: Sequence[PartitionValues]) -> None:
+        """Drop, then add, partitions of a view; those added that ``keep_view_partitions`` read keep
+        their parameters and creation time."""
+
+    def keep_view_partitions(self, key: str) -> None:
+        """Read the partitions of the view ``key``, for ``change_view_partitions`` to re-add them as they were."""
 
     def set_storage(self, key: str, serde_properties: Mapping[str, str], buckets: int | None,
                     expected: str | None = None) -> None: ...
@@ -96,6 +102,9 @@ class RecordingTarget:
     def change_view_partitions(self, key: str, columns: Sequence[str], add: Sequence[PartitionValues],
                                drop: Sequence[PartitionValues]) -> None:
         self.actions.append(ChangeViewPartitions(key, tuple(columns), tuple(add), tuple(drop)))
+
+    def keep_view_partitions(self, key: str) -> None:
+        self.actions.append(KeepViewPartitions(key))
 
     def set_storage(self, key: str, serde_properties: Mapping[str, str], buckets: int | None,
                     expected: str | None = None) -> None:
@@ -201,6 +210,8 @@ class Run:
         elif isinstance(action, ChangeViewPartitions):
             # A view's partitions are its contents, not its definition: the metastore has no guard for them.
             self.target.change_view_partitions(action.object, action.columns, action.add, action.drop)
+        elif isinstance(action, KeepViewPartitions):
+            self.target.keep_view_partitions(action.object)
         elif isinstance(action, PartitionView):
             self.target.partition_view(action.object, action.columns, self.held.get(action.object))
         elif isinstance(action, SetStorageAction):
@@ -245,7 +256,7 @@ def apply_plan(plan: Plan, target: Target, progress: TextIO | None = None, claim
                     run.started.add(step.object)  # it may stop after some batches, leaving the object half-changed
                 run.run(action)
                 # Only now: a step that fails before its first write changed nothing, and its claim is handed back.
-                if not isinstance(action, SqlAction) or action.writes:
+                if _writes(action):
                     run.started.add(step.object)
                 if pause:
                     pause(f"{index + 1}.{number}")
@@ -256,3 +267,10 @@ def apply_plan(plan: Plan, target: Target, progress: TextIO | None = None, claim
             raise ApplyError(index, plan.steps, error) from error
         if progress:
             progress.write(f"done ({time.monotonic() - started:.1f}s)\n")
+
+
+def _writes(action: Action) -> bool:
+    """Whether ``action`` changes the metastore (a USE or a read of partitions does not)."""
+    if isinstance(action, SqlAction):
+        return action.writes
+    return not isinstance(action, KeepViewPartitions)

@@ -25,7 +25,8 @@ from schemaflow.catalog.columns import set_columns, stale_partitions
 from schemaflow.catalog.jvm import java_errors, java_message, jvm_view, unreachable
 from schemaflow.catalog.spark_schema import NUM_BUCKETS, PROVIDER, spark_bucketing, spark_columns
 from schemaflow.catalog.session import VARIABLE_SUBSTITUTION
-from schemaflow.catalog.view_partitions import change_view_partitions, partition_values
+from schemaflow.catalog.view_partitions import (KeptPartitions, change_view_partitions, partition_values,
+                                                read_view_partitions)
 from schemaflow.errors import ConcurrentChange, SchemaflowError
 from schemaflow.model import (
     MANAGED_KEYS_KEY,
@@ -80,6 +81,8 @@ class Metastore:
         self.progress: Callable[[str], None] | None = None
         self.sleep: Callable[[float], None] = time.sleep
         self._guards_checked = False
+        # The partitions of each view this apply is re-creating, read just before (keep_view_partitions).
+        self.kept_partitions: dict[str, KeptPartitions] = {}
         jvm = jvm_view(spark)
         self.api = jvm.org.apache.hadoop.hive.metastore.api
         self._serializer = jvm.org.apache.thrift.TSerializer(
@@ -346,7 +349,12 @@ class Metastore:
                                drop: Sequence[PartitionValues]) -> None:
         """Drop and add partitions of the view ``key``, in batches (see ``catalog.view_partitions``)."""
         with self._errors(f"changing the partitions of view {key}"):
-            change_view_partitions(self, key, columns, add, drop)
+            change_view_partitions(self, key, columns, add, drop, self.kept_partitions.pop(key, None))
+
+    def keep_view_partitions(self, key: str) -> None:
+        """Read the partitions of the view ``key`` before it is re-created (see ``catalog.view_partitions``)."""
+        with self._errors(f"reading the partitions of view {key}"):
+            self.kept_partitions[key] = read_view_partitions(self, key)
 
     def from_json(self, struct: Any, data: Mapping[str, Any]) -> None:
         """Fill a Thrift struct from data in Thrift's JSON protocol, decoded in the JVM: one round trip."""

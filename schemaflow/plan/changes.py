@@ -14,7 +14,7 @@ from typing import Mapping
 from schemaflow.model import MIGRATION_PREFIX, SCHEMAFLOW_PREFIX, Column, Database, PartitionValues, Table, View
 from schemaflow.plan.evolution import SAME, Evolution
 from schemaflow.plan.hazards import column_hazards, restrict_hazard
-from schemaflow.plan.steps import (VIEW_PARTITIONS, Action, AddDatabase, ChangeViewPartitions, PartitionView, SetColumns,
+from schemaflow.plan.steps import (VIEW_PARTITIONS, Action, AddDatabase, ChangeViewPartitions, KeepViewPartitions, PartitionView, SetColumns,
                                    SetDatabaseParameters, SetParameters, SetStorageAction, SqlAction, Step,
                                    listed_partitions)
 from schemaflow.sql import ddl
@@ -293,8 +293,10 @@ class SetStorage:
 
 def _view_actions(view: View, replace: bool) -> tuple:
     # Unqualified names in the SQL resolve in the view's own database, as validate resolved them.
-    actions: tuple = (SqlAction(ddl.use_database(view.database)),
-                      SqlAction(ddl.create_view(view, replace), claims=view.key))
+    actions: tuple = (SqlAction(ddl.use_database(view.database)),)
+    if replace and view.partitioned_on:
+        actions += (KeepViewPartitions(view.key),)
+    actions += (SqlAction(ddl.create_view(view, replace), claims=view.key),)
     if view.partitioned_on:
         actions += (PartitionView(view.key, view.partitioned_on),)
     return actions

@@ -151,6 +151,23 @@ class ChangeViewPartitions:
                 "add": [list(v) for v in self.add], "drop": [list(v) for v in self.drop]}
 
 
+@dataclass(frozen=True)
+class KeepViewPartitions:
+    """Read a partitioned view's partitions just before it is re-created, so that those re-added after
+    it keep their parameters and creation time (Spark's CREATE OR REPLACE VIEW drops them all).
+
+    What is read stays with the running apply: a run stopped in between re-adds them without.
+    """
+
+    object: str
+
+    def describe(self) -> str:
+        return f"-- metastore {self.object}: read its partitions, to re-add them with their parameters and times"
+
+    def to_data(self) -> dict[str, Any]:
+        return {"action": "keep_view_partitions", "object": self.object}
+
+
 VIEW_PARTITIONS = "view_partitions"  # the kind of the step that adds and drops a view's partitions
 VIEW_DEFINITIONS = ("create_view", "replace_view")  # the kinds of the steps that run a view's SQL
 
@@ -218,7 +235,7 @@ class SetStorageAction:
 
 
 Action = (SqlAction | AddDatabase | SetDatabaseParameters | SetParameters | PartitionView | SetColumns
-          | ChangeViewPartitions | SetStorageAction)
+          | ChangeViewPartitions | KeepViewPartitions | SetStorageAction)
 
 
 def action_from_data(data: Mapping[str, Any]) -> Action:
@@ -241,6 +258,8 @@ def action_from_data(data: Mapping[str, Any]) -> Action:
                                 buckets=data["buckets"])
     if kind == "partition_view":
         return PartitionView(object=data["object"], columns=tuple(data["columns"]))
+    if kind == "keep_view_partitions":
+        return KeepViewPartitions(object=data["object"])
     if kind == "change_view_partitions":
         return ChangeViewPartitions(object=data["object"], columns=tuple(data["columns"]),
                                     add=tuple(tuple(v) for v in data["add"]),
