@@ -61,7 +61,9 @@ def private_session(name: str, remote: bool) -> Iterator[Session]:
         }
         if remote:
             progress("starting the standalone Thrift metastore server")
-            server = stack.enter_context(MetastoreServer(workdir / "server"))
+            # HikariCP: pyspark lacks BoneCP, Hive 2.3's default pool, without which DROP DATABASE fails.
+            server = stack.enter_context(MetastoreServer(workdir / "server",
+                                                         settings={"datanucleus.connectionPoolingType": "HikariCP"}))
             settings = Settings(metastore_uri=server.uri, warehouse_dir=str(server.warehouse),
                                 derby_dir=str(workdir / "client"), spark_conf=private)
             where = "standalone Thrift server on this machine (tests/metastore_server.py), over a socket"

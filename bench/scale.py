@@ -7,16 +7,22 @@ reports, at each size asked for, side by side in one run:
 - ``schemaflow validate`` as a user runs it (a new process, Python's start included), and the
   same validation in-process with libyaml composing, side by side with PyYAML's pure-Python
   composer (the path schemaflow took before);
-- ``schemaflow plan --base`` between two commits that differ in a few files.
+- ``schemaflow plan --base`` between two commits that differ in a few files;
+- with ``--apply-sizes``, against a standalone Thrift metastore server: a cold ``plan`` of the
+  whole project (JVM start included), ``apply`` of that plan as a user runs it, side by side with a
+  bare loop of the same statements through ``spark.sql`` in one session (no guards, no stamps), and
+  a cold ``plan`` again, which must find nothing to do.
 
 Progress goes to stderr, results to stdout::
 
-    .venv/bin/python bench/scale.py [--sizes 500,1000,5000] [--large]
+    .venv/bin/python bench/scale.py [--sizes 500,1000,5000] [--large] [--apply-sizes 500,1000]
 """
 from __future__ import annotations
 
 import argparse
+import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -61,8 +67,9 @@ def generate(root: Path, objects: int, seed: int = 7) -> tuple[int, int]:
         columns_of[f"{database}.{name}"] = columns
         lines = [f"table: {database}.{name}", f"comment: Table {i} of the generated warehouse",
                  f"format: {'parquet' if i % 2 else 'orc'}", "columns:"]
-        lines += [f"  - {{name: {c}, type: '{TYPES[(i + j) % len(TYPES)]}', comment: Column {j} of {name}}}"
-                  for j, c in enumerate(columns)]
+        # c00 is every table's key, bigint, as the views join on it: Spark refuses a join of other types.
+        lines += [f"  - {{name: {c}, type: '{TYPES[(i + j) % len(TYPES)] if j else 'bigint'}', "
+                  f"comment: Column {j} of {name}}}" for j, c in enumerate(columns)]
         if i % 2 == 0:
             lines += ["partitioned_by:", "  - {name: ds, type: string, comment: Load date}"]
         lines.append(f"properties: {{owner: team{i % 7}, retention: '{30 + i % 5}'}}")
@@ -137,15 +144,60 @@ def plan_base(project: Path) -> float:
     return timed(run)
 
 
+def apply_figures(project: Path, size: int) -> str:
+    """One row of the apply table for the project at ``project`` (see the module docstring)."""
+    from bench.common import private_session
+    from schemaflow.plan.steps import AddDatabase, SqlAction
+    from schemaflow.sql import ddl
+    from schemaflow.workflow import load_plan
+
+    with private_session("apply", remote=True) as session:
+        server = session.spark.conf.get("spark.hadoop.hive.metastore.uris")
+        env = {**os.environ, "SCHEMAFLOW_METASTORE_URI": server,
+               "SCHEMAFLOW_WAREHOUSE_DIR": session.spark.conf.get("spark.sql.warehouse.dir")}
+
+        def command(*args: str, expect: int) -> tuple[float, str]:
+            started = time.perf_counter()
+            done = subprocess.run([SCHEMAFLOW, "--project", str(project), *args], capture_output=True, text=True,
+                                  env=env)
+            if done.returncode != expect:
+                raise SystemExit(f"schemaflow {' '.join(args)} exited {done.returncode}:\n{done.stdout}{done.stderr}")
+            return time.perf_counter() - started, done.stdout
+
+        progress(f"{size} objects: cold plan of everything against {server}")
+        planned, _ = command("plan", "--out", str(project / "plan.json"), expect=2)
+        plan = load_plan(project / "plan.json")
+        statements = [f"CREATE DATABASE {ddl.ident(a.database.name)}" if isinstance(a, AddDatabase)
+                      else ddl.fill_claim(a.sql, "bare") if a.claims else a.sql
+                      for step in plan.steps for a in step.actions if isinstance(a, (SqlAction, AddDatabase))]
+        progress(f"{size} objects: the bare loop of {len(statements)} statements")
+        bare = timed(lambda: [session.spark.sql(sql) for sql in statements])
+        for database in plan.databases:
+            session.spark.sql(f"DROP DATABASE {ddl.ident(database)} CASCADE")
+        session.spark.sql("USE default")
+        progress(f"{size} objects: schemaflow apply of {len(plan.steps)} steps")
+        applied, out = command("apply", str(project / "plan.json"), "--auto-approve", expect=0)
+        steps = sum(float(seconds) for seconds in re.findall(r"\.\.\. done \((\d+(?:\.\d+)?)s\)", out))
+        progress(f"{size} objects: cold plan again")
+        replanned, out = command("plan", expect=0)
+        if not out.startswith("No changes"):
+            raise SystemExit(f"the plan after apply found changes:\n{out}")
+    return (f"| {size:,} | {planned:.1f} s | {bare:.1f} s | {steps:.1f} s | {steps / bare:.2f}x | {applied:.1f} s "
+            f"| {replanned:.1f} s |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="500,1000,5500", help="objects per project, comma-separated")
     parser.add_argument("--large", action="store_true", help="add a project of 11,000 objects")
+    parser.add_argument("--apply-sizes", default="", help="objects per project to plan and apply against a "
+                                                          "metastore server, comma-separated (default: none)")
     args = parser.parse_args()
-    sizes = [int(s) for s in args.sizes.split(",")] + ([11_000] if args.large else [])
-    print("| objects (tables + views) | validate (command) | per object | in-process: libyaml | pure-Python composer "
-          "| ratio | plan --base (command) | plan --base / validate |")
-    print("|---|---|---|---|---|---|---|---|")
+    sizes = [int(s) for s in args.sizes.split(",") if s] + ([11_000] if args.large else [])
+    if sizes:
+        print("| objects (tables + views) | validate (command) | per object | in-process: libyaml | pure-Python "
+              "composer | ratio | plan --base (command) | plan --base / validate |")
+        print("|---|---|---|---|---|---|---|---|")
     for size in sizes:
         with tempfile.TemporaryDirectory(prefix="schemaflow-scale-") as scratch:
             project = Path(scratch) / "project"
@@ -160,6 +212,15 @@ def main() -> None:
             print(f"| {size:,} ({tables:,} + {views:,}) | {command:.2f} s | {command / size * 1000:.2f} ms "
                   f"| {fast:.2f} s | {pure:.2f} s | {pure / fast:.1f}x | {base:.2f} s | {base / command:.2f}x |",
                   flush=True)
+    if args.apply_sizes:
+        print("| objects | cold plan, all to create | bare loop of the statements | apply's steps | ratio "
+              "| apply (command) | cold plan, nothing to do |")
+        print("|---|---|---|---|---|---|---|")
+    for size in [int(s) for s in args.apply_sizes.split(",") if s]:
+        with tempfile.TemporaryDirectory(prefix="schemaflow-apply-") as scratch:
+            project = Path(scratch) / "project"
+            generate(project, size)
+            print(apply_figures(project, size), flush=True)
 
 
 if __name__ == "__main__":
