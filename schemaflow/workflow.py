@@ -49,10 +49,12 @@ def desired_state(project: Project) -> Catalog:
     return desired
 
 
-def _on_target(project: Project, declared: Catalog) -> Catalog:
+def _on_target(project: Project, declared: Catalog, check: bool = True) -> Catalog:
     """A catalog the project declares, under its target's database names (see ``target``); every target's
-    names are checked, so that validate finds a wrong one before any plan for that target."""
-    check_targets(declared, project.settings.targets)
+    names are checked against it, so that validate finds a wrong one before any plan for that target
+    (not against a base ref's, which may lack a database the settings now name)."""
+    if check:
+        check_targets(declared, project.settings.targets)
     return on_target(declared, project.settings.database_names)
 
 
@@ -204,7 +206,8 @@ def review_refs(project: Project, base: str, head: str | None = None, *, allow_d
     from schemaflow.gitsource import desired_at
 
     desired = desired_state(project) if head is None else _on_target(project, desired_at(project.root, head))
-    applied = applied_state(_on_target(project, desired_at(project.root, base)).in_databases(desired.databases))
+    applied = applied_state(_on_target(project, desired_at(project.root, base), check=False)
+                            .in_databases(desired.databases))
     # As against the metastore: a table the base managed and the head declares as a source is left alone.
     before, left_alone = owned(project, applied, desired)
     uri = project.settings.metastore_uri

@@ -184,3 +184,21 @@ def test_the_readmes_targets_example_is_valid_and_means_what_it_says(example):
                                                        "spark://spark-master.example.com:7077")
     staging = desired_state(load_project(example, env={}, target="staging"))
     assert staging.databases == ("stg_analytics", "stg_retail")
+
+
+def test_a_database_new_in_the_change_under_review_may_be_mapped_before_its_base_has_it(project, capsys):
+    import git
+
+    repo = git.Repo.init(project, initial_branch="main")
+    repo.index.add(["schemas", "migrations", "schemaflow.yaml"])
+    repo.index.commit("start")
+    settings = project / "schemaflow.yaml"
+    settings.write_text(settings.read_text().replace("databases: [analytics, retail]", "databases: [analytics, "
+                        "marketing, retail]").replace("analytics: dev_analytics}", "analytics: dev_analytics, "
+                                                                                   "marketing: dev_marketing}"))
+    (project / "schemas" / "marketing").mkdir()
+    (project / "schemas" / "marketing" / "leads.yaml").write_text(
+        "table: marketing.leads\ncolumns:\n  - {name: id, type: bigint}\n")
+    assert main(["--project", str(project), "plan", "--base", "main", "--target", "dev", "--no-color"]) == 2
+    out = capsys.readouterr().out
+    assert "create table dev_marketing.leads" in out
