@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from datetime import datetime, timezone
-from typing import Callable, Mapping, Protocol, Sequence, TextIO
+from typing import Any, Callable, Mapping, Protocol, Sequence, TextIO
 
 from schemaflow.claims import Claim, new_run
 from schemaflow.errors import ConcurrentChange, SchemaflowError
@@ -53,12 +53,13 @@ class Target(Protocol):
                     expected: str | None = None) -> None: ...
 
     def change_view_partitions(self, key: str, columns: Sequence[str], add: Sequence[PartitionValues],
-                               drop: Sequence[PartitionValues]) -> None:
-        """Drop, then add, partitions of a view; those added that ``keep_view_partitions`` read keep
-        their parameters and creation time."""
+                               drop: Sequence[PartitionValues], kept: Any = None) -> None:
+        """Drop, then add, partitions of a view; those added that ``kept`` (what ``keep_view_partitions``
+        read) holds keep their parameters and creation time."""
 
-    def keep_view_partitions(self, key: str) -> None:
-        """Read the partitions of the view ``key``, for ``change_view_partitions`` to re-add them as they were."""
+    def keep_view_partitions(self, key: str) -> Any:
+        """The partitions of the view ``key`` as they are (opaque to the executor), for ``change_view_partitions``
+        to re-add them as they were."""
 
     def set_storage(self, key: str, serde_properties: Mapping[str, str], buckets: int | None,
                     expected: str | None = None) -> None: ...
@@ -100,11 +101,12 @@ class RecordingTarget:
         self.guards.append(expected)
 
     def change_view_partitions(self, key: str, columns: Sequence[str], add: Sequence[PartitionValues],
-                               drop: Sequence[PartitionValues]) -> None:
+                               drop: Sequence[PartitionValues], kept: Any = None) -> None:
         self.actions.append(ChangeViewPartitions(key, tuple(columns), tuple(add), tuple(drop)))
 
-    def keep_view_partitions(self, key: str) -> None:
+    def keep_view_partitions(self, key: str) -> Any:
         self.actions.append(KeepViewPartitions(key))
+        return None
 
     def set_storage(self, key: str, serde_properties: Mapping[str, str], buckets: int | None,
                     expected: str | None = None) -> None:
@@ -134,6 +136,7 @@ class Run:
         self.target = target
         self.held: dict[str, str] = {}
         self.started: set[str] = set()  # objects this run has begun to change
+        self.kept: dict[str, Any] = {}  # the partitions of each view it re-creates, read just before
         kinds: dict[str, list[str]] = {}
         cascade: set[str] = set()
         for step in plan.steps:
@@ -209,9 +212,10 @@ class Run:
                                     action.batched, records, self.held.get(action.object))
         elif isinstance(action, ChangeViewPartitions):
             # A view's partitions are its contents, not its definition: the metastore has no guard for them.
-            self.target.change_view_partitions(action.object, action.columns, action.add, action.drop)
+            self.target.change_view_partitions(action.object, action.columns, action.add, action.drop,
+                                               self.kept.pop(action.object, None))
         elif isinstance(action, KeepViewPartitions):
-            self.target.keep_view_partitions(action.object)
+            self.kept[action.object] = self.target.keep_view_partitions(action.object)
         elif isinstance(action, PartitionView):
             self.target.partition_view(action.object, action.columns, self.held.get(action.object))
         elif isinstance(action, SetStorageAction):

@@ -81,8 +81,6 @@ class Metastore:
         self.progress: Callable[[str], None] | None = None
         self.sleep: Callable[[float], None] = time.sleep
         self._guards_checked = False
-        # The partitions of each view this apply is re-creating, read just before (keep_view_partitions).
-        self.kept_partitions: dict[str, KeptPartitions] = {}
         jvm = jvm_view(spark)
         self.api = jvm.org.apache.hadoop.hive.metastore.api
         self._serializer = jvm.org.apache.thrift.TSerializer(
@@ -346,15 +344,15 @@ class Metastore:
             return partition_values(self, key)
 
     def change_view_partitions(self, key: str, columns: Sequence[str], add: Sequence[PartitionValues],
-                               drop: Sequence[PartitionValues]) -> None:
+                               drop: Sequence[PartitionValues], kept: KeptPartitions | None = None) -> None:
         """Drop and add partitions of the view ``key``, in batches (see ``catalog.view_partitions``)."""
         with self._errors(f"changing the partitions of view {key}"):
-            change_view_partitions(self, key, columns, add, drop, self.kept_partitions.pop(key, None))
+            change_view_partitions(self, key, columns, add, drop, kept)
 
-    def keep_view_partitions(self, key: str) -> None:
-        """Read the partitions of the view ``key`` before it is re-created (see ``catalog.view_partitions``)."""
+    def keep_view_partitions(self, key: str) -> KeptPartitions:
+        """The partitions of the view ``key``, read before it is re-created (see ``catalog.view_partitions``)."""
         with self._errors(f"reading the partitions of view {key}"):
-            self.kept_partitions[key] = read_view_partitions(self, key)
+            return read_view_partitions(self, key)
 
     def from_json(self, struct: Any, data: Mapping[str, Any]) -> None:
         """Fill a Thrift struct from data in Thrift's JSON protocol, decoded in the JVM: one round trip."""
