@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -98,6 +102,65 @@ def test_own_project_against_a_thrift_metastore_server(metastore_server, tmp_pat
     assert (orders.format, orders.properties, [(c.name, c.type, c.comment) for c in orders.columns]) == (
         "orc", {"owner": "sales-eng"}, [("id", "bigint", "Order id")])
     assert [c.name for c in live.get("sales.big_orders").columns] == ["id", "ds"]
+
+
+@contextmanager
+def standalone_cluster(workdir: Path) -> Iterator[str]:
+    """A Spark standalone master and one worker, started from pyspark's own spark-class; yields the master URL."""
+    import pyspark
+
+    from tests.metastore_server import accepts_connections, free_port
+
+    home = Path(pyspark.__file__).parent
+    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOG_DIR": str(workdir), "SPARK_WORKER_DIR": str(workdir)}
+    port = free_port()
+    url = f"spark://127.0.0.1:{port}"
+    master_log, worker_log = workdir / "master.log", workdir / "worker.log"
+    started = []
+    try:
+        with master_log.open("wb") as log:
+            started.append(subprocess.Popen(
+                [str(home / "bin" / "spark-class"), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                 "--port", str(port), "--webui-port", str(free_port())], env=env, stdout=log, stderr=log,
+                start_new_session=True))
+        with worker_log.open("wb") as log:
+            started.append(subprocess.Popen(
+                [str(home / "bin" / "spark-class"), "org.apache.spark.deploy.worker.Worker", "--cores", "1",
+                 "--memory", "1g", "--webui-port", str(free_port()), "--work-dir", str(workdir / "work"), url],
+                env=env, stdout=log, stderr=log, start_new_session=True))
+        deadline = time.monotonic() + 120
+        while not (accepts_connections(port) and "Registering worker" in master_log.read_text(errors="replace")):
+            assert time.monotonic() < deadline, master_log.read_text(errors="replace")[-2000:]
+            time.sleep(0.5)
+        yield url
+    finally:
+        for process in started:
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait(timeout=60)
+
+
+@pytest.mark.remote
+def test_plan_apply_plan_through_a_standalone_spark_cluster(metastore_server, tmp_path):
+    project = tmp_path / "project"
+    (project / "schemas" / "sales").mkdir(parents=True)
+    (project / "schemas" / "sales" / "orders.yaml").write_text(
+        "table: sales.orders\ncolumns:\n  - {name: id, type: bigint}\npartitioned_by: [{name: ds, type: string}]\n")
+    (project / "schemas" / "sales" / "recent.yaml").write_text("view: sales.recent\nsql: SELECT id, ds FROM orders\n")
+    (project / "schemaflow.yaml").write_text("databases: [sales]\n")
+    with standalone_cluster(tmp_path) as master:
+        env = {"SCHEMAFLOW_METASTORE_URI": metastore_server, "SCHEMAFLOW_WAREHOUSE_DIR": str(tmp_path / "warehouse"),
+               "SCHEMAFLOW_SPARK_MASTER": master}
+        planned = schemaflow(project, "plan", env=env)
+        assert planned.returncode == 2, planned.stdout + planned.stderr
+        assert f"Starting Spark ({master}) and connecting to {metastore_server}" in planned.stderr
+        applied = schemaflow(project, "apply", "--auto-approve", env=env)
+        assert applied.returncode == 0, applied.stdout + applied.stderr
+        assert applied.stdout.endswith("Applied 3 steps.\n")
+        again = schemaflow(project, "plan", env=env)
+        assert (again.returncode, again.stdout) == (0, "No changes: the metastore matches the schemas "
+                                                       "(databases: sales).\n")
+        # Each run was an application of the cluster's master, not a local session.
+        assert (tmp_path / "master.log").read_text(errors="replace").count("Registering app schemaflow") == 3
 
 
 @pytest.mark.remote
