@@ -142,11 +142,11 @@ def standalone_cluster(workdir: Path) -> Iterator[str]:
 @pytest.mark.remote
 def test_plan_apply_plan_through_a_standalone_spark_cluster(metastore_server, tmp_path):
     project = tmp_path / "project"
-    (project / "schemas" / "sales").mkdir(parents=True)
-    (project / "schemas" / "sales" / "orders.yaml").write_text(
-        "table: sales.orders\ncolumns:\n  - {name: id, type: bigint}\npartitioned_by: [{name: ds, type: string}]\n")
-    (project / "schemas" / "sales" / "recent.yaml").write_text("view: sales.recent\nsql: SELECT id, ds FROM orders\n")
-    (project / "schemaflow.yaml").write_text("databases: [sales]\n")
+    (project / "schemas" / "on_cluster").mkdir(parents=True)
+    (project / "schemas" / "on_cluster" / "orders.yaml").write_text(
+        "table: on_cluster.orders\ncolumns:\n  - {name: id, type: bigint}\npartitioned_by: [{name: ds, type: string}]\n")
+    (project / "schemas" / "on_cluster" / "recent.yaml").write_text("view: on_cluster.recent\nsql: SELECT id, ds FROM orders\n")
+    (project / "schemaflow.yaml").write_text("databases: [on_cluster]\n")
     with standalone_cluster(tmp_path) as master:
         env = {"SCHEMAFLOW_METASTORE_URI": metastore_server, "SCHEMAFLOW_WAREHOUSE_DIR": str(tmp_path / "warehouse"),
                "SCHEMAFLOW_SPARK_MASTER": master}
@@ -158,7 +158,7 @@ def test_plan_apply_plan_through_a_standalone_spark_cluster(metastore_server, tm
         assert applied.stdout.endswith("Applied 3 steps.\n")
         again = schemaflow(project, "plan", env=env)
         assert (again.returncode, again.stdout) == (0, "No changes: the metastore matches the schemas "
-                                                       "(databases: sales).\n")
+                                                       "(databases: on_cluster).\n")
         # Each run was an application of the cluster's master, not a local session.
         assert (tmp_path / "master.log").read_text(errors="replace").count("Registering app schemaflow") == 3
 
