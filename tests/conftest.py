@@ -4,7 +4,9 @@ Starting Spark costs seconds, so every ``spark``-marked test shares one session 
 embedded metastore and warehouse in a temporary directory; each test isolates itself by creating
 its own databases through ``fresh_db``, which drops them afterwards. A second SparkSession cannot
 start in the same process, so tests against the standalone Thrift server (``metastore_server``,
-marked ``remote``) run schemaflow in subprocesses. pyspark is imported only when a fixture that
+marked ``remote``) run schemaflow in subprocesses. Those servers keep the metastore in Derby or, as
+production metastores do, in PostgreSQL (``postgres_metastore_server``): one PostgreSQL server per
+run, each metastore server on its own copy of one schema template. pyspark is imported only when a fixture that
 needs it is used, so the fast tests run without a JVM.
 """
 from __future__ import annotations
@@ -16,12 +18,13 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping
 
 import pytest
 
 from schemaflow.project import Settings
-from tests.metastore_server import MetastoreServer
+from tests.metastore_server import MetastoreServer, NewServer
+from tests.postgres_server import PostgresServer
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -84,9 +87,37 @@ def fresh_db(spark: SparkSession, request: pytest.FixtureRequest) -> Iterator[Ca
 
 
 @pytest.fixture(scope="session")
-def metastore_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A standalone Thrift metastore server for the run; yields its thrift:// URI."""
-    with MetastoreServer(tmp_path_factory.mktemp("metastore_server")) as server:
+def postgres() -> Iterator[PostgresServer]:
+    """The run's PostgreSQL server, holding the metastore schema as a template."""
+    with PostgresServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def new_metastore_server(request: pytest.FixtureRequest) -> NewServer:
+    """Makes a (not yet started) metastore server in ``workdir`` on ``backend``: its own Derby database,
+    or a new database on the run's PostgreSQL server."""
+    def make(backend: str, workdir: Path, settings: Mapping[str, str] | None = None) -> MetastoreServer:
+        if backend == "derby":
+            return MetastoreServer(workdir, settings=settings)
+        assert backend == "postgresql", backend
+        pg: PostgresServer = request.getfixturevalue("postgres")
+        return MetastoreServer(workdir, settings={**pg.metastore_settings(pg.new_database()), **(settings or {})},
+                               classpath=[pg.jdbc_jar])
+    return make
+
+
+@pytest.fixture(scope="session")
+def metastore_server(new_metastore_server: NewServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A standalone Thrift metastore server on Derby for the run; yields its thrift:// URI."""
+    with new_metastore_server("derby", tmp_path_factory.mktemp("metastore_server")) as server:
+        yield server.uri
+
+
+@pytest.fixture(scope="session")
+def postgres_metastore_server(new_metastore_server: NewServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A standalone Thrift metastore server on PostgreSQL for the run; yields its thrift:// URI."""
+    with new_metastore_server("postgresql", tmp_path_factory.mktemp("postgres_metastore_server")) as server:
         yield server.uri
 
 

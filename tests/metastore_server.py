@@ -1,7 +1,8 @@
 """A standalone Thrift Hive metastore server for tests, started from the pyspark wheel's jars.
 
 The server is the Hive 2.3 ``HiveMetaStore`` that pyspark bundles, backed by its own Derby
-database in a private directory. It listens on all interfaces (it has no bind option), so it gets
+database in a private directory, or by a PostgreSQL database (``tests/postgres_server.py``) when its
+settings say so. It listens on all interfaces (it has no bind option), so it gets
 a free high port and clients connect to 127.0.0.1. It is ready when the port accepts connections.
 Used as a context manager, it is stopped, with everything it started, on exit.
 """
@@ -16,20 +17,24 @@ import subprocess
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import Mapping
+from typing import Callable, Mapping, Sequence
 from xml.sax.saxutils import escape
 
 # Without this selector the server dies with NoClassDefFoundError: com/lmax/disruptor.
 LOG4J_SELECTOR = "-Dlog4j2.contextSelector=org.apache.logging.log4j.core.selector.ClassLoaderContextSelector"
 MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
+# The databases a server can keep its metastore in (conftest's ``new_metastore_server`` makes either).
+BACKENDS = ("derby", "postgresql")
 
 
 class MetastoreServer:
     """A metastore server in ``workdir``: ``with MetastoreServer(dir) as server: server.uri``."""
 
-    def __init__(self, workdir: Path, timeout: float = 120.0, settings: Mapping[str, str] | None = None) -> None:
+    def __init__(self, workdir: Path, timeout: float = 120.0, settings: Mapping[str, str] | None = None,
+                 classpath: Sequence[Path] = ()) -> None:
         self.workdir = workdir
         self.settings = dict(settings or {})  # more hive-site.xml properties of the server
+        self.classpath = list(classpath)  # more jars, such as another database's JDBC driver
         self.timeout = timeout
         self.port = free_port()
         self.log = workdir / "server.log"
@@ -59,7 +64,7 @@ class MetastoreServer:
         command = [
             java_binary(), LOG4J_SELECTOR,
             f"-Dderby.system.home={self.workdir}", f"-Dhive.log.dir={self.workdir}",
-            "-cp", f"{conf_dir}{os.pathsep}{pyspark_jars()}/*", MAIN_CLASS, "-p", str(self.port),
+            "-cp", os.pathsep.join([str(conf_dir), f"{pyspark_jars()}/*", *map(str, self.classpath)]), MAIN_CLASS, "-p", str(self.port),
         ]
         started = time.monotonic()
         with self.log.open("wb") as log:
@@ -92,6 +97,9 @@ class MetastoreServer:
         self.stop()
         log = self.log.read_text(errors="replace")[-8000:]
         raise RuntimeError(f"the Hive metastore server {what}; its log ({self.log}):\n{log}")
+
+
+NewServer = Callable[..., MetastoreServer]  # (backend, workdir, settings=None) -> a server not yet started
 
 
 def hive_site(workdir: Path, more: Mapping[str, str] | None = None) -> str:

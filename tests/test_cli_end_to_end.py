@@ -140,7 +140,8 @@ def standalone_cluster(workdir: Path) -> Iterator[str]:
 
 
 @pytest.mark.remote
-def test_plan_apply_plan_through_a_standalone_spark_cluster(metastore_server, tmp_path):
+def test_plan_apply_plan_through_a_standalone_spark_cluster_on_a_postgresql_metastore(
+        postgres, postgres_metastore_server, tmp_path):
     project = tmp_path / "project"
     (project / "schemas" / "on_cluster").mkdir(parents=True)
     (project / "schemas" / "on_cluster" / "orders.yaml").write_text(
@@ -148,11 +149,11 @@ def test_plan_apply_plan_through_a_standalone_spark_cluster(metastore_server, tm
     (project / "schemas" / "on_cluster" / "recent.yaml").write_text("view: on_cluster.recent\nsql: SELECT id, ds FROM orders\n")
     (project / "schemaflow.yaml").write_text("databases: [on_cluster]\n")
     with standalone_cluster(tmp_path) as master:
-        env = {"SCHEMAFLOW_METASTORE_URI": metastore_server, "SCHEMAFLOW_WAREHOUSE_DIR": str(tmp_path / "warehouse"),
+        env = {"SCHEMAFLOW_METASTORE_URI": postgres_metastore_server, "SCHEMAFLOW_WAREHOUSE_DIR": str(tmp_path / "warehouse"),
                "SCHEMAFLOW_SPARK_MASTER": master}
         planned = schemaflow(project, "plan", env=env)
         assert planned.returncode == 2, planned.stdout + planned.stderr
-        assert f"Starting Spark ({master}) and connecting to {metastore_server}" in planned.stderr
+        assert f"Starting Spark ({master}) and connecting to {postgres_metastore_server}" in planned.stderr
         applied = schemaflow(project, "apply", "--auto-approve", env=env)
         assert applied.returncode == 0, applied.stdout + applied.stderr
         assert applied.stdout.endswith("Applied 3 steps.\n")
@@ -161,6 +162,12 @@ def test_plan_apply_plan_through_a_standalone_spark_cluster(metastore_server, tm
                                                        "(databases: on_cluster).\n")
         # Each run was an application of the cluster's master, not a local session.
         assert (tmp_path / "master.log").read_text(errors="replace").count("Registering app schemaflow") == 3
+    # What apply wrote is in PostgreSQL's metastore tables, each object with its version stamp.
+    stamped = postgres.query_metastores(
+        'SELECT d."NAME", t."TBL_NAME", t."TBL_TYPE" FROM "TBLS" t JOIN "DBS" d ON d."DB_ID" = t."DB_ID" '
+        'JOIN "TABLE_PARAMS" p ON p."TBL_ID" = t."TBL_ID" WHERE p."PARAM_KEY" = \'schemaflow.version\'')
+    assert [row for row in stamped if row.startswith("on_cluster|")] == [
+        "on_cluster|orders|MANAGED_TABLE", "on_cluster|recent|VIRTUAL_VIEW"]
 
 
 @pytest.mark.remote

@@ -1,9 +1,9 @@
 """Safe apply against a shared metastore server: crashes, races, stale saved plans.
 
 Every run is ``schemaflow`` in its own process, as CI runs it, against the standalone Thrift
-metastore server the tests start. ``SCHEMAFLOW_TEST_PAUSE`` stops a run at a chosen point (after
-planning, after claiming, after any action of any step) so a test can kill it with SIGKILL there,
-or race a second run against it. Outcomes are read back from the metastore with ``snapshot``.
+metastore server the tests start, once with the metastore in Derby and once in PostgreSQL.
+``SCHEMAFLOW_TEST_PAUSE`` stops a run at a chosen point (after planning, after claiming, after any
+action of any step) so a test can kill it with SIGKILL there, or race a second run against it. Outcomes are read back from the metastore with ``snapshot``.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from schemaflow.claims import parse_claim
 from schemaflow.model import Catalog, Table, state_digest
 from schemaflow.project import load_project
 from schemaflow.workflow import TEST_PAUSE, hash_migrations
-from tests.metastore_server import MetastoreServer
+from tests.metastore_server import BACKENDS, NewServer
 
 pytestmark = pytest.mark.remote
 
@@ -124,23 +124,34 @@ def comparable(catalog: Catalog, db: str) -> dict[str, tuple]:
             for key, obj in catalog.objects.items() if key.startswith(db + ".")}
 
 
+@pytest.fixture(scope="module", params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
 @pytest.fixture(scope="module")
-def reference(metastore_server: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple]:
+def server(backend: str, request: pytest.FixtureRequest) -> str:
+    """The run's metastore server on ``backend``: its thrift:// URI."""
+    return request.getfixturevalue("metastore_server" if backend == "derby" else "postgres_metastore_server")
+
+
+@pytest.fixture(scope="module")
+def reference(server: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple]:
     """The state an uninterrupted apply of version 1 then version 2 leaves."""
     tmp = tmp_path_factory.mktemp("reference")
-    project = write_project(tmp / "p", "safe_ref", metastore_server, tmp / "warehouse", 1)
+    project = write_project(tmp / "p", "safe_ref", server, tmp / "warehouse", 1)
     assert schemaflow(project, "apply", "--auto-approve").returncode == 0
-    write_project(project, "safe_ref", metastore_server, tmp / "warehouse", 2)
+    write_project(project, "safe_ref", server, tmp / "warehouse", 2)
     applied = schemaflow(project, "apply", "--auto-approve")
     assert applied.returncode == 0, applied.stdout + applied.stderr
     return comparable(live(project, tmp), "safe_ref")
 
 
-def at_version_2(metastore_server: str, tmp_path: Path, db: str) -> Path:
-    project = write_project(tmp_path / "p", db, metastore_server, tmp_path / "warehouse", 1)
+def at_version_2(server: str, tmp_path: Path, db: str) -> Path:
+    project = write_project(tmp_path / "p", db, server, tmp_path / "warehouse", 1)
     first = schemaflow(project, "apply", "--auto-approve")
     assert first.returncode == 0, first.stdout + first.stderr
-    return write_project(project, db, metastore_server, tmp_path / "warehouse", 2)
+    return write_project(project, db, server, tmp_path / "warehouse", 2)
 
 
 # Where to kill: after the claims; after the ALTER TABLE of the orders step, before its stamp; after
@@ -159,9 +170,9 @@ def _point(steps: list[dict], kind: str, action: int | None) -> str:
 
 
 @pytest.mark.parametrize("where", sorted(KILL_POINTS))
-def test_an_apply_killed_anywhere_is_finished_by_the_next_run(metastore_server, reference, tmp_path, where):
+def test_an_apply_killed_anywhere_is_finished_by_the_next_run(server, reference, tmp_path, where):
     db = "safe_kill_" + "".join(c for c in where if c.isalpha())[:20]
-    project = at_version_2(metastore_server, tmp_path, db)
+    project = at_version_2(server, tmp_path, db)
     steps = planned_steps(project)
     assert len(steps) == 5
 
@@ -190,8 +201,8 @@ def test_an_apply_killed_anywhere_is_finished_by_the_next_run(metastore_server, 
     assert comparable(live(project, tmp_path), db) == reference
 
 
-def test_a_second_apply_while_the_first_holds_its_claims_stops_with_nothing_applied(metastore_server, tmp_path):
-    project = at_version_2(metastore_server, tmp_path, "safe_claimed")
+def test_a_second_apply_while_the_first_holds_its_claims_stops_with_nothing_applied(server, tmp_path):
+    project = at_version_2(server, tmp_path, "safe_claimed")
     first, marker = paused(project, "claimed")
 
     second = schemaflow(project, "apply", "--auto-approve")
@@ -207,8 +218,8 @@ def test_a_second_apply_while_the_first_holds_its_claims_stops_with_nothing_appl
     assert after.returncode == 0 and "No changes" in after.stdout
 
 
-def test_two_appliers_racing_from_the_same_plan_one_wins_the_other_applies_nothing(metastore_server, tmp_path):
-    project = at_version_2(metastore_server, tmp_path, "safe_race")
+def test_two_appliers_racing_from_the_same_plan_one_wins_the_other_applies_nothing(server, tmp_path):
+    project = at_version_2(server, tmp_path, "safe_race")
     # Both plan first and stop there; one then runs to the end; the other's claims must fail.
     first, first_marker = paused(project, "planned")
     second, second_marker = paused(project, "planned")
@@ -222,8 +233,8 @@ def test_two_appliers_racing_from_the_same_plan_one_wins_the_other_applies_nothi
     assert schemaflow(project, "plan").returncode == 0
 
 
-def test_two_appliers_started_together_apply_each_step_once(metastore_server, reference, tmp_path):
-    project = at_version_2(metastore_server, tmp_path, "safe_together")
+def test_two_appliers_started_together_apply_each_step_once(server, reference, tmp_path):
+    project = at_version_2(server, tmp_path, "safe_together")
     command = [sys.executable, "-m", "schemaflow", "apply", "--auto-approve"]
     runs = [subprocess.Popen(command, cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              stdin=subprocess.DEVNULL) for _ in range(2)]
@@ -236,8 +247,8 @@ def test_two_appliers_started_together_apply_each_step_once(metastore_server, re
     assert comparable(live(project, tmp_path), "safe_together") == reference
 
 
-def test_a_saved_plan_is_refused_when_another_apply_got_there_first(metastore_server, tmp_path):
-    project = at_version_2(metastore_server, tmp_path, "safe_saved")
+def test_a_saved_plan_is_refused_when_another_apply_got_there_first(server, tmp_path):
+    project = at_version_2(server, tmp_path, "safe_saved")
     saved = schemaflow(project, "plan", "--out", "plan.json")
     assert saved.returncode == 2, saved.stderr
     assert schemaflow(project, "apply", "--auto-approve").returncode == 0
@@ -250,8 +261,9 @@ def test_a_saved_plan_is_refused_when_another_apply_got_there_first(metastore_se
     assert live(project, tmp_path) == before
 
 
-def test_a_metastore_that_goes_down_mid_apply_is_named_and_the_next_run_converges(reference, tmp_path):
-    with MetastoreServer(tmp_path / "server") as server:
+def test_a_metastore_that_goes_down_mid_apply_is_named_and_the_next_run_converges(
+        backend: str, new_metastore_server: NewServer, reference, tmp_path):
+    with new_metastore_server(backend, tmp_path / "server") as server:
         project = at_version_2(server.uri, tmp_path, "safe_down")
         process, marker = paused(project, "1.1")  # the first step's statement ran; its stamp is next
         server.stop()

@@ -1,0 +1,179 @@
+"""A PostgreSQL server for tests, holding the Hive metastore's schema once as a template.
+
+Production metastores run on PostgreSQL or MySQL, not Derby, so the remote tests run against a
+metastore server backed by PostgreSQL too. The server comes from the machine's PostgreSQL binaries
+(Debian's ``postgresql`` package, or ``SCHEMAFLOW_TEST_POSTGRES_BIN``) and the metastore reaches it
+through PostgreSQL's JDBC driver (Debian's ``libpostgresql-jdbc-java``, or
+``SCHEMAFLOW_TEST_POSTGRES_JDBC``); the README's set-up installs both.
+
+The metastore's tables are created once per run, in a template database, by DataNucleus's
+SchemaTool over the ``package.jdo`` of the pyspark wheel's ``hive-metastore`` jar: a metastore
+server left to create them itself (``datanucleus.schema.autoCreateAll``) deadlocks on PostgreSQL, its
+first CREATE TABLE waiting on a foreign key of its own open transaction. Each metastore server then
+gets a copy of the template (``CREATE DATABASE ... TEMPLATE``), which takes well under a second.
+
+PostgreSQL refuses to run as root: as root, the server runs as the ``postgres`` user, in a
+directory of its own outside pytest's (which only root may enter).
+"""
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+from types import TracebackType
+
+from tests.metastore_server import accepts_connections, free_port, java_binary, pyspark_jars
+
+BIN_VARIABLE = "SCHEMAFLOW_TEST_POSTGRES_BIN"
+JDBC_VARIABLE = "SCHEMAFLOW_TEST_POSTGRES_JDBC"
+DEBIAN_JDBC = "/usr/share/java/postgresql.jar"
+INSTALL = "apt-get install -y postgresql libpostgresql-jdbc-java"
+USER = "metastore"
+TEMPLATE = "metastore_template"
+# Settings DataNucleus must share between creating the schema and the server that uses it: Hive
+# 2.3 names its identifiers and value sequences this way.
+DATANUCLEUS_NAMING = {
+    "datanucleus.identifierFactory": "datanucleus1",
+    "datanucleus.rdbms.useLegacyNativeValueStrategy": "true",
+}
+
+
+class PostgresServer:
+    """``with PostgresServer() as pg: pg.metastore_settings(pg.new_database("x"))``."""
+
+    def __init__(self, timeout: float = 60.0) -> None:
+        self.bin = postgres_bin()
+        self.jdbc_jar = jdbc_jar()
+        self.timeout = timeout
+        self.port = free_port()
+        self.as_postgres = os.geteuid() == 0
+        self.workdir = Path(tempfile.mkdtemp(prefix="schemaflow-postgres-"))
+        self.data = self.workdir / "data"
+        self.log = self.workdir / "server.log"
+        self._databases = 0
+
+    def __enter__(self) -> PostgresServer:
+        self.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        """Initialise a cluster, start it on a free port and create the metastore's template database."""
+        if self.as_postgres:
+            shutil.chown(self.workdir, "postgres", "postgres")
+        self._run(str(self.bin / "initdb"), "-D", str(self.data), "-U", USER, "--auth=trust", "--no-sync",
+                  "-E", "UTF8", "--locale=C")
+        self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-l", str(self.log), "-w", "-t", str(int(self.timeout)),
+                  "-o", f"-h 127.0.0.1 -p {self.port} -k {self.workdir} -c fsync=off -c full_page_writes=off "
+                        "-c synchronous_commit=off -c max_connections=200", "start")
+        self.sql(f"CREATE DATABASE {TEMPLATE}")
+        create_metastore_schema(self.workdir / "schematool", self.jdbc_url(TEMPLATE), self.jdbc_jar)
+
+    def stop(self) -> None:
+        """Stop the server (fast shutdown) and remove its files."""
+        if (self.data / "postmaster.pid").exists():
+            try:
+                self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
+            except RuntimeError:
+                pid = int((self.data / "postmaster.pid").read_text().split()[0])
+                os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def new_database(self, name: str | None = None) -> str:
+        """A new database holding an empty metastore schema; returns its name."""
+        self._databases += 1
+        name = name or f"metastore_{self._databases}"
+        self.sql(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
+        return name
+
+    def query_metastores(self, query: str) -> list[str]:
+        """``query``'s rows (fields joined by ``|``) from every metastore database made here, sorted."""
+        made = self.sql(f"SELECT datname FROM pg_database WHERE datname <> '{TEMPLATE}' AND datname LIKE 'metastore%'")
+        return sorted(row for database in made.split() for row in self.sql(query, database).splitlines())
+
+    def jdbc_url(self, database: str) -> str:
+        return f"jdbc:postgresql://127.0.0.1:{self.port}/{database}"
+
+    def metastore_settings(self, database: str) -> dict[str, str]:
+        """The hive-site.xml properties of a metastore server whose database is ``database`` here."""
+        return {
+            "javax.jdo.option.ConnectionURL": self.jdbc_url(database),
+            "javax.jdo.option.ConnectionDriverName": "org.postgresql.Driver",
+            "javax.jdo.option.ConnectionUserName": USER,
+            "javax.jdo.option.ConnectionPassword": "",
+            "datanucleus.schema.autoCreateAll": "false",
+            # pyspark lacks BoneCP, Hive 2.3's default pool; without a pool DROP DATABASE fails.
+            "datanucleus.connectionPoolingType": "HikariCP",
+            "datanucleus.connectionPool.maxPoolSize": "4",
+            # The compare-and-swap on a table parameter is a direct-SQL UPDATE (on by default; said here).
+            "hive.metastore.try.direct.sql": "true",
+            **DATANUCLEUS_NAMING,
+        }
+
+    def sql(self, statement: str, database: str = "postgres") -> str:
+        """Run one statement through psql; return what it printed (unaligned, tuples only)."""
+        return self._run(str(self.bin / "psql"), "-h", "127.0.0.1", "-p", str(self.port), "-U", USER, "-d", database,
+                         "-v", "ON_ERROR_STOP=1", "-At", "-c", statement)
+
+    def _run(self, *command: str) -> str:
+        prefix = ["runuser", "-u", "postgres", "--"] if self.as_postgres else []
+        done = subprocess.run([*prefix, *command], cwd=self.workdir, capture_output=True, text=True,
+                              timeout=self.timeout, stdin=subprocess.DEVNULL)
+        if done.returncode != 0:
+            log = self.log.read_text(errors="replace")[-4000:] if self.log.exists() else ""
+            raise RuntimeError(f"{' '.join(command)} failed ({done.returncode}):\n{done.stdout}{done.stderr}\n{log}")
+        return done.stdout
+
+
+def create_metastore_schema(workdir: Path, url: str, driver_jar: Path, timeout: float = 300.0) -> None:
+    """Create the Hive 2.3 metastore's tables in the database at ``url`` with DataNucleus's SchemaTool."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    jars = pyspark_jars()
+    (metastore_jar,) = glob.glob(str(jars / "hive-metastore-*.jar"))
+    with zipfile.ZipFile(metastore_jar) as jar:
+        (workdir / "package.jdo").write_bytes(jar.read("package.jdo"))
+    properties = {
+        "javax.jdo.option.ConnectionURL": url,
+        "javax.jdo.option.ConnectionDriverName": "org.postgresql.Driver",
+        "javax.jdo.option.ConnectionUserName": USER,
+        "javax.jdo.option.ConnectionPassword": "",
+        **DATANUCLEUS_NAMING,
+    }
+    (workdir / "schema.properties").write_text("".join(f"{k}={v}\n" for k, v in properties.items()))
+    command = [java_binary(), "-cp", f"{jars}/*{os.pathsep}{driver_jar}", "org.datanucleus.store.schema.SchemaTool",
+               "-create", "-api", "JDO", "-props", str(workdir / "schema.properties"), str(workdir / "package.jdo")]
+    done = subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+    if done.returncode != 0 or "Exception" in done.stderr:
+        raise RuntimeError(f"creating the metastore schema failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+
+
+def postgres_bin() -> Path:
+    """The directory of PostgreSQL's server programs (initdb, pg_ctl, psql)."""
+    given = os.environ.get(BIN_VARIABLE)
+    on_path = shutil.which("initdb")
+    candidates = [Path(given)] if given else [Path(on_path).resolve().parent] if on_path else [
+        Path(found).parent for found in sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"),
+                                               key=lambda path: int(Path(path).parts[-3]), reverse=True)]
+    for candidate in candidates:
+        if (candidate / "initdb").exists() and (candidate / "pg_ctl").exists():
+            return candidate
+    raise RuntimeError(f"no PostgreSQL server programs found (initdb, pg_ctl): install them ({INSTALL}) "
+                       f"or set {BIN_VARIABLE} to their directory")
+
+
+def jdbc_jar() -> Path:
+    """PostgreSQL's JDBC driver, for the metastore server."""
+    jar = Path(os.environ.get(JDBC_VARIABLE, DEBIAN_JDBC))
+    if not jar.exists():
+        raise RuntimeError(f"no PostgreSQL JDBC driver at {jar}: install it ({INSTALL}) or set {JDBC_VARIABLE} to the jar")
+    return jar
+
