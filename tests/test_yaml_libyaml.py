@@ -78,3 +78,23 @@ def test_a_tree_libyaml_composed_is_held_to_the_same_bounds() -> None:
     assert not yamlpos._within_bounds(yaml.compose(laughs, Loader=yaml.CSafeLoader))
     assert yamlpos._within_bounds(yaml.compose((ROOT / "schemas" / "retail" / "orders.yaml").read_text(),
                                                Loader=yaml.CSafeLoader))
+
+
+def test_aliases_that_nest_a_value_too_deep_are_refused_where_it_is_written(tmp_path: Path) -> None:
+    # Each line is 50 levels deep as written; each alias puts the line before inside it.
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("".join(f"a{i}: &a{i} " + "[" * 50 + (f"*a{i - 1}" if i else "x") + "]" * 50 + "\n"
+                            for i in range(20)))
+    with pytest.raises(SpecError) as refused:
+        yamlpos.load_yaml(deep, "deep.yaml")
+    assert [str(p) for p in refused.value.problems] == [
+        "deep.yaml:1:22: YAML aliases nest this value more than 64 levels deep: schemaflow reads at most 64 levels; "
+        "use fewer aliases"]
+
+
+def test_a_file_without_anchors_is_held_to_the_bounds_as_it_is_built(tmp_path: Path) -> None:
+    nested = tmp_path / "nested.yaml"
+    nested.write_text("a:\n" + "".join("  " * i + "- \n" for i in range(1, 70)))
+    refused = read(nested, yamlpos.compose)
+    assert refused == read(nested, yamlpos.compose_pure)
+    assert isinstance(refused, list) and refused[0].startswith("nested.yaml:65:") and "nested more than 64" in refused[0]

@@ -50,7 +50,7 @@ from schemaflow.errors import Problem, SpecError
 from schemaflow.model import Source
 from schemaflow.spec.loader import SCHEMAS_DIR, SUFFIXES
 from schemaflow.spec.migrations import MIGRATIONS_DIR
-from schemaflow.spec.schema import _validator
+from schemaflow.spec.schema import inlined_schema
 from schemaflow.spec.settings import SETTINGS_FILE
 from schemaflow.spec.source import Directory, ReadFile
 from schemaflow.spec.yamlpos import NodePath, load_yaml, read_bytes
@@ -169,7 +169,7 @@ def _format_once(text: str, kind: str) -> str:
     values = _load_ruamel(text)
     plan = _Plan(kind, comments.enclosing())
     while True:  # a column or mapping that cannot be one line long goes back to block style
-        written, body = _tree(_dump(plan.build(values, source, _schema(kind))))
+        written, body = _tree(_dump(plan.build(values, source, inlined_schema(kind))))
         written_scalars = _scalars(written, body)
         _as_written(body, written_scalars, scalars)
         after, too_long = _weave(written, body, comments)
@@ -179,13 +179,6 @@ def _format_once(text: str, kind: str) -> str:
         plan.failed |= failed
     _check(text, after)
     return after
-
-
-def _schema(kind: str) -> Mapping[str, Any]:
-    """``<kind>.json`` with each ``$ref`` replaced by what it names, as validation reads it."""
-    schema = _validator(kind).schema
-    assert isinstance(schema, Mapping)  # each of schemaflow's schemas is an object
-    return schema
 
 
 def _kind_of_path(path: str) -> str | None:

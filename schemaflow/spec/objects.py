@@ -139,14 +139,30 @@ def read_object(doc: Document) -> Declaration:
     return Declaration(doc, kind, key, None if problems else obj, tuple(problems))
 
 
-def _as_written(doc: Document, value: Any, path: NodePath = ()) -> Any:
-    """``value`` with each plain scalar that stands where a schema file holds text read as written."""
-    if isinstance(value, dict):
-        return {key: _as_written(doc, item, path + (key,)) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_as_written(doc, item, path + (i,)) for i, item in enumerate(value)]
-    written = doc.written(*path)
-    return written if value is not None and written is not None and _holds_text(path) else value
+def _as_written(doc: Document, data: Any) -> Any:
+    """``data`` with each plain scalar YAML read as other than text, where a schema file holds text, put
+    back as written; a copy only where one is."""
+    for path, written in doc.plain.items():
+        if _holds_text(path) and _value_at(data, path) is not None:
+            data = _replaced(data, path, written)
+    return data
+
+
+def _value_at(data: Any, path: NodePath) -> Any:
+    for step in path:
+        data = data[step]
+    return data
+
+
+def _replaced(data: Any, path: NodePath, value: Any) -> Any:
+    """``data`` with ``value`` at ``path``: the containers along the path copied, the rest shared."""
+    if not path:
+        return value
+    step, rest = path[0], path[1:]
+    if isinstance(data, dict):
+        return {**data, step: _replaced(data[step], rest, value)}
+    assert isinstance(step, int)  # a list's items are numbered
+    return [*data[:step], _replaced(data[step], rest, value), *data[step + 1:]]
 
 
 def _holds_text(path: NodePath) -> bool:

@@ -4,7 +4,8 @@
 have and what kind of value each holds (``common.json`` holds the parts they share; a source's
 columns are ``table.json``'s). Every key not listed is refused, so a typo is caught rather than
 ignored. jsonschema's findings are reworded for the person editing the YAML and placed at the
-offending key or value.
+offending key or value. Each file is first checked by the schema compiled into a predicate
+(``shape_check``); jsonschema walks only the files that predicate refuses.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from typing import Any, Mapping, cast
 from jsonschema import Draft202012Validator, ValidationError
 
 from schemaflow.errors import Problem
+from schemaflow.spec.shape_check import Check, compile_schema
 from schemaflow.spec.yamlpos import Document
 
 # JSON Schema types, and the Python types that YAML values of that type have.
@@ -33,20 +35,32 @@ _ENTRIES = {"properties": "property", "conf": "Spark setting"}
 
 def check_shape(doc: Document, data: Any, schema: str) -> list[Problem]:
     """The problems of ``data`` (the document's data, or a stand-in for it) against ``<schema>.json``."""
+    if _predicate(schema)(data):
+        return []
     errors = _validator(schema).iter_errors(data)
     problems = [problem for error in errors for problem in _problems(doc, error)]
     return sorted(problems, key=lambda p: (p.source.line, p.source.col, p.message))
 
 
 @cache
+def _predicate(schema: str) -> Check:
+    return compile_schema(inlined_schema(schema))
+
+
+@cache
 def _validator(schema: str) -> Draft202012Validator:
-    """A validator of ``<schema>.json`` with every ``$ref`` replaced by what it names.
+    return Draft202012Validator(inlined_schema(schema))
+
+
+@cache
+def inlined_schema(schema: str) -> dict[str, Any]:
+    """``<schema>.json`` with every ``$ref`` replaced by what it names.
 
     The schemas hold no cycle, so each reference is inlined once here rather than resolved for
     every value validated: in a warehouse of thousands of files, resolving the column's and the
     identifier's references was most of the validator's time.
     """
-    return Draft202012Validator(_inlined(_load(schema), schema, {name: _load(name) for name in ("common", "table")}))
+    return _inlined(_load(schema), schema, {name: _load(name) for name in ("common", "table")})
 
 
 def _inlined(value: Any, document: str, documents: Mapping[str, Any]) -> Any:

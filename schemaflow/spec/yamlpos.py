@@ -27,6 +27,7 @@ from schemaflow.model import Source
 from schemaflow.spec.source import ProjectFile
 
 NodePath = tuple[str | int, ...]
+Position = tuple[int, int]
 
 # A file of thousands of columns builds into some tens of thousands of values; nested aliases can
 # make a few lines build into billions. Far above the one, far below the other:
@@ -51,27 +52,31 @@ class Document:
 
     path: str
     data: Any
-    values: Mapping[NodePath, Source]
-    keys: Mapping[NodePath, Source]
+    # 1-based (line, column) of each value and key: made into a Source only when asked for, as few are.
+    values: Mapping[NodePath, Position]
+    keys: Mapping[NodePath, Position]
     texts: Mapping[NodePath, _Text]
-    # Each plain (unquoted) scalar's text as written: YAML 1.1 reads ``NO``, ``1.10``, ``030`` or
-    # ``2024-01-01`` as a boolean, a number or a date, where the file may have meant the text.
+    # The text as written of each plain (unquoted) scalar YAML read as other than text: YAML 1.1 reads
+    # ``NO``, ``1.10``, ``030``, ``2024-01-01`` or ``~`` as a boolean, a number, a date or null, where
+    # the file may have meant the text.
     plain: Mapping[NodePath, str]
 
     def written(self, *path: str | int) -> str | None:
-        """The plain scalar at ``path`` as written (``NO``, not False); None for any other value."""
+        """The plain scalar at ``path`` as written (``NO``, not False) if YAML read it as other than text;
+        None for any other value."""
         return self.plain.get(path)
 
     def at(self, *path: str | int) -> Source:
         """The position of the value at ``path``, or of its nearest ancestor that exists."""
-        for end in range(len(path), 0, -1):
+        for end in range(len(path), -1, -1):
             if path[:end] in self.values:
-                return self.values[path[:end]]
-        return self.values.get((), Source(self.path))
+                return Source(self.path, *self.values[path[:end]])
+        return Source(self.path)
 
     def key(self, *path: str | int) -> Source:
         """The position of the mapping key naming the value at ``path`` (else of the value)."""
-        return self.keys.get(path) or self.at(*path)
+        position = self.keys.get(path)
+        return Source(self.path, *position) if position else self.at(*path)
 
     def within(self, path: NodePath, line: int, col: int) -> Source:
         """The file position of 1-based ``line``/``col`` inside the text value at ``path``.
@@ -106,14 +111,21 @@ def load_yaml(file: ProjectFile, display_path: str) -> Document:
     except UnicodeDecodeError as error:
         problem = Problem(Source(display_path), f"cannot read the file: it is not UTF-8 text (byte {error.start})")
         raise SpecError([problem]) from error
+    builder = _Builder(display_path, text)
     try:
         root = compose(text)
+        try:
+            data = None if root is None else builder.value(root, ())
+        except _PastBounds as past:
+            # PyYAML's composer counts alike and says where the text as written breaks a bound. What it
+            # accepts nests too deep only through aliases, each a copy of what it names.
+            compose_pure(text)
+            raise _Unbounded(past.mark, f"YAML aliases nest this value more than {MAX_DEPTH} levels deep: "
+                                        f"schemaflow reads at most {MAX_DEPTH} levels; use fewer aliases") from None
     except (ReaderError, yaml.MarkedYAMLError) as error:
         raise SpecError([_syntax_problem(error, text, display_path)]) from error
     except _Unbounded as error:
         raise SpecError([Problem(_mark_source(display_path, error.mark), error.message)]) from None
-    builder = _Builder(display_path, text)
-    data = None if root is None else builder.value(root, ())
     if builder.problems:
         raise SpecError(builder.problems)
     return Document(display_path, data, builder.values, builder.keys, builder.texts, builder.plain)
@@ -159,10 +171,12 @@ def compose(text: str) -> yaml.Node | None:
 
     libyaml's composer recurses in C once per level of nesting, and a document nested deep enough
     crashes the process (measured: 100,000 levels), so it only gets a document that cannot nest
-    past ``C_DEPTH`` (each level takes one of ``[{-:?``). Its tree is then held to the bounds the
-    Python composer enforces (``_within_bounds``). A document it refuses or that breaks a bound,
-    or that holds a character PyYAML's reader refuses (libyaml accepts some), is composed again by
-    PyYAML's Python composer, for its exact message at its place.
+    past ``C_DEPTH`` (each level takes one of ``[{-:?``). Its tree is held to the bounds the
+    Python composer enforces: by ``_within_bounds`` before anything is built when the text could
+    hold an anchor (only aliases, each a copy, make a few lines build into millions of values),
+    and by the builder as it builds (counting as ``_BoundedLoader`` does). A document it refuses,
+    that breaks a bound, or that holds a character PyYAML's reader refuses (libyaml accepts some),
+    is composed again by PyYAML's Python composer, for its exact message at its place.
     """
     if not yaml.__with_libyaml__ or _NON_PRINTABLE.search(text) or _nesting_bound(text) > C_DEPTH:
         return compose_pure(text)
@@ -170,7 +184,8 @@ def compose(text: str) -> yaml.Node | None:
         root = yaml.compose(text, Loader=yaml.CSafeLoader)
     except yaml.YAMLError:
         return compose_pure(text)
-    return root if root is None or _within_bounds(root) else compose_pure(text)
+    # No "&", no anchor, no alias: the builder's own count is then bound enough (most files).
+    return root if root is None or "&" not in text or _within_bounds(root) else compose_pure(text)
 
 
 # Far below the nesting that crashes libyaml's composer, far above what a schema file holds.
@@ -217,6 +232,14 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     if isinstance(node, yaml.MappingNode):
         return [child for pair in node.value for child in pair]
     return []
+
+
+class _PastBounds(Exception):
+    """The builder counted past ``MAX_VALUES`` values or ``MAX_DEPTH`` levels, at the node at ``mark``."""
+
+    def __init__(self, mark: Any) -> None:
+        super().__init__()
+        self.mark = mark
 
 
 class _BoundedLoader(yaml.SafeLoader):
@@ -280,21 +303,25 @@ class _Builder:
         self.raw = text  # the file's text, to find an escape in a scalar as written
         self.lines = text.splitlines()
         self.constructor = SafeConstructor()
-        self.values: dict[NodePath, Source] = {}
-        self.keys: dict[NodePath, Source] = {}
+        self.values: dict[NodePath, Position] = {}
+        self.keys: dict[NodePath, Position] = {}
         self.texts: dict[NodePath, _Text] = {}
         self.plain: dict[NodePath, str] = {}
         self.problems: list[Problem] = []
         self.open: set[int] = set()  # the collections being built, to refuse an alias to an ancestor
+        self.built = 0  # values built so far, keys and each copy of an alias included, as _BoundedLoader counts
 
-    def source(self, mark: yaml.Mark) -> Source:
-        return _mark_source(self.path, mark)
 
     def value(self, node: yaml.Node, path: NodePath) -> Any:
-        self.values[path] = self.source(node.start_mark)
+        self.built += 1
+        if self.built > MAX_VALUES or len(path) >= MAX_DEPTH:
+            raise _PastBounds(node.start_mark)
+        mark = node.start_mark
+        self.values[path] = (mark.line + 1, mark.column + 1)
         if isinstance(node, yaml.CollectionNode):
             if id(node) in self.open:
-                self.problems.append(Problem(self.values[path], "a YAML alias refers back to this node from inside it"))
+                problem = Problem(_mark_source(self.path, mark), "a YAML alias refers back to this node from inside it")
+                self.problems.append(problem)
                 return None
             self.open.add(id(node))
             if isinstance(node, yaml.MappingNode):
@@ -310,9 +337,9 @@ class _Builder:
             value = node.value if node.tag == _STR_TAG else self.constructor.construct_object(node)
         except (yaml.YAMLError, ValueError) as error:
             reason = error.problem if isinstance(error, yaml.MarkedYAMLError) else error
-            self.problems.append(Problem(self.values[path], f"cannot read this value: {reason}"))
+            self.problems.append(Problem(_mark_source(self.path, mark), f"cannot read this value: {reason}"))
             return None
-        if not node.style:  # plain: PyYAML's composer says None, libyaml's ""
+        if not node.style and not isinstance(value, str):  # plain: PyYAML's composer says None, libyaml's ""
             self.plain[path] = node.value
         if isinstance(value, str):
             text = self.characters(node, value)
@@ -326,16 +353,19 @@ class _Builder:
     def mapping(self, node: yaml.MappingNode, path: NodePath) -> dict[str, Any]:
         result: dict[str, Any] = {}
         for key_node, value_node in node.value:
-            where = self.source(key_node.start_mark)
+            self.built += 1
+            mark = key_node.start_mark
             if not isinstance(key_node, yaml.ScalarNode):
-                self.problems.append(Problem(where, "a key must be a plain name, not a list or mapping"))
+                problem = Problem(_mark_source(self.path, mark), "a key must be a plain name, not a list or mapping")
+                self.problems.append(problem)
                 continue
             key = self.characters(key_node, key_node.value)
             if key in result:
-                first = self.keys[path + (key,)]
-                self.problems.append(Problem(where, f"duplicate key '{key}' (first set on line {first.line})"))
+                first_line = self.keys[path + (key,)][0]
+                self.problems.append(Problem(_mark_source(self.path, mark),
+                                             f"duplicate key '{key}' (first set on line {first_line})"))
                 continue
-            self.keys[path + (key,)] = where
+            self.keys[path + (key,)] = (mark.line + 1, mark.column + 1)
             result[key] = self.value(value_node, path + (key,))
         return result
 
@@ -351,7 +381,7 @@ class _Builder:
             raw = self.raw[node.start_mark.index:node.end_mark.index]
             escape = re.search(_SURROGATE_ESCAPE + code, raw, re.IGNORECASE)
             where = (_offset_source(self.path, self.raw, node.start_mark.index + escape.start()) if escape
-                     else self.source(node.start_mark))
+                     else _mark_source(self.path, node.start_mark))
             message = (f"\\u{code} is half of a UTF-16 surrogate pair, not a character, and no file or metastore "
                        "can store it alone: write the character itself, or escape its code point as \\UXXXXXXXX")
             self.problems.append(Problem(where, message))
