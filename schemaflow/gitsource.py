@@ -13,6 +13,7 @@ from __future__ import annotations
 import posixpath
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Iterator
 
@@ -23,6 +24,7 @@ from schemaflow.errors import Problem, SchemaflowError, SpecError
 from schemaflow.model import Catalog, Source
 from schemaflow.project import declared_databases, managed_databases
 from schemaflow.spec import load_catalog
+from schemaflow.spec.loader import CACHED_FILES
 from schemaflow.spec.settings import read_settings
 from schemaflow.spec.source import Entry, dangling_link, folder_problem, walk
 
@@ -39,7 +41,14 @@ class GitFile:
     name: str
 
     def read_bytes(self) -> bytes:
-        return self.blob.data_stream.read()
+        return _blob_bytes(self.blob)
+
+
+@lru_cache(maxsize=CACHED_FILES)
+def _blob_bytes(blob: git.Blob) -> bytes:
+    """A blob's content, read from git once per blob id (blobs are equal by id): ``plan --base`` reads
+    two commits that share most of their files."""
+    return blob.data_stream.read()
 
 
 @dataclass(frozen=True)

@@ -291,3 +291,21 @@ def test_a_branch_that_edits_an_applied_migration_is_reported(tmp_path):
     [step] = review_refs(load_project(project, env={}), "main").plan.steps
     assert step.summary.startswith("migration 0001_rename was edited after it was applied to retail.orders")
     assert step.blocked
+
+
+def test_a_blob_both_refs_share_is_read_from_git_once(tmp_path):
+    from schemaflow.gitsource import _blob_bytes, desired_at
+
+    repo = init_repo(tmp_path)
+    shutil.copytree(ROOT / "schemas", tmp_path / "schemas")
+    commit(repo, "base")
+    edit(tmp_path / "schemas" / "retail" / "orders.yaml", "comment: One row per order line", "comment: Changed")
+    commit(repo, "head")
+    files = len(list((ROOT / "schemas").rglob("*.yaml")))
+    before = _blob_bytes.cache_info()
+    base, head = desired_at(tmp_path, "HEAD~1"), desired_at(tmp_path, "HEAD")
+    after = _blob_bytes.cache_info()
+    assert base.objects["retail.orders"].comment != head.objects["retail.orders"].comment == "Changed"
+    # Each distinct blob read once (or not at all, when an earlier test read it): never twice.
+    assert after.misses - before.misses <= files + 1
+    assert after.hits - before.hits >= files - 1
