@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, NoReturn, Sequence
 
 from schemaflow import __version__
-from schemaflow.apply.after import CHANGED_VARIABLE, changed_objects, refresh, run_hooks
+from schemaflow.apply.after import CHANGED_VARIABLE, cached_before, changed_objects, refresh, run_hooks
 from schemaflow.apply.executor import apply_plan, check_runnable
 from schemaflow.errors import SchemaflowError, SpecError
 from schemaflow.plan.plan import Plan
@@ -436,7 +436,7 @@ def _apply(project, args) -> int:
 def _after_apply(project, plan: Plan, target) -> int:
     """Refresh Spark's cache of what changed, then run the project's hooks; exit 1 if one failed."""
     changed = changed_objects(plan)
-    for warning in refresh(changed, target.run_sql):
+    for warning in refresh(cached_before(plan), target.run_sql):
         print(f"warning: {warning}", file=sys.stderr)
     failures = run_hooks(project.settings.after_apply, changed, str(project.root))
     for failure in failures:

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from schemaflow.apply.after import changed_objects, refresh, run_hooks
+from schemaflow.apply.after import cached_before, changed_objects, refresh, run_hooks
 from schemaflow.plan.plan import build_plan
 from tests.test_guards import WIDER
-from tests.test_plan import DESIRED, applied
+from tests.test_plan import DESIRED, applied, catalog, table
 
 
 def test_hooks_are_told_the_changed_objects_and_failures_are_reported_while_the_rest_still_run(tmp_path: Path):
@@ -33,6 +33,17 @@ def test_what_changed_is_every_table_and_view_the_plan_touches_and_each_is_refre
     assert refresh(changed_objects(plan), statements.append) == []
     assert statements == ["REFRESH TABLE `retail`.`daily`", "REFRESH TABLE `retail`.`orders`",
                           "REFRESH TABLE `retail`.`top`"]
+
+
+def test_only_what_the_session_may_have_read_before_is_refreshed_not_what_it_created_or_dropped():
+    wider = next(iter(WIDER.tables()))
+    events = table("retail.events", "id:bigint")
+    plan = build_plan(catalog(wider, events), applied(DESIRED), allow_destructive=True)
+    assert sorted((s.object, s.kind) for s in plan.steps) == [
+        ("retail.daily", "drop_view"), ("retail.events", "create_table"), ("retail.orders", "add_columns"),
+        ("retail.top", "drop_view")]
+    assert changed_objects(plan) == ("retail.daily", "retail.events", "retail.orders", "retail.top")  # told to hooks
+    assert cached_before(plan) == ("retail.orders",)
 
 
 def test_an_object_whose_cache_cannot_be_refreshed_is_reported_and_the_rest_are_refreshed():

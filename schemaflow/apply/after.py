@@ -2,10 +2,10 @@
 
 Engines that cache the metastore (Spark sessions, Trino, Impala, Doris) go on reading the old
 definitions of what an apply changed until told otherwise. After an apply, schemaflow refreshes its
-own Spark session's cache of every changed table and view (``REFRESH TABLE``), then runs each
-command of ``after_apply`` in ``schemaflow.yaml`` in turn, through the shell, with the changed
-objects in ``SCHEMAFLOW_CHANGED`` (``db.name`` separated by spaces, sorted) and on standard input
-(one a line). A hook that fails or times out is reported with its exit code and the end of its
+own Spark session's cache of every changed table and view it may have read before (``REFRESH
+TABLE``; not one the apply created or dropped), then runs each command of ``after_apply`` in
+``schemaflow.yaml`` in turn, through the shell, with every changed object in ``SCHEMAFLOW_CHANGED``
+(``db.name`` separated by spaces, sorted) and on standard input (one a line). A hook that fails or times out is reported with its exit code and the end of its
 output; the others still run, and the apply's own outcome, already printed, stands.
 """
 from __future__ import annotations
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from schemaflow.plan.plan import Plan
+from schemaflow.plan.steps import CREATES, DROPS
 from schemaflow.sql.ddl import qualified
 
 CHANGED_VARIABLE = "SCHEMAFLOW_CHANGED"
@@ -37,6 +38,16 @@ class HookFailure:
     def describe(self) -> str:
         said = f": {self.output}" if self.output else ""
         return f"after_apply hook `{self.command}` failed ({self.reason}){said}"
+
+
+def cached_before(plan: Plan) -> tuple[str, ...]:
+    """The changed tables and views this session may hold metadata of from before the apply: neither
+    created by it (no earlier metadata to hold) nor, last, dropped (gone: nothing left to refresh)."""
+    kinds: dict[str, list[str]] = {}
+    for step in plan.steps:
+        if step.object_type in ("table", "view"):
+            kinds.setdefault(step.object, []).append(step.kind)
+    return tuple(sorted(key for key, steps in kinds.items() if steps[0] not in CREATES and steps[-1] not in DROPS))
 
 
 def refresh(objects: Sequence[str], run_sql: Callable[[str], None]) -> list[str]:

@@ -14,7 +14,8 @@ from typing import Mapping
 from schemaflow.model import MIGRATION_PREFIX, SCHEMAFLOW_PREFIX, Column, Database, PartitionValues, Table, View
 from schemaflow.plan.evolution import SAME, Evolution
 from schemaflow.plan.hazards import column_hazards, restrict_hazard
-from schemaflow.plan.steps import (VIEW_PARTITIONS, Action, AddDatabase, ChangeViewPartitions, KeepViewPartitions, PartitionView, SetColumns,
+from schemaflow.plan.steps import (CREATE_TABLE, CREATE_VIEW, DROP_TABLE, DROP_VIEW, VIEW_PARTITIONS, Action,
+                                   AddDatabase, ChangeViewPartitions, KeepViewPartitions, PartitionView, SetColumns,
                                    SetDatabaseParameters, SetParameters, SetStorageAction, SqlAction, Step,
                                    listed_partitions)
 from schemaflow.sql import ddl
@@ -96,7 +97,7 @@ class CreateTable(_OfTable):
         storage = f"USING {t.format}" if t.data_source else t.format
         if t.bucketing:
             storage += f", {plural(t.bucketing.count, 'bucket')}"
-        return Step("create_table", t.key, "table", f"create {kind} {t.key} ({shape}, {storage})",
+        return Step(CREATE_TABLE, t.key, "table", f"create {kind} {t.key} ({shape}, {storage})",
                     (SqlAction(ddl.create_table(t), claims=t.key),))
 
 
@@ -112,7 +113,7 @@ class DropTable(_OfTable):
             note = f"external table: its data files at {self.table.location} are kept"
         else:
             note = "managed table: its data files are deleted with it"
-        return Step("drop_table", self.key, "table", f"drop table {self.key}",
+        return Step(DROP_TABLE, self.key, "table", f"drop table {self.key}",
                     (SqlAction(ddl.drop("table", self.key)),) + _recorded(self.table.database, self.record),
                     notes=(note,), destructive=True)
 
@@ -309,7 +310,7 @@ class CreateView(_OfView):
     reshapes = True
 
     def to_step(self) -> Step:
-        return Step("create_view", self.key, "view", f"create view {self.key}", _view_actions(self.view, replace=False))
+        return Step(CREATE_VIEW, self.key, "view", f"create view {self.key}", _view_actions(self.view, replace=False))
 
 
 @dataclass(frozen=True)
@@ -339,7 +340,7 @@ class DropView(_OfView):
     reshapes = True
 
     def to_step(self) -> Step:
-        return Step("drop_view", self.key, "view", f"drop view {self.key}",
+        return Step(DROP_VIEW, self.key, "view", f"drop view {self.key}",
                     (SqlAction(ddl.drop("view", self.key)),) + _recorded(self.view.database, self.record),
                     notes=("queries and views that read it will fail",), destructive=True)
 

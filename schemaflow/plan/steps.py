@@ -169,7 +169,10 @@ class KeepViewPartitions:
 
 
 VIEW_PARTITIONS = "view_partitions"  # the kind of the step that adds and drops a view's partitions
-VIEW_DEFINITIONS = ("create_view", "replace_view")  # the kinds of the steps that run a view's SQL
+CREATE_TABLE, CREATE_VIEW, DROP_TABLE, DROP_VIEW = "create_table", "create_view", "drop_table", "drop_view"
+CREATES = frozenset({CREATE_TABLE, CREATE_VIEW})  # the kinds of the steps that bring an object into being
+DROPS = frozenset({DROP_TABLE, DROP_VIEW})        # and of those that remove one
+VIEW_DEFINITIONS = (CREATE_VIEW, "replace_view")  # the kinds of the steps that run a view's SQL
 
 # How many partitions a step's text names before it says how many more there are (its JSON has them all).
 LISTED = 10

@@ -14,7 +14,7 @@ import re
 from typing import Mapping
 
 from schemaflow.plan.plan import Plan
-from schemaflow.plan.steps import Step
+from schemaflow.plan.steps import CREATES, DROPS, Step
 from schemaflow.render.review import Review
 from schemaflow.render.summary import markers, summary
 from schemaflow.wording import plural
@@ -94,8 +94,8 @@ def _graph(plan: Plan, reads: Mapping[str, tuple[str, ...]]) -> list[str]:
 def _state(steps: list[Step]) -> str:
     """What happens to one object, in a word: created, dropped, re-created or changed."""
     kinds = {step.kind for step in steps}
-    created = bool(kinds & {"create_table", "create_view"})
-    dropped = bool(kinds & {"drop_table", "drop_view"})
+    created = bool(kinds & CREATES)
+    dropped = bool(kinds & DROPS)
     if (created and dropped) or "replace_view" in kinds:
         return "re-created"
     return "created" if created else "dropped" if dropped else "changed"
