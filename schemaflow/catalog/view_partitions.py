@@ -109,17 +109,30 @@ def change_view_partitions(metastore: Metastore, key: str, columns: Sequence[str
 
 def _restore_times(metastore: Metastore, key: str, columns: Sequence[str], batch: Sequence[PartitionValues],
                    before: Mapping[PartitionValues, Mapping[str, Any]]) -> None:
-    """Give the re-added partitions of ``batch`` back the creation and last access times they had."""
+    """Give the re-added partitions of ``batch`` back the creation and last access times they had: the
+    batch read, given its old times and written back in one call each (not a call per field)."""
     if not batch:
         return
     database, name = split_key(key)
     names = jvm_view(metastore.spark).java.util.ArrayList([escaped_name(columns, values) for values in batch])
-    partitions = metastore.msc.getPartitionsByNames(database, name, names)
-    for partition in partitions:
-        was = before[tuple(partition.getValues())]
-        partition.setCreateTime(was.get("createTime", partition.getCreateTime()))
-        partition.setLastAccessTime(was.get("lastAccessTime", partition.getLastAccessTime()))
-    metastore.msc.alter_partitions(database, name, partitions)
+    read = metastore.api.AddPartitionsResult()  # a struct holding a list of partitions: serialised in one call
+    read.setPartitions(metastore.msc.getPartitionsByNames(database, name, names))
+    now = metastore.to_data(read).get("partitions", [])
+    restored = metastore.api.AddPartitionsResult()
+    metastore.from_json(restored, {"1": {"lst": ["rec", len(now), *(_retimed(p, before[tuple(p["values"])])
+                                                                     for p in now)]}})
+    metastore.msc.alter_partitions(database, name, restored.getPartitions())
+
+
+def _retimed(partition: Mapping[str, Any], was: Mapping[str, Any]) -> dict[str, Any]:
+    """A view partition as read (simple JSON names) in Thrift's JSON protocol, with the times it ``was``
+    created and last accessed. A view's partitions have no storage descriptor."""
+    values, parameters = partition["values"], partition.get("parameters") or {}
+    return {"1": {"lst": ["str", len(values), *values]}, "2": {"str": partition["dbName"]},
+            "3": {"str": partition["tableName"]},
+            "4": {"i32": was.get("createTime", partition["createTime"])},
+            "5": {"i32": was.get("lastAccessTime", partition["lastAccessTime"])},
+            "7": {"map": ["str", "str", len(parameters), parameters]}}
 
 
 def _add_request(database: str, name: str, batch: Sequence[PartitionValues],
