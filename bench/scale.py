@@ -10,8 +10,10 @@ reports, at each size asked for, side by side in one run:
 - ``schemaflow plan --base`` between two commits that differ in a few files;
 - with ``--apply-sizes``, against a standalone Thrift metastore server: a cold ``plan`` of the
   whole project (JVM start included), ``apply`` of that plan as a user runs it, side by side with a
-  bare loop of the same statements through ``spark.sql`` in one session (no guards, no stamps), and
-  a cold ``plan`` again, which must find nothing to do.
+  bare loop of the same statements through ``spark.sql`` in one session (no guards, no stamps), a
+  cold ``plan`` again, which must find nothing to do (without a JVM, and through Spark's client as
+  before), then a column appended to 1,000 tables by ``apply``, side by side with a bare loop of
+  ``ALTER TABLE ... ADD COLUMNS`` on the same tables.
 
 Progress goes to stderr, results to stdout::
 
@@ -29,7 +31,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -43,6 +45,7 @@ DATABASES = 10
 TYPES = ("bigint", "string", "decimal(12,2)", "timestamp", "int", "double", "date", "boolean", "array<string>",
          "map<string,int>", "struct<kind:string,os:string>", "varchar(32)")
 SCHEMAFLOW = str(Path(sys.executable).with_name("schemaflow"))
+APPENDED = 1_000  # tables a column is appended to, in projects of at least as many objects
 
 
 def progress(message: str) -> None:
@@ -178,12 +181,40 @@ def apply_figures(project: Path, size: int) -> str:
         progress(f"{size} objects: schemaflow apply of {len(plan.steps)} steps")
         applied, out = command("apply", str(project / "plan.json"), "--auto-approve", expect=0)
         steps = sum(float(seconds) for seconds in re.findall(r"\.\.\. done \((\d+(?:\.\d+)?)s\)", out))
-        progress(f"{size} objects: cold plan again")
+        progress(f"{size} objects: cold plan again, without a JVM")
         replanned, out = command("plan", expect=0)
         if not out.startswith("No changes"):
             raise SystemExit(f"the plan after apply found changes:\n{out}")
+        # A setting of Hive's metastore client makes schemaflow read through Spark's client, as before.
+        settings = project / "schemaflow.yaml"
+        plain = settings.read_text()
+        settings.write_text(plain + "spark: {conf: {spark.hadoop.hive.metastore.client.socket.timeout: '600'}}\n")
+        progress(f"{size} objects: cold plan again, through Spark's client")
+        through_spark, out = command("plan", expect=0)
+        settings.write_text(plain)
+        appended = append_figures(project, session, command) if size >= APPENDED else ""
     return (f"| {size:,} | {planned:.1f} s | {bare:.1f} s | {steps:.1f} s | {steps / bare:.2f}x | {applied:.1f} s "
-            f"| {replanned:.1f} s |")
+            f"| {replanned:.1f} s | {through_spark:.1f} s |{appended}")
+
+
+def append_figures(project: Path, session: Any, command: Callable[..., tuple[float, str]]) -> str:
+    """A column appended to ``APPENDED`` tables: apply's steps, side by side with a bare loop of
+    ``ALTER TABLE ... ADD COLUMNS`` on the same tables (run after, adding another column)."""
+    files = sorted((project / "schemas").glob("db*/t*.yaml"))[:APPENDED]
+    for path in files:
+        text = path.read_text()
+        path.write_text(text.replace("\npartitioned_by:", "\n  - {name: appended, type: string}\npartitioned_by:", 1)
+                        if "\npartitioned_by:" in text else
+                        text.replace("\nproperties:", "\n  - {name: appended, type: string}\nproperties:", 1))
+    progress(f"{APPENDED} tables: schemaflow apply of a column appended to each")
+    applied, out = command("apply", "--auto-approve", expect=0)
+    steps = sum(float(seconds) for seconds in re.findall(r"\.\.\. done \((\d+(?:\.\d+)?)s\)", out))
+    if f"Applied {APPENDED:,} steps." not in out and f"Applied {APPENDED} steps." not in out:
+        raise SystemExit(f"apply did not append the column to {APPENDED} tables:\n{out[-2000:]}")
+    keys = [f"{path.parent.name}.{path.stem}" for path in files]
+    progress(f"{APPENDED} tables: the bare loop of ALTER TABLE ... ADD COLUMNS")
+    bare = timed(lambda: [session.spark.sql(f"ALTER TABLE {key} ADD COLUMNS (bare string)") for key in keys])
+    return f" {bare:.1f} s | {steps:.1f} s | {steps / bare:.2f}x | {applied:.1f} s |"
 
 
 def main() -> None:
@@ -214,8 +245,9 @@ def main() -> None:
                   flush=True)
     if args.apply_sizes:
         print("| objects | cold plan, all to create | bare loop of the statements | apply's steps | ratio "
-              "| apply (command) | cold plan, nothing to do |")
-        print("|---|---|---|---|---|---|---|")
+              "| apply (command) | cold plan, nothing to do | the same through Spark's client "
+              f"| {APPENDED:,} ADD COLUMNS, bare | apply's steps | ratio | apply (command) |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for size in [int(s) for s in args.apply_sizes.split(",") if s]:
         with tempfile.TemporaryDirectory(prefix="schemaflow-apply-") as scratch:
             project = Path(scratch) / "project"

@@ -386,7 +386,7 @@ def _review(project, args) -> Review:
         return workflow.review_refs(project, args.base, args.head, allow_destructive=args.allow_destructive)
     if args.against:
         return workflow.review_snapshot(project, args.against, allow_destructive=args.allow_destructive)
-    return workflow.review_live(project, workflow.Live(project), allow_destructive=args.allow_destructive,
+    return workflow.review_live(project, workflow.Live(project, direct=True), allow_destructive=args.allow_destructive,
                                 check_partitions=args.check_partitions)
 
 
@@ -459,7 +459,7 @@ def _confirm(plan: Plan) -> bool:
 
 
 def _drift(project, args) -> int:
-    drifts = workflow.drift(project, workflow.Live(project))
+    drifts = workflow.drift(project, workflow.Live(project, direct=True))
     if args.format == "json":
         _print_json({"drift": [{"object": d.object, "aspects": list(d.aspects), "applied_at": d.applied_at,
                                 "commit": d.commit, "message": d.describe(), "details": list(d.details)}
@@ -524,9 +524,9 @@ def _snapshot(project, args) -> int:
     from schemaflow.catalog.snapshot import write_snapshot
 
     desired = workflow.desired_state(project)
-    live = workflow.Live(project)
+    live = workflow.Live(project, direct=True)
     current = live.read(desired.databases)
-    counts = {t.key: live.metastore.count_partitions(t.key) for t in current.tables() if t.partition_columns}
+    counts = {t.key: live.reader.count_partitions(t.key) for t in current.tables() if t.partition_columns}
     write_snapshot(current, args.out, partition_counts=counts)
     print(f"Saved the live state of {', '.join(desired.databases)} to {args.out}", file=sys.stderr)
     return EXIT_OK

@@ -13,19 +13,19 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
 from schemaflow.claims import ELSEWHERE, RUNNING, parse_claim, standing
 from schemaflow.errors import Problem, SchemaflowError, SpecError
-from schemaflow.catalog.thrift_count import partition_counter
+from schemaflow.catalog.thrift_reader import partition_counter
 from schemaflow.gitsource import commit_of
 from schemaflow.model import Catalog, Object, Source, Table, View, fingerprint
 from schemaflow.plan.invalidation import COMPENSATION
 from schemaflow.plan.plan import Plan, build_plan
 from schemaflow.plan.steps import VIEW_DEFINITIONS, VIEW_PARTITIONS
-from schemaflow.project import Project, no_target_chosen
+from schemaflow.project import Project, Settings, no_target_chosen
 from schemaflow.scope import Scope
 from schemaflow.target import check_targets, from_target, on_target, target_patterns
 from schemaflow.render.review import Review
@@ -86,11 +86,19 @@ def applied_state(desired: Catalog) -> Catalog:
 
 @dataclass
 class Live:
-    """The live metastore of a project, connected on first use (or given, as tests do)."""
+    """The live metastore of a project, connected on first use (or given, as tests do).
+
+    ``metastore`` is Spark's client, in a JVM started on first use. With ``direct`` (the commands
+    that only read: plan, drift, snapshot), ``reader`` reads a ``thrift://`` metastore without a JVM
+    (``catalog.thrift_reader``), and Spark starts only if the command needs it after all (to check
+    a view's SQL); a metastore that does not answer plain Thrift (SASL, TLS) is read through Spark.
+    """
 
     project: Project
     connected: Any = None  # a catalog.metastore.Metastore
     progress: TextIO = sys.stderr
+    direct: bool = False
+    _reader: Any = field(default=None, init=False, repr=False)  # a ThriftReader, or the metastore
 
     @property
     def metastore(self):
@@ -100,38 +108,70 @@ class Live:
             from schemaflow.catalog.session import spark_session
 
             settings = self.project.settings
-            unchosen = no_target_chosen(settings)
-            if unchosen:
-                raise SchemaflowError(unchosen)
-            where = settings.metastore_uri or f"the embedded metastore in {settings.derby_dir}"
-            if settings.target:
-                where += f" (target {settings.target})"
-            self.progress.write(f"Starting Spark ({settings.spark_master}) and connecting to {where} ...\n")
-            self.progress.flush()
+            self._say(f"Starting Spark ({settings.spark_master}) and connecting to {self._where()} ...")
             self.connected = Metastore.connect(spark_session(settings))
         return self.connected
 
+    @property
+    def reader(self):
+        """What reads the live state: the JVM-free reader where it can, else ``metastore``."""
+        if self._reader is None:
+            uri = _direct_uri(self.project.settings) if self.direct and self.connected is None else None
+            if uri is not None:
+                from schemaflow.catalog.thrift_reader import NotPlainThrift, ThriftReader
+
+                self._say(f"Reading {self._where()} ...")
+                try:
+                    self._reader = ThriftReader.connect(uri)
+                except NotPlainThrift:
+                    pass
+            if self._reader is None:
+                self._reader = self.metastore
+        return self._reader
+
     def read(self, databases: tuple[str, ...]) -> Catalog:
-        return self.metastore.read(databases)
+        return self.reader.read(databases)
 
     def target(self):
         """What the executor runs actions against: the metastore client and its Spark session."""
         return self.metastore
+
+    def _where(self) -> str:
+        settings = self.project.settings
+        unchosen = no_target_chosen(settings)
+        if unchosen:
+            raise SchemaflowError(unchosen)
+        where = settings.metastore_uri or f"the embedded metastore in {settings.derby_dir}"
+        return where + (f" (target {settings.target})" if settings.target else "")
+
+    def _say(self, message: str) -> None:
+        self.progress.write(message + "\n")
+        self.progress.flush()
+
+
+def _direct_uri(settings: Settings) -> str | None:
+    """The metastore to read without a JVM: a ``thrift://`` one whose client the user does not tune
+    (a Spark setting of Hive's metastore client, such as SASL, is only honoured by Spark's client)."""
+    uri = settings.metastore_uri
+    tuned = any(key.startswith(("spark.hadoop.hive.metastore.", "spark.sql.hive.metastore.", "spark.hive.metastore."))
+                for key in settings.spark_conf)
+    return uri if uri and uri.startswith("thrift://") and not tuned else None
 
 
 def review_live(project: Project, live: Live, *, allow_destructive: bool = False,
                 check_partitions: bool = False, recompile: tuple[str, ...] = ()) -> Review:
     """Plan the project's desired state against its live metastore (see ``build_plan``)."""
     desired = desired_state(project)
-    current, left_alone = owned(project, live.read(desired.databases), desired)
+    reader = live.reader
+    current, left_alone = owned(project, reader.read(desired.databases), desired)
     plan = build_plan(desired, current, allow_destructive=allow_destructive,
-                      count_partitions=live.metastore.count_partitions,
-                      stale_partitions=live.metastore.stale_partitions, commit=commit_of(project.root),
+                      count_partitions=reader.count_partitions,
+                      stale_partitions=lambda key: live.metastore.stale_partitions(key), commit=commit_of(project.root),
                       check_partitions=check_partitions, invalidation=project.settings.invalidation,
-                      recompile=recompile, list_partitions=live.metastore.partition_values,
-                      type_rule=live.metastore.enforces_type_rule())
+                      recompile=recompile, list_partitions=reader.partition_values,
+                      type_rule=reader.enforces_type_rule())
     against = f"target {project.settings.target}" if project.settings.target else None
-    plan = replace(plan, metastore=live.metastore.endpoint, target=project.settings.target, against=against,
+    plan = replace(plan, metastore=reader.endpoint, target=project.settings.target, against=against,
                    warnings=left_alone + plan.warnings)
     return Review(_check_view_sql(plan, desired, live), reads=_reads(current, desired))
 
@@ -201,7 +241,7 @@ def review_refs(project: Project, base: str, head: str | None = None, *, allow_d
     No JVM: the base's desired state, as a complete apply of it leaves the metastore, plays the live
     state; both refs are read from the repository's objects, without a checkout. Partition counts
     come from a thrift:// metastore when one is configured (one Thrift call each, see
-    ``catalog.thrift_count``), else they are unknown.
+    ``catalog.thrift_reader``), else they are unknown.
     """
     from schemaflow.gitsource import desired_at
 
@@ -268,7 +308,7 @@ def drift(project: Project, live: Live) -> list:
 
     desired = desired_state(project)
     scope = _scope(project)
-    return read_drift(live.metastore, desired.objects, desired.databases,
+    return read_drift(live.reader, desired.objects, desired.databases,
                       lambda obj: scope.leaves_alone(obj, desired) is not None)
 
 

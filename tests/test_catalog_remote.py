@@ -102,7 +102,7 @@ def test_an_unreachable_metastore_is_one_clear_line(run_python: RunPython, tmp_p
 def test_partition_counts_come_from_the_server_without_a_jvm(
     metastore_server: str, run_python: RunPython, tmp_path: Path,
 ) -> None:
-    from schemaflow.catalog.thrift_count import ThriftError, partition_counter
+    from schemaflow.catalog.thrift_reader import ThriftError, partition_counter
 
     made = run_python(PARTITIONED, metastore_server, str(tmp_path / "warehouse"), str(tmp_path / "state"), "counted", "7")
     assert made.returncode == 0, made.stderr

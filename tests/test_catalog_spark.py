@@ -11,7 +11,8 @@ from typing import Any, Callable
 import pytest
 from pyspark.sql import SparkSession
 
-from schemaflow.catalog.metastore import Metastore, hive_storage, to_model, user_properties
+from schemaflow.catalog.metastore import Metastore
+from schemaflow.catalog.thrift_data import hive_storage, to_model, user_properties
 from schemaflow.catalog.session import spark_conf
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import MANAGED_KEYS_KEY, VERSION_KEY, Bucketing, Column, Table, View

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from schemaflow.catalog.metastore import BOOKKEEPING_KEYS, BOOKKEEPING_PREFIXES, user_properties
+from schemaflow.catalog.thrift_data import BOOKKEEPING_KEYS, BOOKKEEPING_PREFIXES, user_properties
 from schemaflow.errors import SpecError
 from schemaflow.model import Catalog, Table, View, ViewPartitions
 from schemaflow.spec import load_catalog

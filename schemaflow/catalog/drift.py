@@ -14,17 +14,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import yaml
 
+from schemaflow.catalog.thrift_data import LiveSource, to_model
 from schemaflow.model import (APPLIED_AT_KEY, APPLIED_COMMIT_KEY, APPLIED_STATE_KEY, Column, Object, Table, View,
                               changed_aspects, column_type, fingerprint, state_digest)
 from schemaflow.wording import short_commit, value_change
-
-if TYPE_CHECKING:
-    from schemaflow.catalog.metastore import Metastore
-
 
 MISSING = "missing"          # declared, but not in the metastore
 UNRECORDED = "unrecorded"    # declared and there, but without schemaflow's record of it
@@ -56,13 +53,11 @@ class Drift:
         return f"{self.object}: {', '.join(self.aspects)} changed {since}"
 
 
-def read_drift(metastore: Metastore, declared: Mapping[str, Object], databases: tuple[str, ...],
+def read_drift(metastore: LiveSource, declared: Mapping[str, Object], databases: tuple[str, ...],
                left_alone: Callable[[Object], bool] = lambda obj: False) -> list[Drift]:
     """Every object in ``databases`` that changed since schemaflow wrote it, every ``declared``
     object that is missing or carries no record, and every object there that is neither declared
     nor recorded (but those ``left_alone`` says the project leaves alone); sorted by name."""
-    from schemaflow.catalog.metastore import to_model
-
     drifts, seen = [], set()
     for database in sorted(set(databases) & set(metastore.databases())):
         for data in metastore.table_data(database):

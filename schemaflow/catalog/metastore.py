@@ -4,68 +4,45 @@ Everything goes through the session's Thrift metastore client, the same one Spar
 works alike for an embedded and a remote metastore. Reading is built for thousands of objects:
 every py4j call is a socket round trip, so tables are fetched 100 at a time with
 ``getTableObjectsByName``, each batch is serialised to JSON inside the JVM, and only those bytes
-cross to Python, where they become ``Table`` and ``View`` objects.
-
-Table parameters that are bookkeeping (statistics, DDL times, Spark's copy of the schema,
-schemaflow's own keys) are not properties; ``managed_keys`` and ``version`` come from
-schemaflow's keys. A JVM failure becomes a ``SchemaflowError`` carrying the Java message.
+cross to Python, where they become ``Table`` and ``View`` objects (``catalog.thrift_data``).
+Writes go through the same client. A JVM failure becomes a ``SchemaflowError`` carrying the Java message.
 """
 from __future__ import annotations
 
 import json
 import re
-from contextlib import AbstractContextManager
-from functools import lru_cache
 import time
+from contextlib import AbstractContextManager
 from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
 from pyspark.sql import SparkSession
 
 from schemaflow.catalog.columns import set_columns, stale_partitions
 from schemaflow.catalog.jvm import java_errors, java_message, jvm_view, unreachable
-from schemaflow.catalog.spark_schema import NUM_BUCKETS, PROVIDER, spark_bucketing, spark_columns
 from schemaflow.catalog.session import VARIABLE_SUBSTITUTION
+from schemaflow.catalog.spark_schema import NUM_BUCKETS
+from schemaflow.catalog.thrift_data import READ_ATTEMPTS, READ_BACKOFF_SECONDS, database_of, read_catalog, to_model
 from schemaflow.catalog.view_partitions import (KeptPartitions, change_view_partitions, partition_values,
                                                 read_view_partitions)
 from schemaflow.errors import ConcurrentChange, SchemaflowError
 from schemaflow.model import (
-    MANAGED_KEYS_KEY,
-    MIGRATION_PREFIX,
     SCHEMAFLOW_PREFIX,
     TYPE_RULE,
     VERSION_KEY,
-    Bucketing,
     Catalog,
     Column,
     Database,
-    Object,
     PartitionValues,
-    Table,
-    View,
     LIVE_STATE,
     split_key,
     state_digest,
 )
-from schemaflow.sql.storage import (CUSTOM, PATH_OPTION, SERIALIZATION_FORMAT, default_serde, format_name,
-                                    serde_properties)
-from schemaflow.sql.types import InvalidType, canonical_type
+from schemaflow.sql.storage import PATH_OPTION, SERIALIZATION_FORMAT
 
 BATCH_SIZE = 100
 
-# Table parameters that the metastore, Hive or Spark keep for themselves.
-BOOKKEEPING_KEYS = frozenset({
-    "comment", "transient_lastDdlTime", "EXTERNAL", "numFiles", "totalSize", "numRows",
-    "rawDataSize", "COLUMN_STATS_ACCURATE", "numFilesErasureCoded", "bucketing_version",
-})
-BOOKKEEPING_PREFIXES = ("spark.sql.", "last_modified_", "view.", SCHEMAFLOW_PREFIX)
-
-VIEW_SCHEMA_MODE = "view.schemaMode"  # Spark 4: what a view does when the types of what it reads change
-FROM_DESERIALIZER = "from deserializer"
 # Environment-context key that spares an unpartitioned table a listing of its files on alter.
 DO_NOT_UPDATE_STATS = "DO_NOT_UPDATE_STATS"
-# Reads are tried this many times when the connection breaks, after 1 s, then 2 s, ...
-READ_ATTEMPTS = 4
-READ_BACKOFF_SECONDS = 1.0
 T = TypeVar("T")
 # How the metastore's compare-and-swap refuses a write (HiveAlterHandler).
 CAS_REFUSED = "The table has been modified"
@@ -108,23 +85,12 @@ class Metastore:
 
     def read(self, databases: tuple[str, ...]) -> Catalog:
         """Every table and view in ``databases``; databases that do not exist have none."""
-        existing = set(self.databases())
-        present = tuple(sorted({d for d in databases if d in existing}))
-        objects: dict[str, Object] = {}
-        details = {}
-        for database in present:
-            details[database] = self.database(database)
-            for data in self.table_data(database):
-                obj = to_model(data)
-                objects[obj.key] = obj
-        return Catalog(databases=present, objects=dict(sorted(objects.items())), database_details=details)
+        return read_catalog(self, databases)
 
     def database(self, name: str) -> Database:
         """A database's comment, location and properties, as the metastore holds them."""
         with self._errors(f"reading database {name}"):
-            data = self.to_data(self.retrying(lambda: self.msc.getDatabase(name)))
-        return Database(name, data.get("description") or None, data.get("locationUri"),
-                        dict(sorted(data.get("parameters", {}).items())))
+            return database_of(name, self.to_data(self.retrying(lambda: self.msc.getDatabase(name))))
 
     def enforces_type_rule(self) -> bool:
         """Whether the metastore refuses incompatible column type changes: its own setting of
@@ -382,103 +348,3 @@ def describe_endpoint(hadoop_conf: Any) -> str:
     if derby:
         return f"embedded Derby at {derby.group(1)}"
     return f"embedded metastore on {re.split(r'[?;]', url)[0]}"
-
-
-# --- Thrift JSON → model ---------------------------------------------------------------------
-
-def to_model(data: Mapping[str, Any]) -> Object:
-    """A table or view from the JSON form of a Thrift ``Table``."""
-    parameters: dict[str, str] = data.get("parameters", {})
-    sd = data.get("sd", {})
-    columns = tuple(_column(c) for c in sd.get("cols", []))
-    partition_keys = tuple(_column(c) for c in data.get("partitionKeys", []))
-    common = dict(
-        database=data["dbName"],
-        name=data["tableName"],
-        comment=parameters.get("comment") or None,
-        properties=user_properties(parameters),
-        managed_keys=tuple(sorted(k for k in parameters.get(MANAGED_KEYS_KEY, "").split(",") if k)),
-        version=parameters.get(VERSION_KEY),
-    )
-    migrations = {k[len(MIGRATION_PREFIX):]: v for k, v in sorted(parameters.items()) if k.startswith(MIGRATION_PREFIX)}
-    if data.get("tableType") == "VIRTUAL_VIEW":
-        return View(
-            sql=data.get("viewOriginalText", ""),
-            columns=columns + partition_keys,
-            partitioned_on=tuple(c.name for c in partition_keys),
-            schema_mode=parameters.get(VIEW_SCHEMA_MODE),
-            **common,
-        )
-    external = data.get("tableType") == "EXTERNAL_TABLE"
-    storage = data_source_storage(sd, parameters) or {**hive_storage(sd), "partition_columns": partition_keys}
-    location = storage.pop("location", None) or sd.get("location")
-    return Table(external=external, location=location if external else None, migrations=migrations, **common, **storage)
-
-
-def hive_storage(sd: Mapping[str, Any]) -> dict[str, Any]:
-    """A Hive-format table's columns and storage, from its storage descriptor (``sql.storage``)."""
-    serde_info = sd.get("serdeInfo", {})
-    input_format, output_format = sd.get("inputFormat"), sd.get("outputFormat")
-    format_ = format_name(input_format, output_format)
-    serde = serde_info.get("serializationLib") or None
-    bucketing = None
-    if sd.get("numBuckets", -1) > 0:
-        sorted_by = tuple(c["col"].lower() + ("" if c.get("order", 1) == 1 else " desc") for c in sd.get("sortCols", []))
-        bucketing = Bucketing(tuple(c.lower() for c in sd.get("bucketCols", [])), sd["numBuckets"], sorted_by)
-    return dict(
-        columns=tuple(_column(c) for c in sd.get("cols", [])),
-        format=format_,
-        serde=None if serde == default_serde(format_) else serde,
-        input_format=input_format if format_ == CUSTOM else None,
-        output_format=output_format if format_ == CUSTOM else None,
-        serde_properties=serde_properties(serde_info.get("parameters", {})),
-        bucketing=bucketing,
-    )
-
-
-def data_source_storage(sd: Mapping[str, Any], parameters: Mapping[str, str]) -> dict[str, Any] | None:
-    """A Spark data-source table's columns and storage, or None for a Hive-format table.
-
-    Its columns are Spark's copy of the schema (the metastore's may be a placeholder), its options
-    are kept as SERDEPROPERTIES, its location is the ``path`` option, its bucketing in parameters.
-    """
-    provider = parameters.get(PROVIDER, "").lower()
-    if not provider or provider == "hive":
-        return None
-    columns, partition_columns = spark_columns(parameters) or ((), ())
-    options = sd.get("serdeInfo", {}).get("parameters", {})
-    return dict(
-        columns=columns,
-        partition_columns=partition_columns,
-        format=provider,
-        data_source=True,
-        location=options.get(PATH_OPTION),
-        serde_properties=serde_properties(options, data_source=True),
-        bucketing=spark_bucketing(parameters),
-    )
-
-
-def user_properties(parameters: Mapping[str, str]) -> dict[str, str]:
-    """The table parameters that are the user's, not bookkeeping."""
-    return {
-        key: value for key, value in sorted(parameters.items())
-        if key not in BOOKKEEPING_KEYS and not key.startswith(BOOKKEEPING_PREFIXES)
-    }
-
-
-def _column(data: Mapping[str, Any]) -> Column:
-    comment = data.get("comment")
-    # Hive's placeholder for a column a SerDe reports (OpenCSVSerde, RegexSerDe): it stores that
-    # when any ALTER of such a table goes through Hive's client, Spark's included. It says nothing.
-    if comment == FROM_DESERIALIZER:
-        comment = None
-    return Column(name=data["name"], type=_live_type(data["type"]), comment=comment or None)
-
-
-@lru_cache(maxsize=4096)
-def _live_type(text: str) -> str:
-    """The canonical form of a stored type; a type schemaflow does not know stays as stored."""
-    try:
-        return canonical_type(text)
-    except InvalidType:
-        return text

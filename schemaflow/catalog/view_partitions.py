@@ -20,11 +20,11 @@ a following ``alter_partitions`` restores.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from schemaflow.catalog.jvm import jvm_view
+from schemaflow.catalog.thrift_data import parse_name
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import PartitionValues, partition_name, split_key
 from schemaflow.wording import plural
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from schemaflow.catalog.metastore import Metastore
 
 BATCH = 1_000
-_ESCAPED = re.compile(r"%([0-9A-Fa-f]{2})")
 # What Hive escapes in a partition name's values (FileUtils.escapePathName of the bundled Hive 2.3).
 _TO_ESCAPE = frozenset(map(chr, range(0x20))) | frozenset('"#%\'*/:=?\\\x7f{[]^')
 
@@ -44,12 +43,6 @@ def partition_values(metastore: Metastore, key: str) -> tuple[PartitionValues, .
     jvm = jvm_view(metastore.spark)
     names = jvm.java.lang.String.join("\n", metastore.msc.listPartitionNames(database, name, -1))
     return tuple(sorted(parse_name(n) for n in names.split("\n") if n))
-
-
-def parse_name(name: str) -> PartitionValues:
-    """The values of a partition name as the metastore writes it: ``ds=2024-01-01/hr=00``, each
-    value escaped as Hive escapes path names (``%2F`` for ``/``, ``%3D`` for ``=``, ...)."""
-    return tuple(_ESCAPED.sub(lambda m: chr(int(m.group(1), 16)), part.split("=", 1)[1]) for part in name.split("/"))
 
 
 @dataclass(frozen=True)

@@ -78,7 +78,7 @@ _ESCAPED = frozenset('"#%\'*/:=?\\{[]^\x7f') | frozenset(map(chr, range(0x20)))
 # Table parameters that the metastore, Hive or Spark write themselves, and what to do instead. Their
 # owners match them exactly; they are refused whatever their case, since a key spelt otherwise is
 # still someone reaching for the reserved one. The live reader leaves them out of the properties
-# (catalog.metastore.user_properties), so a declared one would be planned again on every run.
+# (catalog.thrift_data.user_properties), so a declared one would be planned again on every run.
 _STATISTICS = "the metastore keeps the table's statistics there (ANALYZE TABLE computes them): remove it"
 _OWNED_KEYS = {
     "comment": "the comment is kept under that key: declare it with 'comment:' instead",

@@ -1,0 +1,170 @@
+"""The live state read from a ``thrift://`` metastore without a JVM: what ``plan`` needs, in seconds.
+
+Starting Spark costs seconds before the first byte is read, and a plan with nothing to do needs
+no Spark at all: only the metastore's tables. This reader asks the metastore server the same Thrift
+calls Spark's bundled Hive 2.3 client makes (``get_all_databases``, ``get_database``,
+``get_all_tables``, ``get_table_objects_by_name`` in batches, ``get_config_value``,
+``get_num_partitions_by_filter``, ``get_partition_names``), over Thrift's binary protocol
+(``catalog.thrift_wire``), and hands the structs, named as Thrift's simple JSON names them, to
+``catalog.thrift_data``: the same data the JVM reader gets, turned into the model by the same code.
+
+It only reads. A metastore that wants SASL (Kerberos), framing or TLS does not answer a plain call:
+``connect`` raises ``NotPlainThrift`` and the caller reads through Spark's client instead. A
+connection that breaks is made again and the read repeated, as the JVM reader does.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Iterator, Sequence
+from urllib.parse import urlparse
+
+from schemaflow.catalog.thrift_data import (READ_ATTEMPTS, READ_BACKOFF_SECONDS, database_of, parse_name,
+                                            read_catalog)
+from schemaflow.catalog.thrift_wire import I16, LIST, STRING, Argument, Connection, NotPlainThrift, Shape, ThriftError
+from schemaflow.errors import SchemaflowError
+from schemaflow.model import TYPE_RULE, Catalog, Database, PartitionValues, split_key
+
+BATCH_SIZE = 100
+DEFAULT_PORT = 9083
+# The names of the Thrift fields that the model is made from (hive_metastore.thrift); others are skipped.
+FIELD_SCHEMA: Shape = {1: "name", 2: "type", 3: "comment"}
+STORAGE: Shape = {
+    1: ("cols", FIELD_SCHEMA), 2: "location", 3: "inputFormat", 4: "outputFormat", 5: "compressed", 6: "numBuckets",
+    7: ("serdeInfo", {1: "name", 2: "serializationLib", 3: "parameters"}), 8: "bucketCols",
+    9: ("sortCols", {1: "col", 2: "order"}), 10: "parameters", 12: "storedAsSubDirectories",
+}
+TABLE: Shape = {
+    1: "tableName", 2: "dbName", 3: "owner", 4: "createTime", 5: "lastAccessTime", 6: "retention",
+    7: ("sd", STORAGE), 8: ("partitionKeys", FIELD_SCHEMA), 9: "parameters", 10: "viewOriginalText",
+    11: "viewExpandedText", 12: "tableType", 14: "temporary", 15: "rewriteEnabled",
+}
+DATABASE: Shape = {1: "name", 2: "description", 3: "locationUri", 4: "parameters", 6: "ownerName", 7: "ownerType"}
+
+
+def addresses(uri: str) -> list[tuple[str, int]]:
+    """The host and port of each ``thrift://host:port`` in a metastore setting (comma-separated)."""
+    found = []
+    for part in uri.split(","):
+        parsed = urlparse(part.strip())
+        if parsed.scheme != "thrift" or not parsed.hostname:
+            raise ThriftError(f"{uri!r} is not a thrift://host:port metastore address")
+        found.append((parsed.hostname, parsed.port or DEFAULT_PORT))
+    return found
+
+
+class ThriftReader:
+    """A ``thrift://`` metastore, read over plain binary Thrift."""
+
+    def __init__(self, uri: str, *, timeout: float = 600.0, connect_timeout: float = 20.0,
+                 attempts: int = READ_ATTEMPTS, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.endpoint = uri
+        self.addresses = addresses(uri)
+        self.timeout, self.connect_timeout = timeout, connect_timeout
+        self.attempts, self.sleep = attempts, sleep
+        self._connection: Connection | None = None
+        self._answered = False  # whether the server ever answered in Thrift
+
+    @classmethod
+    def connect(cls, uri: str) -> ThriftReader:
+        """A reader of ``uri`` that has had an answer from it; ``NotPlainThrift`` if it speaks something else."""
+        reader = cls(uri)
+        reader.databases()
+        return reader
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    def read(self, databases: tuple[str, ...]) -> Catalog:
+        """Every table and view in ``databases``; databases that do not exist have none."""
+        return read_catalog(self, databases)
+
+    def databases(self) -> tuple[str, ...]:
+        """The names of the existing databases, sorted."""
+        return tuple(sorted(self._call("listing databases", "get_all_databases", ())))
+
+    def database(self, name: str) -> Database:
+        """A database's comment, location and properties, as the metastore holds them."""
+        return database_of(name, self._call(f"reading database {name}", "get_database", [(1, STRING, name)], DATABASE))
+
+    def table_data(self, database: str) -> Iterator[dict[str, Any]]:
+        """The Thrift Table structs of ``database`` as data, fetched in batches."""
+        doing = f"reading the tables of database {database}"
+        names = self._call(doing, "get_all_tables", [(1, STRING, database)])
+        for start in range(0, len(names), BATCH_SIZE):
+            batch = names[start:start + BATCH_SIZE]
+            yield from self._call(doing, "get_table_objects_by_name", [(1, STRING, database), (2, LIST, batch)], TABLE)
+
+    def enforces_type_rule(self) -> bool:
+        """Whether the metastore server refuses incompatible column type changes (its own setting)."""
+        value = self._call("reading the metastore's type rule", "get_config_value",
+                           [(1, STRING, TYPE_RULE), (2, STRING, "true")])
+        return str(value).strip().lower() != "false"
+
+    def count_partitions(self, key: str) -> int:
+        """How many partitions the table ``key`` has, counted by the metastore (no listing)."""
+        database, name = split_key(key)
+        return int(self._call(f"counting the partitions of {key}", "get_num_partitions_by_filter",
+                              [(1, STRING, database), (2, STRING, name), (3, STRING, "")]))
+
+    def partition_values(self, key: str) -> tuple[PartitionValues, ...]:
+        """The partitions of table or view ``key``, each as its values in partition-column order, sorted."""
+        database, name = split_key(key)
+        names = self._call(f"listing the partitions of {key}", "get_partition_names",
+                           [(1, STRING, database), (2, STRING, name), (3, I16, -1)])
+        return tuple(sorted(parse_name(n) for n in names))
+
+    def _call(self, doing: str, method: str, arguments: Sequence[Argument], answer: Shape | None = None) -> Any:
+        """One read, repeated on a new connection after a broken one (up to ``attempts`` times, waiting
+        twice as long each time). A server that never answered in Thrift is ``NotPlainThrift``."""
+        attempt = 0
+        while True:
+            try:
+                answered = self._open().call(method, arguments, answer)
+                self._answered = True
+                return answered
+            except NotPlainThrift:
+                self.close()
+                raise
+            except ThriftError as error:
+                raise SchemaflowError(f"{doing}: {error}") from None
+            except OSError as error:
+                connected = self._connection is not None
+                self.close()
+                if connected and not self._answered:
+                    # It accepted the connection, then hung up on a plain call: SASL, framing or TLS.
+                    raise NotPlainThrift(f"{self.endpoint} hung up on a plain Thrift call ({error})") from None
+                attempt += 1
+                if attempt >= self.attempts:
+                    raise SchemaflowError(f"cannot reach the Hive metastore ({self.endpoint}): {error}") from None
+            self.sleep(READ_BACKOFF_SECONDS * 2 ** (attempt - 1))
+
+    def _open(self) -> Connection:
+        """The connection, made to the first address that accepts one when there is none."""
+        if self._connection is None:
+            failure: OSError | None = None
+            for address in self.addresses:
+                try:
+                    self._connection = Connection(address, self.connect_timeout, self.timeout)
+                    break
+                except OSError as error:
+                    failure = error
+            else:
+                assert failure is not None
+                raise failure
+        return self._connection
+
+
+def partition_counter(uri: str, timeout: float = 5.0) -> Callable[[str], int | None]:
+    """A function from ``db.table`` to its partition count, or None when the metastore does not answer
+    (down, SASL, no such table): for ``plan --base``, where counts are a help, not a need."""
+    reader = ThriftReader(uri, timeout=timeout, connect_timeout=timeout, attempts=1)
+
+    def count(key: str) -> int | None:
+        try:
+            return reader.count_partitions(key)
+        except (SchemaflowError, ThriftError):
+            return None
+
+    return count

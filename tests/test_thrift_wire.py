@@ -1,0 +1,114 @@
+"""Thrift's binary protocol as schemaflow speaks it, against a socket that answers what a test wrote.
+
+The real metastore server is in ``test_thrift_reader_remote``; here are the answers a real server
+rarely gives on demand: an exception, a server that wants SASL, one that hangs up, one that lacks
+the method.
+"""
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+import pytest
+
+from schemaflow.catalog.thrift_reader import ThriftReader, partition_counter
+from schemaflow.catalog.thrift_wire import (EXCEPTION, I32, LIST, MAP, REPLY, STOP, STRING, STRUCT, VERSION_1,
+                                            Connection, NotPlainThrift, ThriftError)
+from schemaflow.errors import SchemaflowError
+
+
+def string(text: str) -> bytes:
+    data = text.encode()
+    return struct.pack(">i", len(data)) + data
+
+
+def header(method: str, kind: int = REPLY) -> bytes:
+    return struct.pack(">I", VERSION_1 | kind) + string(method) + struct.pack(">i", 1)
+
+
+class Server:
+    """A socket that reads one call per answer and writes the answers given, in order; None hangs up."""
+
+    def __init__(self, *answers: bytes | None) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.calls: list[bytes] = []
+        self.thread = threading.Thread(target=self._serve, args=(list(answers),), daemon=True)
+        self.thread.start()
+
+    def _serve(self, answers: list[bytes | None]) -> None:
+        with self.listener:
+            connection, _ = self.listener.accept()
+            with connection:
+                for answer in answers:
+                    self.calls.append(connection.recv(65536))
+                    if answer is None:
+                        return
+                    connection.sendall(answer)
+
+
+def test_a_call_is_encoded_and_its_answer_decoded_by_shape() -> None:
+    table = (struct.pack(">bh", STRING, 1) + string("orders")
+             + struct.pack(">bh", STRUCT, 7)  # sd: cols (named), and field 99 (skipped)
+             + struct.pack(">bh", LIST, 1) + struct.pack(">bi", STRUCT, 1)
+             + struct.pack(">bh", STRING, 1) + string("größe") + bytes([STOP])
+             + struct.pack(">bh", I32, 99) + struct.pack(">i", 5) + bytes([STOP])
+             + struct.pack(">bh", MAP, 9) + struct.pack(">bbi", STRING, STRING, 1) + string("k") + string("v")
+             + bytes([STOP]))
+    answer = header("get_table_objects_by_name") + struct.pack(">bh", LIST, 0) + struct.pack(">bi", STRUCT, 1) \
+        + table + bytes([STOP])
+    server = Server(answer)
+    connection = Connection(("127.0.0.1", server.port), 5, 5)
+    shape = {1: "tableName", 7: ("sd", {1: ("cols", {1: "name"})}), 9: "parameters"}
+    got = connection.call("get_table_objects_by_name", [(1, STRING, "db"), (2, LIST, ["orders"])], shape)
+    assert got == [{"tableName": "orders", "sd": {"cols": [{"name": "größe"}]}, "parameters": {"k": "v"}}]
+    assert server.calls == [struct.pack(">I", VERSION_1 | 1) + string("get_table_objects_by_name")
+                            + struct.pack(">i", 1) + struct.pack(">bh", STRING, 1) + string("db")
+                            + struct.pack(">bh", LIST, 2) + struct.pack(">bi", STRING, 1) + string("orders")
+                            + bytes([STOP])]
+
+
+def test_an_exception_the_method_declares_is_a_thrift_error_with_its_message() -> None:
+    raised = header("get_database") + struct.pack(">bh", STRUCT, 1) + struct.pack(">bh", STRING, 1) \
+        + string("Database nope not found") + bytes([STOP, STOP])
+    server = Server(raised)
+    reader = ThriftReader(f"thrift://127.0.0.1:{server.port}")
+    with pytest.raises(SchemaflowError, match=r"^reading database nope: Database nope not found$"):
+        reader.database("nope")
+
+
+def test_an_unknown_method_is_not_plain_thrift_for_schemaflow() -> None:
+    unknown = header("get_all_databases", EXCEPTION) + struct.pack(">bh", STRING, 1) + string("Invalid method name") \
+        + struct.pack(">bh", I32, 2) + struct.pack(">i", 1) + bytes([STOP])
+    server = Server(unknown)
+    with pytest.raises(NotPlainThrift, match="Invalid method name"):
+        ThriftReader.connect(f"thrift://127.0.0.1:{server.port}")
+
+
+def test_a_sasl_answer_or_a_hang_up_on_the_first_call_is_not_plain_thrift() -> None:
+    # What a SASL server answers a plain call with: an ERROR status (4) and a message.
+    sasl = bytes([4]) + string("Invalid status -128")
+    with pytest.raises(NotPlainThrift, match="not a Thrift binary-protocol answer"):
+        ThriftReader.connect(f"thrift://127.0.0.1:{Server(sasl).port}")
+    with pytest.raises(NotPlainThrift, match="hung up on a plain Thrift call"):
+        ThriftReader.connect(f"thrift://127.0.0.1:{Server(None).port}")
+
+
+def test_a_connection_that_breaks_after_an_answer_is_made_again_and_the_read_repeated() -> None:
+    databases = header("get_all_databases") + struct.pack(">bh", LIST, 0) + struct.pack(">bi", STRING, 1) \
+        + string("db") + bytes([STOP])
+    first = Server(databases, None)
+    waits: list[float] = []
+    reader = ThriftReader(f"thrift://127.0.0.1:{first.port}", sleep=waits.append)
+    assert reader.databases() == ("db",)
+    # The server hung up on the second call and is gone: each attempt is refused, then the error.
+    with pytest.raises(SchemaflowError, match=r"^cannot reach the Hive metastore \(thrift://127\.0\.0\.1:\d+\): "):
+        reader.databases()
+    assert waits == [1.0, 2.0, 4.0]
+
+
+def test_partition_counts_for_plan_base_are_none_when_the_server_does_not_answer() -> None:
+    count = partition_counter(f"thrift://127.0.0.1:{Server(None).port}", timeout=1)
+    assert count("db.t") is None
+    with pytest.raises(ThriftError, match="is not a thrift://host:port metastore address"):
+        partition_counter("jdbc:derby:nope")
