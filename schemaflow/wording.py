@@ -22,6 +22,11 @@ def plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def duration(seconds: float) -> str:
+    """A time span as a plan or a progress line shows it: "40 s" below two minutes, else "7 min"."""
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
+
+
 def short_commit(commit: str | None) -> str:
     """A commit as git shows it in a log line: 10 hex digits (and ``+dirty`` for a work tree with changes)."""
     if not commit:

@@ -1,6 +1,7 @@
 """The planner without a JVM: diff, re-creation of dependent views, ordering, blocking, stamps."""
 from __future__ import annotations
 
+import io
 import re
 from dataclasses import replace
 
@@ -241,3 +242,21 @@ def test_view_column_comments_count_only_where_declared():
     declared = replace(DAILY, columns=(Column("order_id", comment="The order"), Column("ds")))
     plan = build_plan(catalog(ORDERS, declared, TOP), live)
     assert [s.summary for s in plan.steps] == ["re-create view retail.daily: column comments changed"]
+
+
+def test_a_long_apply_says_how_far_it_is_and_about_how_long_the_rest_takes():
+    plan = build_plan(catalog(*(table(f"retail.t{i}", "id:bigint") for i in range(8))), Catalog())
+    assert len(plan.steps) == 9  # the database, then eight tables
+    ticks = iter(range(0, 1000, 10))  # each reading of the clock is 10 s after the one before: 20 s a step
+    out = io.StringIO()
+    apply_plan(plan, RecordingTarget(), progress=out, clock=lambda: next(ticks))
+    lines = out.getvalue().splitlines()
+    # Every step's line says how long it took; between them, every 30 s or more, how far the apply is.
+    assert [line for line in lines if not line.startswith("[")] == [
+        "      1 of 9 steps done in 30 s; about 4 min left",
+        "      3 of 9 steps done in 70 s; about 2 min left",
+        "      5 of 9 steps done in 110 s; about 88 s left",
+        "      7 of 9 steps done in 2 min; about 43 s left"]
+    assert lines[0] == "[1/9] create database retail ... done (10.0s)"
+    assert lines[-1] == "[9/9] create table retail.t7 (1 column, parquet) ... done (10.0s)"
+    assert len(lines) == 13

@@ -3,6 +3,8 @@
 The executor is the second walk over the plan's steps (the renderers are the first), so exactly
 the reviewed statements run. It refuses a plan with blocked steps before touching anything, and
 when a step fails it raises ``ApplyError`` naming the step and listing what was and was not applied.
+Each step's progress line says how long it took; a long apply also says, every
+``ESTIMATE_EVERY_SECONDS``, how far it is and about how long the rest will take at its pace so far.
 
 Every write is guarded (see ``schemaflow.claims``): first each existing object the plan touches is
 claimed with a compare-and-swap against the version the plan saw; each later metastore write to it
@@ -24,6 +26,9 @@ from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, Ke
                                    SetDatabaseParameters, SetParameters, SetStorageAction, SqlAction, Step,
                                    fill_applied_at)
 from schemaflow.sql import ddl
+from schemaflow.wording import duration
+
+ESTIMATE_EVERY_SECONDS = 30.0
 
 
 class Target(Protocol):
@@ -232,11 +237,11 @@ def check_runnable(plan: Plan) -> None:
 
 
 def apply_plan(plan: Plan, target: Target, progress: TextIO | None = None, claim: Claim | None = None,
-               pause: Callable[[str], None] | None = None) -> None:
+               pause: Callable[[str], None] | None = None, clock: Callable[[], float] = time.monotonic) -> None:
     """Claim the plan's objects, then run every step in order; raise ``ApplyError`` at the first failure.
 
     ``pause`` is called with ``"claimed"`` after the claims and ``"<step>.<action>"`` (1-based) after
-    each action: the points where a test may stop or kill the run.
+    each action: the points where a test may stop or kill the run. ``clock`` times the steps.
     """
     check_runnable(plan)
     run = Run(plan, claim or new_run(), target)
@@ -249,8 +254,12 @@ def apply_plan(plan: Plan, target: Target, progress: TextIO | None = None, claim
         pause("claimed")
     total = len(plan.steps)
     width = len(str(total))
+    began = estimated = clock()
     for index, step in enumerate(plan.steps):
-        started = time.monotonic()
+        started = clock()
+        if progress and index and started - estimated >= ESTIMATE_EVERY_SECONDS:
+            progress.write(_estimate(index, total, started - began))
+            estimated = started
         if progress:
             progress.write(f"[{index + 1:>{width}}/{total}] {step.summary} ... ")
             progress.flush()
@@ -270,7 +279,13 @@ def apply_plan(plan: Plan, target: Target, progress: TextIO | None = None, claim
             run.release(plan.guards)
             raise ApplyError(index, plan.steps, error) from error
         if progress:
-            progress.write(f"done ({time.monotonic() - started:.1f}s)\n")
+            progress.write(f"done ({clock() - started:.1f}s)\n")
+
+
+def _estimate(done: int, total: int, elapsed: float) -> str:
+    """A progress line between steps: how many are done, in how long, and about how long the rest take."""
+    left = elapsed / done * (total - done)
+    return f"      {done:,} of {total:,} steps done in {duration(elapsed)}; about {duration(left)} left\n"
 
 
 def _writes(action: Action) -> bool:

@@ -19,7 +19,7 @@ from schemaflow.plan.steps import (CREATE_TABLE, CREATE_VIEW, DROP_TABLE, DROP_V
                                    SetDatabaseParameters, SetParameters, SetStorageAction, SqlAction, Step,
                                    listed_partitions)
 from schemaflow.sql import ddl
-from schemaflow.wording import plural, value_change
+from schemaflow.wording import duration, plural, value_change
 
 
 class _OfTable:
@@ -153,10 +153,6 @@ CASCADE_SECONDS_PER_PARTITION = 0.0025
 BATCHED_CASCADE_ABOVE = 50_000
 
 
-def _duration(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
-
-
 @dataclass(frozen=True)
 class AlterColumns:
     """Any column change but a plain append: one metastore ``alter_table``, cascading or not."""
@@ -201,7 +197,7 @@ class AlterColumns:
             if self.partition_count is None:
                 notes.append("cascade: every partition's column list follows the table (partition count unknown)")
             else:
-                estimate = _duration(self.partition_count * CASCADE_SECONDS_PER_PARTITION)
+                estimate = duration(self.partition_count * CASCADE_SECONDS_PER_PARTITION)
                 notes.append(f"cascade: the column lists of {plural(self.partition_count, 'partition')} follow "
                              f"the table (estimate: {estimate})")
             if self.batched:
