@@ -3,7 +3,8 @@
 ``private_session`` gives a benchmark a Spark session with Hive support on a metastore of its own
 in a temporary directory: embedded Derby, or (``remote``) the standalone Thrift metastore server
 of ``tests/metastore_server.py``, so that every metastore call crosses a socket as with the shared
-metastore of a real cluster. Spark's and Hive's scratch files stay in that directory; on exit the
+metastore of a real cluster; that server keeps its metastore in Derby, or (``backend``) in
+PostgreSQL, as production metastores do (``tests/postgres_server.py``). Spark's and Hive's scratch files stay in that directory; on exit the
 session is stopped, the server too, and the directory is removed.
 
 Benchmarks report progress on stderr (``progress``, ``Heartbeat``) and their results on stdout.
@@ -27,7 +28,8 @@ from pyspark.sql import SparkSession
 from schemaflow.catalog.metastore import Metastore
 from schemaflow.catalog.session import spark_session
 from schemaflow.project import Settings
-from tests.metastore_server import MetastoreServer
+from tests.metastore_server import BACKENDS, MetastoreServer
+from tests.postgres_server import PostgresServer
 
 # Column types, in turn; each is spelt here as Hive, Spark and schemaflow all spell it.
 COLUMN_TYPES = ("bigint", "string", "decimal(12,2)", "timestamp", "int", "double", "date", "boolean")
@@ -50,8 +52,9 @@ class Session:
 
 
 @contextmanager
-def private_session(name: str, remote: bool) -> Iterator[Session]:
-    """A Spark session on a metastore of its own, in a temporary directory named after ``name``."""
+def private_session(name: str, remote: bool, backend: str = "derby") -> Iterator[Session]:
+    """A Spark session on a metastore of its own, in a temporary directory named after ``name``; with
+    ``remote``, a metastore server whose database is ``backend`` (one of ``BACKENDS``)."""
     with ExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=f"schemaflow-{name}-")))
         private = {  # Spark's and Hive's scratch files, which default to /tmp, stay in workdir
@@ -60,13 +63,22 @@ def private_session(name: str, remote: bool) -> Iterator[Session]:
             "spark.hadoop.hive.exec.local.scratchdir": str(workdir / "hive-local-scratch"),
         }
         if remote:
-            progress("starting the standalone Thrift metastore server")
+            assert backend in BACKENDS, backend
             # HikariCP: pyspark lacks BoneCP, Hive 2.3's default pool, without which DROP DATABASE fails.
-            server = stack.enter_context(MetastoreServer(workdir / "server",
-                                                         settings={"datanucleus.connectionPoolingType": "HikariCP"}))
+            server_settings = {"datanucleus.connectionPoolingType": "HikariCP"}
+            classpath = []
+            if backend == "postgresql":
+                progress("starting PostgreSQL")
+                postgres = stack.enter_context(PostgresServer())
+                server_settings = postgres.metastore_settings(postgres.new_database())
+                classpath = [postgres.jdbc_jar]
+            progress(f"starting the standalone Thrift metastore server on {backend}")
+            server = stack.enter_context(MetastoreServer(workdir / "server", settings=server_settings,
+                                                         classpath=classpath))
             settings = Settings(metastore_uri=server.uri, warehouse_dir=str(server.warehouse),
                                 derby_dir=str(workdir / "client"), spark_conf=private)
-            where = "standalone Thrift server on this machine (tests/metastore_server.py), over a socket"
+            where = (f"standalone Thrift server on this machine (tests/metastore_server.py), its metastore in "
+                     f"{backend}, over a socket")
         else:
             settings = Settings(warehouse_dir=str(workdir / "warehouse"), derby_dir=str(workdir / "state"),
                                 spark_conf=private)

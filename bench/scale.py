@@ -115,7 +115,7 @@ def validate_command(project: Path) -> None:
 def load_with(project: Path, pure: bool) -> float:
     """In-process validation of the files (nothing cached from an earlier run), composed by libyaml or
     by PyYAML's pure-Python composer."""
-    for cached in (_declared, canonical_type, views._parsed, views._analyzed, views.normalize_sql):
+    for cached in (_declared, canonical_type, views._parsed, views._analyzed, views.tables_read, views.normalize_sql):
         cached.cache_clear()
     saved = yamlpos.compose
     if pure:

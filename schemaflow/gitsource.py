@@ -7,15 +7,20 @@ repository; its files are then read relative to that folder, as on disk. The set
 (``schemaflow.yaml``) are read at the same commit, and a problem in any file is reported at
 ``REF:path:line:col``. A symlink stored in the commit is followed within the commit's tree, as the
 work tree would follow it; one that leads out of the repository, or nowhere, is a problem.
+
+Every file of a folder is read in one pass of ``git cat-file --batch`` when the folder is listed:
+asked for one at a time, each blob is a round trip to git (1.5 s of a plan of 5,500 files). A blob
+is read once per process, however many commits hold it.
 """
 from __future__ import annotations
 
 import posixpath
+import subprocess
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from pathlib import Path, PurePosixPath
-from typing import Iterator
+from typing import Iterable, Iterator, NamedTuple
 
 import git
 from gitdb.exc import BadName
@@ -44,11 +49,66 @@ class GitFile:
         return _blob_bytes(self.blob)
 
 
-@lru_cache(maxsize=CACHED_FILES)
-def _blob_bytes(blob: git.Blob) -> bytes:
-    """A blob's content, read from git once per blob id (blobs are equal by id): ``plan --base`` reads
-    two commits that share most of their files."""
-    return blob.data_stream.read()
+class CacheInfo(NamedTuple):
+    hits: int
+    misses: int
+    maxsize: int
+    currsize: int
+
+
+class _Blobs:
+    """Blobs' contents by blob id, each read from git once (``plan --base`` reads two commits that share
+    most of their files), many at once by ``read_ahead``; ``cache_info`` counts as ``functools.lru_cache`` does."""
+
+    def __init__(self, kept: int) -> None:
+        self.kept = kept
+        self.contents: dict[bytes, bytes] = {}
+        self.hits = self.misses = 0
+
+    def __call__(self, blob: git.Blob) -> bytes:
+        content = self.contents.get(blob.binsha)
+        if content is not None:
+            self.hits += 1
+            return content
+        self.misses += 1
+        return self._keep({blob.binsha: blob.data_stream.read()})[blob.binsha]
+
+    def read_ahead(self, repo: git.Repo, blobs: Iterable[git.Blob]) -> None:
+        """Read those of ``blobs`` not read yet in one ``git cat-file --batch``: its answers are read while
+        the ids are still being written (a thread writes them), so neither side waits on a full pipe."""
+        wanted = sorted({blob.binsha for blob in blobs} - self.contents.keys())
+        if len(wanted) < 2:
+            return
+        process = repo.git.cat_file("--batch", as_process=True, istream=subprocess.PIPE)
+        stdin, stdout = process.proc.stdin, process.proc.stdout
+
+        def ask() -> None:
+            stdin.write(b"".join(sha.hex().encode() + b"\n" for sha in wanted))
+            stdin.close()
+        asking = threading.Thread(target=ask, daemon=True)
+        asking.start()
+        read: dict[bytes, bytes] = {}
+        for sha in wanted:
+            header = stdout.readline().split()  # "<id> blob <size>", or "<id> missing" (read one by one later)
+            if len(header) == 3:
+                read[sha] = stdout.read(int(header[2]))
+                stdout.read(1)  # the newline after the content
+        asking.join()
+        process.wait()
+        self.misses += len(read)
+        self._keep(read)
+
+    def cache_info(self) -> CacheInfo:
+        return CacheInfo(self.hits, self.misses, self.kept, len(self.contents))
+
+    def _keep(self, contents: dict[bytes, bytes]) -> dict[bytes, bytes]:
+        if len(self.contents) + len(contents) > self.kept:
+            self.contents.clear()
+        self.contents.update(contents)
+        return contents
+
+
+_blob_bytes = _Blobs(CACHED_FILES)
 
 
 @dataclass(frozen=True)
@@ -67,7 +127,21 @@ class CommitFiles:
             top = self._follow(folder)
         except _BadLink as bad:
             return [], [Problem(Source(folder), bad.reason)]
-        return walk(folder, top, str(top.path), self._entries) if isinstance(top, git.Tree) else ([], [])
+        if not isinstance(top, git.Tree):
+            return [], []
+        paths, problems = walk(folder, top, str(top.path), self._entries)
+        _blob_bytes.read_ahead(self.root.repo, self._blobs(paths))
+        return paths, problems
+
+    def _blobs(self, paths: list[str]) -> Iterator[git.Blob]:
+        """The blobs of the files at ``paths`` (those that lead elsewhere are read when opened)."""
+        for path in paths:
+            try:
+                item = self._follow(path)
+            except _BadLink:
+                continue
+            if isinstance(item, git.Blob):
+                yield item
 
     def open(self, path: str) -> GitFile | None:
         try:

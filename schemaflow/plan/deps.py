@@ -10,6 +10,7 @@ changes, view changes), then by name.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Iterator, Mapping
 
 from schemaflow.graph import topological_order
 from schemaflow.model import Catalog, Table, View
@@ -25,8 +26,7 @@ def with_live_reads(live: Catalog) -> Catalog:
     A view whose SQL does not resolve any more uses the objects it reads as a whole; one whose SQL
     does not parse (written by another engine, say) reads nothing we know of.
     """
-    schema = {o.key: [(c.name, c.type or "string") for c in (o.all_columns if isinstance(o, Table) else o.columns)]
-              for o in live.objects.values()}
+    schema = _LiveColumns(live)
 
     def derived(view: View) -> View:
         try:
@@ -41,6 +41,23 @@ def with_live_reads(live: Catalog) -> Catalog:
         return replace(view, reads=analysis.reads, uses=analysis.uses, lineage=lineage)
     objects = {k: derived(o) if isinstance(o, View) else o for k, o in live.objects.items()}
     return replace(live, objects=objects)
+
+
+class _LiveColumns(Mapping[str, list[tuple[str, str]]]):
+    """``{"db.name": [(column, type), ...]}`` of the live objects, each worked out only when a view reads it."""
+
+    def __init__(self, live: Catalog) -> None:
+        self.objects = live.objects
+
+    def __getitem__(self, key: str) -> list[tuple[str, str]]:
+        obj = self.objects[key]
+        return [(c.name, c.type or "string") for c in (obj.all_columns if isinstance(obj, Table) else obj.columns)]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.objects)
+
+    def __len__(self) -> int:
+        return len(self.objects)
 
 
 def _phase(change: Change) -> int:

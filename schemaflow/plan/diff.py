@@ -181,7 +181,8 @@ def _hive_columns(want: Table, have: Table, evolution: Evolution) -> list[Change
 def diff_view(want: View, have: View) -> list[Change]:
     reasons: list[str] = []
     # Stored as view_text stores it, or as written (by a version of schemaflow before view_text).
-    sql_changed = normalize_sql(have.sql) not in (normalize_sql(view_text(want)), normalize_sql(want.sql))
+    stored = (want.sql, view_text(want))
+    sql_changed = have.sql not in stored and normalize_sql(have.sql) not in map(normalize_sql, stored)
     if sql_changed:
         reasons.append("SQL changed")
     if _names(want.columns) != _names(have.columns):

@@ -151,9 +151,10 @@ def _check_depth(sql: str, query: exp.Expr) -> None:
         pending.extend((child, depth + 1) for child in node.iter_expressions())
 
 
+@lru_cache(maxsize=PARSED_KEPT)
 @_within_python_stack()
 def tables_read(sql: str, default_database: str) -> tuple[str, ...]:
-    """The ``db.name`` of every table or view the query reads: lower-case, sorted, unique."""
+    """The ``db.name`` of every table or view the query reads: lower-case, sorted, unique (found once per text)."""
     return tuple(sorted({key for key, _ in _table_references(parse_select(sql), default_database)}))
 
 
