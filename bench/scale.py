@@ -8,20 +8,24 @@ reports, at each size asked for, side by side in one run:
   same validation in-process with libyaml composing, side by side with PyYAML's pure-Python
   composer (the path schemaflow took before);
 - ``schemaflow plan --base`` between two commits that differ in a few files;
-- with ``--apply-sizes``, against a standalone Thrift metastore server: a cold ``plan`` of the
+- with ``--apply-sizes``, against a standalone Thrift metastore server (its metastore in PostgreSQL,
+  as production metastores keep it, or with ``--backend derby`` in Derby): a cold ``plan`` of the
   whole project (JVM start included), ``apply`` of that plan as a user runs it, side by side with a
-  bare loop of the same statements through ``spark.sql`` in one session (no guards, no stamps), a
-  cold ``plan`` again, which must find nothing to do (without a JVM, and through Spark's client as
-  before), then a column appended to 1,000 tables by ``apply``, side by side with a bare loop of
-  ``ALTER TABLE ... ADD COLUMNS`` on the same tables.
+  bare loop of the same statements through ``spark.sql`` (no guards, no stamps), a cold ``plan``
+  again, which must find nothing to do (without a JVM, and through Spark's client as before), then
+  a column appended to 1,000 tables by ``apply``, side by side with a bare loop of
+  ``ALTER TABLE ... ADD COLUMNS`` on the same tables. Each bare loop runs as apply does: in a new
+  process with a Spark session of its own, timed from its first statement to its last, so both
+  pay for a JVM that has not run the statements before.
 
 Progress goes to stderr, results to stdout::
 
-    .venv/bin/python bench/scale.py [--sizes 500,1000,5000] [--large] [--apply-sizes 500,1000]
+    .venv/bin/python bench/scale.py [--sizes 500,1000,5000] [--large] [--apply-sizes 500,1000] [--backend derby]
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import re
@@ -31,7 +35,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -46,6 +50,18 @@ TYPES = ("bigint", "string", "decimal(12,2)", "timestamp", "int", "double", "dat
          "map<string,int>", "struct<kind:string,os:string>", "varchar(32)")
 SCHEMAFLOW = str(Path(sys.executable).with_name("schemaflow"))
 APPENDED = 1_000  # tables a column is appended to, in projects of at least as many objects
+# A bare loop of statements through spark.sql in a process of its own: prints the loop's seconds.
+BARE_LOOP = """
+import json, sys, time
+from schemaflow.catalog.session import spark_session
+from schemaflow.project import Settings
+uri, warehouse, state, statements = sys.argv[1], sys.argv[2], sys.argv[3], json.load(open(sys.argv[4]))
+spark = spark_session(Settings(metastore_uri=uri, warehouse_dir=warehouse, derby_dir=state))
+started = time.perf_counter()
+for sql in statements:
+    spark.sql(sql)
+print(time.perf_counter() - started)
+"""
 
 
 def progress(message: str) -> None:
@@ -149,9 +165,9 @@ def plan_base(project: Path) -> float:
 
 def run_command(project: Path, env: dict[str, str], *args: str, expect: int) -> tuple[float, str, float]:
     """Run ``schemaflow --project project *args`` as a user would: its wall time, its output, and, for
-    an apply, the wall time of its steps, from the moment its first progress line appears to the
-    moment it says it applied them (its progress shows each step's time to a tenth of a second only,
-    too coarse to add up steps of a few hundredths)."""
+    an apply, the wall time of its steps, claims included, from the moment its first progress line
+    appears (the claims' or the first step's) to the moment it says it applied them (its progress
+    shows each step's time to a tenth of a second only, too coarse to add up steps of a few hundredths)."""
     started = time.perf_counter()
     with tempfile.TemporaryFile() as errors:
         ran = subprocess.Popen([SCHEMAFLOW, "--project", str(project), *args], stdout=subprocess.PIPE, stderr=errors,
@@ -163,7 +179,7 @@ def run_command(project: Path, env: dict[str, str], *args: str, expect: int) -> 
             now = time.perf_counter()
             seen = (chunks[-1][-32:] if chunks else b"") + chunk  # a marker may straddle two chunks
             chunks.append(chunk)
-            if first is None and re.search(rb"(^|\n)\[ *1/\d+\] ", seen):
+            if first is None and re.search(rb"(^|\n)(Claiming the |\[ *1/\d+\] )", seen):
                 first = now
             if b"\nApplied " in seen:
                 last = now
@@ -176,14 +192,26 @@ def run_command(project: Path, env: dict[str, str], *args: str, expect: int) -> 
     return seconds, out, (last - first if first is not None and last is not None else 0.0)
 
 
-def apply_figures(project: Path, size: int) -> str:
+def bare_loop(statements: list[str], env: dict[str, str], scratch: Path) -> float:
+    """The seconds a bare loop of ``statements`` through ``spark.sql`` takes in a new process (see ``BARE_LOOP``)."""
+    listed = scratch / "statements.json"
+    listed.write_text(json.dumps(statements))
+    done = subprocess.run([sys.executable, "-c", BARE_LOOP, env["SCHEMAFLOW_METASTORE_URI"],
+                           env["SCHEMAFLOW_WAREHOUSE_DIR"], str(scratch / "bare-state"), str(listed)],
+                          capture_output=True, text=True, cwd=ROOT)
+    if done.returncode != 0:
+        raise SystemExit(f"the bare loop failed:\n{done.stdout}{done.stderr}")
+    return float(done.stdout.split()[-1])
+
+
+def apply_figures(project: Path, size: int, backend: str) -> str:
     """One row of the apply table for the project at ``project`` (see the module docstring)."""
     from bench.common import private_session
     from schemaflow.plan.steps import AddDatabase, SqlAction
     from schemaflow.sql import ddl
     from schemaflow.workflow import load_plan
 
-    with private_session("apply", remote=True) as session:
+    with private_session("apply", remote=True, backend=backend) as session:
         server = session.spark.conf.get("spark.hadoop.hive.metastore.uris")
         env = {**os.environ, "SCHEMAFLOW_METASTORE_URI": server,
                "SCHEMAFLOW_WAREHOUSE_DIR": session.spark.conf.get("spark.sql.warehouse.dir")}
@@ -195,7 +223,7 @@ def apply_figures(project: Path, size: int) -> str:
                       else ddl.fill_claim(a.sql, "bare") if a.claims else a.sql
                       for step in plan.steps for a in step.actions if isinstance(a, (SqlAction, AddDatabase))]
         progress(f"{size} objects: the bare loop of {len(statements)} statements")
-        bare = timed(lambda: [session.spark.sql(sql) for sql in statements])
+        bare = bare_loop(statements, env, project.parent)
         for database in plan.databases:
             session.spark.sql(f"DROP DATABASE {ddl.ident(database)} CASCADE")
         session.spark.sql("USE default")
@@ -213,12 +241,12 @@ def apply_figures(project: Path, size: int) -> str:
         progress(f"{size} objects: cold plan again, through Spark's client")
         through_spark, out, _ = run_command(project, env, "plan", expect=0)
         settings.write_text(plain)
-        appended = append_figures(project, session, env) if size >= APPENDED else ""
+        appended = append_figures(project, env) if size >= APPENDED else ""
     return (f"| {size:,} | {planned:.1f} s | {bare:.1f} s | {steps:.1f} s | {steps / bare:.2f}x | {applied:.1f} s "
             f"| {replanned:.1f} s | {through_spark:.1f} s |{appended}")
 
 
-def append_figures(project: Path, session: Any, env: dict[str, str]) -> str:
+def append_figures(project: Path, env: dict[str, str]) -> str:
     """A column appended to ``APPENDED`` tables: apply's steps, side by side with a bare loop of
     ``ALTER TABLE ... ADD COLUMNS`` on the same tables (run after, adding another column)."""
     files = sorted((project / "schemas").glob("db*/t*.yaml"))[:APPENDED]
@@ -233,7 +261,7 @@ def append_figures(project: Path, session: Any, env: dict[str, str]) -> str:
         raise SystemExit(f"apply did not append the column to {APPENDED} tables:\n{out[-2000:]}")
     keys = [f"{path.parent.name}.{path.stem}" for path in files]
     progress(f"{APPENDED} tables: the bare loop of ALTER TABLE ... ADD COLUMNS")
-    bare = timed(lambda: [session.spark.sql(f"ALTER TABLE {key} ADD COLUMNS (bare string)") for key in keys])
+    bare = bare_loop([f"ALTER TABLE {key} ADD COLUMNS (bare string)" for key in keys], env, project.parent)
     return f" {bare:.1f} s | {steps:.1f} s | {steps / bare:.2f}x | {applied:.1f} s |"
 
 
@@ -243,6 +271,8 @@ def main() -> None:
     parser.add_argument("--large", action="store_true", help="add a project of 11,000 objects")
     parser.add_argument("--apply-sizes", default="", help="objects per project to plan and apply against a "
                                                           "metastore server, comma-separated (default: none)")
+    parser.add_argument("--backend", choices=("postgresql", "derby"), default="postgresql",
+                        help="where the metastore server keeps its metastore (default: postgresql)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s] + ([11_000] if args.large else [])
     if sizes:
@@ -272,7 +302,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="schemaflow-apply-") as scratch:
             project = Path(scratch) / "project"
             generate(project, size)
-            print(apply_figures(project, size), flush=True)
+            print(apply_figures(project, size, args.backend), flush=True)
 
 
 if __name__ == "__main__":

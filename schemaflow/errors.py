@@ -38,3 +38,7 @@ class ConcurrentChange(SchemaflowError):
         self.key, self.expected, self.found = key, expected, found
         super().__init__(f"{key} was modified concurrently: its schemaflow.version is {found!r}, "
                          f"this run expected {expected!r}")
+
+
+class Unreachable(SchemaflowError):
+    """The metastore could not be talked to (down, or the connection broke), after the retries a read gets."""

@@ -9,7 +9,7 @@ import pytest
 
 from schemaflow.apply.executor import ApplyError, RecordingTarget, apply_plan
 from schemaflow.claims import CLAIM, Claim
-from schemaflow.errors import SchemaflowError
+from schemaflow.errors import ConcurrentChange, SchemaflowError, Unreachable
 from schemaflow.model import APPLIED_AT_KEY, APPLIED_STATE_KEY, LIVE_STATE, MANAGED_KEYS_KEY, VERSION_KEY, Catalog, Column, Table, View, fingerprint
 from schemaflow.plan.plan import DESTRUCTIVE_BLOCK, Plan, build_plan
 from schemaflow.plan.steps import APPLIED_AT, KeepViewPartitions, PartitionView, SetColumns, SetParameters, SqlAction
@@ -260,3 +260,73 @@ def test_a_long_apply_says_how_far_it_is_and_about_how_long_the_rest_takes():
     assert lines[0] == "[1/9] create database retail ... done (10.0s)"
     assert lines[-1] == "[9/9] create table retail.t7 (1 column, parquet) ... done (10.0s)"
     assert len(lines) == 13
+
+
+def test_an_apply_says_how_long_claiming_the_objects_it_changes_took_before_its_first_step():
+    plan = build_plan(catalog(replace(ORDERS, comment="Changed"), DAILY, TOP), applied(DESIRED))
+    assert list(plan.guards) == ["retail.orders"]
+    ticks = iter(range(0, 1000, 10))
+    out = io.StringIO()
+    recorded = RecordingTarget()
+    apply_plan(plan, recorded, progress=out, clock=lambda: next(ticks))
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "Claiming the 1 object it changes ... done (10.0s)"
+    assert lines[1].startswith("[1/1] ")
+    assert recorded.actions[0] == SetParameters("retail.orders", {VERSION_KEY: recorded.actions[0].set[VERSION_KEY]})
+
+
+def test_a_claim_refused_says_failed_on_the_claiming_line_and_nothing_was_applied():
+    plan = build_plan(catalog(replace(ORDERS, comment="Changed"), DAILY, TOP), applied(DESIRED))
+
+    class Refusing(RecordingTarget):
+        def set_parameters(self, key, set, unset, expected=None):
+            raise ConcurrentChange(key, expected, "another version")
+    out = io.StringIO()
+    with pytest.raises(SchemaflowError, match="nothing was applied"):
+        apply_plan(plan, Refusing(), progress=out)
+    assert out.getvalue() == "Claiming the 1 object it changes ... FAILED\n"
+
+
+class CutOff(RecordingTarget):
+    """A metastore that takes the claims, then refuses every write: with each of ``failures`` in turn, the last for good."""
+
+    def __init__(self, *failures: type[Exception]) -> None:
+        super().__init__()
+        self.failures = list(failures)
+        self.tried: list[str] = []  # the writes refused
+
+    def set_parameters(self, key, set, unset, expected=None):
+        if len(self.actions) < 3:  # the three claims
+            return super().set_parameters(key, set, unset, expected)
+        self.tried.append(key)
+        raise (self.failures.pop(0) if len(self.failures) > 1 else self.failures[0])(f"refused {key}")
+
+
+def _three_changed() -> Plan:
+    changed = catalog(replace(ORDERS, comment="Changed"), replace(DAILY, comment="Changed"),
+                      replace(TOP, comment="Changed"))
+    plan = build_plan(changed, applied(DESIRED))
+    assert sorted(plan.guards) == ["retail.daily", "retail.orders", "retail.top"]
+    return plan
+
+
+def test_a_metastore_that_cannot_be_reached_mid_apply_is_not_asked_to_take_each_claim_back():
+    target = CutOff(Unreachable)
+    with pytest.raises(ApplyError, match="refused retail.orders"):
+        apply_plan(_three_changed(), target)
+    # The failed write was the only one tried: the claims stay, for the next run to take over.
+    assert target.tried == ["retail.orders"]
+
+
+def test_after_another_failure_the_claims_are_handed_back_until_the_metastore_cannot_be_reached():
+    target = CutOff(RuntimeError)
+    with pytest.raises(ApplyError):
+        apply_plan(_three_changed(), target)
+    # The failed write, then a hand-back of each object not begun.
+    assert target.tried == ["retail.orders", "retail.daily", "retail.top"]
+
+    target = CutOff(RuntimeError, Unreachable)
+    with pytest.raises(ApplyError):
+        apply_plan(_three_changed(), target)
+    # The failed write, then one hand-back that found the metastore gone.
+    assert target.tried == ["retail.orders", "retail.daily"]

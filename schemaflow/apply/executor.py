@@ -3,8 +3,9 @@
 The executor is the second walk over the plan's steps (the renderers are the first), so exactly
 the reviewed statements run. It refuses a plan with blocked steps before touching anything, and
 when a step fails it raises ``ApplyError`` naming the step and listing what was and was not applied.
-Each step's progress line says how long it took; a long apply also says, every
-``ESTIMATE_EVERY_SECONDS``, how far it is and about how long the rest will take at its pace so far.
+Claiming the objects it changes, and each step, has a progress line that says how long it took; a
+long apply also says, every ``ESTIMATE_EVERY_SECONDS``, how far it is and about how long the rest
+will take at its pace so far.
 
 Every write is guarded (see ``schemaflow.claims``): first each existing object the plan touches is
 claimed with a compare-and-swap against the version the plan saw; each later metastore write to it
@@ -18,7 +19,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Mapping, Protocol, Sequence, TextIO
 
 from schemaflow.claims import Claim, new_run
-from schemaflow.errors import ConcurrentChange, SchemaflowError
+from schemaflow.errors import ConcurrentChange, SchemaflowError, Unreachable
 from schemaflow.model import VERSION_KEY, Column, Database, PartitionValues
 from schemaflow.plan.plan import Plan
 from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, KeepViewPartitions, PartitionView,
@@ -26,7 +27,7 @@ from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, Ke
                                    SetDatabaseParameters, SetParameters, SetStorageAction, SqlAction, Step,
                                    fill_applied_at)
 from schemaflow.sql import ddl
-from schemaflow.wording import duration
+from schemaflow.wording import duration, plural
 
 ESTIMATE_EVERY_SECONDS = 30.0
 
@@ -179,7 +180,8 @@ class Run:
 
         A claim on an object this run has begun to change stays: it tells the next run what to finish.
         So does any claim the metastore cannot take back now (it may be what failed): the next run
-        takes it over.
+        takes it over. Once the metastore cannot be reached at all, the rest are not tried: each
+        would wait out the same retries first.
         """
         for key, token in sorted(self.held.items()):
             if key in self.started or key not in guards:
@@ -188,6 +190,8 @@ class Run:
             try:
                 self.target.set_parameters(key, {VERSION_KEY: before} if before else {},
                                            () if before else (VERSION_KEY,), token)
+            except Unreachable:
+                return
             except Exception:
                 continue
             del self.held[key]
@@ -245,11 +249,23 @@ def apply_plan(plan: Plan, target: Target, progress: TextIO | None = None, claim
     """
     check_runnable(plan)
     run = Run(plan, claim or new_run(), target)
+    # Claiming thousands of existing objects takes a while: say so, as a step does.
+    claiming = progress if plan.guards else None
+    if claiming:
+        claiming.write(f"Claiming the {plural(len(plan.guards), 'object')} it changes ... ")
+        claiming.flush()
+        started = clock()
     try:
         run.claim(plan.guards)
-    except ConcurrentChange as error:
-        raise SchemaflowError(f"{error}; nothing was applied (claims taken were handed back). Plan again: "
-                              "another apply or another tool changed it since this plan was made") from None
+    except Exception as error:
+        if claiming:
+            claiming.write("FAILED\n")
+        if isinstance(error, ConcurrentChange):
+            raise SchemaflowError(f"{error}; nothing was applied (claims taken were handed back). Plan again: "
+                                  "another apply or another tool changed it since this plan was made") from None
+        raise
+    if claiming:
+        claiming.write(f"done ({clock() - started:.1f}s)\n")
     if pause:
         pause("claimed")
     total = len(plan.steps)
@@ -276,7 +292,8 @@ def apply_plan(plan: Plan, target: Target, progress: TextIO | None = None, claim
         except Exception as error:  # any Spark, metastore or py4j failure: report and stop
             if progress:
                 progress.write("FAILED\n")
-            run.release(plan.guards)
+            if not isinstance(error, Unreachable):  # else the claims stay for the next run, as they would
+                run.release(plan.guards)
             raise ApplyError(index, plan.steps, error) from error
         if progress:
             progress.write(f"done ({clock() - started:.1f}s)\n")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 from py4j.protocol import Py4JError, Py4JNetworkError
 from pyspark.errors import PySparkException
 
-from schemaflow.errors import SchemaflowError
+from schemaflow.errors import SchemaflowError, Unreachable
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -42,7 +42,7 @@ def java_errors(doing: str, endpoint: str) -> Iterator[None]:
         raise SchemaflowError(f"{doing}: the Spark JVM is gone ({error})") from None
     except (Py4JError, PySparkException) as error:
         if unreachable(error):
-            doing = f"cannot reach the Hive metastore ({endpoint})"
+            raise Unreachable(f"cannot reach the Hive metastore ({endpoint}): {java_message(error)}") from None
         raise SchemaflowError(f"{doing}: {java_message(error)}") from None
 
 

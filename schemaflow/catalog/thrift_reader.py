@@ -21,7 +21,7 @@ from urllib.parse import urlparse
 from schemaflow.catalog.thrift_data import (READ_ATTEMPTS, READ_BACKOFF_SECONDS, database_of, parse_name,
                                             read_catalog)
 from schemaflow.catalog.thrift_wire import I16, LIST, STRING, Argument, Connection, NotPlainThrift, Shape, ThriftError
-from schemaflow.errors import SchemaflowError
+from schemaflow.errors import SchemaflowError, Unreachable
 from schemaflow.model import TYPE_RULE, Catalog, Database, PartitionValues, split_key
 
 BATCH_SIZE = 100
@@ -137,7 +137,7 @@ class ThriftReader:
                     raise NotPlainThrift(f"{self.endpoint} hung up on a plain Thrift call ({error})") from None
                 attempt += 1
                 if attempt >= self.attempts:
-                    raise SchemaflowError(f"cannot reach the Hive metastore ({self.endpoint}): {error}") from None
+                    raise Unreachable(f"cannot reach the Hive metastore ({self.endpoint}): {error}") from None
             self.sleep(READ_BACKOFF_SECONDS * 2 ** (attempt - 1))
 
     def _open(self) -> Connection:
