@@ -17,11 +17,13 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Mapping
 
 import pytest
 
+from schemaflow.catalog.class_archive import ARCHIVE_SETTING
 from schemaflow.project import Settings
 from tests.metastore_server import MetastoreServer, NewServer
 from tests.postgres_server import PostgresServer
@@ -34,6 +36,14 @@ if TYPE_CHECKING:
     from schemaflow.catalog.metastore import Metastore
 
 _database_numbers = itertools.count(1)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """In CI, where schemaflow keeps no class archive by default (``catalog.class_archive``), the run keeps
+    one in a folder of its own, so that the schemaflow processes the tests start share it."""
+    if os.environ.get("CI") and ARCHIVE_SETTING not in os.environ:
+        os.environ[ARCHIVE_SETTING] = tempfile.mkdtemp(prefix="schemaflow-class-archive-")
+        config.add_cleanup(lambda: shutil.rmtree(os.environ.pop(ARCHIVE_SETTING), ignore_errors=True))
 
 
 @pytest.fixture
