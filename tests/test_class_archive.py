@@ -89,11 +89,14 @@ class Ended:
         return self.code
 
 
-def test_only_a_jvm_that_ended_well_gives_its_archive_the_name_and_older_ones_go(tmp_path, writing):
+def test_only_a_jvm_that_ended_well_gives_its_archive_the_name_and_its_installation_s_older_ones_go(tmp_path, writing):
     archive = class_archive.class_archive({}, environ(tmp_path))
     assert archive is not None and archive.writing is not None
-    older = tmp_path / "spark-0123456789abcdef.jsa"
+    installation = archive.path.name.split("-")[1]
+    older = tmp_path / f"spark-{installation}-0123456789ab.jsa"  # this pyspark's, made for another java
     older.write_bytes(b"older")
+    elsewhere = tmp_path / "spark-ba9876543210-0123456789ab.jsa"  # another virtual environment's
+    elsewhere.write_bytes(b"theirs")
     archive.writing.write_bytes(b"half")
     archive.finish(Ended(137))
     assert not archive.writing.exists() and not archive.path.exists() and older.exists()
@@ -101,7 +104,7 @@ def test_only_a_jvm_that_ended_well_gives_its_archive_the_name_and_older_ones_go
     archive.writing.write_bytes(b"whole")
     archive.finish(Ended(0))
     assert archive.path.read_bytes() == b"whole"
-    assert sorted(tmp_path.iterdir()) == [archive.path]
+    assert sorted(tmp_path.iterdir()) == sorted([archive.path, elsewhere])
 
 
 @pytest.mark.spark

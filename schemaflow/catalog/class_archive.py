@@ -10,9 +10,10 @@ Where there is none, the first session of a process that ends soon (the command 
 writing one already. When the process exits, that JVM is stopped and waited for (the writing
 takes about 10 s, once), and only then does the file take the archive's name: a JVM killed while
 writing leaves nothing in use. A long-lived process (a notebook, a test run) only uses an archive. The
-archive's name is a digest of what the JVM's class path and classes come from (the ``java`` that
-``spark-submit`` runs, pyspark's jars, the settings and folders that add to the class path), so a
-change to any of them makes a new one, and the old one is removed.
+archive's name is a digest of pyspark's installation, then of what else the JVM's class path and
+classes come from (the ``java`` that ``spark-submit`` runs, pyspark's version, the settings and
+folders that add to the class path), so a change to any of them makes a new one, and the installation's
+old one is removed; another installation's (another virtual environment) is left to it.
 
 ``SCHEMAFLOW_CLASS_ARCHIVE`` names the folder, or is ``off``. By default it is the user's cache
 (``$XDG_CACHE_HOME/schemaflow``, else ``~/.cache/schemaflow``), except in CI (``CI`` set), whose
@@ -69,7 +70,8 @@ class ClassArchive:
             return
         if code == 0 and self.writing.exists():
             os.replace(self.writing, self.path)
-            for other in self.path.parent.glob(f"{PREFIX}*{SUFFIX}"):
+            installation = self.path.name.split("-")[1]
+            for other in self.path.parent.glob(f"{PREFIX}{installation}-*{SUFFIX}"):
                 if other != self.path:
                     other.unlink(missing_ok=True)
         else:
@@ -116,14 +118,18 @@ def _java(environ: Mapping[str, str]) -> Path | None:
 
 
 def _digest(java: Path, conf: Mapping[str, str], environ: Mapping[str, str]) -> str:
+    """``<installation>-<the rest>``: pyspark's folder, then the java, version and class path settings."""
     import pyspark
 
     status = java.stat()
-    content = {"java": [str(java), status.st_size, status.st_mtime_ns],
-               "pyspark": [pyspark.__version__, str(Path(pyspark.__file__).parent)],
+    content = {"java": [str(java), status.st_size, status.st_mtime_ns], "pyspark": pyspark.__version__,
                "settings": {key: conf.get(key) for key in CLASS_PATH_SETTINGS},
                "environment": {name: environ.get(name) for name in CLASS_PATH_VARIABLES}}
-    return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:16]
+    return f"{_short(str(Path(pyspark.__file__).parent))}-{_short(json.dumps(content, sort_keys=True))}"
+
+
+def _short(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def _being_written(folder: Path, name: str) -> bool:
