@@ -1,12 +1,13 @@
-"""Shared fixtures: one SparkSession per test run, fresh databases per test, a metastore server.
+"""Shared fixtures: one SparkSession per test process, fresh databases per test, a metastore server.
 
-Starting Spark costs seconds, so every ``spark``-marked test shares one session with a private
-embedded metastore and warehouse in a temporary directory; each test isolates itself by creating
-its own databases through ``fresh_db``, which drops them afterwards. A second SparkSession cannot
-start in the same process, so tests against the standalone Thrift server (``metastore_server``,
-marked ``remote``) run schemaflow in subprocesses. Those servers keep the metastore in Derby or, as
-production metastores do, in PostgreSQL (``postgres_metastore_server``): one PostgreSQL server per
-run, each metastore server on its own copy of one schema template. pyspark is imported only when a fixture that
+The tests run in two processes (pytest-xdist, see pyproject.toml); each has the fixtures below of
+its own. Starting Spark costs seconds, so every ``spark``-marked test of a process shares one
+session with a private embedded metastore and warehouse in a temporary directory; each test
+isolates itself by creating its own databases through ``fresh_db``, which drops them afterwards. A
+second SparkSession cannot start in the same process, so tests against the standalone Thrift server
+(``metastore_server``, marked ``remote``) run schemaflow in subprocesses. Those servers keep the
+metastore in Derby or, as production metastores do, in PostgreSQL (``postgres_metastore_server``):
+one PostgreSQL server per process, each metastore server on its own copy of one schema template. pyspark is imported only when a fixture that
 needs it is used, so the fast tests run without a JVM.
 """
 from __future__ import annotations
@@ -25,7 +26,7 @@ import pytest
 
 from schemaflow.catalog.class_archive import ARCHIVE_SETTING
 from schemaflow.project import Settings
-from tests.metastore_server import MetastoreServer, NewServer
+from tests.metastore_server import TEST_JAVA_OPTIONS, MetastoreServer, NewServer
 from tests.postgres_server import PostgresServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,8 +40,11 @@ _database_numbers = itertools.count(1)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """In CI, where schemaflow keeps no class archive by default (``catalog.class_archive``), the run keeps
-    one in a folder of its own, so that the schemaflow processes the tests start share it."""
+    """Spark's JVMs, in this process and in the schemaflow processes the tests start, get the test run's
+    JVM options (``TEST_JAVA_OPTIONS``) unless the developer set their own. In CI, where schemaflow
+    keeps no class archive by default (``catalog.class_archive``), the run keeps one in a folder of its
+    own, so that the schemaflow processes the tests start share it."""
+    os.environ.setdefault("SPARK_SUBMIT_OPTS", " ".join(TEST_JAVA_OPTIONS))
     if os.environ.get("CI") and ARCHIVE_SETTING not in os.environ:
         os.environ[ARCHIVE_SETTING] = tempfile.mkdtemp(prefix="schemaflow-class-archive-")
         config.add_cleanup(lambda: shutil.rmtree(os.environ.pop(ARCHIVE_SETTING), ignore_errors=True))
@@ -99,7 +103,7 @@ def fresh_db(spark: SparkSession, request: pytest.FixtureRequest) -> Iterator[Ca
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[PostgresServer]:
     """The run's PostgreSQL server, holding the metastore schema as a template."""
-    with PostgresServer() as server:
+    with PostgresServer(java_options=TEST_JAVA_OPTIONS) as server:
         yield server
 
 
@@ -109,11 +113,11 @@ def new_metastore_server(request: pytest.FixtureRequest) -> NewServer:
     or a new database on the run's PostgreSQL server."""
     def make(backend: str, workdir: Path, settings: Mapping[str, str] | None = None) -> MetastoreServer:
         if backend == "derby":
-            return MetastoreServer(workdir, settings=settings)
+            return MetastoreServer(workdir, settings=settings, java_options=TEST_JAVA_OPTIONS)
         assert backend == "postgresql", backend
         pg: PostgresServer = request.getfixturevalue("postgres")
         return MetastoreServer(workdir, settings={**pg.metastore_settings(pg.new_database()), **(settings or {})},
-                               classpath=[pg.jdbc_jar])
+                               classpath=[pg.jdbc_jar], java_options=TEST_JAVA_OPTIONS)
     return make
 
 

@@ -25,16 +25,22 @@ LOG4J_SELECTOR = "-Dlog4j2.contextSelector=org.apache.logging.log4j.core.selecto
 MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
 # The databases a server can keep its metastore in (conftest's ``new_metastore_server`` makes either).
 BACKENDS = ("derby", "postgresql")
+# The JVMs of a test run (Spark's, through SPARK_SUBMIT_OPTS, and these servers, through conftest) live
+# for seconds and do little: the client compiler alone and the serial collector spend far less of two
+# cores than the JVM's defaults (measured: two remote apply tests 70 s -> 54 s). The benchmarks keep
+# the defaults, as users run them.
+TEST_JAVA_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 
 
 class MetastoreServer:
     """A metastore server in ``workdir``: ``with MetastoreServer(dir) as server: server.uri``."""
 
     def __init__(self, workdir: Path, timeout: float = 120.0, settings: Mapping[str, str] | None = None,
-                 classpath: Sequence[Path] = ()) -> None:
+                 classpath: Sequence[Path] = (), java_options: Sequence[str] = ()) -> None:
         self.workdir = workdir
         self.settings = dict(settings or {})  # more hive-site.xml properties of the server
         self.classpath = list(classpath)  # more jars, such as another database's JDBC driver
+        self.java_options = list(java_options)
         self.timeout = timeout
         self.port = free_port()
         self.log = workdir / "server.log"
@@ -62,7 +68,7 @@ class MetastoreServer:
         conf_dir.mkdir(parents=True, exist_ok=True)
         (conf_dir / "hive-site.xml").write_text(hive_site(self.workdir, self.settings))
         command = [
-            java_binary(), LOG4J_SELECTOR,
+            java_binary(), *self.java_options, LOG4J_SELECTOR,
             f"-Dderby.system.home={self.workdir}", f"-Dhive.log.dir={self.workdir}",
             "-cp", os.pathsep.join([str(conf_dir), f"{pyspark_jars()}/*", *map(str, self.classpath)]), MAIN_CLASS, "-p", str(self.port),
         ]

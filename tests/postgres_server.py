@@ -27,6 +27,7 @@ import time
 import zipfile
 from pathlib import Path
 from types import TracebackType
+from typing import Sequence
 
 from tests.metastore_server import accepts_connections, free_port, java_binary, pyspark_jars
 
@@ -47,10 +48,11 @@ DATANUCLEUS_NAMING = {
 class PostgresServer:
     """``with PostgresServer() as pg: pg.metastore_settings(pg.new_database("x"))``."""
 
-    def __init__(self, timeout: float = 60.0) -> None:
+    def __init__(self, timeout: float = 60.0, java_options: Sequence[str] = ()) -> None:
         self.bin = postgres_bin()
         self.jdbc_jar = jdbc_jar()
         self.timeout = timeout
+        self.java_options = list(java_options)  # of SchemaTool's JVM
         self.port = free_port()
         self.as_postgres = os.geteuid() == 0
         self.workdir = Path(tempfile.mkdtemp(prefix="schemaflow-postgres-"))
@@ -75,7 +77,8 @@ class PostgresServer:
                   "-o", f"-h 127.0.0.1 -p {self.port} -k {self.workdir} -c fsync=off -c full_page_writes=off "
                         "-c synchronous_commit=off -c max_connections=200", "start")
         self.sql(f"CREATE DATABASE {TEMPLATE}")
-        create_metastore_schema(self.workdir / "schematool", self.jdbc_url(TEMPLATE), self.jdbc_jar)
+        create_metastore_schema(self.workdir / "schematool", self.jdbc_url(TEMPLATE), self.jdbc_jar,
+                                java_options=self.java_options)
 
     def stop(self) -> None:
         """Stop the server (fast shutdown) and remove its files."""
@@ -133,7 +136,8 @@ class PostgresServer:
         return done.stdout
 
 
-def create_metastore_schema(workdir: Path, url: str, driver_jar: Path, timeout: float = 300.0) -> None:
+def create_metastore_schema(workdir: Path, url: str, driver_jar: Path, timeout: float = 300.0,
+                            java_options: Sequence[str] = ()) -> None:
     """Create the Hive 2.3 metastore's tables in the database at ``url`` with DataNucleus's SchemaTool."""
     workdir.mkdir(parents=True, exist_ok=True)
     jars = pyspark_jars()
@@ -148,7 +152,7 @@ def create_metastore_schema(workdir: Path, url: str, driver_jar: Path, timeout: 
         **DATANUCLEUS_NAMING,
     }
     (workdir / "schema.properties").write_text("".join(f"{k}={v}\n" for k, v in properties.items()))
-    command = [java_binary(), "-cp", f"{jars}/*{os.pathsep}{driver_jar}", "org.datanucleus.store.schema.SchemaTool",
+    command = [java_binary(), *java_options, "-cp", f"{jars}/*{os.pathsep}{driver_jar}", "org.datanucleus.store.schema.SchemaTool",
                "-create", "-api", "JDO", "-props", str(workdir / "schema.properties"), str(workdir / "package.jdo")]
     done = subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=timeout,
                           stdin=subprocess.DEVNULL)

@@ -15,7 +15,7 @@ import pytest
 
 from schemaflow.catalog.snapshot import read_snapshot
 from schemaflow.model import Column, Table, View
-from tests.metastore_server import free_port
+from tests.metastore_server import NewServer, free_port
 
 pytestmark = pytest.mark.remote
 RunPython = Callable[..., subprocess.CompletedProcess[str]]  # the run_python fixture
@@ -155,15 +155,14 @@ def said(out: str) -> list[str]:
 
 
 def test_a_server_that_allows_any_type_change_gets_plans_that_do_not_block_it(
-    run_python: RunPython, tmp_path: Path, metastore_server: str,
+    run_python: RunPython, tmp_path: Path, metastore_server: str, new_metastore_server: NewServer,
 ) -> None:
     from schemaflow.model import TYPE_RULE
-    from tests.metastore_server import MetastoreServer
 
     project = tmp_path / "project"
     (project / "schemas" / "typed").mkdir(parents=True)
     table = project / "schemas" / "typed" / "t.yaml"
-    with MetastoreServer(tmp_path / "lenient", settings={TYPE_RULE: "false"}) as server:
+    with new_metastore_server("derby", tmp_path / "lenient", {TYPE_RULE: "false"}) as server:
         (project / "schemaflow.yaml").write_text(f"metastore: {{uri: '{server.uri}'}}\n")
         table.write_text("table: typed.t\ncolumns: [{name: a, type: int}, {name: b, type: string}]\n")
         done = run_python(EVOLVE, server.uri, "", str(tmp_path / "state1"), str(project))
