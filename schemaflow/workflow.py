@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
+from schemaflow.background import Background
 from schemaflow.claims import ELSEWHERE, RUNNING, parse_claim, standing
 from schemaflow.errors import Problem, SchemaflowError, SpecError
 from schemaflow.catalog.thrift_reader import partition_counter
@@ -84,6 +85,15 @@ def applied_state(desired: Catalog) -> Catalog:
     return replace(desired, objects={key: applied(obj) for key, obj in desired.objects.items()})
 
 
+@dataclass(frozen=True)
+class _ReadAhead:
+    """A JVM-free read of ``databases`` under way: the connection, then the catalog read over it."""
+
+    databases: tuple[str, ...]
+    connection: Background[Any]  # a ThriftReader
+    catalog: Background[Catalog]
+
+
 @dataclass
 class Live:
     """The live metastore of a project, connected on first use (or given, as tests do).
@@ -92,6 +102,7 @@ class Live:
     that only read: plan, drift, snapshot), ``reader`` reads a ``thrift://`` metastore without a JVM
     (``catalog.thrift_reader``), and Spark starts only if the command needs it after all (to check
     a view's SQL); a metastore that does not answer plain Thrift (SASL, TLS) is read through Spark.
+    ``read_ahead`` starts such a read early, in the background.
     """
 
     project: Project
@@ -99,6 +110,7 @@ class Live:
     progress: TextIO = sys.stderr
     direct: bool = False
     _reader: Any = field(default=None, init=False, repr=False)  # a ThriftReader, or the metastore
+    _ahead: _ReadAhead | None = field(default=None, init=False, repr=False)
 
     @property
     def metastore(self):
@@ -116,25 +128,46 @@ class Live:
     def reader(self):
         """What reads the live state: the JVM-free reader where it can, else ``metastore``."""
         if self._reader is None:
-            uri = _direct_uri(self.project.settings) if self.direct and self.connected is None else None
+            uri = self._direct_uri()
             if uri is not None:
                 from schemaflow.catalog.thrift_reader import NotPlainThrift, ThriftReader
 
                 self._say(f"Reading {self._where()} ...")
                 try:
-                    self._reader = ThriftReader.connect(uri)
+                    self._reader = self._ahead.connection.result() if self._ahead else ThriftReader.connect(uri)
                 except NotPlainThrift:
-                    pass
+                    self._ahead = None
             if self._reader is None:
                 self._reader = self.metastore
         return self._reader
 
+    def read_ahead(self, databases: tuple[str, ...]) -> None:
+        """Start reading ``databases`` without a JVM in the background, where ``reader`` would: the
+        metastore server answers while this process parses the project's files (on one core, a plan
+        of 5,500 objects on a PostgreSQL-backed server spends seconds in each). ``read`` of the same
+        databases then takes what it read; its errors surface there, as they would have."""
+        uri = self._direct_uri()
+        if uri is None or not databases or self._reader is not None or no_target_chosen(self.project.settings):
+            return
+        from schemaflow.catalog.thrift_reader import ThriftReader
+
+        connection = Background(lambda: ThriftReader.connect(uri), "metastore-connect")
+        self._ahead = _ReadAhead(databases, connection,
+                                 Background(lambda: connection.result().read(databases), "metastore-read"))
+
     def read(self, databases: tuple[str, ...]) -> Catalog:
-        return self.reader.read(databases)
+        reader, ahead = self.reader, self._ahead
+        self._ahead = None
+        if ahead is not None and ahead.databases == databases:
+            return ahead.catalog.result()
+        return reader.read(databases)
 
     def target(self):
         """What the executor runs actions against: the metastore client and its Spark session."""
         return self.metastore
+
+    def _direct_uri(self) -> str | None:
+        return _direct_uri(self.project.settings) if self.direct and self.connected is None else None
 
     def _where(self) -> str:
         settings = self.project.settings
@@ -161,9 +194,10 @@ def _direct_uri(settings: Settings) -> str | None:
 def review_live(project: Project, live: Live, *, allow_destructive: bool = False,
                 check_partitions: bool = False, recompile: tuple[str, ...] = ()) -> Review:
     """Plan the project's desired state against its live metastore (see ``build_plan``)."""
+    live.read_ahead(on_target(Catalog(databases=project.settings.databases), project.settings.database_names).databases)
     desired = desired_state(project)
     reader = live.reader
-    current, left_alone = owned(project, reader.read(desired.databases), desired)
+    current, left_alone = owned(project, live.read(desired.databases), desired)
     plan = build_plan(desired, current, allow_destructive=allow_destructive,
                       count_partitions=reader.count_partitions,
                       stale_partitions=lambda key: live.metastore.stale_partitions(key), commit=commit_of(project.root),

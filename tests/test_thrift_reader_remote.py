@@ -174,6 +174,37 @@ def test_plan_with_nothing_to_do_starts_no_jvm_and_says_what_the_jvm_reader_says
     assert [(s["object"], s["kind"]) for s in steps] == [("direct_db.t", "add_columns")]
 
 
+def test_a_plan_reads_the_databases_the_settings_name_while_it_parses_the_files(
+        metastore_server: str, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / "schemas" / "ahead_db").mkdir(parents=True)
+    table = project / "schemas" / "ahead_db" / "t.yaml"
+    table.write_text("table: ahead_db.t\ncolumns: [{name: id, type: bigint}]\n")
+    (project / "schemaflow.yaml").write_text("databases: [ahead_db]\n")
+    env = {"SCHEMAFLOW_METASTORE_URI": metastore_server, "SCHEMAFLOW_WAREHOUSE_DIR": str(tmp_path / "warehouse")}
+    assert schemaflow(project, "apply", "--auto-approve", env=env).returncode == 0
+    again = schemaflow(project, "plan", env=env)
+    assert (again.returncode, again.stdout) == (0, "No changes: the metastore matches the schemas (databases: ahead_db).\n")
+    assert again.stderr == f"Reading {metastore_server} ...\n"
+    table.write_text("table: ahead_db.t\ncolumns: [{name: id, type: bigint}, {name: n, type: int}]\n")
+    changed = schemaflow(project, "plan", "--format", "json", env=env)
+    assert changed.returncode == 2 and changed.stderr == f"Reading {metastore_server} ...\n"
+    assert [(s["object"], s["kind"]) for s in json.loads(changed.stdout)["steps"]] == [("ahead_db.t", "add_columns")]
+
+    # Nothing answers: the read begun in the background fails as a read does, once the files are parsed.
+    gone = {**env, "SCHEMAFLOW_METASTORE_URI": f"thrift://127.0.0.1:{free_port()}"}
+    unreachable = schemaflow(project, "plan", env=gone)
+    assert unreachable.returncode == 1
+    assert unreachable.stderr.splitlines()[0] == f"Reading {gone['SCHEMAFLOW_METASTORE_URI']} ..."
+    assert unreachable.stderr.splitlines()[-1].startswith(
+        f"error: cannot reach the Hive metastore ({gone['SCHEMAFLOW_METASTORE_URI']})")
+    # A file that does not validate is the error, as without the read: the read is not waited for.
+    table.write_text("table: ahead_db.t\ncolumns: [{name: id, type: bigint, kind: key}]\n")
+    refused = schemaflow(project, "plan", env=gone)
+    assert refused.returncode == 1 and "ahead_db/t.yaml:2:" in refused.stderr, refused.stderr
+    assert "Reading" not in refused.stderr and "cannot reach" not in refused.stderr
+
+
 def test_a_metastore_that_does_not_answer_plain_thrift_is_read_through_spark(
         new_metastore_server: NewServer, tmp_path: Path) -> None:
     framed = {"hive.metastore.thrift.framed.transport.enabled": "true"}

@@ -1,0 +1,37 @@
+"""Work started in a thread now and collected later, so that it overlaps what the caller does meanwhile.
+
+``result`` waits for it and returns what it returned, or raises what it raised, in the caller's
+thread: an error surfaces where the caller would have met it had it done the work itself. The
+thread is a daemon: a caller that stops before collecting (a project that does not validate) does
+not wait for it to finish.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Callable, Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class Background(Generic[T]):
+    """``work()`` running in a thread of its own from the moment this is made."""
+
+    def __init__(self, work: Callable[[], T], name: str) -> None:
+        self._work = work
+        self._value: T | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._value = self._work()
+        except BaseException as error:  # handed to the caller of result(), in its thread
+            self._error = error
+
+    def result(self) -> T:
+        """What ``work()`` returned, once it has; raises what it raised."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value  # type: ignore[return-value]  # set: work() returned
