@@ -18,7 +18,7 @@ import posixpath
 import subprocess
 import threading
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Iterable, Iterator, NamedTuple
 
@@ -121,6 +121,8 @@ class CommitFiles:
 
     root: git.Tree
     folder: str | None
+    # What each path names, once found: each file's path is followed to read ahead, then to open it.
+    _followed: dict[str, git.objects.base.IndexObject | None] = field(default_factory=dict, compare=False, repr=False)
 
     def files_under(self, folder: str) -> tuple[list[str], list[Problem]]:
         try:
@@ -153,11 +155,15 @@ class CommitFiles:
         return GitFile(item, PurePosixPath(path).name) if isinstance(item, git.Blob) else None
 
     def _follow(self, path: str) -> git.objects.base.IndexObject | None:
-        return None if self.folder is None else _follow(self.root, posixpath.join(self.folder, path))
+        if self.folder is None:
+            return None
+        if path not in self._followed:  # a link that cannot be followed raises, each time
+            self._followed[path] = _follow(self.root, posixpath.join(self.folder, path))
+        return self._followed[path]
 
     def _entries(self, tree: git.Tree) -> list[Entry]:
         entries = []
-        for item in tree:
+        for item in _children(tree).values():  # a folder both commits hold is listed once
             if isinstance(item, git.Tree):
                 entries.append(Entry(item.name, item, str(item.path)))
             elif isinstance(item, git.Blob) and item.mode == git.Blob.link_mode:

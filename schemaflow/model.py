@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import weakref
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Iterator, Mapping, Sequence
 
@@ -418,8 +419,28 @@ def fingerprint(obj: Object) -> str:
     Live-only bookkeeping (managed keys, the previous version) does not take part, so the
     fingerprint of a desired object equals that of the live object it was applied to. Nor do a
     view's partitions: like a table's, they are its contents, which follow the loads of its base.
+    Kept per object while it lives (objects are immutable): ``plan --base`` digests the same
+    objects, parsed once, as the base's state and as the head's.
     """
-    data = to_data(replace(obj, managed_keys=(), version=None))
+    known = _FINGERPRINTS.get(id(obj))
+    if known is not None and known[0]() is obj:
+        return known[1]
+    digest = _fingerprint(obj)
+    key = id(obj)
+
+    def forget(_: weakref.ref[Any]) -> None:  # when the object goes, before its id can be another's
+        _FINGERPRINTS.pop(key, None)
+    _FINGERPRINTS[key] = (weakref.ref(obj, forget), digest)
+    return digest
+
+
+# Fingerprints by id of their object, with a reference that does not keep it alive (objects hold
+# dicts, so they cannot be hashed as keys).
+_FINGERPRINTS: dict[int, tuple[weakref.ref[Any], str]] = {}
+
+
+def _fingerprint(obj: Object) -> str:
+    data = to_data(obj)
     for left_out in ("managed_keys", "version", "reads", "uses", "lineage", "output", "schema_mode", "migrations",
                      "partitions"):
         data.pop(left_out, None)

@@ -75,13 +75,13 @@ def applied_state(desired: Catalog) -> Catalog:
     property that is later removed from the schemas is planned as unset.
     """
     def applied(obj: Object) -> Object:
-        obj = replace(obj, managed_keys=tuple(sorted(obj.properties)), version=fingerprint(obj))
+        changed: dict[str, Any] = {"managed_keys": tuple(sorted(obj.properties)), "version": fingerprint(obj)}
         if isinstance(obj, View):  # created through Spark 4 SQL, which stores this mode by default
-            obj = replace(obj, schema_mode=COMPENSATION)
+            changed["schema_mode"] = COMPENSATION
         if isinstance(obj, Table):  # its migrations were applied (or were moot when it was created)
-            obj = replace(obj, migrations={m.id: json.dumps({"checksum": m.checksum}) for m in desired.migrations
-                                           if m.changes_for(obj.key)})
-        return obj
+            changed["migrations"] = {m.id: json.dumps({"checksum": m.checksum}) for m in desired.migrations
+                                     if m.changes_for(obj.key)}
+        return replace(obj, **changed)
     return replace(desired, objects={key: applied(obj) for key, obj in desired.objects.items()})
 
 
