@@ -59,6 +59,12 @@ def _on_target(project: Project, declared: Catalog, check: bool = True) -> Catal
     return on_target(declared, project.settings.database_names)
 
 
+def _named_databases(project: Project) -> tuple[str, ...]:
+    """The databases the settings name, on the target, as ``desired_state`` will have them; empty when the
+    files name them (known only once they are parsed)."""
+    return on_target(Catalog(databases=project.settings.databases), project.settings.database_names).databases
+
+
 def _scope(project: Project) -> Scope:
     return Scope(target_patterns(project.settings.exclude, project.settings.database_names))
 
@@ -194,7 +200,7 @@ def _direct_uri(settings: Settings) -> str | None:
 def review_live(project: Project, live: Live, *, allow_destructive: bool = False,
                 check_partitions: bool = False, recompile: tuple[str, ...] = ()) -> Review:
     """Plan the project's desired state against its live metastore (see ``build_plan``)."""
-    live.read_ahead(on_target(Catalog(databases=project.settings.databases), project.settings.database_names).databases)
+    live.read_ahead(_named_databases(project))
     desired = desired_state(project)
     reader = live.reader
     current, left_alone = owned(project, live.read(desired.databases), desired)

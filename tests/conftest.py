@@ -7,8 +7,8 @@ isolates itself by creating its own databases through ``fresh_db``, which drops 
 second SparkSession cannot start in the same process, so tests against the standalone Thrift server
 (``metastore_server``, marked ``remote``) run schemaflow in subprocesses. Those servers keep the
 metastore in Derby or, as production metastores do, in PostgreSQL (``postgres_metastore_server``):
-one PostgreSQL server per process, each metastore server on its own copy of one schema template. pyspark is imported only when a fixture that
-needs it is used, so the fast tests run without a JVM.
+one PostgreSQL server per process, each metastore server on its own copy of one schema template.
+pyspark is imported only when a fixture that needs it is used, so the fast tests run without a JVM.
 """
 from __future__ import annotations
 
@@ -102,7 +102,7 @@ def fresh_db(spark: SparkSession, request: pytest.FixtureRequest) -> Iterator[Ca
 
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[PostgresServer]:
-    """The run's PostgreSQL server, holding the metastore schema as a template."""
+    """This test process's PostgreSQL server, holding the metastore schema as a template."""
     with PostgresServer(java_options=TEST_JAVA_OPTIONS) as server:
         yield server
 
