@@ -53,6 +53,29 @@ spark.sql(f"CREATE DATABASE {database}")
 spark.sql(f"CREATE TABLE {database}.events (id INT) PARTITIONED BY (ds STRING) STORED AS PARQUET")
 spark.sql(f"INSERT INTO {database}.events PARTITION (ds) SELECT id, CAST(id AS STRING) FROM range({count})")
 """
+# A stamp written on a second connection, from another thread, guarded as on the first.
+BESIDE = SESSION + """
+import threading
+from schemaflow.errors import ConcurrentChange
+spark.sql("CREATE DATABASE beside_db")
+spark.sql("CREATE TABLE beside_db.t (id BIGINT) STORED AS PARQUET TBLPROPERTIES ('schemaflow.version'='claim')")
+metastore = Metastore.connect(spark)
+with metastore.beside() as second:
+    outcomes = []
+    def stamp():
+        second.set_parameters("beside_db.t", {"schemaflow.version": "v1", "owner": "sales"}, [], "claim")
+        try:
+            second.set_parameters("beside_db.t", {"schemaflow.version": "v2"}, [], "claim")
+        except ConcurrentChange as refused:
+            outcomes.append(str(refused))
+    thread = threading.Thread(target=stamp)
+    thread.start()
+    thread.join()
+    print(second.msc is not metastore.msc and second.msc.getTable("beside_db", "t").getTableName())
+print(outcomes[0] if outcomes else "not refused")
+print(metastore.read(("beside_db",)).objects["beside_db.t"].version)
+print(metastore.read(("beside_db",)).objects["beside_db.t"].properties)
+"""
 CONNECT = SESSION + """
 try:
     Metastore.connect(spark)
@@ -88,6 +111,18 @@ def test_objects_created_through_the_server_read_back(
         columns=(Column("order_id", "bigint", "Id"),),
     )
     assert json.loads(snapshot.read_text())["partition_counts"] == {"remote_db.orders": 2}
+
+
+def test_a_second_connection_writes_from_another_thread_guarded_as_the_first(
+    metastore_server: str, run_python: RunPython, tmp_path: Path,
+) -> None:
+    # apply's stamps run on it beside the next step (apply.lane).
+    done = run_python(BESIDE, metastore_server, str(tmp_path / "warehouse"), str(tmp_path / "state"))
+    assert done.returncode == 0, done.stderr
+    second, refused, version, properties = done.stdout.splitlines()
+    assert second == "t"
+    assert refused == "beside_db.t was modified concurrently: its schemaflow.version is 'v1', this run expected 'claim'"
+    assert (version, properties) == ("v1", "{'owner': 'sales'}")
 
 
 def test_an_unreachable_metastore_is_one_clear_line(run_python: RunPython, tmp_path: Path) -> None:

@@ -276,6 +276,13 @@ def test_parameters_set_through_the_client(spark: SparkSession, metastore: Metas
 
 
 @pytest.mark.spark
+def test_an_embedded_metastore_has_no_second_connection(metastore: Metastore) -> None:
+    # Its Derby database would hold one writer up against the other: apply writes in turn there.
+    with metastore.beside() as second:
+        assert second is None
+
+
+@pytest.mark.spark
 def test_count_partitions(spark: SparkSession, metastore: Metastore, fresh_db: MakeDb) -> None:
     db = fresh_db()
     spark.sql(f"CREATE TABLE {db}.p (a INT) PARTITIONED BY (ds STRING) STORED AS PARQUET")

@@ -11,13 +11,22 @@ Every write is guarded (see ``schemaflow.claims``): first each existing object t
 claimed with a compare-and-swap against the version the plan saw; each later metastore write to it
 expects the claim; its final stamp swaps the claim for the new version. Spark SQL cannot carry a
 guard, but it runs only on objects this run holds, and a CREATE gives the new object the claim.
+
+Against a metastore server, a step's last write to its own object (its stamp) runs in a second lane
+(``apply.lane``), on a connection of its own, while the next step's statements run: one write at a
+time there, waited for before the next step that touches the same object, and before the last step
+ends. A failure in the lane stops the run as any other, naming the step it belonged to; a step that
+had begun beside it is reported as begun.
 """
 from __future__ import annotations
 
+import functools
 import time
+from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime, timezone
 from typing import Any, Callable, Mapping, Protocol, Sequence, TextIO
 
+from schemaflow.apply.lane import Lane, LaneFailed
 from schemaflow.claims import Claim, new_run
 from schemaflow.errors import ConcurrentChange, SchemaflowError, Unreachable
 from schemaflow.model import VERSION_KEY, Column, Database, PartitionValues
@@ -70,6 +79,10 @@ class Target(Protocol):
     def set_storage(self, key: str, serde_properties: Mapping[str, str], buckets: int | None,
                     expected: str | None = None) -> None: ...
 
+    def beside(self) -> AbstractContextManager[Target | None]:
+        """A second target on the same metastore, on which a write may run while this one runs the next
+        statement; None: everything runs here, in turn."""
+
 
 class RecordingTarget:
     """Records the actions it is given, and the guard of each metastore write, instead of running them."""
@@ -119,16 +132,23 @@ class RecordingTarget:
         self.actions.append(SetStorageAction(key, dict(serde_properties), buckets))
         self.guards.append(expected)
 
+    def beside(self) -> AbstractContextManager[RecordingTarget | None]:
+        """None: a recorder keeps the order of what it is given."""
+        return nullcontext()
+
 
 class ApplyError(SchemaflowError):
     """A step failed part-way through an apply."""
 
-    def __init__(self, failed: int, steps: Sequence[Step], cause: Exception) -> None:
+    def __init__(self, failed: int, steps: Sequence[Step], cause: Exception, begun: int | None = None) -> None:
         self.failed = failed  # 0-based index of the failed step
+        self.begun = begun    # 0-based index of a later step that had begun beside its last write, if one had
         applied = [f"  {i}. {s.summary}" for i, s in enumerate(steps[:failed], 1)]
-        pending = [f"  {i}. {s.summary}" for i, s in enumerate(steps[failed:], failed + 1)]
+        pending = [f"  {i}. {s.summary}" for i, s in enumerate(steps[failed:], failed + 1) if i - 1 != begun]
         lines = [f"step {failed + 1} failed ({steps[failed].summary}): {cause}",
                  f"applied ({len(applied)}):"] + (applied or ["  none"])
+        if begun is not None:
+            lines += ["begun, not finished (1):", f"  {begun + 1}. {steps[begun].summary}"]
         lines += [f"not applied ({len(pending)}):"] + pending
         lines.append("Fix the cause, then plan and apply again: a new plan starts from the live state, "
                      "so it continues where this run stopped.")
@@ -196,39 +216,41 @@ class Run:
                 continue
             del self.held[key]
 
-    def run(self, action: Action) -> None:
+    def run(self, action: Action, target: Target | None = None) -> None:
+        """Run ``action`` on ``target`` (by default the run's own)."""
+        target = target or self.target
         now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         if isinstance(action, SqlAction):
             sql = action.sql
             if action.claims:
                 sql = ddl.fill_claim(sql, self.tokens[action.claims])
-            self.target.run_sql(sql)
+            target.run_sql(sql)
             if action.claims:
                 self.held[action.claims] = self.tokens[action.claims]
         elif isinstance(action, AddDatabase):
-            self.target.add_database(action.database)
+            target.add_database(action.database)
         elif isinstance(action, SetDatabaseParameters):
             # The metastore keeps no version for a database: there is no guard to hold.
-            self.target.set_database_properties(action.database, fill_applied_at(action.properties, now))
+            target.set_database_properties(action.database, fill_applied_at(action.properties, now))
         elif isinstance(action, SetParameters):
             values = fill_applied_at(action.set, now)
-            self.target.set_parameters(action.object, values, action.unset, self.held.get(action.object))
+            target.set_parameters(action.object, values, action.unset, self.held.get(action.object))
             if VERSION_KEY in values:
                 self.held[action.object] = values[VERSION_KEY]
         elif isinstance(action, SetColumns):
             records = fill_applied_at(action.parameters, now)
-            self.target.set_columns(action.object, action.columns, action.partition_columns, action.cascade,
+            target.set_columns(action.object, action.columns, action.partition_columns, action.cascade,
                                     action.batched, records, self.held.get(action.object))
         elif isinstance(action, ChangeViewPartitions):
             # A view's partitions are its contents, not its definition: the metastore has no guard for them.
-            self.target.change_view_partitions(action.object, action.columns, action.add, action.drop,
+            target.change_view_partitions(action.object, action.columns, action.add, action.drop,
                                                self.kept.pop(action.object, None))
         elif isinstance(action, KeepViewPartitions):
-            self.kept[action.object] = self.target.keep_view_partitions(action.object)
+            self.kept[action.object] = target.keep_view_partitions(action.object)
         elif isinstance(action, PartitionView):
-            self.target.partition_view(action.object, action.columns, self.held.get(action.object))
+            target.partition_view(action.object, action.columns, self.held.get(action.object))
         elif isinstance(action, SetStorageAction):
-            self.target.set_storage(action.object, action.serde_properties, action.buckets, self.held.get(action.object))
+            target.set_storage(action.object, action.serde_properties, action.buckets, self.held.get(action.object))
         else:
             raise TypeError(f"unknown kind of action: {action!r}")
 
@@ -268,6 +290,23 @@ def apply_plan(plan: Plan, target: Target, progress: TextIO | None = None, claim
         claiming.write(f"done ({clock() - started:.1f}s)\n")
     if pause:
         pause("claimed")
+    with target.beside() as second:
+        lane = Lane() if second is not None else None
+        try:
+            _run_steps(plan, run, progress, pause, clock, lane, second)
+        finally:
+            if lane:
+                lane.close()
+
+
+def _run_steps(plan: Plan, run: Run, progress: TextIO | None, pause: Callable[[str], None] | None,
+               clock: Callable[[], float], lane: Lane | None, second: Target | None) -> None:
+    """Run every step in order, each step's last write to its own object in ``lane`` if there is one
+    (on ``second``); raise ``ApplyError`` at the first failure, in the lane or not.
+
+    With ``pause``, each write is waited for before the point after it is reached, so the points mean
+    what they say; so is the last step's, so that the run ends when everything has landed.
+    """
     total = len(plan.steps)
     width = len(str(total))
     began = estimated = clock()
@@ -279,22 +318,37 @@ def apply_plan(plan: Plan, target: Target, progress: TextIO | None = None, claim
         if progress:
             progress.write(f"[{index + 1:>{width}}/{total}] {step.summary} ... ")
             progress.flush()
+        wrote = False
         try:
+            if lane and lane.pending == step.object:
+                lane.wait()  # an object is never written on both connections at once
             for number, action in enumerate(step.actions, 1):
                 if isinstance(action, SetColumns) and action.batched:
                     run.started.add(step.object)  # it may stop after some batches, leaving the object half-changed
-                run.run(action)
+                if lane and number == len(step.actions) and _own_write(step, action):
+                    lane.hand(index, step.object, functools.partial(run.run, action, second))
+                    if pause or index == total - 1:
+                        lane.wait()
+                else:
+                    run.run(action)
                 # Only now: a step that fails before its first write changed nothing, and its claim is handed back.
                 if _writes(action):
                     run.started.add(step.object)
+                    wrote = True
                 if pause:
                     pause(f"{index + 1}.{number}")
         except Exception as error:  # any Spark, metastore or py4j failure: report and stop
+            failed, cause = (error.index, error.cause) if isinstance(error, LaneFailed) else (index, error)
+            if lane and failed == index:  # the write still in the lane, an earlier step's, lands or fails first
+                try:
+                    lane.wait()
+                except LaneFailed as earlier:
+                    failed, cause = earlier.index, earlier.cause
             if progress:
-                progress.write("FAILED\n")
-            if not isinstance(error, Unreachable):  # else the claims stay for the next run, as they would
+                progress.write("FAILED\n" if failed == index else f"stopped: step {failed + 1} failed\n")
+            if not isinstance(cause, Unreachable):  # else the claims stay for the next run, as they would
                 run.release(plan.guards)
-            raise ApplyError(index, plan.steps, error) from error
+            raise ApplyError(failed, plan.steps, cause, index if failed != index and wrote else None) from cause
         if progress:
             progress.write(f"done ({clock() - started:.1f}s)\n")
 
@@ -303,6 +357,11 @@ def _estimate(done: int, total: int, elapsed: float) -> str:
     """A progress line between steps: how many are done, in how long, and about how long the rest take."""
     left = elapsed / done * (total - done)
     return f"      {done:,} of {total:,} steps done in {duration(elapsed)}; about {duration(left)} left\n"
+
+
+def _own_write(step: Step, action: Action) -> bool:
+    """Whether ``action`` is a metastore write of the step's own object's parameters (its stamp)."""
+    return isinstance(action, SetParameters) and action.object == step.object
 
 
 def _writes(action: Action) -> bool:

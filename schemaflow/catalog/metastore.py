@@ -5,14 +5,16 @@ works alike for an embedded and a remote metastore. Reading is built for thousan
 every py4j call is a socket round trip, so tables are fetched 100 at a time with
 ``getTableObjectsByName``, each batch is serialised to JSON inside the JVM, and only those bytes
 cross to Python, where they become ``Table`` and ``View`` objects (``catalog.thrift_data``).
-Writes go through the same client. A JVM failure becomes a ``SchemaflowError`` carrying the Java message.
+Writes go through the same client; ``beside`` opens a second connection to a metastore server, for
+a write to run on while the first runs the next statement. A JVM failure becomes a
+``SchemaflowError`` carrying the Java message.
 """
 from __future__ import annotations
 
 import json
 import re
 import time
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
 from pyspark.sql import SparkSession
@@ -51,10 +53,11 @@ CAS_REFUSED = "The table has been modified"
 class Metastore:
     """A Hive metastore reached through a SparkSession's own Thrift client."""
 
-    def __init__(self, spark: SparkSession, msc: Any, endpoint: str) -> None:
+    def __init__(self, spark: SparkSession, msc: Any, endpoint: str, conf: Any = None) -> None:
         self.spark = spark
         self.msc = msc
         self.endpoint = endpoint
+        self.conf = conf  # the HiveConf of Spark's client, which ``beside`` connects with
         self.progress: Callable[[str], None] | None = None
         self.sleep: Callable[[float], None] = time.sleep
         self._guards_checked = False
@@ -74,9 +77,30 @@ class Metastore:
         shared_state = spark._jsparkSession.sharedState()  # loads hive-site.xml into the Hadoop conf
         endpoint = describe_endpoint(spark.sparkContext._jsc.hadoopConfiguration())
         with java_errors(f"cannot reach the Hive metastore ({endpoint})", endpoint):
-            client = shared_state.externalCatalog().unwrapped().client()
-            msc = jvm_view(spark).org.apache.hadoop.hive.ql.metadata.Hive.get(client.conf()).getMSC()
-        return cls(spark, msc, endpoint)
+            conf = shared_state.externalCatalog().unwrapped().client().conf()
+            msc = jvm_view(spark).org.apache.hadoop.hive.ql.metadata.Hive.get(conf).getMSC()
+        return cls(spark, msc, endpoint, conf)
+
+    @contextmanager
+    def beside(self) -> Iterator[Metastore | None]:
+        """A second connection to the same metastore server, closed on exit; None for an embedded
+        metastore (its Derby database would lock one writer against the other, not run them side by side).
+
+        Opened here, in the caller's thread, where Spark's class loader finds Hive's classes (Hive's
+        per-thread client cannot be made in another thread); its calls may then come from any one
+        thread. It retries a broken connection as Hive's own client does, which ``alter`` relies on.
+        """
+        if self.conf is None or not self.conf.get("hive.metastore.uris"):
+            yield None
+            return
+        with self._errors(f"opening a second connection to the Hive metastore ({self.endpoint})"):
+            msc = jvm_view(self.spark).org.apache.hadoop.hive.metastore.RetryingMetaStoreClient.getProxy(self.conf, True)
+        second = Metastore(self.spark, msc, self.endpoint)
+        second.sleep = self.sleep
+        try:
+            yield second
+        finally:
+            msc.close()
 
     def databases(self) -> tuple[str, ...]:
         """The names of the existing databases, sorted."""
