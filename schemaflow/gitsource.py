@@ -152,7 +152,7 @@ class CommitFiles:
             raise SpecError([Problem(Source(path), bad.reason)]) from None
         if isinstance(item, git.Tree):
             raise SpecError([folder_problem(path)])
-        return GitFile(item, PurePosixPath(path).name) if isinstance(item, git.Blob) else None
+        return GitFile(item, posixpath.basename(path)) if isinstance(item, git.Blob) else None
 
     def _follow(self, path: str) -> git.objects.base.IndexObject | None:
         if self.folder is None:
@@ -198,7 +198,7 @@ def _follow(root: git.Tree, path: str, target: str = "") -> git.objects.base.Ind
     """What ``path`` (from the top of the commit) names, symlinks followed as the file system would; None
     when nothing. Raises ``_BadLink`` for a link that leads nowhere, out of the repository or round in
     a loop (``target``: the link that gave ``path``, to name in that error)."""
-    todo = list(reversed(PurePosixPath(path).parts))
+    todo = list(reversed(_parts(path)))
     resolved: list[str] = []  # the path so far, every link in it followed
     item: git.objects.base.IndexObject | None = root
     links = 0
@@ -221,11 +221,20 @@ def _follow(root: git.Tree, path: str, target: str = "") -> git.objects.base.Ind
             target, links = _link_target(found), links + 1
             if links > _MAX_LINKS:
                 raise _BadLink(f"a symlink to '{target}', which is one of a loop of symlinks: fix or remove the link")
-            todo.extend(reversed(PurePosixPath(target).parts))
+            todo.extend(reversed(_parts(target)))
             continue
         resolved.append(part)
         item = found
     return item
+
+
+def _parts(path: str) -> tuple[str, ...]:
+    """``PurePosixPath(path).parts``, without making one for a plain relative path: every file's path is
+    followed, twice over in ``plan --base``."""
+    parts = path.split("/")
+    if "" in parts or "." in parts:  # "", "/x", "a//b", "a/./b", "a/": as pathlib reads them
+        return PurePosixPath(path).parts
+    return tuple(parts)
 
 
 def _outside(target: str) -> str:

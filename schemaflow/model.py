@@ -312,18 +312,21 @@ def split_key(key: str) -> tuple[str, str]:
 _STORAGE_DETAILS = frozenset({"data_source", "serde", "input_format", "output_format", "serde_properties", "bucketing"})
 # Fields derived from a declared view's SQL, left out likewise: what was saved before them reads the same.
 _DERIVED_LATER = frozenset({"output"})
+_LEFT_OUT_AT_DEFAULT = _STORAGE_DETAILS | _DERIVED_LATER
+# The fields of a Table and a View that their plain data holds, in order, found once per class.
+_DATA_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def to_data(obj: Object) -> dict[str, Any]:
     """An object as plain JSON-ready data (without its source position)."""
     data: dict[str, Any] = {"kind": obj.kind}
-    for f in fields(obj):
-        if f.name == "source":
-            continue
-        value = getattr(obj, f.name)
-        if f.name in ("columns", "partition_columns"):
+    cls = type(obj)
+    names = _DATA_FIELDS.get(cls) or _DATA_FIELDS.setdefault(cls, tuple(f.name for f in fields(cls) if f.name != "source"))
+    for name in names:
+        value = getattr(obj, name)
+        if name in ("columns", "partition_columns"):
             value = [column_data(c) for c in value]
-        elif f.name in _STORAGE_DETAILS | _DERIVED_LATER and not value:
+        elif name in _LEFT_OUT_AT_DEFAULT and not value:
             continue  # at its default: the data (and so the fingerprint) of a table without it is unchanged
         elif isinstance(value, (ViewPartitions, Bucketing)):
             value = value.to_data()
@@ -331,7 +334,7 @@ def to_data(obj: Object) -> dict[str, Any]:
             value = list(value)
         elif isinstance(value, Mapping):
             value = dict(sorted(value.items()))
-        data[f.name] = value
+        data[name] = value
     return data
 
 

@@ -12,6 +12,7 @@ import pytest
 from schemaflow.model import (MIGRATION_PREFIX, Catalog, Column, DropColumn, Migration, PartitionsMode, RenameColumn,
                               ReorderColumns, Table, fingerprint)
 from schemaflow.plan.diff import diff
+from schemaflow.plan.evolution import SAME, evolve, replayed
 from schemaflow.plan.plan import build_plan
 from schemaflow.plan.steps import APPLIED_AT, SetColumns
 from schemaflow.spec import load_catalog
@@ -64,6 +65,23 @@ def test_the_issue_example_renames_drops_and_widens_in_one_cascading_alter():
     record = json.loads(columns_written.parameters[MIGRATION_PREFIX + "0003_customer_rename"])
     assert record == {"at": APPLIED_AT, "checksum": "", "commit": "abc123"}
     assert not any(k.startswith(MIGRATION_PREFIX) for k in step.actions[-1].set)  # not recorded twice
+
+
+def test_unchanged_columns_evolve_as_the_whole_replay_finds_without_running_it():
+    types = ("bigint", "string", "decimal(12,2)", "timestamp", "int", "double", "date", "boolean", "array<string>",
+             "map<string,int>", "struct<kind:string,os:string>", "varchar(32)", "char(4)", "binary", "tinyint")
+    columns = tuple(Column(f"c{i}_{j}", t, comment) for i, t in enumerate(types)
+                    for j, comment in enumerate((None, f"Column {i}", "")))
+    table = replace(LIVE, columns=columns)
+    elsewhere = Migration("0009_other", "Another table's", (RenameColumn("retail.customers", "a", "b"),))
+    for migrations in ((), (elsewhere,)):
+        fast = evolve(table, replace(table, comment="another object, the same columns"), migrations)
+        assert fast == replayed(table, table, migrations)
+        assert (fast.kind, fast.operations, fast.problems) == (SAME, (), ())
+    # A migration of the table itself is replayed, even when the columns look the same.
+    assert evolve(live(LIVE).objects["retail.orders"], LIVE, (RENAME,)) == replayed(
+        live(LIVE).objects["retail.orders"], LIVE, (RENAME,))
+    assert evolve(LIVE, LIVE, (RENAME,)).problems
 
 
 def test_a_recorded_migration_is_never_applied_again():
