@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import io
 import threading
-from contextlib import AbstractContextManager, nullcontext
-from typing import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import Callable, Iterator, Mapping, Sequence
 
 import pytest
 
 from schemaflow.apply.executor import ApplyError, RecordingTarget, apply_plan
 from schemaflow.apply.lane import Lane, LaneFailed
 from schemaflow.claims import Claim
+from schemaflow.errors import SchemaflowError
 from schemaflow.model import VERSION_KEY
 from schemaflow.plan.plan import Plan
 from schemaflow.plan.steps import SetParameters, SqlAction, Step
@@ -184,3 +185,17 @@ def test_with_a_pause_each_write_has_landed_when_its_point_is_reached() -> None:
     plan = Plan(steps=(created("db.a"), created("db.b")), databases=("db",))
     apply_plan(plan, first, claim=RUN, pause=lambda point: seen.append((point, len(second.actions))))
     assert seen == [("claimed", 0), ("1.1", 0), ("1.2", 1), ("2.1", 1), ("2.2", 2)]
+
+
+def test_a_second_connection_that_cannot_be_opened_stops_the_run_before_anything_is_claimed() -> None:
+    class NoSecond(Connection):
+        @contextmanager
+        def beside(self) -> Iterator[RecordingTarget | None]:
+            raise SchemaflowError("opening a second connection to the Hive metastore (thrift://m:9083): refused")
+            yield None
+
+    target = NoSecond("first", [])
+    plan = Plan(steps=(created("db.a"),), databases=("db",), guards={"db.a": "v0"})
+    with pytest.raises(SchemaflowError, match="opening a second connection"):
+        apply_plan(plan, target, claim=RUN)
+    assert target.actions == []  # no claim taken, nothing run

@@ -240,11 +240,11 @@ class Run:
         elif isinstance(action, SetColumns):
             records = fill_applied_at(action.parameters, now)
             target.set_columns(action.object, action.columns, action.partition_columns, action.cascade,
-                                    action.batched, records, self.held.get(action.object))
+                               action.batched, records, self.held.get(action.object))
         elif isinstance(action, ChangeViewPartitions):
             # A view's partitions are its contents, not its definition: the metastore has no guard for them.
             target.change_view_partitions(action.object, action.columns, action.add, action.drop,
-                                               self.kept.pop(action.object, None))
+                                          self.kept.pop(action.object, None))
         elif isinstance(action, KeepViewPartitions):
             self.kept[action.object] = target.keep_view_partitions(action.object)
         elif isinstance(action, PartitionView):
@@ -271,6 +271,21 @@ def apply_plan(plan: Plan, target: Target, progress: TextIO | None = None, claim
     """
     check_runnable(plan)
     run = Run(plan, claim or new_run(), target)
+    # The second connection first: one that cannot be opened stops the run before anything is claimed.
+    with target.beside() as second:
+        _claim(plan, run, progress, clock)
+        if pause:
+            pause("claimed")
+        lane = Lane() if second is not None else None
+        try:
+            _run_steps(plan, run, progress, pause, clock, lane, second)
+        finally:
+            if lane:
+                lane.close()
+
+
+def _claim(plan: Plan, run: Run, progress: TextIO | None, clock: Callable[[], float]) -> None:
+    """Claim the plan's existing objects (see ``Run.claim``), saying how long it took."""
     # Claiming thousands of existing objects takes a while: say so, as a step does.
     claiming = progress if plan.guards else None
     if claiming:
@@ -288,15 +303,6 @@ def apply_plan(plan: Plan, target: Target, progress: TextIO | None = None, claim
         raise
     if claiming:
         claiming.write(f"done ({clock() - started:.1f}s)\n")
-    if pause:
-        pause("claimed")
-    with target.beside() as second:
-        lane = Lane() if second is not None else None
-        try:
-            _run_steps(plan, run, progress, pause, clock, lane, second)
-        finally:
-            if lane:
-                lane.close()
 
 
 def _run_steps(plan: Plan, run: Run, progress: TextIO | None, pause: Callable[[str], None] | None,
