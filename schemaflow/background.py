@@ -29,9 +29,13 @@ class Background(Generic[T]):
         except BaseException as error:  # handed to the caller of result(), in its thread
             self._error = error
 
+    def wait(self) -> None:
+        """Wait for ``work()`` to end, whatever it returns or raises."""
+        self._thread.join()
+
     def result(self) -> T:
         """What ``work()`` returned, once it has; raises what it raised."""
-        self._thread.join()
+        self.wait()
         if self._error is not None:
             raise self._error
         return self._value  # type: ignore[return-value]  # set: work() returned

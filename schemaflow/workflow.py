@@ -166,6 +166,8 @@ class Live:
         self._ahead = None
         if ahead is not None and ahead.databases == databases:
             return ahead.catalog.result()
+        if ahead is not None:  # a read of other databases: it is on the reader's connection, one read at a time
+            ahead.catalog.wait()
         return reader.read(databases)
 
     def target(self):

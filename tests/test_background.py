@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -50,13 +51,22 @@ class FakeReader:
         self.catalog, self.refuse = catalog, refuse
         self.reads: list[tuple[tuple[str, ...], threading.Thread]] = []
         self.started = threading.Event()
+        self.slow: set[tuple[str, ...]] = set()  # reads that last a moment
+        self.reading = self.overlapped = False  # two reads at once on one connection
 
     def read(self, databases: tuple[str, ...]) -> Catalog:
+        self.overlapped |= self.reading
+        self.reading = True
         self.reads.append((databases, threading.current_thread()))
         self.started.set()
-        if self.refuse is not None:
-            raise self.refuse
-        return self.catalog
+        try:
+            if databases in self.slow:
+                time.sleep(0.2)
+            if self.refuse is not None:
+                raise self.refuse
+            return self.catalog
+        finally:
+            self.reading = False
 
 
 def live_with(monkeypatch: pytest.MonkeyPatch, reader: Any, tmp_path: Path, **settings: Any) -> Live:
@@ -87,9 +97,12 @@ def test_a_read_ahead_of_other_databases_than_the_read_is_not_used(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     reader = FakeReader(Catalog())
     live = live_with(monkeypatch, reader, tmp_path)
+    reader.slow.add(("sales",))
     live.read_ahead(("sales",))
+    assert reader.started.wait(10)
     live.read(("hr", "sales"))
     assert [databases for databases, _ in reader.reads] == [("sales",), ("hr", "sales")]
+    assert not reader.overlapped  # the read waited for the one ahead to end: they share a connection
 
 
 def test_an_error_of_a_read_ahead_is_raised_by_the_read(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -76,6 +76,25 @@ print(outcomes[0] if outcomes else "not refused")
 print(metastore.read(("beside_db",)).objects["beside_db.t"].version)
 print(metastore.read(("beside_db",)).objects["beside_db.t"].properties)
 """
+# An apply of three new tables: which threads wrote the stamps, and what the metastore holds after.
+APPLY_BESIDE = SESSION + """
+import threading
+from schemaflow.apply.executor import apply_plan
+from schemaflow.model import Catalog, Column, Table, fingerprint
+from schemaflow.plan.plan import build_plan
+desired = Catalog(("lane_db",), {f"lane_db.t{i}": Table("lane_db", f"t{i}", (Column("id", "bigint"),)) for i in range(3)})
+metastore = Metastore.connect(spark)
+stamped = []
+write = Metastore.set_parameters
+def recorded(self, key, *args, **kwargs):
+    stamped.append((key, threading.current_thread().name, self.msc is metastore.msc))
+    write(self, key, *args, **kwargs)
+Metastore.set_parameters = recorded
+apply_plan(build_plan(desired, Catalog()), metastore)
+print(stamped)
+live = metastore.read(("lane_db",))
+print([live.objects[key].version == fingerprint(table) for key, table in sorted(desired.objects.items())])
+"""
 CONNECT = SESSION + """
 try:
     Metastore.connect(spark)
@@ -123,6 +142,16 @@ def test_a_second_connection_writes_from_another_thread_guarded_as_the_first(
     assert second == "t"
     assert refused == "beside_db.t was modified concurrently: its schemaflow.version is 'v1', this run expected 'claim'"
     assert (version, properties) == ("v1", "{'owner': 'sales'}")
+
+
+def test_an_apply_against_a_server_writes_its_stamps_on_the_second_connection(
+    metastore_server: str, run_python: RunPython, tmp_path: Path,
+) -> None:
+    done = run_python(APPLY_BESIDE, metastore_server, str(tmp_path / "warehouse"), str(tmp_path / "state"))
+    assert done.returncode == 0, done.stderr
+    stamped, versions = done.stdout.splitlines()
+    assert stamped == str([(f"lane_db.t{i}", "apply-lane", False) for i in range(3)])
+    assert versions == "[True, True, True]"  # read back from the server: every stamp landed
 
 
 def test_an_unreachable_metastore_is_one_clear_line(run_python: RunPython, tmp_path: Path) -> None:

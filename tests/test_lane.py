@@ -199,3 +199,21 @@ def test_a_second_connection_that_cannot_be_opened_stops_the_run_before_anything
     with pytest.raises(SchemaflowError, match="opening a second connection"):
         apply_plan(plan, target, claim=RUN)
     assert target.actions == []  # no claim taken, nothing run
+
+
+def test_a_plan_without_stamps_opens_no_second_connection() -> None:
+    class Counted(Connection):
+        opened = 0
+
+        def beside(self) -> AbstractContextManager[RecordingTarget | None]:
+            Counted.opened += 1
+            return super().beside()
+
+    first, _, _ = connections()
+    target = Counted("first", [], first.second)
+    sql_only = Step("create_table", "db.a", "table", "create table db.a", (SqlAction("CREATE TABLE db.a (id bigint)"),))
+    apply_plan(Plan(steps=(sql_only,), databases=("db",)), target, claim=RUN)
+    assert Counted.opened == 0 and [a.sql for a in target.actions if isinstance(a, SqlAction)] == [
+        "CREATE TABLE db.a (id bigint)"]
+    apply_plan(Plan(steps=(created("db.b"),), databases=("db",)), target, claim=RUN)
+    assert Counted.opened == 1

@@ -272,7 +272,9 @@ def apply_plan(plan: Plan, target: Target, progress: TextIO | None = None, claim
     check_runnable(plan)
     run = Run(plan, claim or new_run(), target)
     # The second connection first: one that cannot be opened stops the run before anything is claimed.
-    with target.beside() as second:
+    # A plan of no stamps (a sync of view partitions) has nothing to hand over, and opens none.
+    stamps = any(step.actions and _own_write(step, step.actions[-1]) for step in plan.steps)
+    with target.beside() if stamps else nullcontext() as second:
         _claim(plan, run, progress, clock)
         if pause:
             pause("claimed")
