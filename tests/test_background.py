@@ -61,7 +61,7 @@ class FakeReader:
         self.started.set()
         try:
             if databases in self.slow:
-                time.sleep(0.2)
+                time.sleep(0.1)
             if self.refuse is not None:
                 raise self.refuse
             return self.catalog
