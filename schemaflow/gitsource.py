@@ -9,18 +9,20 @@ repository; its files are then read relative to that folder, as on disk. The set
 work tree would follow it; one that leads out of the repository, or nowhere, is a problem.
 
 Every file of a folder is read in one pass of ``git cat-file --batch`` when the folder is listed:
-asked for one at a time, each blob is a round trip to git (1.5 s of a plan of 5,500 files). A blob
-is read once per process, however many commits hold it.
+asked for one at a time, each blob is a round trip to git (1.5 s of a plan of 5,500 files). The
+pass runs in the background, in the order the files are read, so the first files are parsed while
+git still reads the rest. A blob is read once per process, however many commits hold it.
 """
 from __future__ import annotations
 
+import os
 import posixpath
 import subprocess
 import threading
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
-from typing import Iterable, Iterator, NamedTuple
+from typing import Any, Iterable, Iterator, NamedTuple
 
 import git
 from gitdb.exc import BadName
@@ -63,49 +65,117 @@ class _Blobs:
     def __init__(self, kept: int) -> None:
         self.kept = kept
         self.contents: dict[bytes, bytes] = {}
+        self.coming: set[bytes] = set()  # asked of git by a read ahead, not arrived yet
+        self.arrival = threading.Condition()
         self.hits = self.misses = 0
 
     def __call__(self, blob: git.Blob) -> bytes:
-        content = self.contents.get(blob.binsha)
-        if content is not None:
-            self.hits += 1
-            return content
-        self.misses += 1
-        return self._keep({blob.binsha: blob.data_stream.read()})[blob.binsha]
+        sha = blob.binsha
+        with self.arrival:
+            self.arrival.wait_for(lambda: sha not in self.coming)
+            content = self.contents.get(sha)
+            if content is not None:
+                self.hits += 1
+                return content
+        content = blob.data_stream.read()
+        self._arrived([sha], {sha: content})
+        return content
 
     def read_ahead(self, repo: git.Repo, blobs: Iterable[git.Blob]) -> None:
-        """Read those of ``blobs`` not read yet in one ``git cat-file --batch``: its answers are read while
-        the ids are still being written (a thread writes them), so neither side waits on a full pipe."""
-        wanted = sorted({blob.binsha for blob in blobs} - self.contents.keys())
-        if len(wanted) < 2:
-            return
-        process = repo.git.cat_file("--batch", as_process=True, istream=subprocess.PIPE)
-        stdin, stdout = process.proc.stdin, process.proc.stdout
-
-        def ask() -> None:
-            stdin.write(b"".join(sha.hex().encode() + b"\n" for sha in wanted))
-            stdin.close()
-        asking = threading.Thread(target=ask, daemon=True)
-        asking.start()
-        read: dict[bytes, bytes] = {}
-        for sha in wanted:
-            header = stdout.readline().split()  # "<id> blob <size>", or "<id> missing" (read one by one later)
-            if len(header) == 3:
-                read[sha] = stdout.read(int(header[2]))
-                stdout.read(1)  # the newline after the content
-        asking.join()
-        process.wait()
-        self.misses += len(read)
-        self._keep(read)
+        """Read those of ``blobs`` not read yet in one ``git cat-file --batch``, in their order, in the
+        background: the first are parsed while git still reads the rest (loose objects are inflated
+        one by one: 0.2 s of 5,500 files). A blob not arrived yet is waited for; one git did not
+        send (missing, or the pass failed) is read on its own when asked for."""
+        with self.arrival:
+            wanted = [sha for sha in dict.fromkeys(blob.binsha for blob in blobs)
+                      if sha not in self.contents and sha not in self.coming]
+            if len(wanted) < 2:
+                return
+            self._make_room(len(wanted))
+            self.coming.update(wanted)
+        try:
+            process = repo.git.cat_file("--batch", "--buffer", as_process=True, istream=subprocess.PIPE)
+        except BaseException:
+            self._arrived(wanted, {})
+            raise
+        threading.Thread(target=self._receive, args=(process, wanted), name="git-blobs", daemon=True).start()
 
     def cache_info(self) -> CacheInfo:
         return CacheInfo(self.hits, self.misses, self.kept, len(self.contents))
 
-    def _keep(self, contents: dict[bytes, bytes]) -> dict[bytes, bytes]:
-        if len(self.contents) + len(contents) > self.kept:
+    def _receive(self, process: Any, wanted: list[bytes]) -> None:
+        """Write the ids ``wanted`` to git and keep each blob as it arrives; all of them are no longer
+        coming when this ends, however it ends."""
+        stdin = process.proc.stdin
+        pipe = process.proc.stdout.fileno()
+
+        def ask() -> None:
+            with suppress(OSError):  # git stopped: what it did not send is read one by one
+                stdin.write(b"".join(sha.hex().encode() + b"\n" for sha in wanted))
+            with suppress(OSError):
+                stdin.close()
+        asking = threading.Thread(target=ask, name="git-blob-ids", daemon=True)
+        asking.start()
+        try:
+            for sha, content in _batch_answers(pipe, wanted):
+                self._arrived([sha], {sha: content} if content is not None else {})
+        except Exception:  # noqa: BLE001 - what did not arrive is read on its own, where a real problem shows
+            pass
+        finally:
+            self._arrived(wanted, {})
+            process.proc.stdout.close()  # a git cut off part way stops at its next write, so is not left waiting
+            asking.join()
+            process.proc.wait()
+
+    def _arrived(self, shas: list[bytes], contents: dict[bytes, bytes]) -> None:
+        """Keep ``contents`` (read from git: misses) and wake those waiting for any of ``shas``."""
+        with self.arrival:
+            self._make_room(len(contents))
+            self.contents.update(contents)
+            self.misses += len(contents)
+            self.coming.difference_update(shas)
+            self.arrival.notify_all()
+
+    def _make_room(self, count: int) -> None:
+        if len(self.contents) + count > self.kept:
             self.contents.clear()
-        self.contents.update(contents)
-        return contents
+
+
+# The most of git's answers taken off the pipe at once (a pipe holds 64 KiB on Linux).
+_READ_SIZE = 1 << 20
+
+
+def _batch_answers(pipe: int, wanted: list[bytes]) -> Iterator[tuple[bytes, bytes | None]]:
+    """Each blob of ``wanted`` and its content (None when git has no such blob), from the answers of
+    ``git cat-file --batch`` read off ``pipe`` in large pieces: each read of the pipe may wait for
+    the main thread to let go of the interpreter, so they are few. Ends early if git does."""
+    buffer = bytearray()
+    start = 0
+    for sha in wanted:
+        while (end := buffer.find(b"\n", start)) < 0:
+            if not _fill(pipe, buffer):
+                return
+        header = bytes(buffer[start:end]).split()  # "<id> blob <size>", or "<id> missing"
+        start = end + 1
+        if len(header) != 3:
+            yield sha, None
+            continue
+        size = int(header[2])
+        while len(buffer) < start + size + 1:  # the content, then a newline
+            if not _fill(pipe, buffer):
+                return
+        yield sha, bytes(buffer[start:start + size])
+        start += size + 1
+        if start > _READ_SIZE:
+            del buffer[:start]
+            start = 0
+
+
+def _fill(pipe: int, buffer: bytearray) -> bool:
+    """Append what the pipe holds (waiting for something) to ``buffer``; False at its end."""
+    piece = os.read(pipe, _READ_SIZE)
+    buffer += piece
+    return bool(piece)
 
 
 _blob_bytes = _Blobs(CACHED_FILES)

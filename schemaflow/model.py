@@ -12,7 +12,8 @@ import hashlib
 import json
 import weakref
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 # Table parameters that schemaflow itself writes on every object it manages.
 VERSION_KEY = "schemaflow.version"
@@ -313,15 +314,31 @@ _STORAGE_DETAILS = frozenset({"data_source", "serde", "input_format", "output_fo
 # Fields derived from a declared view's SQL, left out likewise: what was saved before them reads the same.
 _DERIVED_LATER = frozenset({"output"})
 _LEFT_OUT_AT_DEFAULT = _STORAGE_DETAILS | _DERIVED_LATER
-# The fields of a Table and a View that their plain data holds, in order, found once per class.
+# Fields that are no part of an object's definition, so not of its fingerprint: live-only bookkeeping,
+# what is derived from a view's SQL, and a view's partitions (its contents, see ``fingerprint``).
+_NOT_DEFINITION = frozenset({"managed_keys", "version", "reads", "uses", "lineage", "output", "schema_mode",
+                             "migrations", "partitions"})
+# The fields of a Table and a View that their plain data holds, in order, found once per class; and
+# those of them that take part in a fingerprint.
 _DATA_FIELDS: dict[type, tuple[str, ...]] = {}
+_DEFINITION_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def to_data(obj: Object) -> dict[str, Any]:
     """An object as plain JSON-ready data (without its source position)."""
+    return _data(obj, _fields_of(type(obj), _DATA_FIELDS, frozenset({"source"})))
+
+
+def _fields_of(cls: type, found: dict[type, tuple[str, ...]], left_out: frozenset[str]) -> tuple[str, ...]:
+    names = found.get(cls)
+    if names is None:
+        names = found[cls] = tuple(f.name for f in fields(cls) if f.name not in left_out)
+    return names
+
+
+def _data(obj: Object, names: tuple[str, ...]) -> dict[str, Any]:
+    """The plain data of the fields ``names`` of ``obj``, with its kind."""
     data: dict[str, Any] = {"kind": obj.kind}
-    cls = type(obj)
-    names = _DATA_FIELDS.get(cls) or _DATA_FIELDS.setdefault(cls, tuple(f.name for f in fields(cls) if f.name != "source"))
     for name in names:
         value = getattr(obj, name)
         if name in ("columns", "partition_columns"):
@@ -443,9 +460,6 @@ _FINGERPRINTS: dict[int, tuple[weakref.ref[Any], str]] = {}
 
 
 def _fingerprint(obj: Object) -> str:
-    data = to_data(obj)
-    for left_out in ("managed_keys", "version", "reads", "uses", "lineage", "output", "schema_mode", "migrations",
-                     "partitions"):
-        data.pop(left_out, None)
+    data = _data(obj, _fields_of(type(obj), _DEFINITION_FIELDS, _NOT_DEFINITION | {"source"}))
     canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]

@@ -6,9 +6,11 @@ project; the change under review is a second commit, or uncommitted edits in the
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import git
@@ -309,3 +311,87 @@ def test_a_blob_both_refs_share_is_read_from_git_once(tmp_path):
     # Each distinct blob read once (or not at all, when an earlier test read it): never twice.
     assert after.misses - before.misses <= files + 1
     assert after.hits - before.hits >= files - 1
+
+
+def _blobs_of(tmp_path: Path, count: int) -> tuple[git.Repo, list[git.Blob]]:
+    """A repository of ``count`` files, each its own content; their blobs in name order."""
+    repo = init_repo(tmp_path)
+    for i in range(count):
+        (tmp_path / f"file{i}.txt").write_text(f"content {i}\n" * (i + 1))
+    commit(repo, "files")
+    return repo, sorted((b for b in repo.head.commit.tree.blobs), key=lambda b: b.name)
+
+
+def _held_after_first(monkeypatch: pytest.MonkeyPatch, then: str) -> threading.Event:
+    """Make each git pass hand over its first blob, then wait for the event returned, then go on
+    (``then="continue"``) or fail (``then="fail"``)."""
+    from schemaflow import gitsource
+
+    release = threading.Event()
+    answers_of = gitsource._batch_answers
+
+    def held(pipe: int, wanted: list[bytes]):
+        answers = answers_of(pipe, wanted)
+        yield next(answers)
+        assert release.wait(10)
+        if then == "fail":
+            raise OSError("git went away")
+        yield from answers
+    monkeypatch.setattr(gitsource, "_batch_answers", held)
+    return release
+
+
+def test_a_read_ahead_hands_over_each_blob_as_git_sends_it(tmp_path, monkeypatch):
+    from schemaflow.gitsource import _Blobs
+
+    repo, blobs = _blobs_of(tmp_path, 4)
+    release = _held_after_first(monkeypatch, "continue")
+    read = _Blobs(100)
+    read.read_ahead(repo, blobs)
+    # The first file is there to parse while git has yet to send the others.
+    assert read(blobs[0]) == b"content 0\n"
+    assert read.coming == {b.binsha for b in blobs[1:]}
+    release.set()
+    assert [read(b) for b in blobs[1:]] == [f"content {i}\n".encode() * (i + 1) for i in range(1, 4)]
+    assert read.cache_info()[:2] == (4, 4)  # each read from git once, by the pass, then taken from it
+
+
+def test_a_read_ahead_that_fails_part_way_leaves_every_blob_readable(tmp_path, monkeypatch):
+    from schemaflow.gitsource import _Blobs
+
+    repo, blobs = _blobs_of(tmp_path, 4)
+    release = _held_after_first(monkeypatch, "fail")
+    read = _Blobs(100)
+    read.read_ahead(repo, blobs)
+    release.set()
+    # Those the pass did not send are read one at a time, as without it.
+    assert [read(b) for b in reversed(blobs)] == [f"content {i}\n".encode() * (i + 1) for i in reversed(range(4))]
+    assert not read.coming
+    assert read.cache_info()[:2] == (1, 4)
+
+
+def test_the_answers_of_git_cat_file_are_read_however_the_pipe_splits_them():
+    from schemaflow.gitsource import _batch_answers
+
+    ids = [bytes([i]) * 20 for i in range(1, 5)]
+    answers = (f"{ids[0].hex()} blob 5\nfirst\n{ids[1].hex()} missing\n{ids[2].hex()} blob 0\n\n"
+               f"{ids[3].hex()} blob 12\nline\nline\nx\n\n").encode()
+    for piece in (1, 3, 7, len(answers)):
+        reading, writing = os.pipe()
+
+        def write(size: int = piece) -> None:
+            for start in range(0, len(answers), size):
+                os.write(writing, answers[start:start + size])
+            os.close(writing)
+        writer = threading.Thread(target=write)
+        writer.start()
+        assert list(_batch_answers(reading, ids)) == [
+            (ids[0], b"first"), (ids[1], None), (ids[2], b""), (ids[3], b"line\nline\nx\n")]
+        writer.join()
+        os.close(reading)
+    # An answer cut short ends the answers: what is missing is read on its own.
+    reading, writing = os.pipe()
+    os.write(writing, answers[:60])  # the first answer and part of the second
+    os.close(writing)
+    assert list(_batch_answers(reading, ids)) == [(ids[0], b"first")]
+    os.close(reading)
