@@ -7,7 +7,10 @@ reports, at each size asked for, side by side in one run:
 - ``schemaflow validate`` as a user runs it (a new process, Python's start included), and the
   same validation in-process with libyaml composing, side by side with PyYAML's pure-Python
   composer (the path schemaflow took before);
-- ``schemaflow plan --base`` between two commits that differ in a few files;
+- ``schemaflow plan --base`` between two commits that differ in a few files, in the repository
+  they were made in (their objects loose, as git leaves new commits) and in a clone of it (packed,
+  as a pull request's CI has them); validate and the two take turns for a few rounds (``--rounds``),
+  and each shows its median;
 - with ``--apply-sizes``, against a standalone Thrift metastore server (its metastore in PostgreSQL,
   as production metastores keep it, or with ``--backend derby`` in Derby): a cold ``plan`` of the
   whole project (JVM start included), ``apply`` of that plan as a user runs it, side by side with a
@@ -20,7 +23,8 @@ reports, at each size asked for, side by side in one run:
 
 Progress goes to stderr, results to stdout::
 
-    .venv/bin/python bench/scale.py [--sizes 500,1000,5000] [--large] [--apply-sizes 500,1000] [--backend derby]
+    .venv/bin/python bench/scale.py [--sizes 500,1000,5000] [--large] [--rounds 3] [--apply-sizes 500,1000]
+        [--backend derby]
 """
 from __future__ import annotations
 
@@ -142,25 +146,41 @@ def load_with(project: Path, pure: bool) -> float:
         yamlpos.compose = saved
 
 
-def plan_base(project: Path) -> float:
-    """``plan --base HEAD~1`` in a git repository of the project whose last commit changes 5 files."""
+def plan_base_commits(project: Path) -> Path:
+    """Make ``project`` a git repository whose last commit changes 5 files; a clone of it, whose objects
+    are packed as those of any clone are (a pull request's CI plans in one), next to it."""
     def git(*args: str) -> None:
-        subprocess.run(["git", "-C", str(project), *args], check=True, capture_output=True)
-    git("init", "-q")
-    git("add", "-A")
-    git("-c", "user.name=bench", "-c", "user.email=bench@example.com", "commit", "-qm", "base")
+        subprocess.run(["git", *args], check=True, capture_output=True)
+    author = ("-c", "user.name=bench", "-c", "user.email=bench@example.com")
+    git("-C", str(project), "init", "-q")
+    git("-C", str(project), "add", "-A")
+    git("-C", str(project), *author, "commit", "-qm", "base")
     changed = sorted((project / "schemas").glob("*/t*.yaml"))[:5]
     for path in changed:
         path.write_text(path.read_text().replace("properties: {", "properties: {changed: 'yes', "))
-    git("add", "-A")
-    git("-c", "user.name=bench", "-c", "user.email=bench@example.com", "commit", "-qm", "head")
+    git("-C", str(project), "add", "-A")
+    git("-C", str(project), *author, "commit", "-qm", "head")
+    clone = project.with_name("clone")
+    git("clone", "-q", "--no-local", str(project), str(clone))
+    return clone
 
-    def run() -> None:
-        done = subprocess.run([SCHEMAFLOW, "--project", str(project), "plan", "--base", "HEAD~1", "--head", "HEAD"],
-                              capture_output=True, text=True)
-        if done.returncode != 2:
-            raise SystemExit(f"plan --base did not find the change:\n{done.stdout}{done.stderr}")
-    return timed(run)
+
+def plan_base(project: Path) -> None:
+    """``plan --base HEAD~1`` in ``project``, which must find the change."""
+    done = subprocess.run([SCHEMAFLOW, "--project", str(project), "plan", "--base", "HEAD~1", "--head", "HEAD"],
+                          capture_output=True, text=True)
+    if done.returncode != 2:
+        raise SystemExit(f"plan --base did not find the change:\n{done.stdout}{done.stderr}")
+
+
+def medians(rounds: int, *runs: Callable[[], object]) -> list[float]:
+    """The median seconds of each of ``runs`` over ``rounds`` rounds in which they take turns, so that
+    the machine's slower moments fall on each of them alike."""
+    seconds: list[list[float]] = [[] for _ in runs]
+    for _ in range(rounds):
+        for times, run in zip(seconds, runs):
+            times.append(timed(run))
+    return [sorted(times)[len(times) // 2] for times in seconds]
 
 
 def run_command(project: Path, env: dict[str, str], *args: str, expect: int) -> tuple[float, str, float]:
@@ -269,6 +289,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="500,1000,5500", help="objects per project, comma-separated")
     parser.add_argument("--large", action="store_true", help="add a project of 11,000 objects")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds of validate and plan --base, taking turns; the median of each is shown")
     parser.add_argument("--apply-sizes", default="", help="objects per project to plan and apply against a "
                                                           "metastore server, comma-separated (default: none)")
     parser.add_argument("--backend", choices=("postgresql", "derby"), default="postgresql",
@@ -277,22 +299,24 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",") if s] + ([11_000] if args.large else [])
     if sizes:
         print("| objects (tables + views) | validate (command) | per object | in-process: libyaml | pure-Python "
-              "composer | ratio | plan --base (command) | plan --base / validate |")
-        print("|---|---|---|---|---|---|---|---|")
+              "composer | ratio | plan --base (command), where committed | / validate | plan --base in a clone "
+              "| / validate |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
     for size in sizes:
         with tempfile.TemporaryDirectory(prefix="schemaflow-scale-") as scratch:
             project = Path(scratch) / "project"
             tables, views = generate(project, size)
-            progress(f"{size} objects: {tables} tables, {views} views generated; validating")
-            command = timed(lambda: validate_command(project))
+            progress(f"{size} objects: {tables} tables, {views} views generated; in-process validation")
             fast = load_with(project, pure=False)
-            progress(f"{size} objects: validated in {command:.1f} s; the pure-Python composer next")
             pure = load_with(project, pure=True)
-            progress(f"{size} objects: plan --base")
-            base = plan_base(project)
+            clone = plan_base_commits(project)
+            progress(f"{size} objects: validate, plan --base where committed and in a clone, "
+                     f"{args.rounds} rounds of each in turn")
+            command, base, cloned = medians(args.rounds, lambda: validate_command(project),
+                                            lambda: plan_base(project), lambda: plan_base(clone))
             print(f"| {size:,} ({tables:,} + {views:,}) | {command:.2f} s | {command / size * 1000:.2f} ms "
-                  f"| {fast:.2f} s | {pure:.2f} s | {pure / fast:.1f}x | {base:.2f} s | {base / command:.2f}x |",
-                  flush=True)
+                  f"| {fast:.2f} s | {pure:.2f} s | {pure / fast:.1f}x | {base:.2f} s | {base / command:.2f}x "
+                  f"| {cloned:.2f} s | {cloned / command:.2f}x |", flush=True)
     if args.apply_sizes:
         print("| objects | cold plan, all to create | bare loop of the statements | apply's steps | ratio "
               "| apply (command) | cold plan, nothing to do | the same through Spark's client "

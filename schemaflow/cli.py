@@ -14,6 +14,7 @@ import json
 import os
 import re
 import sys
+from functools import cache
 from pathlib import Path
 from typing import Any, NoReturn, Sequence
 
@@ -89,6 +90,7 @@ def _display(args: argparse.Namespace) -> dict[str, bool]:
     return {"color": color, "verbose": getattr(args, "verbose", False)}
 
 
+@cache  # built once per process (3 ms): parsing leaves it as it was, and main() may run many times in one
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="schemaflow", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"schemaflow {__version__}")

@@ -89,7 +89,7 @@ class _Blobs:
         with self.arrival:
             wanted = [sha for sha in dict.fromkeys(blob.binsha for blob in blobs)
                       if sha not in self.contents and sha not in self.coming]
-            if len(wanted) < 2:
+            if len(wanted) < _FEWEST_AHEAD:
                 return
             self._make_room(len(wanted))
             self.coming.update(wanted)
@@ -141,6 +141,9 @@ class _Blobs:
             self.contents.clear()
 
 
+# Fewer blobs than this are read one by one: a pass of their own starts a git (3 ms), gitpython's git
+# already running answers each in 0.06 ms (packed; measured).
+_FEWEST_AHEAD = 50
 # The most of git's answers taken off the pipe at once (a pipe holds 64 KiB on Linux).
 _READ_SIZE = 1 << 20
 

@@ -313,13 +313,19 @@ def test_a_blob_both_refs_share_is_read_from_git_once(tmp_path):
     assert after.hits - before.hits >= files - 1
 
 
-def _blobs_of(tmp_path: Path, count: int) -> tuple[git.Repo, list[git.Blob]]:
-    """A repository of ``count`` files, each its own content; their blobs in name order."""
+def _blobs_of(tmp_path: Path) -> tuple[git.Repo, list[git.Blob]]:
+    """A repository of enough files to be read ahead, each its own content; their blobs in name order."""
+    from schemaflow.gitsource import _FEWEST_AHEAD
+
     repo = init_repo(tmp_path)
-    for i in range(count):
-        (tmp_path / f"file{i}.txt").write_text(f"content {i}\n" * (i + 1))
+    for i in range(_FEWEST_AHEAD):
+        (tmp_path / f"file{i:03d}.txt").write_text(_content(i))
     commit(repo, "files")
     return repo, sorted((b for b in repo.head.commit.tree.blobs), key=lambda b: b.name)
+
+
+def _content(i: int) -> str:
+    return f"content {i}\n" * (i + 1)
 
 
 def _held_after_first(monkeypatch: pytest.MonkeyPatch, then: str) -> threading.Event:
@@ -344,7 +350,7 @@ def _held_after_first(monkeypatch: pytest.MonkeyPatch, then: str) -> threading.E
 def test_a_read_ahead_hands_over_each_blob_as_git_sends_it(tmp_path, monkeypatch):
     from schemaflow.gitsource import _Blobs
 
-    repo, blobs = _blobs_of(tmp_path, 4)
+    repo, blobs = _blobs_of(tmp_path)
     release = _held_after_first(monkeypatch, "continue")
     read = _Blobs(100)
     read.read_ahead(repo, blobs)
@@ -352,22 +358,35 @@ def test_a_read_ahead_hands_over_each_blob_as_git_sends_it(tmp_path, monkeypatch
     assert read(blobs[0]) == b"content 0\n"
     assert read.coming == {b.binsha for b in blobs[1:]}
     release.set()
-    assert [read(b) for b in blobs[1:]] == [f"content {i}\n".encode() * (i + 1) for i in range(1, 4)]
-    assert read.cache_info()[:2] == (4, 4)  # each read from git once, by the pass, then taken from it
+    assert [read(b).decode() for b in blobs[1:]] == [_content(i) for i in range(1, len(blobs))]
+    # Each read from git once, by the pass, then taken from it.
+    assert read.cache_info()[:2] == (len(blobs), len(blobs))
+
+
+def test_a_few_blobs_are_not_read_ahead(tmp_path):
+    from schemaflow.gitsource import _Blobs
+
+    repo, blobs = _blobs_of(tmp_path)
+    read = _Blobs(100)
+    read.read_ahead(repo, blobs[1:])  # one too few: gitpython's git, already running, reads each
+    assert not read.coming and not read.contents
+    read.read_ahead(repo, blobs)
+    assert [read(b).decode() for b in blobs] == [_content(i) for i in range(len(blobs))]
+    assert read.cache_info()[:2] == (len(blobs), len(blobs))
 
 
 def test_a_read_ahead_that_fails_part_way_leaves_every_blob_readable(tmp_path, monkeypatch):
     from schemaflow.gitsource import _Blobs
 
-    repo, blobs = _blobs_of(tmp_path, 4)
+    repo, blobs = _blobs_of(tmp_path)
     release = _held_after_first(monkeypatch, "fail")
     read = _Blobs(100)
     read.read_ahead(repo, blobs)
     release.set()
     # Those the pass did not send are read one at a time, as without it.
-    assert [read(b) for b in reversed(blobs)] == [f"content {i}\n".encode() * (i + 1) for i in reversed(range(4))]
+    assert [read(b).decode() for b in reversed(blobs)] == [_content(i) for i in reversed(range(len(blobs)))]
     assert not read.coming
-    assert read.cache_info()[:2] == (1, 4)
+    assert read.cache_info()[:2] == (1, len(blobs))
 
 
 def test_the_answers_of_git_cat_file_are_read_however_the_pipe_splits_them():
