@@ -119,7 +119,7 @@ class _Blobs:
         try:
             for sha, content in _batch_answers(pipe, wanted):
                 self._arrived([sha], {sha: content} if content is not None else {})
-        except Exception:  # noqa: BLE001 - what did not arrive is read on its own, where a real problem shows
+        except Exception:  # what did not arrive is read on its own, where a real problem shows
             pass
         finally:
             self._arrived(wanted, {})

@@ -314,10 +314,12 @@ _STORAGE_DETAILS = frozenset({"data_source", "serde", "input_format", "output_fo
 # Fields derived from a declared view's SQL, left out likewise: what was saved before them reads the same.
 _DERIVED_LATER = frozenset({"output"})
 _LEFT_OUT_AT_DEFAULT = _STORAGE_DETAILS | _DERIVED_LATER
-# Fields that are no part of an object's definition, so not of its fingerprint: live-only bookkeeping,
-# what is derived from a view's SQL, and a view's partitions (its contents, see ``fingerprint``).
-_NOT_DEFINITION = frozenset({"managed_keys", "version", "reads", "uses", "lineage", "output", "schema_mode",
-                             "migrations", "partitions"})
+# Fields left out of the plain data (where the object was declared), and those that are no part of an
+# object's definition, so not of its fingerprint: those and live-only bookkeeping, what is derived
+# from a view's SQL, and a view's partitions (its contents, see ``fingerprint``).
+_NOT_DATA = frozenset({"source"})
+_NOT_DEFINITION = _NOT_DATA | {"managed_keys", "version", "reads", "uses", "lineage", "output", "schema_mode",
+                               "migrations", "partitions"}
 # The fields of a Table and a View that their plain data holds, in order, found once per class; and
 # those of them that take part in a fingerprint.
 _DATA_FIELDS: dict[type, tuple[str, ...]] = {}
@@ -326,7 +328,7 @@ _DEFINITION_FIELDS: dict[type, tuple[str, ...]] = {}
 
 def to_data(obj: Object) -> dict[str, Any]:
     """An object as plain JSON-ready data (without its source position)."""
-    return _data(obj, _fields_of(type(obj), _DATA_FIELDS, frozenset({"source"})))
+    return _data(obj, _fields_of(type(obj), _DATA_FIELDS, _NOT_DATA))
 
 
 def _fields_of(cls: type, found: dict[type, tuple[str, ...]], left_out: frozenset[str]) -> tuple[str, ...]:
@@ -460,6 +462,6 @@ _FINGERPRINTS: dict[int, tuple[weakref.ref[Any], str]] = {}
 
 
 def _fingerprint(obj: Object) -> str:
-    data = _data(obj, _fields_of(type(obj), _DEFINITION_FIELDS, _NOT_DEFINITION | {"source"}))
+    data = _data(obj, _fields_of(type(obj), _DEFINITION_FIELDS, _NOT_DEFINITION))
     canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]

@@ -12,10 +12,12 @@ from pathlib import Path
 import pytest
 
 from schemaflow.errors import SpecError
-from schemaflow.model import Catalog, Column, Source, Table, View, ViewPartitions, fingerprint, from_data, to_data
+from schemaflow.model import (Bucketing, Catalog, Column, Source, Table, View, ViewPartitions, catalog_digest, fingerprint,
+                              from_data, to_data)
 from schemaflow.spec import load_catalog
 from schemaflow.spec.settings import check_settings
 from schemaflow.spec.yamlpos import load_yaml
+from tests.golden import golden
 
 CASES = Path(__file__).parent / "cases" / "spec"
 INVALID = sorted(case.name for case in CASES.iterdir() if (case / "expected.txt").exists())
@@ -187,3 +189,30 @@ def test_view_partitions_listed_or_derived_load_into_the_model(tmp_path: Path) -
     for key in ("sales.listed", "sales.derived", "sales.counted", "sales.plain"):
         assert from_data(to_data(objects[key])) == objects[key]
     assert fingerprint(objects["sales.listed"]) == fingerprint(replace(objects["sales.listed"], partitions=None))
+
+
+def _stamped_objects() -> dict[str, Table | View]:
+    """Objects of every kind and detail: the example project's, those of a test project, and a table
+    with every storage detail, a view with listed partitions and one deriving them."""
+    root = Path(__file__).resolve().parent.parent
+    objects: dict[str, Table | View] = {**load_catalog(root).objects, **load_catalog(CASES / "valid").objects}
+    stored = Table("lake", "raw", (Column("id", "bigint", "the key"), Column("body", "map<string,int>")),
+                   (Column("ds", "string"),), "Raw events", "custom", True, "s3://bucket/raw", {"owner": "lake"},
+                   serde="org.example.Serde", input_format="org.example.In", output_format="org.example.Out",
+                   serde_properties={"field.delim": ","}, bucketing=Bucketing(("id",), 8, ("id desc",)))
+    source = Table("lake", "events", (Column("id", "bigint"),), data_source=True, format="json")
+    listed = View("lake", "listed", "SELECT id, ds FROM lake.raw", (Column("id", None, "key"), Column("ds")),
+                  partitioned_on=("ds",), partitions=ViewPartitions((("2024-01-01",),)))
+    derived = replace(listed, name="derived", partitions=ViewPartitions(derive_from="lake.raw",
+                                                                       complete_when={"hr": 24}))
+    return objects | {o.key: o for o in (stored, source, listed, derived)}
+
+
+def test_fingerprints_are_the_same_from_version_to_version():
+    """Each object's fingerprint is its ``schemaflow.version`` in the metastores schemaflow applied to,
+    and a saved plan records the project's digest: another fingerprint for the same definition would
+    make every object look changed, or changed outside schemaflow, after an upgrade."""
+    objects = _stamped_objects()
+    lines = [f"{key} {fingerprint(obj)}" for key, obj in sorted(objects.items())]
+    lines.append(f"digest {catalog_digest(Catalog(objects=dict(sorted(objects.items()))))}")
+    assert "\n".join(lines) + "\n" == golden(CASES / "fingerprints.txt", "\n".join(lines) + "\n")
