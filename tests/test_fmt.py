@@ -442,3 +442,41 @@ def test_every_test_project_is_formatted_or_reported(case):
     assert all(format_text(file.path, file.after) == file.after for file in formatted)
     assert not [str(problem) for problem in problems if "schemaflow fmt" in problem.message]
     assert [f.path for f in formatted] == sorted(f.path for f in formatted)
+
+
+# Texts with each kind of value _Plan reads from what ruamel.yaml loads: quoted keys and values of
+# both quotes and escapes, literal blocks of each chomping, empty values, keys that are not text,
+# flow and block collections, anchors and aliases of collections and scalars.
+EVENT_BUILT = [
+    "table: retail.orders\ncomment: \"caf\\u00e9 \\\"menu\\\"\"\ncolumns:\n  - {name: 'id', type: \"bigint\"}\n"
+    "properties: {'1': one, 2: two, \"q\": '', e: , t: true, n: ~}\n",
+    "view: retail.v\nsql: |-\n  SELECT 1\ncomment: |+\n  kept\n\ncolumns:\n  - name: a\n    comment: |\n      x\n",
+    "table: retail.orders\npartitioned_by: &day\n  - {name: ds, type: &t string}\ncolumns: *day\n"
+    "properties: {kind: *t, owner: &o team, also: *o}\n",
+    "table: retail.orders\ncolumns:\n- name: id\n  type: bigint\n  comment:\n- {name: x, type: 'decimal(1,0)'}\n",
+]
+
+
+@pytest.mark.parametrize("text", EVENT_BUILT)
+def test_values_built_from_the_events_format_as_ruamel_yamls_own(monkeypatch, text):
+    source, _ = fmt._tree(text)
+    kind = "view" if text.startswith("view") else "table"
+    loaded = fmt._load_ruamel(text)
+    monkeypatch.setattr(fmt, "_load_ruamel", lambda text: pytest.fail("ruamel.yaml loaded a file it need not"))
+    from_events = fmt._format_once(text, kind)
+    monkeypatch.setattr(fmt, "_values", lambda text, root: loaded)
+    assert from_events == fmt._format_once(text, kind)
+    assert fmt._data(from_events) == fmt._data(text)
+
+
+@pytest.mark.parametrize("text", [
+    "view: retail.v\nsql: >\n  SELECT 1\n  FROM t\n",
+    "table: retail.orders\ncomment: !!str 1\n",
+    "table: retail.orders\nproperties: !!map {a: b}\n",
+])
+def test_a_folded_scalar_or_a_tag_is_loaded_by_ruamel_yaml(monkeypatch, text):
+    loads = []
+    load = fmt._load_ruamel
+    monkeypatch.setattr(fmt, "_load_ruamel", lambda text: loads.append(text) or load(text))
+    fmt._values(text, fmt._tree(text)[0])
+    assert loads == [text]
