@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -480,3 +481,40 @@ def test_a_folded_scalar_or_a_tag_is_loaded_by_ruamel_yaml(monkeypatch, text):
     monkeypatch.setattr(fmt, "_load_ruamel", lambda text: loads.append(text) or load(text))
     fmt._values(text, fmt._tree(text)[0])
     assert loads == [text]
+
+
+def _mixed_project(root: Path) -> None:
+    """The example project with a file to format and one that cannot be read."""
+    shutil.copytree(ROOT / "schemas", root / "schemas")
+    (root / "schemas" / "retail" / "bad.yaml").write_text("table: [retail.bad\n")
+    (root / TABLE).write_text("columns: [{type: bigint, name: id}]\ntable: retail.orders\n")
+
+
+def test_a_large_project_is_formatted_by_a_process_per_core_as_one_process_formats_it(monkeypatch, tmp_path):
+    _mixed_project(tmp_path)
+    alone = format_project(tmp_path)
+    pools: list[int] = []
+
+    class Pool(fmt.ProcessPoolExecutor):
+        def __init__(self, workers: int) -> None:
+            pools.append(workers)
+            super().__init__(workers)
+    monkeypatch.setattr(fmt, "ProcessPoolExecutor", Pool)
+    monkeypatch.setattr(fmt.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(fmt, "FILES_PER_PROCESS", 2)
+    assert format_project(tmp_path) == alone
+    assert pools == [2]
+    assert [f.path for f in alone[0] if f.changed] == [TABLE] and [p.source.path for p in alone[1]] == [
+        "schemas/retail/bad.yaml"]
+
+
+def test_where_no_process_can_be_started_the_files_are_formatted_one_by_one(monkeypatch, tmp_path):
+    _mixed_project(tmp_path)
+    alone = format_project(tmp_path)
+
+    def refused(workers: int) -> None:
+        raise OSError(38, "Function not implemented")
+    monkeypatch.setattr(fmt, "ProcessPoolExecutor", refused)
+    monkeypatch.setattr(fmt.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(fmt, "FILES_PER_PROCESS", 2)
+    assert format_project(tmp_path) == alone
