@@ -11,6 +11,9 @@ reports, at each size asked for, side by side in one run:
   they were made in (their objects loose, as git leaves new commits) and in a clone of it (packed,
   as a pull request's CI has them); validate and the two take turns for a few rounds (``--rounds``),
   and each shows its median;
+- ``schemaflow fmt --check`` as a user runs it (a process per core), and the same in one process
+  with the values built from libyaml's events, side by side with ruamel.yaml's own load (the path
+  schemaflow took before);
 - with ``--apply-sizes``, against a standalone Thrift metastore server (its metastore in PostgreSQL,
   as production metastores keep it, or with ``--backend derby`` in Derby): a cold ``plan`` of the
   whole project (JVM start included), ``apply`` of that plan as a user runs it, side by side with a
@@ -65,6 +68,18 @@ started = time.perf_counter()
 for sql in statements:
     spark.sql(sql)
 print(time.perf_counter() - started)
+"""
+# fmt --check in one process, its values built from libyaml's events ("events") or loaded by ruamel.yaml
+# ("ruamel", the path schemaflow took before).
+FORMAT_IN_ONE_PROCESS = """
+import sys
+from schemaflow import cli
+from schemaflow.spec import fmt
+fmt.FILES_PER_PROCESS = sys.maxsize
+if sys.argv[2] == "ruamel":
+    fmt._values = lambda text, root: fmt._load_ruamel(text)
+sys.argv = ["schemaflow", "--project", sys.argv[1], "fmt", "--check"]
+cli.run()
 """
 
 
@@ -144,6 +159,15 @@ def load_with(project: Path, pure: bool) -> float:
         return timed(lambda: load_catalog(project))
     finally:
         yamlpos.compose = saved
+
+
+def fmt_check(project: Path, *how: str) -> None:
+    """``fmt --check`` of ``project`` as a user runs it; with ``how``, as ``FORMAT_IN_ONE_PROCESS`` runs it."""
+    command = [sys.executable, "-c", FORMAT_IN_ONE_PROCESS, str(project), *how] if how else [
+        SCHEMAFLOW, "--project", str(project), "fmt", "--check"]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"fmt --check failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
 
 
 def plan_base_commits(project: Path) -> Path:
@@ -302,6 +326,7 @@ def main() -> None:
               "composer | ratio | plan --base (command), where committed | / validate | plan --base in a clone "
               "| / validate |")
         print("|---|---|---|---|---|---|---|---|---|---|")
+    formatted: dict[int, tuple[float, float, float, float]] = {}
     for size in sizes:
         with tempfile.TemporaryDirectory(prefix="schemaflow-scale-") as scratch:
             project = Path(scratch) / "project"
@@ -317,6 +342,16 @@ def main() -> None:
             print(f"| {size:,} ({tables:,} + {views:,}) | {command:.2f} s | {command / size * 1000:.2f} ms "
                   f"| {fast:.2f} s | {pure:.2f} s | {pure / fast:.1f}x | {base:.2f} s | {base / command:.2f}x "
                   f"| {cloned:.2f} s | {cloned / command:.2f}x |", flush=True)
+            progress(f"{size} objects: fmt --check, then formatting in one process both ways")
+            formatted[size] = (timed(lambda: fmt_check(project)), timed(lambda: fmt_check(project, "events")),
+                               timed(lambda: fmt_check(project, "ruamel")), command)
+    if formatted:
+        print(f"\n| objects | fmt --check (command, {os.cpu_count()} processes) | per object | / validate "
+              "| in one process: values from libyaml's events | ruamel.yaml's load | ratio |")
+        print("|---|---|---|---|---|---|---|")
+    for size, (check, events, ruamel, command) in formatted.items():
+        print(f"| {size:,} | {check:.2f} s | {check / size * 1000:.2f} ms | {check / command:.1f}x | {events:.2f} s "
+              f"| {ruamel:.2f} s | {ruamel / events:.1f}x |", flush=True)
     if args.apply_sizes:
         print("| objects | cold plan, all to create | bare loop of the statements | apply's steps | ratio "
               "| apply (command) | cold plan, nothing to do | the same through Spark's client "
