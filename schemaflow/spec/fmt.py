@@ -24,8 +24,9 @@ whatever precedes it, which is not what a comment is about), and whose events gi
 ruamel.yaml's types that keep each scalar's quoting (a file with a tag or a folded scalar is loaded
 by ruamel.yaml itself: only its load keeps where a folded scalar's lines break). Comments are set
 aside, the values are written by ruamel.yaml without them in the canonical order, and the comments
-are woven back in at the lines where their entries now are. The result must hold the same data (as PyYAML's safe loader reads it) and the same
-comments as the file; otherwise it is an error, and the file is left as it is.
+are woven back in at the lines where their entries now are. The result must hold the same data (as
+PyYAML's safe loader reads it) and the same comments as the file; otherwise it is an error, and the
+file is left as it is. A project of many files is formatted by a process per core.
 """
 from __future__ import annotations
 
@@ -559,7 +560,7 @@ def _loaded_by_ruamel(event: yaml.Event | None) -> bool:
     return isinstance(event, yaml.CollectionStartEvent) and event.tag is not None
 
 
-class _Pairs(list):  # type: ignore[type-arg]
+class _Pairs(list[tuple[Any, Any]]):
     """A mapping's keys and values in order, read as ``dict.items()`` (a plain 1 and a quoted '1' are two keys)."""
 
     def items(self) -> _Pairs:
