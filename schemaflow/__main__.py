@@ -3,4 +3,5 @@ from __future__ import annotations
 
 from schemaflow.cli import run
 
-run()
+if __name__ == "__main__":  # not when a process fmt starts imports this module again (spawn, forkserver)
+    run()
