@@ -359,7 +359,7 @@ def _fmt(args) -> int:
     if not (root / "schemas").is_dir():
         raise SchemaflowError(f"{root.resolve()}: no schemas/ directory here; run in a schemaflow project or "
                               "pass --project DIR")
-    formatted, problems = format_project(root)
+    formatted, problems = format_project(root, lambda message: print(message, file=sys.stderr, flush=True))
     changed = [file for file in formatted if file.changed]
     if args.check:
         for file in changed:

@@ -502,8 +502,10 @@ def test_a_large_project_is_formatted_by_a_process_per_core_as_one_process_forma
     monkeypatch.setattr(fmt, "ProcessPoolExecutor", Pool)
     monkeypatch.setattr(fmt.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(fmt, "FILES_PER_PROCESS", 2)
-    assert format_project(tmp_path) == alone
+    said: list[str] = []
+    assert format_project(tmp_path, said.append) == alone
     assert pools == [2]
+    assert said == [f"Formatting {len(alone[0]) + len(alone[1])} files in 2 processes ..."]
     assert [f.path for f in alone[0] if f.changed] == [TABLE] and [p.source.path for p in alone[1]] == [
         "schemas/retail/bad.yaml"]
 

@@ -88,9 +88,11 @@ def format_text(path: str, text: str) -> str:
     return _format(path, text.encode("utf-8", "surrogatepass"))
 
 
-def format_project(root: Path) -> tuple[list[Formatted], list[Problem]]:
+def format_project(root: Path, progress: Callable[[str], None] = lambda message: None,
+                   ) -> tuple[list[Formatted], list[Problem]]:
     """Every YAML file of the project at ``root``, sorted by path, each with its canonical form; the problems
-    of files that could not be formatted (they are left out). Writes nothing."""
+    of files that could not be formatted (they are left out). Writes nothing; says to ``progress`` when
+    many files are shared among processes (seconds of work)."""
     files = Directory(root)
     problems: list[Problem] = []
     paths: list[str] = []
@@ -104,7 +106,7 @@ def format_project(root: Path) -> tuple[list[Formatted], list[Problem]]:
     except SpecError as error:
         problems.extend(error.problems)
     formatted = []
-    for result in _each_formatted(root, sorted(paths)):
+    for result in _each_formatted(root, sorted(paths), progress):
         if isinstance(result, Formatted):
             formatted.append(result)
         else:
@@ -118,12 +120,13 @@ def format_project(root: Path) -> tuple[list[Formatted], list[Problem]]:
 FILES_PER_PROCESS = 100
 
 
-def _each_formatted(root: Path, paths: list[str]) -> list[Formatted | list[Problem]]:
+def _each_formatted(root: Path, paths: list[str], progress: Callable[[str], None]) -> list[Formatted | list[Problem]]:
     """Each file formatted, or its problems, in the order of ``paths``."""
     workers = min(os.cpu_count() or 1, len(paths) // FILES_PER_PROCESS)
     if workers >= 2:
         try:
             with ProcessPoolExecutor(workers) as pool:
+                progress(f"Formatting {len(paths)} files in {workers} processes ...")
                 chunk = max(1, len(paths) // (workers * 8))
                 return list(pool.map(partial(_formatted, root), paths, chunksize=chunk))
         except (OSError, NotImplementedError):  # no processes to be had here (no /dev/shm, say)
