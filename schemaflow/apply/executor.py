@@ -273,7 +273,7 @@ def apply_plan(plan: Plan, target: Target, progress: TextIO | None = None, claim
     run = Run(plan, claim or new_run(), target)
     # The second connection first: one that cannot be opened stops the run before anything is claimed.
     # A plan of no stamps (a sync of view partitions) has nothing to hand over, and opens none.
-    stamps = any(step.actions and _own_write(step, step.actions[-1]) for step in plan.steps)
+    stamps = any(_ends_with_stamp(step) for step in plan.steps)
     with target.beside() if stamps else nullcontext() as second:
         _claim(plan, run, progress, clock)
         if pause:
@@ -333,7 +333,7 @@ def _run_steps(plan: Plan, run: Run, progress: TextIO | None, pause: Callable[[s
             for number, action in enumerate(step.actions, 1):
                 if isinstance(action, SetColumns) and action.batched:
                     run.started.add(step.object)  # it may stop after some batches, leaving the object half-changed
-                if lane and number == len(step.actions) and _own_write(step, action):
+                if lane and number == len(step.actions) and _ends_with_stamp(step):
                     lane.hand(index, step.object, functools.partial(run.run, action, second))
                     if pause or index == total - 1:
                         lane.wait()
@@ -367,9 +367,9 @@ def _estimate(done: int, total: int, elapsed: float) -> str:
     return f"      {done:,} of {total:,} steps done in {duration(elapsed)}; about {duration(left)} left\n"
 
 
-def _own_write(step: Step, action: Action) -> bool:
-    """Whether ``action`` is a metastore write of the step's own object's parameters (its stamp)."""
-    return isinstance(action, SetParameters) and action.object == step.object
+def _ends_with_stamp(step: Step) -> bool:
+    """Whether the step's last action writes its own object's parameters (its stamp, which may go to the lane)."""
+    return bool(step.actions) and isinstance(last := step.actions[-1], SetParameters) and last.object == step.object
 
 
 def _writes(action: Action) -> bool:
