@@ -112,13 +112,32 @@ def test_the_apply_workflow_rebuilds_the_reviewed_plan_and_applies_only_that():
     assert (apply.command, apply.plan_file, apply.reviewed, apply.auto_approve) == (
         "apply", None, Path("reviewed.json"), True)
     checkout = next(step for step in steps(workflow) if step.get("uses", "").startswith("actions/checkout"))
-    assert checkout["with"] == {"fetch-depth": 2}
+    assert checkout["with"] == {"fetch-depth": 2, "persist-credentials": False}
 
 
 def test_the_apply_workflow_reads_the_metastore_from_a_secret():
-    (job,) = load(APPLY)["jobs"].values()
-    assert job["env"]["SCHEMAFLOW_METASTORE_URI"] == "${{ secrets.SCHEMAFLOW_METASTORE_URI }}"
-    assert load(APPLY)["concurrency"] == {"group": "schemaflow-apply", "cancel-in-progress": False}
+    workflow = load(APPLY)
+    (job,) = workflow["jobs"].values()
+    assert "env" not in job  # no step sees a secret it does not need
+    secret = "${{ secrets.SCHEMAFLOW_METASTORE_URI }}"
+    holding = [step["name"] for step in steps(workflow) if secret in (step.get("env") or {}).values()]
+    assert holding == ["Check that a metastore is configured", "Apply what was reviewed, or refuse it as stale"]
+    assert "secrets." not in json.dumps([workflow["env"]] + [s for s in steps(workflow) if s.get("name") not in holding])
+    apply = named(workflow, "Apply what was reviewed, or refuse it as stale")
+    assert apply["env"]["SCHEMAFLOW_APPROVED_CODE"] == "${{ vars.SCHEMAFLOW_APPROVED_CODE }}"
+    assert workflow["concurrency"] == {"group": "schemaflow-apply", "cancel-in-progress": False}
+    assert job["if"] == "github.ref == 'refs/heads/main'" and job["environment"] == "production"
+
+
+def test_every_action_is_pinned_to_a_commit_and_no_checkout_keeps_its_token():
+    for path in (PLAN, APPLY, ROOT / ".github/workflows/tests.yml"):
+        workflow = load(path)
+        for step in steps(workflow):
+            if "uses" in step:
+                assert re.fullmatch(r"actions/[\w-]+@[0-9a-f]{40}", step["uses"]), (path.name, step["uses"])
+            if step.get("uses", "").startswith("actions/checkout"):
+                assert step["with"]["persist-credentials"] is False, path.name
+        assert workflow["permissions"]["contents"] == "read"
 
 
 def test_the_plan_workflow_posts_a_blocked_plan_then_fails(tmp_path):
@@ -157,3 +176,21 @@ def test_both_workflows_install_only_schemaflow_pinned_never_a_name_from_the_ind
                 assert (ran.returncode, ran.stdout) == (0, f"pip install {package}\n"), package
             else:
                 assert ran.returncode == 1 and "the name schemaflow on the package index" in ran.stdout, package
+
+
+def test_the_plan_workflow_replaces_the_comment_with_the_error_when_nothing_could_be_planned(tmp_path):
+    script = next(step["with"]["script"] for step in steps(load(PLAN)) if "github-script" in step.get("uses", ""))
+    node = shutil.which("node")
+    (tmp_path / "plan.md").write_text("")
+    (tmp_path / "plan.err").write_text("schemas/retail/orders.yaml:6:31: unknown type 'bigitn'\n```\n# ✅ No changes\n")
+    posted = tmp_path / "posted.json"
+    # GitHub's client stands in as an object that records what it was asked to post.
+    harness = ("const github = {paginate: async () => [], rest: {issues: {listComments: null, "
+               f"createComment: async (c) => require('fs').writeFileSync({json.dumps(str(posted))}, JSON.stringify(c))}}}}}};"
+               "const context = {repo: {owner: 'o', repo: 'r'}, issue: {number: 7}};"
+               f"(async () => {{ {script} }})();")
+    assert node is not None, "node runs the workflow's script here as the runner would"
+    subprocess.run([node, "-e", harness], cwd=tmp_path, check=True)
+    body = json.loads(posted.read_text())["body"]
+    assert body.startswith(f"{MARKER}\n### schemaflow plan\n\n**This pull request could not be planned**")
+    assert "````text\nschemas/retail/orders.yaml:6:31: unknown type 'bigitn'\n```\n# ✅ No changes\n\n````\n" in body
