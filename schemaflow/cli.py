@@ -20,9 +20,11 @@ from typing import Any, NoReturn, Sequence
 
 from schemaflow import __version__
 from schemaflow.apply.after import CHANGED_VARIABLE, cached_before, changed_objects, refresh, run_hooks
+from schemaflow.code_settings import APPROVAL_VARIABLE
 from schemaflow.apply.executor import apply_plan, check_runnable
 from schemaflow.catalog.class_archive import write_at_exit
 from schemaflow.errors import SchemaflowError, SpecError
+from schemaflow.output_safety import GuardedStream
 from schemaflow.plan.plan import Plan
 from schemaflow.plan.review_check import differences
 from schemaflow.project import ENV_TARGET, load_project
@@ -76,6 +78,8 @@ class _CommandParser(_Parser):
                           help="the project directory (also accepted before the command)")
         self.add_argument("--target", default=argparse.SUPPRESS, metavar="NAME",
                           help="the target of schemaflow.yaml to use (also accepted before the command)")
+        self.add_argument("--approve-code", action="append", default=argparse.SUPPRESS, metavar="ID",
+                          help="approve a setting that runs code, by the id plan shows (also accepted before the command)")
 
 
 def _add_display_options(command: argparse.ArgumentParser) -> None:
@@ -97,6 +101,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--project", default=".", metavar="DIR", help="the project directory (default: .)")
     parser.add_argument("--target", metavar="NAME",
                         help=f"the target of schemaflow.yaml to use (default: ${ENV_TARGET}, else its 'target:')")
+    parser.add_argument("--approve-code", action="append", default=[], metavar="ID",
+                        help="approve a setting of schemaflow.yaml that runs code (a hook, a Spark setting that loads "
+                             f"classes), by the id plan shows; repeatable (also: ${APPROVAL_VARIABLE})")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_CommandParser)
 
     init = commands.add_parser("init", help="write a starter project into the project folder (default: here)")
@@ -229,6 +236,19 @@ def run() -> NoReturn:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; everything it prints goes through ``GuardedStream`` (no CI workflow command, no
+    terminal escape that schemaflow did not write), whatever user text it holds."""
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = GuardedStream(out), GuardedStream(err)
+    try:
+        return _command(argv)
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        sys.stdout, sys.stderr = out, err
+
+
+def _command(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "show":  # a saved plan stands alone
@@ -242,7 +262,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_OK
         if args.command == "import":  # adopting schemaflow: the project may have no schemas yet
             (Path(args.project) / "schemas").mkdir(parents=True, exist_ok=True)
-        project = load_project(args.project, target=args.target)
+        project = load_project(args.project, target=args.target, approve_code=tuple(args.approve_code))
         return {"validate": _validate, "plan": _plan, "apply": _apply, "snapshot": _snapshot, "history": _history,
                 "hash-migrations": _hash_migrations, "import": _import, "drift": _drift, "graph": _graph,
                 "view-partitions": _view_partitions}[args.command](project, args)
@@ -406,8 +426,11 @@ def _review(project, args) -> Review:
 def _apply(project, args) -> int:
     if not args.auto_approve and not sys.stdin.isatty():  # fail before starting anything
         raise SchemaflowError("not a terminal, so no one can confirm: pass --auto-approve to apply")
+    workflow.check_code(project, "in apply")
     live = workflow.Live(project)
     reviewed = workflow.load_plan(args.reviewed) if args.reviewed else None
+    if reviewed:
+        workflow.check_settings(reviewed, args.reviewed, project)
     if reviewed and args.plan_file:
         raise SchemaflowError("--reviewed checks a plan made now against the reviewed one: give no PLAN with it")
     if args.plan_file and args.recompile:

@@ -335,6 +335,15 @@ def desired_at(project_root: Path, ref: str) -> Catalog:
             raise SpecError([_at_ref(ref, problem) for problem in error.problems]) from None
 
 
+def settings_at(project_root: Path, ref: str) -> dict[str, Any]:
+    """The project's settings at ``ref`` as written (``{}`` without a settings file there), for reviews."""
+    with commit_files(project_root, ref) as files:
+        try:
+            return read_settings(files)
+        except SpecError as error:
+            raise SpecError([_at_ref(ref, problem) for problem in error.problems]) from None
+
+
 @contextmanager
 def commit_files(project_root: Path, ref: str) -> Iterator[CommitFiles]:
     """The project's files at ``ref``, readable while the block runs."""

@@ -4,6 +4,8 @@ A project is a directory with ``schemas/`` (one table or view per YAML file), ``
 (ordered explicit changes) and an optional ``schemaflow.yaml`` of settings. Every setting has a
 default that runs on a laptop: an embedded Derby metastore and a warehouse under ``.schemaflow/``.
 Environment variables override the file, so CI can point the same project at another metastore.
+The settings that run code (hooks, Spark settings that load classes) run only as the operator
+approves them, from the environment or the command line, never from the file (``code_settings``).
 
 A project may name targets (dev, staging, prod: ``targets:``), each overriding the connection
 settings and mapping the project's database names to the target's (``retail`` -> ``dev_retail``).
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from schemaflow.code_settings import APPROVAL_VARIABLE, CodeSetting, approvals, code_settings
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import Database
 from schemaflow.spec.settings import read_settings
@@ -47,6 +50,13 @@ class Settings:
     target: str | None = None                 # the chosen target's name; None: none chosen
     database_names: Mapping[str, str] = field(default_factory=dict)  # project database -> its name on the target
     targets: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # every target's database names
+    declared: Mapping[str, Any] = field(default_factory=dict)  # schemaflow.yaml's data as written: what reviews see
+    approved_code: frozenset[str] = frozenset()  # ids of the code-running settings the operator approved
+
+    @property
+    def code(self) -> tuple[CodeSetting, ...]:
+        """The hooks and Spark settings that run code with these settings (see ``code_settings``)."""
+        return code_settings(self.after_apply, self.spark_conf)
 
 
 @dataclass(frozen=True)
@@ -59,8 +69,12 @@ class Project:
         return self.root / "schemas"
 
 
-def load_project(root: str | Path, env: Mapping[str, str] | None = None, target: str | None = None) -> Project:
-    """Read the project at ``root``: its settings file (if any), the chosen target's, then the environment's."""
+def load_project(root: str | Path, env: Mapping[str, str] | None = None, target: str | None = None,
+                 approve_code: tuple[str, ...] = ()) -> Project:
+    """Read the project at ``root``: its settings file (if any), the chosen target's, then the environment's.
+
+    ``approve_code``: ids of code-running settings approved on the command line, beside the environment's.
+    """
     root = Path(root).resolve()
     env = os.environ if env is None else env
     if not (root / "schemas").is_dir():
@@ -89,6 +103,8 @@ def load_project(root: str | Path, env: Mapping[str, str] | None = None, target:
         target=chosen,
         database_names=_names(raw),
         targets={name: _names(target or {}) for name, target in sorted((project_wide.get("targets") or {}).items())},
+        declared=project_wide,
+        approved_code=approvals(env.get(APPROVAL_VARIABLE), approve_code),
     )
     return Project(root=root, settings=settings)
 

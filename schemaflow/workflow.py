@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, TextIO
 
 from schemaflow.background import Background
+from schemaflow.code_settings import check_approved, unapproved
 from schemaflow.claims import ELSEWHERE, RUNNING, parse_claim, standing
 from schemaflow.errors import Problem, SchemaflowError, SpecError
 from schemaflow.catalog.thrift_reader import partition_counter
@@ -25,6 +26,7 @@ from schemaflow.gitsource import commit_of
 from schemaflow.model import Catalog, Object, Source, Table, View, fingerprint
 from schemaflow.plan.invalidation import COMPENSATION
 from schemaflow.plan.plan import Plan, build_plan
+from schemaflow.plan.settings_changes import settings_digest, with_settings
 from schemaflow.plan.steps import VIEW_DEFINITIONS, VIEW_PARTITIONS
 from schemaflow.project import Project, Settings, no_target_chosen
 from schemaflow.scope import Scope
@@ -214,8 +216,30 @@ def review_live(project: Project, live: Live, *, allow_destructive: bool = False
                       type_rule=reader.enforces_type_rule())
     against = f"target {project.settings.target}" if project.settings.target else None
     plan = replace(plan, metastore=reader.endpoint, target=project.settings.target, against=against,
-                   warnings=left_alone + plan.warnings)
+                   warnings=left_alone + plan.warnings + _unapproved_code(project),
+                   settings=settings_digest(project.settings.declared))
     return Review(_check_view_sql(plan, desired, live), reads=_reads(current, desired))
+
+
+def _unapproved_code(project: Project) -> tuple[str, ...]:
+    """A warning for each setting that runs code which the operator has not approved: apply would refuse."""
+    settings = project.settings
+    return tuple(f"not approved, so apply refuses to run: {setting.describe()}"
+                 for setting in unapproved(settings.code, settings.approved_code))
+
+
+def check_code(project: Project, doing: str) -> None:
+    """Refuse, before anything runs, while a setting that runs code is not approved (see ``code_settings``)."""
+    check_approved(project.settings.code, project.settings.approved_code, doing)
+
+
+def check_settings(plan: Plan, path: Path, project: Project) -> None:
+    """Refuse a plan made with other settings than the project's now: they decide what apply runs
+    (hooks, Spark's settings, what is left alone), and the reviewer read the plan's."""
+    if plan.settings != settings_digest(project.settings.declared):
+        raise SchemaflowError(f"{path} is refused, nothing was applied: it was made with other settings than "
+                              f"{project.root / 'schemaflow.yaml'} holds now, and the settings decide what apply runs. "
+                              "Plan again, and review what it says of the settings.")
 
 
 def _check_view_sql(plan: Plan, desired: Catalog, live: Live) -> Plan:
@@ -272,7 +296,8 @@ def review_snapshot(project: Project, snapshot: Path, *, allow_destructive: bool
     plan = build_plan(desired, current, allow_destructive=allow_destructive,
                       count_partitions=saved.partition_counts.get, basis="snapshot",
                       invalidation=project.settings.invalidation)
-    plan = replace(plan, warnings=left_alone + plan.warnings, against=f"the snapshot {snapshot}")
+    plan = replace(plan, warnings=left_alone + plan.warnings, against=f"the snapshot {snapshot}",
+                   settings=settings_digest(project.settings.declared))
     return Review(plan, counts_from=str(snapshot) if saved.partition_counts else None,
                   reads=_reads(current, desired))
 
@@ -285,9 +310,10 @@ def review_refs(project: Project, base: str, head: str | None = None, *, allow_d
     come from a thrift:// metastore when one is configured (one Thrift call each, see
     ``catalog.thrift_reader``), else they are unknown.
     """
-    from schemaflow.gitsource import desired_at
+    from schemaflow.gitsource import desired_at, settings_at
 
     desired = desired_state(project) if head is None else _on_target(project, desired_at(project.root, head))
+    settings = project.settings.declared if head is None else settings_at(project.root, head)
     applied = applied_state(_on_target(project, desired_at(project.root, base), check=False)
                             .in_databases(desired.databases))
     # As against the metastore: a table the base managed and the head declares as a source is left alone.
@@ -296,7 +322,8 @@ def review_refs(project: Project, base: str, head: str | None = None, *, allow_d
     counts = partition_counter(uri) if uri and uri.startswith("thrift://") else None
     plan = build_plan(desired, before, allow_destructive=allow_destructive, commit=commit_of(project.root, head),
                       count_partitions=counts, basis="git", invalidation=project.settings.invalidation)
-    plan = replace(plan, warnings=left_alone + plan.warnings, against=base)
+    plan = with_settings(replace(plan, warnings=left_alone + plan.warnings, against=base),
+                         settings_at(project.root, base), settings)
     return Review(plan, head=head or "the working tree", counts_from=uri if counts else None,
                   reads=_reads(before, desired))
 
@@ -426,6 +453,7 @@ def check_saved(plan: Plan, path: Path, project: Project, live: Live) -> None:
     if plan.metastore != live.metastore.endpoint:
         raise SchemaflowError(f"{refused} it was planned against the metastore {plan.metastore}, and this project "
                               f"reaches {live.metastore.endpoint}. Plan again here.")
+    check_settings(plan, path, project)
     now = make_plan(project, live, allow_destructive=plan.allow_destructive)
     if plan.project != now.project:
         raise SchemaflowError(f"{refused} it was made from other schemas or migrations than {project.root} holds "

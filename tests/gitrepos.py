@@ -29,6 +29,16 @@ def commit(repo: git.Repo, message: str) -> str:
     return repo.head.commit.hexsha
 
 
+def example_repo(path: Path) -> git.Repo:
+    """A new repository at ``path`` whose one commit, on main, is this repository's example project."""
+    repo = init_repo(path)
+    root = Path(__file__).resolve().parent.parent
+    shutil.copytree(root / "schemas", path / "schemas")
+    shutil.copy(root / "schemaflow.yaml", path)
+    commit(repo, "the example project")
+    return repo
+
+
 def put_project(source: Path | None, project: Path) -> None:
     """Make ``project``'s schemas/ and schemaflow.yaml those of ``source`` (nothing when None)."""
     shutil.rmtree(project / "schemas", ignore_errors=True)

@@ -10,6 +10,7 @@ import pytest
 
 from schemaflow.catalog import class_archive
 from schemaflow.catalog.class_archive import ARCHIVE_SETTING, PART, ClassArchive
+from schemaflow.code_settings import APPROVAL_VARIABLE, code_settings
 
 JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 
@@ -125,7 +126,9 @@ def test_a_command_leaves_the_archive_and_the_next_command_s_jvm_maps_spark_s_cl
     assert archive.name.startswith("spark-") and archive.suffix == ".jsa" and archive.stat().st_size > 10_000_000
 
     loaded = tmp_path / "classes.log"
-    snapshot(f"spark: {{conf: {{{JAVA_OPTIONS}: '-Xlog:class+load=info:file={loaded}'}}}}\n")
+    logging = f"-Xlog:class+load=info:file={loaded}"
+    env[APPROVAL_VARIABLE] = code_settings((), {JAVA_OPTIONS: logging})[0].id  # a JVM option runs only as approved
+    snapshot(f"spark: {{conf: {{{JAVA_OPTIONS}: '{logging}'}}}}\n")
     spark_classes = [line for line in loaded.read_text().splitlines() if " org.apache.spark.SparkContext " in line]
     assert spark_classes and "source: shared objects file (top)" in spark_classes[0], spark_classes
     assert list(folder.iterdir()) == [archive]  # used, not written again

@@ -19,10 +19,11 @@ import pytest
 from schemaflow.cli import main
 from schemaflow.model import APPLIED_COMMIT_KEY, MANAGED_KEYS_KEY, catalog_digest
 from schemaflow.plan.plan import Plan
+from schemaflow.plan.settings_changes import settings_digest
 from schemaflow.plan.steps import SetParameters
 from schemaflow.project import load_project
 from schemaflow.workflow import desired_state, hash_migrations, review_refs
-from tests.gitrepos import commit, edit, init_repo, put_project
+from tests.gitrepos import commit, edit, example_repo, init_repo, put_project
 
 ROOT = Path(__file__).resolve().parent.parent
 ORDERS_AMOUNT = '  - {name: amount, type: "decimal(12,2)"}\n'
@@ -32,11 +33,7 @@ COUPON = '  - {name: coupon, type: string, comment: Promotion code}\n'
 @pytest.fixture
 def repo(tmp_path: Path) -> git.Repo:
     """A repository whose one commit, on main, is the example project."""
-    repo = init_repo(tmp_path / "repo")
-    shutil.copytree(ROOT / "schemas", tmp_path / "repo" / "schemas")
-    shutil.copy(ROOT / "schemaflow.yaml", tmp_path / "repo")
-    commit(repo, "the example project")
-    return repo
+    return example_repo(tmp_path / "repo")
 
 
 def project_dir(repo: git.Repo) -> Path:
@@ -118,7 +115,8 @@ def test_an_unchanged_work_tree_plans_nothing(repo, capsys):
     assert document == {"allow_destructive": False, "databases": ["analytics", "retail"], "format_version": 3,
                         "steps": [], "warnings": [], "basis": "git", "fingerprints": {}, "guards": {}, "partition_counts": {},
                         "commit": repo.head.commit.hexsha, "project": catalog_digest(desired_state(load_project(project_dir(repo)))),
-                        "metastore": None, "target": None, "against": "main"}
+                        "metastore": None, "target": None, "against": "main",
+                        "settings": settings_digest(load_project(project_dir(repo)).settings.declared)}
     assert captured.err == ("Planning the working tree against main from git, without a metastore: "
                             "partition counts are unknown.\n")
 
@@ -134,7 +132,9 @@ def test_settings_are_read_at_each_ref(repo):
     plan = plan_refs(repo, "HEAD~1", "HEAD")
 
     assert plan.databases == ("analytics", "retail", "finance")
-    assert steps(plan) == [("create_database", "finance", False), ("create_table", "finance.ledger", False)]
+    assert steps(plan) == [("change_settings", "schemaflow.yaml", False), ("create_database", "finance", False),
+                           ("create_table", "finance.ledger", False)]
+    assert plan.steps[0].values == ('databases: ["analytics", "retail"] -> ["analytics", "retail", "finance"]',)
 
 
 def test_a_base_without_schemas_creates_everything(tmp_path):

@@ -10,6 +10,7 @@ import pytest
 
 from schemaflow.catalog.metastore import Metastore
 from schemaflow.catalog.session import VARIABLE_SUBSTITUTION
+from schemaflow.project import load_project
 from tests.inprocess import schemaflow
 from tests.test_apply_spark import plan, plan_and_apply, write_project
 
@@ -191,7 +192,8 @@ def test_after_an_apply_the_hooks_are_told_and_a_failing_one_does_not_hide_the_a
     (tmp_path / table).write_text(f"table: {db}.t\ncolumns: [{{name: a, type: bigint}}]\n")  # through the client
     (tmp_path / "schemaflow.yaml").write_text(
         'after_apply:\n  - printf "%s" "$SCHEMAFLOW_CHANGED" > told.txt\n  - "echo engine down >&2; exit 4"\n')
-    ran = schemaflow("--project", str(tmp_path), "apply", "--auto-approve")
+    approved = [f"--approve-code={hook.id}" for hook in load_project(tmp_path, env={}).settings.code]  # the operator
+    ran = schemaflow("--project", str(tmp_path), *approved, "apply", "--auto-approve")
     assert ran.code == 1  # a hook failed ...
     assert ran.out.endswith("Applied 1 steps.\n")  # ... after the apply said what it did
     assert ran.err.splitlines()[-2:] == [

@@ -66,3 +66,27 @@ def test_a_comment_too_long_for_github_leaves_the_statements_out():
         f"  class {','.join(f'n{i}' for i in range(1, 21))} created\n```\n\n"
         "The statements are left out: with them this comment would be longer than GitHub accepts. "
         "`schemaflow plan --format json` (the workflow's plan.json) has them all.\n")
+
+
+def test_a_plan_too_long_for_even_its_table_shows_the_rows_that_fit_and_says_where_the_rest_are():
+    columns = (Column("id", "bigint", "identifier"),)
+    names = [f"t{i:04d}_{'long_name_' * 10}" for i in range(700)]  # a row of about 270 characters
+    desired = Catalog(("big",), {f"big.{name}": Table("big", name, columns) for name in names})
+    plan = build_plan(desired, Catalog())
+
+    text = render(Review(plan))
+
+    assert len(text) <= MAX_CHARACTERS
+    rows = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| #")]
+    assert 100 < len(rows) < len(plan.steps)
+    assert rows == [line for line in _full_table(plan) if line in rows]  # the first ones, whole and in order
+    assert "```mermaid" not in text and "<details>" not in text
+    assert text.endswith(f"\n\nOnly the first {len(rows)} of 701 steps fit in a comment GitHub accepts: the "
+                         "workflow's artifact `schemaflow-plan` (plan.json) has the whole plan, and "
+                         "`schemaflow show plan.json` prints it.\n")
+
+
+def _full_table(plan) -> list[str]:
+    from schemaflow.render.markdown import _table
+
+    return _table(plan)[3:len(plan.steps) + 3]

@@ -7,19 +7,27 @@ TABLE``; not one the apply created or dropped), then runs each command of ``afte
 ``schemaflow.yaml`` in turn, through the shell, with every changed object in ``SCHEMAFLOW_CHANGED``
 (``db.name`` separated by spaces, sorted) and on standard input (one a line). A hook that fails or times out is reported with its exit code and the end of its
 output; the others still run, and the apply's own outcome, already printed, stands.
+
+A hook runs only once the operator approved it (``code_settings``; apply checks before its first
+step), and it gets only what it needs of schemaflow's environment, not the job's secrets: the
+variables that find and run programs, and those the operator names in ``SCHEMAFLOW_HOOK_ENV``.
 """
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from schemaflow.plan.plan import Plan
 from schemaflow.plan.steps import CREATES, DROPS
 from schemaflow.sql.ddl import qualified
 
 CHANGED_VARIABLE = "SCHEMAFLOW_CHANGED"
+PASSED_VARIABLE = "SCHEMAFLOW_HOOK_ENV"  # names of further variables the operator passes to hooks
+# What every hook gets of schemaflow's environment: enough to find programs and run them.
+HOOK_ENVIRONMENT = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "TERM")
 HOOK_TIMEOUT_SECONDS = 600
 OUTPUT_TAIL = 500  # characters of a failed hook's output worth showing
 
@@ -62,11 +70,19 @@ def refresh(objects: Sequence[str], run_sql: Callable[[str], None]) -> list[str]
     return failed
 
 
+def hook_environment(environ: Mapping[str, str], objects: Sequence[str]) -> dict[str, str]:
+    """What a hook's environment holds: ``HOOK_ENVIRONMENT``, the variables ``SCHEMAFLOW_HOOK_ENV`` names
+    (separated by spaces or commas), and the changed objects."""
+    names = (*HOOK_ENVIRONMENT, *re.split(r"[\s,]+", environ.get(PASSED_VARIABLE, "")))
+    return {**{name: environ[name] for name in names if name in environ}, CHANGED_VARIABLE: " ".join(objects)}
+
+
 def run_hooks(commands: Sequence[str], objects: Sequence[str], cwd: str,
-              timeout: float = HOOK_TIMEOUT_SECONDS) -> list[HookFailure]:
-    """Run each hook command in ``cwd`` (the project), telling it ``objects``; the ones that failed."""
+              timeout: float = HOOK_TIMEOUT_SECONDS, environ: Mapping[str, str] = os.environ) -> list[HookFailure]:
+    """Run each hook command in ``cwd`` (the project), telling it ``objects``; the ones that failed.
+    Each gets ``hook_environment`` of ``environ``."""
     failures = []
-    environment = {**os.environ, CHANGED_VARIABLE: " ".join(objects)}
+    environment = hook_environment(environ, objects)
     for command in commands:
         try:
             ran = subprocess.run(command, shell=True, cwd=cwd, env=environment, input="".join(f"{o}\n" for o in objects),

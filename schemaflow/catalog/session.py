@@ -8,6 +8,11 @@ its cluster needs (Kerberos principals, S3 credentials providers, ...).
 Its JVM maps an archive of the classes Spark loads, kept between runs, and starts seconds sooner
 (``catalog.class_archive``); the first session without one has its JVM write it at the process's exit.
 
+Nothing runs in its JVM that the settings do not name and the operator did not approve: the
+Spark settings that load code need the operator's approval (``code_settings``), and the driver's
+class path holds no path relative to the folder schemaflow runs in (Spark's launcher would put
+``hive-jackson/*`` there, so that a jar committed to a repository at that path would be loaded).
+
 Spark, Hive and DataNucleus log nothing (see ``log4j2.properties``), the JVM's own output goes to
 ``jvm.log`` in the state directory, and PySpark's JSON error loggers are silenced: schemaflow
 reports failures itself, as one readable line.
@@ -32,11 +37,14 @@ from pyspark.sql import SparkSession
 
 from schemaflow.catalog.class_archive import ClassArchive, class_archive
 from schemaflow.catalog.jvm import java_message
+from schemaflow.code_settings import check_approved, code_settings
 from schemaflow.errors import SchemaflowError
 from schemaflow.project import STATE_DIR, Settings
 
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 JAVA_OPTIONS_KEY = "spark.driver.extraJavaOptions"
+# Spark's launcher puts its value (by default the relative "hive-jackson/*") first on the driver's class path.
+DEFAULT_CLASS_PATH_KEY = "spark.driver.defaultExtraClassPath"
 JVM_LOG = "jvm.log"
 # Spark replaces ${env:X}, ${system:X}, ${var} in a statement's text before parsing it, user text
 # (comments, view SQL) included: a comment "${env:AWS_SECRET_ACCESS_KEY}" would store that secret.
@@ -59,6 +67,7 @@ def spark_session(settings: Settings) -> SparkSession:
     """The active SparkSession, or a new one with Hive support configured from ``settings``."""
     for name in PYSPARK_ERROR_LOGGERS:
         PySparkLogger.getLogger(name).setLevel(logging.CRITICAL + 1)
+    check_approved(code_settings((), settings.spark_conf), settings.approved_code, "when Spark starts")
     settings_conf = spark_conf(settings)
     check_driver_settings(settings_conf)  # even with a session at hand: the settings are wrong either way
     active = SparkSession.getActiveSession()
@@ -137,6 +146,7 @@ def spark_conf(settings: Settings) -> dict[str, str]:
         "spark.app.name": "schemaflow",
         "spark.sql.catalogImplementation": "hive",
         "spark.ui.enabled": "false",
+        DEFAULT_CLASS_PATH_KEY: "",  # nothing from the working directory (a user's own is an approved code setting)
         # Hive's default is a new /tmp/<session id>_resources directory per session, never removed.
         "spark.hadoop.hive.downloaded.resources.dir": str(state_dir / "hive-resources"),
     }

@@ -26,7 +26,7 @@ from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateTab
 from schemaflow.plan.diff import diff, property_delta
 from schemaflow.plan.evolution import Evolution
 from schemaflow.plan.invalidation import STRICT, resolve
-from schemaflow.plan.steps import APPLIED_AT, VIEW_PARTITIONS, Step
+from schemaflow.plan.steps import APPLIED_AT, SETTINGS_STEP, VIEW_PARTITIONS, Step
 from schemaflow.plan.view_partitions import PartitionLister, partition_changes
 
 FORMAT_VERSION = 3
@@ -59,6 +59,7 @@ class Plan:
     metastore: str | None = None
     target: str | None = None
     against: str | None = None  # what it was planned against, in words ("main", "the snapshot live.json")
+    settings: str | None = None  # the digest of the settings it was made with (plan.settings_changes)
 
     @property
     def is_empty(self) -> bool:
@@ -70,7 +71,8 @@ class Plan:
 
     @property
     def objects(self) -> tuple[str, ...]:
-        return tuple(sorted({s.object for s in self.steps}))
+        """The databases, tables and views the plan changes (not the settings file)."""
+        return tuple(sorted({s.object for s in self.steps if s.kind != SETTINGS_STEP}))
 
     def blocking(self, reasons: Mapping[str, str], kinds: tuple[str, ...]) -> Plan:
         """This plan with its steps of ``kinds`` on the objects in ``reasons`` blocked, for those reasons."""
@@ -85,7 +87,7 @@ class Plan:
                 "guards": dict(sorted(self.guards.items())),
                 "partition_counts": dict(sorted(self.partition_counts.items())),
                 "project": self.project, "metastore": self.metastore, "target": self.target,
-                "against": self.against}
+                "against": self.against, "settings": self.settings}
         return {**data, "checksum": _checksum(data)}
 
     def to_json(self) -> str:
@@ -104,7 +106,7 @@ class Plan:
                    basis=data["basis"], fingerprints=dict(data["fingerprints"]), commit=data["commit"],
                    guards=dict(data["guards"]), partition_counts=dict(data["partition_counts"]),
                    project=data["project"], metastore=data["metastore"], target=data.get("target"),
-                   against=data.get("against"))
+                   against=data.get("against"), settings=data.get("settings"))
 
 
 def _checksum(content: Mapping[str, Any]) -> str:

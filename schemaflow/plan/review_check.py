@@ -15,7 +15,7 @@ from typing import Any
 
 from schemaflow.model import APPLIED_COMMIT_KEY, DROPPED_PREFIX
 from schemaflow.plan.plan import Plan
-from schemaflow.plan.steps import VIEW_PARTITIONS, SetColumns, SetDatabaseParameters, SetParameters, Step
+from schemaflow.plan.steps import SETTINGS_STEP, VIEW_PARTITIONS, SetColumns, SetDatabaseParameters, SetParameters, Step
 
 
 def _comparable(step: Step) -> tuple[Any, ...]:
@@ -40,8 +40,9 @@ def _without_commit(record: str) -> str:
 
 def _changes(plan: Plan) -> list[Step]:
     """The steps that change definitions: view partitions follow the loads of base tables, which only
-    the metastore knows at apply."""
-    return [s for s in plan.steps if s.kind != VIEW_PARTITIONS]
+    the metastore knows at apply; settings steps are for the reviewer (only git knows the settings
+    before), and the settings themselves are checked by their digest (``workflow.check_settings``)."""
+    return [s for s in plan.steps if s.kind not in (VIEW_PARTITIONS, SETTINGS_STEP)]
 
 
 def differences(reviewed: Plan, current: Plan) -> list[str]:

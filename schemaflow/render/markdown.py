@@ -4,9 +4,11 @@ From the top: a hidden marker (the CI workflow finds its previous comment by it 
 comment instead of adding one), the summary line and what was compared, a table of the steps with
 their flags, hazards and notes, a Mermaid graph of the tables and views the plan touches with what
 each view among them reads, and the statements folded away in ``<details>``. Text from the plan is
-escaped, so a ``|`` in a comment or an ``array<string>`` type cannot break the table; graph nodes
+escaped, so a ``|`` in a comment or an ``array<string>`` type cannot break the table, a line break
+cannot end a row, and nothing a user wrote becomes a link, a mention or HTML; graph nodes
 are numbered in name order, so names need no quoting rules and the same plan draws the same graph.
-A comment longer than GitHub accepts leaves the statements out and says where they are.
+A comment longer than GitHub accepts leaves the statements out and says where they are; if it is
+still too long, it also leaves out the graph and the table's last rows, and says how many it shows.
 """
 from __future__ import annotations
 
@@ -14,13 +16,14 @@ import re
 from typing import Mapping
 
 from schemaflow.plan.plan import Plan
-from schemaflow.plan.steps import CREATES, DROPS, Step
+from schemaflow.plan.steps import CREATES, DROPS, SETTINGS_TYPE, Step
 from schemaflow.render.review import Review
 from schemaflow.render.summary import markers, summary
 from schemaflow.wording import plural
 
 MARKER = "<!-- schemaflow-plan -->"
 MAX_CHARACTERS = 65_536  # the longest comment body GitHub accepts
+_CUT_NOTE_ROOM = 300      # what the line that says steps were left out takes, at most
 
 # How the graph colours an object by what happens to it (the word is also in its label).
 _STATES = {
@@ -31,6 +34,8 @@ _STATES = {
     "blocked": "fill:#eaeef2,stroke:#cf222e,stroke-width:3px,stroke-dasharray:5 5,color:#1f2328",
 }
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&])")
+_AUTOLINK = re.compile(r"(?<=\w):(?=//)|\b(?i:www)\.")  # what GitHub's autolinks start from
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 def render(review: Review) -> str:
@@ -50,8 +55,27 @@ def render(review: Review) -> str:
     comment = _lines(body + _statements(plan))
     if len(comment) <= MAX_CHARACTERS:
         return comment
-    return _lines(body + ["", "The statements are left out: with them this comment would be longer than GitHub "
-                              "accepts. `schemaflow plan --format json` (the workflow's plan.json) has them all."])
+    comment = _lines(body + ["", "The statements are left out: with them this comment would be longer than GitHub "
+                                 "accepts. `schemaflow plan --format json` (the workflow's plan.json) has them all."])
+    if len(comment) <= MAX_CHARACTERS:
+        return comment
+    return _lines(_cut(top, _table(plan), len(plan.steps)))
+
+
+def _cut(top: list[str], table: list[str], steps: int) -> list[str]:
+    """The comment with as many of the table's rows as GitHub accepts, and a line saying where the rest are;
+    the graph and the statements are left out."""
+    lines, length = list(top), len(_lines(top))
+    room = MAX_CHARACTERS - length - _CUT_NOTE_ROOM
+    for row in table:
+        if len(row) + 1 > room:
+            break
+        lines.append(row)
+        room -= len(row) + 1
+    shown = len(lines) - len(top) - 3  # the table's blank line, header and rule are not steps
+    return lines + ["", f"Only the first {shown} of {steps} steps fit in a comment GitHub accepts: the workflow's "
+                        "artifact `schemaflow-plan` (plan.json) has the whole plan, and `schemaflow show plan.json` "
+                        "prints it."]
 
 
 def _table(plan: Plan) -> list[str]:
@@ -67,7 +91,7 @@ def _graph(plan: Plan, reads: Mapping[str, tuple[str, ...]]) -> list[str]:
     """The tables (boxes) and views (rounded) the plan touches, each view linked to what it reads."""
     steps: dict[str, list[Step]] = {}
     for step in plan.steps:
-        if step.object_type != "database":
+        if step.object_type not in ("database", SETTINGS_TYPE):
             steps.setdefault(step.object, []).append(step)
     if not steps:
         return []
@@ -113,8 +137,13 @@ def _statements(plan: Plan) -> list[str]:
 
 
 def _escape(text: str) -> str:
-    """Text shown as itself in GitHub Markdown, inside a table cell too (one line, no active characters)."""
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", text).replace("\n", "<br>")
+    """Text shown as itself in GitHub Markdown, inside a table cell too (one line, no active characters):
+    a backslash before each character Markdown gives a meaning, and before the ``:`` of ``://`` and the
+    ``.`` of ``www.`` (GitHub links those by themselves); a zero-width space after each ``@`` (GitHub
+    links e-mail addresses and notifies the people it mentions); every line break, CR too, a ``<br>``."""
+    escaped = _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+    escaped = _AUTOLINK.sub(lambda found: found.group()[:-1] + "\\" + found.group()[-1], escaped)
+    return _LINE_BREAK.sub("<br>", escaped.replace("@", "@&#8203;"))
 
 
 def _lines(lines: list[str]) -> str:

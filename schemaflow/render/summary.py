@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from schemaflow.plan.plan import Plan
+from schemaflow.plan.steps import SETTINGS_STEP
 from schemaflow.wording import plural
 
 
@@ -14,7 +15,10 @@ def summary(plan: Plan, base: str = "the metastore") -> str:
         return f"No changes: {base} matches the schemas (databases: {', '.join(plan.databases) or 'none'})."
     destructive = sum(s.destructive for s in plan.steps)
     recreated = sum(s.kind == "replace_view" for s in plan.steps)
-    line = f"{plural(len(plan.steps), 'step')} on {plural(len(plan.objects), 'object')}, {destructive} destructive"
+    settings = sum(s.kind == SETTINGS_STEP for s in plan.steps)
+    changed = [plural(len(plan.objects), 'object')] if plan.objects or not settings else []
+    changed += [plural(settings, 'setting')] if settings else []
+    line = f"{plural(len(plan.steps), 'step')} on {' and '.join(changed)}, {destructive} destructive"
     hazardous = change_counts(plan)["hazardous"]
     if hazardous:  # data kept but put at risk (a Parquet column retyped to string): not "0 destructive" alone
         line += f", {hazardous} hazardous"

@@ -6,12 +6,16 @@ terminal the markers, hazards and blocks are coloured (not when piped, nor with 
 is left out unless ``verbose``, and a view whose SQL changes shows a unified diff of it, live
 against declared, rather than the whole new statement; a changed comment or property shows its old
 and new value. A closing line counts what the plan creates, changes and drops.
+
+Text from the plan is shown with every character that could steer the terminal escaped
+(``output_safety.terminal_text``) before schemaflow adds its own colours.
 """
 from __future__ import annotations
 
 from dataclasses import replace
 
 from schemaflow.model import SCHEMAFLOW_PREFIX
+from schemaflow.output_safety import terminal_text as safe
 from schemaflow.plan.plan import Plan
 from schemaflow.plan.steps import Action, SetColumns, SetDatabaseParameters, SetParameters
 from schemaflow.render.review import Review
@@ -24,27 +28,27 @@ _DIFF_ROLES = {"+": "+", "-": "-"}  # a diff's added and removed lines, coloured
 def render(review: Review, color: bool = False, verbose: bool = False) -> str:
     plan = review.plan
     paint = _painter(color)
-    lines = [summary(plan, review.base)] + [f"warning: {warning}" for warning in plan.warnings]
+    lines = [safe(summary(plan, review.base))] + [f"warning: {safe(warning)}" for warning in plan.warnings]
     width = len(str(len(plan.steps)))
     for number, step in enumerate(plan.steps, 1):
-        flags = markers(step)
+        flags = [safe(flag) for flag in markers(step)]
         marker = step_marker(step)
         lines.append("")
-        line = f"{paint(marker, marker)} {number:>{width}}. {step.summary}"
+        line = f"{paint(marker, marker)} {number:>{width}}. {safe(step.summary)}"
         lines.append(line + (paint(f"  [{'; '.join(flags)}]", "blocked" if step.blocked else "-") if flags else ""))
         pad = " " * (width + 4)
-        lines += [pad + paint(f"hazard: {hazard}", "hazard") for hazard in step.hazards]
-        lines += [f"{pad}note: {note}" for note in step.notes]
-        lines += [pad + value for value in step.values]
+        lines += [pad + paint(f"hazard: {safe(hazard)}", "hazard") for hazard in step.hazards]
+        lines += [f"{pad}note: {safe(note)}" for note in step.notes]
+        lines += [pad + safe(value) for value in step.values]
         if step.sql_diff and not verbose:  # what changes in the SQL, not the whole new statement
-            for line in step.sql_diff:
+            for line in map(safe, step.sql_diff):
                 role = None if line.startswith(("---", "+++")) else _DIFF_ROLES.get(line[:1])
                 lines.append(pad + "  " + (paint(line, role) if role else line))
             continue
         for action in step.actions:
             shown = action if verbose else _without_bookkeeping(action)
             if shown is not None:
-                lines += [pad + "  " + line for line in shown.describe().splitlines()]
+                lines += [pad + "  " + line for line in safe(shown.describe()).splitlines()]
     if not plan.is_empty:
         lines += ["", closing_line(plan)]
     return "\n".join(lines) + "\n"

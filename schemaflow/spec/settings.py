@@ -3,6 +3,10 @@
 Every key is optional (``schemaflow.project`` supplies the defaults and environment overrides);
 what is written must still have the right shape, so a misspelt key is an error, not a silent default.
 A folder (or a broken link) where the file belongs is an error too, not a project without settings.
+
+Where schemaflow reads and writes is set by ``metastore.uri``, ``warehouse_dir`` and ``spark.master`` (which
+the operator's ``SCHEMAFLOW_METASTORE_URI`` and its kin override), never by ``spark.conf``: a Spark setting
+that names another metastore, warehouse or master would win over them all, so it is refused where it is.
 """
 from __future__ import annotations
 
@@ -34,18 +38,45 @@ def check_settings(path: ProjectFile) -> dict[str, Any]:
     if problems:
         raise SpecError(problems)
     targets = {name: target or {} for name, target in (data.get("targets") or {}).items()}
+    problems = []
     for where, settings in [((), data)] + [(("targets", name), target) for name, target in targets.items()]:
         conf = (settings.get("spark") or {}).get("conf") or {}
         for key in conf:  # Spark settings are text: "1.10" or "NO" as written, not as YAML 1.1 reads them
             conf[key] = doc.written(*where, "spark", "conf", key) or conf[key]
+            instead = _connection_setting(key)
+            if instead:
+                problems.append(Problem(doc.key(*where, "spark", "conf", key), (
+                    f"spark.conf may not set {key}: it would point schemaflow elsewhere than its settings and the "
+                    f"operator's environment say; {instead}")))
     databases = data.get("databases")
     if isinstance(databases, dict):
-        problems = [problem for name, attributes in databases.items()
-                    for problem in _database_problems(doc, name, attributes or {})]
+        problems += [problem for name, attributes in databases.items()
+                     for problem in _database_problems(doc, name, attributes or {})]
     problems += [problem for name, target in targets.items() for problem in _name_problems(doc, name, target)]
     if problems:
         raise SpecError(problems)
     return data
+
+
+# Spark settings that choose the metastore, the warehouse or the master, and the setting to use instead.
+_CONNECTION_KEYS = {
+    "spark.master": "set spark.master (or SCHEMAFLOW_SPARK_MASTER) instead",
+    "spark.hadoop.hive.metastore.uris": "set metastore.uri (or SCHEMAFLOW_METASTORE_URI) instead",
+    "spark.hive.metastore.uris": "set metastore.uri (or SCHEMAFLOW_METASTORE_URI) instead",
+    "spark.hadoop.metastore.thrift.uris": "set metastore.uri (or SCHEMAFLOW_METASTORE_URI) instead",
+    "spark.sql.warehouse.dir": "set warehouse_dir (or SCHEMAFLOW_WAREHOUSE_DIR) instead",
+    "spark.hadoop.hive.metastore.warehouse.dir": "set warehouse_dir (or SCHEMAFLOW_WAREHOUSE_DIR) instead",
+    "spark.sql.catalogImplementation": "schemaflow always works through the Hive metastore: remove it",
+}
+# The embedded metastore's database: schemaflow keeps it in .schemaflow/, a server keeps its own.
+_CONNECTION_PREFIXES = ("spark.hadoop.javax.jdo.option.", "spark.hive.javax.jdo.option.")
+
+
+def _connection_setting(key: str) -> str | None:
+    """What to write instead of the Spark setting ``key`` when it chooses where schemaflow connects, else None."""
+    if key.startswith(_CONNECTION_PREFIXES):
+        return "set metastore.uri to a metastore server (or SCHEMAFLOW_METASTORE_URI) instead"
+    return _CONNECTION_KEYS.get(key)
 
 
 def _name_problems(doc: Document, target: str, settings: dict[str, Any]) -> list[Problem]:

@@ -11,6 +11,10 @@ would expand past ``MAX_VALUES`` values (a few lines of aliases that name aliase
 laughs", expand to billions) is refused while it is composed, before any value is built. A lone
 UTF-16 surrogate written as an escape (``"\\ud800"``), which no file or metastore can store, is
 refused at its escape.
+
+Characters that could forge what a reviewer reads (``output_safety``) are refused where they are
+written, raw or as an escape: ESC, the other C1 controls, bidirectional overrides and zero-width
+characters anywhere, and every control character (CR and LF too) in a key.
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ from yaml.reader import ReaderError
 
 from schemaflow.errors import Problem, SpecError
 from schemaflow.model import Source
+from schemaflow.output_safety import HOSTILE_IN_KEYS, HOSTILE_IN_VALUES, character_name, escape_character
 from schemaflow.spec.source import ProjectFile
 
 NodePath = tuple[str | int, ...]
@@ -293,6 +298,9 @@ _STR_TAG = "tag:yaml.org,2002:str"
 # How a double-quoted scalar writes a 16-bit code (\u or \U0000), not after a backslash that escapes its own.
 _SURROGATE_ESCAPE = r"(?<!\\)\\(?:u|U0000)"
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# YAML's one-letter escapes in double-quoted scalars, and what each stands for.
+_SHORT_ESCAPES = {"\\0": "\0", "\\a": "\a", "\\b": "\b", "\\t": "\t", "\\n": "\n", "\\v": "\v",
+                  "\\f": "\f", "\\r": "\r", "\\e": "\x1b", "\\N": "\x85", "\\L": "\u2028", "\\P": "\u2029"}
 
 
 class _Builder:
@@ -342,7 +350,7 @@ class _Builder:
         if not node.style and not isinstance(value, str):  # plain: PyYAML's composer says None, libyaml's ""
             self.plain[path] = node.value
         if isinstance(value, str):
-            text = self.characters(node, value)
+            text = self.characters(node, value, HOSTILE_IN_VALUES)
             self.texts[path] = self.text(node, text)
             return text
         return value
@@ -359,7 +367,7 @@ class _Builder:
                 problem = Problem(_mark_source(self.path, mark), "a key must be a plain name, not a list or mapping")
                 self.problems.append(problem)
                 continue
-            key = self.characters(key_node, key_node.value)
+            key = self.characters(key_node, key_node.value, HOSTILE_IN_KEYS)
             if key in result:
                 first_line = self.keys[path + (key,)][0]
                 self.problems.append(Problem(_mark_source(self.path, mark),
@@ -369,9 +377,13 @@ class _Builder:
             result[key] = self.value(value_node, path + (key,))
         return result
 
-    def characters(self, node: yaml.ScalarNode, value: str) -> str:
+    def characters(self, node: yaml.ScalarNode, value: str, hostile: re.Pattern[str]) -> str:
         """``value`` with each surrogate pair escaped as two halves (``"\\ud83d\\ude00"``, as JSON
-        writes one character) joined into its character; a half left alone is a problem at its escape."""
+        writes one character) joined into its character; a half left alone is a problem at its escape,
+        and so is the first ``hostile`` character (see ``output_safety``)."""
+        found = hostile.search(value)
+        if found:
+            self.problems.append(self.hostile(node, found.group(), hostile is HOSTILE_IN_KEYS))
         if not _SURROGATE.search(value):
             return value  # nothing to join (the common case: the round trip below is not free)
         joined = value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
@@ -386,6 +398,20 @@ class _Builder:
                        "can store it alone: write the character itself, or escape its code point as \\UXXXXXXXX")
             self.problems.append(Problem(where, message))
         return joined
+
+    def hostile(self, node: yaml.ScalarNode, character: str, key: bool) -> Problem:
+        """A problem at ``character`` in ``node``'s text as written: the character itself, else its escape."""
+        raw = self.raw[node.start_mark.index:node.end_mark.index]
+        code = ord(character)
+        escapes = [re.escape(character), rf"(?i:\\x{code:02x}|\\u{code:04x}|\\U{code:08x})"]
+        escapes += [re.escape(short) for short, meant in _SHORT_ESCAPES.items() if meant == character]
+        written = re.search("|".join(escapes), raw)
+        where = (_offset_source(self.path, self.raw, node.start_mark.index + written.start()) if written
+                 else _mark_source(self.path, node.start_mark))
+        name = character_name(character)
+        what = "a key, which is one line of plain text" if key else "a value"
+        return Problem(where, f"{escape_character(character)} ({name}) may not be in {what}: it could change what "
+                              "a terminal, a CI log or a review shows; remove it")
 
     def text(self, node: yaml.ScalarNode, value: str) -> _Text:
         start, end = node.start_mark, node.end_mark

