@@ -36,7 +36,7 @@ _CONTROL_NAMES = {"\t": "TAB", "\n": "LINE FEED", "\r": "CARRIAGE RETURN", "\x1b
 
 def character_name(character: str) -> str:
     """``RIGHT-TO-LEFT OVERRIDE``, ``CARRIAGE RETURN``, or "a control character"."""
-    return _CONTROL_NAMES.get(character) or unicodedata.name(character, "a control character")
+    return _CONTROL_NAMES.get(character, "") or unicodedata.name(character, "a control character")
 
 
 def escape_character(character: str) -> str:

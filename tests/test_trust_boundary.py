@@ -255,3 +255,35 @@ def test_control_characters_hive_uses_as_data_are_still_values(tmp_path):
         'table: shop.t\ncomment: "a\\rb\\x01"\nformat: textfile\nrow_format: {fields_terminated_by: "\\x01"}\n'
         "columns: [{name: id, type: int}]\n")
     assert schemaflow("--project", str(tmp_path), "validate").code == 0
+
+
+@pytest.mark.parametrize("sql, where, said", [
+    ("SELECT reflect('java.lang.System', 'getenv', 'AWS_SECRET_ACCESS_KEY') AS s FROM retail.orders", "3:10",
+     "reflect(...) calls a Java method by name in every engine that reads this view"),
+    ("SELECT o.order_id, JAVA_METHOD('java.lang.System', 'exit', 1) AS x FROM retail.orders o", "3:22",
+     "java_method(...) calls a Java method by name"),
+    ("SELECT `try_reflect`('java.lang.Runtime', 'getRuntime') AS r FROM retail.orders", "3:10", "try_reflect(...)"),
+    ("SELECT * FROM IDENTIFIER('retail.orders')", "3:17", "IDENTIFIER(...) names what the view reads by a value"),
+    ("SELECT IDENTIFIER('order_id') FROM retail.orders", "3:10", "IDENTIFIER(...) names what the view reads"),
+])
+def test_view_sql_that_reaches_past_what_it_reads_is_refused_where_it_is_written(tmp_path, sql, where, said):
+    shutil.copytree(ROOT / "schemas", tmp_path / "schemas")
+    (tmp_path / "schemas/retail/reach.yaml").write_text(f"view: retail.reach\nsql: |\n  {sql}\n")
+    ran = schemaflow("--project", str(tmp_path), "validate")
+    assert ran.code == 1
+    assert ran.err.startswith(f"schemas/retail/reach.yaml:{where}: {said}")
+
+
+def test_a_view_that_declares_its_java_calls_may_make_them_and_strings_are_not_calls(tmp_path):
+    shutil.copytree(ROOT / "schemas", tmp_path / "schemas")
+    (tmp_path / "schemas/retail/reach.yaml").write_text(
+        "view: retail.reach\njava_functions: [reflect]\n"
+        "sql: SELECT reflect('java.util.UUID', 'randomUUID') AS id, 'reflect(' AS text FROM retail.orders\n")
+    (tmp_path / "schemas/retail/named.yaml").write_text(
+        "view: retail.named\nsql: SELECT order_id AS identifier FROM retail.orders\n")
+    ran = schemaflow("--project", str(tmp_path), "validate")
+    assert ran.code == 0, ran.err
+    (tmp_path / "schemas/retail/reach.yaml").write_text(
+        "view: retail.reach\njava_functions: [reflect]\nsql: SELECT java_method('a', 'b') AS x FROM retail.orders\n")
+    ran = schemaflow("--project", str(tmp_path), "validate")
+    assert ran.code == 1 and "'java_functions: [java_method]'" in ran.err

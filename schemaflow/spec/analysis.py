@@ -8,6 +8,9 @@ reads an object which is itself broken (or in a cycle) is skipped rather than re
 root cause already is.
 A view that derives its partitions from a base table must read it, and the table must be a managed
 one, partitioned on the view's partition columns and on those ``complete_when`` names.
+A view may not name what it reads by a value (``IDENTIFIER(...)``: it could not be reviewed, ordered
+or invalidated), nor call a Java method by name (``reflect``: it runs in every engine that reads
+the view) unless its file says it may, with ``java_functions``.
 Errors inside SQL are placed at their line and column in the YAML file.
 """
 from __future__ import annotations
@@ -19,7 +22,7 @@ from schemaflow.errors import Problem
 from schemaflow.graph import CycleError, topological_order
 from schemaflow.model import Column, Table, View, column_type
 from schemaflow.spec.yamlpos import Document
-from schemaflow.sql.views import ViewSqlError, analyze_view, tables_read
+from schemaflow.sql.views import DYNAMIC_NAME, JAVA_FUNCTIONS, ViewSqlError, analyze_view, function_calls, tables_read
 
 # Views read no column types from the metastore here; any type lets downstream SQL resolve.
 _VIEW_COLUMN_TYPE = "string"
@@ -48,6 +51,11 @@ def analyze_views(
         except ViewSqlError as error:
             problems.append(_sql_problem(docs[key], error))
             skipped.add(key)
+            continue
+        reaching = _reaching_problems(view, docs[key])
+        if reaching:
+            problems.extend(reaching)
+            skipped.add(key)
     tables = {key: obj for key, obj in objects.items() if isinstance(obj, Table)}
     schema = {key: [(c.name, column_type(c)) for c in table.all_columns]
               for key, table in {**tables, **sources}.items()}
@@ -65,6 +73,24 @@ def analyze_views(
         schema[key] = [(c.name, _VIEW_COLUMN_TYPE) for c in view.columns]
         analysed[key] = view
     return analysed, problems
+
+
+def _reaching_problems(view: View, doc: Document) -> list[Problem]:
+    """Each call in the view's SQL that reaches past what it reads: a dynamic name, or an undeclared Java call."""
+    allowed = set((doc.data or {}).get("java_functions") or ())
+    problems = []
+    for name, line, col in function_calls(view.sql, JAVA_FUNCTIONS | {DYNAMIC_NAME}):
+        if name == DYNAMIC_NAME:
+            message = ("IDENTIFIER(...) names what the view reads by a value, known only when the view is read: "
+                       "schemaflow could not show, order or invalidate it; write the name itself")
+        elif name in allowed:
+            continue
+        else:
+            message = (f"{name}(...) calls a Java method by name in every engine that reads this view (reflect("
+                       "'java.lang.System', 'getenv', ...) returns its environment): remove it, or, if it is meant, "
+                       f"declare it in the view's file with 'java_functions: [{name}]'")
+        problems.append(Problem(doc.within(("sql",), line, col), message))
+    return problems
 
 
 def _dependency_order(

@@ -53,6 +53,11 @@ _CLOSING = frozenset({TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE,
 MAX_DEPTH = 1000
 # View texts kept parsed and analysed in a process: every view of two trees of a large warehouse.
 PARSED_KEPT = 4096
+# Spark functions that call any static Java method by name, in whichever engine reads the view
+# (reflect('java.lang.System', 'getenv', 'AWS_SECRET_ACCESS_KEY') returns that engine's secret).
+JAVA_FUNCTIONS = frozenset({"java_method", "reflect", "try_reflect"})
+# IDENTIFIER('db.t') names a table (or a column) by a value: what the view reads would be known only when read.
+DYNAMIC_NAME = "identifier"
 
 
 class ViewSqlError(Exception):
@@ -359,6 +364,17 @@ def _nearest(name: str, names: list[str], otherwise: str) -> str:
         return f"; did you mean '{close[0]}'?"
     shown = ", ".join(names[:20]) + (f", ... ({len(names)} in all)" if len(names) > 20 else "")
     return f" ({otherwise}: {shown})" if names else ""
+
+
+def function_calls(sql: str, names: frozenset[str]) -> list[tuple[str, int, int]]:
+    """Each call in ``sql`` of a function named in ``names`` (lower case): its name, 1-based line and column.
+
+    Read from the tokens, so a call is found wherever it is, and a string or a column of that name is not one.
+    """
+    tokens = Dialect.get_or_raise(DIALECT).tokenize(sql)
+    return [(token.text.lower(), *_line_col(sql, token.start)) for token, after in zip(tokens, tokens[1:])
+            if after.token_type == TokenType.L_PAREN and token.token_type != TokenType.STRING
+            and token.text.lower() in names]
 
 
 def _first_column(sql: str, query: exp.Expr, column: str | None, table: str | None) -> tuple[int, int]:
