@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -33,6 +34,8 @@ ENV_METASTORE_URI = "SCHEMAFLOW_METASTORE_URI"
 ENV_WAREHOUSE_DIR = "SCHEMAFLOW_WAREHOUSE_DIR"
 ENV_SPARK_MASTER = "SCHEMAFLOW_SPARK_MASTER"
 ENV_TARGET = "SCHEMAFLOW_TARGET"
+# thrift://host:port, several separated by commas (Hive's hive.metastore.uris).
+_METASTORE_URIS = re.compile(r"thrift://[A-Za-z0-9.\-]+(?::\d{1,5})?(?:,\s*thrift://[A-Za-z0-9.\-]+(?::\d{1,5})?)*")
 
 
 @dataclass(frozen=True)
@@ -85,7 +88,7 @@ def load_project(root: str | Path, env: Mapping[str, str] | None = None, target:
     state = root / STATE_DIR
     metastore = raw.get("metastore") or {}
     spark = raw.get("spark") or {}
-    metastore_uri = env.get(ENV_METASTORE_URI) or metastore.get("uri")
+    metastore_uri = _metastore_variable(env) or metastore.get("uri")
     warehouse_dir = env.get(ENV_WAREHOUSE_DIR) or raw.get("warehouse_dir")
     if not warehouse_dir and not metastore_uri:  # a metastore server has a warehouse of its own
         warehouse_dir = str(state / "warehouse")
@@ -107,6 +110,17 @@ def load_project(root: str | Path, env: Mapping[str, str] | None = None, target:
         approved_code=approvals(env.get(APPROVAL_VARIABLE), approve_code),
     )
     return Project(root=root, settings=settings)
+
+
+def _metastore_variable(env: Mapping[str, str]) -> str | None:
+    """``SCHEMAFLOW_METASTORE_URI``, checked: it goes into Spark's and Hive's settings as it is."""
+    value = env.get(ENV_METASTORE_URI)
+    if value and not (_METASTORE_URIS.fullmatch(value)
+                      and all(int(port) <= 65535 for port in re.findall(r":(\d+)", value))):
+        # Not repeated in the message: it is often a secret.
+        raise SchemaflowError(f"{ENV_METASTORE_URI} is not a metastore address: write thrift://host:port (several "
+                              "separated by commas), with no spaces, user or path")
+    return value
 
 
 def _chosen_target(settings: Mapping[str, Any], named: str | None) -> str | None:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import socket
 import struct
+import re
 import threading
+import time
 import pytest
 
 from schemaflow.catalog.thrift_reader import ThriftReader, partition_counter
@@ -112,3 +114,49 @@ def test_partition_counts_for_plan_base_are_none_when_the_server_does_not_answer
     assert count("db.t") is None
     with pytest.raises(ThriftError, match="is not a thrift://host:port metastore address"):
         partition_counter("jdbc:derby:nope")
+
+
+class Trickle(Server):
+    """A server that answers with a header, then a byte at a time, ``pause`` seconds apart, forever."""
+
+    def __init__(self, pause: float) -> None:
+        self.pause = pause
+        self.stop = threading.Event()
+        super().__init__()
+
+    def _serve(self, answers: list[bytes | None]) -> None:
+        with self.listener:
+            connection, _ = self.listener.accept()
+            with connection:
+                connection.recv(65536)
+                connection.sendall(header("get_all_databases") + struct.pack(">bh", LIST, 0)
+                                   + struct.pack(">bi", STRING, 1) + struct.pack(">i", 1000))
+                while not self.stop.wait(self.pause):
+                    try:
+                        connection.sendall(b"x")
+                    except OSError:
+                        return
+
+
+@pytest.mark.parametrize("answer, said", [
+    (struct.pack(">bh", STRING, 0) + struct.pack(">i", 2**31 - 1), "holds more than 536,870,912 bytes"),
+    (struct.pack(">bh", STRING, 0) + struct.pack(">i", -5), "(or a negative size)"),
+    (struct.pack(">bh", LIST, 0) + struct.pack(">bi", STRUCT, 2**31 - 1), "holds more than 536,870,912 bytes"),
+    (struct.pack(">bh", MAP, 0) + struct.pack(">bbi", STRING, STRING, 2**30), "holds more than 536,870,912 bytes"),
+    (struct.pack(">bh", LIST, 0) + struct.pack(">bi", LIST, 1) * 100, "nests values more than 64 deep"),
+])
+def test_a_hostile_answer_is_refused_before_it_is_allocated_or_looped_over(answer, said) -> None:
+    server = Server(header("get_all_databases") + answer)
+    reader = ThriftReader(f"thrift://127.0.0.1:{server.port}", attempts=1)
+    with pytest.raises(SchemaflowError, match=re.escape(said)):
+        reader.databases()
+
+
+def test_a_server_that_sends_a_byte_now_and_then_is_not_waited_on_past_the_timeout() -> None:
+    server = Trickle(pause=0.05)
+    reader = ThriftReader(f"thrift://127.0.0.1:{server.port}", timeout=0.5, attempts=3)
+    started = time.monotonic()
+    with pytest.raises(SchemaflowError, match="did not complete its answer within 0.5 s"):
+        reader.databases()
+    server.stop.set()
+    assert time.monotonic() - started < 3  # once, not once per attempt

@@ -287,3 +287,53 @@ def test_a_view_that_declares_its_java_calls_may_make_them_and_strings_are_not_c
         "view: retail.reach\njava_functions: [reflect]\nsql: SELECT java_method('a', 'b') AS x FROM retail.orders\n")
     ran = schemaflow("--project", str(tmp_path), "validate")
     assert ran.code == 1 and "'java_functions: [java_method]'" in ran.err
+
+
+def laughs(name: str) -> str:
+    """A file within every bound of one file whose aliases add 67,885 values (the project allows 100,000)."""
+    levels = ["a: &a [x, x, x, x, x, x, x, x, x, x]"] + [
+        f"{b}: &{b} [{', '.join(['*' + a] * 10)}]" for a, b in zip("abc", "bcd")]
+    return f"table: bad.{name}\n" + "\n".join(levels) + "\ne: [*d, *d, *d, *d, *d]\n"
+
+
+def test_files_each_within_the_bounds_of_one_are_refused_together_before_they_are_built(tmp_path):
+    (tmp_path / "schemas/bad").mkdir(parents=True)
+    for name in ("t1", "t2", "t3"):
+        (tmp_path / f"schemas/bad/{name}.yaml").write_text(laughs(name))
+    ran = schemaflow("--project", str(tmp_path), "validate")
+    assert ran.code == 1
+    said = [line for line in ran.err.splitlines() if "takes the project past" in line]
+    # t1 took 67,885; in t2 and t3 the second *d of e (6:9) would take them past the 32,115 left.
+    assert said == [f"schemas/bad/{name}.yaml:6:9: this alias takes the project past 100,000 values added by aliases "
+                    "(its files together, each alias counted as a full copy of what it names): schemaflow reads at "
+                    "most 100,000; use fewer aliases" for name in ("t2", "t3")]
+
+
+def test_a_file_too_large_and_a_project_too_large_are_refused_at_the_file(tmp_path, monkeypatch):
+    from schemaflow.spec import yamlpos
+
+    (tmp_path / "schemas/shop").mkdir(parents=True)
+    big = tmp_path / "schemas/shop/big.yaml"
+    big.write_text("table: shop.big\ncolumns: [{name: id, type: int}]\nproperties:\n"
+                   + "".join(f"  k{i}: v{i}\n" for i in range(300_000)))
+    ran = schemaflow("--project", str(tmp_path), "validate")
+    assert ran.err.splitlines()[0] == (f"schemas/shop/big.yaml:1:1: the file is {big.stat().st_size:,} bytes: schemaflow "
+                                       "reads files of at most 2,097,152 bytes (one table or view a file); split it")
+    big.unlink()
+    for name in ("a", "b", "c"):
+        (tmp_path / f"schemas/shop/{name}.yaml").write_text(f"table: shop.{name}\ncolumns: [{{name: id, type: int}}]\n")
+    monkeypatch.setattr(yamlpos, "MAX_PROJECT_BYTES", 100)
+    ran = schemaflow("--project", str(tmp_path), "validate")
+    assert ran.err.splitlines()[0] == ("schemas/shop/c.yaml:1:1: this file takes the project past 100 bytes of YAML: "
+                                       "schemaflow reads at most 100; split the project")
+
+
+@pytest.mark.parametrize("uri", ["http://metastore:9083", "thrift://user:secret@metastore:9083", "thrift://h:99999",
+                                 "thrift://h:9083\n-Dx=y", "thrift://h:9083/path", "thrift://h:9083, http://x"])
+def test_the_operators_metastore_variable_is_checked_and_not_repeated(tmp_path, uri):
+    (tmp_path / "schemas").mkdir()
+    with pytest.raises(SchemaflowError) as refused:
+        load_project(tmp_path, env={"SCHEMAFLOW_METASTORE_URI": uri})
+    assert str(refused.value).startswith("SCHEMAFLOW_METASTORE_URI is not a metastore address: write thrift://")
+    assert uri not in str(refused.value)
+    assert load_project(tmp_path, env={"SCHEMAFLOW_METASTORE_URI": "thrift://a.example:9083,thrift://b:9083"})

@@ -72,12 +72,14 @@ def test_a_document_nested_past_what_libyaml_survives_is_refused_by_the_bounded_
 def test_a_tree_libyaml_composed_is_held_to_the_same_bounds() -> None:
     nested = "a:\n" + "".join("  " * i + "- \n" for i in range(1, 70))
     root = yaml.compose(nested, Loader=yaml.CSafeLoader)
-    assert not yamlpos._within_bounds(root)
+    assert yamlpos._aliased_within_bounds(root) is None
     laughs = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
         f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(6))
-    assert not yamlpos._within_bounds(yaml.compose(laughs, Loader=yaml.CSafeLoader))
-    assert yamlpos._within_bounds(yaml.compose((ROOT / "schemas" / "retail" / "orders.yaml").read_text(),
-                                               Loader=yaml.CSafeLoader))
+    assert yamlpos._aliased_within_bounds(yaml.compose(laughs, Loader=yaml.CSafeLoader)) is None
+    assert yamlpos._aliased_within_bounds(yaml.compose((ROOT / "schemas" / "retail" / "orders.yaml").read_text(),
+                                                       Loader=yaml.CSafeLoader)) == 0
+    shared = "a: &a [x, y]\nb: *a\nc: *a\n"  # each alias adds what it names: 3 values
+    assert yamlpos._aliased_within_bounds(yaml.compose(shared, Loader=yaml.CSafeLoader)) == 6
 
 
 def test_aliases_that_nest_a_value_too_deep_are_refused_where_it_is_written(tmp_path: Path) -> None:

@@ -41,6 +41,11 @@ TABLE: Shape = {
 DATABASE: Shape = {1: "name", 2: "description", 3: "locationUri", 4: "parameters", 6: "ownerName", 7: "ownerType"}
 
 
+# How long one answer may take, whole: a batch of 100 tables, or the partition names of a large table,
+# come in seconds; a server that sends a byte now and then is not waited on past this.
+ANSWER_SECONDS = 120.0
+
+
 def addresses(uri: str) -> list[tuple[str, int]]:
     """The host and port of each ``thrift://host:port`` in a metastore setting (comma-separated)."""
     found = []
@@ -55,7 +60,7 @@ def addresses(uri: str) -> list[tuple[str, int]]:
 class ThriftReader:
     """A ``thrift://`` metastore, read over plain binary Thrift."""
 
-    def __init__(self, uri: str, *, timeout: float = 600.0, connect_timeout: float = 20.0,
+    def __init__(self, uri: str, *, timeout: float = ANSWER_SECONDS, connect_timeout: float = 20.0,
                  attempts: int = READ_ATTEMPTS, sleep: Callable[[float], None] = time.sleep) -> None:
         self.endpoint = uri
         self.addresses = addresses(uri)

@@ -11,11 +11,18 @@ decode as the metastore's simple JSON names them, keeping only what the caller a
 A server that does not speak plain binary Thrift (one that wants SASL, framed transport or TLS)
 answers with something else (``NotPlainThrift``) or hangs up (``OSError``, as when the connection
 breaks); a server that raises an exception is ``ThriftError``.
+
+An answer is bounded whatever the server sends: at most ``MAX_ANSWER_BYTES`` in all, no string or
+list longer than what is left of that (each element takes a byte at least, so a count cannot make
+this process loop or allocate past it), values nested at most ``MAX_NESTING`` deep, and the whole
+answer within the connection's ``timeout`` (a server that sends a byte now and then cannot hold a
+call open for longer). Each is ``AnswerTooLarge`` or ``AnswerTimeout``, not worth asking again.
 """
 from __future__ import annotations
 
 import socket
 import struct
+import time
 from typing import Any, Mapping, Sequence, Union
 
 VERSION_1 = 0x80010000
@@ -25,6 +32,11 @@ _FIXED = {BOOL: ">?", BYTE: ">b", DOUBLE: ">d", I16: ">h", I32: ">i", I64: ">q"}
 _SIZES = {kind: struct.calcsize(code) for kind, code in _FIXED.items()}
 UNKNOWN_METHOD = 1  # TApplicationException's type for a method the server does not have
 CHUNK = 1 << 16
+# The largest answer read: a batch of 100 tables of thousands of columns each, or the names of
+# millions of partitions, are tens of MB.
+MAX_ANSWER_BYTES = 512 * 1024 * 1024
+# A Table struct nests five levels (table, storage, SerDe, parameters); far above, far below recursion's limit.
+MAX_NESTING = 64
 
 Shape = Mapping[int, Union[str, tuple[str, "Shape"]]]
 # An argument: field id, Thrift type, value (a list is a list of strings).
@@ -39,15 +51,26 @@ class NotPlainThrift(ThriftError):
     """The server does not speak plain binary Thrift (it wants SASL, framing or TLS), or lacks the method."""
 
 
+class AnswerTooLarge(ThriftError):
+    """The answer holds more, or nests deeper, than any metastore answer schemaflow reads."""
+
+
+class AnswerTimeout(ThriftError):
+    """The server did not complete its answer within the connection's timeout."""
+
+
 class Connection:
     """One socket to a Thrift server, with calls made one after another on it."""
 
     def __init__(self, address: tuple[str, int], connect_timeout: float, timeout: float) -> None:
         self.sock = socket.create_connection(address, timeout=connect_timeout)
-        self.sock.settimeout(timeout)
+        self.timeout = timeout  # for a whole answer
         self.sequence = 0
         self._data = b""
         self._pos = 0
+        self._received = 0      # bytes of the current answer so far
+        self._deadline = 0.0    # when the current answer must be complete
+        self._depth = 0
 
     def close(self) -> None:
         self.sock.close()
@@ -60,8 +83,10 @@ class Connection:
         for field, kind, value in arguments:
             message += [struct.pack(">bh", kind, field), _value(kind, value)]
         message.append(bytes([STOP]))
+        self._deadline = time.monotonic() + self.timeout
+        self.sock.settimeout(self.timeout)
         self.sock.sendall(b"".join(message))
-        self._data, self._pos = b"", 0
+        self._data, self._pos, self._received, self._depth = b"", 0, 0, 0
         header = self._unpack(">I", 4)
         if header & 0xFFFF0000 != VERSION_1:
             raise NotPlainThrift("not a Thrift binary-protocol answer (a SASL, framed or TLS metastore?)")
@@ -89,15 +114,30 @@ class Connection:
         """Make sure ``size`` bytes are buffered from the current position."""
         if self._pos + size <= len(self._data):
             return
+        self._within(size - (len(self._data) - self._pos))
         parts = [self._data[self._pos:]]
         have = len(parts[0])
         while have < size:
-            chunk = self.sock.recv(max(CHUNK, size - have))
+            left = self._deadline - time.monotonic()
+            try:
+                if left <= 0:
+                    raise socket.timeout()
+                self.sock.settimeout(left)
+                chunk = self.sock.recv(min(max(CHUNK, size - have), 1 << 20))
+            except socket.timeout:
+                raise AnswerTimeout(f"the metastore did not complete its answer within {self.timeout:g} s") from None
             if not chunk:
                 raise ConnectionError("the metastore closed the connection")
             parts.append(chunk)
             have += len(chunk)
+            self._received += len(chunk)
         self._data, self._pos = b"".join(parts), 0
+
+    def _within(self, more: int) -> None:
+        """Refuse an answer that says it holds more than ``MAX_ANSWER_BYTES`` (a size or a count past it)."""
+        if more < 0 or self._received + more > MAX_ANSWER_BYTES:
+            raise AnswerTooLarge(f"the metastore's answer says it holds more than {MAX_ANSWER_BYTES:,} bytes "
+                                 "(or a negative size): not an answer schemaflow reads")
 
     def _unpack(self, code: str, size: int) -> Any:
         self._need(size)
@@ -112,6 +152,7 @@ class Connection:
 
     def _string(self) -> str:
         size = self._unpack(">i", 4)
+        self._within(size)
         self._need(size)
         start, self._pos = self._pos, self._pos + size
         # As Java's Thrift decodes it: a malformed byte becomes U+FFFD.
@@ -122,14 +163,23 @@ class Connection:
             return self._string()
         if kind in _FIXED:
             return self._unpack(_FIXED[kind], _SIZES[kind])
-        if kind == STRUCT:
-            return self._struct(shape or {})
-        if kind in (LIST, SET):
-            inner, size = self._byte(), self._unpack(">i", 4)
-            return [self._decode(inner, shape) for _ in range(size)]
-        if kind == MAP:
-            key, value, size = self._byte(), self._byte(), self._unpack(">i", 4)
-            return {self._decode(key, None): self._decode(value, shape) for _ in range(size)}
+        self._depth += 1
+        if self._depth > MAX_NESTING:
+            raise AnswerTooLarge(f"the metastore's answer nests values more than {MAX_NESTING} deep: not an answer "
+                                 "schemaflow reads")
+        try:
+            if kind == STRUCT:
+                return self._struct(shape or {})
+            if kind in (LIST, SET):
+                inner, size = self._byte(), self._unpack(">i", 4)
+                self._within(size)  # each element takes a byte at least
+                return [self._decode(inner, shape) for _ in range(size)]
+            if kind == MAP:
+                key, value, size = self._byte(), self._byte(), self._unpack(">i", 4)
+                self._within(size)
+                return {self._decode(key, None): self._decode(value, shape) for _ in range(size)}
+        finally:
+            self._depth -= 1
         raise NotPlainThrift(f"unknown Thrift type {kind}")
 
     def _struct(self, shape: Shape) -> dict[str, Any]:

@@ -34,7 +34,7 @@ _STATES = {
     "blocked": "fill:#eaeef2,stroke:#cf222e,stroke-width:3px,stroke-dasharray:5 5,color:#1f2328",
 }
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&])")
-_AUTOLINK = re.compile(r"(?<=\w):(?=//)|\b(?i:www)\.")  # what GitHub's autolinks start from
+_AUTOLINK = re.compile(r"(?i:\b(?:https?|ftp)):(?=//)|\b(?i:www)\.")  # what GitHub links by itself
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
@@ -138,8 +138,8 @@ def _statements(plan: Plan) -> list[str]:
 
 def _escape(text: str) -> str:
     """Text shown as itself in GitHub Markdown, inside a table cell too (one line, no active characters):
-    a backslash before each character Markdown gives a meaning, and before the ``:`` of ``://`` and the
-    ``.`` of ``www.`` (GitHub links those by themselves); a zero-width space after each ``@`` (GitHub
+    a backslash before each character Markdown gives a meaning, and before the ``:`` of ``http://``,
+    ``https://`` and ``ftp://`` and the ``.`` of ``www.`` (GitHub links those by themselves); a zero-width space after each ``@`` (GitHub
     links e-mail addresses and notifies the people it mentions); every line break, CR too, a ``<br>``."""
     escaped = _MARKDOWN_SPECIAL.sub(r"\\\1", text)
     escaped = _AUTOLINK.sub(lambda found: found.group()[:-1] + "\\" + found.group()[-1], escaped)

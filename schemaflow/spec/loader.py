@@ -27,7 +27,7 @@ from schemaflow.spec.migrations import (MIGRATIONS_DIR, SUM_FILE, agreement_prob
                                         sum_problems)
 from schemaflow.spec.objects import Declaration, read_object
 from schemaflow.spec.source import Directory, ProjectFile, ProjectFiles, ReadFile
-from schemaflow.spec.yamlpos import load_yaml, read_bytes
+from schemaflow.spec.yamlpos import load_yaml, project_bounds, read_bytes
 
 SCHEMAS_DIR = "schemas"
 CACHED_FILES = 25_000  # schema files kept read in a process: two trees of a warehouse of 10,000 objects
@@ -76,7 +76,11 @@ def load_catalog(project: str | Path | ProjectFiles, databases: tuple[str, ...] 
     any other is an error (a source may be anywhere). Otherwise the databases are those in which
     the files declare tables and views.
     """
-    files = Directory(Path(project)) if isinstance(project, (str, Path)) else project
+    with project_bounds():
+        return _load(Directory(Path(project)) if isinstance(project, (str, Path)) else project, databases)
+
+
+def _load(files: ProjectFiles, databases: tuple[str, ...]) -> Catalog:
     problems: list[Problem] = []
     declarations: list[Declaration] = []
     unread: set[str] = set()  # what the files that could not be read were to declare, by their paths

@@ -8,7 +8,11 @@ keys, which PyYAML would silently collapse, are errors.
 
 The work is bounded, whatever the file holds: a document nested deeper than ``MAX_DEPTH`` or that
 would expand past ``MAX_VALUES`` values (a few lines of aliases that name aliases, the "billion
-laughs", expand to billions) is refused while it is composed, before any value is built. A lone
+laughs", expand to billions) is refused while it is composed, before any value is built. A project
+read within ``project_bounds`` is also bounded as a whole: its files' bytes (``MAX_FILE_BYTES``
+each, ``MAX_PROJECT_BYTES`` in all) and the values its aliases add (``MAX_PROJECT_ALIASED`` across
+its files, each alias a full copy of what it names), so that many files each just within the bounds
+of one are refused too, at the file or alias that crosses, before they are built. A lone
 UTF-16 surrogate written as an escape (``"\\ud800"``), which no file or metastore can store, is
 refused at its escape.
 
@@ -19,8 +23,10 @@ characters anywhere, and every control character (CR and LF too) in a key.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Mapping
 
 import yaml
 from yaml.constructor import SafeConstructor
@@ -39,6 +45,35 @@ Position = tuple[int, int]
 MAX_VALUES = 1_000_000
 # Schema files nest a handful of levels; composing and building recurse once per level.
 MAX_DEPTH = 64
+# One table or view a file: the largest real ones (thousands of commented columns) are a few hundred KB.
+MAX_FILE_BYTES = 2 * 1024 * 1024
+# A project's files together: 11,000 objects take about 10 MB.
+MAX_PROJECT_BYTES = 256 * 1024 * 1024
+# Values the aliases of a project's files add, all files together: a shared list of columns reused
+# by a hundred views adds some thousands; a few files of nested aliases, each within MAX_VALUES,
+# would add millions (seconds of work and gigabytes each).
+MAX_PROJECT_ALIASED = 100_000
+
+
+@dataclass
+class _Budget:
+    """What is left of a project's bounds as its files are read."""
+
+    bytes: int = field(default_factory=lambda: MAX_PROJECT_BYTES)
+    aliased: int = field(default_factory=lambda: MAX_PROJECT_ALIASED)
+
+
+_BUDGET: ContextVar[_Budget | None] = ContextVar("schemaflow_project_budget", default=None)
+
+
+@contextmanager
+def project_bounds() -> Iterator[None]:
+    """Hold the files read in this block to the bounds of one project, together."""
+    token = _BUDGET.set(_Budget())
+    try:
+        yield
+    finally:
+        _BUDGET.reset(token)
 
 
 @dataclass(frozen=True)
@@ -102,17 +137,36 @@ class Document:
 
 
 def read_bytes(file: ProjectFile, display_path: str) -> bytes:
-    """The bytes of ``file``; raises ``SpecError`` when they cannot be read."""
+    """The bytes of ``file``; raises ``SpecError`` when they cannot be read, or are more than its bounds allow."""
     try:
-        return file.read_bytes()
+        stat = getattr(file, "stat", None)  # a file on disk: too large is refused before it is read
+        if stat is not None and stat().st_size > MAX_FILE_BYTES:
+            raise SpecError([_too_large(display_path, stat().st_size)])
+        content = file.read_bytes()
     except OSError as error:
         raise SpecError([Problem(Source(display_path), f"cannot read the file: {error.strerror}")]) from error
+    if len(content) > MAX_FILE_BYTES:
+        raise SpecError([_too_large(display_path, len(content))])
+    return content
+
+
+def _too_large(display_path: str, size: int) -> Problem:
+    return Problem(Source(display_path), f"the file is {size:,} bytes: schemaflow reads files of at most "
+                                         f"{MAX_FILE_BYTES:,} bytes (one table or view a file); split it")
 
 
 def load_yaml(file: ProjectFile, display_path: str) -> Document:
     """Read one YAML document; raises ``SpecError`` for bad syntax or duplicate keys."""
+    content = read_bytes(file, display_path)
+    budget = _BUDGET.get()
+    if budget is not None:
+        budget.bytes -= len(content)
+        if budget.bytes < 0:
+            raise SpecError([Problem(Source(display_path), (
+                f"this file takes the project past {MAX_PROJECT_BYTES:,} bytes of YAML: schemaflow reads at most "
+                f"{MAX_PROJECT_BYTES:,}; split the project"))])
     try:
-        text = read_bytes(file, display_path).decode("utf-8")
+        text = content.decode("utf-8")
     except UnicodeDecodeError as error:
         problem = Problem(Source(display_path), f"cannot read the file: it is not UTF-8 text (byte {error.start})")
         raise SpecError([problem]) from error
@@ -168,7 +222,29 @@ class _Unbounded(Exception):
 
 def compose_pure(text: str) -> yaml.Node | None:
     """The node tree of ``text``, scanned and parsed by PyYAML's pure-Python code (slow; exact messages)."""
-    return yaml.compose(text, Loader=_BoundedLoader)
+    loader = _BoundedLoader(text)
+    try:
+        root = loader.get_single_node()
+    finally:
+        loader.dispose()
+    if loader.over_budget is not None:  # the file alone is within its bounds: the project is not
+        raise _Unbounded(loader.over_budget, (
+            f"this alias takes the project past {MAX_PROJECT_ALIASED:,} values added by aliases (its files together, "
+            f"each alias counted as a full copy of what it names): schemaflow reads at most {MAX_PROJECT_ALIASED:,}; "
+            "use fewer aliases"))
+    _charge(loader.aliased)
+    return root
+
+
+def _charge(aliased: int) -> bool:
+    """Take ``aliased`` values from the project's budget; False (nothing taken) when that would overdraw it."""
+    budget = _BUDGET.get()
+    if budget is None or not aliased:
+        return True
+    if aliased > budget.aliased:
+        return False
+    budget.aliased -= aliased
+    return True
 
 
 def compose(text: str) -> yaml.Node | None:
@@ -190,7 +266,10 @@ def compose(text: str) -> yaml.Node | None:
     except yaml.YAMLError:
         return compose_pure(text)
     # No "&", no anchor, no alias: the builder's own count is then bound enough (most files).
-    return root if root is None or "&" not in text or _within_bounds(root) else compose_pure(text)
+    if root is None or "&" not in text:
+        return root
+    aliased = _aliased_within_bounds(root)
+    return root if aliased is not None and _charge(aliased) else compose_pure(text)
 
 
 # Far below the nesting that crashes libyaml's composer, far above what a schema file holds.
@@ -202,15 +281,17 @@ def _nesting_bound(text: str) -> int:
     return 1 + sum(text.count(indicator) for indicator in "[{-:?")
 
 
-def _within_bounds(root: yaml.Node) -> bool:
-    """Whether the tree nests at most ``MAX_DEPTH`` levels as written and builds into at most ``MAX_VALUES``
-    values (each alias a full copy), as ``_BoundedLoader`` counts while it composes.
+def _aliased_within_bounds(root: yaml.Node) -> int | None:
+    """How many values the tree's aliases add, if it nests at most ``MAX_DEPTH`` levels as written and
+    builds into at most ``MAX_VALUES`` values (each alias a full copy), as ``_BoundedLoader`` counts
+    while it composes; None if it does not.
 
     Walked in document order, so a node is first met where it is written (an anchor comes before
     its aliases), without recursion.
     """
     sizes: dict[int, int] = {}   # id(node) -> how many values it builds into
     open_: set[int] = set()      # collections being walked: an alias to one of them counts 1, as composing does
+    aliased = 0
     todo: list[tuple[yaml.Node, int, bool]] = [(root, 1, False)]
     while todo:
         node, depth, finished = todo.pop()
@@ -219,16 +300,17 @@ def _within_bounds(root: yaml.Node) -> bool:
             sizes[id(node)] = 1 + sum(sizes.get(id(child), 1) for child in _children(node))
             continue
         if id(node) in sizes or id(node) in open_:
-            continue  # an alias
+            aliased += sizes.get(id(node), 1)  # an alias
+            continue
         if depth > MAX_DEPTH:
-            return False
+            return None
         if isinstance(node, yaml.CollectionNode):
             open_.add(id(node))
             todo.append((node, depth, True))
             todo.extend((child, depth + 1, False) for child in reversed(_children(node)))
         else:
             sizes[id(node)] = 1
-    return sizes[id(root)] <= MAX_VALUES
+    return aliased if sizes[id(root)] <= MAX_VALUES else None
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:
@@ -261,6 +343,10 @@ class _BoundedLoader(yaml.SafeLoader):
         self.sizes: dict[int, int] = {}  # id(node) -> how many values it builds into
         self.total = 0                   # how many values the document builds into so far
         self.depth = 0
+        self.aliased = 0                 # how many of them its aliases add
+        budget = _BUDGET.get()
+        self.allowed = None if budget is None else budget.aliased  # what the project's bounds leave for those
+        self.over_budget: Any = None     # the mark of the alias that takes the project past them
 
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
         event = self.peek_event()
@@ -268,7 +354,11 @@ class _BoundedLoader(yaml.SafeLoader):
             node = super().compose_node(parent, index)
             assert node is not None  # the stubs allow None, but PyYAML composes a node for every event
             # An alias to an ancestor still being composed has no size yet: the builder refuses it.
-            self.count(self.sizes.get(id(node), 1), event, "this alias")
+            size = self.sizes.get(id(node), 1)
+            self.count(size, event, "this alias")
+            self.aliased += size
+            if self.allowed is not None and self.aliased > self.allowed and self.over_budget is None:
+                self.over_budget = event.start_mark  # reported once the file is known to be within its own
             return node
         self.depth += 1
         if self.depth > MAX_DEPTH:
