@@ -27,6 +27,8 @@ MIGRATION_PREFIX = "schemaflow.migration."  # + migration id: a JSON record of w
 SCHEMAFLOW_PREFIX = "schemaflow."
 # + object name, on its database: a JSON record of the object's drop, which took its own parameters with it
 DROPPED_PREFIX = "schemaflow.dropped."
+# On each managed database: a JSON record of the settings (schemaflow.yaml) the last complete apply ran with.
+SETTINGS_KEY = "schemaflow.settings"
 # The metastore setting that refuses column type changes Hive cannot convert implicitly (on by default).
 TYPE_RULE = "hive.metastore.disallow.incompatible.col.type.changes"
 

@@ -26,7 +26,7 @@ from schemaflow.gitsource import commit_of
 from schemaflow.model import Catalog, Object, Source, Table, View, fingerprint
 from schemaflow.plan.invalidation import COMPENSATION
 from schemaflow.plan.plan import Plan, build_plan
-from schemaflow.plan.settings_changes import settings_digest, with_settings
+from schemaflow.plan.settings_changes import recorded, recording, settings_digest, with_settings
 from schemaflow.plan.steps import VIEW_DEFINITIONS, VIEW_PARTITIONS
 from schemaflow.project import Project, Settings, no_target_chosen
 from schemaflow.scope import Scope
@@ -207,7 +207,8 @@ def review_live(project: Project, live: Live, *, allow_destructive: bool = False
     live.read_ahead(_named_databases(project))
     desired = desired_state(project)
     reader = live.reader
-    current, left_alone = owned(project, live.read(desired.databases), desired)
+    read = live.read(desired.databases)
+    current, left_alone = owned(project, read, desired)
     plan = build_plan(desired, current, allow_destructive=allow_destructive,
                       count_partitions=reader.count_partitions,
                       stale_partitions=lambda key: live.metastore.stale_partitions(key), commit=commit_of(project.root),
@@ -216,10 +217,35 @@ def review_live(project: Project, live: Live, *, allow_destructive: bool = False
                       type_rule=reader.enforces_type_rule())
     against = f"target {project.settings.target}" if project.settings.target else None
     plan = replace(plan, metastore=reader.endpoint, target=project.settings.target, against=against,
-                   warnings=left_alone + plan.warnings + _unapproved_code(project),
-                   settings=settings_digest(project.settings.declared))
-    return Review(_check_view_sql(plan, desired, live), reads=_reads(current, desired))
+                   warnings=left_alone + plan.warnings + _unapproved_code(project))
+    return Review(_check_view_sql(_with_applied_settings(plan, project, read), desired, live), reads=_reads(current, desired))
 
+
+def _with_applied_settings(plan: Plan, project: Project, live: Catalog) -> Plan:
+    """``plan`` with a step for each setting changed since the settings recorded on the live databases
+    (``plan.settings_changes``), their old values read from git at the commit recorded with them.
+    Where none are recorded yet (a new warehouse, or one adopted), there is nothing to compare with:
+    the plan records them with its last step, and shows them from then on."""
+    declared = project.settings.declared
+    digest, commit = recorded(live, plan.databases)
+    if digest == settings_digest(declared):
+        return replace(plan, settings=digest)
+    if digest is None:  # none recorded here yet: the next apply that changes anything records them
+        return replace(recording(plan, declared), settings=settings_digest(declared))
+    before: dict[str, Any] = {}
+    warning: tuple[str, ...] = ()
+    if digest is not None:
+        from schemaflow.gitsource import settings_at
+
+        at = (commit or "").removesuffix("+dirty")
+        try:
+            before = settings_at(project.root, at) if at else {}
+        except SchemaflowError:  # not a repository, or not this commit: the old values are unknown
+            at = ""
+        if not at or settings_digest(before) != digest:
+            warning = (f"the settings last applied here (from commit {commit or 'unknown'}) cannot be read from this "
+                       "repository as they were: each setting is shown against what that commit holds, or as new",)
+    return replace(with_settings(plan, before, declared), warnings=plan.warnings + warning)
 
 def _unapproved_code(project: Project) -> tuple[str, ...]:
     """A warning for each setting that runs code which the operator has not approved: apply would refuse."""
@@ -296,8 +322,8 @@ def review_snapshot(project: Project, snapshot: Path, *, allow_destructive: bool
     plan = build_plan(desired, current, allow_destructive=allow_destructive,
                       count_partitions=saved.partition_counts.get, basis="snapshot",
                       invalidation=project.settings.invalidation)
-    plan = replace(plan, warnings=left_alone + plan.warnings, against=f"the snapshot {snapshot}",
-                   settings=settings_digest(project.settings.declared))
+    plan = _with_applied_settings(replace(plan, warnings=left_alone + plan.warnings,
+                                          against=f"the snapshot {snapshot}"), project, saved.catalog)
     return Review(plan, counts_from=str(snapshot) if saved.partition_counts else None,
                   reads=_reads(current, desired))
 

@@ -132,9 +132,9 @@ def test_settings_are_read_at_each_ref(repo):
     plan = plan_refs(repo, "HEAD~1", "HEAD")
 
     assert plan.databases == ("analytics", "retail", "finance")
-    assert steps(plan) == [("change_settings", "schemaflow.yaml", False), ("create_database", "finance", False),
-                           ("create_table", "finance.ledger", False)]
-    assert plan.steps[0].values == ('databases: ["analytics", "retail"] -> ["analytics", "retail", "finance"]',)
+    assert steps(plan) == [("create_database", "finance", False), ("create_table", "finance.ledger", False),
+                           ("change_settings", "schemaflow.yaml", False)]
+    assert plan.steps[-1].values == ('databases: ["analytics", "retail"] -> ["analytics", "retail", "finance"]',)
 
 
 def test_a_base_without_schemas_creates_everything(tmp_path):

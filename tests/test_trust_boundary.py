@@ -337,3 +337,46 @@ def test_the_operators_metastore_variable_is_checked_and_not_repeated(tmp_path, 
     assert str(refused.value).startswith("SCHEMAFLOW_METASTORE_URI is not a metastore address: write thrift://")
     assert uri not in str(refused.value)
     assert load_project(tmp_path, env={"SCHEMAFLOW_METASTORE_URI": "thrift://a.example:9083,thrift://b:9083"})
+
+
+def recorded_snapshot(project: Path, path: Path, commit: str | None) -> Path:
+    """A snapshot of the project applied, each database recording the settings as they are now, from ``commit``."""
+    from dataclasses import replace as replaced
+
+    from schemaflow.catalog.snapshot import write_snapshot
+    from schemaflow.model import SETTINGS_KEY, Database
+    from schemaflow.plan.settings_changes import settings_record
+    from schemaflow.workflow import applied_state, desired_state
+
+    loaded = load_project(project, env={})
+    live = applied_state(desired_state(loaded))
+    record = {SETTINGS_KEY: settings_record(loaded.settings.declared, commit)}
+    write_snapshot(replaced(live, database_details={d: Database(d, properties=record) for d in live.databases}), path)
+    return path
+
+
+def test_a_plan_against_the_live_state_shows_the_settings_changed_since_those_recorded(repo, tmp_path):
+    project = Path(repo.working_tree_dir or "")
+    live = recorded_snapshot(project, tmp_path / "live.json", repo.head.commit.hexsha)
+    unchanged = schemaflow("--project", str(project), "plan", "--against", str(live))
+    assert unchanged.code == 0, unchanged.said
+    (project / "schemaflow.yaml").write_text(EXAMPLE_SETTINGS.replace("local[2]", "yarn") + f"after_apply: [{HOOK!r}]\n")
+    changed = schemaflow("--project", str(project), "plan", "--against", str(live))
+    assert changed.code == 2
+    lines = changed.out.splitlines()
+    assert lines[0] == "2 steps on 2 settings, 0 destructive, 2 hazardous."
+    assert '     spark.master: "local[2]" -> "yarn"' in lines  # the old value, from the recorded commit
+    assert any(line.startswith("     hazard: changes the Spark master apply runs on") for line in lines)
+
+
+def test_settings_recorded_from_a_commit_this_repository_lacks_are_all_shown_and_it_is_said(repo, tmp_path):
+    project = Path(repo.working_tree_dir or "")
+    (project / "schemaflow.yaml").write_text(EXAMPLE_SETTINGS.replace('"4"', '"8"'))
+    live = recorded_snapshot(project, tmp_path / "live.json", "0" * 40)
+    (project / "schemaflow.yaml").write_text(EXAMPLE_SETTINGS)
+    changed = schemaflow("--project", str(project), "plan", "--against", str(live))
+    assert changed.code == 2
+    assert ("warning: the settings last applied here (from commit 0000000000000000000000000000000000000000) cannot "
+            "be read from this repository as they were: each setting is shown against what that commit holds, or "
+            "as new") in changed.out
+    assert "~ 1. set databases in schemaflow.yaml" in changed.out

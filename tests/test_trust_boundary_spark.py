@@ -74,3 +74,39 @@ def test_an_approved_hook_runs_after_apply_without_the_jobs_secrets(tmp_path, me
     environment = (project / "hook-env.txt").read_text()
     assert f"SCHEMAFLOW_CHANGED={db}.t\n" in environment and "PATH=" in environment
     assert "fake-secret-of-the-job" not in environment and APPROVAL_VARIABLE not in environment
+
+
+@pytest.mark.spark
+def test_plan_against_the_metastore_shows_the_settings_changed_since_the_last_apply(tmp_path, metastore, fresh_db,
+                                                                                   monkeypatch):
+    import json
+
+    from schemaflow.model import SETTINGS_KEY
+    from schemaflow.plan.settings_changes import settings_digest
+
+    db = fresh_db()
+    project = tmp_path / "repo"
+    repo = init_repo(project)
+    (project / "schemas" / db).mkdir(parents=True)
+    (project / "schemas" / db / "t.yaml").write_text(f"table: {db}.t\ncolumns: [{{name: a, type: int}}]\n")
+    (project / "schemaflow.yaml").write_text(f"databases: [{db}]\ninvalidation: strict\n")
+    applied_from = commit(repo, "main")
+    monkeypatch.chdir(project)
+    first = schemaflow("plan")  # nothing recorded here yet: nothing to compare the settings with
+    assert first.code == 2 and first.out.splitlines()[0] == "1 step on 1 object, 0 destructive.", first.out
+    assert schemaflow("apply", "--auto-approve").code == 0  # ... and its last step records them
+    record = json.loads(metastore.database(db).properties[SETTINGS_KEY])  # read back from the metastore
+    assert record == {"commit": applied_from, "digest": settings_digest(load_project(project, env={}).settings.declared)}
+    assert schemaflow("plan").out.startswith("No changes")
+
+    (project / "schemaflow.yaml").write_text(f"databases: [{db}]\ninvalidation: cascade\n"
+                                             "after_apply: ['echo refreshed']\n")
+    commit(repo, "a hook, and cascade")
+    changed = schemaflow("plan")
+    assert changed.code == 2
+    assert changed.out.splitlines()[0] == "2 steps on 2 settings, 0 destructive, 1 hazardous."
+    assert "~ 1. set after_apply in schemaflow.yaml" in changed.out
+    assert '     invalidation: "strict" -> "cascade"' in changed.out  # the old value, from git at the recorded commit
+    [hook] = load_project(project, env={}).settings.code
+    assert schemaflow("--approve-code", hook.id, "apply", "--auto-approve").code == 0
+    assert schemaflow("plan").out.startswith("No changes")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from schemaflow.model import APPLIED_COMMIT_KEY, DROPPED_PREFIX
+from schemaflow.model import APPLIED_COMMIT_KEY, DROPPED_PREFIX, SETTINGS_KEY
 from schemaflow.plan.plan import Plan
 from schemaflow.plan.steps import SETTINGS_STEP, VIEW_PARTITIONS, SetColumns, SetDatabaseParameters, SetParameters, Step
 
@@ -27,6 +27,8 @@ def _comparable(step: Step) -> tuple[Any, ...]:
         elif isinstance(action, SetColumns):
             action = SetColumns(action.object, action.columns, action.partition_columns, action.cascade)
         elif isinstance(action, SetDatabaseParameters):
+            if set(action.properties) == {SETTINGS_KEY}:
+                continue  # the record of the settings applied: they are checked by their digest
             action = SetDatabaseParameters(action.database, {k: _without_commit(v) if k.startswith(DROPPED_PREFIX) else v
                                                              for k, v in action.properties.items()})
         actions.append(action)

@@ -3,13 +3,16 @@
 What ``apply`` does depends on ``schemaflow.yaml`` as much as on the schemas: its hooks, Spark's
 settings, the metastore and warehouse, the databases and their attributes, what it leaves alone, the
 invalidation mode, the targets. A pull request that changes them changes the apply, so the plan
-between two git refs shows each changed setting as a step of its own, old -> new, before the changes
+between two git refs shows each changed setting as a step of its own, old -> new, after the changes
 to objects. A setting that runs code (``code_settings``) carries a hazard that says so and names the
-id by which the operator approves it; one that says where apply connects carries one too.
+id by which the operator approves it; one that moves where apply connects carries one too.
 
-Nothing runs for such a step: settings take effect by being the ones apply reads. So the plan also
-records a digest of the settings it was made with, and ``apply --reviewed`` refuses to run with
-other settings than the reviewed ones.
+Settings take effect by being the ones apply reads: their steps run nothing but, after the rest of
+the plan, a record on each managed database of the settings applied (``schemaflow.settings``: their
+digest and commit). So ``plan`` against the metastore shows the settings changed since the last
+complete apply, as ``plan --base`` shows those a pull request changes, old values read from git at
+the recorded commit. The plan also records the digest of the settings it was made with, and
+``apply --reviewed`` refuses to run with other settings than the reviewed ones.
 """
 from __future__ import annotations
 
@@ -19,8 +22,9 @@ from dataclasses import replace
 from typing import Any, Mapping
 
 from schemaflow.code_settings import HOOKS, SPARK_CONF, CodeSetting, spark_code_reason
+from schemaflow.model import SETTINGS_KEY, Catalog
 from schemaflow.plan.plan import Plan
-from schemaflow.plan.steps import SETTINGS_STEP, SETTINGS_TYPE, Step
+from schemaflow.plan.steps import SETTINGS_STEP, SETTINGS_TYPE, SetDatabaseParameters, Step
 
 SETTINGS_FILE = "schemaflow.yaml"  # the object of a settings step
 
@@ -37,9 +41,48 @@ def settings_digest(declared: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def settings_record(declared: Mapping[str, Any], commit: str | None) -> str:
+    """What each managed database records of the settings applied: their digest, and the commit they came from."""
+    return json.dumps({"commit": commit, "digest": settings_digest(declared)}, sort_keys=True)
+
+
 def with_settings(plan: Plan, before: Mapping[str, Any], after: Mapping[str, Any]) -> Plan:
-    """``plan`` made with the settings ``after``, with a step first for each setting that differs from ``before``."""
-    return replace(plan, steps=settings_steps(before, after) + plan.steps, settings=settings_digest(after))
+    """``plan`` made with the settings ``after``, with a step last for each setting that differs from ``before``;
+    the last of them records ``after`` as applied on each of the plan's databases."""
+    steps = settings_steps(before, after)
+    if steps:
+        steps = steps[:-1] + (replace(steps[-1], actions=_record(plan, after)),)
+    return replace(plan, steps=plan.steps + steps, settings=settings_digest(after))
+
+
+def recording(plan: Plan, declared: Mapping[str, Any]) -> Plan:
+    """``plan`` with its last step recording ``declared`` as the settings applied, after its own actions
+    (nothing for an empty plan): bookkeeping, as a stamp is."""
+    if not plan.steps:
+        return plan
+    last = plan.steps[-1]
+    return replace(plan, steps=plan.steps[:-1] + (replace(last, actions=last.actions + _record(plan, declared)),))
+
+
+def _record(plan: Plan, declared: Mapping[str, Any]) -> tuple[SetDatabaseParameters, ...]:
+    record = settings_record(declared, plan.commit)
+    return tuple(SetDatabaseParameters(database, {SETTINGS_KEY: record}) for database in plan.databases)
+
+
+def recorded(live: Catalog, databases: tuple[str, ...]) -> tuple[str | None, str | None]:
+    """The digest and commit of the settings last applied, as the first of ``databases`` that records them
+    says (a database the plan adds has none yet); None, None where none does."""
+    for database in sorted(databases):
+        details = live.database_details.get(database)
+        record = details.properties.get(SETTINGS_KEY) if details else None
+        if record is None:
+            continue
+        try:
+            data = json.loads(record)
+            return str(data["digest"]), data.get("commit")
+        except (ValueError, KeyError, TypeError):  # not schemaflow's: as if none were recorded there
+            continue
+    return None, None
 
 
 def settings_steps(before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple[Step, ...]:
@@ -75,7 +118,7 @@ def _hazards(path: tuple[str, ...], old: Any, new: Any) -> tuple[str, ...]:
     hazards = [f"runs code in the apply job: {setting.describe()}; apply refuses it until the operator approves "
                f"id {setting.id} (SCHEMAFLOW_APPROVED_CODE or --approve-code)" for setting in code]
     for tail, what in _CONNECTIONS.items():
-        if path[-len(tail):] == tail:
+        if path[-len(tail):] == tail and old is not _MISSING:  # moved, not set where there was none
             hazards.append(f"changes {what} (the operator's SCHEMAFLOW_* variables, where set, still win)")
     return tuple(hazards)
 
