@@ -222,30 +222,26 @@ def review_live(project: Project, live: Live, *, allow_destructive: bool = False
 
 
 def _with_applied_settings(plan: Plan, project: Project, live: Catalog) -> Plan:
-    """``plan`` with a step for each setting changed since the settings recorded on the live databases
-    (``plan.settings_changes``), their old values read from git at the commit recorded with them.
-    Where none are recorded yet (a new warehouse, or one adopted), there is nothing to compare with:
-    the plan records them with its last step, and shows them from then on."""
+    """``plan`` with a step for each setting changed since the settings the live databases record as
+    last applied (``plan.settings_changes``). Where none are recorded yet (a new warehouse, or one
+    adopted), there is nothing to compare with: the plan records them with its last step, and shows
+    them from then on."""
     declared = project.settings.declared
-    digest, commit = recorded(live, plan.databases)
-    if digest == settings_digest(declared):
+    digest = settings_digest(declared)
+    last = recorded(live, plan.databases)
+    if last is not None and last.digest == digest:
         return replace(plan, settings=digest)
-    if digest is None:  # none recorded here yet: the next apply that changes anything records them
-        return replace(recording(plan, declared), settings=settings_digest(declared))
-    before: dict[str, Any] = {}
+    if last is None:
+        return replace(recording(plan, declared), settings=digest)
     warning: tuple[str, ...] = ()
-    if digest is not None:
-        from schemaflow.gitsource import settings_at
+    if last.settings is None:
+        warning = (f"the settings last applied here (from commit {last.commit or 'unknown'}) are not recorded in full: "
+                   "each setting is shown as new",)
+    changed = with_settings(plan, last.settings or {}, declared)
+    if len(changed.steps) == len(plan.steps):  # nothing to show against what is known: recorded all the same
+        changed = replace(recording(plan, declared), settings=digest)
+    return replace(changed, warnings=plan.warnings + warning)
 
-        at = (commit or "").removesuffix("+dirty")
-        try:
-            before = settings_at(project.root, at) if at else {}
-        except SchemaflowError:  # not a repository, or not this commit: the old values are unknown
-            at = ""
-        if not at or settings_digest(before) != digest:
-            warning = (f"the settings last applied here (from commit {commit or 'unknown'}) cannot be read from this "
-                       "repository as they were: each setting is shown against what that commit holds, or as new",)
-    return replace(with_settings(plan, before, declared), warnings=plan.warnings + warning)
 
 def _unapproved_code(project: Project) -> tuple[str, ...]:
     """A warning for each setting that runs code which the operator has not approved: apply would refuse."""

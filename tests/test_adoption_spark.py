@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from schemaflow.model import SETTINGS_KEY
+from schemaflow.plan.settings_changes import settings_digest
 from tests.inprocess import schemaflow
 
 pytestmark = pytest.mark.spark
@@ -153,18 +155,22 @@ def test_a_database_is_created_and_kept_as_declared(tmp_path, spark, metastore, 
     plan_and_apply(project, metastore)
 
     stored = metastore.database(db)
-    assert (stored.comment, stored.location, stored.properties) == (
+    assert (stored.comment, stored.location, _declared_part(stored.properties)) == (
         "Orders", f"file:{location}", {"team": "sales", "tier": "1"})
+    assert _recorded_digest(stored.properties) == settings_digest(project.settings.declared)
     assert spark.sql(f"DESCRIBE TABLE EXTENDED {db}.t").where("col_name = 'Location'").first()[1].startswith(
         f"file:{location}")
     assert plan(project, metastore).is_empty
 
     spark.sql(f"ALTER DATABASE {db} SET DBPROPERTIES ('added' = 'by hand')")  # not declared: left alone
     changed = write_project(tmp_path, {"schemaflow.yaml": settings.replace("tier: '1'", "tier: '2'"), **table})
-    [step] = plan(changed, metastore).steps
+    [step, setting] = plan(changed, metastore).steps
     assert step.summary == f"properties of database {db}: tier: '1' -> '2'"
+    assert setting.values == (f"databases.{db}.properties.tier: \"1\" -> \"2\"",)  # the same, as schemaflow.yaml's
     plan_and_apply(changed, metastore)
-    assert metastore.database(db).properties == {"added": "by hand", "team": "sales", "tier": "2"}
+    stored = metastore.database(db)
+    assert _declared_part(stored.properties) == {"added": "by hand", "team": "sales", "tier": "2"}
+    assert _recorded_digest(stored.properties) == settings_digest(changed.settings.declared)
     assert plan(changed, metastore).is_empty
 
     recommented = write_project(tmp_path, {"schemaflow.yaml": settings.replace("tier: '1'", "tier: '2'").replace(
@@ -185,3 +191,13 @@ def test_a_starter_project_from_init_applies_and_then_plans_to_nothing(tmp_path,
     assert [c.getName() for c in events.getPartitionKeys()] == ["ds"]
     again = schemaflow("--project", project, "plan")
     assert again.code == 0 and again.out.startswith("No changes"), again.said
+
+
+def _declared_part(properties: dict[str, str]) -> dict[str, str]:
+    """A database's properties but the record of the settings applied (``schemaflow.settings``, ``.1``, ...),
+    which schemaflow keeps there."""
+    return {key: value for key, value in properties.items() if not key.startswith(SETTINGS_KEY)}
+
+
+def _recorded_digest(properties: dict[str, str]) -> str:
+    return json.loads(properties[SETTINGS_KEY])["digest"]

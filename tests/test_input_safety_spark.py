@@ -195,14 +195,15 @@ def test_after_an_apply_the_hooks_are_told_and_a_failing_one_does_not_hide_the_a
     approved = [f"--approve-code={hook.id}" for hook in load_project(tmp_path, env={}).settings.code]  # the operator
     ran = schemaflow("--project", str(tmp_path), *approved, "apply", "--auto-approve")
     assert ran.code == 1  # a hook failed ...
-    assert ran.out.endswith("Applied 1 steps.\n")  # ... after the apply said what it did
+    # ... after the apply said what it did: the column, and the hooks' setting (a step since the first apply)
+    assert ran.out.endswith("[2/2] set after_apply in schemaflow.yaml ... done (0.0s)\n\nApplied 2 steps.\n")
     assert ran.err.splitlines()[-2:] == [
         'error: after_apply hook `echo engine down >&2; exit 4` failed (exit 4): engine down',
-        f"The apply itself succeeded: all 1 step applied. Run the failed 1 hook again by hand, with "
+        f"The apply itself succeeded: all 2 steps applied. Run the failed 1 hook again by hand, with "
         f"SCHEMAFLOW_CHANGED='{db}.t'."]
     assert (tmp_path / "told.txt").read_text() == f"{db}.t"
     assert spark.table(f"{db}.t").schema["a"].dataType.simpleString() == "bigint"
-    assert plan(project, metastore).is_empty
+    assert plan(load_project(tmp_path, env={}), metastore).is_empty  # the hooks as applied
 
 
 def test_a_step_that_fails_at_its_first_write_leaves_no_claim_on_its_object(tmp_path, metastore, spark, fresh_db):

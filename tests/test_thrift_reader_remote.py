@@ -160,10 +160,12 @@ def test_plan_with_nothing_to_do_starts_no_jvm_and_says_what_the_jvm_reader_says
     assert again.stderr == f"Reading {metastore_server} ...\n"
     # What Spark's client reads plans the same: a client setting of the user's makes schemaflow use it.
     (project / "schemaflow.yaml").write_text("spark: {conf: {spark.hadoop.hive.metastore.client.socket.timeout: '600'}}\n")
+    assert schemaflow(project, "apply", "--auto-approve", env=env).returncode == 0  # the settings, recorded
     tuned = schemaflow(project, "plan", env=env)
     assert (tuned.returncode, tuned.stdout) == (0, again.stdout)
     assert "Starting Spark" in tuned.stderr and "Reading" not in tuned.stderr
     (project / "schemaflow.yaml").unlink()
+    assert schemaflow(project, "apply", "--auto-approve", env=env).returncode == 0  # no settings, recorded
 
     (project / "schemas" / "direct_db" / "t.yaml").write_text(
         "table: direct_db.t\ncolumns: [{name: id, type: bigint, comment: Key}, {name: n, type: int}]\n"

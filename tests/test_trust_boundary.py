@@ -339,8 +339,9 @@ def test_the_operators_metastore_variable_is_checked_and_not_repeated(tmp_path, 
     assert load_project(tmp_path, env={"SCHEMAFLOW_METASTORE_URI": "thrift://a.example:9083,thrift://b:9083"})
 
 
-def recorded_snapshot(project: Path, path: Path, commit: str | None) -> Path:
-    """A snapshot of the project applied, each database recording the settings as they are now, from ``commit``."""
+def recorded_snapshot(project: Path, path: Path, commit: str | None, in_full: bool = True) -> Path:
+    """A snapshot of the project applied, each database recording the settings as they are now, from ``commit``
+    (only their digest unless ``in_full``)."""
     from dataclasses import replace as replaced
 
     from schemaflow.catalog.snapshot import write_snapshot
@@ -350,14 +351,18 @@ def recorded_snapshot(project: Path, path: Path, commit: str | None) -> Path:
 
     loaded = load_project(project, env={})
     live = applied_state(desired_state(loaded))
-    record = {SETTINGS_KEY: settings_record(loaded.settings.declared, commit)}
+    record = settings_record(loaded.settings.declared, commit)
+    if not in_full:
+        record = {SETTINGS_KEY: record[SETTINGS_KEY]}
     write_snapshot(replaced(live, database_details={d: Database(d, properties=record) for d in live.databases}), path)
     return path
 
 
-def test_a_plan_against_the_live_state_shows_the_settings_changed_since_those_recorded(repo, tmp_path):
-    project = Path(repo.working_tree_dir or "")
-    live = recorded_snapshot(project, tmp_path / "live.json", repo.head.commit.hexsha)
+def test_a_plan_against_the_live_state_shows_the_settings_changed_since_those_recorded(tmp_path):
+    project = tmp_path / "project"  # no git: the old values come from the metastore's record
+    shutil.copytree(ROOT / "schemas", project / "schemas")
+    (project / "schemaflow.yaml").write_text(EXAMPLE_SETTINGS + "after_apply: ['echo ${applied_at}']\n")
+    live = recorded_snapshot(project, tmp_path / "live.json", None)
     unchanged = schemaflow("--project", str(project), "plan", "--against", str(live))
     assert unchanged.code == 0, unchanged.said
     (project / "schemaflow.yaml").write_text(EXAMPLE_SETTINGS.replace("local[2]", "yarn") + f"after_apply: [{HOOK!r}]\n")
@@ -365,18 +370,35 @@ def test_a_plan_against_the_live_state_shows_the_settings_changed_since_those_re
     assert changed.code == 2
     lines = changed.out.splitlines()
     assert lines[0] == "2 steps on 2 settings, 0 destructive, 2 hazardous."
-    assert '     spark.master: "local[2]" -> "yarn"' in lines  # the old value, from the recorded commit
+    assert '     after_apply: ["echo ${applied_at}"] -> ["touch pwned; env > stolen.txt"]' in lines
+    assert '     spark.master: "local[2]" -> "yarn"' in lines
     assert any(line.startswith("     hazard: changes the Spark master apply runs on") for line in lines)
 
 
-def test_settings_recorded_from_a_commit_this_repository_lacks_are_all_shown_and_it_is_said(repo, tmp_path):
-    project = Path(repo.working_tree_dir or "")
+def test_settings_recorded_by_their_digest_alone_are_all_shown_and_it_is_said(tmp_path):
+    project = tmp_path / "project"
+    shutil.copytree(ROOT / "schemas", project / "schemas")
     (project / "schemaflow.yaml").write_text(EXAMPLE_SETTINGS.replace('"4"', '"8"'))
-    live = recorded_snapshot(project, tmp_path / "live.json", "0" * 40)
+    live = recorded_snapshot(project, tmp_path / "live.json", "0" * 40, in_full=False)
     (project / "schemaflow.yaml").write_text(EXAMPLE_SETTINGS)
     changed = schemaflow("--project", str(project), "plan", "--against", str(live))
     assert changed.code == 2
-    assert ("warning: the settings last applied here (from commit 0000000000000000000000000000000000000000) cannot "
-            "be read from this repository as they were: each setting is shown against what that commit holds, or "
-            "as new") in changed.out
+    assert ("warning: the settings last applied here (from commit 0000000000000000000000000000000000000000) are not "
+            "recorded in full: each setting is shown as new") in changed.out
     assert "~ 1. set databases in schemaflow.yaml" in changed.out
+
+
+def test_the_record_of_long_settings_is_split_to_fit_the_metastore():
+    from schemaflow.model import SETTINGS_KEY, Catalog, Database
+    from schemaflow.plan.settings_changes import recorded, settings_record
+
+    declared = {"after_apply": [f"echo {'x' * 1000} {i} ${{applied_at}}" for i in range(20)]}
+    record = settings_record(declared, "abc")
+    assert len(record) == 1 + 6 and all(len(value) <= 4000 for value in record.values())
+    assert not any("${" in value for value in record.values())  # apply fills ${applied_at} in schemaflow's keys
+    live = Catalog(("a", "b"), database_details={"b": Database("b", properties=record)})
+    found = recorded(live, ("a", "b"))
+    assert found is not None and found.settings == declared and found.commit == "abc"
+    torn = {**record, f"{SETTINGS_KEY}.3": record[f"{SETTINGS_KEY}.4"]}
+    found = recorded(Catalog(("b",), database_details={"b": Database("b", properties=torn)}), ("b",))
+    assert found is not None and found.settings is None

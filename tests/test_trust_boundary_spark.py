@@ -96,7 +96,8 @@ def test_plan_against_the_metastore_shows_the_settings_changed_since_the_last_ap
     assert first.code == 2 and first.out.splitlines()[0] == "1 step on 1 object, 0 destructive.", first.out
     assert schemaflow("apply", "--auto-approve").code == 0  # ... and its last step records them
     record = json.loads(metastore.database(db).properties[SETTINGS_KEY])  # read back from the metastore
-    assert record == {"commit": applied_from, "digest": settings_digest(load_project(project, env={}).settings.declared)}
+    assert record == {"commit": applied_from, "digest": settings_digest(load_project(project, env={}).settings.declared),
+                      "parts": 1}
     assert schemaflow("plan").out.startswith("No changes")
 
     (project / "schemaflow.yaml").write_text(f"databases: [{db}]\ninvalidation: cascade\n"

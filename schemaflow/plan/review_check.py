@@ -27,7 +27,7 @@ def _comparable(step: Step) -> tuple[Any, ...]:
         elif isinstance(action, SetColumns):
             action = SetColumns(action.object, action.columns, action.partition_columns, action.cascade)
         elif isinstance(action, SetDatabaseParameters):
-            if set(action.properties) == {SETTINGS_KEY}:
+            if SETTINGS_KEY in action.properties:
                 continue  # the record of the settings applied: they are checked by their digest
             action = SetDatabaseParameters(action.database, {k: _without_commit(v) if k.startswith(DROPPED_PREFIX) else v
                                                              for k, v in action.properties.items()})

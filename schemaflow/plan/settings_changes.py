@@ -9,16 +9,18 @@ id by which the operator approves it; one that moves where apply connects carrie
 
 Settings take effect by being the ones apply reads: their steps run nothing but, after the rest of
 the plan, a record on each managed database of the settings applied (``schemaflow.settings``: their
-digest and commit). So ``plan`` against the metastore shows the settings changed since the last
-complete apply, as ``plan --base`` shows those a pull request changes, old values read from git at
-the recorded commit. The plan also records the digest of the settings it was made with, and
-``apply --reviewed`` refuses to run with other settings than the reviewed ones.
+digest and commit, and the settings themselves in ``schemaflow.settings.1``, ``.2``, ..., each within
+the 4,000 characters of the metastore's ``DATABASE_PARAMS.PARAM_VALUE``). So ``plan`` against the
+metastore shows the settings changed since the last complete apply, old -> new, as ``plan --base``
+shows those a pull request changes, with no need for the git history of the commit that applied
+them (CI clones one or two commits deep). The plan also records the digest of the settings it was
+made with, and ``apply --reviewed`` refuses to run with other settings than the reviewed ones.
 """
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 from schemaflow.code_settings import HOOKS, SPARK_CONF, CodeSetting, spark_code_reason
@@ -29,6 +31,7 @@ from schemaflow.plan.steps import SETTINGS_STEP, SETTINGS_TYPE, SetDatabaseParam
 SETTINGS_FILE = "schemaflow.yaml"  # the object of a settings step
 
 _MISSING = object()
+_PART = 3_900  # characters of the settings' JSON a database parameter holds (DATABASE_PARAMS.PARAM_VALUE: 4,000)
 # Settings that say where apply reads and writes.
 _CONNECTIONS = {("metastore", "uri"): "the metastore apply reads and writes",
                 ("warehouse_dir",): "where new databases and tables store their data",
@@ -41,9 +44,16 @@ def settings_digest(declared: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def settings_record(declared: Mapping[str, Any], commit: str | None) -> str:
-    """What each managed database records of the settings applied: their digest, and the commit they came from."""
-    return json.dumps({"commit": commit, "digest": settings_digest(declared)}, sort_keys=True)
+def settings_record(declared: Mapping[str, Any], commit: str | None) -> dict[str, str]:
+    """The database parameters that record the settings applied: their digest and commit, and the settings
+    as JSON in parts that each fit the metastore's column."""
+    # ASCII, so a character is a byte and a UTF-16 unit; "$" escaped, so that no user text reads as
+    # schemaflow's own ${applied_at}, which apply fills in its parameters.
+    text = json.dumps(declared, sort_keys=True, default=str).replace("$", "\\u0024")
+    parts = [text[i:i + _PART] for i in range(0, len(text), _PART)]
+    record = {SETTINGS_KEY: json.dumps({"commit": commit, "digest": settings_digest(declared), "parts": len(parts)},
+                                       sort_keys=True)}
+    return record | {f"{SETTINGS_KEY}.{number}": part for number, part in enumerate(parts, 1)}
 
 
 def with_settings(plan: Plan, before: Mapping[str, Any], after: Mapping[str, Any]) -> Plan:
@@ -66,23 +76,37 @@ def recording(plan: Plan, declared: Mapping[str, Any]) -> Plan:
 
 def _record(plan: Plan, declared: Mapping[str, Any]) -> tuple[SetDatabaseParameters, ...]:
     record = settings_record(declared, plan.commit)
-    return tuple(SetDatabaseParameters(database, {SETTINGS_KEY: record}) for database in plan.databases)
+    return tuple(SetDatabaseParameters(database, record) for database in plan.databases)
 
 
-def recorded(live: Catalog, databases: tuple[str, ...]) -> tuple[str | None, str | None]:
-    """The digest and commit of the settings last applied, as the first of ``databases`` that records them
-    says (a database the plan adds has none yet); None, None where none does."""
+@dataclass(frozen=True)
+class Recorded:
+    """The settings last applied, as a managed database records them (``settings``: None if unreadable)."""
+
+    digest: str
+    commit: str | None
+    settings: Mapping[str, Any] | None
+
+
+def recorded(live: Catalog, databases: tuple[str, ...]) -> Recorded | None:
+    """The settings last applied, as the first of ``databases`` that records them says (a database the
+    plan adds has none yet); None where none does."""
     for database in sorted(databases):
         details = live.database_details.get(database)
-        record = details.properties.get(SETTINGS_KEY) if details else None
-        if record is None:
+        parameters = details.properties if details else {}
+        try:
+            head = json.loads(parameters[SETTINGS_KEY])
+            digest, commit, count = str(head["digest"]), head.get("commit"), int(head.get("parts", 0))
+        except (KeyError, ValueError, TypeError):  # none, or not schemaflow's: as if none were recorded there
             continue
         try:
-            data = json.loads(record)
-            return str(data["digest"]), data.get("commit")
-        except (ValueError, KeyError, TypeError):  # not schemaflow's: as if none were recorded there
-            continue
-    return None, None
+            settings = json.loads("".join(parameters[f"{SETTINGS_KEY}.{n}"] for n in range(1, count + 1)))
+        except (KeyError, ValueError):
+            settings = None
+        if settings is not None and settings_digest(settings) != digest:
+            settings = None  # parts of another record
+        return Recorded(digest, commit, settings)
+    return None
 
 
 def settings_steps(before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple[Step, ...]:
