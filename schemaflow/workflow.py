@@ -26,7 +26,7 @@ from schemaflow.gitsource import commit_of
 from schemaflow.model import Catalog, Object, Source, Table, View, fingerprint
 from schemaflow.plan.invalidation import COMPENSATION
 from schemaflow.plan.plan import Plan, build_plan
-from schemaflow.plan.settings_changes import recorded, recording, settings_digest, with_settings
+from schemaflow.plan.settings_changes import applied_part, recorded, recording, settings_digest, with_settings
 from schemaflow.plan.steps import VIEW_DEFINITIONS, VIEW_PARTITIONS
 from schemaflow.project import Project, Settings, no_target_chosen
 from schemaflow.scope import Scope
@@ -226,20 +226,20 @@ def _with_applied_settings(plan: Plan, project: Project, live: Catalog) -> Plan:
     last applied (``plan.settings_changes``). Where none are recorded yet (a new warehouse, or one
     adopted), there is nothing to compare with: the plan records them with its last step, and shows
     them from then on."""
-    declared = project.settings.declared
-    digest = settings_digest(declared)
+    plan = replace(plan, settings=settings_digest(project.settings.declared))
+    applied = applied_part(project.settings.declared)
     last = recorded(live, plan.databases)
-    if last is not None and last.digest == digest:
-        return replace(plan, settings=digest)
+    if last is not None and last.digest == settings_digest(applied):
+        return plan
     if last is None:
-        return replace(recording(plan, declared), settings=digest)
+        return recording(plan, applied)
     warning: tuple[str, ...] = ()
     if last.settings is None:
         warning = (f"the settings last applied here (from commit {last.commit or 'unknown'}) are not recorded in full: "
                    "each setting is shown as new",)
-    changed = with_settings(plan, last.settings or {}, declared)
+    changed = with_settings(plan, last.settings or {}, applied)
     if len(changed.steps) == len(plan.steps):  # nothing to show against what is known: recorded all the same
-        changed = replace(recording(plan, declared), settings=digest)
+        changed = recording(plan, applied)
     return replace(changed, warnings=plan.warnings + warning)
 
 
@@ -344,8 +344,8 @@ def review_refs(project: Project, base: str, head: str | None = None, *, allow_d
     counts = partition_counter(uri) if uri and uri.startswith("thrift://") else None
     plan = build_plan(desired, before, allow_destructive=allow_destructive, commit=commit_of(project.root, head),
                       count_partitions=counts, basis="git", invalidation=project.settings.invalidation)
-    plan = with_settings(replace(plan, warnings=left_alone + plan.warnings, against=base),
-                         settings_at(project.root, base), settings)
+    plan = with_settings(replace(plan, warnings=left_alone + plan.warnings, against=base,
+                                 settings=settings_digest(settings)), settings_at(project.root, base), settings)
     return Review(plan, head=head or "the working tree", counts_from=uri if counts else None,
                   reads=_reads(before, desired))
 

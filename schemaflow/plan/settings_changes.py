@@ -8,7 +8,8 @@ to objects. A setting that runs code (``code_settings``) carries a hazard that s
 id by which the operator approves it; one that moves where apply connects carries one too.
 
 Settings take effect by being the ones apply reads: their steps run nothing but, after the rest of
-the plan, a record on each managed database of the settings applied (``schemaflow.settings``: their
+the plan, a record on each managed database of the settings applied (but those that say how to
+reach it, ``applied_part``) (``schemaflow.settings``: their
 digest and commit, and the settings themselves in ``schemaflow.settings.1``, ``.2``, ..., each within
 the 4,000 characters of the metastore's ``DATABASE_PARAMS.PARAM_VALUE``). So ``plan`` against the
 metastore shows the settings changed since the last complete apply, old -> new, as ``plan --base``
@@ -57,12 +58,30 @@ def settings_record(declared: Mapping[str, Any], commit: str | None) -> dict[str
 
 
 def with_settings(plan: Plan, before: Mapping[str, Any], after: Mapping[str, Any]) -> Plan:
-    """``plan`` made with the settings ``after``, with a step last for each setting that differs from ``before``;
-    the last of them records ``after`` as applied on each of the plan's databases."""
+    """``plan`` with a step last for each setting of ``after`` that differs from ``before``; the last of
+    them records ``after`` as applied on each of the plan's databases."""
     steps = settings_steps(before, after)
     if steps:
         steps = steps[:-1] + (replace(steps[-1], actions=_record(plan, after)),)
-    return replace(plan, steps=plan.steps + steps, settings=settings_digest(after))
+    return replace(plan, steps=plan.steps + steps)
+
+
+def applied_part(declared: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings a metastore records as applied: all but how this checkout reaches it (the metastore, the
+    warehouse, the master, the target's too), which differs from checkout to checkout and which the
+    environment overrides; between git refs, a change of those is shown, with a hazard."""
+    def kept(data: Mapping[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
+        result = {}
+        for key, value in data.items():
+            if any((path + (key,))[-len(tail):] == tail for tail in _CONNECTIONS):
+                continue
+            if isinstance(value, Mapping) and value:
+                value = kept(value, path + (key,))
+                if not value:  # it held only how to connect (metastore: {uri: ...})
+                    continue
+            result[key] = value
+        return result
+    return kept(declared, ())
 
 
 def recording(plan: Plan, declared: Mapping[str, Any]) -> Plan:
