@@ -20,9 +20,9 @@ from typing import Any, NoReturn, Sequence
 
 from schemaflow import __version__
 from schemaflow.apply.after import CHANGED_VARIABLE, cached_before, changed_objects, refresh, run_hooks
-from schemaflow.code_settings import APPROVAL_VARIABLE
 from schemaflow.apply.executor import apply_plan, check_runnable
 from schemaflow.catalog.class_archive import write_at_exit
+from schemaflow.code_settings import APPROVAL_VARIABLE
 from schemaflow.errors import SchemaflowError, SpecError
 from schemaflow.output_safety import GuardedStream
 from schemaflow.plan.plan import Plan
