@@ -373,6 +373,26 @@ def test_import_writes_schemas_that_plan_to_nothing(tmp_path, metastore, spark, 
     assert desired_state(loaded).get(f"{db}.daily").partitioned_on == ("ds",)
 
 
+def test_a_property_removed_after_import_is_removed_from_the_table(tmp_path, metastore, spark, fresh_db):
+    from schemaflow.workflow import import_database
+
+    db = fresh_db()
+    spark.sql(f"CREATE TABLE {db}.events (id BIGINT) STORED AS ORC TBLPROPERTIES ('retention'='30', 'tier'='gold')")
+    project = tmp_path / "adopted"
+    (project / "schemas").mkdir(parents=True)
+    (project / "schemaflow.yaml").write_text(f"databases: [{db}]\n")
+    loaded = load_project(project, env={})
+    import_database(loaded, Live(loaded, connected=metastore), db, loaded.schemas_dir)
+    events = project / "schemas" / db / "events.yaml"
+    assert "tier: gold" in events.read_text()
+    events.write_text(events.read_text().replace("tier: gold", ""))  # before schemaflow ever wrote the table
+
+    [step] = plan_and_apply(loaded, metastore).steps
+    assert step.kind == "set_properties" and any("unset tier" in action.describe() for action in step.actions)
+    assert metastore.read((db,)).get(f"{db}.events").properties == {"retention": "30"}  # read back
+    assert plan(loaded, metastore).is_empty
+
+
 def test_the_example_warehouse_imports_back_to_an_empty_plan(tmp_path, metastore, example_databases):
     from schemaflow.workflow import import_database
 

@@ -345,3 +345,20 @@ def test_a_fingerprint_kept_for_an_object_is_never_another_object_s() -> None:
     assert len(set(digests.values())) == 50
     assert digests == {n: fingerprint(Table("db", f"t{n}", (Column("id", "bigint"), Column(f"c{n}", "string"))))
                        for n in range(50)}
+
+
+def test_a_property_removed_from_the_file_is_unset_on_an_adopted_table_as_plan_base_plans_it():
+    from schemaflow.workflow import applied_state
+
+    base = catalog(table("retail.orders", "id:bigint", properties={"owner": "sales", "tier": "1"}))
+    head = catalog(table("retail.orders", "id:bigint", properties={"owner": "sales"}))
+    [imported] = base.objects.values()  # as import leaves it: the properties, no stamp, nothing managed yet
+    reviewed = build_plan(head, applied_state(base))     # plan --base: the base as an apply left it
+    adopted = build_plan(head, catalog(imported))         # plan against the metastore after import
+
+    def unset(plan: Plan) -> list[tuple[str, tuple[str, ...]]]:
+        return [(s.kind, a.unset) for s in plan.steps for a in s.actions if isinstance(a, SetParameters)]
+    assert unset(reviewed) == unset(adopted) == [("set_properties", ("tier",))]
+    # A table schemaflow has stamped keeps to the keys it recorded: others' properties stay.
+    stamped = replace(imported, version="v1", managed_keys=("owner",))
+    assert unset(build_plan(head, catalog(stamped))) == []

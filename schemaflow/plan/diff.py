@@ -206,10 +206,15 @@ def diff_view(want: View, have: View) -> list[Change]:
 
 
 def property_delta(want: Object, have: Object | None) -> tuple[dict[str, str], tuple[str, ...]]:
-    """Managed properties to set and to unset; keys schemaflow never managed are left alone."""
+    """Managed properties to set and to unset; keys schemaflow never managed are left alone.
+
+    An object schemaflow has not stamped yet (adopted, as after ``import``) is owned whole from its
+    first write: every property it has is managed (as ``import`` writes them all into its file), so one
+    removed from the file is unset, as ``plan --base`` plans it from the base's files.
+    """
     live = {} if have is None else have.properties
     to_set = {k: v for k, v in sorted(want.properties.items()) if live.get(k) != v}
-    managed_before = () if have is None else have.managed_keys
+    managed_before = () if have is None else have.managed_keys if have.version is not None else tuple(live)
     to_unset = tuple(sorted(k for k in managed_before if k not in want.properties and k in live))
     return to_set, to_unset
 
