@@ -161,3 +161,19 @@ def test_drift_sees_a_storage_setting_changed_outside_schemaflow(tmp_path, spark
     assert found.describe().startswith(f"{db}.delimited: storage changed since schemaflow applied it at ")
     [step] = [s for s in plan(project, metastore).steps if s.kind == "set_storage"]
     assert step.summary == f"change storage of {db}.delimited: SERDEPROPERTIES field.delim: ';' -> '|'"
+
+
+def test_a_delimiter_changed_on_a_table_spark_made_converges(tmp_path, spark, metastore, fresh_db):
+    """Spark writes a ROW FORMAT DELIMITED table's field delimiter as serialization.format too: it follows."""
+    db = fresh_db()
+    spark.sql(f"CREATE TABLE {db}.t (a INT, b STRING) ROW FORMAT DELIMITED FIELDS TERMINATED BY '|' STORED AS TEXTFILE")
+    table = metastore.msc.getTable(db, "t")
+    assert dict(table.getSd().getSerdeInfo().getParameters()) == {"field.delim": "|", "serialization.format": "|"}
+    columns = "columns: [{name: a, type: int}, {name: b, type: string}]\n"
+    project = write_project(tmp_path, {f"schemas/{db}/t.yaml": f"table: {db}.t\nformat: textfile\n"
+                                                               f"row_format: {{fields_terminated_by: ','}}\n{columns}"})
+    [step] = plan_and_apply(project, metastore).steps
+    assert "field.delim=','" in " ".join(action.describe() for action in step.actions)
+    table = metastore.msc.getTable(db, "t")  # read back
+    assert dict(table.getSd().getSerdeInfo().getParameters()) == {"field.delim": ",", "serialization.format": ","}
+    assert plan(project, metastore).is_empty

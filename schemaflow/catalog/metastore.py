@@ -39,7 +39,7 @@ from schemaflow.model import (
     split_key,
     state_digest,
 )
-from schemaflow.sql.storage import PATH_OPTION, SERIALIZATION_FORMAT
+from schemaflow.sql.storage import FIELD_DELIMITER, PATH_OPTION, SERIALIZATION_FORMAT
 
 BATCH_SIZE = 100
 
@@ -264,16 +264,21 @@ class Metastore:
         """Make ``serde_properties`` the table's SERDEPROPERTIES (a data source's OPTIONS) and, unless
         None, ``buckets`` its bucket count, in one guarded ``alter_table``; partitions keep theirs.
 
-        What the metastore keeps there for itself stays: ``serialization.format`` unless declared,
-        and a data-source table's ``path``. A bucket count Spark also records in its table
-        parameters is changed there too, so the two copies agree.
+        What the metastore keeps there for itself stays: a data-source table's ``path``, and, unless
+        declared, ``serialization.format``: Hive's '1', or, as Spark writes it for ``ROW FORMAT
+        DELIMITED``, the field delimiter, which then follows the declared one (left behind, it would
+        read as a setting of its own, and no later plan would find the table as declared). A bucket
+        count Spark also records in its table parameters is changed there too, so the two copies agree.
         """
         database, name = split_key(key)
         with self._errors(f"changing the storage of {key}"):
             table = self.retrying(lambda: self.msc.getTable(database, name))
             parameters = table.getSd().getSerdeInfo().getParameters()
+            derived = parameters.get(SERIALIZATION_FORMAT)
             for parameter in [k for k in parameters.keySet() if k not in (SERIALIZATION_FORMAT, PATH_OPTION)]:
                 parameters.remove(parameter)
+            if derived not in (None, "1") and SERIALIZATION_FORMAT not in serde_properties:
+                parameters.put(SERIALIZATION_FORMAT, serde_properties.get(FIELD_DELIMITER, "1"))
             for parameter, value in sorted(serde_properties.items()):
                 parameters.put(parameter, value)
             if buckets is not None:

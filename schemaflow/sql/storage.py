@@ -55,8 +55,9 @@ KNOWN_SERDES = frozenset({
 # ``row_format:`` in a table file -> the LazySimpleSerDe property it sets (Hive's own spelling,
 # ``colelction.delim`` included). Spark 4 drops NULL DEFINED AS from ROW FORMAT DELIMITED, so
 # schemaflow writes these as SERDEPROPERTIES, which it keeps.
+FIELD_DELIMITER = "field.delim"
 ROW_FORMAT = {
-    "fields_terminated_by": "field.delim",
+    "fields_terminated_by": FIELD_DELIMITER,
     "collection_items_terminated_by": "colelction.delim",
     "map_keys_terminated_by": "mapkey.delim",
     "lines_terminated_by": "line.delim",
@@ -95,7 +96,7 @@ def serde_properties(parameters: Mapping[str, str], data_source: bool = False) -
     """
     kept = {}
     for key, value in sorted(parameters.items()):
-        if key == SERIALIZATION_FORMAT and value in ("1", parameters.get("field.delim")):
+        if key == SERIALIZATION_FORMAT and value in ("1", parameters.get(FIELD_DELIMITER)):
             continue
         if data_source and key == PATH_OPTION:
             continue
