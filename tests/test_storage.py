@@ -236,3 +236,23 @@ def test_a_metastore_without_the_type_rule_takes_any_type_change():
     assert refused.blocked and "hive.metastore.disallow.incompatible.col.type.changes" in refused.blocked
     [taken] = build_plan(desired, current, type_rule=False).steps
     assert taken.kind == "alter_columns" and not taken.blocked
+
+
+REGEX_SERDE = "serde: org.apache.hadoop.hive.serde2.RegexSerDe\nformat: textfile\n"
+
+
+@pytest.mark.parametrize("regex, problem", [
+    ("'(\\\\d+) .*'", "t.yaml:4:33: input.regex has 1 capturing group and the table 2 data columns: RegexSerDe reads "
+                      "a row only when they match, so every read of the table would fail; give each column a group "
+                      "(and make other groups non-capturing, (?:...))"),
+    ("'(\\\\d+) (?:x)(\\\\w+) (\\\\S+)'", "t.yaml:4:33: input.regex has 3 capturing groups and the table 2 data columns"),
+])
+def test_a_regex_serde_needs_a_capturing_group_per_column(tmp_path: Path, regex: str, problem: str) -> None:
+    _, problems = read(tmp_path, REGEX_SERDE + f"serde_properties: {{input.regex: {regex}}}\n" + COLUMNS)
+    assert len(problems) == 1 and problems[0].startswith(problem)
+
+
+def test_a_regex_with_a_group_per_column_is_a_table_whatever_its_other_groups(tmp_path: Path) -> None:
+    regex = "'(?<id>\\\\d+) (?:[(]x\\\\))?(\\\\w+)(?=$)'"
+    table, problems = read(tmp_path, REGEX_SERDE + f"serde_properties: {{input.regex: {regex}}}\n" + COLUMNS)
+    assert problems == [] and table is not None and table.serde_properties["input.regex"].startswith("(?<id>")

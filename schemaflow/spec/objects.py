@@ -23,9 +23,10 @@ from schemaflow.errors import Problem
 from schemaflow.model import SCHEMAFLOW_PREFIX, Bucketing, Column, Source, Table, View, ViewPartitions, partition_name
 from schemaflow.spec.schema import check_shape
 from schemaflow.spec.yamlpos import Document, NodePath
-from schemaflow.sql.storage import (CUSTOM, LAZY_SIMPLE_SERDE, MAX_BUCKETS, PATH_OPTION, ROW_FORMAT, default_serde,
-                                    format_name, serde_properties)
+from schemaflow.sql.storage import (CUSTOM, LAZY_SIMPLE_SERDE, MAX_BUCKETS, PATH_OPTION, REGEX_PROPERTY, REGEX_SERDES,
+                                    ROW_FORMAT, default_serde, format_name, java_capturing_groups, serde_properties)
 from schemaflow.sql.types import InvalidType, canonical_type, check_avro, is_primitive
+from schemaflow.wording import plural
 
 
 @dataclass(frozen=True)
@@ -228,6 +229,7 @@ def _table(doc: Document, data: dict[str, Any], problems: list[Problem]) -> Tabl
     if "location" in data:
         _LOCATION.check(data["location"], doc.at("location"), problems)
     storage = _storage(doc, data, problems)
+    _regex_problems(doc, storage, len(columns), problems)
     names = {c.name for c in columns}
     return Table(
         database=database,
@@ -297,6 +299,20 @@ def _storage(doc: Document, data: dict[str, Any], problems: list[Problem]) -> di
         output_format=data.get("output_format") if format_ == CUSTOM else None,
         serde_properties=serde_properties(properties),
     )
+
+
+def _regex_problems(doc: Document, storage: dict[str, Any], columns: int, problems: list[Problem]) -> None:
+    """A RegexSerDe table reads a row only when its regex has a capturing group per data column (else every
+    read fails: "Number of matching groups doesn't match the number of columns")."""
+    regex = storage["serde_properties"].get(REGEX_PROPERTY)
+    if storage.get("serde") not in REGEX_SERDES or regex is None:
+        return
+    groups = java_capturing_groups(regex)
+    if groups != columns:
+        problems.append(Problem(doc.at("serde_properties", REGEX_PROPERTY), (
+            f"{REGEX_PROPERTY} has {plural(groups, 'capturing group')} and the table {plural(columns, 'data column')}: "
+            "RegexSerDe reads a row only when they match, so every read of the table would fail; give each "
+            "column a group (and make other groups non-capturing, (?:...))")))
 
 
 def _settings(doc: Document, data: dict[str, Any], field: str, problems: list[Problem]) -> dict[str, str]:

@@ -75,6 +75,35 @@ NO_ADD_COLUMNS = frozenset({"text"})
 MAX_BUCKETS = 100_000  # spark.sql.sources.bucketing.maxBuckets's default
 
 
+# Hive's RegexSerDe (and contrib's): a row reads only when ``input.regex`` has a capturing group per column.
+REGEX_SERDES = frozenset({"org.apache.hadoop.hive.serde2.RegexSerDe", "org.apache.hadoop.hive.contrib.serde2.RegexSerDe"})
+REGEX_PROPERTY = "input.regex"
+
+
+def java_capturing_groups(regex: str) -> int:
+    """How many capturing groups a ``java.util.regex`` pattern has (``Matcher.groupCount()``): each ``(``
+    that is not escaped, not in a character class, and not ``(?``, but for a named group ``(?<name>``."""
+    count, i, depth = 0, 0, 0  # depth: of character classes, which Java nests ([a-z&&[^e]])
+    while i < len(regex):
+        char = regex[i]
+        if regex.startswith("\\Q", i):  # quoted up to \E
+            end = regex.find("\\E", i + 2)
+            i = len(regex) if end < 0 else end + 2
+            continue
+        if char == "\\":
+            i += 2
+            continue
+        if char == "[":
+            depth += 1
+        elif char == "]" and depth:
+            depth -= 1
+        elif char == "(" and not depth:
+            named = regex.startswith("(?<", i) and i + 3 < len(regex) and regex[i + 3].isalpha()
+            count += not regex.startswith("(?", i) or named
+        i += 1
+    return count
+
+
 def format_name(input_format: str | None, output_format: str | None) -> str:
     """The named format whose classes these are, or ``CUSTOM``."""
     for name, (read, write, _) in HIVE_FORMATS.items():
