@@ -256,3 +256,18 @@ def test_a_regex_with_a_group_per_column_is_a_table_whatever_its_other_groups(tm
     regex = "'(?<id>\\\\d+) (?:[(]x\\\\))?(\\\\w+)(?=$)'"
     table, problems = read(tmp_path, REGEX_SERDE + f"serde_properties: {{input.regex: {regex}}}\n" + COLUMNS)
     assert problems == [] and table is not None and table.serde_properties["input.regex"].startswith("(?<id>")
+
+
+def test_only_a_setting_that_changes_how_rows_read_warns_that_they_may_come_apart() -> None:
+    from schemaflow.plan.changes import SetStorage
+
+    def hazards(old: dict[str, str], new: dict[str, str], buckets: int | None = None) -> tuple[str, ...]:
+        return SetStorage("shop.t", old, new, 4, buckets or 4, data_source=True, partitioned=False).to_step().hazards
+
+    assert hazards({"mergeSchema": "false"}, {"mergeSchema": "true", "compression": "zstd"}) == ()
+    [apart] = hazards({"sep": ","}, {"sep": ";"})
+    assert "their rows may come apart or read NULL" in apart
+    [pruned] = hazards({}, {}, buckets=8)
+    assert pruned == ("existing files were bucketed into 4, and Spark reads them as 8: a filter on the bucket columns "
+                      "prunes by the new count and returns fewer rows or none, and bucketed joins pair the wrong files; "
+                      "rewrite the data (INSERT OVERWRITE) before it is read")

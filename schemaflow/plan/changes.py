@@ -245,6 +245,15 @@ class SetColumnComments:
                                  for c, old in zip(self.columns, self.old)))
 
 
+# Settings that say how files are written or how their schema is merged, not how a row is read from
+# them: changing one leaves existing rows readable as they were (Spark's and Hive's names, lower case).
+ROW_NEUTRAL_SETTINGS = frozenset({
+    "compression", "codec", "mergeschema", "parquet.compression", "parquet.block.size", "parquet.page.size",
+    "parquet.enable.dictionary", "orc.compress", "orc.compress.size", "orc.stripe.size", "orc.row.index.stride",
+    "orc.bloom.filter.columns", "orc.bloom.filter.fpp", "avro.output.codec",
+})
+
+
 @dataclass(frozen=True)
 class SetStorage:
     """A table's SERDEPROPERTIES (a data source's OPTIONS) and bucket count, changed in place.
@@ -277,12 +286,14 @@ class SetStorage:
             notes.append("existing partitions keep their own storage settings (their files were written with "
                          "them); new partitions take the table's")
             existing = "files written to the table's own location"
-        if self.old != self.new:
+        if any(key.lower() not in ROW_NEUTRAL_SETTINGS for key in self.old.keys() ^ self.new.keys()
+               | {key for key in self.old.keys() & self.new.keys() if self.old[key] != self.new[key]}):
             hazards.append(f"{existing} were written with the old {what}; read with the new ones, their rows may "
                            "come apart or read NULL: rewrite them (INSERT OVERWRITE) if they differ")
         if self.buckets != self.old_buckets:
-            hazards.append(f"{existing} were bucketed into {self.old_buckets}; readers that rely on bucketing "
-                           f"(bucketed joins) would take them as {self.buckets}: rewrite them before relying on it")
+            hazards.append(f"{existing} were bucketed into {self.old_buckets}, and Spark reads them as {self.buckets}: "
+                           "a filter on the bucket columns prunes by the new count and returns fewer rows or none, and "
+                           "bucketed joins pair the wrong files; rewrite the data (INSERT OVERWRITE) before it is read")
         return Step("set_storage", self.key, "table", f"change storage of {self.key}: {'; '.join(parts)}",
                     (SetStorageAction(self.key, dict(sorted(self.new.items())), self.buckets),),
                     notes=tuple(notes), hazards=tuple(hazards))
