@@ -124,7 +124,7 @@ def test_restrict_leaves_partitions_alone_and_warns():
     restrict = Migration("0005_restrict", "", RENAME.changes + (PartitionsMode("retail.orders", "restrict"),))
     [step] = plan_for(DESIRED, LIVE, restrict).steps
     assert step.actions[0].cascade is False
-    assert step.hazards[-1] == ("restrict: 1200 partition(s) keep their old column list; Spark reads them through "
+    assert step.hazards[-1] == ("restrict: 1200 partitions keep their old column list; Spark reads them through "
                                 "the table's columns, Hive reads each with its own list (old names and types)")
 
 

@@ -13,7 +13,7 @@ from typing import Mapping
 
 from schemaflow.model import MIGRATION_PREFIX, SCHEMAFLOW_PREFIX, Column, Database, PartitionValues, Table, View
 from schemaflow.plan.evolution import SAME, Evolution
-from schemaflow.plan.hazards import column_hazards, restrict_hazard
+from schemaflow.plan.hazards import column_hazards, keep, restrict_hazard
 from schemaflow.plan.steps import (CREATE_TABLE, CREATE_VIEW, DROP_TABLE, DROP_VIEW, VIEW_PARTITIONS, Action,
                                    AddDatabase, ChangeViewPartitions, KeepViewPartitions, PartitionView, SetColumns,
                                    SetDatabaseParameters, SetParameters, SetStorageAction, SqlAction, Step,
@@ -138,10 +138,9 @@ class AddColumns:
         notes: tuple[str, ...] = ()
         if self.partitioned:
             # Hive's prefix rule: an append-only change never needs the partitions rewritten.
-            count = ("an unknown number of existing partitions" if self.partition_count is None
-                     else plural(self.partition_count, "partition"))
-            notes = (f"table only: {count} keep their old column list "
-                     "(safe: appended columns read as NULL there)",)
+            count = ("an unknown number of existing partitions keep" if self.partition_count is None
+                     else keep(self.partition_count))
+            notes = (f"table only: {count} their old column list (safe: appended columns read as NULL there)",)
         return Step("add_columns", self.key, "table", f"add {plural(len(self.columns), 'column')} to {self.key}: {names}",
                     (SqlAction(ddl.add_columns(self.key, self.columns)),), notes=notes)
 

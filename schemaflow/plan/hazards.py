@@ -18,6 +18,7 @@ by writing rows, changing the columns and reading them back):
 from __future__ import annotations
 
 from schemaflow.plan.evolution import Evolution
+from schemaflow.wording import plural
 
 BY_NAME = frozenset({"parquet", "orc", "avro"})
 BY_POSITION = frozenset({"textfile", "sequencefile", "rcfile"})
@@ -67,6 +68,11 @@ def column_hazards(evolution: Evolution, format: str) -> tuple[str, ...]:
 
 
 def restrict_hazard(partition_count: int | None) -> str:
-    count = "existing partitions" if partition_count is None else f"{partition_count} partition(s)"
-    return (f"restrict: {count} keep their old column list; Spark reads them through the table's columns, "
+    count = "existing partitions keep" if partition_count is None else keep(partition_count)
+    return (f"restrict: {count} their old column list; Spark reads them through the table's columns, "
             "Hive reads each with its own list (old names and types)")
+
+
+def keep(partitions: int) -> str:
+    """``1 partition keeps``, ``30 partitions keep``: the count and the verb that agrees with it."""
+    return f"{plural(partitions, 'partition')} {'keeps' if partitions == 1 else 'keep'}"
