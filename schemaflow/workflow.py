@@ -449,8 +449,13 @@ def load_plan(path: Path) -> Plan:
         raise SchemaflowError(f"{path}: not a schemaflow plan ({error}); write one with schemaflow plan --out")
     try:
         return Plan.from_data(data)
-    except (ValueError, KeyError, TypeError, AttributeError) as error:
-        raise SchemaflowError(f"{path}: refused, {error}; make a new one with schemaflow plan --out") from None
+    except ValueError as error:  # its own sentence: an edited file, or another format
+        reason = str(error)
+    except KeyError as error:
+        reason = f"it has no {error.args[0]!r} field"
+    except (TypeError, AttributeError):
+        reason = "a field holds another kind of value than schemaflow writes there"
+    raise SchemaflowError(f"{path}: refused, {reason}; make a new one with schemaflow plan --out")
 
 
 def check_saved(plan: Plan, path: Path, project: Project, live: Live) -> None:

@@ -415,3 +415,21 @@ def test_what_a_metastore_records_as_applied_leaves_out_how_each_checkout_reache
                                                            "database_names": {"retail": "prod_retail"}}}}
     assert applied_part(declared) == {"spark": {"conf": {"k": "v"}}, "after_apply": ["x"],
                                       "targets": {"prod": {"database_names": {"retail": "prod_retail"}}}}
+
+
+@pytest.mark.parametrize("edit, said", [
+    (lambda data: data.pop("steps"), "it has no 'steps' field"),
+    (lambda data: data.update(steps=[None]), "a field holds another kind of value than schemaflow writes there"),
+])
+def test_a_malformed_plan_file_is_refused_in_a_sentence(tmp_path, edit, said):
+    import json
+
+    from schemaflow.plan.plan import Plan, _checksum
+
+    data = Plan(steps=(), databases=("retail",)).to_data()
+    del data["checksum"]
+    edit(data)
+    (tmp_path / "plan.json").write_text(json.dumps({**data, "checksum": _checksum(data)}))
+    ran = schemaflow("show", str(tmp_path / "plan.json"))
+    assert (ran.code, ran.err) == (1, f"error: {tmp_path / 'plan.json'}: refused, {said}; make a new one with "
+                                      "schemaflow plan --out\n")
