@@ -53,7 +53,8 @@ _LAZY = "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe"
 
 
 @pytest.mark.parametrize("table, text", [
-    (Table("raw", "csv_in", _COLUMNS, (Column("ds", "string"),), format="csv", data_source=True,
+    # CSV holds no array (Spark refuses to create the table): the primitive columns.
+    (Table("raw", "csv_in", _COLUMNS[:2], (Column("ds", "string"),), format="csv", data_source=True,
            serde_properties={"header": "true", "sep": "|"}, bucketing=Bucketing(("id",), 4, ("name",))),
      "using: csv\noptions: {header: 'true', sep: '|'}\n"),
     (Table("raw", "delimited", _COLUMNS, format="textfile", serde_properties={

@@ -271,3 +271,31 @@ def test_only_a_setting_that_changes_how_rows_read_warns_that_they_may_come_apar
     assert pruned == ("existing files were bucketed into 4, and Spark reads them as 8: a filter on the bucket columns "
                       "prunes by the new count and returns fewer rows or none, and bucketed joins pair the wrong files; "
                       "rewrite the data (INSERT OVERWRITE) before it is read")
+
+
+AVRO_CLASSES = ("input_format: org.apache.hadoop.hive.ql.io.avro.AvroContainerInputFormat\n"
+                "output_format: org.apache.hadoop.hive.ql.io.avro.AvroContainerOutputFormat\n")
+
+
+@pytest.mark.parametrize("storage, column, problem", [
+    ("using: text\n", "{name: d, type: 'decimal(1,0)'}", "Spark's text data source holds one string column a row, "
+                                                         "not decimal(1,0)"),
+    ("using: csv\n", "{name: tags, type: 'array<string>'}", "Spark's csv data source holds no array"),
+    ("using: csv\n", "{name: m, type: 'map<string,int>'}", "Spark's csv data source holds no map"),
+    (AVRO_CLASSES, "{name: s, type: smallint}", "avro stores smallint as int"),  # avro by its classes
+    ("format: textfile\nserde: org.apache.hadoop.hive.serde2.avro.AvroSerDe\n", "{name: s, type: smallint}",
+     "avro stores smallint as int"),                                             # and by its SerDe
+])
+def test_a_type_the_tables_files_cannot_hold_is_refused_however_the_storage_is_written(tmp_path, storage, column,
+                                                                                       problem):
+    _, problems = read(tmp_path, storage + f"columns:\n  - {column}\n")
+    assert len(problems) == 1 and problem in problems[0], problems
+
+
+def test_what_csv_and_text_hold_is_accepted(tmp_path):
+    table, problems = read(tmp_path, "using: csv\ncolumns: [{name: b, type: binary}, {name: d, type: 'decimal(1,0)'}]\n"
+                                     "partitioned_by: [{name: ds, type: date}]\n")
+    assert problems == [] and table is not None
+    table, problems = read(tmp_path, "using: text\ncolumns: [{name: line, type: string}]\n"
+                                     "partitioned_by: [{name: n, type: int}]\n")
+    assert problems == [] and table is not None

@@ -429,7 +429,7 @@ def _columns(doc: Document, data: dict[str, Any], field: str, problems: list[Pro
     for i, column in enumerate(data.get(field, ())):
         path: NodePath = (field, i)
         name = _column_name(doc, path, column, name_limit, problems)
-        type_ = _column_type(doc.at(*path, "type"), column["type"], partition, data.get("format"), problems)
+        type_ = _column_type(doc.at(*path, "type"), column["type"], partition, _stored_as(data), problems)
         comment = _comment(doc, column, path, comment_limit, problems)
         columns.append(Column(name, type_, comment, source=doc.at(*path)))
     return tuple(columns)
@@ -440,15 +440,34 @@ def _column_name(doc: Document, path: NodePath, column: dict[str, Any], limit: L
     return column["name"].lower()
 
 
-def _column_type(where: Source, declared: str, partition: bool, format_: str | None, problems: list[Problem]) -> str:
-    """The canonical type of a table column, if Spark can create it and the table can store it as declared."""
+def _stored_as(data: dict[str, Any]) -> str | None:
+    """What decides which types a table's files can hold: ``avro`` (by name, by its classes or by its SerDe),
+    ``using:text`` or ``using:csv``; None for the rest."""
+    if data.get("using") in ("text", "csv"):
+        return f"using:{data['using']}"
+    classes = format_name(data.get("input_format"), data.get("output_format"))
+    if "avro" in (data.get("format"), classes) or data.get("serde") == default_serde("avro"):
+        return "avro"
+    return None
+
+
+def _column_type(where: Source, declared: str, partition: bool, stored_as: str | None,
+                 problems: list[Problem]) -> str:
+    """The canonical type of a table column, if Spark can create it and the table can store it as declared
+    (``stored_as``: see ``_stored_as``; partition values are kept in the metastore, not in the files)."""
     try:
         type_ = canonical_type(declared)
         if partition and not is_primitive(type_):
             raise InvalidType(f"a partition column holds one value, not {type_}: each partition is named by its "
                               "values; declare a primitive type, such as string, or make it a data column")
-        if format_ == "avro" and not partition:  # partition values are kept in the metastore, not in avro
+        if stored_as == "avro" and not partition:
             check_avro(type_)
+        if stored_as == "using:text" and not partition and type_ != "string":
+            raise InvalidType(f"Spark's text data source holds one string column a row, not {type_}: declare "
+                              "string, or use another data source")
+        if stored_as == "using:csv" and not partition and not is_primitive(type_):
+            raise InvalidType(f"Spark's csv data source holds no {type_.split('<')[0]}: declare a primitive type "
+                              "(string, for the text of it), or use json")
     except InvalidType as error:
         problems.append(Problem(where, str(error)))
         return declared
