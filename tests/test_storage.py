@@ -47,7 +47,8 @@ def test_a_data_source_table_is_never_confused_with_a_hive_one(tmp_path: Path) -
     assert hive is not None and not hive.data_source
     assert diff_table(table, hive) == [Unsupported(
         "raw.t", "table", "changing storage (format 'STORED AS parquet' -> 'USING parquet')",
-        "drop it and re-create it (--allow-destructive), or create a new table and copy the data")]
+        "re-create it (remove its file and apply with --allow-destructive, which drops it and its data, then add the "
+        "file back), or create a new table and copy the data")]
 
 
 def test_classes_of_a_named_format_are_that_format(tmp_path: Path) -> None:

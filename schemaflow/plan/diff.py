@@ -21,7 +21,10 @@ from schemaflow.sql.storage import NO_ADD_COLUMNS
 from schemaflow.sql.ddl import view_text
 from schemaflow.sql.views import normalize_sql
 
-_RECREATE = "drop it and re-create it (--allow-destructive), or create a new table and copy the data"
+# --allow-destructive does not unblock such a change: it allows the drop of an object no file declares.
+_RECREATE_FROM_FILES = ("re-create it (remove its file and apply with --allow-destructive, which drops it and its "
+                        "data, then add the file back)")
+_RECREATE = _RECREATE_FROM_FILES + ", or create a new table and copy the data"
 
 
 def diff(desired: Catalog, live: Catalog, type_rule: bool = True) -> list[Change]:
@@ -152,7 +155,7 @@ def _data_source_columns(want: Table, have: Table, evolution: Evolution) -> list
     if refused:
         way_out = (f"Spark cannot change it in place on a data-source table (USING {want.format}): create a table "
                    "with the new columns, copy the rows (INSERT INTO new SELECT ... FROM old) and swap the names; "
-                   "or drop the table and re-create it (--allow-destructive)")
+                   "or " + _RECREATE_FROM_FILES)
         return [Unsupported(key, "table", "; ".join(refused), way_out)]
     changes: list[Change] = []
     commented = [(o, n) for o, n in zip(old, new) if o.comment != n.comment]
