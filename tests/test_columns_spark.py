@@ -88,6 +88,25 @@ def test_cascade_every_partition_follows_each_step(spark, metastore, cascade_tab
     assert plan(metastore, replace(t, columns=steps[-1][0])).is_empty
 
 
+def test_a_partition_key_comment_changes_the_table_alone_and_keeps_what_restrict_left(spark, metastore,
+                                                                                       cascade_table):
+    """Partitions keep no keys: a key's comment cascades nothing (it once undid a restrict change, so that
+    Hive read the old partitions with the new types)."""
+    t = cascade_table
+    want = replace(t, columns=cols("key:string", "value2:string"))
+    evolve(metastore, want, migration(1, RenameColumn(t.key, "value", "value2"), PartitionsMode(t.key, "restrict")))
+    old = ["key:string", "value:string"]
+    assert partition_columns(metastore, t) == {"2008-04-08": old, "2008-04-09": old}
+
+    commented = replace(want, partition_columns=(Column("ds", "string", "Load date"),))
+    [step] = evolve(metastore, commented, migration(1, RenameColumn(t.key, "value", "value2"),
+                                                    PartitionsMode(t.key, "restrict"))).steps
+    assert not any(getattr(action, "cascade", False) for action in step.actions)
+    keys = metastore.msc.getTable(t.database, t.name).getPartitionKeys()
+    assert [(k.getName(), k.getComment()) for k in keys] == [("ds", "Load date")]  # read back
+    assert partition_columns(metastore, t) == {"2008-04-08": old, "2008-04-09": old}  # as restrict left them
+
+
 def test_restrict_changes_the_table_only_and_later_partitions_carry_the_new_list(spark, metastore, cascade_table):
     t = cascade_table
     want = replace(t, columns=cols("key:string", "value2:string", "c1:int"))

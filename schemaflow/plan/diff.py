@@ -176,8 +176,11 @@ def _hive_columns(want: Table, have: Table, evolution: Evolution) -> list[Change
     if evolution.kind == APPEND and not keys_commented and evolution.mode != "cascade":
         changes.append(AddColumns(key, want.columns[len(have.columns):], partitioned=partitioned))
     elif evolution.kind != SAME or keys_commented or evolution.mode == "cascade":
+        # A partition key's comment is the table's alone (partitions keep no keys): it cascades nothing,
+        # and a cascade would undo the column lists an earlier restrict change left on purpose.
+        follows = evolution.kind != SAME or evolution.mode == "cascade"
         changes.append(AlterColumns(key, evolution, want.partition_columns, want.format,
-                                    cascade=partitioned and evolution.mode != "restrict"))
+                                    cascade=partitioned and follows and evolution.mode != "restrict"))
     return changes
 
 
