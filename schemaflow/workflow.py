@@ -25,6 +25,7 @@ from schemaflow.catalog.thrift_reader import partition_counter
 from schemaflow.gitsource import commit_of
 from schemaflow.model import Catalog, Object, Source, Table, View, fingerprint
 from schemaflow.plan.invalidation import COMPENSATION
+from schemaflow.sql.ddl import view_text
 from schemaflow.plan.plan import Plan, build_plan
 from schemaflow.plan.settings_changes import applied_part, recorded, recording, settings_digest, with_settings
 from schemaflow.plan.steps import VIEW_DEFINITIONS, VIEW_PARTITIONS
@@ -84,8 +85,9 @@ def applied_state(desired: Catalog) -> Catalog:
     """
     def applied(obj: Object) -> Object:
         changed: dict[str, Any] = {"managed_keys": tuple(sorted(obj.properties)), "version": fingerprint(obj)}
-        if isinstance(obj, View):  # created through Spark 4 SQL, which stores this mode by default
-            changed["schema_mode"] = COMPENSATION
+        if isinstance(obj, View):  # created through Spark 4 SQL, which stores this mode by default,
+            changed["schema_mode"] = COMPENSATION  # with the text apply stores (its tables qualified)
+            changed["sql"] = view_text(obj)
         if isinstance(obj, Table):  # its migrations were applied (or were moot when it was created)
             changed["migrations"] = {m.id: json.dumps({"checksum": m.checksum}) for m in desired.migrations
                                      if m.changes_for(obj.key)}

@@ -414,3 +414,14 @@ def test_the_answers_of_git_cat_file_are_read_however_the_pipe_splits_them():
     os.close(writing)
     assert list(_batch_answers(reading, ids)) == [(ids[0], b"first")]
     os.close(reading)
+
+
+def test_a_view_diff_between_refs_shows_only_what_changed_under_the_base_s_name(repo):
+    view = project_dir(repo) / "schemas/retail/open_orders.yaml"
+    view.write_text("view: retail.open_orders\nsql: |\n  SELECT order_id\n  FROM orders\n  WHERE amount > 0\n")
+    commit(repo, "a view that names its table unqualified")
+    edit(view, "amount > 0", "amount > 10")
+    [step] = [s for s in plan_refs(repo, "main").steps if s.object == "retail.open_orders"]
+    # Both sides as apply stores them (tables qualified): no false line, and the old side is the base's.
+    assert step.sql_diff == ("--- base", "+++ schemas", "@@ -1,3 +1,3 @@", " SELECT order_id", " FROM `retail`.orders",
+                             "-WHERE amount > 0", "+WHERE amount > 10")

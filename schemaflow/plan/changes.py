@@ -328,12 +328,13 @@ class ReplaceView(_OfView):
     # because what it reads changed.
     deliberate: bool = False
     old_sql: str | None = None  # the live view's SQL, when the declared SQL differs from it
+    old_label: str = "live"     # what the old SQL is, in the diff's header: live, the snapshot's, the base's
     destructive = False
 
     def to_step(self) -> Step:
         diff = () if self.old_sql is None else tuple(difflib.unified_diff(
-            self.old_sql.strip().splitlines(), ddl.view_text(self.view).strip().splitlines(), "live", "schemas",
-            lineterm=""))
+            self.old_sql.strip().splitlines(), ddl.view_text(self.view).strip().splitlines(), self.old_label,
+            "schemas", lineterm=""))
         return Step("replace_view", self.key, "view", f"re-create view {self.key}: {'; '.join(self.reasons)}",
                     _view_actions(self.view, replace=True), sql_diff=diff)
 

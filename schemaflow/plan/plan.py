@@ -34,6 +34,8 @@ ABSENT = "absent"  # the fingerprint of an object that does not exist yet
 DESTRUCTIVE_BLOCK = "destructive: run with --allow-destructive to allow it"
 
 PartitionCounter = Callable[[str], "int | None"]
+# What a view's old SQL is, by what the plan was made against: the header of its diff says so.
+_OLD_LABELS = {"metastore": "live", "snapshot": "snapshot", "git": "base"}
 BREAKING = (AlterColumns, DropTable, DropView, ReplaceView)  # the changes that can break the views over them
 
 
@@ -134,7 +136,8 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
     # Several parts of the plan ask about one table; each metastore count is made once.
     count_partitions, stale_partitions = _once(count_partitions), _once(stale_partitions)
     live = deps.with_live_reads(live)
-    changes = diff(desired, live, type_rule)
+    changes = [replace(c, old_label=_OLD_LABELS[basis]) if isinstance(c, ReplaceView) else c
+               for c in diff(desired, live, type_rule)]
     changes = _recompiled(changes, desired, recompile)
     outcome = resolve(changes, desired, live, invalidation)
     changes = outcome.changes + _resumed(desired, live, outcome.changes, stale_partitions)
