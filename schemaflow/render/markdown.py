@@ -18,6 +18,7 @@ from typing import Mapping
 from schemaflow.plan.plan import Plan
 from schemaflow.plan.steps import CREATES, DROPS, SETTINGS_TYPE, Step
 from schemaflow.render.review import Review
+from schemaflow.render.shown import statement_lines
 from schemaflow.render.summary import markers, summary
 from schemaflow.wording import plural
 
@@ -126,10 +127,11 @@ def _state(steps: list[Step]) -> str:
 
 
 def _statements(plan: Plan) -> list[str]:
+    """What each step runs, as the text plan shows it: a re-created view's SQL as a diff, bookkeeping left out."""
     sql = []
     for number, step in enumerate(plan.steps, 1):
         sql.append(f"-- {number}. {step.summary}")
-        sql += [action.describe() for action in step.actions]
+        sql += statement_lines(step)
     # A fence longer than any run of backticks in the statements, which quote names with them.
     fence = "`" * max([3] + [len(run) + 1 for run in re.findall(r"`+", "\n".join(sql))])
     return ["", f"<details><summary>Statements ({plural(len(plan.steps), 'step')})</summary>", "",

@@ -12,13 +12,10 @@ Text from the plan is shown with every character that could steer the terminal e
 """
 from __future__ import annotations
 
-from dataclasses import replace
-
-from schemaflow.model import SCHEMAFLOW_PREFIX
 from schemaflow.output_safety import terminal_text as safe
 from schemaflow.plan.plan import Plan
-from schemaflow.plan.steps import Action, SetColumns, SetDatabaseParameters, SetParameters
 from schemaflow.render.review import Review
+from schemaflow.render.shown import statement_lines
 from schemaflow.render.summary import change_counts, markers, step_marker, summary
 
 _COLORS = {"+": "32", "~": "33", "-": "31", "!": "31;1", "hazard": "33", "blocked": "31;1"}
@@ -40,15 +37,10 @@ def render(review: Review, color: bool = False, verbose: bool = False) -> str:
         lines += [pad + paint(f"hazard: {safe(hazard)}", "hazard") for hazard in step.hazards]
         lines += [f"{pad}note: {safe(note)}" for note in step.notes]
         lines += [pad + safe(value) for value in step.values]
-        if step.sql_diff and not verbose:  # what changes in the SQL, not the whole new statement
-            for line in map(safe, step.sql_diff):
-                role = None if line.startswith(("---", "+++")) else _DIFF_ROLES.get(line[:1])
-                lines.append(pad + "  " + (paint(line, role) if role else line))
-            continue
-        for action in step.actions:
-            shown = action if verbose else _without_bookkeeping(action)
-            if shown is not None:
-                lines += [pad + "  " + line for line in safe(shown.describe()).splitlines()]
+        diff = bool(step.sql_diff) and not verbose  # what changes in the SQL, not the whole new statement
+        for line in map(safe, statement_lines(step, verbose)):
+            role = _DIFF_ROLES.get(line[:1]) if diff and not line.startswith(("---", "+++")) else None
+            lines.append(pad + "  " + (paint(line, role) if role else line))
     if not plan.is_empty:
         lines += ["", closing_line(plan)]
     return "\n".join(lines) + "\n"
@@ -63,20 +55,6 @@ def closing_line(plan: Plan) -> str:
     if plan.blocked:
         line += f", {len(plan.blocked)} blocked"
     return line + "."
-
-
-def _without_bookkeeping(action: Action) -> Action | None:
-    """``action`` without the ``schemaflow.*`` parameters it writes; None when that is all it writes."""
-    if isinstance(action, SetParameters):
-        kept = {k: v for k, v in action.set.items() if not k.startswith(SCHEMAFLOW_PREFIX)}
-        unset = tuple(k for k in action.unset if not k.startswith(SCHEMAFLOW_PREFIX))
-        return replace(action, set=kept, unset=unset) if kept or unset else None
-    if isinstance(action, SetColumns):
-        return replace(action, parameters={})
-    if isinstance(action, SetDatabaseParameters):
-        kept = {k: v for k, v in action.properties.items() if not k.startswith(SCHEMAFLOW_PREFIX)}
-        return replace(action, properties=kept) if kept else None
-    return action
 
 
 def _painter(color: bool):

@@ -1,0 +1,35 @@
+"""What a reader is shown of a step's actions, in a terminal and in a pull-request comment alike.
+
+schemaflow's own bookkeeping (the ``schemaflow.*`` parameters each write stamps, the record of the
+settings applied) is left out unless asked for (``verbose``); a view whose SQL changes shows a unified
+diff of it, old against declared, rather than the whole new statement. The plan's JSON has everything.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from schemaflow.model import SCHEMAFLOW_PREFIX
+from schemaflow.plan.steps import Action, SetColumns, SetDatabaseParameters, SetParameters, Step
+
+
+def statement_lines(step: Step, verbose: bool = False) -> list[str]:
+    """The lines that show what ``step`` runs: its SQL diff, or each action's statement, bookkeeping left out."""
+    if step.sql_diff and not verbose:
+        return list(step.sql_diff)
+    # Split at newlines only: a CR or another separator in user text stays in its line, to be escaped.
+    return [line for action in step.actions for shown in [action if verbose else without_bookkeeping(action)]
+            if shown is not None for line in shown.describe().split("\n")]
+
+
+def without_bookkeeping(action: Action) -> Action | None:
+    """``action`` without the ``schemaflow.*`` parameters it writes; None when that is all it writes."""
+    if isinstance(action, SetParameters):
+        kept = {k: v for k, v in action.set.items() if not k.startswith(SCHEMAFLOW_PREFIX)}
+        unset = tuple(k for k in action.unset if not k.startswith(SCHEMAFLOW_PREFIX))
+        return replace(action, set=kept, unset=unset) if kept or unset else None
+    if isinstance(action, SetColumns):
+        return replace(action, parameters={})
+    if isinstance(action, SetDatabaseParameters):
+        kept = {k: v for k, v in action.properties.items() if not k.startswith(SCHEMAFLOW_PREFIX)}
+        return replace(action, properties=kept) if kept else None
+    return action
