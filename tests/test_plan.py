@@ -373,3 +373,14 @@ def test_the_partitions_an_append_leaves_alone_are_counted_in_words_that_agree(c
     [note] = AddColumns("retail.orders", (Column("coupon", "string"),), True, count).to_step().notes
     assert note == f"table only: {said} their old column list (safe: appended columns read as NULL there)"
     assert restrict_hazard(count).startswith(f"restrict: {said.replace('an unknown number of ', '')} their old")
+
+
+def test_a_blocked_change_does_not_hide_the_tables_other_changes_it_holds_them_waiting():
+    live = table("retail.orders", "id:bigint", comment="Orders", properties={"owner": "sales"})
+    want = replace(live, format="orc", comment="All orders", properties={"owner": "sales-eng"})
+    plan = build_plan(catalog(want), applied(catalog(live)))
+    assert [(s.kind, s.blocked is not None) for s in plan.steps] == [("unsupported", True), ("set_table_comment", True)]
+    comment = plan.steps[1]
+    assert comment.blocked == "waits on step 1, which cannot run as planned"
+    assert comment.summary == "comment on table retail.orders: 'Orders' -> 'All orders'"
+    assert comment.values == ("owner: 'sales' -> 'sales-eng'",)  # the stamp, with the property, waiting too

@@ -14,7 +14,7 @@ from typing import Mapping
 from schemaflow.model import MIGRATION_PREFIX, SCHEMAFLOW_PREFIX, Column, Database, PartitionValues, Table, View
 from schemaflow.plan.evolution import SAME, Evolution
 from schemaflow.plan.hazards import column_hazards, keep, restrict_hazard
-from schemaflow.plan.steps import (CREATE_TABLE, CREATE_VIEW, DROP_TABLE, DROP_VIEW, VIEW_PARTITIONS, Action,
+from schemaflow.plan.steps import (CREATE_TABLE, CREATE_VIEW, DROP_TABLE, DROP_VIEW, UNSUPPORTED, VIEW_PARTITIONS, Action,
                                    AddDatabase, ChangeViewPartitions, KeepViewPartitions, PartitionView, SetColumns,
                                    SetDatabaseParameters, SetParameters, SetStorageAction, SqlAction, Step,
                                    listed_partitions)
@@ -430,7 +430,7 @@ class Unsupported:
     reshapes = False
 
     def to_step(self) -> Step:
-        return Step("unsupported", self.key, self.object_type, f"{self.what} on {self.key}", (),
+        return Step(UNSUPPORTED, self.key, self.object_type, f"{self.what} on {self.key}", (),
                     blocked=f"{self.what} is not supported in place: {self.way_out}")
 
 

@@ -83,13 +83,15 @@ def create(obj: Object) -> Change:
 
 def diff_table(want: Table, have: Table, migrations: Sequence[Migration] = (), type_rule: bool = True) -> list[Change]:
     key = want.key
+    # What the table cannot take in place blocks it; its comment is still shown (the plan marks it waiting).
+    comment = [SetTableComment(key, have.comment, want.comment)] if want.comment != have.comment else []
     storage = _storage_changes(want, have)
     if storage:
-        return [Unsupported(key, "table", "changing storage (" + ", ".join(storage) + ")", _RECREATE)]
+        return [Unsupported(key, "table", "changing storage (" + ", ".join(storage) + ")", _RECREATE), *comment]
     if _shape(want.partition_columns) != _shape(have.partition_columns):
         return [Unsupported(key, "table", f"changing partition columns {_names(have.partition_columns)} -> "
                             f"{_names(want.partition_columns)}",
-                            "partition keys cannot change in place: " + _RECREATE)]
+                            "partition keys cannot change in place: " + _RECREATE), *comment]
     evolution = evolve(have, want, migrations, type_rule)
     if evolution.problems:
         return [Unsupported(key, "table", p.what, p.way_out) for p in evolution.problems]
@@ -99,9 +101,7 @@ def diff_table(want: Table, have: Table, migrations: Sequence[Migration] = (), t
         changes.append(settings)
     changes += (_data_source_columns(want, have, evolution) if want.data_source
                 else _hive_columns(want, have, evolution))
-    if want.comment != have.comment:
-        changes.append(SetTableComment(key, have.comment, want.comment))
-    return changes
+    return changes + comment
 
 
 def _storage_changes(want: Table, have: Table) -> list[str]:

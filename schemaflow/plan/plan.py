@@ -26,7 +26,7 @@ from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateTab
 from schemaflow.plan.diff import diff, property_delta
 from schemaflow.plan.evolution import Evolution
 from schemaflow.plan.invalidation import STRICT, resolve
-from schemaflow.plan.steps import APPLIED_AT, SETTINGS_STEP, VIEW_PARTITIONS, Step
+from schemaflow.plan.steps import APPLIED_AT, SETTINGS_STEP, UNSUPPORTED, VIEW_PARTITIONS, Step
 from schemaflow.plan.view_partitions import PartitionLister, partition_changes
 
 FORMAT_VERSION = 3
@@ -165,6 +165,7 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
                            + step.notes, destructive=previous.destructive or step.destructive,
                            blocked=previous.blocked or step.blocked)
         steps.append(step)
+    steps = _waiting(steps)
     warnings = outcome.warnings
     if check_partitions:
         warnings += _stale_elsewhere(desired, live, changes, count_partitions, stale_partitions)
@@ -179,6 +180,14 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
                 partition_counts={c.key: c.partition_count for c in changes if isinstance(c, AlterColumns)
                                   and c.cascade and c.partition_count is not None},
                 project=catalog_digest(desired))
+
+
+def _waiting(steps: list[Step]) -> list[Step]:
+    """Each step of an object that also has a change it cannot take in place, blocked as waiting on that one:
+    the reviewer sees everything the files change, and apply runs none of it."""
+    unsupported = {s.object: number for number, s in enumerate(steps, 1) if s.kind == UNSUPPORTED}
+    return [replace(s, blocked=f"waits on step {unsupported[s.object]}, which cannot run as planned")
+            if s.object in unsupported and not s.blocked else s for s in steps]
 
 
 def _once(counter: PartitionCounter | None) -> PartitionCounter | None:

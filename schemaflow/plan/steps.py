@@ -173,6 +173,7 @@ CREATE_TABLE, CREATE_VIEW, DROP_TABLE, DROP_VIEW = "create_table", "create_view"
 CREATES = frozenset({CREATE_TABLE, CREATE_VIEW})  # the kinds of the steps that bring an object into being
 DROPS = frozenset({DROP_TABLE, DROP_VIEW})        # and of those that remove one
 VIEW_DEFINITIONS = (CREATE_VIEW, "replace_view")  # the kinds of the steps that run a view's SQL
+UNSUPPORTED = "unsupported"  # the kind of a step that cannot run in place (always blocked)
 # A change to schemaflow.yaml (plan.settings_changes): reviewed like the rest, it runs nothing itself.
 SETTINGS_STEP, SETTINGS_TYPE = "change_settings", "settings"
 
