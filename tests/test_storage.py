@@ -5,6 +5,7 @@ does with a change to it: in place, or blocked with the way out.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -152,6 +153,9 @@ def test_settings_and_bucket_count_change_in_place_with_their_hazards() -> None:
     moved = diff_table(Table("raw", "t", (ID, LINE), (DS,), format="textfile", serde_properties={"field.delim": "|"},
                              bucketing=Bucketing(("line",), 4)), have)
     assert [type(c) for c in moved] == [Unsupported]
+    assert moved[0].what == "changing storage (bucketed by 'id' -> 'line')"  # words, not Python's tuples
+    sorted_ = replace(have, bucketing=Bucketing(("id",), 4, ("line",)))
+    assert diff_table(sorted_, have)[0].what == "changing storage (bucketed by 'id' -> 'id sorted by line')"
 
 
 def test_a_data_source_table_takes_appends_and_comments_and_refuses_the_rest() -> None:

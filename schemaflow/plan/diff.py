@@ -123,8 +123,12 @@ def _storage_changes(want: Table, have: Table) -> list[str]:
     return changed
 
 
-def _bucket_columns(table: Table) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
-    return (table.bucketing.columns, table.bucketing.sorted_by) if table.bucketing else None
+def _bucket_columns(table: Table) -> str | None:
+    """``id, region sorted by at``, as a person reads it (None: not bucketed)."""
+    if table.bucketing is None:
+        return None
+    sorted_by = f" sorted by {', '.join(table.bucketing.sorted_by)}" if table.bucketing.sorted_by else ""
+    return ", ".join(table.bucketing.columns) + sorted_by
 
 
 def _settings_change(want: Table, have: Table) -> SetStorage | None:
