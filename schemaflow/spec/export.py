@@ -7,6 +7,7 @@ cannot say (a type schemaflow does not know, buckets sorted descending) is repor
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -48,8 +49,18 @@ _Dumper.add_representer(_FlowList, lambda dumper, data: dumper.represent_sequenc
 _Dumper.add_representer(str, _text)
 
 
+# A column name a file can declare (common.json's identifier).
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 def unsupported(obj: Object) -> str | None:
     """Why ``obj`` cannot be written as a schema file, or None."""
+    named = [c.name for c in (obj.all_columns if isinstance(obj, Table) else obj.columns)]
+    odd = next((name for name in named if not _IDENTIFIER.fullmatch(name)), None)
+    if odd is not None:
+        return (f"its column {odd!r} has a name a file cannot declare (Spark before 3.2 named an expression without "
+                "an alias so): re-create it with an alias (... AS name), or leave it alone with exclude: in "
+                "schemaflow.yaml")
     if isinstance(obj, Table):
         if obj.data_source and obj.format not in PROVIDERS:
             return f"it is a table of the Spark data source {obj.format!r}, not one schemaflow creates ({', '.join(PROVIDERS)})"
