@@ -327,26 +327,20 @@ def desired_at(project_root: Path, ref: str) -> Catalog:
     at ``REF:path:line:col``, and ``SchemaflowError`` when ``ref`` names no commit in the repository.
     """
     with commit_files(project_root, ref) as files:
-        try:
-            settings = read_settings(files)
-            return replace(load_catalog(files, managed_databases(settings)),
-                           database_details=declared_databases(settings))
-        except SpecError as error:
-            raise SpecError([_at_ref(ref, problem) for problem in error.problems]) from None
+        settings = read_settings(files)
+        return replace(load_catalog(files, managed_databases(settings)), database_details=declared_databases(settings))
 
 
 def settings_at(project_root: Path, ref: str) -> dict[str, Any]:
     """The project's settings at ``ref`` as written (``{}`` without a settings file there), for reviews."""
     with commit_files(project_root, ref) as files:
-        try:
-            return read_settings(files)
-        except SpecError as error:
-            raise SpecError([_at_ref(ref, problem) for problem in error.problems]) from None
+        return read_settings(files)
 
 
 @contextmanager
 def commit_files(project_root: Path, ref: str) -> Iterator[CommitFiles]:
-    """The project's files at ``ref``, readable while the block runs."""
+    """The project's files at ``ref``, readable while the block runs; a problem found in them is reported at
+    ``REF:path:line:col``."""
     try:
         repo = git.Repo(project_root, search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
@@ -360,7 +354,10 @@ def commit_files(project_root: Path, ref: str) -> Iterator[CommitFiles]:
             found = isinstance(_follow(tree, folder), git.Tree)
         except _BadLink:
             found = False
-        yield CommitFiles(tree, folder if found else None)
+        try:
+            yield CommitFiles(tree, folder if found else None)
+        except SpecError as error:
+            raise SpecError([_at_ref(ref, problem) for problem in error.problems]) from None
     finally:
         repo.close()
 

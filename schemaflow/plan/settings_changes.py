@@ -8,10 +8,10 @@ to objects. A setting that runs code (``code_settings``) carries a hazard that s
 id by which the operator approves it; one that moves where apply connects carries one too.
 
 Settings take effect by being the ones apply reads: their steps run nothing but, after the rest of
-the plan, a record on each managed database of the settings applied (but those that say how to
-reach it, ``applied_part``) (``schemaflow.settings``: their
-digest and commit, and the settings themselves in ``schemaflow.settings.1``, ``.2``, ..., each within
-the 4,000 characters of the metastore's ``DATABASE_PARAMS.PARAM_VALUE``). So ``plan`` against the
+the plan, a record on each managed database of the settings applied, but for those that say how to
+reach it (``applied_part``): their digest and commit in ``schemaflow.settings``, and the settings
+themselves in ``schemaflow.settings.1``, ``.2``, ..., each within the 4,000 characters of the
+metastore's ``DATABASE_PARAMS.PARAM_VALUE``. So ``plan`` against the
 metastore shows the settings changed since the last complete apply, old -> new, as ``plan --base``
 shows those a pull request changes, with no need for the git history of the commit that applied
 them (CI clones one or two commits deep). The plan also records the digest of the settings it was
@@ -24,7 +24,7 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
-from schemaflow.code_settings import HOOKS, SPARK_CONF, CodeSetting, spark_code_reason
+from schemaflow.code_settings import HOOKS, CodeSetting, code_settings
 from schemaflow.model import SETTINGS_KEY, Catalog
 from schemaflow.plan.plan import Plan
 from schemaflow.plan.steps import SETTINGS_STEP, SETTINGS_TYPE, SetDatabaseParameters, Step
@@ -151,13 +151,11 @@ def _step(path: tuple[str, ...], old: Any, new: Any) -> Step:
 
 def _hazards(path: tuple[str, ...], old: Any, new: Any) -> tuple[str, ...]:
     """What the change lets apply do that a reviewer must weigh: run code, or connect elsewhere."""
-    code: list[CodeSetting] = []
+    code: tuple[CodeSetting, ...] = ()
     if path[-1] == HOOKS and isinstance(new, list):
-        code = [CodeSetting(HOOKS, str(command), "a shell command run after apply")
-                for command in new if not isinstance(old, list) or command not in old]
+        code = code_settings([str(c) for c in new if not isinstance(old, list) or c not in old], {})
     elif path[-3:-1] == ("spark", "conf") and new is not _MISSING:
-        reason = spark_code_reason(path[-1], str(new))
-        code = [CodeSetting(f"{SPARK_CONF} {path[-1]}", str(new), reason)] if reason else []
+        code = code_settings((), {path[-1]: str(new)})
     hazards = [f"runs code in the apply job: {setting.describe()}; apply refuses it until the operator approves "
                f"id {setting.id} (SCHEMAFLOW_APPROVED_CODE or --approve-code)" for setting in code]
     for tail, what in _CONNECTIONS.items():

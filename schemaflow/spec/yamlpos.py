@@ -140,8 +140,9 @@ def read_bytes(file: ProjectFile, display_path: str) -> bytes:
     """The bytes of ``file``; raises ``SpecError`` when they cannot be read, or are more than its bounds allow."""
     try:
         stat = getattr(file, "stat", None)  # a file on disk: too large is refused before it is read
-        if stat is not None and stat().st_size > MAX_FILE_BYTES:
-            raise SpecError([_too_large(display_path, stat().st_size)])
+        size = stat().st_size if stat is not None else 0
+        if size > MAX_FILE_BYTES:
+            raise SpecError([_too_large(display_path, size)])
         content = file.read_bytes()
     except OSError as error:
         raise SpecError([Problem(Source(display_path), f"cannot read the file: {error.strerror}")]) from error

@@ -369,8 +369,12 @@ def _nearest(name: str, names: list[str], otherwise: str) -> str:
 def function_calls(sql: str, names: frozenset[str]) -> list[tuple[str, int, int]]:
     """Each call in ``sql`` of a function named in ``names`` (lower case): its name, 1-based line and column.
 
-    Read from the tokens, so a call is found wherever it is, and a string or a column of that name is not one.
+    Read from the tokens, so a call is found wherever it is, and a string or a column of that name is not one;
+    a text that holds none of the names is not tokenized again (most views).
     """
+    lowered = sql.lower()
+    if not any(name in lowered for name in names):
+        return []
     tokens = Dialect.get_or_raise(DIALECT).tokenize(sql)
     return [(token.text.lower(), *_line_col(sql, token.start)) for token, after in zip(tokens, tokens[1:])
             if after.token_type == TokenType.L_PAREN and token.token_type != TokenType.STRING
