@@ -79,7 +79,8 @@ class _CommandParser(_Parser):
         self.add_argument("--target", default=argparse.SUPPRESS, metavar="NAME",
                           help="the target of schemaflow.yaml to use (also accepted before the command)")
         self.add_argument("--approve-code", action="append", default=argparse.SUPPRESS, metavar="ID",
-                          help="approve a setting that runs code, by the id plan shows (also accepted before the command)")
+                          help="approve a setting that runs code, by the id plan shows "
+                               "(also accepted before the command)")
 
 
 def _add_display_options(command: argparse.ArgumentParser) -> None:

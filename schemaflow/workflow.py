@@ -220,7 +220,8 @@ def review_live(project: Project, live: Live, *, allow_destructive: bool = False
     against = f"target {project.settings.target}" if project.settings.target else None
     plan = replace(plan, metastore=reader.endpoint, target=project.settings.target, against=against,
                    warnings=left_alone + plan.warnings + _unapproved_code(project))
-    return Review(_check_view_sql(_with_applied_settings(plan, project, read), desired, live), reads=_reads(current, desired))
+    plan = _check_view_sql(_with_applied_settings(plan, project, read), desired, live)
+    return Review(plan, reads=_reads(current, desired))
 
 
 def _with_applied_settings(plan: Plan, project: Project, live: Catalog) -> Plan:

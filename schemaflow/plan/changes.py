@@ -14,8 +14,8 @@ from typing import Mapping
 from schemaflow.model import MIGRATION_PREFIX, SCHEMAFLOW_PREFIX, Column, Database, PartitionValues, Table, View
 from schemaflow.plan.evolution import SAME, Evolution
 from schemaflow.plan.hazards import column_hazards, keep, restrict_hazard
-from schemaflow.plan.steps import (CREATE_TABLE, CREATE_VIEW, DROP_TABLE, DROP_VIEW, UNSUPPORTED, VIEW_PARTITIONS, Action,
-                                   AddDatabase, ChangeViewPartitions, KeepViewPartitions, PartitionView, SetColumns,
+from schemaflow.plan.steps import (CREATE_TABLE, CREATE_VIEW, DROP_TABLE, DROP_VIEW, UNSUPPORTED, VIEW_PARTITIONS,
+                                   Action, AddDatabase, ChangeViewPartitions, KeepViewPartitions, PartitionView, SetColumns,
                                    SetDatabaseParameters, SetParameters, SetStorageAction, SqlAction, Step,
                                    listed_partitions)
 from schemaflow.sql import ddl

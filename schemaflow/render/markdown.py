@@ -52,7 +52,8 @@ def render(review: Review) -> str:
         top += [""] + [f"- ⚠ {_escape(warning)}" for warning in plan.warnings]
     if plan.is_empty:
         return _lines(top)
-    body = top + _table(plan) + _graph(plan, review.reads)
+    table = _table(plan)
+    body = top + table + _graph(plan, review.reads)
     comment = _lines(body + _statements(plan))
     if len(comment) <= MAX_CHARACTERS:
         return comment
@@ -60,7 +61,7 @@ def render(review: Review) -> str:
                                  "accepts. `schemaflow plan --format json` (the workflow's plan.json) has them all."])
     if len(comment) <= MAX_CHARACTERS:
         return comment
-    return _lines(_cut(top, _table(plan), len(plan.steps)))
+    return _lines(_cut(top, table, len(plan.steps)))
 
 
 def _cut(top: list[str], table: list[str], steps: int) -> list[str]:
@@ -141,8 +142,9 @@ def _statements(plan: Plan) -> list[str]:
 def _escape(text: str) -> str:
     """Text shown as itself in GitHub Markdown, inside a table cell too (one line, no active characters):
     a backslash before each character Markdown gives a meaning, and before the ``:`` of ``http://``,
-    ``https://`` and ``ftp://`` and the ``.`` of ``www.`` (GitHub links those by themselves); a zero-width space after each ``@`` (GitHub
-    links e-mail addresses and notifies the people it mentions); every line break, CR too, a ``<br>``."""
+    ``https://`` and ``ftp://`` and the ``.`` of ``www.`` (GitHub links those by themselves); a
+    zero-width space after each ``@`` (GitHub links e-mail addresses and notifies the people it
+    mentions); every line break, CR too, a ``<br>``."""
     escaped = _MARKDOWN_SPECIAL.sub(r"\\\1", text)
     escaped = _AUTOLINK.sub(lambda found: found.group()[:-1] + "\\" + found.group()[-1], escaped)
     return _LINE_BREAK.sub("<br>", escaped.replace("@", "@&#8203;"))

@@ -76,7 +76,8 @@ MAX_BUCKETS = 100_000  # spark.sql.sources.bucketing.maxBuckets's default
 
 
 # Hive's RegexSerDe (and contrib's): a row reads only when ``input.regex`` has a capturing group per column.
-REGEX_SERDES = frozenset({"org.apache.hadoop.hive.serde2.RegexSerDe", "org.apache.hadoop.hive.contrib.serde2.RegexSerDe"})
+REGEX_SERDES = frozenset({"org.apache.hadoop.hive.serde2.RegexSerDe",
+                          "org.apache.hadoop.hive.contrib.serde2.RegexSerDe"})
 REGEX_PROPERTY = "input.regex"
 
 
