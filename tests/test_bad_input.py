@@ -5,21 +5,43 @@ Each folder under ``tests/cases/bad_input/`` is a small project (``schemas/``, m
 what schemaflow prints on stderr, usually ``path:line:col: message``. ``refused_by.txt``, when
 present, says which command is the first to refuse it: ``validate`` (the default: validate, plan and
 apply all refuse it before a metastore is touched) or ``plan`` (only Spark can judge it: validate
-accepts it, plan and apply refuse it). The fast test runs validate on every case without a JVM; the
-Spark test runs plan and apply on every case against the real metastore and reads the metastore
-back, byte for byte, before and after.
+accepts it, plan and apply refuse it). A case git cannot hold (a pipe, a file of 30 MB) is made when
+the case is copied (``MADE``). The fast test runs validate on every case without a JVM; the Spark test
+runs plan and apply on every case against the real metastore and reads the metastore back, byte for
+byte, before and after. The corpus covers every refusal validate can make: each ``Problem`` the
+project's checks construct, and each JSON Schema keyword the file formats use.
 """
 from __future__ import annotations
 
+import ast
+import os
 import shutil
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+import schemaflow as package
+from schemaflow import errors
+from schemaflow.spec import schema
 from tests.inprocess import schemaflow
 
 CASES = Path(__file__).parent / "cases" / "bad_input"
 NAMES = sorted(p.name for p in CASES.iterdir() if p.is_dir())
+
+
+def _thirty_megabytes_then_an_error(root: Path) -> None:
+    lines = ["table: bad.t", "columns:", "  - {name: a, type: int}", "comment: |"]
+    text = "\n".join(lines) + "\n" + ("  " + "x" * 98 + "\n") * 300_000 + "columns: [\n"
+    (root / "schemas" / "bad").mkdir(parents=True)
+    (root / "schemas" / "bad" / "t.yaml").write_text(text)
+
+
+MADE: dict[str, Callable[[Path], None]] = {
+    "a_fifo_in_schemas": lambda root: os.mkfifo(root / "schemas" / "bad" / "u.yaml"),
+    "a_file_of_30_mb_with_an_error_on_its_last_line": _thirty_megabytes_then_an_error,
+}
 
 
 def refused_by(case: str) -> str:
@@ -35,6 +57,8 @@ def project(case: str, tmp_path: Path) -> Path:
     """The case's project, copied so nothing the commands write lands in the source tree."""
     root = tmp_path / case
     shutil.copytree(CASES / case, root, symlinks=True, ignore=shutil.ignore_patterns("expected.txt", "refused_by.txt"))
+    if case in MADE:
+        MADE[case](root)
     (root / "schemas").mkdir(exist_ok=True)
     return root
 
@@ -47,6 +71,81 @@ def assert_refused(case: str, code: int, stderr: str) -> None:
 
 def test_corpus_is_large_enough():
     assert len(NAMES) >= 120
+
+
+# The modules whose refusals validate makes (fmt, plan --base's git reading and the checks against a
+# live table have their own tests), and the refusals no case can hold, each with the reason.
+VALIDATE_RULES = [*sorted((Path(package.__file__).parent / "spec").glob("*.py")),
+                  Path(package.__file__).parent / "target.py", Path(package.__file__).parent / "workflow.py"]
+NOT_IN_THE_CORPUS = {
+    "fmt.py": "fmt's own refusals, tested in test_fmt",
+    "went away while schemaflow read the project": "a file removed while it is read: a race",
+    "cannot read the file: {error.strerror}": "an OS error reading a file: the suite runs as root, whom modes do not stop",
+    "cannot read this folder": "an OS error listing a folder: the suite runs as root, whom modes do not stop",
+    "takes the project past": "256 MiB of YAML: test_trust_boundary lowers the bound to reach it",
+}
+
+
+def _problem_sites() -> list[tuple[str, int, int, str]]:
+    """Every ``Problem(...)`` in the validate modules: file, first and last line, source text."""
+    sites = []
+    for path in VALIDATE_RULES:
+        text = path.read_text()
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Problem":
+                segment = ast.get_source_segment(text, node) or ""
+                if not any(marker in segment or marker == path.name for marker in NOT_IN_THE_CORPUS):
+                    sites.append((str(path), node.lineno, node.end_lineno or node.lineno, segment))
+    return sites
+
+
+def _schema_keywords() -> set[str]:
+    """The JSON Schema keywords that can refuse a value, as the shipped file formats use them."""
+    ignored = {"$schema", "$id", "$ref", "$defs", "$comment", "title", "description", "properties", "items",
+               "if", "then", "else"}
+    found: set[str] = set()
+
+    def walk(value: object) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if key not in ignored:
+                    found.add(key)
+                walk(list(item.values()) if key in ("properties", "$defs") and isinstance(item, dict) else item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    for name in ("table", "view", "source", "settings", "migration", "schema-file"):
+        walk(schema.inlined_schema(name))
+    return found
+
+
+def test_every_refusal_validate_makes_has_a_case(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    made: dict[tuple[str, int], set[str]] = {}
+    keywords: dict[str, set[str]] = {}
+    case = ""
+    construct, reword = errors.Problem.__init__, schema._problems
+
+    def recorded(self: errors.Problem, *args: object, **kwargs: object) -> None:
+        caller = sys._getframe(1)
+        while caller.f_code.co_filename in ("<string>", errors.__file__):  # the dataclass's own __init__
+            caller = caller.f_back  # type: ignore[assignment]
+        made.setdefault((caller.f_code.co_filename, caller.f_lineno), set()).add(case)
+        construct(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    def reworded(doc, error):  # type: ignore[no-untyped-def]
+        for keyword in {str(error.validator), *map(str, error.schema_path)}:  # propertyNames is on the path
+            keywords.setdefault(keyword, set()).add(case)
+        return reword(doc, error)
+
+    monkeypatch.setattr(errors.Problem, "__init__", recorded)
+    monkeypatch.setattr(schema, "_problems", reworded)
+    for case in NAMES:
+        schemaflow("--project", str(project(case, tmp_path)), "validate")
+    uncovered = [f"{Path(path).name}:{first}: {text.splitlines()[0]}" for path, first, last, text in _problem_sites()
+                 if not any(hit == path and first <= line <= last for hit, line in made)]
+    assert not uncovered, "refusals no case makes:\n" + "\n".join(uncovered)
+    assert sorted(_schema_keywords() - keywords.keys()) == []
 
 
 @pytest.mark.parametrize("case", NAMES)

@@ -23,6 +23,7 @@ from schemaflow.graph import CycleError, topological_order
 from schemaflow.model import Column, Table, View, column_type
 from schemaflow.spec.yamlpos import Document
 from schemaflow.sql.views import DYNAMIC_NAME, JAVA_FUNCTIONS, ViewSqlError, analyze_view, function_calls, tables_read
+from schemaflow.wording import plural
 
 # Views read no column types from the metastore here; any type lets downstream SQL resolve.
 _VIEW_COLUMN_TYPE = "string"
@@ -119,7 +120,7 @@ def _analyze(view: View, doc: Document, schema: Mapping[str, list[tuple[str, str
     columns = view.columns or tuple(Column(name) for name in analysis.output)
     if len(columns) != len(analysis.output):
         output = ", ".join(analysis.output)
-        message = f"columns names {len(columns)} column(s) but the SQL outputs {len(analysis.output)}: {output}"
+        message = f"columns names {plural(len(columns), 'column')} but the SQL outputs {len(analysis.output)}: {output}"
         return view, [Problem(doc.key("columns"), message)]
     problems = _partition_problems(view, tuple(c.name for c in columns), doc)
     lineage = dict(zip((c.name for c in columns), analysis.lineage.values()))

@@ -112,14 +112,14 @@ def agreement_problems(migrations: Sequence[Migration], objects: Mapping[str, Ta
                        sources: Mapping[str, Table]) -> list[Problem]:
     """Every change that cannot be part of its table's history, walking back from the declared columns.
 
-    A table that schemas/ no longer declares (or now declares as a view) was dropped since: its
-    migrations stay, as history, and are only checked on their own. A change to a source (a table
-    schemaflow does not manage) is an error: nothing would ever apply it.
+    A table that schemas/ no longer declares was dropped since: its migrations stay, as history, and
+    are only checked on their own. A change to a source (a table schemaflow does not manage) or to a
+    view (whose columns its SQL makes) is an error: nothing would ever apply it.
     """
     problems: list[Problem] = []
     sound: list[MigrationChange] = []
     for change in (change for migration in migrations for change in migration.changes):
-        own = _source_problems(change, sources) or _own_problems(change)
+        own = _source_problems(change, sources) or _view_problems(change, objects) or _own_problems(change)
         problems += own
         if not own:
             sound.append(change)
@@ -139,6 +139,35 @@ def _source_problems(change: MigrationChange, sources: Mapping[str, Table]) -> l
     return [_problem(change, f"{change.table} is declared as a source{where}, which schemaflow does not manage: "
                              "migrations change only managed tables; remove this change, or declare the table "
                              "with 'table:' to manage it")]
+
+
+def _view_problems(change: MigrationChange, objects: Mapping[str, Table | View]) -> list[Problem]:
+    """A change that the view it names contradicts: the view still has what the change takes away.
+
+    A view's columns are what its SQL selects: no migration changes them. A change naming a view is
+    history (the key was a table before) unless the view still selects the column it drops or renames,
+    or selects exactly the reordered columns in another order: then it was written for the view, and
+    nothing would ever apply it.
+    """
+    view = objects.get(change.table)
+    if not isinstance(view, View):
+        return []
+    names = [c.name for c in view.columns]
+    match change:
+        case DropColumn(column=column) if column in names:
+            wrote = f"drops {column}, but {change.table} is a view that selects it"
+            instead = f"remove {column} from the view's sql:"
+        case RenameColumn(old=old, new=new) if old in names:
+            wrote = f"renames {old} to {new}, but {change.table} is a view that selects {old}"
+            instead = f"name it in the view's sql: (... AS {new})"
+        case ReorderColumns(order=order) if sorted(order) == sorted(names) and list(order) != names:
+            wrote = f"reorders {change.table}, a view that selects ({', '.join(names)})"
+            instead = "select them in that order in the view's sql:"
+        case _:
+            return []
+    where = f" ({view.source.path})" if view.source else ""
+    return [_problem(change, f"{wrote}{where}: a view's columns are what its SQL selects, so no migration "
+                             f"changes them; {instead}, and remove this change")]
 
 
 def _own_problems(change: MigrationChange) -> list[Problem]:

@@ -120,6 +120,9 @@ def _problems(doc: Document, error: ValidationError) -> list[Problem]:
         message = f"{where} must be at least {validator_value}"
     elif error.validator == "uniqueItems":
         message = f"{where} lists the same value more than once"
+    elif error.validator == "maxProperties":
+        message = (f"{where} names {', '.join(sorted(value))}: it holds at most {validator_value}; "
+                   "give each its own entry")
     else:
         message = f"{where}: {error.message}"
     return [Problem(doc.at(*path), message)]

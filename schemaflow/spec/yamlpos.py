@@ -435,7 +435,10 @@ class _Builder:
             # Most scalars are text: that is what the constructor would build, without its bookkeeping.
             value = node.value if node.tag == _STR_TAG else self.constructor.construct_object(node)
         except (yaml.YAMLError, ValueError) as error:
-            reason = error.problem if isinstance(error, yaml.MarkedYAMLError) else error
+            # A constructor's ValueError speaks Python (``invalid literal for int() with base 10``).
+            reason = error.problem if isinstance(error, yaml.MarkedYAMLError) else (
+                f"it is not what its tag {node.tag.replace('tag:yaml.org,2002:', '!!')} says: remove the tag or fix "
+                "the value")
             self.problems.append(Problem(_mark_source(self.path, mark), f"cannot read this value: {reason}"))
             return None
         if not node.style and not isinstance(value, str):  # plain: PyYAML's composer says None, libyaml's ""

@@ -109,7 +109,7 @@ def _parsed(sql: str) -> exp.Query:
     except ParseError as error:
         raise _syntax_error(error) from error
     except TokenError as error:
-        raise ViewSqlError(f"SQL syntax error: {error}") from error
+        raise _token_error(sql) from error
     if not statements:
         raise ViewSqlError("a view must be one SELECT statement; the SQL is empty")
     if len(statements) > 1:
@@ -395,6 +395,58 @@ def _position(sql: str, node: exp.Expr) -> tuple[int, int]:
     """The 1-based line and column where the node's text starts (1, 1 when sqlglot kept none)."""
     starts = [n.meta["start"] for n in node.walk() if "start" in n.meta]
     return _line_col(sql, min(starts)) if starts else (1, 1)
+
+
+def _token_error(sql: str) -> ViewSqlError:
+    """Why the SQL cannot be split into tokens, at the comment, string or quoted name left open.
+
+    sqlglot's message quotes the SQL up to where it gave up, which is the end of the text, not the
+    opening the reader must close (and would echo the user's text unescaped).
+    """
+    opened = _unclosed(sql)
+    if opened is None:
+        return ViewSqlError("SQL syntax error: the SQL cannot be split into tokens")
+    offset, what, closing = opened
+    return ViewSqlError(f"SQL syntax error: {what} opened here is never closed: end it with {closing}",
+                        *_line_col(sql, offset))
+
+
+def _unclosed(sql: str) -> tuple[int, str, str] | None:
+    """The offset of the first comment, string or back-quoted name that runs to the end of ``sql``.
+
+    Spark's lexical rules: ``--`` comments end at a newline, ``/* */`` comments nest, strings in ``'``
+    or ``"`` escape with a backslash, and a back-quoted name doubles its back-quote.
+    """
+    i, end = 0, len(sql)
+    while i < end:
+        if sql.startswith("--", i):
+            newline = sql.find("\n", i)
+            i = end if newline < 0 else newline + 1
+        elif sql.startswith("/*", i):
+            start, depth, i = i, 1, i + 2
+            while i < end and depth:
+                if sql.startswith(("/*", "*/"), i):
+                    depth += 1 if sql[i] == "/" else -1
+                    i += 2
+                else:
+                    i += 1
+            if depth:
+                return start, "a comment (/*)", "*/"
+        elif sql[i] in "'\"`":
+            start, quote, i = i, sql[i], i + 1
+            while i < end:
+                if sql.startswith("``", i) if quote == "`" else sql[i] == "\\":
+                    i += 2  # a doubled back-quote, or a backslash and the character it escapes
+                elif sql[i] == quote:
+                    break
+                else:
+                    i += 1
+            if i >= end:
+                return start, f"a {'quoted name' if quote == '`' else 'string'} ({quote})", quote
+            i += 1
+        else:
+            i += 1
+    return None
 
 
 def _line_col(sql: str, offset: int) -> tuple[int, int]:
