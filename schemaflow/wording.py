@@ -1,6 +1,8 @@
 """Small helpers for the words schemaflow shows people, shared by the planner and the renderers."""
 from __future__ import annotations
 
+from typing import Iterable
+
 
 VALUE_SHOWN = 120  # characters of a value shown in a plan; a property value may hold thousands
 
@@ -15,6 +17,11 @@ def _shown(value: str | None) -> str:
         return "(none)"
     text = repr(value)
     return text if len(text) <= VALUE_SHOWN else text[:VALUE_SHOWN - 4] + "...'"
+
+
+def listed(names: Iterable[str]) -> str:
+    """Names as a plan lists a tuple of them: ``(a, b)``, and ``()`` for none."""
+    return f"({', '.join(names)})"
 
 
 def plural(n: int, word: str) -> str:

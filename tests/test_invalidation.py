@@ -89,7 +89,7 @@ def test_cascade_recreates_every_affected_view_in_dependency_order(tmp_path):
     plan = plan_change(tmp_path, HIVE_BASE, DROP_VALUE, "cascade")
     assert steps(plan) == [("alter_columns", "hive.xxx10", False), ("replace_view", "hive.xxx9", False),
                            ("replace_view", "hive.xxx8", False)]
-    assert plan.steps[1].summary == "re-create view hive.xxx9: columns ['key', 'value'] -> ['key']"
+    assert plan.steps[1].summary == "re-create view hive.xxx9: columns (key, value) -> (key)"
     assert plan.warnings == ()
 
 
@@ -99,7 +99,7 @@ def test_strict_accepts_the_change_when_the_same_change_set_updates_the_views(tm
     plan = plan_change(tmp_path, HIVE_BASE, head, "strict")
     assert steps(plan) == [("alter_columns", "hive.xxx10", False), ("replace_view", "hive.xxx9", False),
                            ("replace_view", "hive.xxx8", False)]
-    assert plan.steps[1].summary == "re-create view hive.xxx9: SQL changed; columns ['key', 'value'] -> ['key']"
+    assert plan.steps[1].summary == "re-create view hive.xxx9: SQL changed; columns (key, value) -> (key)"
 
 
 def test_strict_spares_the_views_recompiled_that_the_plan_re_creates_anyway(tmp_path):
@@ -107,7 +107,7 @@ def test_strict_spares_the_views_recompiled_that_the_plan_re_creates_anyway(tmp_
     plan = plan_change(tmp_path, HIVE_BASE, DROP_VALUE, "strict", recompile=("hive.xxx9", "HIVE.xxx8"))
     assert steps(plan) == [("alter_columns", "hive.xxx10", False), ("replace_view", "hive.xxx9", False),
                            ("replace_view", "hive.xxx8", False)]
-    assert plan.steps[1].summary == ("re-create view hive.xxx9: columns ['key', 'value'] -> ['key']; "
+    assert plan.steps[1].summary == ("re-create view hive.xxx9: columns (key, value) -> (key); "
                                      "recompile requested")
     # Recompiling one of the two still leaves the other broken.
     partly = plan_change(tmp_path / "partly", HIVE_BASE, DROP_VALUE, "strict", recompile=("hive.xxx9",))
@@ -183,7 +183,7 @@ def test_a_star_view_is_recompiled_when_its_table_gains_columns_in_every_mode(tm
         assert steps(plan) == [("add_columns", "hive.xxx10", False), ("replace_view", "hive.xxx9", False),
                                ("replace_view", "hive.xxx8", False)], mode
         assert plan.steps[1].summary == (
-            "re-create view hive.xxx9: columns ['key', 'value'] -> ['key', 'value', 'extra']; recompile: Spark "
+            "re-create view hive.xxx9: columns (key, value) -> (key, value, extra); recompile: Spark "
             "expanded * when it created the view, so extra would not appear otherwise")
 
 

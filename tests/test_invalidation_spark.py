@@ -236,3 +236,93 @@ def test_a_column_selected_only_inside_exists_is_not_used_so_strict_mode_lets_it
     assert not planned.blocked, [s.blocked for s in planned.blocked]
     apply_plan(planned, metastore)
     assert [r.id for r in spark.sql(f"SELECT id FROM {db}.known").collect()] == [1]
+
+
+def test_lenient_recreates_a_broken_view_that_a_recreated_view_reads_and_never_fails_half_way(
+        tmp_path, metastore, spark, fresh_db):
+    db = fresh_db()
+    base = {
+        f"schemas/{db}/t.yaml": f"table: {db}.t\ncolumns: [{{name: a, type: int}}, {{name: b, type: int}}]\n",
+        f"schemas/{db}/v0.yaml": f"view: {db}.v0\nsql: SELECT * FROM t\n",
+        f"schemas/{db}/v1.yaml": f"view: {db}.v1\nsql: SELECT a, b FROM v0\n",
+        f"schemas/{db}/other.yaml": f"view: {db}.other\nsql: SELECT * FROM t WHERE a > 0\n",
+    }
+    apply_plan(plan(write_project(tmp_path, base, "lenient"), metastore), metastore)
+    head = {
+        **base,
+        f"schemas/{db}/t.yaml": f"table: {db}.t\ncolumns: [{{name: a, type: int}}, {{name: c, type: int}}]\n",
+        f"schemas/{db}/v1.yaml": f"view: {db}.v1\nsql: SELECT a, c FROM v0\n",
+        "migrations/0001_rename.yaml": f"""
+            description: b is c now
+            changes:
+              - rename_column: {{table: {db}.t, from: b, to: c}}
+            """,
+    }
+    project = write_project(tmp_path, head, "lenient")
+    applied = plan(project, metastore)
+    # v0 (left as it is, SELECT * stored with a and b) would make v1's CREATE fail after the rename ran.
+    assert [(s.kind, s.object) for s in applied.steps] == [
+        ("alter_columns", f"{db}.t"), ("replace_view", f"{db}.v0"), ("replace_view", f"{db}.v1")]
+    assert applied.steps[1].summary == f"re-create view {db}.v0: columns (a, b) -> (a, c)"
+    assert applied.warnings == (
+        f"{db}.other uses {db}.t.b, which migration 0001_rename renames to c: {db}.other will fail when queried "
+        "(invalidation: lenient leaves it as it is)",)
+    apply_plan(applied, metastore)
+    assert queryable(spark, f"{db}.v1") == ["a", "c"]
+    assert queryable(spark, f"{db}.v0") == ["a", "c"]
+    assert "INCOMPATIBLE_VIEW_SCHEMA_CHANGE" in queryable(spark, f"{db}.other")
+
+
+def test_lenient_recreates_a_binding_view_a_new_view_reads_though_its_sql_is_unchanged(
+        tmp_path, metastore, spark, fresh_db):
+    db = fresh_db()
+    base = {
+        f"schemas/{db}/t.yaml": f"table: {db}.t\ncolumns: [{{name: a, type: int}}]\n",
+        f"schemas/{db}/bound.yaml": f"view: {db}.bound\nsql: SELECT a FROM t\n",
+    }
+    apply_plan(plan(write_project(tmp_path, base, "lenient"), metastore), metastore)
+    spark.sql(f"ALTER VIEW {db}.bound WITH SCHEMA BINDING")
+    head = {
+        **base,
+        f"schemas/{db}/t.yaml": f"table: {db}.t\ncolumns: [{{name: a, type: bigint}}]\n",
+        f"schemas/{db}/reader.yaml": f"view: {db}.reader\nsql: SELECT a FROM bound\n",
+    }
+    applied = plan(write_project(tmp_path, head, "lenient"), metastore)
+    assert [(s.kind, s.object) for s in applied.steps] == [
+        ("alter_columns", f"{db}.t"), ("replace_view", f"{db}.bound"), ("create_view", f"{db}.reader")]
+    assert applied.steps[1].summary == (
+        f"re-create view {db}.bound: re-created for {db}.reader, which this plan creates and which reads it "
+        "(invalidation: lenient leaves only views nothing created reads)")
+    assert applied.warnings == ()
+    apply_plan(applied, metastore)
+    assert spark.sql(f"SELECT * FROM {db}.reader").dtypes == [("a", "bigint")]
+
+
+def test_lenient_says_when_the_plan_that_re_creates_a_partitioned_view_it_leaves_will_be_destructive(
+        tmp_path, metastore, spark, fresh_db):
+    db = fresh_db()
+
+    def files(column: str) -> dict[str, str]:
+        return {f"schemas/{db}/t.yaml": f"table: {db}.t\ncolumns: [{{name: a, type: int}}, {{name: {column}, type: string}}]\n",
+                f"schemas/{db}/pv.yaml": f"view: {db}.pv\nsql: SELECT * FROM t\npartitioned_on: [{column}]\n"
+                                         f"partitions:\n  - {{{column}: x}}\n"}
+
+    base = files("b")
+    apply_plan(plan(write_project(tmp_path, base, "lenient"), metastore), metastore)
+    head = {
+        **files("c"),
+        "migrations/0001_rename.yaml": f"description: b is c\nchanges:\n  - rename_column: {{table: {db}.t, from: b, to: c}}\n",
+    }
+    project = write_project(tmp_path, head, "lenient")
+    applied = plan(project, metastore)
+    assert [(s.kind, s.object) for s in applied.steps] == [("alter_columns", f"{db}.t")]
+    assert applied.warnings == (
+        f"{db}.pv uses {db}.t.b, which migration 0001_rename renames to c: {db}.pv will fail when queried "
+        "(invalidation: lenient leaves it as it is); the plan that re-creates it, once nothing breaks it, drops its "
+        "partitions, which do not fit it (partitioned on (b) -> (c)): that plan is destructive and needs "
+        "--allow-destructive",)
+    apply_plan(applied, metastore)
+    # What the warning said: the next plan re-creates the view, and its partitions are lost.
+    again = plan(project, metastore)
+    assert [(s.kind, s.destructive, bool(s.blocked)) for s in again.steps] == [
+        ("replace_view", False, False), ("view_partitions", True, True)]

@@ -125,7 +125,7 @@ def test_a_replaced_view_gets_back_the_partitions_that_fit_and_the_plan_names_th
     plan = build_plan(catalog(ORDERS, by_id), live(ORDERS, DAILY), list_partitions=listing, allow_destructive=True)
     assert kinds(plan) == [("replace_view", "retail.daily")]  # nothing to re-add: said in the re-creation's step
     assert plan.steps[0].notes == ("partitions: none left", "the re-created view loses ds=2024-01-01, ds=2024-01-02: "
-                                   "they do not fit it (partitioned on ['ds'] -> ['id'])")
+                                   "they do not fit it (partitioned on (ds) -> (id))")
     # Losing partitions is destructive (Hive refuses such a replacement outright, error 10217).
     assert plan.steps[0].destructive and not plan.steps[0].blocked
     refused = build_plan(catalog(ORDERS, by_id), live(ORDERS, DAILY), list_partitions=listing).steps[0]
@@ -145,7 +145,7 @@ def test_without_a_metastore_the_plan_says_what_decides_the_partitions():
                  partitioned_on=("id",), reads=("retail.orders",))
     plan = build_plan(catalog(ORDERS, by_id), live(ORDERS, DAILY), basis="snapshot")
     assert plan.steps[0].notes[-2:] == ("partitions: lost with the re-created view",
-                                        "none fits it: partitioned on ['ds'] -> ['id']")
+                                        "none fits it: partitioned on (ds) -> (id)")
     assert plan.steps[0].destructive and plan.steps[0].blocked == DESTRUCTIVE_BLOCK
     # Listed on both sides: the difference is known without a metastore.
     before = replace(DAILY, partitions=ViewPartitions(values=(("2024-01-01",),)))

@@ -328,7 +328,7 @@ class Metastore:
             cols = list(view.getSd().getCols())
             keep, move = cols[:len(cols) - len(columns)], cols[len(cols) - len(columns):]
             if [c.getName() for c in move] != list(columns):
-                raise SchemaflowError(f"view {key} does not end with the columns {list(columns)}")
+                raise SchemaflowError(f"view {key} does not end with the columns {', '.join(columns)}")
             view.getSd().setCols(keep)
             view.setPartitionKeys(move)
             self.alter(view, expected)

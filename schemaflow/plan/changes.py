@@ -19,7 +19,7 @@ from schemaflow.plan.steps import (CREATE_TABLE, CREATE_VIEW, DROP_TABLE, DROP_V
                                    SetDatabaseParameters, SetParameters, SetStorageAction, SqlAction, Step,
                                    listed_partitions)
 from schemaflow.sql import ddl
-from schemaflow.wording import duration, plural, value_change
+from schemaflow.wording import duration, listed, plural, value_change
 
 
 class _OfTable:
@@ -76,7 +76,7 @@ class SetDatabaseProperties(_OfDatabase):
     new: Mapping[str, str]
 
     def to_step(self) -> Step:
-        changes = "; ".join(f"{k}: {self.old.get(k)!r} -> {v!r}" for k, v in sorted(self.new.items()))
+        changes = "; ".join(value_change(k, self.old.get(k), v) for k, v in sorted(self.new.items()))
         return Step("set_database_properties", self.database, "database",
                     f"properties of database {self.database}: {changes}",
                     (SetDatabaseParameters(self.database, dict(sorted(self.new.items()))),))
@@ -275,7 +275,7 @@ class SetStorage:
 
     def to_step(self) -> Step:
         what = "options" if self.data_source else "SERDEPROPERTIES"
-        parts = [f"{what} {key}: {self.old.get(key)!r} -> {self.new.get(key)!r}"
+        parts = [value_change(f"{what} {key}", self.old.get(key), self.new.get(key))
                  for key in sorted(self.old.keys() | self.new.keys()) if self.old.get(key) != self.new.get(key)]
         if self.buckets != self.old_buckets:
             parts.append(f"buckets {self.old_buckets} -> {self.buckets}")
@@ -390,7 +390,7 @@ class SyncViewPartitions(_OfView):
         if not self.known:
             if rule is None and self.live_columns != columns:
                 summary, note = "lost with the re-created view", (
-                    f"none fits it: partitioned on {list(self.live_columns)} -> {list(columns)}")
+                    f"none fits it: partitioned on {listed(self.live_columns)} -> {listed(columns)}")
             elif rule is None:
                 summary, note = "re-added at apply", ("Spark's CREATE OR REPLACE VIEW drops them; apply lists them "
                                                       "first and adds back those that still fit")
@@ -406,7 +406,7 @@ class SyncViewPartitions(_OfView):
                          "drops them all")
         if self.lost:
             notes.append(f"the re-created view loses {listed_partitions(self.live_columns, self.lost)}: they do not "
-                         f"fit it (partitioned on {list(self.live_columns)} -> {list(columns)})")
+                         f"fit it (partitioned on {listed(self.live_columns)} -> {listed(columns)})")
         if self.drop:
             notes.append(f"drops {listed_partitions(columns, self.drop)}: no longer {origin}")
         if self.add:

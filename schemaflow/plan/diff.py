@@ -20,6 +20,7 @@ from schemaflow.plan.evolution import APPEND, SAME, Evolution, evolve
 from schemaflow.sql.storage import NO_ADD_COLUMNS
 from schemaflow.sql.ddl import view_text
 from schemaflow.sql.views import normalize_sql
+from schemaflow.wording import listed
 
 # --allow-destructive does not unblock such a change: it allows the drop of an object no file declares.
 _RECREATE_FROM_FILES = ("re-create it (remove its file and apply with --allow-destructive, which drops it and its "
@@ -89,8 +90,8 @@ def diff_table(want: Table, have: Table, migrations: Sequence[Migration] = (), t
     if storage:
         return [Unsupported(key, "table", "changing storage (" + ", ".join(storage) + ")", _RECREATE), *comment]
     if _shape(want.partition_columns) != _shape(have.partition_columns):
-        return [Unsupported(key, "table", f"changing partition columns {_names(have.partition_columns)} -> "
-                            f"{_names(want.partition_columns)}",
+        return [Unsupported(key, "table", f"changing partition columns {listed(_names(have.partition_columns))} -> "
+                            f"{listed(_names(want.partition_columns))}",
                             "partition keys cannot change in place: " + _RECREATE), *comment]
     evolution = evolve(have, want, migrations, type_rule)
     if evolution.problems:
@@ -196,7 +197,7 @@ def diff_view(want: View, have: View) -> list[Change]:
     if sql_changed:
         reasons.append("SQL changed")
     if _names(want.columns) != _names(have.columns):
-        reasons.append(f"columns {_names(have.columns)} -> {_names(want.columns)}")
+        reasons.append(f"columns {listed(_names(have.columns))} -> {listed(_names(want.columns))}")
         new = [name for name in _names(want.columns) if name not in _names(have.columns)]
         if not sql_changed and set(_names(have.columns)) < set(_names(want.columns)):
             reasons.append(f"recompile: Spark expanded * when it created the view, so {', '.join(new)} "
@@ -210,7 +211,7 @@ def diff_view(want: View, have: View) -> list[Change]:
     if want.comment != have.comment:
         reasons.append("comment changed")
     if want.partitioned_on != have.partitioned_on:
-        reasons.append(f"partitioned on {list(have.partitioned_on)} -> {list(want.partitioned_on)}")
+        reasons.append(f"partitioned on {listed(have.partitioned_on)} -> {listed(want.partitioned_on)}")
     return [ReplaceView(want, tuple(reasons), reshapes=reshaped, deliberate=sql_changed,
                         old_sql=have.sql if sql_changed else None)] if reasons else []
 

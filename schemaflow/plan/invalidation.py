@@ -19,7 +19,8 @@ change set updates it deliberately (its SQL changed, or ``apply --recompile``) o
 every other failing view the mode decides:
 
 - ``strict`` (default): the change that breaks it is blocked, naming the view, the column and the change;
-- ``lenient``: the plan goes ahead and warns which views will fail when queried, and leaves them as they are;
+- ``lenient``: the plan goes ahead and warns which views will fail when queried, and leaves them as they are,
+  but for those a view the plan creates or re-creates reads (Spark would refuse that view): it re-creates them;
 - ``cascade``: each is re-created from its declared SQL after the change, in dependency order.
 """
 from __future__ import annotations
@@ -29,8 +30,8 @@ from typing import Mapping
 
 from schemaflow.graph import CycleError, topological_order
 from schemaflow.model import Catalog, Column, Object, View
-from schemaflow.plan.changes import AlterColumns, Change, DropTable, DropView, ReplaceView
-from schemaflow.wording import plural
+from schemaflow.plan.changes import AlterColumns, Change, CreateView, DropTable, DropView, ReplaceView
+from schemaflow.wording import listed, plural
 
 STRICT, LENIENT, CASCADE = "strict", "lenient", "cascade"
 BINDING, COMPENSATION = "BINDING", "COMPENSATION"
@@ -113,13 +114,51 @@ def resolve(changes: list[Change], desired: Catalog, live: Catalog, mode: str) -
             changes.append(ReplaceView(declared, (f"re-created after {hits[0].effect.cause} changed: "
                                                   + "; ".join(h.describe() for h in hits),)))
     if mode == LENIENT and broken:
-        # Left as they are, as Hive and MySQL leave them. The next plan sees no change that breaks them
-        # and re-creates them, if their declared SQL still resolves.
+        # A view the plan creates reads through the views it reads when it is created: those it would
+        # leave broken are re-created first, or the creation would fail half-way through the apply.
+        for key, reader in sorted(_read_by_creations(changes, desired, broken).items()):
+            broken.pop(key)
+            if key not in replaced:
+                declared = desired.get(key)
+                assert isinstance(declared, View)  # as for cascade
+                changes.append(ReplaceView(declared, (f"re-created for {reader}, which this plan creates and which "
+                                                      f"reads it (invalidation: lenient leaves only views nothing "
+                                                      "created reads)",)))
+        # The others are left as they are, as Hive and MySQL leave them. The next plan sees no change
+        # that breaks them and re-creates them, if their declared SQL still resolves.
         changes = [c for c in changes if not (isinstance(c, ReplaceView) and c.key in broken)]
         warnings = tuple(f"{'; '.join(h.describe() for h in hits)}: {key} will fail when queried "
-                         f"(invalidation: lenient leaves it as it is)" for key, hits in sorted(broken.items()))
+                         f"(invalidation: lenient leaves it as it is){_deferred(live.get(key), replaced.get(key))}"
+                         for key, hits in sorted(broken.items()))
     return Outcome(changes, {cause: _strict_message(reasons) for cause, reasons in blocked.items()},
                    {cause: tuple(sorted(set(words))) for cause, words in notes.items()}, warnings)
+
+
+def _deferred(live: Object | None, change: ReplaceView | None) -> str:
+    """What the re-creation lenient leaves to a later plan will cost, when that plan is destructive:
+    a partitioned view whose partition columns change loses every partition it has."""
+    if not (isinstance(live, View) and live.partitioned_on and change
+            and change.view.partitioned_on != live.partitioned_on):
+        return ""
+    return (f"; the plan that re-creates it, once nothing breaks it, drops its partitions, which do not fit it "
+            f"(partitioned on {listed(live.partitioned_on)} -> {listed(change.view.partitioned_on)}): that plan is "
+            "destructive and needs --allow-destructive")
+
+
+def _read_by_creations(changes: list[Change], desired: Catalog, broken: Mapping[str, object]) -> dict[str, str]:
+    """The broken views that a view the changes create or deliberately re-create reads, directly or
+    through others among them: each with the created view that first needs it."""
+    needed: dict[str, str] = {}
+    readers = sorted(c.key for c in changes if isinstance(c, CreateView)
+                     or (isinstance(c, ReplaceView) and c.key not in broken))
+    while readers:
+        reader = readers.pop(0)
+        view = desired.get(reader)
+        for key in view.reads if isinstance(view, View) else ():
+            if key in broken and key not in needed:
+                needed[key] = needed.get(reader, reader)
+                readers.append(key)
+    return needed
 
 
 def _base_effects(changes: list[Change], desired: Catalog, live: Catalog) -> dict[str, dict[str | None, Effect]]:
