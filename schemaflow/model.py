@@ -25,6 +25,7 @@ APPLIED_STATE_KEY = "schemaflow.applied_state"  # state_digest() of the object a
 LIVE_STATE = "${live_state}"
 MIGRATION_PREFIX = "schemaflow.migration."  # + migration id: a JSON record of when and from where
 SCHEMAFLOW_PREFIX = "schemaflow."
+COMMENT_KEY = "comment"  # the table parameter that holds a table's comment
 # + object name, on its database: a JSON record of the object's drop, which took its own parameters with it
 DROPPED_PREFIX = "schemaflow.dropped."
 # On each managed database: a JSON record of the settings (schemaflow.yaml) the last complete apply ran with.

@@ -103,7 +103,7 @@ def test_a_warehouse_built_by_spark_and_hive_users_is_adopted_and_evolves(tmp_pa
     reviewed = schemaflow("--project", project, "plan")
     assert reviewed.code == 2, reviewed.said
     for summary in (f"add 1 column to {db}.plain: extra bigint", f"comment on columns of {db}.plain: name",
-                    f"change storage of {db}.csv_in: options nullValue: None -> 'NA'",
+                    f"change storage of {db}.csv_in: options nullValue: (none) -> 'NA'",
                     f"add 1 column to {db}.delimited: note string", f"comment on table {db}.open_csv",
                     f"change storage of {db}.bucketed: buckets 4 -> 8"):
         assert summary in reviewed.out, summary

@@ -384,3 +384,18 @@ def test_a_blocked_change_does_not_hide_the_tables_other_changes_it_holds_them_w
     assert comment.blocked == "waits on step 1, which cannot run as planned"
     assert comment.summary == "comment on table retail.orders: 'Orders' -> 'All orders'"
     assert comment.values == ("owner: 'sales' -> 'sales-eng'",)  # the stamp, with the property, waiting too
+
+
+def test_a_comment_on_a_data_source_column_that_nests_varchar_is_blocked_and_a_top_level_one_is_not():
+    # Spark 4.0 refuses ALTER COLUMN ... COMMENT on array<varchar(3)> of a data-source table
+    # (NOT_SUPPORTED_CHANGE_COLUMN): it compares the stored type with one that has string for varchar.
+    events = replace(table("retail.events", "name:varchar(3)", "tags:array<varchar(3)>"), format="json",
+                     data_source=True)
+    live = applied(catalog(events))
+    commented = replace(events, columns=tuple(replace(c, comment="Said") for c in events.columns))
+    plan = build_plan(catalog(commented), live)
+    assert kinds(plan) == [("unsupported", "retail.events")]
+    assert plan.steps[0].summary == ("change comment of column tags (array<varchar(3)>: Spark cannot alter a column "
+                                     "whose type nests char or varchar) on retail.events")
+    only_name = replace(events, columns=(replace(events.columns[0], comment="Said"), events.columns[1]))
+    assert kinds(build_plan(catalog(only_name), live)) == [("set_column_comments", "retail.events")]

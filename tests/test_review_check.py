@@ -30,7 +30,7 @@ def test_a_metastore_that_moved_since_the_review_makes_it_stale():
     after_merge = build_plan(catalog(HEAD), moved)
     assert differences(reviewed, after_merge) == [
         "planned differently: add 1 column to retail.orders: coupon string",  # it now carries the stamp
-        "no longer planned: comment on table retail.orders: None -> 'Orders'"]
+        "no longer planned: comment on table retail.orders: (none) -> 'Orders'"]
 
 
 def test_a_reviewed_drop_is_the_same_drop_after_merge_though_its_record_names_another_commit():

@@ -17,6 +17,7 @@ from typing import Any, Iterable, Mapping, Protocol
 
 from schemaflow.catalog.spark_schema import PROVIDER, spark_bucketing, spark_columns
 from schemaflow.model import (
+    COMMENT_KEY,
     MANAGED_KEYS_KEY,
     MIGRATION_PREFIX,
     SCHEMAFLOW_PREFIX,
@@ -86,7 +87,7 @@ def to_model(data: Mapping[str, Any]) -> Object:
     common = dict(
         database=data["dbName"],
         name=data["tableName"],
-        comment=parameters.get("comment") or None,
+        comment=parameters.get(COMMENT_KEY) or None,
         properties=user_properties(parameters),
         managed_keys=tuple(sorted(k for k in parameters.get(MANAGED_KEYS_KEY, "").split(",") if k)),
         version=parameters.get(VERSION_KEY),

@@ -11,7 +11,7 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from schemaflow.model import MIGRATION_PREFIX, SCHEMAFLOW_PREFIX, Column, Database, PartitionValues, Table, View
+from schemaflow.model import COMMENT_KEY, MIGRATION_PREFIX, SCHEMAFLOW_PREFIX, Column, Database, PartitionValues, Table, View
 from schemaflow.plan.evolution import SAME, Evolution
 from schemaflow.plan.hazards import column_hazards, keep, restrict_hazard
 from schemaflow.plan.steps import (CREATE_TABLE, CREATE_VIEW, DROP_TABLE, DROP_VIEW, UNSUPPORTED, VIEW_PARTITIONS,
@@ -213,16 +213,24 @@ class AlterColumns:
 
 @dataclass(frozen=True)
 class SetTableComment:
+    """A table's comment: through Spark SQL, or, for a table whose SerDe gives Spark its columns, as
+    the metastore's ``comment`` parameter (``sql.storage.SCHEMA_FROM_SERDE``)."""
+
     key: str
     old: str | None
     new: str | None
+    through_metastore: bool = False
     object_type = "table"
     destructive = False
     reshapes = False
 
     def to_step(self) -> Step:
-        return Step("set_table_comment", self.key, "table", f"comment on table {self.key}: {self.old!r} -> {self.new!r}",
-                    (SqlAction(ddl.set_table_comment(self.key, self.new)),))
+        action: SqlAction | SetParameters = SqlAction(ddl.set_table_comment(self.key, self.new))
+        if self.through_metastore:
+            action = SetParameters(self.key, {COMMENT_KEY: self.new} if self.new else {},
+                                   () if self.new else (COMMENT_KEY,))
+        return Step("set_table_comment", self.key, "table", value_change(f"comment on table {self.key}", self.old, self.new),
+                    (action,))
 
 
 @dataclass(frozen=True)

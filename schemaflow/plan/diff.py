@@ -17,9 +17,10 @@ from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateDat
                                      DropTable, DropView, ReplaceView, SetColumnComments, SetDatabaseProperties,
                                      SetStorage, SetTableComment, Unsupported)
 from schemaflow.plan.evolution import APPEND, SAME, Evolution, evolve
-from schemaflow.sql.storage import NO_ADD_COLUMNS
+from schemaflow.sql.storage import NO_ADD_COLUMNS, SCHEMA_FROM_SERDE
 from schemaflow.sql.ddl import view_text
 from schemaflow.sql.views import normalize_sql
+from schemaflow.sql.types import nests_char_or_varchar
 from schemaflow.wording import listed
 
 # --allow-destructive does not unblock such a change: it allows the drop of an object no file declares.
@@ -85,7 +86,8 @@ def create(obj: Object) -> Change:
 def diff_table(want: Table, have: Table, migrations: Sequence[Migration] = (), type_rule: bool = True) -> list[Change]:
     key = want.key
     # What the table cannot take in place blocks it; its comment is still shown (the plan marks it waiting).
-    comment = [SetTableComment(key, have.comment, want.comment)] if want.comment != have.comment else []
+    comment = [SetTableComment(key, have.comment, want.comment, through_metastore=want.serde in SCHEMA_FROM_SERDE)
+               ] if want.comment != have.comment else []
     storage = _storage_changes(want, have)
     if storage:
         return [Unsupported(key, "table", "changing storage (" + ", ".join(storage) + ")", _RECREATE), *comment]
@@ -154,6 +156,8 @@ def _data_source_columns(want: Table, have: Table, evolution: Evolution) -> list
     refused += [f"change comment of partition column {n.name}" for o, n in zip(have.partition_columns,
                                                                               want.partition_columns)
                 if o.comment != n.comment]
+    refused += [f"change comment of column {n.name} ({n.type}: Spark cannot alter a column whose type nests char "
+                "or varchar)" for o, n in zip(old, new) if o.comment != n.comment and nests_char_or_varchar(n.type)]
     added = new[len(old):]
     if added and not refused and want.format in NO_ADD_COLUMNS:
         refused.append("add " + ", ".join(c.name for c in added))

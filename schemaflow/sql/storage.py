@@ -52,6 +52,11 @@ KNOWN_SERDES = frozenset({
     "org.apache.hadoop.hive.contrib.serde2.MultiDelimitSerDe",
 })
 
+# SerDes whose own columns Spark reads back for a Hive table: Spark's ALTER TABLE (COMMENT ON TABLE)
+# writes those back, without the columns' comments. Measured: OpenCSVSerde loses them; RegexSerDe,
+# AvroSerDe and the formats' own SerDes keep them.
+SCHEMA_FROM_SERDE = frozenset({"org.apache.hadoop.hive.serde2.OpenCSVSerde"})
+
 # ``row_format:`` in a table file -> the LazySimpleSerDe property it sets (Hive's own spelling,
 # ``colelction.delim`` included). Spark 4 drops NULL DEFINED AS from ROW FORMAT DELIMITED, so
 # schemaflow writes these as SERDEPROPERTIES, which it keeps.
