@@ -39,9 +39,11 @@ def steps(workflow: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def command(step: dict[str, Any], env: dict[str, str]) -> list[str]:
-    """The words of a step's first command, with its variables set and no redirection after it."""
+    """The words of a step's first command, with its variables set and no redirection after it; a word
+    ``${NAME:+word}`` is the word when NAME is set and not empty, else no word at all, as in bash."""
+    run = re.sub(r"\$\{(\w+):\+([^}]*)\}", lambda m: m.group(2) if env.get(m.group(1)) else "", step["run"])
     words = []
-    for word in shlex.shlex(step["run"], posix=True, punctuation_chars=True):
+    for word in shlex.shlex(run, posix=True, punctuation_chars=True):
         if word in (">", "||", "&&", ";"):
             break
         words.append(re.sub(r"\$\{?(\w+)\}?", lambda m: env[m.group(1)], word))
@@ -80,7 +82,7 @@ def test_the_plan_workflow_commands_plan_a_shallow_clone(tmp_path, monkeypatch, 
     checkout = tmp_path / "checkout"
     git.Repo.clone_from(f"file://{tmp_path / 'origin'}", checkout, depth=1, branch="feature")
     workflow = load(PLAN)
-    env = {**workflow["env"], "BASE": "main"}
+    env = {**workflow["env"], "BASE": "main", "ALLOW_DESTRUCTIVE": ""}
     monkeypatch.chdir(checkout)
 
     subprocess.run(command(named(workflow, "Fetch the base branch"), env), check=True, capture_output=True)
@@ -94,6 +96,15 @@ def test_the_plan_workflow_commands_plan_a_shallow_clone(tmp_path, monkeypatch, 
     assert [(s["kind"], s["object"], s["blocked"] is not None) for s in saved["steps"]] == [
         ("drop_table", "analytics.marketing_spend", True)]
 
+    # With the label "schemaflow-allow-destructive" on the pull request, the drop is planned for review.
+    labelled = named(workflow, "Plan")["env"]["ALLOW_DESTRUCTIVE"]
+    assert "contains(github.event.pull_request.labels.*.name, 'schemaflow-allow-destructive')" in labelled
+    assert load(PLAN)["on"]["pull_request"]["types"] == ["opened", "synchronize", "reopened", "labeled", "unlabeled"]
+    assert main(command(named(workflow, "Plan"), {**env, "ALLOW_DESTRUCTIVE": "true"})[1:]) == 2
+    assert capsys.readouterr().out.startswith(f"{MARKER}\n### schemaflow plan\n\n**1 step on 1 object, 1 destructive.**")
+    saved = json.loads((checkout / "plan.json").read_text())
+    assert saved["allow_destructive"] is True and saved["steps"][0]["blocked"] is None
+
     layout = command(named(workflow, "Check the layout of the YAML files"), env)
     assert main(layout[1:]) == 0  # the example's files are in the canonical layout
     assert capsys.readouterr().out == "10 files already formatted.\n"
@@ -104,9 +115,12 @@ def test_the_plan_workflow_commands_plan_a_shallow_clone(tmp_path, monkeypatch, 
 
 def test_the_apply_workflow_rebuilds_the_reviewed_plan_and_applies_only_that():
     workflow = load(APPLY)
-    rebuild = _parser().parse_args(command(named(workflow, "Rebuild the reviewed plan"), workflow["env"])[1:])
-    assert (rebuild.project, rebuild.command, rebuild.base, rebuild.head, rebuild.out) == (
-        ".", "plan", "HEAD~1", "HEAD", Path("reviewed.json"))
+    rebuild = named(workflow, "Rebuild the reviewed plan")
+    assert rebuild["env"] == {"ALLOW_DESTRUCTIVE": "${{ steps.merged.outputs.result }}"}
+    for allowed in ("", "true"):
+        parsed = _parser().parse_args(command(rebuild, {**workflow["env"], "ALLOW_DESTRUCTIVE": allowed})[1:])
+        assert (parsed.project, parsed.command, parsed.base, parsed.head, parsed.out, parsed.allow_destructive) == (
+            ".", "plan", "HEAD~1", "HEAD", Path("reviewed.json"), allowed == "true")
     apply = _parser().parse_args(
         command(named(workflow, "Apply what was reviewed, or refuse it as stale"), workflow["env"])[1:])
     assert (apply.command, apply.plan_file, apply.reviewed, apply.auto_approve) == (
@@ -194,3 +208,27 @@ def test_the_plan_workflow_replaces_the_comment_with_the_error_when_nothing_coul
     body = json.loads(posted.read_text())["body"]
     assert body.startswith(f"{MARKER}\n### schemaflow plan\n\n**This pull request could not be planned**")
     assert "````text\nschemas/retail/orders.yaml:6:31: unknown type 'bigitn'\n```\n# ✅ No changes\n\n````\n" in body
+
+
+def test_the_apply_workflow_allows_drops_only_for_a_merged_pull_request_with_the_label(tmp_path):
+    workflow = load(APPLY)
+    step = named(workflow, "Read the merged pull request's label")
+    assert step["id"] == "merged" and step["with"]["result-encoding"] == "string"
+    assert workflow["permissions"] == {"contents": "read", "pull-requests": "read"}
+    node = shutil.which("node")
+    assert node is not None, "node runs the workflow's script here as the runner would"
+
+    def result(pulls: list[dict[str, Any]]) -> str:
+        # GitHub's client stands in as an object that answers with these pull requests.
+        harness = (f"const github = {{rest: {{repos: {{listPullRequestsAssociatedWithCommit: async () => "
+                   f"({{data: {json.dumps(pulls)}}})}}}}}};"
+                   "const context = {repo: {owner: 'o', repo: 'r'}, sha: 'merge'};"
+                   f"(async () => {{ process.stdout.write(await (async () => {{ {step['with']['script']} }})()); }})();")
+        return subprocess.run([node, "-e", harness], cwd=tmp_path, check=True, capture_output=True, text=True).stdout
+
+    label = {"name": "schemaflow-allow-destructive"}
+    assert result([{"merge_commit_sha": "merge", "labels": [{"name": "docs"}, label]}]) == "true"
+    assert result([{"merge_commit_sha": "merge", "labels": [{"name": "docs"}]}]) == ""
+    # Another pull request that contains the commit (a branch merged onward) does not count.
+    assert result([{"merge_commit_sha": "other", "labels": [label]}]) == ""
+    assert result([]) == ""
