@@ -91,3 +91,18 @@ def test_a_view_with_a_column_name_spark_generated_is_skipped_with_the_way_out_n
     assert skipped == [f"{VIEW.key}: its column 'count(1)' has a name a file cannot declare (Spark before 3.2 named an "
                        "expression without an alias so): re-create it with an alias (... AS name), or leave it alone "
                        "with exclude: in schemaflow.yaml"]
+
+
+def test_a_table_spark_made_that_validate_would_refuse_is_skipped_with_what_validate_says(tmp_path):
+    # Spark creates a text data-source table of two columns, then refuses every read and write of it.
+    lines = Table("raw", "lines", (Column("line", "string"), Column("more", "string")), format="text",
+                  data_source=True)
+    kept = Table("raw", "kept", (Column("line", "string"),), format="text", data_source=True)
+    written, skipped = write_schemas([lines, kept], tmp_path / "schemas")
+    assert written == [tmp_path / "schemas" / "raw" / "kept.yaml"]
+    assert skipped == [
+        "raw.lines: validate would refuse its file (Spark's text data source reads each line as one string column, "
+        "and this table declares 2 data columns: every read and write of it would fail (\"Text data source supports "
+        "only a single column\"); keep one, or use csv or json): re-create it in a form validate accepts, or leave "
+        "it alone with exclude: in schemaflow.yaml"]
+    assert not (tmp_path / "schemas" / "raw" / "lines.yaml").exists()

@@ -8,12 +8,16 @@ cannot say (a type schemaflow does not know, buckets sorted descending) is repor
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
 import yaml
 
+from schemaflow.errors import SpecError
 from schemaflow.model import Column, Object, Table
+from schemaflow.spec.objects import read_object
+from schemaflow.spec.yamlpos import load_yaml
 from schemaflow.sql.storage import CUSTOM, LAZY_SIMPLE_SERDE, PROVIDERS, ROW_FORMAT, default_serde
 from schemaflow.sql.types import InvalidType, canonical_type
 
@@ -145,18 +149,46 @@ def _columns(columns: Iterable[Column], types: bool) -> list[_Flow]:
     return rows
 
 
+@dataclass(frozen=True)
+class _Text:
+    """A file's text before it is written, read as ``yamlpos`` reads a file."""
+
+    name: str
+    text: str
+
+    def read_bytes(self) -> bytes:
+        return self.text.encode("utf-8")
+
+
+def refusal(text: str, display_path: str) -> str | None:
+    """What validate would say first of a file of ``text``, on its own; None if it accepts it.
+
+    An import writes only files validate accepts: a live object Spark made but the format cannot
+    declare as it is (a text data source of two columns, a type schemaflow refuses) is skipped, named.
+    """
+    try:
+        problems = read_object(load_yaml(_Text(display_path, text), display_path)).problems
+    except SpecError as error:
+        problems = tuple(error.problems)
+    return problems[0].message if problems else None
+
+
 def write_schemas(objects: Iterable[Object], schemas_dir: Path, overwrite: bool = False) -> tuple[list[Path], list[str]]:
     """Write each object's file under ``schemas_dir``; the files written, and what was skipped and why."""
     written, skipped = [], []
     for obj in sorted(objects, key=lambda o: o.key):
         reason = unsupported(obj)
         path = schemas_dir / obj.database / f"{obj.name}.yaml"
+        text = schema_text(obj) if reason is None else ""
+        if reason is None and (refused := refusal(text, f"{obj.database}/{obj.name}.yaml")):
+            reason = (f"validate would refuse its file ({refused}): re-create it in a form validate accepts, or "
+                      "leave it alone with exclude: in schemaflow.yaml")
         if reason is None and path.exists() and not overwrite:
             reason = f"{path} exists (pass --force to overwrite it)"
         if reason:
             skipped.append(f"{obj.key}: {reason}")
             continue
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(schema_text(obj))
+        path.write_text(text)
         written.append(path)
     return written, skipped

@@ -220,6 +220,12 @@ def table_columns(doc: Document, data: dict[str, Any], problems: list[Problem],
 def _table(doc: Document, data: dict[str, Any], problems: list[Problem]) -> Table:
     database, name = _object_name(doc, "table", data["table"], problems)
     columns, partition_columns = table_columns(doc, data, problems, "a table needs at least one data column")
+    if data.get("using") == "text" and len(columns) > 1:
+        # Spark creates it, then refuses every read and write (measured on Spark 4.0).
+        problems.append(Problem(doc.at("columns", 1), (
+            f"Spark's text data source reads each line as one string column, and this table declares {len(columns)} "
+            "data columns: every read and write of it would fail (\"Text data source supports only a single "
+            "column\"); keep one, or use csv or json")))
     external = data.get("external", False)
     if external and "location" not in data:
         problems.append(Problem(doc.key("external"), "an external table needs a location: add 'location:'"))
