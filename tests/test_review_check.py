@@ -1,6 +1,7 @@
 """A reviewed plan against the plan made after merge: the same changes, or stale."""
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 from schemaflow.model import Catalog, Column, Table
@@ -42,3 +43,18 @@ def test_a_reviewed_drop_is_the_same_drop_after_merge_though_its_record_names_an
     assert differences(reviewed, after_merge) == []
     older = build_plan(catalog(BASE), applied_state(catalog(BASE, replace(other, comment="x"))), allow_destructive=True)
     assert differences(reviewed, older) == ["planned differently: drop table retail.legacy"]  # another version
+
+
+def test_a_reviewed_drop_of_an_object_schemaflow_never_stamped_is_not_stale():
+    other = Table("retail", "legacy", (Column("id", "bigint"),))
+    reviewed = build_plan(catalog(BASE), applied_state(catalog(BASE, other)), allow_destructive=True)
+    adopted = replace(applied_state(catalog(BASE, other)), objects={
+        **applied_state(catalog(BASE)).objects, other.key: other})  # live, as an import finds it: no version
+    after_merge = build_plan(catalog(BASE), adopted, allow_destructive=True)
+    def version(plan):
+        [record] = [json.loads(value) for action in plan.steps[0].actions
+                    for value in getattr(action, "properties", {}).values()]
+        return record["version"]
+
+    assert version(after_merge) is None and version(reviewed) is not None
+    assert differences(reviewed, after_merge) == []

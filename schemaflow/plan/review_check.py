@@ -4,8 +4,9 @@ After a merge, CI plans against the live metastore and compares the result with 
 reviewer read (made between git refs, with no metastore). They must make the same changes: the
 same kinds of steps, on the same objects, running the same actions. What may differ is what only
 the live metastore knows or what only the apply moment decides: partition counts and the notes,
-estimates and batching that follow from them, the partitions of partitioned views, and the commit
-the stamps and drop records record. Anything else means
+estimates and batching that follow from them, the partitions of partitioned views, the commit the
+stamps and drop records record, and the version a drop record names when the live object has none
+(schemaflow never stamped it: it was adopted by import). Anything else means
 the metastore or the schemas moved since the review, and the reviewed plan is stale.
 """
 from __future__ import annotations
@@ -18,7 +19,8 @@ from schemaflow.plan.plan import Plan
 from schemaflow.plan.steps import SETTINGS_STEP, VIEW_PARTITIONS, SetColumns, SetDatabaseParameters, SetParameters, Step
 
 
-def _comparable(step: Step) -> tuple[Any, ...]:
+def _comparable(step: Step, unversioned: frozenset[str] = frozenset()) -> tuple[Any, ...]:
+    """What of ``step`` a review compares; ``unversioned`` names drop records whose version is left out."""
     actions = []
     for action in step.actions:
         if isinstance(action, SetParameters):
@@ -29,15 +31,25 @@ def _comparable(step: Step) -> tuple[Any, ...]:
         elif isinstance(action, SetDatabaseParameters):
             if SETTINGS_KEY in action.properties:
                 continue  # the record of the settings applied: they are checked by their digest
-            action = SetDatabaseParameters(action.database, {k: _without_commit(v) if k.startswith(DROPPED_PREFIX) else v
-                                                             for k, v in action.properties.items()})
+            action = SetDatabaseParameters(action.database, {
+                k: _drop_record(v, versioned=k not in unversioned) if k.startswith(DROPPED_PREFIX) else v
+                for k, v in action.properties.items()})
         actions.append(action)
     return step.kind, step.object, step.blocked, tuple(actions)
 
 
-def _without_commit(record: str) -> str:
-    """A drop's record without the commit it names."""
-    return json.dumps({k: v for k, v in json.loads(record).items() if k != "commit"}, sort_keys=True)
+def _drop_record(record: str, versioned: bool) -> str:
+    """A drop's record without the commit it names (and, unless ``versioned``, the version it names)."""
+    left_out = ("commit",) if versioned else ("commit", "version")
+    return json.dumps({k: v for k, v in json.loads(record).items() if k not in left_out}, sort_keys=True)
+
+
+def _unversioned(plan: Plan) -> frozenset[str]:
+    """The drop records of ``plan`` for objects schemaflow never stamped (adopted by import): they name no
+    version, so there is none to compare with the version the reviewed plan gives the object."""
+    return frozenset(key for step in plan.steps for action in step.actions if isinstance(action, SetDatabaseParameters)
+                     for key, value in action.properties.items()
+                     if key.startswith(DROPPED_PREFIX) and json.loads(value).get("version") is None)
 
 
 def _changes(plan: Plan) -> list[Step]:
@@ -50,7 +62,8 @@ def _changes(plan: Plan) -> list[Step]:
 def differences(reviewed: Plan, current: Plan) -> list[str]:
     """How ``current`` differs from ``reviewed`` in what it would change, a line a step; empty when it does not."""
     reviewed_steps, current_steps = _changes(reviewed), _changes(current)
-    if [_comparable(s) for s in reviewed_steps] == [_comparable(s) for s in current_steps]:
+    unversioned = _unversioned(current)
+    if [_comparable(s, unversioned) for s in reviewed_steps] == [_comparable(s, unversioned) for s in current_steps]:
         return []
     now = {(s.kind, s.object): s for s in current_steps}
     before = {(s.kind, s.object) for s in reviewed_steps}
@@ -59,7 +72,7 @@ def differences(reviewed: Plan, current: Plan) -> list[str]:
         match = now.get((step.kind, step.object))
         if match is None:
             lines.append(f"no longer planned: {step.summary}")
-        elif _comparable(match) != _comparable(step):
+        elif _comparable(match, unversioned) != _comparable(step, unversioned):
             lines.append(f"planned differently: {step.summary}")
     lines += [f"planned now, not reviewed: {s.summary}" for s in current_steps if (s.kind, s.object) not in before]
     return lines or ["the same steps, in another order"]
