@@ -69,15 +69,23 @@ def test_applied_at_fills_schemaflows_parameters_only():
 
 
 def test_a_view_is_stored_with_every_table_it_reads_named_with_its_database():
-    from schemaflow.sql.views import with_tables_qualified
+    from schemaflow.sql.views import hive_readable
 
     sql = ("WITH recent AS (SELECT * FROM orders WHERE ds > '2026')  -- orders: the shop's\n"
            "SELECT r.id, `items`.sku FROM recent r JOIN `items` ON TRUE JOIN other.x USING (k)\n"
            "WHERE EXISTS (SELECT 1 FROM shop.refunds)")
-    assert with_tables_qualified(sql, "shop") == (
+    assert hive_readable(sql, "shop") == (
         "WITH recent AS (SELECT * FROM `shop`.orders WHERE ds > '2026')  -- orders: the shop's\n"
         "SELECT r.id, `items`.sku FROM recent r JOIN `shop`.`items` ON TRUE JOIN other.x USING (k)\n"
         "WHERE EXISTS (SELECT 1 FROM shop.refunds)")
+
+
+def test_a_view_is_stored_with_hive_reserved_words_back_quoted_as_hive_parses_it():
+    from schemaflow.sql.views import hive_readable
+
+    sql = "SELECT id, date, `user`, t.timestamp AS at FROM user u JOIN t ON u.date = t.date -- date"
+    assert hive_readable(sql, "shop") == (
+        "SELECT id, `date`, `user`, t.`timestamp` AS at FROM `shop`.`user` u JOIN `shop`.t ON u.`date` = t.`date` -- date")
 
 
 def test_a_view_whose_columns_rename_its_output_is_stored_wrapped_in_a_select_that_renames_it():

@@ -14,7 +14,7 @@ from typing import Iterable, Mapping
 from schemaflow.claims import CLAIM
 from schemaflow.model import VERSION_KEY, Column, Table, View, split_key
 from schemaflow.sql.storage import CUSTOM, HIVE_FORMATS, SERDE_FORMATS, default_serde
-from schemaflow.sql.views import ViewSqlError, with_tables_qualified
+from schemaflow.sql.views import ViewSqlError, hive_readable
 
 def ident(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
@@ -131,12 +131,13 @@ def view_text(view: View) -> str:
     """The text schemaflow stores for a declared view, which Hive and Spark both read.
 
     Spark stores a view's text as written, and Hive expands that text itself: from its own current
-    database, and naming the output as the text does. So every table the SQL reads is named with its
-    database, and when the view's columns rename the SQL's output, the SQL is wrapped in a SELECT
-    that renames it (as Hive's own expanded text does). The rest of the SQL stays as declared.
+    database, with its own parser, and naming the output as the text does. So every table the SQL
+    reads is named with its database, each of Hive's reserved words used as a name is back-quoted,
+    and when the view's columns rename the SQL's output, the SQL is wrapped in a SELECT that renames
+    it (as Hive's own expanded text does). The rest of the SQL stays as declared.
     """
     try:
-        sql = with_tables_qualified(view.sql, view.database)
+        sql = hive_readable(view.sql, view.database)
     except ViewSqlError:  # never a declared view's (spec parsed it): text made elsewhere goes as it is
         return view.sql
     names = [c.name for c in view.columns]

@@ -528,17 +528,37 @@ def with_databases_renamed(sql: str, names: Mapping[str, str]) -> str:
     return sql
 
 
-def with_tables_qualified(sql: str, default_database: str) -> str:
-    """``sql`` with each table or view it reads by an unqualified name named with ``default_database``.
+# Words Hive's parser refuses as a bare identifier (``SELECT id, date FROM t``): measured with the
+# ParseDriver of the Hive 2.3.10 in the pyspark jars, with those Hive 3 and 4 reserve besides. Hive
+# reads a view's stored text with that parser, so schemaflow stores them back-quoted.
+HIVE_RESERVED = frozenset("""
+    all alter and array as authorization between bigint binary boolean both by cache case cast char column
+    commit conf constraint create cross cube current cursor database date dayofweek decimal delete describe
+    distinct double drop else end exchange exists extended external extract fetch float floor following for
+    foreign from full function grant group grouping having if import in inner insert int integer intersect
+    interval into is join lateral left less like local macro map more none not numeric of on only or order
+    out outer over partialscan partition percent preceding precision preserve primary procedure range reads
+    reduce references regexp revoke right rlike rollback rollup row rows select set smallint start sync table
+    tablesample then time timestamp to transform trigger truncate unbounded union uniquejoin update user using
+    values varchar views when where window with
+    """.split())
 
-    Hive expands a view's stored text itself, from whatever database is current: an unqualified
-    name there is looked up in that one. Only the database is inserted (back-quoted), before the
-    name, so the text otherwise stays as written and an unaliased table keeps its name as alias.
+
+def hive_readable(sql: str, default_database: str) -> str:
+    """``sql`` as Hive can read it back from a view's stored text, otherwise as written.
+
+    Hive expands a view's stored text itself, from whatever database is current: each table or view
+    read by an unqualified name gets ``default_database`` (back-quoted) before its name, and an
+    unaliased table keeps its name as alias. Hive's parser refuses its reserved words as bare names
+    where Spark's accepts them: each such identifier is back-quoted.
     """
     query = parse_select(sql)
-    starts = sorted((table.this.meta["start"] for _, table in _table_references(query, default_database)
-                     if not table.args.get("db")), reverse=True)
-    database = "`" + default_database.replace("`", "``") + "`."
-    for start in starts:
-        sql = sql[:start] + database + sql[start:]
+    # (start, end, text): replace sql[start:end] by text; an insertion has end == start.
+    edits = [(table.this.meta["start"], table.this.meta["start"], "`" + default_database.replace("`", "``") + "`.")
+             for _, table in _table_references(query, default_database) if not table.args.get("db")]
+    edits += [(node.meta["start"], node.meta["end"] + 1, f"`{node.name}`") for node in query.find_all(exp.Identifier)
+              if not node.quoted and node.name.lower() in HIVE_RESERVED and "start" in node.meta]
+    # From the end, so earlier offsets hold; at one offset, the name is quoted before the database goes before it.
+    for start, end, text in sorted(set(edits), reverse=True):
+        sql = sql[:start] + text + sql[end:]
     return sql
