@@ -171,6 +171,9 @@ class View:
     lineage: Mapping[str, tuple[str, ...]] = field(default_factory=dict, compare=False)
     # Declared only, derived from ``sql``: the names the SQL gives its output, which ``columns`` may rename.
     output: tuple[str, ...] = field(default=(), compare=False)
+    # Declared only, derived from ``sql``: each ``*`` it selects (start, end, the columns it selects as
+    # text), which the stored text names instead (``sql.views.hive_readable``).
+    stars: tuple[tuple[int, int, str], ...] = field(default=(), compare=False)
     # Live only: Spark's view.schemaMode (COMPENSATION, BINDING, EVOLUTION, TYPE EVOLUTION); None: none stored.
     schema_mode: str | None = field(default=None, compare=False)
     managed_keys: tuple[str, ...] = field(default=(), compare=False)
@@ -317,10 +320,10 @@ _STORAGE_DETAILS = frozenset({"data_source", "serde", "input_format", "output_fo
 # Fields derived from a declared view's SQL, left out likewise: what was saved before them reads the same.
 _DERIVED_LATER = frozenset({"output"})
 _LEFT_OUT_AT_DEFAULT = _STORAGE_DETAILS | _DERIVED_LATER
-# Fields left out of the plain data (where the object was declared), and those that are no part of an
+# Fields left out of the plain data (where the object was declared, the stars of its SQL), and those that are no part of an
 # object's definition, so not of its fingerprint: those and live-only bookkeeping, what is derived
 # from a view's SQL, and a view's partitions (its contents, see ``fingerprint``).
-_NOT_DATA = frozenset({"source"})
+_NOT_DATA = frozenset({"source", "stars"})
 _NOT_DEFINITION = _NOT_DATA | {"managed_keys", "version", "reads", "uses", "lineage", "output", "schema_mode",
                                "migrations", "partitions"}
 # The fields of a Table and a View that their plain data holds, in order, found once per class; and

@@ -570,3 +570,33 @@ def test_hive_parses_the_text_a_view_is_stored_with_though_it_names_columns_with
         hive_parser.parse(f"SELECT id, date, t.user FROM {db}.t")  # as Spark stores the SQL as written
     assert spark.sql(f"SELECT * FROM {db}.v").columns == ["id", "date", "user"]
     assert plan(project, metastore).is_empty
+
+
+def test_a_star_view_is_stored_with_the_columns_its_star_selects_so_hive_does_not_expand_it_anew(
+        tmp_path, metastore, spark, fresh_db):
+    db = fresh_db()
+    project = write_project(tmp_path, {
+        f"schemas/{db}/t.yaml": f"table: {db}.t\ncolumns: [{{name: id, type: int}}, {{name: date, type: string}}]\n",
+        f"schemas/{db}/v.yaml": f"view: {db}.v\nsql: SELECT * FROM t WHERE id > 0\n",
+    })
+    plan_and_apply(project, metastore)
+    stored = metastore.msc.getTable(db, "v").getViewExpandedText()
+    assert stored == f"SELECT `t`.`id`, `t`.`date` FROM `{db}`.t WHERE id > 0"
+    # Hive's parser reads it, and finds no * to expand at read (TOK_ALLCOLREF is Hive's node for *).
+    tree = spark._jvm.org.apache.hadoop.hive.ql.parse.ParseDriver().parse(stored).toStringTree()
+    assert "TOK_ALLCOLREF" not in tree and "date" in tree
+    # A column added outside schemaflow shows in neither engine: the view keeps what it selected.
+    spark.sql(f"ALTER TABLE {db}.t ADD COLUMNS (extra string)")
+    assert spark.sql(f"SELECT * FROM {db}.v").columns == ["id", "date"]
+    assert metastore.msc.getTable(db, "v").getViewExpandedText() == stored
+    # Declared again with the new column, the next plan re-creates the view with it.
+    project = write_project(tmp_path, {
+        f"schemas/{db}/t.yaml": f"table: {db}.t\ncolumns: [{{name: id, type: int}}, {{name: date, type: string}}, "
+                                "{name: extra, type: string}]\n",
+        f"schemas/{db}/v.yaml": f"view: {db}.v\nsql: SELECT * FROM t WHERE id > 0\n",
+    })
+    replanned = plan(project, metastore)
+    assert [(s.kind, s.object) for s in replanned.steps] == [("replace_view", f"{db}.v")]
+    apply_plan(replanned, metastore)
+    assert spark.sql(f"SELECT * FROM {db}.v").columns == ["id", "date", "extra"]
+    assert plan(project, metastore).is_empty

@@ -18,7 +18,7 @@ from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateDat
                                      SetStorage, SetTableComment, Unsupported)
 from schemaflow.plan.evolution import APPEND, SAME, Evolution, evolve
 from schemaflow.sql.storage import NO_ADD_COLUMNS, SCHEMA_FROM_SERDE
-from schemaflow.sql.ddl import view_text
+from schemaflow.sql.ddl import stores_view, view_text
 from schemaflow.sql.views import normalize_sql
 from schemaflow.sql.types import nests_char_or_varchar
 from schemaflow.wording import listed
@@ -195,9 +195,11 @@ def _hive_columns(want: Table, have: Table, evolution: Evolution) -> list[Change
 
 def diff_view(want: View, have: View) -> list[Change]:
     reasons: list[str] = []
-    # Stored as view_text stores it, or as written (by a version of schemaflow before view_text).
+    # Stored as view_text stores it (each * as the columns it selected then), or as written (by a
+    # version of schemaflow before view_text).
     stored = (want.sql, view_text(want))
-    sql_changed = have.sql not in stored and normalize_sql(have.sql) not in map(normalize_sql, stored)
+    sql_changed = (have.sql not in stored and not stores_view(have.sql, want)
+                   and normalize_sql(have.sql) not in map(normalize_sql, stored))
     if sql_changed:
         reasons.append("SQL changed")
     if _names(want.columns) != _names(have.columns):

@@ -125,7 +125,7 @@ def _analyze(view: View, doc: Document, schema: Mapping[str, list[tuple[str, str
     problems = _partition_problems(view, tuple(c.name for c in columns), doc)
     lineage = dict(zip((c.name for c in columns), analysis.lineage.values()))
     return replace(view, columns=columns, reads=analysis.reads, uses=analysis.uses, lineage=lineage,
-                   output=analysis.output), problems
+                   output=analysis.output, stars=analysis.stars), problems
 
 
 def _partition_problems(view: View, names: tuple[str, ...], doc: Document) -> list[Problem]:

@@ -9,7 +9,8 @@ born claimed: its CREATE sets ``schemaflow.version`` to the ``CLAIM`` the execut
 """
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+import re
+from typing import Iterable, Mapping, Sequence
 
 from schemaflow.claims import CLAIM
 from schemaflow.model import VERSION_KEY, Column, Table, View, split_key
@@ -127,17 +128,19 @@ def create_view(view: View, replace: bool) -> str:
     return "\n".join(lines)
 
 
-def view_text(view: View) -> str:
+def view_text(view: View, stars: Sequence[tuple[int, int, str]] | None = None) -> str:
     """The text schemaflow stores for a declared view, which Hive and Spark both read.
 
     Spark stores a view's text as written, and Hive expands that text itself: from its own current
-    database, with its own parser, and naming the output as the text does. So every table the SQL
-    reads is named with its database, each of Hive's reserved words used as a name is back-quoted,
-    and when the view's columns rename the SQL's output, the SQL is wrapped in a SELECT that renames
-    it (as Hive's own expanded text does). The rest of the SQL stays as declared.
+    database, with its own parser, expanding each ``*`` anew, and naming the output as the text does.
+    So every table the SQL reads is named with its database, each of Hive's reserved words used as a
+    name is back-quoted, each ``*`` is the columns it selects now (a view is frozen when it is made,
+    in Hive's design and in Spark's), and when the view's columns rename the SQL's output, the SQL is
+    wrapped in a SELECT that renames it (as Hive's own expanded text does). The rest of the SQL stays
+    as declared. ``stars`` stands for what each ``*`` is replaced by (``view.stars`` when None).
     """
     try:
-        sql = hive_readable(view.sql, view.database)
+        sql = hive_readable(view.sql, view.database, view.stars if stars is None else stars)
     except ViewSqlError:  # never a declared view's (spec parsed it): text made elsewhere goes as it is
         return view.sql
     names = [c.name for c in view.columns]
@@ -146,6 +149,14 @@ def view_text(view: View) -> str:
     renamed = ", ".join(ident(old) if old == new else f"{ident(old)} AS {ident(new)}"
                         for old, new in zip(view.output, names))
     return f"SELECT {renamed}\nFROM (\n{sql}\n) {ident(view.name)}"
+
+
+def stores_view(stored: str, view: View) -> bool:
+    """Whether ``stored`` is the text ``view_text`` stores for ``view``, but that each ``*`` may stand for
+    other columns (those it selected when it was stored), or be stored as ``*`` (before expansion)."""
+    marker = "\0"
+    pieces = view_text(view, [(start, end, marker) for start, end, _ in view.stars]).split(marker)
+    return re.fullmatch("(.*?)".join(map(re.escape, pieces)), stored, re.DOTALL) is not None
 
 
 def _claimed() -> str:

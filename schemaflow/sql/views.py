@@ -70,12 +70,19 @@ class ViewSqlError(Exception):
         super().__init__(f"{message} (line {line}, column {col})")
 
 
+# A ``*`` (or ``t.*``) a query selects: its span in the SQL text, and the columns it selects, as text.
+StarColumns = tuple[int, int, str]
+
+
 @dataclass(frozen=True)
 class ViewAnalysis:
     output: tuple[str, ...]  # output column names, lower-case, in order
     reads: tuple[str, ...]   # "db.name" of the tables and views read, sorted
     uses: Mapping[str, tuple[str, ...]] = field(default_factory=dict)     # "db.name" -> columns used anywhere
     lineage: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # output column -> "db.name.column"
+    # Each * the query selects, with the columns it selects now: what the stored text names (not compared,
+    # as the stored text is no part of what the analysis finds).
+    stars: tuple[StarColumns, ...] = field(default=(), compare=False)
 
 
 @contextmanager
@@ -205,7 +212,46 @@ def _analyzed(sql: str, default_database: str, known: tuple[tuple[str, tuple[tup
             raise ViewSqlError(message, *_position(sql, select))
         seen.add(name)
     return ViewAnalysis(output=output, reads=reads, uses=column_usage(qualified, default_database),
-                        lineage=output_lineage(qualified, default_database))
+                        lineage=output_lineage(qualified, default_database), stars=_star_columns(query, qualified))
+
+
+def _star_columns(query: exp.Expr, qualified: exp.Expr) -> tuple[StarColumns, ...]:
+    """Each ``*`` and ``t.*`` of ``query``'s SELECT lists, with the columns ``qualified`` expands it to.
+
+    A SELECT with one star expands it to what its other items leave of the expanded list; one with
+    several is left as written (which star selects which columns is Spark's to say).
+    """
+    originals, expanded = list(query.find_all(exp.Select)), list(qualified.find_all(exp.Select))
+    if len(originals) != len(expanded):
+        return ()
+    found = []
+    for original, select in zip(originals, expanded):
+        stars = [i for i, item in enumerate(original.expressions) if _star_span(item)]
+        if len(stars) != 1:
+            continue
+        first = stars[0]
+        count = len(select.expressions) - (len(original.expressions) - 1)
+        items = select.expressions[first:first + count]
+        start, end = cast(tuple[int, int], _star_span(original.expressions[first]))
+        found.append((start, end, ", ".join(_selected(item) for item in items)))
+    return tuple(sorted(found))
+
+
+def _star_span(item: exp.Expression) -> tuple[int, int] | None:
+    """Where ``*`` or ``t.*`` is written in the SQL text (start, end exclusive); None for another item."""
+    star = item.this if isinstance(item, exp.Column) else item
+    if not isinstance(star, exp.Star) or "start" not in star.meta:
+        return None
+    first = next((part for part in (item.args.get("db"), item.args.get("table")) if part is not None), star)
+    return first.meta.get("start", star.meta["start"]), star.meta["end"] + 1
+
+
+def _selected(item: exp.Expression) -> str:
+    """An expanded column as the stored text names it: ``t`.`a``, back-quoted as Hive's own expanded text."""
+    column = item.this if isinstance(item, exp.Alias) else item
+    if isinstance(column, exp.Column) and column.name == item.alias_or_name:
+        return column.sql(dialect=DIALECT, identify=True)
+    return item.sql(dialect=DIALECT, identify=True)
 
 
 @lru_cache(maxsize=PARSED_KEPT)
@@ -544,20 +590,24 @@ HIVE_RESERVED = frozenset("""
     """.split())
 
 
-def hive_readable(sql: str, default_database: str) -> str:
+def hive_readable(sql: str, default_database: str, stars: Sequence[StarColumns] = ()) -> str:
     """``sql`` as Hive can read it back from a view's stored text, otherwise as written.
 
     Hive expands a view's stored text itself, from whatever database is current: each table or view
     read by an unqualified name gets ``default_database`` (back-quoted) before its name, and an
     unaliased table keeps its name as alias. Hive's parser refuses its reserved words as bare names
-    where Spark's accepts them: each such identifier is back-quoted.
+    where Spark's accepts them: each such identifier is back-quoted. And Hive expands each ``*`` again
+    at every read, so a column added to a table later shows in Hive and not in Spark: each of
+    ``stars`` (``ViewAnalysis.stars``) is replaced by the columns it selected when the view was made.
     """
     query = parse_select(sql)
     # (start, end, text): replace sql[start:end] by text; an insertion has end == start.
     edits = [(table.this.meta["start"], table.this.meta["start"], "`" + default_database.replace("`", "``") + "`.")
              for _, table in _table_references(query, default_database) if not table.args.get("db")]
+    edits += [(start, end, text) for start, end, text in stars]
     edits += [(node.meta["start"], node.meta["end"] + 1, f"`{node.name}`") for node in query.find_all(exp.Identifier)
-              if not node.quoted and node.name.lower() in HIVE_RESERVED and "start" in node.meta]
+              if not node.quoted and node.name.lower() in HIVE_RESERVED and "start" in node.meta
+              and not any(start <= node.meta["start"] < end for start, end, _ in stars)]
     # From the end, so earlier offsets hold; at one offset, the name is quoted before the database goes before it.
     for start, end, text in sorted(set(edits), reverse=True):
         sql = sql[:start] + text + sql[end:]
