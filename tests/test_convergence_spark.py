@@ -6,7 +6,10 @@ delimiters, a SerDe the model knows with its properties, Avro by its classes, or
 with its options) and an evolution of it (columns appended, comments, properties and the storage's
 settings changed), writes them as schema files, and plans and applies each
 against the shared metastore. After each apply the plan must be empty and the metastore must hold
-what the files say, read back from it. Inputs that ``validate`` refuses are discarded: the bad-input
+what the files say, read back from it. A second test draws a chain of views over a table (each
+reading the one before, by ``*`` or by a list) and renames or drops a column of the table under
+each invalidation mode: nothing fails half-way, and at most two plans later nothing is left to do.
+Inputs that ``validate`` refuses are discarded: the bad-input
 corpus covers those. In CI it runs a fixed, bounded set of examples; set
 ``SCHEMAFLOW_CONVERGENCE_EXAMPLES`` to run more (and ``SCHEMAFLOW_CONVERGENCE_SEED`` for other ones).
 """
@@ -23,12 +26,13 @@ import yaml
 from hypothesis import HealthCheck, assume, given, seed, settings
 from hypothesis import strategies as st
 
+from schemaflow.apply.executor import apply_plan
 from schemaflow.errors import SpecError
 from schemaflow.model import Table
 from schemaflow.output_safety import HOSTILE_IN_VALUES
 from schemaflow.project import load_project
 from schemaflow.sql.types import nests_char_or_varchar
-from schemaflow.workflow import desired_state
+from schemaflow.workflow import desired_state, hash_migrations
 from tests.test_apply_spark import plan, plan_and_apply, write_project
 
 pytestmark = pytest.mark.spark
@@ -286,3 +290,98 @@ def test_every_storage_converges_through_changes_of_its_settings_columns_and_com
         again = plan(project, metastore)
         assert again.is_empty, f"commit {commit} of {kind}:\n{stored}{columns}plans {[s.summary for s in again.steps]}"
         assert metastore.read((db,)).get(key) == desired_state(project).get(key), f"commit {commit} of {kind}"
+
+
+# --- view chains: a column renamed or dropped under each invalidation mode -------------------------
+
+@dataclass(frozen=True)
+class Chain:
+    """A table and views over it, each reading the one before: ``*`` or a list of its columns."""
+
+    columns: tuple[str, ...]
+    views: tuple[tuple[str, ...] | None, ...]  # a view's select list; None: *
+
+    def outputs(self) -> list[tuple[str, ...]]:
+        """What each view outputs, in order."""
+        found, before = [], self.columns
+        for listed in self.views:
+            before = before if listed is None else listed
+            found.append(before)
+        return found
+
+    def files(self, db: str, mode: str) -> dict[str, str]:
+        files = {"schemaflow.yaml": f"databases: [{db}]\ninvalidation: {mode}\n",
+                 f"schemas/{db}/t.yaml": f"table: {db}.t\ncolumns:\n" + "".join(f"  - {{name: {c}, type: int}}\n"
+                                                                         for c in self.columns)}
+        for i, listed in enumerate(self.views):
+            read = "t" if i == 0 else f"v{i - 1}"
+            files[f"schemas/{db}/v{i}.yaml"] = (f"view: {db}.v{i}\n"
+                                                f"sql: SELECT {'*' if listed is None else ', '.join(listed)} FROM {read}\n")
+        return files
+
+
+@st.composite
+def chains(draw: Callable) -> Chain:
+    columns = tuple(draw(st.lists(names.map(lambda n: f"c_{n}"), min_size=2, max_size=4, unique=True)))
+    views: list[tuple[str, ...] | None] = []
+    available = columns
+    for _ in range(draw(st.integers(1, 3))):
+        listed = draw(st.none() | st.lists(st.sampled_from(available), min_size=1, unique=True).map(tuple))
+        views.append(listed)
+        available = available if listed is None else listed
+    return Chain(columns, tuple(views))
+
+
+def changed(chain: Chain, column: str, renamed: str | None) -> Chain:
+    """The chain after ``column`` is renamed (or dropped: None), each list naming it changed to match,
+    as validate requires; a list left empty names the table's first other column instead."""
+    columns = tuple(renamed if c == column else c for c in chain.columns if c != column or renamed)
+    views: list[tuple[str, ...] | None] = []
+    available = columns
+    for listed in chain.views:
+        if listed is not None:
+            listed = tuple(renamed if c == column else c for c in listed if c != column or renamed) or available[:1]
+        views.append(listed)
+        available = available if listed is None else listed
+    return Chain(columns, tuple(views))
+
+
+@given(data=st.data())
+@seed(SEED)
+@settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=False,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+def test_view_chains_converge_in_every_invalidation_mode(data, tmp_path: Path, metastore, spark):
+    """A rename or a drop under views: strict blocks it (nothing applied) or applies it; lenient and
+    cascade apply it without failing half-way; a plan after that (lenient re-creates what it left)
+    and then nothing is left to do, and every view reads its declared columns."""
+    db = f"chain{next(_examples)}"
+    root = tmp_path / db
+    mode = data.draw(st.sampled_from(["strict", "lenient", "cascade"]), label="mode")
+    before = data.draw(chains(), label="before")
+    column = data.draw(st.sampled_from(before.columns), label="column")
+    renamed = data.draw(st.none() | names.map(lambda n: f"r_{n}").filter(lambda n: n not in before.columns),
+                        label="renamed")
+    after = changed(before, column, renamed)
+    change = (f"rename_column: {{table: {db}.t, from: {column}, to: {renamed}}}" if renamed
+              else f"drop_column: {{table: {db}.t, column: {column}}}")
+    try:
+        plan_and_apply(write_project(root, before.files(db, mode)), metastore)
+        head = write_project(root, {**after.files(db, mode),
+                                    "migrations/0001_change.yaml": f"description: the change\nchanges:\n  - {change}\n"})
+        hash_migrations(head)
+        head = load_project(root, env={})
+        first = plan(head, metastore)
+        if first.blocked:
+            assert mode == "strict", [s.blocked for s in first.blocked]
+            return
+        apply_plan(first, metastore)  # never fails half-way: raises if a step fails
+        for _ in range(2):  # lenient re-creates the views it left broken once nothing breaks them
+            again = plan(head, metastore)
+            if again.is_empty:
+                break
+            apply_plan(again, metastore)
+        assert plan(head, metastore).is_empty
+        for i, outputs in enumerate(after.outputs()):
+            assert spark.sql(f"SELECT * FROM {db}.v{i}").columns == list(outputs), (mode, before, after)
+    finally:
+        spark.sql(f"DROP DATABASE IF EXISTS {db} CASCADE")

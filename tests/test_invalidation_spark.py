@@ -109,9 +109,10 @@ def test_lenient_applies_and_leaves_the_views_failing_as_hive_does(tmp_path, met
 
     assert [c.name for c in metastore.read((db,)).get(f"{db}.xxx10").columns] == ["key"]
     assert queryable(spark, f"{db}.xxx7") == ["key"]
+    # Each * is stored as the columns it selected, as Hive stores it: the dropped one is named, and missed.
     for view in ("xxx9", "xxx8"):
         error = queryable(spark, f"{db}.{view}")
-        assert isinstance(error, str) and "INCOMPATIBLE_VIEW_SCHEMA_CHANGE" in error, (view, error)
+        assert isinstance(error, str) and "UNRESOLVED_COLUMN" in error and "`xxx10`.`value`" in error, (view, error)
 
     # Nothing breaks them any more: the next plan re-creates them from their SQL, and they work again.
     again = plan(project, metastore)
@@ -270,7 +271,7 @@ def test_lenient_recreates_a_broken_view_that_a_recreated_view_reads_and_never_f
     apply_plan(applied, metastore)
     assert queryable(spark, f"{db}.v1") == ["a", "c"]
     assert queryable(spark, f"{db}.v0") == ["a", "c"]
-    assert "INCOMPATIBLE_VIEW_SCHEMA_CHANGE" in queryable(spark, f"{db}.other")
+    assert "UNRESOLVED_COLUMN" in (error := queryable(spark, f"{db}.other")) and "`t`.`b`" in error
 
 
 def test_lenient_recreates_a_binding_view_a_new_view_reads_though_its_sql_is_unchanged(

@@ -216,12 +216,16 @@ def _analyzed(sql: str, default_database: str, known: tuple[tuple[str, tuple[tup
 
 
 def _star_columns(query: exp.Expr, qualified: exp.Expr) -> tuple[StarColumns, ...]:
-    """Each ``*`` and ``t.*`` of ``query``'s SELECT lists, with the columns ``qualified`` expands it to.
+    """Each ``*`` and ``t.*`` that makes the view's output, with the columns ``qualified`` expands it to.
 
-    A SELECT with one star expands it to what its other items leave of the expanded list; one with
-    several is left as written (which star selects which columns is Spark's to say).
+    Only the outermost SELECTs (each branch of a UNION) make the output: a star there fixes which
+    columns the view has, and Hive would expand it anew at every read. A star inside (a CTE, a
+    subquery, EXISTS) is left as written: what it selects is named outside it, so the output stays
+    as it is, and a column dropped that the view does not use still breaks nothing. A SELECT with
+    one star expands it to what its other items leave of the expanded list; one with several is
+    left as written (which star selects which columns is Spark's to say).
     """
-    originals, expanded = list(query.find_all(exp.Select)), list(qualified.find_all(exp.Select))
+    originals, expanded = _outer_selects(query), _outer_selects(qualified)
     if len(originals) != len(expanded):
         return ()
     found = []
@@ -235,6 +239,17 @@ def _star_columns(query: exp.Expr, qualified: exp.Expr) -> tuple[StarColumns, ..
         start, end = cast(tuple[int, int], _star_span(original.expressions[first]))
         found.append((start, end, ", ".join(_selected(item) for item in items)))
     return tuple(sorted(found))
+
+
+def _outer_selects(query: exp.Expr) -> list[exp.Select]:
+    """The SELECTs whose rows are the query's: the query, or each branch of its UNION, INTERSECT or EXCEPT."""
+    if isinstance(query, exp.Select):
+        return [query]
+    if isinstance(query, exp.SetOperation):
+        return _outer_selects(query.left) + _outer_selects(query.right)
+    if isinstance(query, exp.Subquery):
+        return _outer_selects(query.this)
+    return []
 
 
 def _star_span(item: exp.Expression) -> tuple[int, int] | None:
