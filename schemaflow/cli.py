@@ -519,19 +519,22 @@ def _print_json(document: object) -> None:
 def _import(project, args) -> int:
     out = args.out or project.schemas_dir
     database = args.database.lower()
-    written, skipped, left_alone = workflow.import_database(project, workflow.Live(project), database, out, args.force)
-    for path in written:
+    imported = workflow.import_database(project, workflow.Live(project), database, out, args.force)
+    for path in imported.written:
         print(f"wrote {path}")
-    for notice in left_alone:
+    for path in imported.sources:
+        print(f"wrote {path} (a source: a view of {database} reads it)")
+    for notice in imported.left_alone:
         print(notice)
-    for reason in skipped:
+    for reason in imported.skipped:
         print(f"skipped {reason}", file=sys.stderr)
-    total = len(written) + len(skipped) + len(left_alone)
-    print(f"Imported {len(written)} of {total} objects of {database}"
-          + (f" ({len(left_alone)} left alone, as plan leaves them)" if left_alone else "") + ".")
-    if skipped:
-        print(f"error: {plural(len(skipped), 'object')} could not be written, and plan would propose to drop them: "
-              "declare them by hand, or leave them alone with exclude: in schemaflow.yaml", file=sys.stderr)
+    total = len(imported.written) + len(imported.skipped) + len(imported.left_alone)
+    print(f"Imported {len(imported.written)} of {total} objects of {database}"
+          + (f" ({len(imported.left_alone)} left alone, as plan leaves them)" if imported.left_alone else "")
+          + (f", and {plural(len(imported.sources), 'source')} its views read" if imported.sources else "") + ".")
+    if imported.skipped:
+        print(f"error: {plural(len(imported.skipped), 'object')} could not be written, and plan would propose to drop "
+              "them: each line above says what to do", file=sys.stderr)
         return EXIT_ERROR
     print("schemaflow plan should now find nothing to do.")
     return EXIT_OK

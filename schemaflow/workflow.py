@@ -15,7 +15,7 @@ import sys
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import Any, Callable, Mapping, TextIO
 
 from schemaflow.background import Background
 from schemaflow.code_settings import check_approved, unapproved
@@ -23,7 +23,7 @@ from schemaflow.claims import ELSEWHERE, RUNNING, parse_claim, standing
 from schemaflow.errors import Problem, SchemaflowError, SpecError
 from schemaflow.catalog.thrift_reader import partition_counter
 from schemaflow.gitsource import commit_of
-from schemaflow.model import Catalog, Object, Source, Table, View, fingerprint
+from schemaflow.model import Catalog, Object, Source, Table, View, fingerprint, split_key
 from schemaflow.plan.invalidation import COMPENSATION
 from schemaflow.sql.ddl import view_text
 from schemaflow.plan.plan import Plan, build_plan
@@ -365,22 +365,78 @@ def history(project: Project, live: Live, objects: tuple[str, ...] = ()) -> list
     return read_history(live.metastore, desired_state(project).databases, objects)
 
 
-def import_database(project: Project, live: Live, database: str, out: Path,
-                    overwrite: bool = False) -> tuple[list[Path], list[str], tuple[str, ...]]:
-    """Write schema files for the tables and views of ``database`` (see ``spec.export``).
+@dataclass(frozen=True)
+class Imported:
+    """What an import wrote and left out."""
+
+    written: list[Path]               # a file for each table and view of the database
+    skipped: list[str]                # "db.name: why", for each that could not be written (plan would drop it)
+    left_alone: tuple[str, ...]       # a notice for each that ``scope`` leaves alone
+    sources: list[Path]               # a source: file for each table or view its views read from elsewhere
+
+
+def import_database(project: Project, live: Live, database: str, out: Path, overwrite: bool = False) -> Imported:
+    """Write schema files for the tables and views of ``database`` (see ``spec.export``), and ``source:``
+    files for what its views read that the import does not write (see ``_sources_read``).
 
     ``database`` is the project's name for it: on a target that names it otherwise, the target's
     database is read, and the files hold the project's names.
-
-    Returns the files written, the objects that could not be written (which the plan would then
-    propose to drop), and the notices of those left out as ``scope`` leaves them alone.
     """
-    from schemaflow.spec.export import write_schemas
+    from schemaflow.spec.export import write_schemas, write_sources
 
     names = project.settings.database_names
     kept, left_alone = owned(project, live.read((names.get(database.lower(), database.lower()),)), Catalog())
-    written, skipped = write_schemas(from_target(kept, names).objects.values(), out, overwrite)
-    return written, skipped, left_alone
+    objects = from_target(kept, names).objects
+    sources, unread = _sources_read(project, live, objects, out)
+    written, skipped = write_schemas([o for key, o in objects.items() if key not in unread], out, overwrite)
+    declared, refused = write_sources(sources, out)
+    skipped += refused + [f"{key}: {why}" for key, why in sorted(unread.items())]
+    return Imported(written, sorted(skipped), left_alone, declared)
+
+
+def _sources_read(project: Project, live: Live, objects: Mapping[str, Object],
+                  out: Path) -> tuple[list[Object], dict[str, str]]:
+    """What the views among ``objects`` read that the import does not write and no file under ``out``
+    declares, as live objects to declare as ``source:`` files; and why each view that reads what
+    cannot be declared so is not written.
+
+    A table or view of a database the project does not manage, or one left alone in this one (an
+    Iceberg or Delta table), becomes a source. One of another database the project manages is its own
+    import's: the view waits for it, and the reason names the command.
+    """
+    from schemaflow.sql.views import ViewSqlError, tables_read
+
+    wanted: dict[str, list[str]] = {}
+    for view in (o for o in objects.values() if isinstance(o, View)):
+        try:
+            reads = tables_read(view.sql, view.database)
+        except ViewSqlError:
+            continue  # written as it is: validate says what is wrong with it
+        for key in reads:
+            database, name = split_key(key)
+            if key not in objects and not (out / database / f"{name}.yaml").exists():
+                wanted.setdefault(key, []).append(view.key)
+    managed, names = set(project.settings.databases), project.settings.database_names
+    sources: list[Object] = []
+    unread: dict[str, str] = {}
+    databases: dict[str, Catalog] = {}  # each read once
+    for key, readers in sorted(wanted.items()):
+        database, name = split_key(key)
+        if database in managed and database != readers[0].split(".")[0]:
+            for reader in readers:
+                unread.setdefault(reader, f"it reads {key}, of the database {database} this project manages: "
+                                          f"run schemaflow import --database {database} first, then this one again")
+            continue
+        if database not in databases:
+            databases[database] = from_target(live.read((names.get(database, database),)), names)
+        found = databases[database].objects.get(key)
+        if found is None:
+            for reader in readers:
+                unread.setdefault(reader, f"it reads {key}, which the metastore does not have: the view fails when "
+                                          "queried; drop it, or leave it alone with exclude: in schemaflow.yaml")
+            continue
+        sources.append(found)
+    return sources, unread
 
 
 def hash_migrations(project: Project) -> Path:

@@ -201,3 +201,38 @@ def _declared_part(properties: dict[str, str]) -> dict[str, str]:
 
 def _recorded_digest(properties: dict[str, str]) -> str:
     return json.loads(properties[SETTINGS_KEY])["digest"]
+
+
+def test_import_declares_what_its_views_read_from_elsewhere_as_sources_so_the_plan_is_empty(
+        tmp_path, spark, metastore, fresh_db):
+    db, other, shop = fresh_db(), fresh_db(), fresh_db()
+    spark.sql(f"CREATE TABLE {other}.customers (id INT, name STRING COMMENT 'Their name') USING parquet")
+    spark.sql(f"CREATE TABLE {shop}.items (id INT, sku STRING) USING parquet")
+    spark.sql(f"CREATE TABLE {db}.orders (id INT, cid INT) USING parquet")
+    spark.sql(f"CREATE TABLE {db}.ice (id INT) STORED AS PARQUET TBLPROPERTIES ('table_type' = 'ICEBERG')")
+    spark.sql(f"CREATE VIEW {db}.named AS SELECT o.id, c.name FROM {db}.orders o JOIN {other}.customers c ON o.cid = c.id")
+    spark.sql(f"CREATE VIEW {db}.iced AS SELECT id FROM {db}.ice")
+    spark.sql(f"CREATE VIEW {db}.sold AS SELECT o.id, i.sku FROM {db}.orders o JOIN {shop}.items i ON o.id = i.id")
+    (tmp_path / "schemaflow.yaml").write_text(f"databases: [{db}, {shop}]\n")
+    project = str(tmp_path)
+
+    # A table of a database it does not manage, and an Iceberg table it leaves alone, become sources.
+    first = schemaflow("--project", project, "import", "--database", db)
+    for source in (f"{db}/ice", f"{other}/customers"):
+        assert f"wrote {tmp_path / 'schemas' / source}.yaml (a source: a view of {db} reads it)\n" in first.out
+    assert f"Imported 3 of 5 objects of {db} (1 left alone, as plan leaves them), and 2 sources its views read.\n" in (
+        first.out)
+    # A view over a database the project manages waits for that database's import, which it names.
+    assert first.code == 1, first.said
+    assert (f"skipped {db}.sold: it reads {shop}.items, of the database {shop} this project manages: run schemaflow "
+            f"import --database {shop} first, then this one again\n") in first.err
+    assert schemaflow("--project", project, "import", "--database", shop).code == 0
+    again = schemaflow("--project", project, "import", "--database", db, "--force")
+    assert again.code == 0, again.said
+    assert f"Imported 4 of 5 objects of {db} (1 left alone, as plan leaves them).\n" in again.out
+    assert (tmp_path / "schemas" / other / "customers.yaml").read_text() == (
+        f"source: {other}.customers\ncolumns:\n  - {{name: id, type: int}}\n"
+        "  - {name: name, type: string, comment: Their name}\n")
+    assert schemaflow("--project", project, "validate").code == 0
+    planned = schemaflow("--project", project, "plan")
+    assert planned.code == 0 and planned.out.startswith("No changes"), planned.said

@@ -357,10 +357,12 @@ def test_import_writes_schemas_that_plan_to_nothing(tmp_path, metastore, spark, 
     (project / "schemas").mkdir(parents=True)
     (project / "schemaflow.yaml").write_text(f"databases: [{db}]\n")
     loaded = load_project(project, env={})
-    written, skipped, left_alone = import_database(loaded, Live(loaded, connected=metastore), db, loaded.schemas_dir)
+    imported = import_database(loaded, Live(loaded, connected=metastore), db, loaded.schemas_dir)
+    written, skipped = imported.written, imported.skipped
     assert sorted(p.name for p in written) == ["daily.yaml", "events.yaml", "raw.yaml"]
-    assert skipped == [f"{db}.odd: column a has the type 'struct<`x y`:int>', which schemaflow does not know"]
-    assert left_alone == ()
+    assert skipped == [f"{db}.odd: column a has the type 'struct<`x y`:int>', which schemaflow does not model: leave it "
+                       "alone with exclude: in schemaflow.yaml"]
+    assert imported.left_alone == ()
     (project / "schemas" / db / "odd.yaml").write_text(  # declared by hand instead: out of the plan's way
         f"table: {db}.odd\nformat: textfile\ncolumns: [{{name: a, type: int}}]\n")
     spark.sql(f"DROP TABLE {db}.odd")
@@ -404,9 +406,8 @@ def test_the_example_warehouse_imports_back_to_an_empty_plan(tmp_path, metastore
     shutil.copy(ROOT / "schemaflow.yaml", adopted)
     project = load_project(adopted, env={})
     for database in example_databases:
-        written, skipped, left_alone = import_database(project, Live(project, connected=metastore), database,
-                                                       project.schemas_dir)
-        assert skipped == [] and left_alone == () and written
+        imported = import_database(project, Live(project, connected=metastore), database, project.schemas_dir)
+        assert imported.skipped == [] and imported.left_alone == () and imported.written and imported.sources == []
     assert sorted(desired_state(project).objects) == sorted(desired_state(load_project(tmp_path, env={})).objects)
     assert plan(project, metastore).is_empty
 

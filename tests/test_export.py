@@ -37,7 +37,7 @@ def test_written_files_load_back_into_the_same_objects(tmp_path):
     assert [p.relative_to(tmp_path).as_posix() for p in written] == ["schemas/retail/daily.yaml",
                                                                    "schemas/retail/events.yaml"]
     assert skipped == ["retail.odd: it is a table of the Spark data source 'avro', not one schemaflow creates "
-                       "(parquet, orc, json, csv, text)"]
+                       "(parquet, orc, json, csv, text): leave it alone with exclude: in schemaflow.yaml"]
     loaded = load_catalog(tmp_path)
     assert loaded.get("retail.events") == TABLE
     view = loaded.get("retail.daily")
@@ -81,7 +81,8 @@ def test_every_kind_of_storage_loads_back_as_it_was(tmp_path, table: Table, text
 def test_descending_buckets_are_skipped_with_the_reason(tmp_path) -> None:
     table = Table("raw", "t", _COLUMNS, format="orc", bucketing=Bucketing(("id",), 8, ("name desc",)))
     assert write_schemas([table], tmp_path / "schemas") == ([], [
-        "raw.t: its buckets are sorted descending, which Spark cannot create"])
+        "raw.t: its buckets are sorted descending, which Spark cannot create: leave it alone with exclude: in "
+        "schemaflow.yaml"])
 
 
 def test_a_view_with_a_column_name_spark_generated_is_skipped_with_the_way_out_not_written(tmp_path):

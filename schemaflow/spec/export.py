@@ -53,6 +53,8 @@ _Dumper.add_representer(_FlowList, lambda dumper, data: dumper.represent_sequenc
 _Dumper.add_representer(str, _text)
 
 
+# The way out for what no file can declare: a view that reads it is declared over a source instead.
+_LEAVE_ALONE = "leave it alone with exclude: in schemaflow.yaml"
 # A column name a file can declare (common.json's identifier).
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -67,14 +69,15 @@ def unsupported(obj: Object) -> str | None:
                 "schemaflow.yaml")
     if isinstance(obj, Table):
         if obj.data_source and obj.format not in PROVIDERS:
-            return f"it is a table of the Spark data source {obj.format!r}, not one schemaflow creates ({', '.join(PROVIDERS)})"
+            return (f"it is a table of the Spark data source {obj.format!r}, not one schemaflow creates "
+                    f"({', '.join(PROVIDERS)}): {_LEAVE_ALONE}")
         if obj.bucketing and any(" " in column for column in obj.bucketing.sorted_by):
-            return "its buckets are sorted descending, which Spark cannot create"
+            return f"its buckets are sorted descending, which Spark cannot create: {_LEAVE_ALONE}"
         for column in obj.all_columns:
             try:
                 canonical_type(column.type or "")
             except InvalidType:
-                return f"column {column.name} has the type {column.type!r}, which schemaflow does not know"
+                return f"column {column.name} has the type {column.type!r}, which schemaflow does not model: {_LEAVE_ALONE}"
     return None
 
 
@@ -173,6 +176,17 @@ def refusal(text: str, display_path: str) -> str | None:
     return problems[0].message if problems else None
 
 
+def source_text(obj: Object) -> str:
+    """The YAML text of a ``source:`` file for a live table or view: its name, comment and columns."""
+    data: dict[str, Any] = {"source": obj.key}
+    if obj.comment:
+        data["comment"] = obj.comment
+    data["columns"] = _columns(obj.columns, types=True)
+    if isinstance(obj, Table) and obj.partition_columns:
+        data["partitioned_by"] = _columns(obj.partition_columns, types=True)
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=120)
+
+
 def write_schemas(objects: Iterable[Object], schemas_dir: Path, overwrite: bool = False) -> tuple[list[Path], list[str]]:
     """Write each object's file under ``schemas_dir``; the files written, and what was skipped and why."""
     written, skipped = [], []
@@ -187,6 +201,24 @@ def write_schemas(objects: Iterable[Object], schemas_dir: Path, overwrite: bool 
             reason = f"{path} exists (pass --force to overwrite it)"
         if reason:
             skipped.append(f"{obj.key}: {reason}")
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        written.append(path)
+    return written, skipped
+
+
+def write_sources(sources: Iterable[Object], schemas_dir: Path) -> tuple[list[Path], list[str]]:
+    """Write a ``source:`` file for each of ``sources`` that has no file yet; the files written, and what
+    was skipped and why."""
+    written, skipped = [], []
+    for source in sorted(sources, key=lambda o: o.key):
+        path = schemas_dir / source.database / f"{source.name}.yaml"
+        text = source_text(source)
+        if path.exists():
+            continue  # declared already: as a source, or as the table it is
+        if refused := refusal(text, f"{source.database}/{source.name}.yaml"):
+            skipped.append(f"{source.key}: validate would refuse its source file ({refused}): declare it by hand")
             continue
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
