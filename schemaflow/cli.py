@@ -536,6 +536,11 @@ def _import(project, args) -> int:
         print(f"error: {plural(len(imported.skipped), 'object')} could not be written, and plan would propose to drop "
               "them: each line above says what to do", file=sys.stderr)
         return EXIT_ERROR
+    if imported.imports:
+        others = " and ".join(f"schemaflow import --database {other}" for other in imported.imports)
+        print(f"Its views read {', '.join(imported.imports)}, which this project manages: run {others} too; then "
+              "schemaflow plan should find nothing to do.")
+        return EXIT_OK
     print("schemaflow plan should now find nothing to do.")
     return EXIT_OK
 

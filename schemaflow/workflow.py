@@ -373,6 +373,7 @@ class Imported:
     skipped: list[str]                # "db.name: why", for each that could not be written (plan would drop it)
     left_alone: tuple[str, ...]       # a notice for each that ``scope`` leaves alone
     sources: list[Path]               # a source: file for each table or view its views read from elsewhere
+    imports: tuple[str, ...] = ()     # the other managed databases its views read, not yet imported
 
 
 def import_database(project: Project, live: Live, database: str, out: Path, overwrite: bool = False) -> Imported:
@@ -387,22 +388,22 @@ def import_database(project: Project, live: Live, database: str, out: Path, over
     names = project.settings.database_names
     kept, left_alone = owned(project, live.read((names.get(database.lower(), database.lower()),)), Catalog())
     objects = from_target(kept, names).objects
-    sources, unread = _sources_read(project, live, objects, out)
+    sources, unread, imports = _sources_read(project, live, objects, out)
     written, skipped = write_schemas([o for key, o in objects.items() if key not in unread], out, overwrite)
     declared, refused = write_sources(sources, out)
     skipped += refused + [f"{key}: {why}" for key, why in sorted(unread.items())]
-    return Imported(written, sorted(skipped), left_alone, declared)
+    return Imported(written, sorted(skipped), left_alone, declared, imports)
 
 
 def _sources_read(project: Project, live: Live, objects: Mapping[str, Object],
-                  out: Path) -> tuple[list[Object], dict[str, str]]:
+                  out: Path) -> tuple[list[Object], dict[str, str], tuple[str, ...]]:
     """What the views among ``objects`` read that the import does not write and no file under ``out``
-    declares, as live objects to declare as ``source:`` files; and why each view that reads what
-    cannot be declared so is not written.
+    declares: live objects to declare as ``source:`` files, why each view that reads what the
+    metastore does not have is not written, and the other managed databases to import.
 
     A table or view of a database the project does not manage, or one left alone in this one (an
-    Iceberg or Delta table), becomes a source. One of another database the project manages is its own
-    import's: the view waits for it, and the reason names the command.
+    Iceberg or Delta table), becomes a source. One of another database the project manages is that
+    database's import's to write.
     """
     from schemaflow.sql.views import ViewSqlError, tables_read
 
@@ -419,13 +420,12 @@ def _sources_read(project: Project, live: Live, objects: Mapping[str, Object],
     managed, names = set(project.settings.databases), project.settings.database_names
     sources: list[Object] = []
     unread: dict[str, str] = {}
+    imports: set[str] = set()
     databases: dict[str, Catalog] = {}  # each read once
     for key, readers in sorted(wanted.items()):
         database, name = split_key(key)
         if database in managed and database != readers[0].split(".")[0]:
-            for reader in readers:
-                unread.setdefault(reader, f"it reads {key}, of the database {database} this project manages: "
-                                          f"run schemaflow import --database {database} first, then this one again")
+            imports.add(database)
             continue
         if database not in databases:
             databases[database] = from_target(live.read((names.get(database, database),)), names)
@@ -436,7 +436,7 @@ def _sources_read(project: Project, live: Live, objects: Mapping[str, Object],
                                           "queried; drop it, or leave it alone with exclude: in schemaflow.yaml")
             continue
         sources.append(found)
-    return sources, unread
+    return sources, unread, tuple(sorted(imports))
 
 
 def hash_migrations(project: Project) -> Path:
