@@ -97,3 +97,22 @@ def test_a_view_whose_columns_rename_its_output_is_stored_wrapped_in_a_select_th
     assert ddl.view_text(same) == "SELECT id, amount FROM `shop`.orders"
     assert ddl.create_view(renamed, replace=True).endswith("AS SELECT `id` AS `order_id`, `amount`\nFROM (\n"
                                                            "SELECT id, amount FROM `shop`.orders\n) `v`")
+
+
+def test_a_star_view_is_stored_with_the_columns_of_each_star_and_compared_but_for_them():
+    from schemaflow.sql.views import analyze_view
+
+    schema = {"shop.t": [("id", "int"), ("date", "string")]}
+    sql = "SELECT * FROM t WHERE id > 0 UNION ALL SELECT t.* FROM t"
+    analysis = analyze_view(sql, "shop", schema)
+    view = View("shop", "v", sql, tuple(Column(name) for name in analysis.output), output=analysis.output,
+                stars=analysis.stars)
+    stored = ddl.view_text(view)
+    assert stored == ("SELECT `t`.`id`, `t`.`date` FROM `shop`.t WHERE id > 0 "
+                      "UNION ALL SELECT `t`.`id`, `t`.`date` FROM `shop`.t")
+    assert ddl.stores_view(stored, view)
+    # Stored when the table had other columns, or before stars were expanded: the same declared SQL.
+    assert ddl.stores_view(stored.replace(", `t`.`date`", ""), view)
+    assert ddl.stores_view("SELECT * FROM `shop`.t WHERE id > 0 UNION ALL SELECT t.* FROM `shop`.t", view)
+    assert not ddl.stores_view(stored.replace("id > 0", "id > 1"), view)
+    assert not ddl.stores_view(stored + " ", view)
