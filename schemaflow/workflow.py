@@ -388,18 +388,18 @@ def import_database(project: Project, live: Live, database: str, out: Path, over
     names = project.settings.database_names
     kept, left_alone = owned(project, live.read((names.get(database.lower(), database.lower()),)), Catalog())
     objects = from_target(kept, names).objects
-    sources, unread, imports = _sources_read(project, live, objects, out)
+    sources, unread, imports = _sources_read(project, live, database.lower(), objects, out)
     written, skipped = write_schemas([o for key, o in objects.items() if key not in unread], out, overwrite)
     declared, refused = write_sources(sources, out)
     skipped += refused + [f"{key}: {why}" for key, why in sorted(unread.items())]
     return Imported(written, sorted(skipped), left_alone, declared, imports)
 
 
-def _sources_read(project: Project, live: Live, objects: Mapping[str, Object],
+def _sources_read(project: Project, live: Live, imported: str, objects: Mapping[str, Object],
                   out: Path) -> tuple[list[Object], dict[str, str], tuple[str, ...]]:
-    """What the views among ``objects`` read that the import does not write and no file under ``out``
-    declares: live objects to declare as ``source:`` files, why each view that reads what the
-    metastore does not have is not written, and the other managed databases to import.
+    """What the views among ``objects`` (of the database ``imported``) read that the import does not write
+    and no file under ``out`` declares: live objects to declare as ``source:`` files, why each view that
+    reads what the metastore does not have is not written, and the other managed databases to import.
 
     A table or view of a database the project does not manage, or one left alone in this one (an
     Iceberg or Delta table), becomes a source. One of another database the project manages is that
@@ -423,8 +423,8 @@ def _sources_read(project: Project, live: Live, objects: Mapping[str, Object],
     imports: set[str] = set()
     databases: dict[str, Catalog] = {}  # each read once
     for key, readers in sorted(wanted.items()):
-        database, name = split_key(key)
-        if database in managed and database != readers[0].split(".")[0]:
+        database = split_key(key)[0]
+        if database in managed and database != imported:
             imports.add(database)
             continue
         if database not in databases:
