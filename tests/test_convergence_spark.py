@@ -265,6 +265,11 @@ STORED = {
                      for p in ("separatorChar: ';'", "separatorChar: ',', quoteChar: \"'\"", "escapeChar: '|'")],
     "RegexSerDe": [f"format: textfile\nserde: {REGEX}\nserde_properties: {{input.regex: '{r}'}}\n"
                    for r in ("(\\S*) (\\S*)", "(\\S*),(\\S*)", "(\\S*);(\\S*);(\\S*)")],
+    "ColumnarSerDe": [f"format: rcfile\nserde: org.apache.hadoop.hive.serde2.columnar.ColumnarSerDe\n"
+                      f"serde_properties: {{{p}}}\n" for p in ("field.delim: ','", "field.delim: '|'",
+                                                                 "serialization.null.format: 'N'")],
+    "LazyBinarySerDe": [f"format: sequencefile\nserde: org.apache.hadoop.hive.serde2.lazybinary.LazyBinarySerDe\n{p}"
+                        for p in ("", "serde_properties: {note: binary}\n", "")],
     "Avro by its classes": ["".join(f"{k}: {v}\n" for k, v in AVRO_CLASSES.items()) + p
                             for p in ("", "serde_properties: {avro.output.codec: snappy}\n", "")],
     **{f"using {provider}": [f"using: {provider}\noptions: {{{key}: '{values[i % len(values)]}'}}\n"
