@@ -16,7 +16,7 @@ import re
 import sys
 from functools import cache
 from pathlib import Path
-from typing import Any, NoReturn, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, Sequence
 
 from schemaflow import __version__
 from schemaflow.apply.after import CHANGED_VARIABLE, cached_before, changed_objects, refresh, run_hooks
@@ -27,12 +27,15 @@ from schemaflow.errors import SchemaflowError, SpecError
 from schemaflow.output_safety import GuardedStream
 from schemaflow.plan.plan import Plan
 from schemaflow.plan.review_check import differences
-from schemaflow.project import ENV_TARGET, load_project
+from schemaflow.project import ENV_TARGET, Project, load_project
 from schemaflow.render import FORMATS, render
 from schemaflow.render.graph import GRAPH_FORMATS, render_graph
 from schemaflow.render.review import Review
 from schemaflow import workflow
 from schemaflow.wording import plural, short_commit
+
+if TYPE_CHECKING:  # pyspark loads only when a command needs the live metastore
+    from schemaflow.catalog.metastore import Metastore
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
 
@@ -279,7 +282,7 @@ def _command(argv: Sequence[str] | None) -> int:
         return EXIT_ERROR
 
 
-def _validate(project, args) -> int:
+def _validate(project: Project, args: argparse.Namespace) -> int:
     if args.format == "json":
         return _validate_json(project)
     catalog = workflow.desired_state(project)
@@ -290,7 +293,7 @@ def _validate(project, args) -> int:
     return EXIT_OK
 
 
-def _validate_json(project) -> int:
+def _validate_json(project: Project) -> int:
     """``validate --format json``: ``{"valid", "problems": [{"path", "line", "col", "message"}], ...}``."""
     try:
         catalog = workflow.desired_state(project)
@@ -304,12 +307,12 @@ def _validate_json(project) -> int:
     return EXIT_OK
 
 
-def _graph(project, args) -> int:
+def _graph(project: Project, args: argparse.Namespace) -> int:
     sys.stdout.write(render_graph(workflow.desired_state(project), args.format, args.object))
     return EXIT_OK
 
 
-def _plan(project, args) -> int:
+def _plan(project: Project, args: argparse.Namespace) -> int:
     review = _review(project, args)
     plan = review.plan
     sys.stdout.write(render(review, args.format, **_display(args)))
@@ -355,7 +358,7 @@ _schemaflow() {{
     return script + "complete -o default -F _schemaflow schemaflow\n"
 
 
-def _init(args) -> int:
+def _init(args: argparse.Namespace) -> int:
     from schemaflow.starter import write_starter
 
     if not re.fullmatch(r"[a-z_][a-z0-9_]*", args.database):
@@ -373,7 +376,7 @@ def _init(args) -> int:
     return EXIT_OK
 
 
-def _fmt(args) -> int:
+def _fmt(args: argparse.Namespace) -> int:
     from schemaflow.spec.fmt import format_project, unified_diff, write_formatted
 
     root = Path(args.project)
@@ -401,14 +404,14 @@ def _fmt(args) -> int:
     return EXIT_OK
 
 
-def _show(args) -> int:
+def _show(args: argparse.Namespace) -> int:
     """A saved plan as ``plan`` prints it; exit codes as ``plan``'s."""
     plan = workflow.load_plan(args.plan_file)
     sys.stdout.write(render(Review(plan), args.format, **_display(args)))
     return _exit_code(plan)
 
 
-def _review(project, args) -> Review:
+def _review(project: Project, args: argparse.Namespace) -> Review:
     if args.head and not args.base:
         raise SchemaflowError("--head needs --base: the git ref to plan against")
     if args.base and args.against:
@@ -424,7 +427,7 @@ def _review(project, args) -> Review:
                                 check_partitions=args.check_partitions)
 
 
-def _apply(project, args) -> int:
+def _apply(project: Project, args: argparse.Namespace) -> int:
     if not args.auto_approve and not sys.stdin.isatty():  # fail before starting anything
         raise SchemaflowError("not a terminal, so no one can confirm: pass --auto-approve to apply")
     workflow.check_code(project, "in apply")
@@ -470,7 +473,7 @@ def _apply(project, args) -> int:
     return _after_apply(project, plan, target)
 
 
-def _after_apply(project, plan: Plan, target) -> int:
+def _after_apply(project: Project, plan: Plan, target: Metastore) -> int:
     """Refresh Spark's cache of what changed, then run the project's hooks; exit 1 if one failed."""
     changed = changed_objects(plan)
     for warning in refresh(cached_before(plan), target.run_sql):
@@ -495,7 +498,7 @@ def _confirm(plan: Plan) -> bool:
     return answer.strip() == "yes"
 
 
-def _drift(project, args) -> int:
+def _drift(project: Project, args: argparse.Namespace) -> int:
     drifts = workflow.drift(project, workflow.Live(project, direct=True))
     if args.format == "json":
         _print_json({"drift": [{"object": d.object, "aspects": list(d.aspects), "applied_at": d.applied_at,
@@ -516,7 +519,7 @@ def _print_json(document: object) -> None:
     print(json.dumps(document, indent=2, sort_keys=True))
 
 
-def _import(project, args) -> int:
+def _import(project: Project, args: argparse.Namespace) -> int:
     out = args.out or project.schemas_dir
     database = args.database.lower()
     imported = workflow.import_database(project, workflow.Live(project), database, out, args.force)
@@ -545,13 +548,13 @@ def _import(project, args) -> int:
     return EXIT_OK
 
 
-def _hash_migrations(project, args) -> int:
+def _hash_migrations(project: Project, args: argparse.Namespace) -> int:
     path = workflow.hash_migrations(project)
     print(f"Wrote {path.relative_to(project.root)}: commit it with the migrations it lists.")
     return EXIT_OK
 
 
-def _history(project, args) -> int:
+def _history(project: Project, args: argparse.Namespace) -> int:
     records = workflow.history(project, workflow.Live(project), tuple(args.objects))
     if args.format == "json":
         _print_json({"history": [{"at": r.at, "object": r.object, "what": r.what, "commit": r.commit}
@@ -565,7 +568,7 @@ def _history(project, args) -> int:
     return EXIT_OK
 
 
-def _snapshot(project, args) -> int:
+def _snapshot(project: Project, args: argparse.Namespace) -> int:
     from schemaflow.catalog.snapshot import write_snapshot
 
     desired = workflow.desired_state(project)
@@ -577,7 +580,7 @@ def _snapshot(project, args) -> int:
     return EXIT_OK
 
 
-def _view_partitions(project, args) -> int:
+def _view_partitions(project: Project, args: argparse.Namespace) -> int:
     """``view-partitions sync``: exit 0 done (or nothing to do), 2 with ``--dry-run`` when something would change."""
     if not (args.auto_approve or args.dry_run) and not sys.stdin.isatty():
         raise SchemaflowError("not a terminal, so no one can confirm: pass --auto-approve (or --dry-run)")

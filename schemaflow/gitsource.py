@@ -73,11 +73,11 @@ class _Blobs:
         sha = blob.binsha
         with self.arrival:
             self.arrival.wait_for(lambda: sha not in self.coming)
-            content = self.contents.get(sha)
-            if content is not None:
+            known = self.contents.get(sha)
+            if known is not None:
                 self.hits += 1
-                return content
-        content = blob.data_stream.read()
+                return known
+        content: bytes = blob.data_stream.read()
         self._arrived([sha], {sha: content})
         return content
 
@@ -317,7 +317,8 @@ def _outside(target: str) -> str:
 
 def _link_target(link: git.Blob) -> str:
     """Where a symlink stored in a commit points: the blob's content is the target path."""
-    return link.data_stream.read().decode("utf-8", errors="replace")
+    target: bytes = link.data_stream.read()
+    return target.decode("utf-8", errors="replace")
 
 
 def desired_at(project_root: Path, ref: str) -> Catalog:

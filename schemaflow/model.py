@@ -366,7 +366,7 @@ def _data(obj: Object, names: tuple[str, ...]) -> dict[str, Any]:
 def from_data(data: Mapping[str, Any]) -> Object:
     """The inverse of :func:`to_data`."""
     data = dict(data)
-    cls = {"table": Table, "view": View}[data.pop("kind")]
+    cls: type[Table] | type[View] = {"table": Table, "view": View}[data.pop("kind")]
     for name in ("columns", "partition_columns"):
         if name in data:
             data[name] = tuple(Column(**c) for c in data[name])

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import TextIO
+from typing import Any, TextIO
 
 # Zero-width and invisible formatting characters, and the bidirectional controls.
 _INVISIBLE = "\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\u061c\ufeff"
@@ -78,5 +78,5 @@ class GuardedStream:
     def isatty(self) -> bool:
         return self.stream.isatty()
 
-    def __getattr__(self, name: str):  # encoding, fileno, buffer...: the wrapped stream's
+    def __getattr__(self, name: str) -> Any:  # encoding, fileno, buffer...: the wrapped stream's
         return getattr(self.stream, name)

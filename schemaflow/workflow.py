@@ -15,7 +15,7 @@ import sys
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Mapping, TextIO, cast
 
 from schemaflow.background import Background
 from schemaflow.code_settings import check_approved, unapproved
@@ -34,6 +34,9 @@ from schemaflow.scope import Scope
 from schemaflow.target import check_targets, from_target, on_target, target_patterns
 from schemaflow.render.review import Review
 from schemaflow.spec import load_catalog
+
+if TYPE_CHECKING:  # pyspark loads only when a command needs the live metastore
+    from schemaflow.catalog.metastore import Metastore
 
 
 TEST_PAUSE = "SCHEMAFLOW_TEST_PAUSE"
@@ -123,7 +126,7 @@ class Live:
     _ahead: _ReadAhead | None = field(default=None, init=False, repr=False)
 
     @property
-    def metastore(self):
+    def metastore(self) -> Metastore:
         if self.connected is None:
             # Imported here: pyspark loads only when a command needs the live metastore.
             from schemaflow.catalog.metastore import Metastore
@@ -132,10 +135,10 @@ class Live:
             settings = self.project.settings
             self._say(f"Starting Spark ({settings.spark_master}) and connecting to {self._where()} ...")
             self.connected = Metastore.connect(spark_session(settings))
-        return self.connected
+        return cast("Metastore", self.connected)
 
     @property
-    def reader(self):
+    def reader(self) -> Any:
         """What reads the live state: the JVM-free reader where it can, else ``metastore``."""
         if self._reader is None:
             uri = self._direct_uri()
@@ -172,9 +175,10 @@ class Live:
             return ahead.catalog.result()
         if ahead is not None:  # a read of other databases: it is on the reader's connection, one read at a time
             ahead.catalog.wait()
-        return reader.read(databases)
+        catalog: Catalog = reader.read(databases)
+        return catalog
 
-    def target(self):
+    def target(self) -> Metastore:
         """What the executor runs actions against: the metastore client and its Spark session."""
         return self.metastore
 

@@ -240,7 +240,8 @@ class Metastore:
     def to_data(self, struct: Any) -> dict[str, Any]:
         """A Thrift struct as JSON data, serialised in the JVM: one py4j round trip for a whole batch."""
         # Bytes, decoded here as UTF-8: TSerializer.toString would use the JVM's default charset.
-        return json.loads(self._serializer.serialize(struct))
+        data: dict[str, Any] = json.loads(self._serializer.serialize(struct))
+        return data
 
     def report(self, message: str) -> None:
         """Progress of long work (batched cascades), for whoever set ``progress``."""
@@ -369,7 +370,7 @@ class Metastore:
 
 def describe_endpoint(hadoop_conf: Any) -> str:
     """A name for the metastore that a Hadoop configuration points at, for messages."""
-    uris = hadoop_conf.get("hive.metastore.uris")
+    uris: str | None = hadoop_conf.get("hive.metastore.uris")
     if uris:
         return uris
     url = hadoop_conf.get("javax.jdo.option.ConnectionURL") or "jdbc:derby:;databaseName=metastore_db"

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from schemaflow.plan.plan import Plan
-from schemaflow.plan.steps import SETTINGS_STEP
+from schemaflow.plan.steps import SETTINGS_STEP, Step
 from schemaflow.wording import plural
 
 
@@ -29,7 +29,7 @@ def summary(plan: Plan, base: str = "the metastore") -> str:
     return line + "."
 
 
-def markers(step) -> list[str]:
+def markers(step: Step) -> list[str]:
     """Short flags shown beside a step."""
     flags = []
     if step.destructive:
@@ -39,7 +39,7 @@ def markers(step) -> list[str]:
     return flags
 
 
-def step_marker(step) -> str:
+def step_marker(step: Step) -> str:
     """``+`` for a step that creates, ``-`` drops, ``!`` is blocked, ``~`` changes: what a reader scans for."""
     if step.blocked:
         return "!"

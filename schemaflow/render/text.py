@@ -12,6 +12,8 @@ Text from the plan is shown with every character that could steer the terminal e
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from schemaflow.output_safety import terminal_text as safe
 from schemaflow.plan.plan import Plan
 from schemaflow.render.review import Review
@@ -57,7 +59,7 @@ def closing_line(plan: Plan) -> str:
     return line + "."
 
 
-def _painter(color: bool):
+def _painter(color: bool) -> Callable[[str, str], str]:
     def paint(text: str, role: str) -> str:
         return f"\033[{_COLORS[role]}m{text}\033[0m" if color else text
     return paint

@@ -273,7 +273,8 @@ class _Entry:
         if isinstance(event, yaml.CollectionStartEvent) and not event.flow_style:
             return self.line
         if isinstance(event, yaml.ScalarEvent) and event.style in ("|", ">"):
-            return _marks(event)[0].line
+            first: int = _marks(event)[0].line
+            return first
         return self.value.last
 
 
@@ -334,13 +335,14 @@ def _marks(item: yaml.Event | yaml.Token) -> tuple[Any, Any]:
 def _last_line(style: str | None, start: Any, end: Any, lines: list[str]) -> int:
     """The last line of a scalar. A block scalar ends where the next token starts: the blank lines
     before it are not its text (unless kept, ``|+``), so they are blank lines of the file."""
-    last = end.line if end.column else end.line - 1
+    last: int = end.line if end.column else end.line - 1
     if style in ("|", ">"):
         header = _BLOCK_HEADER.search(lines[start.line], start.column)
         if header is None or "+" not in header.group():
             while last > start.line and not lines[last].strip():
                 last -= 1
-    return max(start.line, last)
+    first: int = start.line
+    return max(first, last)
 
 
 def _walk(node: _Node) -> Iterator[_Entry]:

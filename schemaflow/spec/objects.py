@@ -442,8 +442,9 @@ def _columns(doc: Document, data: dict[str, Any], field: str, problems: list[Pro
 
 
 def _column_name(doc: Document, path: NodePath, column: dict[str, Any], limit: Limit, problems: list[Problem]) -> str:
-    limit.check(column["name"], doc.at(*path, "name"), problems)
-    return column["name"].lower()
+    name: str = column["name"]
+    limit.check(name, doc.at(*path, "name"), problems)
+    return name.lower()
 
 
 def _stored_as(data: dict[str, Any]) -> str | None:

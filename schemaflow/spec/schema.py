@@ -60,7 +60,7 @@ def inlined_schema(schema: str) -> dict[str, Any]:
     every value validated: in a warehouse of thousands of files, resolving the column's and the
     identifier's references was most of the validator's time.
     """
-    return _inlined(_load(schema), schema, {name: _load(name) for name in ("common", "table")})
+    return cast(dict[str, Any], _inlined(_load(schema), schema, {name: _load(name) for name in ("common", "table")}))
 
 
 def _inlined(value: Any, document: str, documents: Mapping[str, Any]) -> Any:
@@ -82,7 +82,8 @@ def _inlined(value: Any, document: str, documents: Mapping[str, Any]) -> Any:
 
 
 def _load(name: str) -> dict[str, Any]:
-    return json.loads((files("schemaflow.spec") / "schemas" / f"{name}.json").read_text(encoding="utf-8"))
+    loaded: dict[str, Any] = json.loads((files("schemaflow.spec") / "schemas" / f"{name}.json").read_text(encoding="utf-8"))
+    return loaded
 
 
 def _problems(doc: Document, error: ValidationError) -> list[Problem]:

@@ -9,7 +9,7 @@ born claimed: its CREATE sets ``schemaflow.version`` to the ``CLAIM`` the execut
 """
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from schemaflow.claims import CLAIM
 from schemaflow.model import VERSION_KEY, Column, Table, View, split_key
@@ -39,7 +39,7 @@ def column_def(column: Column) -> str:
     return f"{ident(column.name)} {column.type}{_comment(column.comment)}"
 
 
-def _column_list(columns: Iterable[Column], render=column_def) -> str:
+def _column_list(columns: Iterable[Column], render: Callable[[Column], str] = column_def) -> str:
     return "(\n" + ",\n".join("  " + render(c) for c in columns) + "\n)"
 
 
