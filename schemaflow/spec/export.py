@@ -8,7 +8,6 @@ cannot say (a type schemaflow does not know, buckets sorted descending) is repor
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -17,6 +16,7 @@ import yaml
 from schemaflow.errors import SpecError
 from schemaflow.model import Column, Object, Table
 from schemaflow.spec.objects import read_object
+from schemaflow.spec.source import ReadFile
 from schemaflow.spec.yamlpos import load_yaml
 from schemaflow.sql.storage import CUSTOM, LAZY_SIMPLE_SERDE, PROVIDERS, ROW_FORMAT, default_serde
 from schemaflow.sql.types import InvalidType, canonical_type
@@ -152,17 +152,6 @@ def _columns(columns: Iterable[Column], types: bool) -> list[_Flow]:
     return rows
 
 
-@dataclass(frozen=True)
-class _Text:
-    """A file's text before it is written, read as ``yamlpos`` reads a file."""
-
-    name: str
-    text: str
-
-    def read_bytes(self) -> bytes:
-        return self.text.encode("utf-8")
-
-
 def refusal(text: str, display_path: str) -> str | None:
     """What validate would say first of a file of ``text``, on its own; None if it accepts it.
 
@@ -170,7 +159,7 @@ def refusal(text: str, display_path: str) -> str | None:
     declare as it is (a text data source of two columns, a type schemaflow refuses) is skipped, named.
     """
     try:
-        problems = read_object(load_yaml(_Text(display_path, text), display_path)).problems
+        problems = read_object(load_yaml(ReadFile(display_path, text.encode("utf-8")), display_path)).problems
     except SpecError as error:
         problems = tuple(error.problems)
     return problems[0].message if problems else None
