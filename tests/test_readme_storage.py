@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from schemaflow.spec.objects import read_object
+from schemaflow.spec.declaration import read_object
 from schemaflow.spec.yamlpos import load_yaml
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()

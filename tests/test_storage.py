@@ -14,7 +14,7 @@ from schemaflow.errors import SpecError
 from schemaflow.model import Bucketing, Column, Table
 from schemaflow.plan.changes import AddColumns, SetColumnComments, SetStorage, Unsupported
 from schemaflow.plan.diff import diff_table
-from schemaflow.spec.objects import read_object
+from schemaflow.spec.declaration import read_object
 from schemaflow.spec.yamlpos import load_yaml
 from schemaflow.sql import ddl
 

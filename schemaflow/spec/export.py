@@ -15,7 +15,7 @@ import yaml
 
 from schemaflow.errors import SpecError
 from schemaflow.model import Column, Object, Table
-from schemaflow.spec.objects import read_object
+from schemaflow.spec.declaration import read_object
 from schemaflow.spec.source import ReadFile
 from schemaflow.spec.yamlpos import load_yaml
 from schemaflow.sql.storage import CUSTOM, LAZY_SIMPLE_SERDE, PROVIDERS, ROW_FORMAT, default_serde

@@ -25,7 +25,7 @@ from schemaflow.model import Catalog, Migration, Source, Table
 from schemaflow.spec.analysis import analyze_views
 from schemaflow.spec.migrations import (MIGRATIONS_DIR, SUM_FILE, agreement_problems, order_problems, read_migration,
                                         sum_problems)
-from schemaflow.spec.objects import Declaration, read_object
+from schemaflow.spec.declaration import Declaration, read_object
 from schemaflow.spec.source import Directory, ProjectFile, ProjectFiles, ReadFile
 from schemaflow.spec.yamlpos import load_yaml, project_bounds, read_bytes
 

@@ -1,7 +1,7 @@
 """One schema file read into a table or view: what can be checked without looking at other files.
 
-The file's shape is checked against its JSON Schema first; a file with a wrong shape goes no
-further. Then the rules that a schema cannot express: canonical column types, unique column
+The file's shape is checked against its JSON Schema first (``spec.declaration``); a file with a
+wrong shape goes no further. Then the rules that a schema cannot express: canonical column types, unique column
 names, an external table's location, reserved property keys, the partitions a view lists. A
 view's SQL is kept as written; what it reads and outputs is worked out once every file is known
 (see ``spec.analysis``).
@@ -21,7 +21,6 @@ from typing import Any
 
 from schemaflow.errors import Problem
 from schemaflow.model import SCHEMAFLOW_PREFIX, Bucketing, Column, Source, Table, View, ViewPartitions, partition_name
-from schemaflow.spec.schema import check_shape
 from schemaflow.spec.yamlpos import Document, NodePath
 from schemaflow.sql.storage import (CUSTOM, LAZY_SIMPLE_SERDE, MAX_BUCKETS, PATH_OPTION, REGEX_PROPERTY, REGEX_SERDES,
                                     ROW_FORMAT, default_serde, format_name, java_capturing_groups, serde_properties)
@@ -99,91 +98,6 @@ _OWNED_PREFIXES = {
 }
 
 
-@dataclass(frozen=True)
-class Declaration:
-    """A schema file's object, the document it came from, and the problems found in it."""
-
-    doc: Document
-    kind: str | None               # "table", "view" or "source"; None when the file names no object
-    key: str | None                # "db.name", lower-case; None when the file names no object
-    obj: Table | View | None       # None when the file has problems
-    problems: tuple[Problem, ...]
-
-    @property
-    def name_source(self) -> Source:
-        """Where the file names its object."""
-        return self.doc.at(self.kind) if self.kind else self.doc.at()
-
-
-def read_object(doc: Document) -> Declaration:
-    """The table, view or source (``spec.sources``) a schema file declares, or what keeps it from being read."""
-    data = doc.data
-    kinds = [kind for kind in ("table", "view", "source") if isinstance(data, dict) and kind in data]
-    if len(kinds) != 1:
-        where = doc.key(kinds[1]) if len(kinds) > 1 else doc.at()
-        message = ("a schema file declares one object: start it with 'table: db.name', 'view: db.name' or "
-                   "'source: db.name'")
-        return Declaration(doc, None, None, None, (Problem(where, message),))
-    kind = kinds[0]
-    data = _as_written(doc, data)
-    name = data[kind]
-    key = name.lower() if isinstance(name, str) else None
-    problems = check_shape(doc, data, kind)
-    if problems:
-        return Declaration(doc, kind, key, None, tuple(problems))
-    if kind == "source":
-        from schemaflow.spec.sources import read_source  # here: it builds on this module's column rules
-
-        obj: Table | View = read_source(doc, data, problems)
-    else:
-        obj = _table(doc, data, problems) if kind == "table" else _view(doc, data, problems)
-    return Declaration(doc, kind, key, None if problems else obj, tuple(problems))
-
-
-def _as_written(doc: Document, data: Any) -> Any:
-    """``data`` with each plain scalar YAML read as other than text, where a schema file holds text, put
-    back as written; a copy only where one is."""
-    for path, written in doc.plain.items():
-        if _holds_text(path) and _value_at(data, path) is not None:
-            data = _replaced(data, path, written)
-    return data
-
-
-def _value_at(data: Any, path: NodePath) -> Any:
-    for step in path:
-        data = data[step]
-    return data
-
-
-def _replaced(data: Any, path: NodePath, value: Any) -> Any:
-    """``data`` with ``value`` at ``path``: the containers along the path copied, the rest shared."""
-    if not path:
-        return value
-    step, rest = path[0], path[1:]
-    if isinstance(data, dict):
-        return {**data, step: _replaced(data[step], rest, value)}
-    assert isinstance(step, int)  # a list's items are numbered
-    return [*data[:step], _replaced(data[step], rest, value), *data[step + 1:]]
-
-
-def _holds_text(path: NodePath) -> bool:
-    """Whether a schema file holds text at ``path``: names, types, comments, properties, partition values.
-
-    A null stays missing: it says nothing. Object names are left to the shape check: a dotted
-    name YAML reads as a number (``1.5``) is no valid name either way.
-    """
-    match path:
-        case ("comment",) | ("properties" | "options" | "serde_properties" | "row_format", str()) | ("partitioned_on", int()):
-            return True
-        case ("buckets", "clustered_by" | "sorted_by", int()):
-            return True
-        case ("columns" | "partitioned_by", int(), "name" | "type" | "comment"):
-            return True
-        case ("partitions", int(), str()) | ("partitions", "complete_when", str(), int()):
-            return True
-    return False
-
-
 def _object_name(doc: Document, kind: str, written: str, problems: list[Problem]) -> tuple[str, str]:
     """The database and name of a ``db.name``, lower-case as the metastore keeps them."""
     database, _, name = written.lower().partition(".")
@@ -217,7 +131,8 @@ def table_columns(doc: Document, data: dict[str, Any], problems: list[Problem],
     return columns, partition_columns
 
 
-def _table(doc: Document, data: dict[str, Any], problems: list[Problem]) -> Table:
+def read_table(doc: Document, data: dict[str, Any], problems: list[Problem]) -> Table:
+    """The table a ``table:`` file declares (its shape already checked); its problems are added to ``problems``."""
     database, name = _object_name(doc, "table", data["table"], problems)
     columns, partition_columns = table_columns(doc, data, problems, "a table needs at least one data column")
     if data.get("using") == "text" and len(columns) > 1:
@@ -350,7 +265,8 @@ def _bucketing(doc: Document, declared: dict[str, Any] | None, columns: set[str]
                      tuple(c.lower() for c in declared.get("sorted_by", ())))
 
 
-def _view(doc: Document, data: dict[str, Any], problems: list[Problem]) -> View:
+def read_view(doc: Document, data: dict[str, Any], problems: list[Problem]) -> View:
+    """The view a ``view:`` file declares (its shape already checked); its problems are added to ``problems``."""
     database, name = _object_name(doc, "view", data["view"], problems)
     columns = tuple(
         Column(name=_column_name(doc, ("columns", i), c, _COLUMN_NAME, problems),
