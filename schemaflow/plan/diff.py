@@ -198,7 +198,7 @@ def diff_view(want: View, have: View) -> list[Change]:
     # Stored as view_text stores it (each * as the columns it selected then), or as written (by a
     # version of schemaflow before view_text).
     stored = (want.sql, view_text(want))
-    sql_changed = (have.sql not in stored and not stores_view(have.sql, want)
+    sql_changed = (have.sql != want.sql and not stores_view(have.sql, want)
                    and normalize_sql(have.sql) not in map(normalize_sql, stored))
     if sql_changed:
         reasons.append("SQL changed")

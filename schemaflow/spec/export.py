@@ -53,7 +53,7 @@ _Dumper.add_representer(_FlowList, lambda dumper, data: dumper.represent_sequenc
 _Dumper.add_representer(str, _text)
 
 
-# The way out for what no file can declare: a view that reads it is declared over a source instead.
+# The way out for a live object no file can declare as it is.
 _LEAVE_ALONE = "leave it alone with exclude: in schemaflow.yaml"
 # A column name a file can declare (common.json's identifier).
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -184,8 +184,7 @@ def write_schemas(objects: Iterable[Object], schemas_dir: Path, overwrite: bool 
         path = schemas_dir / obj.database / f"{obj.name}.yaml"
         text = schema_text(obj) if reason is None else ""
         if reason is None and (refused := refusal(text, f"{obj.database}/{obj.name}.yaml")):
-            reason = (f"validate would refuse its file ({refused}): re-create it in a form validate accepts, or "
-                      "leave it alone with exclude: in schemaflow.yaml")
+            reason = f"validate would refuse its file ({refused}): re-create it in a form validate accepts, or {_LEAVE_ALONE}"
         if reason is None and path.exists() and not overwrite:
             reason = f"{path} exists (pass --force to overwrite it)"
         if reason:
@@ -203,9 +202,9 @@ def write_sources(sources: Iterable[Object], schemas_dir: Path) -> tuple[list[Pa
     written, skipped = [], []
     for source in sorted(sources, key=lambda o: o.key):
         path = schemas_dir / source.database / f"{source.name}.yaml"
-        text = source_text(source)
         if path.exists():
             continue  # declared already: as a source, or as the table it is
+        text = source_text(source)
         if refused := refusal(text, f"{source.database}/{source.name}.yaml"):
             skipped.append(f"{source.key}: validate would refuse its source file ({refused}): declare it by hand")
             continue

@@ -14,10 +14,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 from schemaflow.claims import CLAIM
 from schemaflow.model import VERSION_KEY, Column, Table, View, split_key
 from schemaflow.sql.storage import CUSTOM, HIVE_FORMATS, SERDE_FORMATS, default_serde
-from schemaflow.sql.views import ViewSqlError, hive_readable
-
-def ident(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
+from schemaflow.sql.views import ViewSqlError, hive_readable, ident
 
 
 def qualified(key: str) -> str:

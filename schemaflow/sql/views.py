@@ -589,6 +589,11 @@ def with_databases_renamed(sql: str, names: Mapping[str, str]) -> str:
     return sql
 
 
+def ident(name: str) -> str:
+    """A name back-quoted for Spark and Hive SQL, a back-quote in it doubled."""
+    return "`" + name.replace("`", "``") + "`"
+
+
 # Words Hive's parser refuses as a bare identifier (``SELECT id, date FROM t``): measured with the
 # ParseDriver of the Hive 2.3.10 in the pyspark jars, with those Hive 3 and 4 reserve besides. Hive
 # reads a view's stored text with that parser, so schemaflow stores them back-quoted.
@@ -617,10 +622,10 @@ def hive_readable(sql: str, default_database: str, stars: Sequence[StarColumns] 
     """
     query = parse_select(sql)
     # (start, end, text): replace sql[start:end] by text; an insertion has end == start.
-    edits = [(table.this.meta["start"], table.this.meta["start"], "`" + default_database.replace("`", "``") + "`.")
+    edits = [(table.this.meta["start"], table.this.meta["start"], ident(default_database) + ".")
              for _, table in _table_references(query, default_database) if not table.args.get("db")]
     edits += [(start, end, text) for start, end, text in stars]
-    edits += [(node.meta["start"], node.meta["end"] + 1, f"`{node.name}`") for node in query.find_all(exp.Identifier)
+    edits += [(node.meta["start"], node.meta["end"] + 1, ident(node.name)) for node in query.find_all(exp.Identifier)
               if not node.quoted and node.name.lower() in HIVE_RESERVED and "start" in node.meta
               and not any(start <= node.meta["start"] < end for start, end, _ in stars)]
     # From the end, so earlier offsets hold; at one offset, the name is quoted before the database goes before it.
