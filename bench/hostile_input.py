@@ -43,7 +43,7 @@ sys.exit(code)
 def aliases(root: Path) -> None:
     for number in range(20):
         levels = ["a: &a [x, x, x, x, x, x, x, x, x]"]
-        levels += [f"{b}: &{b} [{', '.join(['*' + a] * 9)}]" for a, b in zip("abcde", "bcdef")]
+        levels += [f"{b}: &{b} [{', '.join(['*' + a] * 9)}]" for a, b in zip("abcde", "bcdef", strict=True)]
         (root / "schemas/bad").mkdir(parents=True, exist_ok=True)
         (root / f"schemas/bad/t{number}.yaml").write_text(f"table: bad.t{number}\n" + "\n".join(levels) + "\n")
 

@@ -44,7 +44,8 @@ import time
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
+from collections.abc import Callable, Sequence
 from unittest.mock import patch
 
 # The repository root, for bench.common and tests.metastore_server (neither is an installed package).

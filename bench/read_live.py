@@ -39,7 +39,8 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
+from collections.abc import Callable, Iterator, Sequence
 
 from pyspark.sql import SparkSession
 
@@ -138,7 +139,7 @@ def create_tables(bench: Bench, tables: Tables) -> None:
     columns = ", ".join(f"`{column}` {kind}" for column, kind in tables[names[0]])
     partitioning = ("", f" PARTITIONED BY (`{PARTITION_COLUMN[0]}` {PARTITION_COLUMN[1]})")
     bench.spark.sql(f"CREATE DATABASE `{bench.database}`")
-    for name, clause in zip(names[:2], partitioning):
+    for name, clause in zip(names[:2], partitioning, strict=False):
         bench.spark.sql(f"CREATE TABLE `{bench.database}`.`{name}` ({columns}){clause} STORED AS PARQUET")
     msc = bench.metastore.msc
     templates = [msc.getTable(bench.database, name) for name in names[:2]]

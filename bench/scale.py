@@ -42,7 +42,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable
+from functools import partial
+from collections.abc import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -202,7 +203,7 @@ def medians(rounds: int, *runs: Callable[[], object]) -> list[float]:
     the machine's slower moments fall on each of them alike."""
     seconds: list[list[float]] = [[] for _ in runs]
     for _ in range(rounds):
-        for times, run in zip(seconds, runs):
+        for times, run in zip(seconds, runs, strict=True):
             times.append(timed(run))
     return [sorted(times)[len(times) // 2] for times in seconds]
 
@@ -337,14 +338,14 @@ def main() -> None:
             clone = plan_base_commits(project)
             progress(f"{size} objects: validate, plan --base where committed and in a clone, "
                      f"{args.rounds} rounds of each in turn")
-            command, base, cloned = medians(args.rounds, lambda: validate_command(project),
-                                            lambda: plan_base(project), lambda: plan_base(clone))
+            command, base, cloned = medians(args.rounds, partial(validate_command, project),
+                                            partial(plan_base, project), partial(plan_base, clone))
             print(f"| {size:,} ({tables:,} + {views:,}) | {command:.2f} s | {command / size * 1000:.2f} ms "
                   f"| {fast:.2f} s | {pure:.2f} s | {pure / fast:.1f}x | {base:.2f} s | {base / command:.2f}x "
                   f"| {cloned:.2f} s | {cloned / command:.2f}x |", flush=True)
             progress(f"{size} objects: fmt --check, then formatting in one process both ways")
-            formatted[size] = (timed(lambda: fmt_check(project)), timed(lambda: fmt_check(project, "events")),
-                               timed(lambda: fmt_check(project, "ruamel")), command)
+            formatted[size] = (timed(partial(fmt_check, project)), timed(partial(fmt_check, project, "events")),
+                               timed(partial(fmt_check, project, "ruamel")), command)
     if formatted:
         print(f"\n| objects | fmt --check (command, {os.cpu_count()} processes) | per object | / validate "
               "| in one process: values from libyaml's events | ruamel.yaml's load | ratio |")

@@ -8,7 +8,8 @@ not wait for it to finish.
 from __future__ import annotations
 
 import threading
-from typing import Callable, Generic, TypeVar
+from typing import Generic, TypeVar
+from collections.abc import Callable
 
 T = TypeVar("T")
 
@@ -26,7 +27,7 @@ class Background(Generic[T]):
     def _run(self) -> None:
         try:
             self._value = self._work()
-        except BaseException as error:  # handed to the caller of result(), in its thread
+        except BaseException as error:  # noqa: BLE001 -- handed to the caller of result(), in its thread
             self._error = error
 
     def wait(self) -> None:

@@ -19,7 +19,7 @@ import os
 import socket
 import uuid
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 CLAIM_PREFIX = "claim:"
 # Stands for the claim in the statements that create an object; the executor puts the run's claim in its place.
@@ -79,7 +79,7 @@ def standing(claim: Claim) -> str:
 def new_run() -> Claim:
     """The claim of a new apply run in this process."""
     return Claim(run=uuid.uuid4().hex[:12], host=socket.gethostname(), pid=os.getpid(),
-                 since=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
+                 since=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
 
 
 def parse_claim(version: str | None) -> Claim | None:

@@ -16,7 +16,8 @@ import re
 import sys
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
+from collections.abc import Sequence
 
 from schemaflow import __version__
 from schemaflow.apply.after import CHANGED_VARIABLE, cached_before, changed_objects, refresh, run_hooks

@@ -22,7 +22,8 @@ import threading
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
-from typing import Any, Iterable, Iterator, NamedTuple
+from typing import Any, NamedTuple
+from collections.abc import Iterable, Iterator
 
 import git
 from gitdb.exc import BadName
@@ -119,7 +120,7 @@ class _Blobs:
         try:
             for sha, content in _batch_answers(pipe, wanted):
                 self._arrived([sha], {sha: content} if content is not None else {})
-        except Exception:  # what did not arrive is read on its own, where a real problem shows
+        except (OSError, ValueError):  # what did not arrive is read on its own, where a real problem shows
             pass
         finally:
             self._arrived(wanted, {})

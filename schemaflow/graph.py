@@ -7,7 +7,8 @@ A cycle is reported by naming one of its paths, the same one every time ("a -> b
 from __future__ import annotations
 
 import heapq
-from typing import Any, Callable, Collection, Mapping
+from typing import Any
+from collections.abc import Callable, Collection, Mapping
 
 
 class CycleError(Exception):

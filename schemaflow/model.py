@@ -74,7 +74,7 @@ class Bucketing:
         return {"columns": list(self.columns), "count": self.count, "sorted_by": list(self.sorted_by)}
 
     @classmethod
-    def from_data(cls, data: Mapping[str, Any]) -> "Bucketing":
+    def from_data(cls, data: Mapping[str, Any]) -> Bucketing:
         return cls(tuple(data["columns"]), int(data["count"]), tuple(data.get("sorted_by", ())))
 
 
@@ -144,7 +144,7 @@ class ViewPartitions:
         return {"derive_from": self.derive_from, "complete_when": complete}
 
     @classmethod
-    def from_data(cls, data: Mapping[str, Any]) -> "ViewPartitions":
+    def from_data(cls, data: Mapping[str, Any]) -> ViewPartitions:
         complete = {k: v if isinstance(v, int) else tuple(v) for k, v in data.get("complete_when", {}).items()}
         return cls(tuple(tuple(v) for v in data.get("values", ())), data.get("derive_from"), complete)
 
@@ -267,7 +267,7 @@ class Database:
                 "properties": dict(sorted(self.properties.items()))}
 
     @classmethod
-    def from_data(cls, data: Mapping[str, Any]) -> "Database":
+    def from_data(cls, data: Mapping[str, Any]) -> Database:
         return cls(data["name"], data.get("comment"), data.get("location"), dict(data.get("properties", {})))
 
 
@@ -295,7 +295,7 @@ class Catalog:
     def views(self) -> Iterator[View]:
         return (o for _, o in sorted(self.objects.items()) if isinstance(o, View))
 
-    def in_databases(self, databases: tuple[str, ...]) -> "Catalog":
+    def in_databases(self, databases: tuple[str, ...]) -> Catalog:
         """The part of this catalog in the given databases; its sources whole: views there may read any."""
         wanted = set(databases)
         return replace(self, databases=tuple(sorted(d for d in self.databases if d in wanted)),
@@ -305,7 +305,7 @@ class Catalog:
 
 def partition_name(columns: Sequence[str], values: PartitionValues) -> str:
     """A partition as people and Hive name it: ``ds=2024-01-01/hr=00``."""
-    return "/".join(f"{column}={value}" for column, value in zip(columns, values))
+    return "/".join(f"{column}={value}" for column, value in zip(columns, values, strict=False))
 
 
 def split_key(key: str) -> tuple[str, str]:

@@ -21,7 +21,8 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from schemaflow.code_settings import APPROVAL_VARIABLE, CodeSetting, approvals, code_settings
 from schemaflow.errors import SchemaflowError

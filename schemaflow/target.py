@@ -10,7 +10,7 @@ live catalog the other way, so the files it writes hold the project's names.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Mapping
+from collections.abc import Mapping
 
 from schemaflow.errors import Problem, SpecError
 from schemaflow.model import Catalog, Migration, Object, Source, Table, View, split_key

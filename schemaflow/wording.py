@@ -1,7 +1,7 @@
 """Small helpers for the words schemaflow shows people, shared by the planner and the renderers."""
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 
 VALUE_SHOWN = 120  # characters of a value shown in a plan; a property value may hold thousands

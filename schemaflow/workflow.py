@@ -15,7 +15,8 @@ import sys
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, TextIO, cast
+from typing import TYPE_CHECKING, Any, TextIO, cast
+from collections.abc import Callable, Mapping
 
 from schemaflow.background import Background
 from schemaflow.code_settings import check_approved, unapproved
@@ -507,9 +508,9 @@ def load_plan(path: Path) -> Plan:
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
-        raise SchemaflowError(f"{path}: no such plan file; write one with schemaflow plan --out {path}")
+        raise SchemaflowError(f"{path}: no such plan file; write one with schemaflow plan --out {path}") from None
     except ValueError as error:
-        raise SchemaflowError(f"{path}: not a schemaflow plan ({error}); write one with schemaflow plan --out")
+        raise SchemaflowError(f"{path}: not a schemaflow plan ({error}); write one with schemaflow plan --out") from error
     try:
         return Plan.from_data(data)
     except ValueError as error:  # its own sentence: an edited file, or another format

@@ -20,7 +20,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator, Mapping
 
 import pytest
 

@@ -17,7 +17,7 @@ import subprocess
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from xml.sax.saxutils import escape
 
 # Without this selector the server dies with NoClassDefFoundError: com/lmax/disruptor.

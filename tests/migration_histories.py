@@ -12,7 +12,7 @@ import random
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from collections.abc import Mapping
 
 from schemaflow.spec.migrations import MIGRATIONS_DIR, SUM_FILE, sum_text
 

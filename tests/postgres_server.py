@@ -23,13 +23,12 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 import zipfile
 from pathlib import Path
 from types import TracebackType
-from typing import Sequence
+from collections.abc import Sequence
 
-from tests.metastore_server import accepts_connections, free_port, java_binary, pyspark_jars
+from tests.metastore_server import free_port, java_binary, pyspark_jars
 
 BIN_VARIABLE = "SCHEMAFLOW_TEST_POSTGRES_BIN"
 JDBC_VARIABLE = "SCHEMAFLOW_TEST_POSTGRES_JDBC"

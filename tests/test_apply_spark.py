@@ -73,7 +73,7 @@ def test_example_project_is_applied_read_back_and_replans_empty(tmp_path, metast
         else:
             assert [c.name for c in have.columns] == [c.name for c in want.columns], key
             assert [w.comment for w in want.columns if w.comment] == \
-                   [h.comment for w, h in zip(want.columns, have.columns) if w.comment], key
+                   [h.comment for w, h in zip(want.columns, have.columns, strict=True) if w.comment], key
             assert have.partitioned_on == want.partitioned_on, key
             # Queryable from Spark with the full schema, partition columns included.
             assert spark.sql(f"SELECT * FROM {key} LIMIT 0").columns == [c.name for c in want.columns]

@@ -6,7 +6,8 @@ unmarked tests check the pure parts (the Spark configuration, Thrift JSON → mo
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import pytest
 from pyspark.sql import SparkSession

@@ -13,6 +13,7 @@ import pytest
 
 from schemaflow.apply.executor import apply_plan
 from schemaflow.catalog import columns as metastore_columns
+from schemaflow.catalog.jvm import JAVA_ERRORS
 from schemaflow.plan import changes as plan_changes
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import Catalog, Column, DropColumn, Migration, PartitionsMode, RenameColumn, ReorderColumns, Table
@@ -192,8 +193,13 @@ HAZARD_CASES = [
 def _changes(key: str, words: tuple[str, ...]):
     for text in words:
         verb, *args = text.split()
-        yield {"rename": lambda: RenameColumn(key, *args), "drop": lambda: DropColumn(key, *args),
-               "reorder": lambda: ReorderColumns(key, tuple(args))}[verb]()
+        match verb:
+            case "rename":
+                yield RenameColumn(key, *args)
+            case "drop":
+                yield DropColumn(key, *args)
+            case "reorder":
+                yield ReorderColumns(key, tuple(args))
 
 
 @pytest.mark.parametrize("fmt, old, new, changes, written, read, hazard", HAZARD_CASES,
@@ -209,7 +215,7 @@ def test_each_stated_hazard_is_what_spark_reads(spark, metastore, fresh_db, fmt,
     assert [h for h in hazards if hazard and hazard in h] != [] if hazard else hazards == (), hazards
     select = f"SELECT {', '.join(c.split(':')[0] for c in new)} FROM {db}.t"
     if read is None:
-        with pytest.raises(Exception):
+        with pytest.raises(JAVA_ERRORS):
             spark.sql(select).collect()
     else:
         assert [tuple(r) for r in spark.sql(select).collect()] == [read]

@@ -5,6 +5,7 @@ import itertools
 
 import pytest
 
+from schemaflow.catalog.jvm import JAVA_ERRORS
 from schemaflow.model import Column
 from schemaflow.plan.compatibility import compatible, incompatibilities
 
@@ -54,7 +55,7 @@ def test_the_rule_matches_the_real_metastore_for_every_pair(spark, metastore, fr
         try:
             metastore.msc.alter_table(db, f"t{number}", table)
             accepted = True
-        except Exception as error:  # the metastore's InvalidOperationException, through py4j
+        except JAVA_ERRORS as error:  # the metastore's InvalidOperationException, through py4j
             assert "incompatible" in str(error), str(error)
             accepted = False
         if accepted != compatible(old, new):

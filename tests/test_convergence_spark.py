@@ -19,7 +19,7 @@ import itertools
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 import yaml
@@ -154,7 +154,7 @@ def settings_of(draw: Callable, storage: str) -> tuple[tuple[str, str], ...]:
             picked = draw(st.lists(st.sampled_from(DELIMITERS), min_size=len(chosen), max_size=len(chosen),
                                    unique=True))
             extra = draw(st.sampled_from([{}, {"null_defined_as": "NULL"}, {"escaped_by": "\\"}]))
-            return tuple(sorted({**dict(zip(chosen, picked)), **extra}.items()))
+            return tuple(sorted({**dict(zip(chosen, picked, strict=False)), **extra}.items()))
         case "open_csv":
             return tuple(sorted(draw(st.dictionaries(st.sampled_from(["separatorChar", "quoteChar", "escapeChar"]),
                                                      st.sampled_from([",", ";", "|", "'"]))).items()))
@@ -289,7 +289,7 @@ def test_every_storage_converges_through_changes_of_its_settings_columns_and_com
                                                                                       fresh_db):
     db = fresh_db()
     key = f"{db}.t"
-    for commit, (stored, columns) in enumerate(zip(STORED[kind], COMMITS), start=1):
+    for commit, (stored, columns) in enumerate(zip(STORED[kind], COMMITS, strict=True), start=1):
         project = write_project(tmp_path, {f"schemas/{db}/t.yaml": f"table: {key}\n{stored}{columns}"})
         plan_and_apply(project, metastore)
         again = plan(project, metastore)

@@ -398,7 +398,7 @@ def test_the_answers_of_git_cat_file_are_read_however_the_pipe_splits_them():
     for piece in (1, 3, 7, len(answers)):
         reading, writing = os.pipe()
 
-        def write(size: int = piece) -> None:
+        def write(size: int = piece, writing: int = writing) -> None:
             for start in range(0, len(answers), size):
                 os.write(writing, answers[start:start + size])
             os.close(writing)

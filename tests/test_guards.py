@@ -10,7 +10,7 @@ import socket
 import subprocess
 import sys
 from dataclasses import replace
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import pytest
 

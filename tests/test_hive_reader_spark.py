@@ -11,7 +11,7 @@ function, join or condition, which is enough to make Hive expand and resolve eac
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 import threading
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from typing import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import pytest
 

@@ -241,7 +241,7 @@ def test_two_appliers_started_together_apply_each_step_once(server, reference, t
     results = [(run.wait(timeout=600), *run.communicate()) for run in runs]
     done = [step for _, out, _ in results for step in done_steps(out)]
     assert len(done) == len(set(done)) == 5, results  # every step applied, none twice
-    for code, out, err in results:
+    for code, _out, err in results:
         assert code == 0 or "modified concurrently" in err, err
     assert schemaflow(project, "plan").returncode == 0
     assert comparable(live(project, tmp_path), "safe_together") == reference

@@ -12,7 +12,7 @@ import pytest
 
 from schemaflow.catalog.view_check import STAND_IN_PREFIX, ViewChecker
 from schemaflow.errors import SpecError
-from schemaflow.model import Catalog, Column, Source, Table, View, catalog_digest
+from schemaflow.model import Catalog, Column, Table, View, catalog_digest
 from schemaflow.plan.changes import CreateDatabase, CreateView
 from schemaflow.plan.diff import diff
 from schemaflow.plan.plan import build_plan

@@ -292,7 +292,7 @@ def test_a_view_that_declares_its_java_calls_may_make_them_and_strings_are_not_c
 def laughs(name: str) -> str:
     """A file within every bound of one file whose aliases add 67,885 values (the project allows 100,000)."""
     levels = ["a: &a [x, x, x, x, x, x, x, x, x, x]"] + [
-        f"{b}: &{b} [{', '.join(['*' + a] * 10)}]" for a, b in zip("abc", "bcd")]
+        f"{b}: &{b} [{', '.join(['*' + a] * 10)}]" for a, b in zip("abc", "bcd", strict=True)]
     return f"table: bad.{name}\n" + "\n".join(levels) + "\ne: [*d, *d, *d, *d, *d]\n"
 
 

@@ -18,7 +18,7 @@ import os
 import re
 import subprocess
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from schemaflow.plan.plan import Plan
 from schemaflow.plan.steps import CREATES, DROPS
@@ -65,7 +65,7 @@ def refresh(objects: Sequence[str], run_sql: Callable[[str], None]) -> list[str]
     for key in objects:
         try:
             run_sql(f"REFRESH TABLE {qualified(key)}")
-        except Exception as error:  # the cache of this session only: never the apply's outcome
+        except Exception as error:  # noqa: BLE001 -- the cache of this session only: never the apply's outcome
             failed.append(f"could not refresh Spark's cache of {key}: {error}")
     return failed
 

@@ -23,8 +23,9 @@ from __future__ import annotations
 import functools
 import time
 from contextlib import AbstractContextManager, nullcontext
-from datetime import datetime, timezone
-from typing import Any, Callable, Mapping, Protocol, Sequence, TextIO
+from datetime import datetime, UTC
+from typing import Any, Protocol, TextIO
+from collections.abc import Callable, Mapping, Sequence
 
 from schemaflow.apply.lane import Lane, LaneFailed
 from schemaflow.claims import Claim, new_run
@@ -212,14 +213,14 @@ class Run:
                                            () if before else (VERSION_KEY,), token)
             except Unreachable:
                 return
-            except Exception:
+            except Exception:  # noqa: BLE001 -- whatever failed, the claim stays: the next run takes it over
                 continue
             del self.held[key]
 
     def run(self, action: Action, target: Target | None = None) -> None:
         """Run ``action`` on ``target`` (by default the run's own)."""
         target = target or self.target
-        now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         if isinstance(action, SqlAction):
             sql = action.sql
             if action.claims:
@@ -345,7 +346,7 @@ def _run_steps(plan: Plan, run: Run, progress: TextIO | None, pause: Callable[[s
                     wrote = True
                 if pause:
                     pause(f"{index + 1}.{number}")
-        except Exception as error:  # any Spark, metastore or py4j failure: report and stop
+        except Exception as error:  # noqa: BLE001 -- any Spark, metastore or py4j failure: report and stop
             failed, cause = (error.index, error.cause) if isinstance(error, LaneFailed) else (index, error)
             if lane and failed == index:  # the write still in the lane, an earlier step's, lands or fails first
                 try:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 
 class LaneFailed(Exception):
@@ -69,7 +69,7 @@ class Lane:
         while (write := self._writes.get()) is not None:
             try:
                 write()
-            except Exception as error:  # handed to the executor's thread by wait()
+            except Exception as error:  # noqa: BLE001 -- handed to the executor's thread by wait()
                 self._outcomes.put(error)
             else:
                 self._outcomes.put(None)

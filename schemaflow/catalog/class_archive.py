@@ -24,10 +24,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 ARCHIVE_SETTING = "SCHEMAFLOW_CLASS_ARCHIVE"
 # What adds to the driver JVM's class path besides pyspark's jars (spark-class and the launcher read them).
@@ -66,7 +68,7 @@ class ClassArchive:
             return
         try:
             code = process.wait(timeout=EXIT_SECONDS)
-        except Exception:  # still writing, or gone some other way: leave it, a later run cleans up
+        except subprocess.TimeoutExpired:  # still writing: leave it, a later run cleans up
             return
         if code == 0 and self.writing.exists():
             os.replace(self.writing, self.path)

@@ -17,7 +17,9 @@ Partitions follow the table's columns in one of two ways, as the plan chose:
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator, Mapping, Sequence
 
 from schemaflow.catalog.jvm import jvm_view
 from schemaflow.catalog.spark_schema import (PROVIDER, SPARK_SCHEMA, SPARK_SCHEMA_LENGTH, SPARK_SCHEMA_PART,
@@ -91,8 +93,8 @@ def _partition_batches(metastore: Metastore, key: str) -> Iterator[tuple[Any, li
     names = metastore.retrying(lambda: metastore.msc.listPartitionNames(database, name, -1))
     total = names.size()
     for start in range(0, total, PARTITION_BATCH):
-        batch = metastore.retrying(lambda: metastore.msc.getPartitionsByNames(
-            database, name, names.subList(start, min(start + PARTITION_BATCH, total))))
+        batch = metastore.retrying(partial(metastore.msc.getPartitionsByNames, database, name,
+                                           names.subList(start, min(start + PARTITION_BATCH, total))))
         yield batch, metastore.to_data(metastore.api.PartitionsByExprResult(batch, False)).get("partitions", [])
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
 from schemaflow.model import APPLIED_AT_KEY, APPLIED_COMMIT_KEY, DROPPED_PREFIX, MIGRATION_PREFIX, VERSION_KEY
 

@@ -8,7 +8,8 @@ failure to talk to a Thrift metastore anywhere in the chain is reported as such,
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator
 
 from py4j.protocol import Py4JError, Py4JNetworkError
 from pyspark.errors import PySparkException
@@ -19,6 +20,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 MAX_CAUSES = 20
+# What a call into the JVM raises when the Java side fails (PySpark's classes for what it recognises).
+JAVA_ERRORS = (Py4JError, PySparkException)
 
 
 def jvm_view(spark: SparkSession) -> Any:
@@ -40,7 +43,7 @@ def java_errors(doing: str, endpoint: str) -> Iterator[None]:
         yield
     except Py4JNetworkError as error:
         raise SchemaflowError(f"{doing}: the Spark JVM is gone ({error})") from None
-    except (Py4JError, PySparkException) as error:
+    except JAVA_ERRORS as error:
         if unreachable(error):
             raise Unreachable(f"cannot reach the Hive metastore ({endpoint}): {java_message(error)}") from None
         raise SchemaflowError(f"{doing}: {java_message(error)}") from None

@@ -15,12 +15,14 @@ import json
 import re
 import time
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
+from functools import partial
+from typing import Any, TypeVar
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from pyspark.sql import SparkSession
 
 from schemaflow.catalog.columns import set_columns, stale_partitions
-from schemaflow.catalog.jvm import java_errors, java_message, jvm_view, unreachable
+from schemaflow.catalog.jvm import JAVA_ERRORS, java_errors, java_message, jvm_view, unreachable
 from schemaflow.catalog.session import VARIABLE_SUBSTITUTION
 from schemaflow.catalog.spark_schema import NUM_BUCKETS
 from schemaflow.catalog.thrift_data import READ_ATTEMPTS, READ_BACKOFF_SECONDS, database_of, read_catalog, to_model
@@ -234,7 +236,7 @@ class Metastore:
             self.sleep(READ_BACKOFF_SECONDS * 2 ** (attempt - 1))
             try:
                 self.msc.reconnect()
-            except Exception:  # still down: the next attempt says so
+            except JAVA_ERRORS:  # still down: the next attempt says so
                 pass
 
     def to_data(self, struct: Any) -> dict[str, Any]:
@@ -361,7 +363,7 @@ class Metastore:
             total = names.size()
             for start in range(0, total, BATCH_SIZE):
                 batch = names.subList(start, min(start + BATCH_SIZE, total))
-                tables = self.retrying(lambda: self.msc.getTableObjectsByName(database, batch))
+                tables = self.retrying(partial(self.msc.getTableObjectsByName, database, batch))
                 yield from self.to_data(self.api.GetTablesResult(tables)).get("tables", [])
 
     def _errors(self, doing: str) -> AbstractContextManager[None]:

@@ -26,7 +26,8 @@ import shlex
 import socket
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from py4j.protocol import Py4JError
 from pyspark import SparkConf, SparkContext

@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import Catalog, Database, from_data, to_data

@@ -10,7 +10,8 @@ bucketing Spark records for data-source tables.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from schemaflow.model import Bucketing, Column
 

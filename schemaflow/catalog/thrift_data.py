@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any, Iterable, Mapping, Protocol
+from typing import Any, Protocol
+from collections.abc import Iterable, Mapping
 
 from schemaflow.catalog.spark_schema import PROVIDER, spark_bucketing, spark_columns
 from schemaflow.model import (

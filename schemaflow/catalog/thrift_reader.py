@@ -15,7 +15,8 @@ connection that breaks is made again and the read repeated, as the JVM reader do
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
+from collections.abc import Callable, Iterator, Sequence
 from urllib.parse import urlparse
 
 from schemaflow.catalog.thrift_data import (READ_ATTEMPTS, READ_BACKOFF_SECONDS, database_of, parse_name,

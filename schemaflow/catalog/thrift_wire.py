@@ -23,7 +23,8 @@ from __future__ import annotations
 import socket
 import struct
 import time
-from typing import Any, Mapping, Sequence, Union
+from typing import Any
+from collections.abc import Mapping, Sequence
 
 VERSION_1 = 0x80010000
 CALL, REPLY, EXCEPTION = 1, 2, 3
@@ -38,7 +39,7 @@ MAX_ANSWER_BYTES = 512 * 1024 * 1024
 # A Table struct nests five levels (table, storage, SerDe, parameters); far above, far below recursion's limit.
 MAX_NESTING = 64
 
-Shape = Mapping[int, Union[str, tuple[str, "Shape"]]]
+Shape = Mapping[int, str | tuple[str, "Shape"]]
 # An argument: field id, Thrift type, value (a list is a list of strings).
 Argument = tuple[int, int, Any]
 
@@ -121,10 +122,10 @@ class Connection:
             left = self._deadline - time.monotonic()
             try:
                 if left <= 0:
-                    raise socket.timeout()
+                    raise TimeoutError()
                 self.sock.settimeout(left)
                 chunk = self.sock.recv(min(max(CHUNK, size - have), 1 << 20))
-            except socket.timeout:
+            except TimeoutError:
                 raise AnswerTimeout(f"the metastore did not complete its answer within {self.timeout:g} s") from None
             if not chunk:
                 raise ConnectionError("the metastore closed the connection")

@@ -13,9 +13,10 @@ is there yet. Whatever cannot be pointed at a stand-in is read as it is.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
-from schemaflow.catalog.jvm import java_message
+from schemaflow.catalog.jvm import JAVA_ERRORS, java_message
 from schemaflow.model import Catalog, Table, View
 from schemaflow.sql import ddl
 from schemaflow.sql.views import ViewSqlError, with_tables_renamed
@@ -85,14 +86,14 @@ class ViewChecker:
         """Spark's parser on the SQL as written (what apply will send): why it refuses it, or None."""
         try:
             self.spark._jsparkSession.sessionState().sqlParser().parsePlan(sql)
-        except Exception as error:
+        except JAVA_ERRORS as error:
             return f"Spark cannot parse this SQL: {self._message(error)}"
         return None
 
     def _create(self, key: str, query: str, columns: str = "") -> str | None:
         try:
             self.spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {ddl.ident(self.names[key])}{columns} AS {query}")
-        except Exception as error:
+        except JAVA_ERRORS as error:
             return f"Spark refuses this view's SQL: {self._message(error)}"
         return None
 

@@ -21,7 +21,8 @@ a following ``alter_partitions`` restores.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
 
 from schemaflow.catalog.jvm import jvm_view
 from schemaflow.catalog.thrift_data import parse_name
@@ -70,7 +71,7 @@ def escaped_name(columns: Sequence[str], values: PartitionValues) -> str:
     """A partition's name as the metastore writes it: the inverse of ``parse_name``."""
     def escaped(value: str) -> str:
         return "".join(f"%{ord(c):02X}" if c in _TO_ESCAPE else c for c in value)
-    return "/".join(f"{column}={escaped(value)}" for column, value in zip(columns, values))
+    return "/".join(f"{column}={escaped(value)}" for column, value in zip(columns, values, strict=False))
 
 
 def change_view_partitions(metastore: Metastore, key: str, columns: Sequence[str], add: Sequence[PartitionValues],

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
-from typing import Mapping
+from collections.abc import Mapping
 
 from schemaflow.model import COMMENT_KEY, MIGRATION_PREFIX, SCHEMAFLOW_PREFIX, Column, Database, PartitionValues, Table, View
 from schemaflow.plan.evolution import SAME, Evolution
@@ -249,7 +249,7 @@ class SetColumnComments:
         return Step("set_column_comments", self.key, "table", f"comment on columns of {self.key}: {names}",
                     tuple(SqlAction(ddl.set_column_comment(self.key, c)) for c in self.columns),
                     values=tuple(value_change(f"comment of {c.name}", old, c.comment)
-                                 for c, old in zip(self.columns, self.old)))
+                                 for c, old in zip(self.columns, self.old, strict=True)))
 
 
 # Settings that say how files are written or how their schema is merged, not how a row is read from

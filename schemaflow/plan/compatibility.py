@@ -15,7 +15,7 @@ columns that shift into its place have other types. Implicit conversions, as in 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from collections.abc import Sequence
 
 from schemaflow.model import TYPE_RULE, Column, column_type
 
@@ -63,5 +63,5 @@ class Incompatibility:
 
 def incompatibilities(old: Sequence[Column], new: Sequence[Column]) -> list[Incompatibility]:
     """Every position where the metastore would refuse the change from ``old`` to ``new`` columns."""
-    return [Incompatibility(i, o, n) for i, (o, n) in enumerate(zip(old, new), 1)
+    return [Incompatibility(i, o, n) for i, (o, n) in enumerate(zip(old, new, strict=False), 1)
             if not compatible(column_type(o), column_type(n))]

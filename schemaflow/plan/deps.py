@@ -10,7 +10,7 @@ changes, view changes), then by name.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Iterator, Mapping
+from collections.abc import Iterator, Mapping
 
 from schemaflow.graph import topological_order
 from schemaflow.model import Catalog, Table, View
@@ -37,7 +37,7 @@ def with_live_reads(live: Catalog) -> Catalog:
             except ViewSqlError:
                 reads = ()
             return replace(view, reads=reads, uses={key: () for key in reads}, lineage={})
-        lineage = dict(zip((c.name for c in view.columns), analysis.lineage.values()))
+        lineage = dict(zip((c.name for c in view.columns), analysis.lineage.values(), strict=False))
         return replace(view, reads=analysis.reads, uses=analysis.uses, lineage=lineage)
     objects = {k: derived(o) if isinstance(o, View) else o for k, o in live.objects.items()}
     return replace(live, objects=objects)
@@ -76,10 +76,10 @@ def order(changes: list[Change], live: Catalog) -> list[Change]:
             readers.setdefault(read, []).append(view.key)
     ids = [f"{i:06d}" for i in range(len(changes))]
     by_object: dict[str, list[str]] = {}
-    for node, change in zip(ids, changes):
+    for node, change in zip(ids, changes, strict=True):
         by_object.setdefault(change.key, []).append(node)
     deps: dict[str, set[str]] = {node: set() for node in ids}
-    for node, change in zip(ids, changes):
+    for node, change in zip(ids, changes, strict=True):
         database = change.key.partition(".")[0]
         if "." in change.key:
             deps[node].update(by_object.get(database, ()))
@@ -91,5 +91,5 @@ def order(changes: list[Change], live: Catalog) -> list[Change]:
         if isinstance(change, (DropTable, DropView)):
             for reader in readers.get(change.key, ()):
                 deps[node].update(n for n in by_object.get(reader, ()) if isinstance(changes[int(n)], DropView))
-    rank = {node: (_phase(c), c.key, node) for node, c in zip(ids, changes)}
+    rank = {node: (_phase(c), c.key, node) for node, c in zip(ids, changes, strict=True)}
     return [changes[int(node)] for node in topological_order(deps, key=rank.__getitem__)]

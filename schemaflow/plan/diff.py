@@ -10,7 +10,7 @@ storage change, and a change of partition keys, cannot be made in place and is r
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from schemaflow.model import Catalog, Column, Migration, Object, Table, View
 from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateDatabase, CreateTable, CreateView,
@@ -154,10 +154,10 @@ def _data_source_columns(want: Table, have: Table, evolution: Evolution) -> list
     old, new = evolution.old, evolution.new
     refused = [] if _shape(new[:len(old)]) == _shape(old) else list(evolution.operations)
     refused += [f"change comment of partition column {n.name}" for o, n in zip(have.partition_columns,
-                                                                              want.partition_columns)
+                                                                              want.partition_columns, strict=False)
                 if o.comment != n.comment]
     refused += [f"change comment of column {n.name} ({n.type}: Spark cannot alter a column whose type nests char "
-                "or varchar)" for o, n in zip(old, new) if o.comment != n.comment and nests_char_or_varchar(n.type)]
+                "or varchar)" for o, n in zip(old, new, strict=False) if o.comment != n.comment and nests_char_or_varchar(n.type)]
     added = new[len(old):]
     if added and not refused and want.format in NO_ADD_COLUMNS:
         refused.append("add " + ", ".join(c.name for c in added))
@@ -167,7 +167,7 @@ def _data_source_columns(want: Table, have: Table, evolution: Evolution) -> list
                    "or " + _RECREATE_FROM_FILES)
         return [Unsupported(key, "table", "; ".join(refused), way_out)]
     changes: list[Change] = []
-    commented = [(o, n) for o, n in zip(old, new) if o.comment != n.comment]
+    commented = [(o, n) for o, n in zip(old, new, strict=False) if o.comment != n.comment]
     if commented:
         changes.append(SetColumnComments(key, tuple(n for _, n in commented), tuple(o.comment for o, _ in commented)))
     if added:
@@ -180,7 +180,7 @@ def _hive_columns(want: Table, have: Table, evolution: Evolution) -> list[Change
     key = want.key
     changes: list[Change] = []
     keys_commented = want.partition_columns != have.partition_columns or any(
-        o.comment != n.comment for o, n in zip(have.partition_columns, want.partition_columns))
+        o.comment != n.comment for o, n in zip(have.partition_columns, want.partition_columns, strict=False))
     partitioned = bool(want.partition_columns)
     if evolution.kind == APPEND and not keys_commented and evolution.mode != "cascade":
         changes.append(AddColumns(key, want.columns[len(have.columns):], partitioned=partitioned))
@@ -212,7 +212,7 @@ def diff_view(want: View, have: View) -> list[Change]:
     # An undeclared view column comment is Spark's to choose: it carries over the comment of the
     # column selected (through aliases too), so only declared comments are compared.
     if not reshaped and any(w.comment is not None and w.comment != h.comment
-                            for w, h in zip(want.columns, have.columns)):
+                            for w, h in zip(want.columns, have.columns, strict=False)):
         reasons.append("column comments changed")
     if want.comment != have.comment:
         reasons.append("comment changed")

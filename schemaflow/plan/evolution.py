@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
-from typing import Sequence
+from collections.abc import Sequence
 
 from schemaflow.model import Column, DropColumn, Migration, MigrationChange, RenameColumn, ReorderColumns, Table
 from schemaflow.plan.compatibility import incompatibilities

@@ -26,7 +26,7 @@ every other failing view the mode decides:
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Mapping
+from collections.abc import Mapping
 
 from schemaflow.graph import CycleError, topological_order
 from schemaflow.model import Catalog, Column, Object, View

@@ -13,7 +13,8 @@ import functools
 import hashlib
 import json
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping
+from typing import Any
+from collections.abc import Callable, Mapping
 
 from schemaflow.claims import ELSEWHERE, RUNNING, STOPPED, parse_claim, standing
 from schemaflow.model import (APPLIED_AT_KEY, APPLIED_COMMIT_KEY, APPLIED_STATE_KEY, LIVE_STATE, MANAGED_KEYS_KEY,
@@ -96,7 +97,7 @@ class Plan:
         return json.dumps(self.to_data(), indent=2, sort_keys=True) + "\n"
 
     @classmethod
-    def from_data(cls, data: Mapping[str, Any]) -> "Plan":
+    def from_data(cls, data: Mapping[str, Any]) -> Plan:
         """The plan a saved document holds; raises ``ValueError`` for a document that was edited."""
         if data.get("format_version") != FORMAT_VERSION:
             raise ValueError(f"plan format {data.get('format_version')!r} is not {FORMAT_VERSION}; re-run schemaflow plan")

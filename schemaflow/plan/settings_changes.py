@@ -22,7 +22,8 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, replace
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from schemaflow.code_settings import HOOKS, CodeSetting, code_settings
 from schemaflow.model import SETTINGS_KEY, Catalog

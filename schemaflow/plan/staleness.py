@@ -9,7 +9,7 @@ chose how a cascade runs.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from schemaflow.model import Catalog, changed_aspects, state_digest
 from schemaflow.plan.changes import BATCHED_CASCADE_ABOVE

@@ -8,7 +8,8 @@ reviewed is exactly what runs. Steps round-trip through plain JSON data for save
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from schemaflow.model import SCHEMAFLOW_PREFIX, Column, Database, PartitionValues, column_data, partition_name
 from schemaflow.wording import plural
@@ -300,7 +301,7 @@ class Step:
         }
 
     @classmethod
-    def from_data(cls, data: Mapping[str, Any]) -> "Step":
+    def from_data(cls, data: Mapping[str, Any]) -> Step:
         return cls(
             kind=data["kind"], object=data["object"], object_type=data["object_type"],
             summary=data["summary"], notes=tuple(data.get("notes", ())), hazards=tuple(data.get("hazards", ())),

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from functools import cache
 from itertools import product
-from typing import Iterable, Mapping, Protocol
+from typing import Protocol
+from collections.abc import Iterable, Mapping
 
 from schemaflow.model import Catalog, PartitionValues, Table, View, ViewPartitions
 from schemaflow.plan.changes import Change, CreateView, ReplaceView, SyncViewPartitions

@@ -10,7 +10,7 @@ schemas always draw the same graph.
 from __future__ import annotations
 
 import json
-from typing import Callable
+from collections.abc import Callable
 
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import Catalog, View

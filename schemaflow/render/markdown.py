@@ -13,7 +13,7 @@ still too long, it also leaves out the graph and the table's last rows, and says
 from __future__ import annotations
 
 import re
-from typing import Mapping
+from collections.abc import Mapping
 
 from schemaflow.plan.plan import Plan
 from schemaflow.plan.steps import CREATES, DROPS, SETTINGS_TYPE, Step

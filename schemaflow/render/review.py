@@ -7,7 +7,7 @@ objects it touches depend on each other. Every way of planning returns a ``Revie
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from collections.abc import Mapping
 
 from schemaflow.plan.plan import Plan
 

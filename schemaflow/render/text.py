@@ -12,7 +12,7 @@ Text from the plan is shown with every character that could steer the terminal e
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from schemaflow.output_safety import terminal_text as safe
 from schemaflow.plan.plan import Plan

@@ -16,7 +16,7 @@ Errors inside SQL are placed at their line and column in the YAML file.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Collection, Mapping
+from collections.abc import Collection, Mapping
 
 from schemaflow.errors import Problem
 from schemaflow.graph import CycleError, topological_order
@@ -123,7 +123,7 @@ def _analyze(view: View, doc: Document, schema: Mapping[str, list[tuple[str, str
         message = f"columns names {plural(len(columns), 'column')} but the SQL outputs {len(analysis.output)}: {output}"
         return view, [Problem(doc.key("columns"), message)]
     problems = _partition_problems(view, tuple(c.name for c in columns), doc)
-    lineage = dict(zip((c.name for c in columns), analysis.lineage.values()))
+    lineage = dict(zip((c.name for c in columns), analysis.lineage.values(), strict=True))
     return replace(view, columns=columns, reads=analysis.reads, uses=analysis.uses, lineage=lineage,
                    output=analysis.output, stars=analysis.stars), problems
 

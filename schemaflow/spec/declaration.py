@@ -9,7 +9,8 @@ readers, so none of them imports another to dispatch.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from schemaflow.errors import Problem
 from schemaflow.model import Source, Table, View

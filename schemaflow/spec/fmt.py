@@ -41,7 +41,8 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import yaml
 from ruamel.yaml import YAML
@@ -464,7 +465,7 @@ def _attribute(root: _Node, full: dict[int, tuple[int, str]], trailing: dict[int
         del comments.header[0]
     if leading[split:]:
         comments.before[entries[0].path] = [full[n][1] for n in leading[split:]]
-    for previous, following in zip(entries, [*entries[1:], None]):
+    for previous, following in zip(entries, [*entries[1:], None], strict=True):
         stop = following.line if following else sys.maxsize
         gap = [full[n] for n in numbers[bisect_right(numbers, previous.line):bisect_right(numbers, stop - 1)]]
         if gap:
@@ -638,13 +639,14 @@ class _Plan:
         if isinstance(event, yaml.ScalarEvent):
             built = _Plain(event.value) if not event.style and event.value and event.implicit[0] else value
             if isinstance(value, (LiteralScalarString, FoldedScalarString)):
-                setattr(value, "comment", None)  # the comment after its | or >, woven back with the others
+                # The comment after its | or >, woven back with the others (an attribute ruamel's types do not declare).
+                setattr(value, "comment", None)  # noqa: B010
         elif isinstance(event, yaml.MappingStartEvent):
             built = self.mapping(value, node, schema, path)
         else:
             items = schema.get("items")
             built = CommentedSeq(self.canonical(item, entry.value, items if isinstance(items, dict) else {}, entry.path)
-                                 for item, entry in zip(value, node.entries))
+                                 for item, entry in zip(value, node.entries, strict=False))
             self.style(built, node, path, False)
         assert isinstance(event, yaml.NodeEvent)
         if event.anchor is not None:
@@ -663,7 +665,7 @@ class _Plan:
         others = schema.get("additionalProperties")
         free = _free_form(schema)
         pairs = []
-        for (key, item), entry in zip(value.items(), node.entries):
+        for (key, item), entry in zip(value.items(), node.entries, strict=False):
             assert entry.key is not None
             item_schema = known.get(entry.key.value, others if isinstance(others, dict) else {})
             pairs.append((entry.key, self.canonical(key, _Node(entry.key, entry.line, entry.col), {}, entry.path),

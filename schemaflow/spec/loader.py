@@ -18,7 +18,7 @@ import posixpath
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
-from typing import Iterator
+from collections.abc import Iterator
 
 from schemaflow.errors import Problem, SpecError
 from schemaflow.model import Catalog, Migration, Source, Table

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any, Mapping, Sequence
+from typing import Any
+from collections.abc import Mapping, Sequence
 
 from schemaflow.errors import Problem
 from schemaflow.model import (DropColumn, Migration, MigrationChange, PartitionsMode, RenameColumn, ReorderColumns,

@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 from functools import cache
 from importlib.resources import files
-from typing import Any, Mapping, cast
+from typing import Any, cast
+from collections.abc import Mapping
 
 from jsonschema import Draft202012Validator, ValidationError
 

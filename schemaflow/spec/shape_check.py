@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import operator
 import re
-from typing import Any, Callable, Mapping, Sized
+from typing import Any
+from collections.abc import Callable, Mapping, Sized
 
 Check = Callable[[Any], bool]
 

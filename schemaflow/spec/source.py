@@ -15,7 +15,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Hashable, Protocol
+from typing import Any, Protocol
+from collections.abc import Callable, Hashable
 
 from schemaflow.errors import Problem, SpecError
 from schemaflow.model import Source

@@ -9,7 +9,7 @@ born claimed: its CREATE sets ``schemaflow.version`` to the ``CLAIM`` the execut
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from schemaflow.claims import CLAIM
 from schemaflow.model import VERSION_KEY, Column, Table, View, split_key
@@ -143,7 +143,7 @@ def view_text(view: View, stars: Sequence[tuple[int, int, str]] | None = None) -
     if not view.output or list(view.output) == names:
         return sql
     renamed = ", ".join(ident(old) if old == new else f"{ident(old)} AS {ident(new)}"
-                        for old, new in zip(view.output, names))
+                        for old, new in zip(view.output, names, strict=False))
     return f"SELECT {renamed}\nFROM (\n{sql}\n) {ident(view.name)}"
 
 

@@ -12,7 +12,7 @@ spec, the DDL and the import all normalise through it, so desired and live compa
 """
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 _HIVE_IO = "org.apache.hadoop.hive.ql.io."
 LAZY_SIMPLE_SERDE = "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe"

@@ -16,7 +16,8 @@ so a change of its type is no change of the view's.
 """
 from __future__ import annotations
 
-from typing import Mapping, TypeGuard
+from typing import TypeGuard
+from collections.abc import Mapping
 
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope

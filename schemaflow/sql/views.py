@@ -22,7 +22,9 @@ import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Iterator, Mapping, Sequence, cast
+from itertools import pairwise
+from typing import cast
+from collections.abc import Iterator, Mapping, Sequence
 
 import sqlglot
 from sqlglot import exp
@@ -200,7 +202,7 @@ def _analyzed(sql: str, default_database: str, known: tuple[tuple[str, tuple[tup
         raise _resolution_error(str(error), sql, query, schema, default_database) from error
     output = tuple(select.alias_or_name.lower() for select in qualified.selects)
     seen: set[str] = set()
-    for name, select in zip(output, qualified.selects):
+    for name, select in zip(output, qualified.selects, strict=True):
         if name.startswith(_UNNAMED):
             expression = unnamed[name]
             raise ViewSqlError(
@@ -229,7 +231,7 @@ def _star_columns(query: exp.Expr, qualified: exp.Expr) -> tuple[StarColumns, ..
     if len(originals) != len(expanded):
         return ()
     found = []
-    for original, select in zip(originals, expanded):
+    for original, select in zip(originals, expanded, strict=True):
         stars = [i for i, item in enumerate(original.expressions) if _star_span(item)]
         if len(stars) != 1:
             continue
@@ -437,7 +439,7 @@ def function_calls(sql: str, names: frozenset[str]) -> list[tuple[str, int, int]
     if not any(name in lowered for name in names):
         return []
     tokens = Dialect.get_or_raise(DIALECT).tokenize(sql)
-    return [(token.text.lower(), *_line_col(sql, token.start)) for token, after in zip(tokens, tokens[1:])
+    return [(token.text.lower(), *_line_col(sql, token.start)) for token, after in pairwise(tokens)
             if after.token_type == TokenType.L_PAREN and token.token_type != TokenType.STRING
             and token.text.lower() in names]
 
