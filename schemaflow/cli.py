@@ -464,7 +464,7 @@ def _apply(project: Project, args: argparse.Namespace) -> int:
         print("Not applied.", file=sys.stderr)
         return EXIT_ERROR
     print()
-    target = live.target()
+    target = live.writer()
     target.progress = lambda message: print(f"\n      {message}", end="", flush=True)
     pause = workflow.test_pause()
     if pause:
@@ -595,7 +595,7 @@ def _view_partitions(project: Project, args: argparse.Namespace) -> int:
     if not args.auto_approve and not _confirm(plan):
         print("Not applied.", file=sys.stderr)
         return EXIT_ERROR
-    target = live.target()
+    target = live.writer()
     target.progress = lambda message: print(f"\n      {message}; ", end="", flush=True)
     apply_plan(plan, target, progress=sys.stdout)
     print(f"\nSynced the partitions of {plural(len(plan.steps), 'view')}.")

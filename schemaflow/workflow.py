@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO, cast
+from typing import TYPE_CHECKING, Any
 from collections.abc import Callable, Mapping
 
-from schemaflow.background import Background
 from schemaflow.code_settings import check_approved, unapproved
 from schemaflow.claims import ELSEWHERE, RUNNING, parse_claim, standing
 from schemaflow.errors import Problem, SchemaflowError, SpecError
+from schemaflow.catalog.live import Live
 from schemaflow.catalog.thrift_reader import partition_counter
 from schemaflow.gitsource import commit_of
 from schemaflow.model import Catalog, Object, Source, Table, View, fingerprint, split_key
@@ -30,14 +29,14 @@ from schemaflow.sql.ddl import view_text
 from schemaflow.plan.plan import Plan, build_plan
 from schemaflow.plan.settings_changes import applied_part, recorded, recording, settings_digest, with_settings
 from schemaflow.plan.steps import VIEW_DEFINITIONS, VIEW_PARTITIONS
-from schemaflow.project import Project, Settings, no_target_chosen
+from schemaflow.project import Project
 from schemaflow.scope import Scope
 from schemaflow.target import check_targets, from_target, on_target, target_patterns
 from schemaflow.render.review import Review
 from schemaflow.spec import load_catalog
 
-if TYPE_CHECKING:  # pyspark loads only when a command needs the live metastore
-    from schemaflow.catalog.metastore import Metastore
+if TYPE_CHECKING:
+    from schemaflow.catalog.history import Applied
 
 
 TEST_PAUSE = "SCHEMAFLOW_TEST_PAUSE"
@@ -99,115 +98,6 @@ def applied_state(desired: Catalog) -> Catalog:
     return replace(desired, objects={key: applied(obj) for key, obj in desired.objects.items()})
 
 
-@dataclass(frozen=True)
-class _ReadAhead:
-    """A JVM-free read of ``databases`` under way: the connection, then the catalog read over it."""
-
-    databases: tuple[str, ...]
-    connection: Background[Any]  # a ThriftReader
-    catalog: Background[Catalog]
-
-
-@dataclass
-class Live:
-    """The live metastore of a project, connected on first use (or given, as tests do).
-
-    ``metastore`` is Spark's client, in a JVM started on first use. With ``direct`` (the commands
-    that only read: plan, drift, snapshot), ``reader`` reads a ``thrift://`` metastore without a JVM
-    (``catalog.thrift_reader``), and Spark starts only if the command needs it after all (to check
-    a view's SQL); a metastore that does not answer plain Thrift (SASL, TLS) is read through Spark.
-    ``read_ahead`` starts such a read early, in the background.
-    """
-
-    project: Project
-    connected: Any = None  # a catalog.metastore.Metastore
-    progress: TextIO = sys.stderr
-    direct: bool = False
-    _reader: Any = field(default=None, init=False, repr=False)  # a ThriftReader, or the metastore
-    _ahead: _ReadAhead | None = field(default=None, init=False, repr=False)
-
-    @property
-    def metastore(self) -> Metastore:
-        if self.connected is None:
-            # Imported here: pyspark loads only when a command needs the live metastore.
-            from schemaflow.catalog.metastore import Metastore
-            from schemaflow.catalog.session import spark_session
-
-            settings = self.project.settings
-            self._say(f"Starting Spark ({settings.spark_master}) and connecting to {self._where()} ...")
-            self.connected = Metastore.connect(spark_session(settings))
-        return cast("Metastore", self.connected)
-
-    @property
-    def reader(self) -> Any:
-        """What reads the live state: the JVM-free reader where it can, else ``metastore``."""
-        if self._reader is None:
-            uri = self._direct_uri()
-            if uri is not None:
-                from schemaflow.catalog.thrift_reader import NotPlainThrift, ThriftReader
-
-                self._say(f"Reading {self._where()} ...")
-                try:
-                    self._reader = self._ahead.connection.result() if self._ahead else ThriftReader.connect(uri)
-                except NotPlainThrift:
-                    self._ahead = None
-            if self._reader is None:
-                self._reader = self.metastore
-        return self._reader
-
-    def read_ahead(self, databases: tuple[str, ...]) -> None:
-        """Start reading ``databases`` without a JVM in the background, where ``reader`` would: the
-        metastore server answers while this process parses the project's files (on one core, a plan
-        of 5,500 objects on a PostgreSQL-backed server spends seconds in each). ``read`` of the same
-        databases then takes what it read; its errors surface there, as they would have."""
-        uri = self._direct_uri()
-        if uri is None or not databases or self._reader is not None or no_target_chosen(self.project.settings):
-            return
-        from schemaflow.catalog.thrift_reader import ThriftReader
-
-        connection = Background(lambda: ThriftReader.connect(uri), "metastore-connect")
-        self._ahead = _ReadAhead(databases, connection,
-                                 Background(lambda: connection.result().read(databases), "metastore-read"))
-
-    def read(self, databases: tuple[str, ...]) -> Catalog:
-        reader, ahead = self.reader, self._ahead
-        self._ahead = None
-        if ahead is not None and ahead.databases == databases:
-            return ahead.catalog.result()
-        if ahead is not None:  # a read of other databases: it is on the reader's connection, one read at a time
-            ahead.catalog.wait()
-        catalog: Catalog = reader.read(databases)
-        return catalog
-
-    def target(self) -> Metastore:
-        """What the executor runs actions against: the metastore client and its Spark session."""
-        return self.metastore
-
-    def _direct_uri(self) -> str | None:
-        return _direct_uri(self.project.settings) if self.direct and self.connected is None else None
-
-    def _where(self) -> str:
-        settings = self.project.settings
-        unchosen = no_target_chosen(settings)
-        if unchosen:
-            raise SchemaflowError(unchosen)
-        where = settings.metastore_uri or f"the embedded metastore in {settings.derby_dir}"
-        return where + (f" (target {settings.target})" if settings.target else "")
-
-    def _say(self, message: str) -> None:
-        self.progress.write(message + "\n")
-        self.progress.flush()
-
-
-def _direct_uri(settings: Settings) -> str | None:
-    """The metastore to read without a JVM: a ``thrift://`` one whose client the user does not tune
-    (a Spark setting of Hive's metastore client, such as SASL, is only honoured by Spark's client)."""
-    uri = settings.metastore_uri
-    tuned = any(key.startswith(("spark.hadoop.hive.metastore.", "spark.sql.hive.metastore.", "spark.hive.metastore."))
-                for key in settings.spark_conf)
-    return uri if uri and uri.startswith("thrift://") and not tuned else None
-
-
 def review_live(project: Project, live: Live, *, allow_destructive: bool = False,
                 check_partitions: bool = False, recompile: tuple[str, ...] = ()) -> Review:
     """Plan the project's desired state against its live metastore (see ``build_plan``)."""
@@ -218,7 +108,7 @@ def review_live(project: Project, live: Live, *, allow_destructive: bool = False
     current, left_alone = owned(project, read, desired)
     plan = build_plan(desired, current, allow_destructive=allow_destructive,
                       count_partitions=reader.count_partitions,
-                      stale_partitions=lambda key: live.metastore.stale_partitions(key), commit=commit_of(project.root),
+                      stale_partitions=live.stale_partitions, commit=commit_of(project.root),
                       check_partitions=check_partitions, invalidation=project.settings.invalidation,
                       recompile=recompile, list_partitions=reader.partition_values,
                       type_rule=reader.enforces_type_rule())
@@ -275,12 +165,10 @@ def check_settings(plan: Plan, path: Path, project: Project) -> None:
 def _check_view_sql(plan: Plan, desired: Catalog, live: Live) -> Plan:
     """The plan with each view Spark refuses blocked at its position (see ``catalog.view_check``),
     so that apply refuses it before the first write rather than fail at the view."""
-    from schemaflow.catalog.view_check import ViewChecker
-
     views = [s.object for s in plan.steps if s.kind in VIEW_DEFINITIONS]
     if not views:
         return plan
-    problems = ViewChecker(live.metastore.spark, desired).problems(views)
+    problems = live.view_problems(desired, views)
     reasons = {key: f"{_sql_source(live.project, desired.objects[key])}: {problem}" for key, problem in problems.items()}
     return plan.blocking(reasons, VIEW_DEFINITIONS)
 
@@ -363,11 +251,9 @@ def _reads(live: Catalog, desired: Catalog) -> dict[str, tuple[str, ...]]:
     return {view.key: view.reads for catalog in (live, desired) for view in catalog.views()}
 
 
-def history(project: Project, live: Live, objects: tuple[str, ...] = ()) -> list:
+def history(project: Project, live: Live, objects: tuple[str, ...] = ()) -> list[Applied]:
     """What schemaflow applied to the project's databases, of the ``objects`` globs if any (see ``catalog.history``)."""
-    from schemaflow.catalog.history import read_history
-
-    return read_history(live.metastore, desired_state(project).databases, objects)
+    return live.history(desired_state(project).databases, objects)
 
 
 @dataclass(frozen=True)

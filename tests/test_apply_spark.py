@@ -12,7 +12,8 @@ from schemaflow.errors import SchemaflowError
 from schemaflow.model import Table, View, fingerprint
 from schemaflow.plan.plan import Plan
 from schemaflow.project import Project, load_project
-from schemaflow.workflow import Live, desired_state, hash_migrations, make_plan
+from schemaflow.catalog.live import Live
+from schemaflow.workflow import desired_state, hash_migrations, make_plan
 
 pytestmark = pytest.mark.spark
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,5 +1,5 @@
 """Work started in the background (``background``), and the live read a plan starts before it parses
-the project's files (``workflow.Live.read_ahead``), with a stand-in for the Thrift reader: the real one
+the project's files (``catalog.live.Live.read_ahead``), with a stand-in for the Thrift reader: the real one
 is read ahead against a metastore server in ``test_thrift_reader_remote``."""
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from schemaflow.catalog import thrift_reader
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import Catalog
 from schemaflow.project import Project, Settings
-from schemaflow.workflow import Live
+from schemaflow.catalog.live import Live
 
 
 def test_the_work_runs_while_the_caller_goes_on_and_its_result_is_collected() -> None:

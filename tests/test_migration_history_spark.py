@@ -15,7 +15,8 @@ import pytest
 from schemaflow.apply.executor import apply_plan
 from schemaflow.plan.plan import Plan
 from schemaflow.project import load_project
-from schemaflow.workflow import Live, make_plan
+from schemaflow.catalog.live import Live
+from schemaflow.workflow import make_plan
 from tests.migration_histories import HISTORIES, Stage, columns, is_view, write_stage
 
 pytestmark = pytest.mark.spark

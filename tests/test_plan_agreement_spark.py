@@ -15,7 +15,8 @@ import pytest
 
 from schemaflow.plan.review_check import differences
 from schemaflow.project import load_project
-from schemaflow.workflow import Live, hash_migrations, make_plan, review_refs
+from schemaflow.catalog.live import Live
+from schemaflow.workflow import hash_migrations, make_plan, review_refs
 from tests.gitrepos import commit, init_repo
 from tests.test_apply_spark import plan_and_apply
 

@@ -150,7 +150,8 @@ def test_a_partitioned_data_source_table_gains_a_column_its_partitions_read_as_n
 
 
 def test_drift_sees_a_storage_setting_changed_outside_schemaflow(tmp_path, spark, metastore, fresh_db):
-    from schemaflow.workflow import Live, drift
+    from schemaflow.catalog.live import Live
+    from schemaflow.workflow import drift
 
     db = fresh_db()
     project = write_project(tmp_path, project_files(db, {"delimited": STORAGE["delimited"]}))

@@ -8,7 +8,8 @@ import pytest
 
 from schemaflow.apply.executor import apply_plan
 from schemaflow.cli import main
-from schemaflow.workflow import Live, view_partitions_plan
+from schemaflow.catalog.live import Live
+from schemaflow.workflow import view_partitions_plan
 from tests.test_apply_spark import plan, plan_and_apply, write_project
 
 pytestmark = pytest.mark.spark

@@ -18,9 +18,10 @@ Partitions follow the table's columns in one of two ways, as the plan chose:
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from collections.abc import Iterator, Mapping, Sequence
 
+from schemaflow.catalog.backend import HiveClient
 from schemaflow.catalog.jvm import jvm_view
 from schemaflow.catalog.spark_schema import (PROVIDER, SPARK_SCHEMA, SPARK_SCHEMA_LENGTH, SPARK_SCHEMA_PART,
                                              SPARK_SCHEMA_PARTS)
@@ -28,13 +29,11 @@ from schemaflow.errors import SchemaflowError
 from schemaflow.model import Column, split_key
 from schemaflow.sql.ddl import column_def
 
-if TYPE_CHECKING:
-    from schemaflow.catalog.metastore import Metastore
 
 PARTITION_BATCH = 1_000
 
 
-def set_columns(metastore: Metastore, key: str, columns: Sequence[Column], partition_columns: Sequence[Column],
+def set_columns(metastore: HiveClient, key: str, columns: Sequence[Column], partition_columns: Sequence[Column],
                 cascade: bool, batched: bool = False, parameters: Mapping[str, str] = {},
                 expected: str | None = None) -> None:
     """Make ``columns`` and ``partition_columns`` the columns of ``key``; with ``cascade``, of its partitions
@@ -59,7 +58,7 @@ def set_columns(metastore: Metastore, key: str, columns: Sequence[Column], parti
         metastore.alter(table, expected, CASCADE="true" if cascade else "false")
 
 
-def cascade_in_batches(metastore: Metastore, key: str, columns: Sequence[Column]) -> int:
+def cascade_in_batches(metastore: HiveClient, key: str, columns: Sequence[Column]) -> int:
     """Give every partition of ``key`` the column list ``columns``, a batch at a time; returns how many changed."""
     database, name = split_key(key)
     wanted = [_row(c) for c in columns]
@@ -80,14 +79,14 @@ def cascade_in_batches(metastore: Metastore, key: str, columns: Sequence[Column]
     return rewritten
 
 
-def stale_partitions(metastore: Metastore, key: str) -> int:
+def stale_partitions(metastore: HiveClient, key: str) -> int:
     """How many partitions of ``key`` have a column list other than the table's (listing them in batches)."""
     database, name = split_key(key)
     wanted = _listed(metastore.retrying(lambda: metastore.msc.getTable(database, name)).getSd().getCols())
     return sum(_rows(p) != wanted for _, data in _partition_batches(metastore, key) for p in data)
 
 
-def _partition_batches(metastore: Metastore, key: str) -> Iterator[tuple[Any, list[dict[str, Any]]]]:
+def _partition_batches(metastore: HiveClient, key: str) -> Iterator[tuple[Any, list[dict[str, Any]]]]:
     """The partitions of ``key``, a batch at a time: the Java list and the same partitions as JSON data."""
     database, name = split_key(key)
     names = metastore.retrying(lambda: metastore.msc.listPartitionNames(database, name, -1))
@@ -110,14 +109,14 @@ def _listed(fields: Any) -> list[tuple[str, str, str | None]]:
     return [(f.getName(), f.getType(), f.getComment() or None) for f in fields]
 
 
-def _field_schemas(metastore: Metastore, columns: Sequence[Column]) -> Any:
+def _field_schemas(metastore: HiveClient, columns: Sequence[Column]) -> Any:
     fields = jvm_view(metastore.spark).java.util.ArrayList()
     for column in columns:
         fields.add(metastore.api.FieldSchema(column.name, column.type, column.comment))
     return fields
 
 
-def _sync_spark_schema(metastore: Metastore, table: Any, columns: Sequence[Column]) -> None:
+def _sync_spark_schema(metastore: HiveClient, table: Any, columns: Sequence[Column]) -> None:
     """Rewrite Spark's copy of the schema, if the table has one, exactly as Spark would write it."""
     parameters = table.getParameters()
     if SPARK_SCHEMA not in parameters and SPARK_SCHEMA_PARTS not in parameters:

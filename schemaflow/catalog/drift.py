@@ -18,7 +18,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 import yaml
 
-from schemaflow.catalog.thrift_data import LiveSource, to_model
+from schemaflow.catalog.backend import LiveSource
+from schemaflow.catalog.thrift_data import to_model
 from schemaflow.model import (APPLIED_AT_KEY, APPLIED_COMMIT_KEY, APPLIED_STATE_KEY, Column, Object, Table, View,
                               changed_aspects, column_type, fingerprint, state_digest)
 from schemaflow.wording import short_commit, value_change

@@ -10,13 +10,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING
 from collections.abc import Sequence
 
+from schemaflow.catalog.backend import LiveSource
 from schemaflow.model import APPLIED_AT_KEY, APPLIED_COMMIT_KEY, DROPPED_PREFIX, MIGRATION_PREFIX, VERSION_KEY
-
-if TYPE_CHECKING:
-    from schemaflow.catalog.metastore import Metastore
 
 
 @dataclass(frozen=True)
@@ -29,7 +26,7 @@ class Applied:
     commit: str | None
 
 
-def read_history(metastore: Metastore, databases: tuple[str, ...], objects: Sequence[str] = ()) -> list[Applied]:
+def read_history(metastore: LiveSource, databases: tuple[str, ...], objects: Sequence[str] = ()) -> list[Applied]:
     """Everything schemaflow applied in ``databases``, oldest first (ties by object, then what).
 
     ``objects``: ``db.name`` globs (``retail.*``); only the records of objects one of them matches.

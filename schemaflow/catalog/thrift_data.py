@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any, Protocol
-from collections.abc import Iterable, Mapping
+from typing import Any
+from collections.abc import Mapping
 
+from schemaflow.catalog.backend import LiveSource
 from schemaflow.catalog.spark_schema import PROVIDER, spark_bucketing, spark_columns
 from schemaflow.model import (
     COMMENT_KEY,
@@ -47,16 +48,6 @@ FROM_DESERIALIZER = "from deserializer"
 # Reads are tried this many times when the connection breaks, after 1 s, then 2 s, ...
 READ_ATTEMPTS = 4
 READ_BACKOFF_SECONDS = 1.0
-
-
-class LiveSource(Protocol):
-    """A metastore as a reader sees it: databases and the tables in them, as Thrift data."""
-
-    def databases(self) -> tuple[str, ...]: ...
-
-    def database(self, name: str) -> Database: ...
-
-    def table_data(self, database: str) -> Iterable[dict[str, Any]]: ...
 
 
 def read_catalog(source: LiveSource, databases: tuple[str, ...]) -> Catalog:

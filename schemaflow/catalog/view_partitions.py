@@ -21,24 +21,23 @@ a following ``alter_partitions`` restores.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from collections.abc import Mapping, Sequence
 
+from schemaflow.catalog.backend import HiveClient
 from schemaflow.catalog.jvm import jvm_view
 from schemaflow.catalog.thrift_data import parse_name
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import PartitionValues, partition_name, split_key
 from schemaflow.wording import plural
 
-if TYPE_CHECKING:
-    from schemaflow.catalog.metastore import Metastore
 
 BATCH = 1_000
 # What Hive escapes in a partition name's values (FileUtils.escapePathName of the bundled Hive 2.3).
 _TO_ESCAPE = frozenset(map(chr, range(0x20))) | frozenset('"#%\'*/:=?\\\x7f{[]^')
 
 
-def partition_values(metastore: Metastore, key: str) -> tuple[PartitionValues, ...]:
+def partition_values(metastore: HiveClient, key: str) -> tuple[PartitionValues, ...]:
     """The partitions of table or view ``key``, each as its values in partition-column order, sorted."""
     database, name = split_key(key)
     jvm = jvm_view(metastore.spark)
@@ -54,7 +53,7 @@ class KeptPartitions:
     partitions: Mapping[PartitionValues, Mapping[str, Any]] = field(default_factory=dict)
 
 
-def read_view_partitions(metastore: Metastore, key: str) -> KeptPartitions:
+def read_view_partitions(metastore: HiveClient, key: str) -> KeptPartitions:
     """The partitions of view ``key`` with their parameters and times, read in one batch."""
     database, name = split_key(key)
     view = metastore.msc.getTable(database, name)
@@ -74,7 +73,7 @@ def escaped_name(columns: Sequence[str], values: PartitionValues) -> str:
     return "/".join(f"{column}={escaped(value)}" for column, value in zip(columns, values, strict=False))
 
 
-def change_view_partitions(metastore: Metastore, key: str, columns: Sequence[str], add: Sequence[PartitionValues],
+def change_view_partitions(metastore: HiveClient, key: str, columns: Sequence[str], add: Sequence[PartitionValues],
                            drop: Sequence[PartitionValues], kept: KeptPartitions | None = None) -> None:
     """Drop ``drop`` and add ``add`` (values in the order of ``columns``) to the partitions of view ``key``;
     those of ``add`` in ``kept`` (read on the same partition columns) come back as they were."""
@@ -101,7 +100,7 @@ def change_view_partitions(metastore: Metastore, key: str, columns: Sequence[str
         metastore.report(f"added {min(start + BATCH, len(add))} of {plural(len(add), 'partition')}")
 
 
-def _restore_times(metastore: Metastore, key: str, columns: Sequence[str], batch: Sequence[PartitionValues],
+def _restore_times(metastore: HiveClient, key: str, columns: Sequence[str], batch: Sequence[PartitionValues],
                    before: Mapping[PartitionValues, Mapping[str, Any]]) -> None:
     """Give the re-added partitions of ``batch`` back the creation and last access times they had: the
     batch read, given its old times and written back in one call each (not a call per field)."""

@@ -1,0 +1,114 @@
+"""What a catalog backend offers the rest of schemaflow: a reader of the live state and a writer of it.
+
+Planning needs a ``CatalogReader``: the live catalog of some databases as the model, the partition
+counts and values a plan shows, and whether the backend refuses positional type changes. Applying
+needs a ``CatalogWriter``: the actions of a plan (SQL, parameters written under the metastore's
+compare-and-swap, column lists, view partitions), each raising ``ConcurrentChange`` when the guard
+refuses. The Hive metastore is one backend: ``catalog.metastore.Metastore`` is both, through a
+SparkSession's Thrift client, and ``catalog.thrift_reader.ThriftReader`` reads a metastore server
+without a JVM; ``catalog.live.Live`` picks them from the settings. Another backend (Glue, Unity)
+implements these protocols and is picked there: nothing in ``plan/`` or ``apply/`` changes.
+
+``HiveClient`` is the narrow view of the Hive implementation that its helpers for column cascades
+(``catalog.columns``) and view partitions (``catalog.view_partitions``) work through, so they need
+not import the class that uses them.
+"""
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from typing import Any, Protocol, TypeVar
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+from schemaflow.model import Catalog, Column, Database, PartitionValues
+
+T = TypeVar("T")
+
+
+class LiveSource(Protocol):
+    """A metastore as a reader sees it: databases and the tables in them, as Thrift data."""
+
+    def databases(self) -> tuple[str, ...]: ...
+
+    def database(self, name: str) -> Database: ...
+
+    def table_data(self, database: str) -> Iterable[dict[str, Any]]: ...
+
+
+class CatalogReader(LiveSource, Protocol):
+    """What reads the live state a plan is made against."""
+
+    endpoint: str  # what the plan records as the metastore it was made against
+
+    def read(self, databases: tuple[str, ...]) -> Catalog:
+        """Every table and view in ``databases``; databases that do not exist have none."""
+
+    def count_partitions(self, key: str) -> int: ...
+
+    def partition_values(self, key: str) -> tuple[PartitionValues, ...]: ...
+
+    def enforces_type_rule(self) -> bool:
+        """Whether the metastore refuses a column type change that its positional rule forbids."""
+
+
+class CatalogWriter(Protocol):
+    """Where a plan's actions run.
+
+    ``expected`` guards a metastore write: it lands only if the object's ``schemaflow.version`` still
+    holds that value, else ``ConcurrentChange`` is raised; None writes unguarded (adopting an object).
+    """
+
+    def run_sql(self, sql: str) -> None: ...
+
+    def add_database(self, database: Database) -> None:
+        """Create ``database`` as declared (by default where the metastore puts databases), unless it exists."""
+
+    def set_database_properties(self, name: str, properties: Mapping[str, str]) -> None: ...
+
+    def set_parameters(self, key: str, set: Mapping[str, str], unset: Sequence[str],
+                       expected: str | None = None) -> None: ...
+
+    def check_guards(self, key: str) -> None:
+        """Raise unless guarded writes of ``key`` are refused when the version differs."""
+
+    def partition_view(self, key: str, columns: Sequence[str], expected: str | None = None) -> None: ...
+
+    def set_columns(self, key: str, columns: Sequence[Column], partition_columns: Sequence[Column],
+                    cascade: bool, batched: bool, parameters: Mapping[str, str] = {},
+                    expected: str | None = None) -> None: ...
+
+    def change_view_partitions(self, key: str, columns: Sequence[str], add: Sequence[PartitionValues],
+                               drop: Sequence[PartitionValues], kept: Any = None) -> None:
+        """Drop, then add, partitions of a view; those added that ``kept`` (what ``keep_view_partitions``
+        read) holds keep their parameters and creation time."""
+
+    def keep_view_partitions(self, key: str) -> Any:
+        """The partitions of the view ``key`` as they are (opaque to the executor), for ``change_view_partitions``
+        to re-add them as they were."""
+
+    def set_storage(self, key: str, serde_properties: Mapping[str, str], buckets: int | None,
+                    expected: str | None = None) -> None: ...
+
+    def beside(self) -> AbstractContextManager[CatalogWriter | None]:
+        """A second writer on the same metastore, on which a write may run while this one runs the next
+        statement; None: everything runs here, in turn."""
+
+
+class HiveClient(Protocol):
+    """A Hive metastore reached through a JVM: the Thrift client and its API classes, and the guarded
+    ``alter`` every write of a table goes through."""
+
+    spark: Any  # the SparkSession whose JVM holds the client
+    msc: Any    # Hive's IMetaStoreClient
+    api: Any    # the package org.apache.hadoop.hive.metastore.api
+
+    def retrying(self, read: Callable[[], T]) -> T: ...
+
+    def alter(self, table: Any, expected: str | None = None, **context: str) -> None: ...
+
+    def context(self, **properties: str) -> Any: ...
+
+    def report(self, message: str) -> None: ...
+
+    def to_data(self, struct: Any) -> dict[str, Any]: ...
+
+    def from_json(self, struct: Any, data: Mapping[str, Any]) -> None: ...
