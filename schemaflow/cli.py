@@ -14,29 +14,26 @@ import json
 import os
 import re
 import sys
-from functools import cache
+from dataclasses import dataclass
+from functools import cache, cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
-from collections.abc import Sequence
+from typing import Any, NoReturn
+from collections.abc import Callable, Sequence
 
 from schemaflow import __version__
-from schemaflow.apply.after import CHANGED_VARIABLE, cached_before, changed_objects, refresh, run_hooks
-from schemaflow.apply.executor import apply_plan, check_runnable
+from schemaflow.apply.after import CHANGED_VARIABLE
+from schemaflow.applying import ApplyOptions, Pause, apply_project, sync_view_partitions
 from schemaflow.catalog.class_archive import write_at_exit
 from schemaflow.code_settings import APPROVAL_VARIABLE
 from schemaflow.errors import SchemaflowError, SpecError
 from schemaflow.output_safety import GuardedStream
 from schemaflow.plan.plan import Plan
-from schemaflow.plan.review_check import differences
 from schemaflow.project import ENV_TARGET, Project, load_project
 from schemaflow.render import FORMATS, render
 from schemaflow.render.graph import GRAPH_FORMATS, render_graph
 from schemaflow.render.review import Review
 from schemaflow import workflow
 from schemaflow.wording import plural, short_commit
-
-if TYPE_CHECKING:  # pyspark loads only when a command needs the live metastore
-    from schemaflow.catalog.metastore import Metastore
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
 
@@ -110,112 +107,12 @@ def _parser() -> argparse.ArgumentParser:
                         help="approve a setting of schemaflow.yaml that runs code (a hook, a Spark setting that loads "
                              f"classes), by the id plan shows; repeatable (also: ${APPROVAL_VARIABLE})")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_CommandParser)
-
-    init = commands.add_parser("init", help="write a starter project into the project folder (default: here)")
-    init.add_argument("--database", default="warehouse", type=str.lower,
-                      help="the database the project manages (default: warehouse)")
-    init.add_argument("--force", action="store_true", help="overwrite starter files that exist")
-
-    fmt = commands.add_parser("fmt", help="rewrite the project's YAML files in the canonical layout (keys in the "
-                                          "order of their JSON Schema, one column a line), comments and values kept")
-    fmt.add_argument("--check", action="store_true",
-                     help="write nothing: show what would change, and exit 2 if anything would (for CI)")
-
-    validate = commands.add_parser("validate", help="check the project's YAML, without a metastore")
-    validate.add_argument("--format", choices=("text", "json"), default="text",
-                          help="json: the located problems as data, for CI annotations (exit code as for text)")
-
-    plan = commands.add_parser("plan", help="show the steps that would make the metastore match schemas/")
-    plan.add_argument("--format", choices=FORMATS, default="text")
-    _add_display_options(plan)
-    plan.add_argument("--out", type=Path, metavar="FILE", help="also save the plan as JSON, for apply")
-    plan.add_argument("--allow-destructive", action="store_true", help="plan drops instead of blocking them")
-    plan.add_argument("--check-partitions", action="store_true",
-                      help="also look for stale partition column lists in every partitioned table (lists them all)")
-    plan.add_argument("--against", type=Path, metavar="SNAPSHOT",
-                      help="plan against a saved live state (see snapshot) instead of the metastore")
-    plan.add_argument("--base", metavar="REF",
-                      help="plan against the schemas at this git ref instead of the metastore (no JVM)")
-    plan.add_argument("--head", metavar="REF", help="with --base: plan the schemas at this git ref "
-                                                     "(default: the working tree, uncommitted edits included)")
-
-    apply = commands.add_parser("apply", help="plan (or load a saved plan) and apply it")
-    apply.add_argument("plan_file", nargs="?", type=Path, metavar="PLAN", help="a plan saved by plan --out")
-    apply.add_argument("--auto-approve", action="store_true", help="do not ask for confirmation")
-    apply.add_argument("--allow-destructive", action="store_true", help="allow drops (when planning here)")
-    apply.add_argument("--reviewed", type=Path, metavar="PLAN",
-                       help="a plan made for review (plan --base ... --out): apply only if planning now makes the "
-                            "same changes, else refuse it as stale")
-    apply.add_argument("--take-over", action="store_true",
-                       help="finish the work of an apply that stopped on another machine (its claims name it)")
-    apply.add_argument("--recompile", action="append", default=[], metavar="VIEW",
-                       help="also re-create this declared view from its SQL (db.name; repeatable)")
-
-    show = commands.add_parser("show", help="a saved plan (plan --out), for people; needs no project or metastore")
-    show.add_argument("plan_file", type=Path, metavar="PLAN")
-    show.add_argument("--format", choices=("text", "markdown"), default="text")
-    _add_display_options(show)
-
-    graph = commands.add_parser("graph", help="show how the declared tables and views depend on each other")
-    graph.add_argument("--format", choices=GRAPH_FORMATS, default="text")
-    graph.add_argument("object", nargs="?", metavar="OBJECT", help="only this object (db.name), with everything "
-                                                                  "upstream and downstream of it")
-
-    history = commands.add_parser("history", help="what schemaflow applied to and dropped from the managed "
-                                                  "databases: when, from which commit")
-    history.add_argument("objects", nargs="*", metavar="OBJECT",
-                         help="only these objects: db.name, or globs such as 'retail.*' (default: all)")
-    history.add_argument("--format", choices=("text", "json"), default="text")
-    drift = commands.add_parser("drift", help="what changed in the metastore outside schemaflow since the last apply")
-    drift.add_argument("--format", choices=("text", "json"), default="text")
-    commands.add_parser("hash-migrations", help="write migrations/schemaflow.sum after reviewing the migrations")
-
-    adopt = commands.add_parser("import", help="write schema files for the tables and views of a live database")
-    adopt.add_argument("--database", required=True, metavar="DB")
-    adopt.add_argument("--out", type=Path, metavar="DIR", help="where to write them (default: the project's schemas/)")
-    adopt.add_argument("--force", action="store_true", help="overwrite files that exist")
-
-    snapshot = commands.add_parser("snapshot", help="save the live state of the managed databases as JSON")
-    snapshot.add_argument("--out", type=Path, required=True, metavar="FILE")
-
-    view_partitions = commands.add_parser("view-partitions", help="the partitions of partitioned views")
-    view_partitions.add_argument("action", choices=("sync",),
-                                 help="sync: add and drop view partitions to match schemas/ and the base tables")
-    view_partitions.add_argument("--auto-approve", action="store_true", help="do not ask for confirmation")
-    view_partitions.add_argument("--dry-run", action="store_true",
-                                 help="show what would change, change nothing (exit 2 when something would)")
-    completion = commands.add_parser("completion", help="print a shell completion script (bash or zsh)")
-    completion.add_argument("shell", choices=("bash", "zsh"))
-
-    for action in commands._choices_actions:  # argparse's list of the commands with their help
-        command = commands.choices[action.dest]
-        codes, example = _HELP[action.dest]
-        words = action.help or ""
-        command.description = words[:1].upper() + words[1:] + "."
-        command.epilog = f"exit codes: {codes}\nexample:\n  {example}"
+    for command in COMMANDS:
+        sub = commands.add_parser(command.name, help=command.help, description=command.help[:1].upper()
+                                  + command.help[1:] + ".", epilog=f"exit codes: {command.exits}\nexample:\n  "
+                                  + command.example)
+        command.arguments(sub)
     return parser
-
-
-# Each command's exit codes and an example, for its --help (its description is its one-line help).
-_HELP = {
-    "init": ("0 written, 1 error (a file exists: nothing written)", "schemaflow init --database sales"),
-    "fmt": ("0 formatted (or canonical already), 2 with --check: files would change, 1 a file cannot be formatted",
-            "schemaflow fmt --check"),
-    "validate": ("0 valid, 1 invalid", "schemaflow validate --format json > problems.json"),
-    "plan": ("0 no changes, 2 changes, 1 error or a blocked step",
-             "schemaflow plan --base origin/main --format markdown --out plan.json"),
-    "apply": ("0 applied, 1 error (what was and was not applied is listed)",
-              "schemaflow apply plan.json --auto-approve"),
-    "show": ("as plan: 0 no changes, 2 changes, 1 error or a blocked step", "schemaflow show plan.json"),
-    "graph": ("0, 1 invalid", "schemaflow graph --format mermaid retail.daily_revenue"),
-    "history": ("0, 1 error", "schemaflow history 'retail.*'"),
-    "drift": ("0 none, 2 drift, 1 error", "schemaflow drift"),
-    "hash-migrations": ("0, 1 error", "schemaflow hash-migrations"),
-    "import": ("0 written, 1 error or an object that could not be written", "schemaflow import --database sales"),
-    "snapshot": ("0, 1 error", "schemaflow snapshot --out live.json"),
-    "view-partitions": ("0 done, 2 changes with --dry-run, 1 error", "schemaflow view-partitions sync --dry-run"),
-    "completion": ("0", "schemaflow completion bash >> ~/.bashrc"),
-}
 
 
 FULL_COLLECTIONS_RARER = 10
@@ -240,37 +137,24 @@ def run() -> NoReturn:
     sys.exit(code)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, pause: Pause | None = None) -> int:
     """Run one command; everything it prints goes through ``GuardedStream`` (no CI workflow command, no
-    terminal escape that schemaflow did not write), whatever user text it holds."""
+    terminal escape that schemaflow did not write), whatever user text it holds. ``pause`` stops an
+    apply at a named point (``applying.Pause``), for tests of crashes and races."""
     out, err = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = GuardedStream(out), GuardedStream(err)
     try:
-        return _command(argv)
+        return _command(argv, pause)
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
         sys.stdout, sys.stderr = out, err
 
 
-def _command(argv: Sequence[str] | None) -> int:
+def _command(argv: Sequence[str] | None, pause: Pause | None) -> int:
     args = _parser().parse_args(argv)
     try:
-        if args.command == "show":  # a saved plan stands alone
-            return _show(args)
-        if args.command == "init":  # there is no project yet
-            return _init(args)
-        if args.command == "fmt":  # the files alone: even settings that do not validate are formatted
-            return _fmt(args)
-        if args.command == "completion":
-            print(_completion(args.shell), end="")
-            return EXIT_OK
-        if args.command == "import":  # adopting schemaflow: the project may have no schemas yet
-            (Path(args.project) / "schemas").mkdir(parents=True, exist_ok=True)
-        project = load_project(args.project, target=args.target, approve_code=tuple(args.approve_code))
-        return {"validate": _validate, "plan": _plan, "apply": _apply, "snapshot": _snapshot, "history": _history,
-                "hash-migrations": _hash_migrations, "import": _import, "drift": _drift, "graph": _graph,
-                "view-partitions": _view_partitions}[args.command](project, args)
+        return next(c for c in COMMANDS if c.name == args.command).run(_Invocation(args, pause))
     except SpecError as error:
         print(error, file=sys.stderr)
         print(f"{len(error.problems)} problem(s) found; nothing was planned or applied.", file=sys.stderr)
@@ -283,8 +167,9 @@ def _command(argv: Sequence[str] | None) -> int:
         return EXIT_ERROR
 
 
-def _validate(project: Project, args: argparse.Namespace) -> int:
-    if args.format == "json":
+def _validate(call: _Invocation) -> int:
+    project = call.project
+    if call.args.format == "json":
         return _validate_json(project)
     catalog = workflow.desired_state(project)
     tables = sum(1 for _ in catalog.tables())
@@ -308,13 +193,14 @@ def _validate_json(project: Project) -> int:
     return EXIT_OK
 
 
-def _graph(project: Project, args: argparse.Namespace) -> int:
-    sys.stdout.write(render_graph(workflow.desired_state(project), args.format, args.object))
+def _graph(call: _Invocation) -> int:
+    sys.stdout.write(render_graph(workflow.desired_state(call.project), call.args.format, call.args.object))
     return EXIT_OK
 
 
-def _plan(project: Project, args: argparse.Namespace) -> int:
-    review = _review(project, args)
+def _plan(call: _Invocation) -> int:
+    args = call.args
+    review = _review(call.project, args)
     plan = review.plan
     sys.stdout.write(render(review, args.format, **_display(args)))
     if args.out:
@@ -359,9 +245,11 @@ _schemaflow() {{
     return script + "complete -o default -F _schemaflow schemaflow\n"
 
 
-def _init(args: argparse.Namespace) -> int:
+def _init(call: _Invocation) -> int:
+    """Write the starter project: there is no project to load yet."""
     from schemaflow.starter import write_starter
 
+    args = call.args
     if not re.fullmatch(r"[a-z_][a-z0-9_]*", args.database):
         raise SchemaflowError(f"--database {args.database!r}: a Hive name has letters, digits and underscores and "
                               "does not start with a digit")
@@ -377,9 +265,11 @@ def _init(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _fmt(args: argparse.Namespace) -> int:
+def _fmt(call: _Invocation) -> int:
+    """The files alone, not the project loaded: even settings that do not validate are formatted."""
     from schemaflow.spec.fmt import format_project, unified_diff, write_formatted
 
+    args = call.args
     root = Path(args.project)
     if not (root / "schemas").is_dir():
         raise SchemaflowError(f"{root.resolve()}: no schemas/ directory here; run in a schemaflow project or "
@@ -405,10 +295,10 @@ def _fmt(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _show(args: argparse.Namespace) -> int:
-    """A saved plan as ``plan`` prints it; exit codes as ``plan``'s."""
-    plan = workflow.load_plan(args.plan_file)
-    sys.stdout.write(render(Review(plan), args.format, **_display(args)))
+def _show(call: _Invocation) -> int:
+    """A saved plan as ``plan`` prints it (it stands alone: no project); exit codes as ``plan``'s."""
+    plan = workflow.load_plan(call.args.plan_file)
+    sys.stdout.write(render(Review(plan), call.args.format, **_display(call.args)))
     return _exit_code(plan)
 
 
@@ -428,66 +318,39 @@ def _review(project: Project, args: argparse.Namespace) -> Review:
                                 check_partitions=args.check_partitions)
 
 
-def _apply(project: Project, args: argparse.Namespace) -> int:
+def _apply(call: _Invocation) -> int:
+    args = call.args
     if not args.auto_approve and not sys.stdin.isatty():  # fail before starting anything
         raise SchemaflowError("not a terminal, so no one can confirm: pass --auto-approve to apply")
-    workflow.check_code(project, "in apply")
-    live = workflow.Live(project)
-    reviewed = workflow.load_plan(args.reviewed) if args.reviewed else None
-    if reviewed:
-        workflow.check_settings(reviewed, args.reviewed, project)
-    if reviewed and args.plan_file:
-        raise SchemaflowError("--reviewed checks a plan made now against the reviewed one: give no PLAN with it")
-    if args.plan_file and args.recompile:
-        raise SchemaflowError("a saved plan runs as reviewed: plan again to re-create views with --recompile, "
-                              "or give no PLAN")
-    if args.plan_file:
-        plan = workflow.load_plan(args.plan_file)
-        if args.allow_destructive and not plan.allow_destructive:
-            raise SchemaflowError(f"{args.plan_file} was planned without --allow-destructive; "
-                                  "a saved plan runs as reviewed: plan again with --allow-destructive")
-        check_runnable(plan)
-        workflow.check_saved(plan, args.plan_file, project, live)
-    else:
-        allow = reviewed.allow_destructive if reviewed else args.allow_destructive
-        plan = workflow.make_plan(project, live, allow_destructive=allow, recompile=tuple(args.recompile))
-    stale = differences(reviewed, plan) if reviewed else []
-    if stale:
-        raise SchemaflowError(f"{args.reviewed} is stale: planning now against the metastore makes other changes "
-                              "than were reviewed; nothing was applied. Review again.\n  " + "\n  ".join(stale))
-    sys.stdout.write(render(Review(plan), "text"))
-    if plan.is_empty:
-        return EXIT_OK
-    check_runnable(plan)
-    workflow.check_claims(plan, take_over=args.take_over)
-    if not args.auto_approve and not _confirm(plan):
-        print("Not applied.", file=sys.stderr)
-        return EXIT_ERROR
-    print()
-    target = live.writer()
-    target.progress = lambda message: print(f"\n      {message}", end="", flush=True)
-    pause = workflow.test_pause()
-    if pause:
-        pause("planned")
-    apply_plan(plan, target, progress=sys.stdout, pause=pause)
+    options = ApplyOptions(saved=args.plan_file, reviewed=args.reviewed, allow_destructive=args.allow_destructive,
+                           recompile=tuple(args.recompile), take_over=args.take_over)
+    outcome = apply_project(call.project, workflow.Live(call.project), options,
+                            show=lambda plan: sys.stdout.write(render(Review(plan), "text")),
+                            confirm=lambda plan: _confirmed(plan, args.auto_approve), progress=sys.stdout,
+                            report=lambda message: print(f"\n      {message}", end="", flush=True), pause=call.pause)
+    plan = outcome.plan
+    if not outcome.ran:
+        return EXIT_OK if plan.is_empty else EXIT_ERROR
     print(f"\nApplied {len(plan.steps)} steps.")
-    return _after_apply(project, plan, target)
-
-
-def _after_apply(project: Project, plan: Plan, target: Metastore) -> int:
-    """Refresh Spark's cache of what changed, then run the project's hooks; exit 1 if one failed."""
-    changed = changed_objects(plan)
-    for warning in refresh(cached_before(plan), target.run_sql):
+    for warning in outcome.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    failures = run_hooks(project.settings.after_apply, changed, str(project.root))
-    for failure in failures:
+    for failure in outcome.failures:
         print(f"error: {failure.describe()}", file=sys.stderr)
-    if failures:
+    if outcome.failures:
         print(f"The apply itself succeeded: all {plural(len(plan.steps), 'step')} applied. Run the failed "
-              f"{plural(len(failures), 'hook')} again by hand, with {CHANGED_VARIABLE}='{' '.join(changed)}'.",
-              file=sys.stderr)
+              f"{plural(len(outcome.failures), 'hook')} again by hand, with {CHANGED_VARIABLE}="
+              f"'{' '.join(outcome.changed)}'.", file=sys.stderr)
         return EXIT_ERROR
     return EXIT_OK
+
+
+def _confirmed(plan: Plan, auto_approve: bool) -> bool:
+    """Whether the person at the terminal (or --auto-approve) confirms ``plan``; the steps' output follows."""
+    if not auto_approve and not _confirm(plan):
+        print("Not applied.", file=sys.stderr)
+        return False
+    print()
+    return True
 
 
 def _confirm(plan: Plan) -> bool:
@@ -499,9 +362,9 @@ def _confirm(plan: Plan) -> bool:
     return answer.strip() == "yes"
 
 
-def _drift(project: Project, args: argparse.Namespace) -> int:
-    drifts = workflow.drift(project, workflow.Live(project, direct=True))
-    if args.format == "json":
+def _drift(call: _Invocation) -> int:
+    drifts = workflow.drift(call.project, workflow.Live(call.project, direct=True))
+    if call.args.format == "json":
         _print_json({"drift": [{"object": d.object, "aspects": list(d.aspects), "applied_at": d.applied_at,
                                 "commit": d.commit, "message": d.describe(), "details": list(d.details)}
                                for d in drifts]})
@@ -520,7 +383,10 @@ def _print_json(document: object) -> None:
     print(json.dumps(document, indent=2, sort_keys=True))
 
 
-def _import(project: Project, args: argparse.Namespace) -> int:
+def _import(call: _Invocation) -> int:
+    args = call.args
+    (Path(args.project) / "schemas").mkdir(parents=True, exist_ok=True)  # adopting: there may be no schemas yet
+    project = call.project
     out = args.out or project.schemas_dir
     database = args.database.lower()
     imported = workflow.import_database(project, workflow.Live(project), database, out, args.force)
@@ -549,14 +415,15 @@ def _import(project: Project, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _hash_migrations(project: Project, args: argparse.Namespace) -> int:
-    path = workflow.hash_migrations(project)
-    print(f"Wrote {path.relative_to(project.root)}: commit it with the migrations it lists.")
+def _hash_migrations(call: _Invocation) -> int:
+    path = workflow.hash_migrations(call.project)
+    print(f"Wrote {path.relative_to(call.project.root)}: commit it with the migrations it lists.")
     return EXIT_OK
 
 
-def _history(project: Project, args: argparse.Namespace) -> int:
-    records = workflow.history(project, workflow.Live(project), tuple(args.objects))
+def _history(call: _Invocation) -> int:
+    args = call.args
+    records = workflow.history(call.project, workflow.Live(call.project), tuple(args.objects))
     if args.format == "json":
         _print_json({"history": [{"at": r.at, "object": r.object, "what": r.what, "commit": r.commit}
                                  for r in records]})
@@ -569,24 +436,19 @@ def _history(project: Project, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _snapshot(project: Project, args: argparse.Namespace) -> int:
-    from schemaflow.catalog.snapshot import write_snapshot
-
-    desired = workflow.desired_state(project)
-    live = workflow.Live(project, direct=True)
-    current = live.read(desired.databases)
-    counts = {t.key: live.reader.count_partitions(t.key) for t in current.tables() if t.partition_columns}
-    write_snapshot(current, args.out, partition_counts=counts)
-    print(f"Saved the live state of {', '.join(desired.databases)} to {args.out}", file=sys.stderr)
+def _snapshot(call: _Invocation) -> int:
+    saved = workflow.snapshot(call.project, workflow.Live(call.project, direct=True), call.args.out)
+    print(f"Saved the live state of {', '.join(saved)} to {call.args.out}", file=sys.stderr)
     return EXIT_OK
 
 
-def _view_partitions(project: Project, args: argparse.Namespace) -> int:
+def _view_partitions(call: _Invocation) -> int:
     """``view-partitions sync``: exit 0 done (or nothing to do), 2 with ``--dry-run`` when something would change."""
+    args = call.args
     if not (args.auto_approve or args.dry_run) and not sys.stdin.isatty():
         raise SchemaflowError("not a terminal, so no one can confirm: pass --auto-approve (or --dry-run)")
-    live = workflow.Live(project)
-    plan, left_out = workflow.view_partitions_plan(project, live)
+    live = workflow.Live(call.project)
+    plan, left_out = workflow.view_partitions_plan(call.project, live)
     for key in left_out:
         print(f"skipped {key}: the view itself changes; schemaflow apply syncs its partitions", file=sys.stderr)
     sys.stdout.write(render(Review(plan), "text"))
@@ -595,11 +457,173 @@ def _view_partitions(project: Project, args: argparse.Namespace) -> int:
     if not args.auto_approve and not _confirm(plan):
         print("Not applied.", file=sys.stderr)
         return EXIT_ERROR
-    target = live.writer()
-    target.progress = lambda message: print(f"\n      {message}; ", end="", flush=True)
-    apply_plan(plan, target, progress=sys.stdout)
+    sync_view_partitions(live, plan, progress=sys.stdout,
+                         report=lambda message: print(f"\n      {message}; ", end="", flush=True))
     print(f"\nSynced the partitions of {plural(len(plan.steps), 'view')}.")
     return EXIT_OK
+
+
+def _completion_script(call: _Invocation) -> int:
+    print(_completion(call.args.shell), end="")
+    return EXIT_OK
+
+
+@dataclass
+class _Invocation:
+    """One run of a command: its arguments, the project they name (loaded when the command asks for
+    it: ``init``, ``fmt``, ``show`` and ``completion`` never do), and what a test injects."""
+
+    args: argparse.Namespace
+    pause: Pause | None = None
+
+    @cached_property
+    def project(self) -> Project:
+        return load_project(self.args.project, target=self.args.target, approve_code=tuple(self.args.approve_code))
+
+
+def _no_arguments(command: argparse.ArgumentParser) -> None:
+    """A command that takes only the options every command takes."""
+
+
+def _init_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--database", default="warehouse", type=str.lower,
+                         help="the database the project manages (default: warehouse)")
+    command.add_argument("--force", action="store_true", help="overwrite starter files that exist")
+
+
+def _fmt_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--check", action="store_true",
+                         help="write nothing: show what would change, and exit 2 if anything would (for CI)")
+
+
+def _validate_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--format", choices=("text", "json"), default="text",
+                         help="json: the located problems as data, for CI annotations (exit code as for text)")
+
+
+def _plan_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--format", choices=FORMATS, default="text")
+    _add_display_options(command)
+    command.add_argument("--out", type=Path, metavar="FILE", help="also save the plan as JSON, for apply")
+    command.add_argument("--allow-destructive", action="store_true", help="plan drops instead of blocking them")
+    command.add_argument("--check-partitions", action="store_true",
+                         help="also look for stale partition column lists in every partitioned table (lists them all)")
+    command.add_argument("--against", type=Path, metavar="SNAPSHOT",
+                         help="plan against a saved live state (see snapshot) instead of the metastore")
+    command.add_argument("--base", metavar="REF",
+                         help="plan against the schemas at this git ref instead of the metastore (no JVM)")
+    command.add_argument("--head", metavar="REF", help="with --base: plan the schemas at this git ref "
+                                                       "(default: the working tree, uncommitted edits included)")
+
+
+def _apply_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("plan_file", nargs="?", type=Path, metavar="PLAN", help="a plan saved by plan --out")
+    command.add_argument("--auto-approve", action="store_true", help="do not ask for confirmation")
+    command.add_argument("--allow-destructive", action="store_true", help="allow drops (when planning here)")
+    command.add_argument("--reviewed", type=Path, metavar="PLAN",
+                         help="a plan made for review (plan --base ... --out): apply only if planning now makes the "
+                              "same changes, else refuse it as stale")
+    command.add_argument("--take-over", action="store_true",
+                         help="finish the work of an apply that stopped on another machine (its claims name it)")
+    command.add_argument("--recompile", action="append", default=[], metavar="VIEW",
+                         help="also re-create this declared view from its SQL (db.name; repeatable)")
+
+
+def _show_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("plan_file", type=Path, metavar="PLAN")
+    command.add_argument("--format", choices=("text", "markdown"), default="text")
+    _add_display_options(command)
+
+
+def _graph_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--format", choices=GRAPH_FORMATS, default="text")
+    command.add_argument("object", nargs="?", metavar="OBJECT", help="only this object (db.name), with everything "
+                                                                    "upstream and downstream of it")
+
+
+def _history_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("objects", nargs="*", metavar="OBJECT",
+                         help="only these objects: db.name, or globs such as 'retail.*' (default: all)")
+    command.add_argument("--format", choices=("text", "json"), default="text")
+
+
+def _drift_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--format", choices=("text", "json"), default="text")
+
+
+def _import_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--database", required=True, metavar="DB")
+    command.add_argument("--out", type=Path, metavar="DIR", help="where to write them (default: the project's schemas/)")
+    command.add_argument("--force", action="store_true", help="overwrite files that exist")
+
+
+def _snapshot_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--out", type=Path, required=True, metavar="FILE")
+
+
+def _view_partitions_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("action", choices=("sync",),
+                         help="sync: add and drop view partitions to match schemas/ and the base tables")
+    command.add_argument("--auto-approve", action="store_true", help="do not ask for confirmation")
+    command.add_argument("--dry-run", action="store_true",
+                         help="show what would change, change nothing (exit 2 when something would)")
+
+
+def _completion_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("shell", choices=("bash", "zsh"))
+
+
+@dataclass(frozen=True)
+class _Command:
+    """A command, declared once: its one-line help (also its --help description), its exit codes and an
+    example (its --help epilog), its arguments, and what runs it."""
+
+    name: str
+    help: str
+    exits: str
+    example: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[_Invocation], int]
+
+
+# In the order --help lists them.
+COMMANDS = (
+    _Command("init", "write a starter project into the project folder (default: here)",
+             "0 written, 1 error (a file exists: nothing written)", "schemaflow init --database sales",
+             _init_arguments, _init),
+    _Command("fmt", "rewrite the project's YAML files in the canonical layout (keys in the order of their JSON "
+             "Schema, one column a line), comments and values kept",
+             "0 formatted (or canonical already), 2 with --check: files would change, 1 a file cannot be formatted",
+             "schemaflow fmt --check", _fmt_arguments, _fmt),
+    _Command("validate", "check the project's YAML, without a metastore", "0 valid, 1 invalid",
+             "schemaflow validate --format json > problems.json", _validate_arguments, _validate),
+    _Command("plan", "show the steps that would make the metastore match schemas/",
+             "0 no changes, 2 changes, 1 error or a blocked step",
+             "schemaflow plan --base origin/main --format markdown --out plan.json", _plan_arguments, _plan),
+    _Command("apply", "plan (or load a saved plan) and apply it",
+             "0 applied, 1 error (what was and was not applied is listed)", "schemaflow apply plan.json --auto-approve",
+             _apply_arguments, _apply),
+    _Command("show", "a saved plan (plan --out), for people; needs no project or metastore",
+             "as plan: 0 no changes, 2 changes, 1 error or a blocked step", "schemaflow show plan.json",
+             _show_arguments, _show),
+    _Command("graph", "show how the declared tables and views depend on each other", "0, 1 invalid",
+             "schemaflow graph --format mermaid retail.daily_revenue", _graph_arguments, _graph),
+    _Command("history", "what schemaflow applied to and dropped from the managed databases: when, from which commit",
+             "0, 1 error", "schemaflow history 'retail.*'", _history_arguments, _history),
+    _Command("drift", "what changed in the metastore outside schemaflow since the last apply",
+             "0 none, 2 drift, 1 error", "schemaflow drift", _drift_arguments, _drift),
+    _Command("hash-migrations", "write migrations/schemaflow.sum after reviewing the migrations", "0, 1 error",
+             "schemaflow hash-migrations", _no_arguments, _hash_migrations),
+    _Command("import", "write schema files for the tables and views of a live database",
+             "0 written, 1 error or an object that could not be written", "schemaflow import --database sales",
+             _import_arguments, _import),
+    _Command("snapshot", "save the live state of the managed databases as JSON", "0, 1 error",
+             "schemaflow snapshot --out live.json", _snapshot_arguments, _snapshot),
+    _Command("view-partitions", "the partitions of partitioned views", "0 done, 2 changes with --dry-run, 1 error",
+             "schemaflow view-partitions sync --dry-run", _view_partitions_arguments, _view_partitions),
+    _Command("completion", "print a shell completion script (bash or zsh)", "0",
+             "schemaflow completion bash >> ~/.bashrc", _completion_arguments, _completion_script),
+)
 
 
 if __name__ == "__main__":

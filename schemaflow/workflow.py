@@ -10,12 +10,10 @@ Each way of planning returns a ``Review``: the plan and what a reviewer reads be
 from __future__ import annotations
 
 import json
-import os
-import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 from schemaflow.code_settings import check_approved, unapproved
 from schemaflow.claims import ELSEWHERE, RUNNING, parse_claim, standing
@@ -37,9 +35,6 @@ from schemaflow.spec import load_catalog
 
 if TYPE_CHECKING:
     from schemaflow.catalog.history import Applied
-
-
-TEST_PAUSE = "SCHEMAFLOW_TEST_PAUSE"
 
 
 def desired_state(project: Project) -> Catalog:
@@ -353,6 +348,18 @@ def drift(project: Project, live: Live) -> list:
                       lambda obj: scope.leaves_alone(obj, desired) is not None)
 
 
+def snapshot(project: Project, live: Live, out: Path) -> tuple[str, ...]:
+    """Save the live state of the project's databases to ``out``, with the partition count of each
+    partitioned table (see ``catalog.snapshot``); the databases saved."""
+    from schemaflow.catalog.snapshot import write_snapshot
+
+    desired = desired_state(project)
+    current = live.read(desired.databases)
+    counts = {t.key: live.reader.count_partitions(t.key) for t in current.tables() if t.partition_columns}
+    write_snapshot(current, out, partition_counts=counts)
+    return desired.databases
+
+
 def check_claims(plan: Plan, take_over: bool = False) -> None:
     """Refuse to apply over another apply's claims unless that apply is gone.
 
@@ -370,24 +377,6 @@ def check_claims(plan: Plan, take_over: bool = False) -> None:
         if found == ELSEWHERE and not take_over:
             raise SchemaflowError(f"{key} is claimed by an apply on another machine ({claim.describe()}); nothing "
                                   "was applied. If that apply has stopped, run apply --take-over to finish its work")
-
-
-def test_pause() -> Callable[[str], None] | None:
-    """A hook for tests of crashes and races: ``SCHEMAFLOW_TEST_PAUSE=<point>:<file>`` makes apply create
-    ``file`` when it reaches ``point`` (``planned``, ``claimed`` or ``<step>.<action>``) and wait until the
-    file is removed, so a test can kill it or race it there."""
-    setting = os.environ.get(TEST_PAUSE)
-    if not setting:
-        return None
-    point, _, marker = setting.partition(":")
-
-    def pause(reached: str) -> None:
-        if reached != point:
-            return
-        Path(marker).write_text(str(os.getpid()))
-        while Path(marker).exists():
-            time.sleep(0.05)
-    return pause
 
 
 def load_plan(path: Path) -> Plan:

@@ -258,8 +258,9 @@ def test_init_never_overwrites_what_is_there_unless_forced(tmp_path, capsys):
 
 
 def test_every_commands_help_says_what_it_does_its_exit_codes_and_an_example(capsys):
-    from schemaflow.cli import _HELP, _parser
+    from schemaflow.cli import COMMANDS, _parser
 
+    _HELP = {command.name: (command.exits, command.example) for command in COMMANDS}
     commands = next(a for a in _parser()._actions if a.dest == "command")
     assert sorted(commands.choices) == sorted(_HELP)
     for name in sorted(_HELP):

@@ -26,6 +26,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("gitsource", "catalog", "plan"),
     ("apply", "render"),
     ("workflow", "starter"),
+    ("applying",),
     ("cli",),
     ("__main__",),
 ]

@@ -2,8 +2,9 @@
 
 Every run is ``schemaflow`` in its own process, as CI runs it, against the standalone Thrift
 metastore server the tests start, once with the metastore in Derby and once in PostgreSQL.
-``SCHEMAFLOW_TEST_PAUSE`` stops a run at a chosen point (after planning, after claiming, after any
-action of any step) so a test can kill it with SIGKILL there, or race a second run against it. Outcomes are read back from the metastore with ``snapshot``.
+``paused_apply.py`` runs one with a pause injected, which stops it at a chosen point (after planning,
+after claiming, after any action of any step) so a test can kill it with SIGKILL there, or race a
+second run against it. Outcomes are read back from the metastore with ``snapshot``.
 """
 from __future__ import annotations
 
@@ -22,8 +23,10 @@ from schemaflow.catalog.snapshot import read_snapshot
 from schemaflow.claims import parse_claim
 from schemaflow.model import Catalog, Table, state_digest
 from schemaflow.project import load_project
-from schemaflow.workflow import TEST_PAUSE, hash_migrations
+from schemaflow.workflow import hash_migrations
 from tests.metastore_server import BACKENDS, NewServer
+
+PAUSED_APPLY = Path(__file__).with_name("paused_apply.py")  # the command line with a pause injected
 
 pytestmark = pytest.mark.remote
 
@@ -74,9 +77,9 @@ def schemaflow(project: Path, *args: str, env: dict[str, str] | None = None) -> 
 def paused(project: Path, point: str, *args: str) -> tuple[subprocess.Popen[str], Path]:
     """``schemaflow apply --auto-approve`` started in the background and stopped at ``point``."""
     marker = project / f"paused-{point}-{time.monotonic_ns()}"
-    process = subprocess.Popen([sys.executable, "-m", "schemaflow", "apply", "--auto-approve", *args], cwd=project,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
-                               env={**os.environ, TEST_PAUSE: f"{point}:{marker}"})
+    process = subprocess.Popen([sys.executable, str(PAUSED_APPLY), point, str(marker), "apply", "--auto-approve", *args],
+                               cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               stdin=subprocess.DEVNULL)
     deadline = time.monotonic() + 300
     while not marker.exists():
         if process.poll() is not None:

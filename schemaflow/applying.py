@@ -1,0 +1,108 @@
+"""An apply from start to finish: which plan runs, the checks before its first write, the
+confirmation, the executor, and what follows it (Spark's cache refreshed, the project's hooks).
+
+The command line only asks and prints: it hands in how to show a plan, how to confirm it and where
+progress goes, and reads the outcome. So another program drives an apply exactly as ``schemaflow
+apply`` does, and a test injects its pause (a hook that stops the run at a named point) here.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from schemaflow.apply.after import HookFailure, cached_before, changed_objects, refresh, run_hooks
+from schemaflow.apply.executor import apply_plan, check_runnable
+from schemaflow.catalog.live import Live
+from schemaflow.errors import SchemaflowError
+from schemaflow.plan.plan import Plan
+from schemaflow.plan.review_check import differences
+from schemaflow.project import Project
+from schemaflow import workflow
+
+# Stops a run at a point (``planned``, ``claimed`` or ``<step>.<action>``): tests of crashes and races.
+Pause = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class ApplyOptions:
+    """What ``apply`` was asked to run."""
+
+    saved: Path | None = None        # a plan saved by plan --out, run as reviewed
+    reviewed: Path | None = None     # a plan made for review: planning now must make the same changes
+    allow_destructive: bool = False
+    recompile: tuple[str, ...] = ()  # views to re-create from their declared SQL
+    take_over: bool = False          # finish the work of an apply that stopped on another host
+
+
+@dataclass(frozen=True)
+class ApplyOutcome:
+    """How an apply ended: ``ran`` is False when there was nothing to do or it was not confirmed."""
+
+    plan: Plan
+    ran: bool
+    changed: tuple[str, ...] = ()             # the objects it changed, as the hooks were told
+    warnings: tuple[str, ...] = ()            # Spark's cache of an object that could not be refreshed
+    failures: tuple[HookFailure, ...] = ()    # hooks that failed (the apply itself succeeded)
+
+
+def apply_project(project: Project, live: Live, options: ApplyOptions, *, show: Callable[[Plan], object],
+                  confirm: Callable[[Plan], bool], progress: TextIO, report: Callable[[str], None],
+                  pause: Pause | None = None) -> ApplyOutcome:
+    """Choose the plan (``chosen_plan``), ``show`` it, check it can run and that no other apply holds
+    its objects, ask ``confirm``, then run it (``progress`` gets the steps, ``report`` what a long step
+    does) and, once it is applied, refresh Spark's cache of what changed and run the project's hooks."""
+    plan = chosen_plan(project, live, options)
+    show(plan)
+    if plan.is_empty:
+        return ApplyOutcome(plan, ran=False)
+    check_runnable(plan)
+    workflow.check_claims(plan, take_over=options.take_over)
+    if not confirm(plan):
+        return ApplyOutcome(plan, ran=False)
+    writer = live.writer()
+    writer.progress = report
+    if pause:
+        pause("planned")
+    apply_plan(plan, writer, progress=progress, pause=pause)
+    changed = changed_objects(plan)
+    warnings = refresh(cached_before(plan), writer.run_sql)
+    failures = run_hooks(project.settings.after_apply, changed, str(project.root))
+    return ApplyOutcome(plan, ran=True, changed=changed, warnings=tuple(warnings), failures=tuple(failures))
+
+
+def chosen_plan(project: Project, live: Live, options: ApplyOptions) -> Plan:
+    """The plan an apply runs: the saved one, checked against the metastore and the project as they are
+    now; else one made now, which must make the changes of the reviewed plan if one is given."""
+    workflow.check_code(project, "in apply")
+    reviewed = workflow.load_plan(options.reviewed) if options.reviewed else None
+    if reviewed and options.reviewed:
+        workflow.check_settings(reviewed, options.reviewed, project)
+    if reviewed and options.saved:
+        raise SchemaflowError("--reviewed checks a plan made now against the reviewed one: give no PLAN with it")
+    if options.saved and options.recompile:
+        raise SchemaflowError("a saved plan runs as reviewed: plan again to re-create views with --recompile, "
+                              "or give no PLAN")
+    if options.saved:
+        plan = workflow.load_plan(options.saved)
+        if options.allow_destructive and not plan.allow_destructive:
+            raise SchemaflowError(f"{options.saved} was planned without --allow-destructive; "
+                                  "a saved plan runs as reviewed: plan again with --allow-destructive")
+        check_runnable(plan)
+        workflow.check_saved(plan, options.saved, project, live)
+        return plan
+    allow = reviewed.allow_destructive if reviewed else options.allow_destructive
+    plan = workflow.make_plan(project, live, allow_destructive=allow, recompile=options.recompile)
+    stale = differences(reviewed, plan) if reviewed else []
+    if stale:
+        raise SchemaflowError(f"{options.reviewed} is stale: planning now against the metastore makes other changes "
+                              "than were reviewed; nothing was applied. Review again.\n  " + "\n  ".join(stale))
+    return plan
+
+
+def sync_view_partitions(live: Live, plan: Plan, progress: TextIO, report: Callable[[str], None]) -> None:
+    """Run the view-partition steps of ``plan`` (``workflow.view_partitions_plan``), confirmed already."""
+    writer = live.writer()
+    writer.progress = report
+    apply_plan(plan, writer, progress=progress)
