@@ -20,7 +20,8 @@ from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 
 from schemaflow.model import Catalog, Object, Table
-from schemaflow.sql.storage import CUSTOM, KNOWN_SERDES, PROVIDERS
+from schemaflow.sql.storage import KNOWN_SERDES
+from schemaflow.sql.table_kinds import CUSTOM, table_kind
 
 # Spark data-source providers whose tables keep their schema in files or logs of their own.
 TABLE_FORMATS = {"delta": "a Delta Lake table", "hudi": "a Hudi table", "iceberg": "an Iceberg table"}
@@ -71,7 +72,7 @@ def unmanageable(obj: Object) -> str | None:
     if obj.data_source:
         if obj.format in TABLE_FORMATS:
             return TABLE_FORMATS[obj.format]
-        if obj.format not in PROVIDERS:
+        if table_kind(obj.format, data_source=True) is None:
             return f"a table of the Spark data source '{obj.format}', which schemaflow does not create"
     elif obj.format == CUSTOM:
         # Hudi and Delta tables synced to Hive are read through input formats of their own.
