@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import json
+import re
 from importlib.resources import files
+from pathlib import Path
 
 import pytest
 
@@ -10,7 +12,7 @@ from schemaflow.catalog.thrift_data import to_model
 from schemaflow.model import Column, Table
 from schemaflow.sql import ddl
 from schemaflow.sql.storage import KNOWN_SERDES
-from schemaflow.sql.table_kinds import (CUSTOM, PROVIDER, ColumnChanges, Resolution, TableKind, data_source_provider,
+from schemaflow.sql.table_kinds import (CUSTOM, FOREIGN_FORMATS, PROVIDER, ColumnChanges, Resolution, TableKind, data_source_provider,
                                         hive_kind, kind_of, kinds, names, register, table_kind)
 
 TABLE_SCHEMA = json.loads(files("schemaflow.spec.schemas").joinpath("table.json").read_text())["properties"]
@@ -79,3 +81,18 @@ def test_a_table_of_no_registered_kind_is_named():
     assert table_kind("delta", data_source=True) is None and data_source_provider("hive") is None
     with pytest.raises(LookupError, match=r"db.t is of no table kind schemaflow knows \(delta\)"):
         kind_of(Table("db", "t", (), format="delta", data_source=True))
+
+
+def test_the_readme_lists_the_registered_names():
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    stored_as = re.search(r"^format: parquet +# STORED AS: (.+)$", readme, re.M)
+    using = re.search(r"^using: csv +# (.+) or (\w+)$", readme, re.M)
+    assert stored_as and using
+    assert stored_as.group(1).split(", ") == list(names(data_source=False))
+    assert [*using.group(1).split(", "), using.group(2)] == list(names(data_source=True))
+    *others, last = names(data_source=True)
+    assert f"other than {', '.join(others)} and {last}," in " ".join(readme.split())  # the scope's notice
+
+
+def test_no_format_schemaflow_leaves_alone_is_a_registered_kind():
+    assert not {foreign.name for foreign in FOREIGN_FORMATS} & set(names(data_source=True))

@@ -13,9 +13,10 @@ metastore bundled with pyspark; the readers' behaviour is measured as ``plan.haz
 
 To add a kind (Iceberg, say, as a Spark data source):
 
-1. write its record below (``_data_source`` for a provider) and pass it to ``register``;
-2. add its name to the ``format`` or ``using`` enum of ``spec/schemas/table.json`` (the README's
-   lists too): ``tests/test_table_kinds.py`` fails until the enums and the registry agree;
+1. write its record at the end of this module (``_data_source`` for a provider) and ``register`` it;
+   a format schemaflow left alone until then leaves ``FOREIGN_FORMATS``;
+2. add its name to the ``format`` or ``using`` enum of ``spec/schemas/table.json`` and to the
+   README's lists: ``tests/test_table_kinds.py`` fails until they and the registry agree;
 3. if it needs a behaviour no kind has yet (another type rule, another way readers find columns,
    another path for column changes), add a member to ``TypeRule``, ``Resolution`` or
    ``ColumnChanges``: mypy then names each ``match`` that must handle it.
@@ -111,6 +112,25 @@ class TableKind:
         """Whether a Hive table with these format classes is of this (named Hive format) kind."""
         return (self.classes is not None and input_format == self.classes[0]
                 and output_format in (self.classes[1], *self.other_output_formats))
+
+
+@dataclass(frozen=True)
+class ForeignFormat:
+    """A table format that keeps its schema in files or logs of its own: its tables are no kind schemaflow
+    manages, and ``scope`` leaves them alone. Recognised by its provider (as Spark registers it), by a
+    word in its input format's class (synced to Hive), or by the ``table_type`` parameter it sets."""
+
+    name: str                        # its data source's provider
+    what: str                        # how a plan's notice names such a table
+    class_words: tuple[str, ...]     # lower case
+    table_type: str | None = None    # upper case
+
+
+FOREIGN_FORMATS = (
+    ForeignFormat("delta", "a Delta Lake table", ("delta",)),
+    ForeignFormat("hudi", "a Hudi table", ("hudi", "hoodie")),
+    ForeignFormat("iceberg", "an Iceberg table", ("iceberg",), table_type="ICEBERG"),
+)
 
 
 _KINDS: dict[tuple[bool, str], TableKind] = {}  # (data_source, name) -> kind, in the order registered
