@@ -81,7 +81,7 @@ class Bucketing:
 @dataclass(frozen=True)
 class Table:
     """A table: Hive-format (``STORED AS format``) or, with ``data_source``, a Spark data-source
-    table (``USING format``: parquet, orc, json, csv, text). Storage beyond the format's defaults
+    table (``USING format``); its kind is ``schemaflow.sql.table_kinds``'s. Storage beyond the format's defaults
     (``schemaflow.sql.storage``): a SerDe, format classes (format ``custom``), SERDEPROPERTIES, or
     a data source's OPTIONS (both in ``serde_properties``), and bucketing."""
 

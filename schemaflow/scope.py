@@ -20,10 +20,8 @@ from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 
 from schemaflow.model import Catalog, Object, Table
-from schemaflow.sql.storage import CUSTOM, KNOWN_SERDES, PROVIDERS
-
-# Spark data-source providers whose tables keep their schema in files or logs of their own.
-TABLE_FORMATS = {"delta": "a Delta Lake table", "hudi": "a Hudi table", "iceberg": "an Iceberg table"}
+from schemaflow.sql.storage import KNOWN_SERDES
+from schemaflow.sql.table_kinds import CUSTOM, FOREIGN_FORMATS, table_kind
 
 
 @dataclass(frozen=True)
@@ -64,20 +62,22 @@ def unmanageable(obj: Object) -> str | None:
     if not isinstance(obj, Table):
         return None
     properties = {key.lower(): value for key, value in obj.properties.items()}
-    if properties.get("table_type", "").upper() == "ICEBERG":
-        return TABLE_FORMATS["iceberg"]
+    table_type = properties.get("table_type", "").upper()
+    typed = next((foreign.what for foreign in FOREIGN_FORMATS if foreign.table_type == table_type), None)
+    if typed:
+        return typed
     if properties.get("transactional", "").lower() == "true":
         return "a transactional (ACID) table, which Hive's compactor rewrites"
     if obj.data_source:
-        if obj.format in TABLE_FORMATS:
-            return TABLE_FORMATS[obj.format]
-        if obj.format not in PROVIDERS:
+        provided = next((foreign.what for foreign in FOREIGN_FORMATS if foreign.name == obj.format), None)
+        if provided:
+            return provided
+        if table_kind(obj.format, data_source=True) is None:
             return f"a table of the Spark data source '{obj.format}', which schemaflow does not create"
     elif obj.format == CUSTOM:
         # Hudi and Delta tables synced to Hive are read through input formats of their own.
         classes = (obj.input_format or "").lower()
-        return next((what for name, what in TABLE_FORMATS.items() if name in classes or
-                     (name == "hudi" and "hoodie" in classes)),
+        return next((foreign.what for foreign in FOREIGN_FORMATS if any(word in classes for word in foreign.class_words)),
                     f"a table read through the input format {obj.input_format}, which ships with neither Hive nor Spark")
     elif obj.serde is not None and obj.serde not in KNOWN_SERDES:
         return f"a table of the SerDe {obj.serde}, which ships with neither Hive nor Spark"

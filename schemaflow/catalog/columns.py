@@ -23,11 +23,11 @@ from collections.abc import Iterator, Mapping, Sequence
 
 from schemaflow.catalog.backend import HiveClient
 from schemaflow.catalog.jvm import jvm_view
-from schemaflow.catalog.spark_schema import (PROVIDER, SPARK_SCHEMA, SPARK_SCHEMA_LENGTH, SPARK_SCHEMA_PART,
-                                             SPARK_SCHEMA_PARTS)
+from schemaflow.catalog.spark_schema import SPARK_SCHEMA, SPARK_SCHEMA_LENGTH, SPARK_SCHEMA_PART, SPARK_SCHEMA_PARTS
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import Column, split_key
 from schemaflow.sql.ddl import column_def
+from schemaflow.sql.table_kinds import PROVIDER, data_source_provider
 
 
 PARTITION_BATCH = 1_000
@@ -42,7 +42,7 @@ def set_columns(metastore: HiveClient, key: str, columns: Sequence[Column], part
     database, name = split_key(key)
     table = metastore.retrying(lambda: metastore.msc.getTable(database, name))
     provider = table.getParameters().get(PROVIDER)
-    if provider and provider.lower() != "hive":
+    if data_source_provider(provider):
         raise SchemaflowError(f"{key} is a Spark data-source table (USING {provider}): its columns live in "
                               "Spark's table properties, not the metastore's; schemaflow changes the columns of "
                               "Hive-format tables only (re-create it STORED AS a format)")

@@ -15,7 +15,6 @@ from collections.abc import Mapping
 
 from schemaflow.model import Bucketing, Column
 
-PROVIDER = "spark.sql.sources.provider"  # a data-source table's provider ("hive" or absent: a Hive-format table)
 SPARK_SCHEMA = "spark.sql.sources.schema"
 SPARK_SCHEMA_PARTS = SPARK_SCHEMA + ".numParts"
 SPARK_SCHEMA_PART = SPARK_SCHEMA + ".part."

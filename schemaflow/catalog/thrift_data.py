@@ -17,7 +17,7 @@ from typing import Any
 from collections.abc import Mapping
 
 from schemaflow.catalog.backend import LiveSource
-from schemaflow.catalog.spark_schema import PROVIDER, spark_bucketing, spark_columns
+from schemaflow.catalog.spark_schema import spark_bucketing, spark_columns
 from schemaflow.model import (
     COMMENT_KEY,
     MANAGED_KEYS_KEY,
@@ -33,7 +33,8 @@ from schemaflow.model import (
     Table,
     View,
 )
-from schemaflow.sql.storage import CUSTOM, PATH_OPTION, default_serde, format_name, serde_properties
+from schemaflow.sql.storage import PATH_OPTION, serde_properties
+from schemaflow.sql.table_kinds import CUSTOM, PROVIDER, data_source_provider, default_serde, hive_kind
 from schemaflow.sql.types import InvalidType, canonical_type
 
 # Table parameters that the metastore, Hive or Spark keep for themselves.
@@ -94,16 +95,18 @@ def to_model(data: Mapping[str, Any]) -> Object:
             **common,
         )
     external = data.get("tableType") == "EXTERNAL_TABLE"
-    storage = data_source_storage(sd, parameters) or {**hive_storage(sd), "partition_columns": partition_keys}
+    provider = data_source_provider(parameters.get(PROVIDER))
+    storage = (data_source_storage(provider, sd, parameters) if provider
+               else {**hive_storage(sd), "partition_columns": partition_keys})
     location = storage.pop("location", None) or sd.get("location")
     return Table(external=external, location=location if external else None, migrations=migrations, **common, **storage)
 
 
 def hive_storage(sd: Mapping[str, Any]) -> dict[str, Any]:
-    """A Hive-format table's columns and storage, from its storage descriptor (``sql.storage``)."""
+    """A Hive-format table's columns and storage, from its storage descriptor (``sql.table_kinds``, ``sql.storage``)."""
     serde_info = sd.get("serdeInfo", {})
     input_format, output_format = sd.get("inputFormat"), sd.get("outputFormat")
-    format_ = format_name(input_format, output_format)
+    format_ = hive_kind(input_format, output_format).name
     serde = serde_info.get("serializationLib") or None
     bucketing = None
     if sd.get("numBuckets", -1) > 0:
@@ -120,15 +123,12 @@ def hive_storage(sd: Mapping[str, Any]) -> dict[str, Any]:
     )
 
 
-def data_source_storage(sd: Mapping[str, Any], parameters: Mapping[str, str]) -> dict[str, Any] | None:
-    """A Spark data-source table's columns and storage, or None for a Hive-format table.
+def data_source_storage(provider: str, sd: Mapping[str, Any], parameters: Mapping[str, str]) -> dict[str, Any]:
+    """The columns and storage of a Spark data-source table of ``provider``.
 
     Its columns are Spark's copy of the schema (the metastore's may be a placeholder), its options
     are kept as SERDEPROPERTIES, its location is the ``path`` option, its bucketing in parameters.
     """
-    provider = parameters.get(PROVIDER, "").lower()
-    if not provider or provider == "hive":
-        return None
     columns, partition_columns = spark_columns(parameters) or ((), ())
     options = sd.get("serdeInfo", {}).get("parameters", {})
     return dict(

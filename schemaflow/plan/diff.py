@@ -11,13 +11,15 @@ storage change, and a change of partition keys, cannot be made in place and is r
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import assert_never
 
 from schemaflow.model import Catalog, Column, Migration, Object, Table, View
 from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateDatabase, CreateTable, CreateView,
                                      DropTable, DropView, ReplaceView, SetColumnComments, SetDatabaseProperties,
                                      SetStorage, SetTableComment, Unsupported)
 from schemaflow.plan.evolution import APPEND, SAME, Evolution, evolve
-from schemaflow.sql.storage import NO_ADD_COLUMNS, SCHEMA_FROM_SERDE
+from schemaflow.sql.storage import SCHEMA_FROM_SERDE
+from schemaflow.sql.table_kinds import ColumnChanges, TableKind, kind_of
 from schemaflow.sql.ddl import stores_view, view_text
 from schemaflow.sql.views import normalize_sql
 from schemaflow.sql.types import nests_char_or_varchar
@@ -102,8 +104,14 @@ def diff_table(want: Table, have: Table, migrations: Sequence[Migration] = (), t
     settings = _settings_change(want, have)
     if settings:
         changes.append(settings)
-    changes += (_data_source_columns(want, have, evolution) if want.data_source
-                else _hive_columns(want, have, evolution))
+    kind = kind_of(want)
+    match kind.column_changes:
+        case ColumnChanges.SPARK_SQL:
+            changes += _data_source_columns(want, have, evolution, kind)
+        case ColumnChanges.METASTORE:
+            changes += _hive_columns(want, have, evolution)
+        case _:
+            assert_never(kind.column_changes)
     return changes + comment
 
 
@@ -144,7 +152,7 @@ def _settings_change(want: Table, have: Table) -> SetStorage | None:
                       want.data_source, bool(want.partition_columns))
 
 
-def _data_source_columns(want: Table, have: Table, evolution: Evolution) -> list[Change]:
+def _data_source_columns(want: Table, have: Table, evolution: Evolution, kind: TableKind) -> list[Change]:
     """A data-source table's columns: Spark SQL adds columns and changes data-column comments; nothing else.
 
     Spark reads such a table through its own copy of the schema and refuses every other change
@@ -159,13 +167,10 @@ def _data_source_columns(want: Table, have: Table, evolution: Evolution) -> list
     refused += [f"change comment of column {n.name} ({n.type}: Spark cannot alter a column whose type nests char "
                 "or varchar)" for o, n in zip(old, new, strict=False) if o.comment != n.comment and nests_char_or_varchar(n.type)]
     added = new[len(old):]
-    if added and not refused and want.format in NO_ADD_COLUMNS:
+    if added and not refused and not kind.adds_columns:
         refused.append("add " + ", ".join(c.name for c in added))
     if refused:
-        way_out = (f"Spark cannot change it in place on a data-source table (USING {want.format}): create a table "
-                   "with the new columns, copy the rows (INSERT INTO new SELECT ... FROM old) and swap the names; "
-                   "or " + _RECREATE_FROM_FILES)
-        return [Unsupported(key, "table", "; ".join(refused), way_out)]
+        return [Unsupported(key, "table", "; ".join(refused), f"{kind.way_out}; or {_RECREATE_FROM_FILES}")]
     changes: list[Change] = []
     commented = [(o, n) for o, n in zip(old, new, strict=False) if o.comment != n.comment]
     if commented:

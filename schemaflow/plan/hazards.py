@@ -14,39 +14,37 @@ by writing rows, changing the columns and reading them back):
   readers convert only some types, and a query over older files fails for the rest.
 - Partitions left with their old column list (``restrict``) are read by Spark through the table's
   columns anyway; Hive reads each partition with its own list.
+
+Each format's part of this (how it finds columns, which type changes it reads) is a trait of its
+``TableKind`` (``sql.table_kinds``).
 """
 from __future__ import annotations
 
 from schemaflow.plan.evolution import Evolution
+from schemaflow.sql.table_kinds import Resolution, TableKind, table_kind
 from schemaflow.wording import plural
 
-BY_NAME = frozenset({"parquet", "orc", "avro"})
-BY_POSITION = frozenset({"textfile", "sequencefile", "rcfile"})
-# Formats whose reader converts every type change the metastore allows.
-CONVERTING = frozenset({"orc"}) | BY_POSITION
 _INTEGERS = ("tinyint", "smallint", "int", "bigint")
 
 
-def _readable(format: str, old: str, new: str) -> bool:
+def _readable(kind: TableKind, old: str, new: str) -> bool:
     """Whether Spark reads values written as ``old`` once the column is ``new``, as measured."""
-    if format in CONVERTING:
+    if kind.reads_every_type_change:
         return True
     old_base, new_base = old.split("(")[0], new.split("(")[0]
     widening = old_base in _INTEGERS and new_base in _INTEGERS and _INTEGERS.index(old_base) < _INTEGERS.index(new_base)
-    if widening or (old_base, new_base) in {("decimal", "decimal"), ("float", "double"), ("int", "double")}:
-        return True
-    if format == "parquet":
-        return old_base in _INTEGERS and new_base == "decimal"
-    if format == "avro":
-        return (old_base, new_base) in {("int", "float"), ("bigint", "double")}
-    return False
+    return (widening or (old_base, new_base) in {("decimal", "decimal"), ("float", "double"), ("int", "double")}
+            or (old_base, new_base) in kind.reads_type_changes)
 
 
 def column_hazards(evolution: Evolution, format: str) -> tuple[str, ...]:
-    """The hazards of ``evolution`` to existing data in a table stored as ``format``."""
+    """The hazards of ``evolution`` to existing data in a Hive-format table stored as ``format``."""
+    kind = table_kind(format)
+    assert kind is not None  # the columns altered are a declared table's, of a format schemaflow knows
+    by_name, by_position = kind.resolution is Resolution.BY_NAME, kind.resolution is Resolution.BY_POSITION
     hazards = []
     returning = set(evolution.returning)
-    if format in BY_NAME:
+    if by_name:
         hazards += [f"rename {old} -> {new}: {format} files find columns by name, so {new} reads NULL "
                     f"in existing data" for old, new in evolution.renamed if new not in returning]
         hazards += [f"{name} is declared again after a migration took it away: {format} files find columns by "
@@ -54,16 +52,16 @@ def column_hazards(evolution: Evolution, format: str) -> tuple[str, ...]:
     live_names = [c.name for c in evolution.old]
     for column in evolution.dropped:
         # By position, every column from the dropped one's place on reads what the files hold there.
-        if format in BY_POSITION and live_names.index(column) < len(evolution.new):
+        if by_position and live_names.index(column) < len(evolution.new):
             hazards.append(f"drop {column}: {format} files are read by position, so in existing rows the "
                            "columns after it show the wrong values")
-        elif not (format in BY_NAME and column in returning):
+        elif not (by_name and column in returning):
             hazards.append(f"drop {column}: its values stay in the files but no reader sees them")
-    if evolution.reordered and format in BY_POSITION:
+    if evolution.reordered and by_position:
         hazards.append(f"reorder: {format} files are read by position, so existing rows show values "
                        "under the wrong columns")
     hazards += [f"type {column} {old} -> {new}: Spark cannot read existing {format} files as {new}; "
-                f"queries over them fail" for column, old, new in evolution.retyped if not _readable(format, old, new)]
+                f"queries over them fail" for column, old, new in evolution.retyped if not _readable(kind, old, new)]
     return tuple(hazards)
 
 

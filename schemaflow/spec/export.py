@@ -19,7 +19,8 @@ from schemaflow.model import Column, Object, Table
 from schemaflow.spec.declaration import read_object
 from schemaflow.spec.source import ReadFile
 from schemaflow.spec.yamlpos import load_yaml
-from schemaflow.sql.storage import CUSTOM, LAZY_SIMPLE_SERDE, PROVIDERS, ROW_FORMAT, default_serde
+from schemaflow.sql.storage import ROW_FORMAT
+from schemaflow.sql.table_kinds import CUSTOM, LAZY_SIMPLE_SERDE, default_serde, names, table_kind
 from schemaflow.sql.types import InvalidType, canonical_type
 
 
@@ -69,9 +70,9 @@ def unsupported(obj: Object) -> str | None:
                 "an alias so): re-create it with an alias (... AS name), or leave it alone with exclude: in "
                 "schemaflow.yaml")
     if isinstance(obj, Table):
-        if obj.data_source and obj.format not in PROVIDERS:
+        if obj.data_source and table_kind(obj.format, data_source=True) is None:
             return (f"it is a table of the Spark data source {obj.format!r}, not one schemaflow creates "
-                    f"({', '.join(PROVIDERS)}): {_LEAVE_ALONE}")
+                    f"({', '.join(names(data_source=True))}): {_LEAVE_ALONE}")
         if obj.bucketing and any(" " in column for column in obj.bucketing.sorted_by):
             return f"its buckets are sorted descending, which Spark cannot create: {_LEAVE_ALONE}"
         for column in obj.all_columns:

@@ -22,9 +22,11 @@ from typing import Any
 from schemaflow.errors import Problem
 from schemaflow.model import SCHEMAFLOW_PREFIX, Bucketing, Column, Source, Table, View, ViewPartitions, partition_name
 from schemaflow.spec.yamlpos import Document, NodePath
-from schemaflow.sql.storage import (CUSTOM, LAZY_SIMPLE_SERDE, MAX_BUCKETS, PATH_OPTION, REGEX_PROPERTY, REGEX_SERDES,
-                                    ROW_FORMAT, default_serde, format_name, java_capturing_groups, serde_properties)
-from schemaflow.sql.types import InvalidType, canonical_type, check_avro, is_primitive
+from schemaflow.sql.storage import (MAX_BUCKETS, PATH_OPTION, REGEX_PROPERTY, REGEX_SERDES, ROW_FORMAT,
+                                    java_capturing_groups, serde_properties)
+from schemaflow.sql.table_kinds import (CUSTOM, LAZY_SIMPLE_SERDE, TypeRule, default_serde, hive_kind, names,
+                                        serde_kind, table_kind)
+from schemaflow.sql.types import InvalidType, canonical_type, is_primitive
 from schemaflow.wording import plural
 
 
@@ -135,7 +137,8 @@ def read_table(doc: Document, data: dict[str, Any], problems: list[Problem]) -> 
     """The table a ``table:`` file declares (its shape already checked); its problems are added to ``problems``."""
     database, name = _object_name(doc, "table", data["table"], problems)
     columns, partition_columns = table_columns(doc, data, problems, "a table needs at least one data column")
-    if data.get("using") == "text" and len(columns) > 1:
+    data_source = table_kind(data["using"], data_source=True) if "using" in data else None
+    if data_source is not None and data_source.one_column and len(columns) > 1:
         # Spark creates it, then refuses every read and write (measured on Spark 4.0).
         problems.append(Problem(doc.at("columns", 1), (
             f"Spark's text data source reads each line as one string column, and this table declares {len(columns)} "
@@ -186,15 +189,16 @@ def _storage(doc: Document, data: dict[str, Any], problems: list[Problem]) -> di
                                     "'location:' instead"))
         return dict(format=data["using"], data_source=True, serde_properties=options)
     if "options" in data:
-        problems.append(Problem(doc.key("options"), "'options' are a Spark data source's: add 'using:' (parquet, "
-                                "orc, json, csv, text), or declare SERDEPROPERTIES as 'serde_properties:'"))
+        problems.append(Problem(doc.key("options"), f"'options' are a Spark data source's: add 'using:' "
+                                f"({', '.join(names(data_source=True))}), or declare SERDEPROPERTIES as "
+                                "'serde_properties:'"))
     classes = [key for key in ("input_format", "output_format") if key in data]
     if classes and ("format" in data or len(classes) == 1):
         where = doc.key("format") if "format" in data else doc.key(classes[0])
         problems.append(Problem(where, "name the format, or both its classes: 'format:', or 'input_format:' with "
                                 "'output_format:'"))
-    format_ = format_name(data.get("input_format"), data.get("output_format")) if classes else data.get("format",
-                                                                                                        "parquet")
+    format_ = hive_kind(data.get("input_format"), data.get("output_format")).name if classes else data.get("format",
+                                                                                                          "parquet")
     serde = data.get("serde")
     properties = _settings(doc, data, "serde_properties", problems)
     for field, value in data.get("row_format", {}).items():
@@ -351,7 +355,7 @@ def _columns(doc: Document, data: dict[str, Any], field: str, problems: list[Pro
     for i, column in enumerate(data.get(field, ())):
         path: NodePath = (field, i)
         name = _column_name(doc, path, column, name_limit, problems)
-        type_ = _column_type(doc.at(*path, "type"), column["type"], partition, _stored_as(data), problems)
+        type_ = _column_type(doc.at(*path, "type"), column["type"], partition, _type_rule(data), problems)
         comment = _comment(doc, column, path, comment_limit, problems)
         columns.append(Column(name, type_, comment, source=doc.at(*path)))
     return tuple(columns)
@@ -363,34 +367,27 @@ def _column_name(doc: Document, path: NodePath, column: dict[str, Any], limit: L
     return name.lower()
 
 
-def _stored_as(data: dict[str, Any]) -> str | None:
-    """What decides which types a table's files can hold: ``avro`` (by name, by its classes or by its SerDe),
-    ``using:text`` or ``using:csv``; None for the rest."""
-    if data.get("using") in ("text", "csv"):
-        return f"using:{data['using']}"
-    classes = format_name(data.get("input_format"), data.get("output_format"))
-    if "avro" in (data.get("format"), classes) or data.get("serde") == default_serde("avro"):
-        return "avro"
-    return None
+def _type_rule(data: dict[str, Any]) -> TypeRule:
+    """Which types a table's files keep as declared: its data source's rule, else the rule of its format, of its
+    classes or of its SerDe (avro's, however the file names avro); ``TypeRule.ANY`` for a source file."""
+    named = [table_kind(data["using"], data_source=True)] if "using" in data else []
+    named += [table_kind(data.get("format", "")), hive_kind(data.get("input_format"), data.get("output_format")),
+              serde_kind(data.get("serde"))]
+    return next((kind.type_rule for kind in named if kind is not None and kind.type_rule is not TypeRule.ANY),
+                TypeRule.ANY)
 
 
-def _column_type(where: Source, declared: str, partition: bool, stored_as: str | None,
+def _column_type(where: Source, declared: str, partition: bool, type_rule: TypeRule,
                  problems: list[Problem]) -> str:
     """The canonical type of a table column, if Spark can create it and the table can store it as declared
-    (``stored_as``: see ``_stored_as``; partition values are kept in the metastore, not in the files)."""
+    (``type_rule``; partition values are kept in the metastore, not in the files)."""
     try:
         type_ = canonical_type(declared)
         if partition and not is_primitive(type_):
             raise InvalidType(f"a partition column holds one value, not {type_}: each partition is named by its "
                               "values; declare a primitive type, such as string, or make it a data column")
-        if stored_as == "avro" and not partition:
-            check_avro(type_)
-        if stored_as == "using:text" and not partition and type_ != "string":
-            raise InvalidType(f"Spark's text data source holds one string column a row, not {type_}: declare "
-                              "string, or use another data source")
-        if stored_as == "using:csv" and not partition and not is_primitive(type_):
-            raise InvalidType(f"Spark's csv data source holds no {type_.split('<')[0]}: declare a primitive type "
-                              "(string, for the text of it), or use json")
+        if not partition:
+            type_rule.check(type_)
     except InvalidType as error:
         problems.append(Problem(where, str(error)))
         return declared

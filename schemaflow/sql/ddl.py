@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from schemaflow.claims import CLAIM
 from schemaflow.model import VERSION_KEY, Column, Table, View, split_key
-from schemaflow.sql.storage import CUSTOM, HIVE_FORMATS, SERDE_FORMATS, default_serde
+from schemaflow.sql.table_kinds import default_serde, kind_of
 from schemaflow.sql.views import ViewSqlError, hive_readable, ident
 
 
@@ -45,7 +45,7 @@ def create_table(table: Table) -> str:
 
     SERDEPROPERTIES always go in a ``ROW FORMAT SERDE`` clause, never ``ROW FORMAT DELIMITED``,
     whose ``NULL DEFINED AS`` Spark 4 drops; a format Spark does not allow that clause with is
-    spelt as its classes (``sql.storage``). A data-source table lists its partition columns
+    spelt as its classes (``sql.table_kinds``). A data-source table lists its partition columns
     among its columns, as Spark's grammar has it.
     """
     head = f"CREATE {'EXTERNAL ' if table.external and not table.data_source else ''}TABLE {qualified(table.key)} "
@@ -53,7 +53,7 @@ def create_table(table: Table) -> str:
     bucketing = [_bucketing(table)] if table.bucketing else []
     if table.data_source:
         # USING comes straight after the columns, then clauses in any order.
-        lines = [head + _column_list(table.all_columns), f"USING {table.format}"] + comment
+        lines = [head + _column_list(table.all_columns), kind_of(table).ddl_clause] + comment
         if table.serde_properties:
             lines.append("OPTIONS " + _properties(table.serde_properties))
         if table.partition_columns:
@@ -80,6 +80,7 @@ def _bucketing(table: Table) -> str:
 
 
 def _hive_storage(table: Table) -> list[str]:
+    kind = kind_of(table)
     lines = []
     if table.serde or table.serde_properties:
         serde = table.serde or default_serde(table.format)
@@ -87,11 +88,10 @@ def _hive_storage(table: Table) -> list[str]:
         if table.serde_properties:
             clause += " WITH SERDEPROPERTIES " + _properties(table.serde_properties)
         lines.append(clause)
-    if table.format in SERDE_FORMATS or (table.format in HIVE_FORMATS and not lines):
-        lines.append(f"STORED AS {table.format.upper()}")
+    if kind.row_format_serde or (kind.classes and not lines):
+        lines.append(kind.ddl_clause)
     else:
-        read, write = ((table.input_format, table.output_format) if table.format == CUSTOM
-                       else HIVE_FORMATS[table.format][:2])
+        read, write = kind.classes or (table.input_format, table.output_format)
         lines.append(f"STORED AS INPUTFORMAT {string(read or '')} OUTPUTFORMAT {string(write or '')}")
     return lines
 

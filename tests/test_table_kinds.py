@@ -1,0 +1,98 @@
+"""The table-kind registry agrees with the JSON Schema, and each kind's traits agree with each other."""
+from __future__ import annotations
+
+import json
+import re
+from importlib.resources import files
+from pathlib import Path
+
+import pytest
+
+from schemaflow.catalog.thrift_data import to_model
+from schemaflow.model import Column, Table
+from schemaflow.sql import ddl
+from schemaflow.sql.storage import KNOWN_SERDES
+from schemaflow.sql.table_kinds import (CUSTOM, FOREIGN_FORMATS, PROVIDER, ColumnChanges, Resolution, TableKind, data_source_provider,
+                                        hive_kind, kind_of, kinds, names, register, table_kind)
+
+TABLE_SCHEMA = json.loads(files("schemaflow.spec.schemas").joinpath("table.json").read_text())["properties"]
+KINDS = kinds()
+
+
+def test_the_table_schema_enums_are_the_registered_names():
+    assert set(TABLE_SCHEMA["format"]["enum"]) == set(names(data_source=False))
+    assert set(TABLE_SCHEMA["using"]["enum"]) == set(names(data_source=True))
+
+
+def test_each_name_is_registered_once_per_vocabulary():
+    assert len({(kind.data_source, kind.name) for kind in KINDS}) == len(KINDS)
+    with pytest.raises(ValueError, match="registered already"):
+        register(KINDS[0])
+
+
+def _live(kind: TableKind, output_format: str | None = None) -> dict:
+    """The Thrift data of a live table of ``kind``, as the metastore holds one Spark created."""
+    sd: dict = {"cols": [{"name": "a", "type": "string"}]}
+    if kind.data_source:
+        return {"dbName": "db", "tableName": "t", "sd": sd, "parameters": {PROVIDER: kind.name.upper()}}
+    read, write = kind.classes or ("com.example.In", "com.example.Out")
+    sd |= {"inputFormat": read, "outputFormat": output_format or write, "serdeInfo": {"serializationLib": kind.serde}}
+    return {"dbName": "db", "tableName": "t", "sd": sd, "parameters": {}}
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: f"{'using' if k.data_source else 'format'}:{k.name}")
+def test_a_live_table_of_each_kind_is_recognised_as_that_kind(kind: TableKind):
+    for output_format in (None, *kind.other_output_formats):
+        table = to_model(_live(kind, output_format))
+        assert isinstance(table, Table)
+        assert kind_of(table) is kind
+        assert table.serde is None  # the kind's own SerDe is no SerDe of the table's own
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: f"{'using' if k.data_source else 'format'}:{k.name}")
+def test_each_kinds_traits_agree(kind: TableKind):
+    assert table_kind(kind.name, kind.data_source) is kind
+    if kind.data_source:
+        assert data_source_provider(kind.name) == kind.name
+        assert (kind.ddl_clause, kind.classes, kind.serde) == (f"USING {kind.name}", None, None)
+        assert kind.column_changes is ColumnChanges.SPARK_SQL and kind.way_out
+        assert kind.resolution is Resolution.NOT_ASSUMED and not kind.row_format_serde
+    else:
+        assert kind.serde in KNOWN_SERDES
+        assert kind.column_changes is ColumnChanges.METASTORE and not kind.way_out
+        assert kind.adds_columns and not kind.one_column
+        named = kind.name != CUSTOM
+        assert bool(kind.classes) == named == bool(kind.ddl_clause) == (kind.resolution is not Resolution.NOT_ASSUMED)
+        if named:
+            assert kind.ddl_clause == f"STORED AS {kind.name.upper()}"
+            assert hive_kind(*kind.classes) is kind
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: f"{'using' if k.data_source else 'format'}:{k.name}")
+def test_each_kind_is_created_by_its_clause(kind: TableKind):
+    classes = {} if kind.classes or kind.data_source else {"input_format": "com.example.In",
+                                                           "output_format": "com.example.Out"}
+    sql = ddl.create_table(Table("db", "t", (Column("a", "string"),), format=kind.name, data_source=kind.data_source,
+                                 **classes))
+    assert (kind.ddl_clause or "STORED AS INPUTFORMAT 'com.example.In' OUTPUTFORMAT 'com.example.Out'") in sql.splitlines()
+
+
+def test_a_table_of_no_registered_kind_is_named():
+    assert table_kind("delta", data_source=True) is None and data_source_provider("hive") is None
+    with pytest.raises(LookupError, match=r"db.t is of no table kind schemaflow knows \(delta\)"):
+        kind_of(Table("db", "t", (), format="delta", data_source=True))
+
+
+def test_the_readme_lists_the_registered_names():
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    stored_as = re.search(r"^format: parquet +# STORED AS: (.+)$", readme, re.M)
+    using = re.search(r"^using: csv +# (.+) or (\w+)$", readme, re.M)
+    assert stored_as and using
+    assert stored_as.group(1).split(", ") == list(names(data_source=False))
+    assert [*using.group(1).split(", "), using.group(2)] == list(names(data_source=True))
+    *others, last = names(data_source=True)
+    assert f"other than {', '.join(others)} and {last}," in " ".join(readme.split())  # the scope's notice
+
+
+def test_no_format_schemaflow_leaves_alone_is_a_registered_kind():
+    assert not {foreign.name for foreign in FOREIGN_FORMATS} & set(names(data_source=True))
