@@ -12,30 +12,39 @@ the metastore or the schemas moved since the review, and the reviewed plan is st
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, assert_never
 
 from schemaflow.model import APPLIED_COMMIT_KEY, DROPPED_PREFIX, SETTINGS_KEY
+from schemaflow.plan.kinds import StepKind
 from schemaflow.plan.plan import Plan
-from schemaflow.plan.steps import SETTINGS_STEP, VIEW_PARTITIONS, SetColumns, SetDatabaseParameters, SetParameters, Step
+from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, KeepViewPartitions, PartitionView,
+                                   SetColumns, SetDatabaseParameters, SetParameters, SetStorageAction, SqlAction, Step)
 
 
 def _comparable(step: Step, unversioned: frozenset[str] = frozenset()) -> tuple[Any, ...]:
     """What of ``step`` a review compares; ``unversioned`` names drop records whose version is left out."""
-    actions = []
-    for action in step.actions:
-        if isinstance(action, SetParameters):
-            action = SetParameters(action.object, {k: v for k, v in action.set.items() if k != APPLIED_COMMIT_KEY},
-                                   action.unset)
-        elif isinstance(action, SetColumns):
-            action = SetColumns(action.object, action.columns, action.partition_columns, action.cascade)
-        elif isinstance(action, SetDatabaseParameters):
+    actions = (_comparable_action(a, unversioned) for a in step.actions)
+    return step.kind, step.object, step.blocked, tuple(a for a in actions if a is not None)
+
+
+def _comparable_action(action: Action, unversioned: frozenset[str]) -> Action | None:
+    match action:
+        case SetParameters():
+            return SetParameters(action.object, {k: v for k, v in action.set.items() if k != APPLIED_COMMIT_KEY},
+                                 action.unset)
+        case SetColumns():  # batching follows the partition count, and the migration records name the commit
+            return SetColumns(action.object, action.columns, action.partition_columns, action.cascade)
+        case SetDatabaseParameters():
             if SETTINGS_KEY in action.properties:
-                continue  # the record of the settings applied: they are checked by their digest
-            action = SetDatabaseParameters(action.database, {
+                return None  # the record of the settings applied: they are checked by their digest
+            return SetDatabaseParameters(action.database, {
                 k: _drop_record(v, versioned=k not in unversioned) if k.startswith(DROPPED_PREFIX) else v
                 for k, v in action.properties.items()})
-        actions.append(action)
-    return step.kind, step.object, step.blocked, tuple(actions)
+        case (SqlAction() | AddDatabase() | PartitionView() | ChangeViewPartitions() | KeepViewPartitions()
+              | SetStorageAction()):
+            return action
+        case _ as unreachable:
+            assert_never(unreachable)
 
 
 def _drop_record(record: str, versioned: bool) -> str:
@@ -56,7 +65,7 @@ def _changes(plan: Plan) -> list[Step]:
     """The steps that change definitions: view partitions follow the loads of base tables, which only
     the metastore knows at apply; settings steps are for the reviewer (only git knows the settings
     before), and the settings themselves are checked by their digest (``workflow.check_settings``)."""
-    return [s for s in plan.steps if s.kind not in (VIEW_PARTITIONS, SETTINGS_STEP)]
+    return [s for s in plan.steps if s.kind not in (StepKind.VIEW_PARTITIONS, StepKind.CHANGE_SETTINGS)]
 
 
 def differences(reviewed: Plan, current: Plan) -> list[str]:

@@ -28,7 +28,8 @@ from collections.abc import Mapping
 from schemaflow.code_settings import HOOKS, CodeSetting, code_settings
 from schemaflow.model import SETTINGS_KEY, Catalog
 from schemaflow.plan.plan import Plan
-from schemaflow.plan.steps import SETTINGS_STEP, SETTINGS_TYPE, SetDatabaseParameters, Step
+from schemaflow.plan.kinds import StepKind
+from schemaflow.plan.steps import SETTINGS_TYPE, SetDatabaseParameters, Step
 
 SETTINGS_FILE = "schemaflow.yaml"  # the object of a settings step
 
@@ -145,7 +146,7 @@ def _leaves(data: Any, path: tuple[str, ...] = ()) -> dict[tuple[str, ...], Any]
 def _step(path: tuple[str, ...], old: Any, new: Any) -> Step:
     name = _name(path)
     verb = "set" if old is _MISSING else "remove" if new is _MISSING else "change"
-    return Step(kind=SETTINGS_STEP, object=SETTINGS_FILE, object_type=SETTINGS_TYPE,
+    return Step(kind=StepKind.CHANGE_SETTINGS, object=SETTINGS_FILE, object_type=SETTINGS_TYPE,
                 summary=f"{verb} {name} in {SETTINGS_FILE}", actions=(), hazards=_hazards(path, old, new),
                 values=(f"{name}: {_shown(old)} -> {_shown(new)}",))
 
