@@ -1,4 +1,5 @@
-"""The kinds of steps and actions: each step kind has its effect and marker, each action kind its class."""
+"""The kinds of steps and actions: each step kind has its effect and marker, each action kind its class,
+and a step's stamp and settings record come back from plan JSON as the parts they were."""
 from __future__ import annotations
 
 import json
@@ -7,8 +8,10 @@ from dataclasses import replace
 
 import pytest
 
-from schemaflow.model import Column, Database
+from schemaflow.model import VERSION_KEY, Catalog, Column, Database, Table
 from schemaflow.plan.kinds import EFFECTS, ActionKind, Effect, StepKind
+from schemaflow.plan.plan import Plan, build_plan
+from schemaflow.plan.settings_changes import recording
 from schemaflow.plan.steps import (ACTION_CLASSES, Action, AddDatabase, ChangeViewPartitions, KeepViewPartitions,
                                    PartitionView, SetColumns, SetDatabaseParameters, SetParameters, SetStorageAction,
                                    SqlAction, Step, action_from_data)
@@ -54,3 +57,20 @@ def test_one_class_per_action_kind_and_each_round_trips_through_json() -> None:
     with pytest.raises(ValueError, match="unknown action kind 'drop_everything'"):
         action_from_data({"action": "drop_everything"})
 
+
+def test_stamps_and_the_settings_record_come_back_from_json_as_they_were_planned() -> None:
+    orders = Table("db", "orders", (Column("id", "bigint"),), properties={"owner": "a"})
+    live = replace(orders, properties={"owner": "b"}, managed_keys=("owner",), version="v0")
+    stale = Table("db", "stale", (Column("id", "bigint"),))
+    plan = build_plan(Catalog(databases=("db",), objects={"db.orders": orders, "db.new": replace(orders, name="new")}),
+                      Catalog(databases=("db",), objects={"db.orders": live, "db.stale": stale}),
+                      allow_destructive=True)
+    plan = recording(plan, {"invalidation": "strict"})
+    assert [(s.kind, s.stamp is not None, bool(s.settings_record)) for s in plan.steps] == [
+        (StepKind.DROP_TABLE, False, False), (StepKind.CREATE_TABLE, True, False),
+        (StepKind.SET_PROPERTIES, True, True)]
+    properties = plan.steps[-1]
+    assert properties.body == () and properties.stamp is not None and VERSION_KEY in properties.stamp.set
+    assert properties.actions == (properties.stamp, *properties.settings_record)
+    loaded = Plan.from_data(json.loads(plan.to_json()))
+    assert loaded == plan and loaded.to_json() == plan.to_json()

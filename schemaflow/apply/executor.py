@@ -370,8 +370,9 @@ def _estimate(done: int, total: int, elapsed: float) -> str:
 
 
 def _ends_with_stamp(step: Step) -> bool:
-    """Whether the step's last action writes its own object's parameters (its stamp, which may go to the lane)."""
-    return bool(step.actions) and isinstance(last := step.actions[-1], SetParameters) and last.object == step.object
+    """Whether the step's last write is its stamp, which may then go to the lane (the plan's last step may
+    write the settings record after it)."""
+    return step.stamp is not None and not step.settings_record
 
 
 def _writes(action: Action) -> bool:

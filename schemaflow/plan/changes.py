@@ -480,10 +480,16 @@ class Stamp:
             parts.append("unset " + ", ".join(user_unset))
         return "; ".join(parts)
 
+    @property
+    def write(self) -> SetParameters:
+        """The write itself: a step's ``stamp``."""
+        return SetParameters(self.key, dict(sorted(self.set.items())), self.unset)
+
     def to_step(self) -> Step:
+        """The stamp as a step of its own, when its object's other steps do not come just before it."""
         summary = f"{self.describe_properties() or 'record schemaflow.version'} on {self.key}"
-        return Step(StepKind.SET_PROPERTIES, self.key, self.object_type, summary,
-                    (SetParameters(self.key, dict(sorted(self.set.items())), self.unset),), values=self.values())
+        return Step(StepKind.SET_PROPERTIES, self.key, self.object_type, summary, (), values=self.values(),
+                    stamp=self.write)
 
 
 Change = (CreateDatabase | SetDatabaseProperties | CreateTable | DropTable | AddColumns | AlterColumns

@@ -263,7 +263,7 @@ def _migration_records(migrations: list[Migration], commit: str | None) -> dict[
 def _fold(step: Step, stamp: Stamp) -> Step:
     properties = stamp.describe_properties()
     notes = step.notes + ((f"properties: {properties}",) if properties else ())
-    return replace(step, actions=step.actions + stamp.to_step().actions, notes=notes, values=step.values + stamp.values())
+    return replace(step, stamp=stamp.write, notes=notes, values=step.values + stamp.values())
 
 
 def _stamps(desired: Catalog, live: Catalog, changes: list[Change], commit: str | None) -> list[Stamp]:

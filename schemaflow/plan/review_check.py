@@ -12,9 +12,10 @@ the metastore or the schemas moved since the review, and the reviewed plan is st
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any, assert_never
 
-from schemaflow.model import APPLIED_COMMIT_KEY, DROPPED_PREFIX, SETTINGS_KEY
+from schemaflow.model import APPLIED_COMMIT_KEY, DROPPED_PREFIX
 from schemaflow.plan.kinds import StepKind
 from schemaflow.plan.plan import Plan
 from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, KeepViewPartitions, PartitionView,
@@ -22,26 +23,22 @@ from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, Ke
 
 
 def _comparable(step: Step, unversioned: frozenset[str] = frozenset()) -> tuple[Any, ...]:
-    """What of ``step`` a review compares; ``unversioned`` names drop records whose version is left out."""
-    actions = (_comparable_action(a, unversioned) for a in step.actions)
-    return step.kind, step.object, step.blocked, tuple(a for a in actions if a is not None)
+    """What of ``step`` a review compares; ``unversioned`` names drop records whose version is left out.
+    The record of the settings applied is left out: they are checked by their digest."""
+    stamp = step.stamp and replace(step.stamp, set={k: v for k, v in step.stamp.set.items() if k != APPLIED_COMMIT_KEY})
+    return step.kind, step.object, step.blocked, tuple(_comparable_action(a, unversioned) for a in step.body), stamp
 
 
-def _comparable_action(action: Action, unversioned: frozenset[str]) -> Action | None:
+def _comparable_action(action: Action, unversioned: frozenset[str]) -> Action:
     match action:
-        case SetParameters():
-            return SetParameters(action.object, {k: v for k, v in action.set.items() if k != APPLIED_COMMIT_KEY},
-                                 action.unset)
         case SetColumns():  # batching follows the partition count, and the migration records name the commit
             return SetColumns(action.object, action.columns, action.partition_columns, action.cascade)
         case SetDatabaseParameters():
-            if SETTINGS_KEY in action.properties:
-                return None  # the record of the settings applied: they are checked by their digest
             return SetDatabaseParameters(action.database, {
                 k: _drop_record(v, versioned=k not in unversioned) if k.startswith(DROPPED_PREFIX) else v
                 for k, v in action.properties.items()})
-        case (SqlAction() | AddDatabase() | PartitionView() | ChangeViewPartitions() | KeepViewPartitions()
-              | SetStorageAction()):
+        case (SqlAction() | AddDatabase() | SetParameters() | PartitionView() | ChangeViewPartitions()
+              | KeepViewPartitions() | SetStorageAction()):
             return action
         case _ as unreachable:
             assert_never(unreachable)

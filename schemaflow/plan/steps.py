@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, get_args
 from collections.abc import Mapping
 
-from schemaflow.model import SCHEMAFLOW_PREFIX, Column, Database, PartitionValues, column_data, partition_name
+from schemaflow.model import (SCHEMAFLOW_PREFIX, SETTINGS_KEY, VERSION_KEY, Column, Database, PartitionValues,
+                              column_data, partition_name)
 from schemaflow.plan.kinds import EFFECTS, ActionKind, Effect, StepKind
 from schemaflow.wording import plural
 
@@ -302,19 +303,33 @@ def action_from_data(data: Mapping[str, Any]) -> Action:
 
 @dataclass(frozen=True)
 class Step:
-    """One change to one object, in the order it runs."""
+    """One change to one object, in the order it runs.
+
+    What it runs (``actions``) is its own ``body``, then its ``stamp``: the last write to its object,
+    which records the object's managed properties and its new ``schemaflow.version`` (see
+    ``plan.plan``), and which an apply may run beside the next step (``apply.lane``). The plan's last
+    step may also write the ``settings_record`` (``plan.settings_changes``), after everything else.
+    Plan JSON has them as one list of actions, as ``actions`` does.
+    """
 
     kind: StepKind
     object: str                    # "db.name", or the database name for database steps
     object_type: str               # "database", "table" or "view"
     summary: str                   # one line a reviewer reads
-    actions: tuple[Action, ...]
+    body: tuple[Action, ...]       # what it runs for the change itself
     notes: tuple[str, ...] = ()    # consequences worth knowing (partitions left alone, ...)
     hazards: tuple[str, ...] = ()  # risks to data or readers a reviewer must weigh
     destructive: bool = False
     blocked: str | None = None     # why this step will not run as planned
     sql_diff: tuple[str, ...] = ()  # a re-created view's SQL, live against declared, as a unified diff
     values: tuple[str, ...] = ()    # the old and new value of each comment and property it changes
+    stamp: SetParameters | None = None  # None: a database's step, or one its object's stamp does not follow
+    settings_record: tuple[SetDatabaseParameters, ...] = ()  # the settings applied, on each managed database
+
+    @property
+    def actions(self) -> tuple[Action, ...]:
+        """Everything the step runs, in order."""
+        return self.body + ((self.stamp,) if self.stamp else ()) + self.settings_record
 
     @property
     def effect(self) -> Effect:
@@ -332,10 +347,26 @@ class Step:
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> Step:
+        body, stamp, record = _parts(data["object"], tuple(action_from_data(a) for a in data["actions"]))
         return cls(
             kind=StepKind(data["kind"]), object=data["object"], object_type=data["object_type"],
             summary=data["summary"], notes=tuple(data.get("notes", ())), hazards=tuple(data.get("hazards", ())),
             destructive=bool(data.get("destructive", False)), blocked=data.get("blocked"),
             sql_diff=tuple(data.get("sql_diff", ())), values=tuple(data.get("values", ())),
-            actions=tuple(action_from_data(a) for a in data["actions"]),
+            body=body, stamp=stamp, settings_record=record,
         )
+
+
+def _parts(key: str, actions: tuple[Action, ...]) -> tuple[tuple[Action, ...], SetParameters | None,
+                                                         tuple[SetDatabaseParameters, ...]]:
+    """A saved step's actions parted into its body, stamp and settings record.
+
+    Plan JSON keeps one list, so the parts are told apart here, once, by what only they write: the
+    settings record ``schemaflow.settings``, the stamp (just before it) the object's own version.
+    """
+    record: tuple[SetDatabaseParameters, ...] = ()
+    while actions and isinstance(last := actions[-1], SetDatabaseParameters) and SETTINGS_KEY in last.properties:
+        record, actions = (last, *record), actions[:-1]
+    if actions and isinstance(last := actions[-1], SetParameters) and last.object == key and VERSION_KEY in last.set:
+        return actions[:-1], last, record
+    return actions, None, record
