@@ -23,10 +23,10 @@ from schemaflow.catalog.thrift_reader import partition_counter
 from schemaflow.gitsource import commit_of
 from schemaflow.model import Catalog, Object, Source, Table, View, fingerprint, split_key
 from schemaflow.plan.invalidation import COMPENSATION
+from schemaflow.plan.kinds import VIEW_DEFINITIONS, StepKind
 from schemaflow.sql.ddl import view_text
 from schemaflow.plan.plan import Plan, build_plan
 from schemaflow.plan.settings_changes import applied_part, recorded, recording, settings_digest, with_settings
-from schemaflow.plan.steps import VIEW_DEFINITIONS, VIEW_PARTITIONS
 from schemaflow.project import Project
 from schemaflow.scope import Scope
 from schemaflow.target import check_targets, from_target, on_target, target_patterns
@@ -190,8 +190,8 @@ def view_partitions_plan(project: Project, live: Live) -> tuple[Plan, tuple[str,
     has made the view itself what the schemas say.
     """
     plan = make_plan(project, live)
-    partitioned = {s.object for s in plan.steps if s.kind == VIEW_PARTITIONS}
-    changed = {s.object for s in plan.steps if s.kind != VIEW_PARTITIONS}
+    partitioned = {s.object for s in plan.steps if s.kind == StepKind.VIEW_PARTITIONS}
+    changed = {s.object for s in plan.steps if s.kind != StepKind.VIEW_PARTITIONS}
     steps = tuple(s for s in plan.steps if s.object in partitioned - changed)
     objects = {s.object for s in steps}
     synced = replace(plan, steps=steps, fingerprints={k: v for k, v in plan.fingerprints.items() if k in objects},

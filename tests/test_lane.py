@@ -27,7 +27,7 @@ RUN = Claim("run1", "ci-host", 4242, "2026-01-01T00:00:00Z")
 def created(key: str) -> Step:
     """A step that creates ``key``, then stamps it."""
     return Step("create_table", key, "table", f"create table {key}",
-                (SqlAction(f"CREATE TABLE {key} (id bigint)"), SetParameters(key, {VERSION_KEY: f"v-{key}"})))
+                (SqlAction(f"CREATE TABLE {key} (id bigint)"),), stamp=SetParameters(key, {VERSION_KEY: f"v-{key}"}))
 
 
 class Connection(RecordingTarget):
@@ -128,7 +128,7 @@ def test_a_step_of_the_object_whose_stamp_is_in_the_lane_waits_for_it() -> None:
     second.hold["db.a"] = threading.Event()
     threading.Timer(0.2, second.hold["db.a"].set).start()  # the stamp lands late: the ALTER must wait for it
     altered = Step("add_columns", "db.a", "table", "add 1 column to db.a",
-                   (SqlAction("ALTER TABLE db.a ADD COLUMNS (x string)"), SetParameters("db.a", {VERSION_KEY: "v2"})))
+                   (SqlAction("ALTER TABLE db.a ADD COLUMNS (x string)"),), stamp=SetParameters("db.a", {VERSION_KEY: "v2"}))
     apply_plan(Plan(steps=(created("db.a"), altered), databases=("db",)), first, claim=RUN)
     assert [what for _, _, what in log] == ["CREATE TABLE db.a (id bigint)", "stamp db.a",
                                             "ALTER TABLE db.a ADD COLUMNS (x string)", "stamp db.a"]

@@ -20,8 +20,9 @@ import subprocess
 from dataclasses import dataclass
 from collections.abc import Callable, Mapping, Sequence
 
+from schemaflow.plan.kinds import Effect
 from schemaflow.plan.plan import Plan
-from schemaflow.plan.steps import CREATES, DROPS
+from schemaflow.plan.steps import Step
 from schemaflow.sql.ddl import qualified
 
 CHANGED_VARIABLE = "SCHEMAFLOW_CHANGED"
@@ -51,11 +52,12 @@ class HookFailure:
 def cached_before(plan: Plan) -> tuple[str, ...]:
     """The changed tables and views this session may hold metadata of from before the apply: neither
     created by it (no earlier metadata to hold) nor, last, dropped (gone: nothing left to refresh)."""
-    kinds: dict[str, list[str]] = {}
+    steps: dict[str, list[Step]] = {}
     for step in plan.steps:
         if step.object_type in ("table", "view"):
-            kinds.setdefault(step.object, []).append(step.kind)
-    return tuple(sorted(key for key, steps in kinds.items() if steps[0] not in CREATES and steps[-1] not in DROPS))
+            steps.setdefault(step.object, []).append(step)
+    return tuple(sorted(key for key, of in steps.items()
+                        if of[0].effect != Effect.CREATE and of[-1].effect != Effect.DROP))
 
 
 def refresh(objects: Sequence[str], run_sql: Callable[[str], None]) -> list[str]:

@@ -24,7 +24,7 @@ import functools
 import time
 from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime, UTC
-from typing import Any, Protocol, TextIO
+from typing import Any, Protocol, TextIO, assert_never
 from collections.abc import Callable, Mapping, Sequence
 
 from schemaflow.apply.lane import Lane, LaneFailed
@@ -221,39 +221,40 @@ class Run:
         """Run ``action`` on ``target`` (by default the run's own)."""
         target = target or self.target
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        if isinstance(action, SqlAction):
-            sql = action.sql
-            if action.claims:
-                sql = ddl.fill_claim(sql, self.tokens[action.claims])
-            target.run_sql(sql)
-            if action.claims:
-                self.held[action.claims] = self.tokens[action.claims]
-        elif isinstance(action, AddDatabase):
-            target.add_database(action.database)
-        elif isinstance(action, SetDatabaseParameters):
-            # The metastore keeps no version for a database: there is no guard to hold.
-            target.set_database_properties(action.database, fill_applied_at(action.properties, now))
-        elif isinstance(action, SetParameters):
-            values = fill_applied_at(action.set, now)
-            target.set_parameters(action.object, values, action.unset, self.held.get(action.object))
-            if VERSION_KEY in values:
-                self.held[action.object] = values[VERSION_KEY]
-        elif isinstance(action, SetColumns):
-            records = fill_applied_at(action.parameters, now)
-            target.set_columns(action.object, action.columns, action.partition_columns, action.cascade,
-                               action.batched, records, self.held.get(action.object))
-        elif isinstance(action, ChangeViewPartitions):
-            # A view's partitions are its contents, not its definition: the metastore has no guard for them.
-            target.change_view_partitions(action.object, action.columns, action.add, action.drop,
-                                          self.kept.pop(action.object, None))
-        elif isinstance(action, KeepViewPartitions):
-            self.kept[action.object] = target.keep_view_partitions(action.object)
-        elif isinstance(action, PartitionView):
-            target.partition_view(action.object, action.columns, self.held.get(action.object))
-        elif isinstance(action, SetStorageAction):
-            target.set_storage(action.object, action.serde_properties, action.buckets, self.held.get(action.object))
-        else:
-            raise TypeError(f"unknown kind of action: {action!r}")
+        match action:
+            case SqlAction():
+                sql = action.sql
+                if action.claims:
+                    sql = ddl.fill_claim(sql, self.tokens[action.claims])
+                target.run_sql(sql)
+                if action.claims:
+                    self.held[action.claims] = self.tokens[action.claims]
+            case AddDatabase():
+                target.add_database(action.database)
+            case SetDatabaseParameters():
+                # The metastore keeps no version for a database: there is no guard to hold.
+                target.set_database_properties(action.database, fill_applied_at(action.properties, now))
+            case SetParameters():
+                values = fill_applied_at(action.set, now)
+                target.set_parameters(action.object, values, action.unset, self.held.get(action.object))
+                if VERSION_KEY in values:
+                    self.held[action.object] = values[VERSION_KEY]
+            case SetColumns():
+                records = fill_applied_at(action.parameters, now)
+                target.set_columns(action.object, action.columns, action.partition_columns, action.cascade,
+                                   action.batched, records, self.held.get(action.object))
+            case ChangeViewPartitions():
+                # A view's partitions are its contents, not its definition: the metastore has no guard for them.
+                target.change_view_partitions(action.object, action.columns, action.add, action.drop,
+                                              self.kept.pop(action.object, None))
+            case KeepViewPartitions():
+                self.kept[action.object] = target.keep_view_partitions(action.object)
+            case PartitionView():
+                target.partition_view(action.object, action.columns, self.held.get(action.object))
+            case SetStorageAction():
+                target.set_storage(action.object, action.serde_properties, action.buckets, self.held.get(action.object))
+            case _ as unreachable:
+                assert_never(unreachable)
 
 
 def check_runnable(plan: Plan) -> None:
@@ -369,12 +370,20 @@ def _estimate(done: int, total: int, elapsed: float) -> str:
 
 
 def _ends_with_stamp(step: Step) -> bool:
-    """Whether the step's last action writes its own object's parameters (its stamp, which may go to the lane)."""
-    return bool(step.actions) and isinstance(last := step.actions[-1], SetParameters) and last.object == step.object
+    """Whether the step's last write is its stamp, which may then go to the lane (the plan's last step may
+    write the settings record after it)."""
+    return step.stamp is not None and not step.settings_record
 
 
 def _writes(action: Action) -> bool:
     """Whether ``action`` changes the metastore (a USE or a read of partitions does not)."""
-    if isinstance(action, SqlAction):
-        return action.writes
-    return not isinstance(action, KeepViewPartitions)
+    match action:
+        case SqlAction():
+            return action.writes
+        case KeepViewPartitions():
+            return False
+        case (AddDatabase() | SetDatabaseParameters() | SetParameters() | SetColumns() | ChangeViewPartitions()
+              | PartitionView() | SetStorageAction()):
+            return True
+        case _ as unreachable:
+            assert_never(unreachable)

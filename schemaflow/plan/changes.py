@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from schemaflow.model import COMMENT_KEY, MIGRATION_PREFIX, SCHEMAFLOW_PREFIX, Column, Database, PartitionValues, Table, View
 from schemaflow.plan.evolution import SAME, Evolution
 from schemaflow.plan.hazards import column_hazards, keep, restrict_hazard
-from schemaflow.plan.steps import (CREATE_TABLE, CREATE_VIEW, DROP_TABLE, DROP_VIEW, UNSUPPORTED, VIEW_PARTITIONS,
-                                   Action, AddDatabase, ChangeViewPartitions, KeepViewPartitions, PartitionView, SetColumns,
+from schemaflow.plan.kinds import StepKind
+from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, KeepViewPartitions, PartitionView, SetColumns,
                                    SetDatabaseParameters, SetParameters, SetStorageAction, SqlAction, Step,
                                    listed_partitions)
 from schemaflow.sql import ddl
@@ -63,7 +63,7 @@ class CreateDatabase(_OfDatabase):
     details: Database | None = None  # the declared comment, location and properties
 
     def to_step(self) -> Step:
-        return Step("create_database", self.database, "database", f"create database {self.database}",
+        return Step(StepKind.CREATE_DATABASE, self.database, "database", f"create database {self.database}",
                     (AddDatabase(self.details or Database(self.database)),))
 
 
@@ -77,7 +77,7 @@ class SetDatabaseProperties(_OfDatabase):
 
     def to_step(self) -> Step:
         changes = "; ".join(value_change(k, self.old.get(k), v) for k, v in sorted(self.new.items()))
-        return Step("set_database_properties", self.database, "database",
+        return Step(StepKind.SET_DATABASE_PROPERTIES, self.database, "database",
                     f"properties of database {self.database}: {changes}",
                     (SetDatabaseParameters(self.database, dict(sorted(self.new.items()))),))
 
@@ -97,7 +97,7 @@ class CreateTable(_OfTable):
         storage = f"USING {t.format}" if t.data_source else t.format
         if t.bucketing:
             storage += f", {plural(t.bucketing.count, 'bucket')}"
-        return Step(CREATE_TABLE, t.key, "table", f"create {kind} {t.key} ({shape}, {storage})",
+        return Step(StepKind.CREATE_TABLE, t.key, "table", f"create {kind} {t.key} ({shape}, {storage})",
                     (SqlAction(ddl.create_table(t), claims=t.key),))
 
 
@@ -113,7 +113,7 @@ class DropTable(_OfTable):
             note = f"external table: its data files at {self.table.location} are kept"
         else:
             note = "managed table: its data files are deleted with it"
-        return Step(DROP_TABLE, self.key, "table", f"drop table {self.key}",
+        return Step(StepKind.DROP_TABLE, self.key, "table", f"drop table {self.key}",
                     (SqlAction(ddl.drop("table", self.key)),) + _recorded(self.table.database, self.record),
                     notes=(note,), destructive=True)
 
@@ -141,7 +141,7 @@ class AddColumns:
             count = ("an unknown number of existing partitions keep" if self.partition_count is None
                      else keep(self.partition_count))
             notes = (f"table only: {count} their old column list (safe: appended columns read as NULL there)",)
-        return Step("add_columns", self.key, "table", f"add {plural(len(self.columns), 'column')} to {self.key}: {names}",
+        return Step(StepKind.ADD_COLUMNS, self.key, "table", f"add {plural(len(self.columns), 'column')} to {self.key}: {names}",
                     (SqlAction(ddl.add_columns(self.key, self.columns)),), notes=notes)
 
 
@@ -205,7 +205,7 @@ class AlterColumns:
         elif self.partition_columns:
             hazards += (restrict_hazard(self.partition_count),)
         values = tuple(value_change(f"comment of {name}", old, new) for name, old, new in self.evolution.comments)
-        return Step("alter_columns", self.key, "table", f"alter columns of {self.key}: {'; '.join(operations)}",
+        return Step(StepKind.ALTER_COLUMNS, self.key, "table", f"alter columns of {self.key}: {'; '.join(operations)}",
                     (SetColumns(self.key, self.evolution.new, self.partition_columns, self.cascade, self.batched,
                                 self.records),),
                     notes=tuple(notes), hazards=hazards, destructive=self.destructive, values=values)
@@ -229,7 +229,7 @@ class SetTableComment:
         if self.through_metastore:
             action = SetParameters(self.key, {COMMENT_KEY: self.new} if self.new else {},
                                    () if self.new else (COMMENT_KEY,))
-        return Step("set_table_comment", self.key, "table", value_change(f"comment on table {self.key}", self.old, self.new),
+        return Step(StepKind.SET_TABLE_COMMENT, self.key, "table", value_change(f"comment on table {self.key}", self.old, self.new),
                     (action,))
 
 
@@ -246,7 +246,7 @@ class SetColumnComments:
 
     def to_step(self) -> Step:
         names = ", ".join(c.name for c in self.columns)
-        return Step("set_column_comments", self.key, "table", f"comment on columns of {self.key}: {names}",
+        return Step(StepKind.SET_COLUMN_COMMENTS, self.key, "table", f"comment on columns of {self.key}: {names}",
                     tuple(SqlAction(ddl.set_column_comment(self.key, c)) for c in self.columns),
                     values=tuple(value_change(f"comment of {c.name}", old, c.comment)
                                  for c, old in zip(self.columns, self.old, strict=True)))
@@ -301,7 +301,7 @@ class SetStorage:
             hazards.append(f"{existing} were bucketed into {self.old_buckets}, and Spark reads them as {self.buckets}: "
                            "a filter on the bucket columns prunes by the new count and returns fewer rows or none, and "
                            "bucketed joins pair the wrong files; rewrite the data (INSERT OVERWRITE) before it is read")
-        return Step("set_storage", self.key, "table", f"change storage of {self.key}: {'; '.join(parts)}",
+        return Step(StepKind.SET_STORAGE, self.key, "table", f"change storage of {self.key}: {'; '.join(parts)}",
                     (SetStorageAction(self.key, dict(sorted(self.new.items())), self.buckets),),
                     notes=tuple(notes), hazards=tuple(hazards))
 
@@ -324,7 +324,7 @@ class CreateView(_OfView):
     reshapes = True
 
     def to_step(self) -> Step:
-        return Step(CREATE_VIEW, self.key, "view", f"create view {self.key}", _view_actions(self.view, replace=False))
+        return Step(StepKind.CREATE_VIEW, self.key, "view", f"create view {self.key}", _view_actions(self.view, replace=False))
 
 
 @dataclass(frozen=True)
@@ -343,7 +343,7 @@ class ReplaceView(_OfView):
         diff = () if self.old_sql is None else tuple(difflib.unified_diff(
             self.old_sql.strip().splitlines(), ddl.view_text(self.view).strip().splitlines(), self.old_label,
             "schemas", lineterm=""))
-        return Step("replace_view", self.key, "view", f"re-create view {self.key}: {'; '.join(self.reasons)}",
+        return Step(StepKind.REPLACE_VIEW, self.key, "view", f"re-create view {self.key}: {'; '.join(self.reasons)}",
                     _view_actions(self.view, replace=True), sql_diff=diff)
 
 
@@ -355,7 +355,7 @@ class DropView(_OfView):
     reshapes = True
 
     def to_step(self) -> Step:
-        return Step(DROP_VIEW, self.key, "view", f"drop view {self.key}",
+        return Step(StepKind.DROP_VIEW, self.key, "view", f"drop view {self.key}",
                     (SqlAction(ddl.drop("view", self.key)),) + _recorded(self.view.database, self.record),
                     notes=("queries and views that read it will fail",), destructive=True)
 
@@ -405,7 +405,7 @@ class SyncViewPartitions(_OfView):
             else:
                 summary, note = "decided at apply", (f"{origin}; only the metastore can list those it has: apply, or "
                                                      "schemaflow view-partitions sync, adds and drops them")
-            return Step(VIEW_PARTITIONS, self.key, "view", f"partitions of view {self.key}: {summary}", (),
+            return Step(StepKind.VIEW_PARTITIONS, self.key, "view", f"partitions of view {self.key}: {summary}", (),
                         notes=(note,), destructive=self.destructive)
         counts = [f"{verb} {len(values)}" for verb, values in (("add", self.add), ("drop", self.drop)) if values]
         notes = []
@@ -422,7 +422,7 @@ class SyncViewPartitions(_OfView):
         summary = f"partitions of view {self.key}: {', '.join(counts) or 'none left'}"
         drop = () if self.replaced else self.drop
         action = ChangeViewPartitions(self.key, columns, self.add, drop)
-        return Step(VIEW_PARTITIONS, self.key, "view", summary, (action,) if self.add or drop else (),
+        return Step(StepKind.VIEW_PARTITIONS, self.key, "view", summary, (action,) if self.add or drop else (),
                     notes=tuple(notes), destructive=self.destructive)
 
 
@@ -438,7 +438,7 @@ class Unsupported:
     reshapes = False
 
     def to_step(self) -> Step:
-        return Step(UNSUPPORTED, self.key, self.object_type, f"{self.what} on {self.key}", (),
+        return Step(StepKind.UNSUPPORTED, self.key, self.object_type, f"{self.what} on {self.key}", (),
                     blocked=f"{self.what} is not supported in place: {self.way_out}")
 
 
@@ -480,10 +480,16 @@ class Stamp:
             parts.append("unset " + ", ".join(user_unset))
         return "; ".join(parts)
 
+    @property
+    def write(self) -> SetParameters:
+        """The write itself: a step's ``stamp``."""
+        return SetParameters(self.key, dict(sorted(self.set.items())), self.unset)
+
     def to_step(self) -> Step:
+        """The stamp as a step of its own, when its object's other steps do not come just before it."""
         summary = f"{self.describe_properties() or 'record schemaflow.version'} on {self.key}"
-        return Step("set_properties", self.key, self.object_type, summary,
-                    (SetParameters(self.key, dict(sorted(self.set.items())), self.unset),), values=self.values())
+        return Step(StepKind.SET_PROPERTIES, self.key, self.object_type, summary, (), values=self.values(),
+                    stamp=self.write)
 
 
 Change = (CreateDatabase | SetDatabaseProperties | CreateTable | DropTable | AddColumns | AlterColumns

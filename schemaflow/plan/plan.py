@@ -14,7 +14,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field, replace
 from typing import Any
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 from schemaflow.claims import ELSEWHERE, RUNNING, STOPPED, parse_claim, standing
 from schemaflow.model import (APPLIED_AT_KEY, APPLIED_COMMIT_KEY, APPLIED_STATE_KEY, LIVE_STATE, MANAGED_KEYS_KEY,
@@ -27,7 +27,8 @@ from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateTab
 from schemaflow.plan.diff import diff, property_delta
 from schemaflow.plan.evolution import Evolution
 from schemaflow.plan.invalidation import STRICT, resolve
-from schemaflow.plan.steps import APPLIED_AT, SETTINGS_STEP, UNSUPPORTED, VIEW_PARTITIONS, Step
+from schemaflow.plan.kinds import VIEW_DEFINITIONS, StepKind
+from schemaflow.plan.steps import APPLIED_AT, Step
 from schemaflow.plan.view_partitions import PartitionLister, partition_changes
 
 FORMAT_VERSION = 3
@@ -75,9 +76,9 @@ class Plan:
     @property
     def objects(self) -> tuple[str, ...]:
         """The databases, tables and views the plan changes (not the settings file)."""
-        return tuple(sorted({s.object for s in self.steps if s.kind != SETTINGS_STEP}))
+        return tuple(sorted({s.object for s in self.steps if s.kind != StepKind.CHANGE_SETTINGS}))
 
-    def blocking(self, reasons: Mapping[str, str], kinds: tuple[str, ...]) -> Plan:
+    def blocking(self, reasons: Mapping[str, str], kinds: Collection[StepKind]) -> Plan:
         """This plan with its steps of ``kinds`` on the objects in ``reasons`` blocked, for those reasons."""
         return replace(self, steps=tuple(replace(s, blocked=s.blocked or reasons[s.object])
                                          if s.kind in kinds and s.object in reasons else s for s in self.steps))
@@ -173,7 +174,7 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
     touched = {s.object for s in steps if s.object_type != "database"}
     fingerprints = {key: state_digest(live.objects[key]) if key in live.objects else ABSENT for key in sorted(touched)}
     # A view's partitions are contents, synced without a stamp: they alone do not claim the view.
-    claimed = {s.object for s in steps if s.object_type != "database" and s.kind != VIEW_PARTITIONS}
+    claimed = {s.object for s in steps if s.object_type != "database" and s.kind != StepKind.VIEW_PARTITIONS}
     guards = {key: live.objects[key].version for key in sorted(claimed) if key in live.objects}
     return Plan(steps=tuple(_note_adoptions(steps, guards)), databases=desired.databases,
                 allow_destructive=allow_destructive, warnings=warnings + _resume_warnings(live), basis=basis,
@@ -186,7 +187,7 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
 def _waiting(steps: list[Step]) -> list[Step]:
     """Each step of an object that also has a change it cannot take in place, blocked as waiting on that one:
     the reviewer sees everything the files change, and apply runs none of it."""
-    unsupported = {s.object: number for number, s in enumerate(steps, 1) if s.kind == UNSUPPORTED}
+    unsupported = {s.object: number for number, s in enumerate(steps, 1) if s.kind == StepKind.UNSUPPORTED}
     return [replace(s, blocked=f"waits on step {unsupported[s.object]}, which cannot run as planned")
             if s.object in unsupported and not s.blocked else s for s in steps]
 
@@ -262,7 +263,7 @@ def _migration_records(migrations: list[Migration], commit: str | None) -> dict[
 def _fold(step: Step, stamp: Stamp) -> Step:
     properties = stamp.describe_properties()
     notes = step.notes + ((f"properties: {properties}",) if properties else ())
-    return replace(step, actions=step.actions + stamp.to_step().actions, notes=notes, values=step.values + stamp.values())
+    return replace(step, stamp=stamp.write, notes=notes, values=step.values + stamp.values())
 
 
 def _stamps(desired: Catalog, live: Catalog, changes: list[Change], commit: str | None) -> list[Stamp]:
@@ -321,7 +322,7 @@ def _resumed(desired: Catalog, live: Catalog, changes: list[Change],
         want = desired.get(key)
         if claim is None or want is None or key in planned:
             continue
-        if isinstance(want, View) and {"create_view", "replace_view"} & set(claim.steps):
+        if isinstance(want, View) and VIEW_DEFINITIONS & set(claim.steps):
             extra.append(ReplaceView(want, (f"finishing the re-creation that {claim.describe()} began",)))
         elif isinstance(want, Table) and claim.cascade and want.partition_columns and stale and stale(key):
             finish = ("finish giving every partition the table's columns",)

@@ -12,30 +12,36 @@ the metastore or the schemas moved since the review, and the reviewed plan is st
 from __future__ import annotations
 
 import json
-from typing import Any
+from dataclasses import replace
+from typing import Any, assert_never
 
-from schemaflow.model import APPLIED_COMMIT_KEY, DROPPED_PREFIX, SETTINGS_KEY
+from schemaflow.model import APPLIED_COMMIT_KEY, DROPPED_PREFIX
+from schemaflow.plan.kinds import StepKind
 from schemaflow.plan.plan import Plan
-from schemaflow.plan.steps import SETTINGS_STEP, VIEW_PARTITIONS, SetColumns, SetDatabaseParameters, SetParameters, Step
+from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, KeepViewPartitions, PartitionView,
+                                   SetColumns, SetDatabaseParameters, SetParameters, SetStorageAction, SqlAction, Step)
 
 
 def _comparable(step: Step, unversioned: frozenset[str] = frozenset()) -> tuple[Any, ...]:
-    """What of ``step`` a review compares; ``unversioned`` names drop records whose version is left out."""
-    actions = []
-    for action in step.actions:
-        if isinstance(action, SetParameters):
-            action = SetParameters(action.object, {k: v for k, v in action.set.items() if k != APPLIED_COMMIT_KEY},
-                                   action.unset)
-        elif isinstance(action, SetColumns):
-            action = SetColumns(action.object, action.columns, action.partition_columns, action.cascade)
-        elif isinstance(action, SetDatabaseParameters):
-            if SETTINGS_KEY in action.properties:
-                continue  # the record of the settings applied: they are checked by their digest
-            action = SetDatabaseParameters(action.database, {
+    """What of ``step`` a review compares; ``unversioned`` names drop records whose version is left out.
+    The record of the settings applied is left out: they are checked by their digest."""
+    stamp = step.stamp and replace(step.stamp, set={k: v for k, v in step.stamp.set.items() if k != APPLIED_COMMIT_KEY})
+    return step.kind, step.object, step.blocked, tuple(_comparable_action(a, unversioned) for a in step.body), stamp
+
+
+def _comparable_action(action: Action, unversioned: frozenset[str]) -> Action:
+    match action:
+        case SetColumns():  # batching follows the partition count, and the migration records name the commit
+            return SetColumns(action.object, action.columns, action.partition_columns, action.cascade)
+        case SetDatabaseParameters():
+            return SetDatabaseParameters(action.database, {
                 k: _drop_record(v, versioned=k not in unversioned) if k.startswith(DROPPED_PREFIX) else v
                 for k, v in action.properties.items()})
-        actions.append(action)
-    return step.kind, step.object, step.blocked, tuple(actions)
+        case (SqlAction() | AddDatabase() | SetParameters() | PartitionView() | ChangeViewPartitions()
+              | KeepViewPartitions() | SetStorageAction()):
+            return action
+        case _ as unreachable:
+            assert_never(unreachable)
 
 
 def _drop_record(record: str, versioned: bool) -> str:
@@ -56,7 +62,7 @@ def _changes(plan: Plan) -> list[Step]:
     """The steps that change definitions: view partitions follow the loads of base tables, which only
     the metastore knows at apply; settings steps are for the reviewer (only git knows the settings
     before), and the settings themselves are checked by their digest (``workflow.check_settings``)."""
-    return [s for s in plan.steps if s.kind not in (VIEW_PARTITIONS, SETTINGS_STEP)]
+    return [s for s in plan.steps if s.kind not in (StepKind.VIEW_PARTITIONS, StepKind.CHANGE_SETTINGS)]
 
 
 def differences(reviewed: Plan, current: Plan) -> list[str]:

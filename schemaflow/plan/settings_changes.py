@@ -28,7 +28,8 @@ from collections.abc import Mapping
 from schemaflow.code_settings import HOOKS, CodeSetting, code_settings
 from schemaflow.model import SETTINGS_KEY, Catalog
 from schemaflow.plan.plan import Plan
-from schemaflow.plan.steps import SETTINGS_STEP, SETTINGS_TYPE, SetDatabaseParameters, Step
+from schemaflow.plan.kinds import StepKind
+from schemaflow.plan.steps import SETTINGS_TYPE, SetDatabaseParameters, Step
 
 SETTINGS_FILE = "schemaflow.yaml"  # the object of a settings step
 
@@ -63,7 +64,7 @@ def with_settings(plan: Plan, before: Mapping[str, Any], after: Mapping[str, Any
     them records ``after`` as applied on each of the plan's databases."""
     steps = settings_steps(before, after)
     if steps:
-        steps = steps[:-1] + (replace(steps[-1], actions=_record(plan, after)),)
+        steps = steps[:-1] + (replace(steps[-1], settings_record=_record(plan, after)),)
     return replace(plan, steps=plan.steps + steps)
 
 
@@ -91,7 +92,8 @@ def recording(plan: Plan, declared: Mapping[str, Any]) -> Plan:
     if not plan.steps:
         return plan
     last = plan.steps[-1]
-    return replace(plan, steps=plan.steps[:-1] + (replace(last, actions=last.actions + _record(plan, declared)),))
+    last = replace(last, settings_record=last.settings_record + _record(plan, declared))
+    return replace(plan, steps=plan.steps[:-1] + (last,))
 
 
 def _record(plan: Plan, declared: Mapping[str, Any]) -> tuple[SetDatabaseParameters, ...]:
@@ -145,8 +147,8 @@ def _leaves(data: Any, path: tuple[str, ...] = ()) -> dict[tuple[str, ...], Any]
 def _step(path: tuple[str, ...], old: Any, new: Any) -> Step:
     name = _name(path)
     verb = "set" if old is _MISSING else "remove" if new is _MISSING else "change"
-    return Step(kind=SETTINGS_STEP, object=SETTINGS_FILE, object_type=SETTINGS_TYPE,
-                summary=f"{verb} {name} in {SETTINGS_FILE}", actions=(), hazards=_hazards(path, old, new),
+    return Step(kind=StepKind.CHANGE_SETTINGS, object=SETTINGS_FILE, object_type=SETTINGS_TYPE,
+                summary=f"{verb} {name} in {SETTINGS_FILE}", body=(), hazards=_hazards(path, old, new),
                 values=(f"{name}: {_shown(old)} -> {_shown(new)}",))
 
 

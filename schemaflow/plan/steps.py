@@ -8,10 +8,12 @@ reviewed is exactly what runs. Steps round-trip through plain JSON data for save
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, get_args
 from collections.abc import Mapping
 
-from schemaflow.model import SCHEMAFLOW_PREFIX, Column, Database, PartitionValues, column_data, partition_name
+from schemaflow.model import (SCHEMAFLOW_PREFIX, SETTINGS_KEY, VERSION_KEY, Column, Database, PartitionValues,
+                              column_data, partition_name)
+from schemaflow.plan.kinds import EFFECTS, ActionKind, Effect, StepKind
 from schemaflow.wording import plural
 
 
@@ -23,6 +25,7 @@ class SqlAction:
     in TBLPROPERTIES), so the object's later writes can be guarded from its first moment.
     """
 
+    kind: ClassVar[ActionKind] = ActionKind.SQL
     sql: str
     claims: str | None = None
 
@@ -35,7 +38,11 @@ class SqlAction:
         return self.sql + ";"
 
     def to_data(self) -> dict[str, Any]:
-        return {"action": "sql", "sql": self.sql, **({"claims": self.claims} if self.claims else {})}
+        return {"action": self.kind, "sql": self.sql, **({"claims": self.claims} if self.claims else {})}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> SqlAction:
+        return cls(sql=data["sql"], claims=data.get("claims"))
 
 
 # Stands for the moment a parameter is written; the executor puts the time in its place.
@@ -59,6 +66,7 @@ class SetParameters:
     keys such as ``owner``, and only the metastore client carries the compare-and-swap guard.
     """
 
+    kind: ClassVar[ActionKind] = ActionKind.SET_PARAMETERS
     object: str
     set: Mapping[str, str] = field(default_factory=dict)
     unset: tuple[str, ...] = ()
@@ -69,8 +77,12 @@ class SetParameters:
         return f"-- metastore alter_table {self.object}: " + ", ".join(parts)
 
     def to_data(self) -> dict[str, Any]:
-        return {"action": "set_parameters", "object": self.object,
+        return {"action": self.kind, "object": self.object,
                 "set": dict(sorted(self.set.items())), "unset": list(self.unset)}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> SetParameters:
+        return cls(object=data["object"], set=dict(data["set"]), unset=tuple(data["unset"]))
 
 
 @dataclass(frozen=True)
@@ -83,6 +95,7 @@ class AddDatabase:
     on a CI runner or a laptop.
     """
 
+    kind: ClassVar[ActionKind] = ActionKind.ADD_DATABASE
     database: Database
 
     def describe(self) -> str:
@@ -92,13 +105,18 @@ class AddDatabase:
         return f"-- metastore create_database {self.database.name} ({where})" + "".join(f", {x}" for x in said)
 
     def to_data(self) -> dict[str, Any]:
-        return {"action": "add_database", **self.database.to_data()}
+        return {"action": self.kind, **self.database.to_data()}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> AddDatabase:
+        return cls(Database.from_data(data))
 
 
 @dataclass(frozen=True)
 class SetDatabaseParameters:
     """Set properties of a database through the metastore client (``alter_database``, unguarded)."""
 
+    kind: ClassVar[ActionKind] = ActionKind.SET_DATABASE_PARAMETERS
     database: str
     properties: Mapping[str, str]
 
@@ -107,8 +125,12 @@ class SetDatabaseParameters:
         return f"-- metastore alter_database {self.database}: {listed}"
 
     def to_data(self) -> dict[str, Any]:
-        return {"action": "set_database_parameters", "database": self.database,
+        return {"action": self.kind, "database": self.database,
                 "properties": dict(sorted(self.properties.items()))}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> SetDatabaseParameters:
+        return cls(data["database"], dict(data["properties"]))
 
 
 @dataclass(frozen=True)
@@ -118,6 +140,7 @@ class PartitionView:
     Spark SQL cannot parse ``PARTITIONED ON``; the metastore holds it all the same.
     """
 
+    kind: ClassVar[ActionKind] = ActionKind.PARTITION_VIEW
     object: str
     columns: tuple[str, ...]
 
@@ -125,7 +148,11 @@ class PartitionView:
         return f"-- metastore alter_table {self.object}: partitioned on ({', '.join(self.columns)})"
 
     def to_data(self) -> dict[str, Any]:
-        return {"action": "partition_view", "object": self.object, "columns": list(self.columns)}
+        return {"action": self.kind, "object": self.object, "columns": list(self.columns)}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> PartitionView:
+        return cls(object=data["object"], columns=tuple(data["columns"]))
 
 
 @dataclass(frozen=True)
@@ -137,6 +164,7 @@ class ChangeViewPartitions:
     ``values`` are in the order of ``columns``.
     """
 
+    kind: ClassVar[ActionKind] = ActionKind.CHANGE_VIEW_PARTITIONS
     object: str
     columns: tuple[str, ...]
     add: tuple[PartitionValues, ...] = ()
@@ -148,8 +176,13 @@ class ChangeViewPartitions:
         return f"-- metastore {self.object}: " + "; ".join(parts)
 
     def to_data(self) -> dict[str, Any]:
-        return {"action": "change_view_partitions", "object": self.object, "columns": list(self.columns),
+        return {"action": self.kind, "object": self.object, "columns": list(self.columns),
                 "add": [list(v) for v in self.add], "drop": [list(v) for v in self.drop]}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> ChangeViewPartitions:
+        return cls(object=data["object"], columns=tuple(data["columns"]), add=tuple(tuple(v) for v in data["add"]),
+                   drop=tuple(tuple(v) for v in data["drop"]))
 
 
 @dataclass(frozen=True)
@@ -160,23 +193,21 @@ class KeepViewPartitions:
     What is read stays with the running apply: a run stopped in between re-adds them without.
     """
 
+    kind: ClassVar[ActionKind] = ActionKind.KEEP_VIEW_PARTITIONS
     object: str
 
     def describe(self) -> str:
         return f"-- metastore {self.object}: read its partitions, to re-add them with their parameters and times"
 
     def to_data(self) -> dict[str, Any]:
-        return {"action": "keep_view_partitions", "object": self.object}
+        return {"action": self.kind, "object": self.object}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> KeepViewPartitions:
+        return cls(object=data["object"])
 
 
-VIEW_PARTITIONS = "view_partitions"  # the kind of the step that adds and drops a view's partitions
-CREATE_TABLE, CREATE_VIEW, DROP_TABLE, DROP_VIEW = "create_table", "create_view", "drop_table", "drop_view"
-CREATES = frozenset({CREATE_TABLE, CREATE_VIEW})  # the kinds of the steps that bring an object into being
-DROPS = frozenset({DROP_TABLE, DROP_VIEW})        # and of those that remove one
-VIEW_DEFINITIONS = (CREATE_VIEW, "replace_view")  # the kinds of the steps that run a view's SQL
-UNSUPPORTED = "unsupported"  # the kind of a step that cannot run in place (always blocked)
-# A change to schemaflow.yaml (plan.settings_changes): reviewed like the rest, it runs nothing itself.
-SETTINGS_STEP, SETTINGS_TYPE = "change_settings", "settings"
+SETTINGS_TYPE = "settings"  # the object type of a change to schemaflow.yaml (``StepKind.CHANGE_SETTINGS``)
 
 # How many partitions a step's text names before it says how many more there are (its JSON has them all).
 LISTED = 10
@@ -200,6 +231,7 @@ class SetColumns:
     migrations it applies) are set in the same write, so the columns and the record never disagree.
     """
 
+    kind: ClassVar[ActionKind] = ActionKind.SET_COLUMNS
     object: str
     columns: tuple[Column, ...]
     partition_columns: tuple[Column, ...]
@@ -216,10 +248,17 @@ class SetColumns:
         return f"-- metastore alter_table {self.object} ({mode}): columns ({listed}){recorded}"
 
     def to_data(self) -> dict[str, Any]:
-        return {"action": "set_columns", "object": self.object, "cascade": self.cascade, "batched": self.batched,
+        return {"action": self.kind, "object": self.object, "cascade": self.cascade, "batched": self.batched,
                 "columns": [column_data(c) for c in self.columns],
                 "partition_columns": [column_data(c) for c in self.partition_columns],
                 "parameters": dict(sorted(self.parameters.items()))}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> SetColumns:
+        return cls(object=data["object"], cascade=bool(data["cascade"]), batched=bool(data["batched"]),
+                   columns=tuple(Column(**c) for c in data["columns"]),
+                   partition_columns=tuple(Column(**c) for c in data["partition_columns"]),
+                   parameters=dict(data["parameters"]))
 
 
 @dataclass(frozen=True)
@@ -227,6 +266,7 @@ class SetStorageAction:
     """Make ``serde_properties`` a table's SERDEPROPERTIES (a data source's OPTIONS) and, unless None,
     ``buckets`` its bucket count, in one ``alter_table`` of its storage descriptor (``Metastore.set_storage``)."""
 
+    kind: ClassVar[ActionKind] = ActionKind.SET_STORAGE
     object: str
     serde_properties: Mapping[str, str]
     buckets: int | None = None
@@ -237,58 +277,63 @@ class SetStorageAction:
         return f"-- metastore alter_table {self.object}: storage properties ({listed}){buckets}"
 
     def to_data(self) -> dict[str, Any]:
-        return {"action": "set_storage", "object": self.object,
+        return {"action": self.kind, "object": self.object,
                 "serde_properties": dict(sorted(self.serde_properties.items())), "buckets": self.buckets}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> SetStorageAction:
+        return cls(object=data["object"], serde_properties=dict(data["serde_properties"]), buckets=data["buckets"])
 
 
 Action = (SqlAction | AddDatabase | SetDatabaseParameters | SetParameters | PartitionView | SetColumns
           | ChangeViewPartitions | KeepViewPartitions | SetStorageAction)
 
 
+# The one map from what plan JSON calls an action to its class, from the classes' own kinds.
+ACTION_CLASSES: Mapping[ActionKind, type[Action]] = {cls.kind: cls for cls in get_args(Action)}
+
+
 def action_from_data(data: Mapping[str, Any]) -> Action:
-    kind = data.get("action")
-    if kind == "sql":
-        return SqlAction(sql=data["sql"], claims=data.get("claims"))
-    if kind == "add_database":
-        return AddDatabase(Database.from_data(data))
-    if kind == "set_database_parameters":
-        return SetDatabaseParameters(data["database"], dict(data["properties"]))
-    if kind == "set_parameters":
-        return SetParameters(object=data["object"], set=dict(data["set"]), unset=tuple(data["unset"]))
-    if kind == "set_columns":
-        return SetColumns(object=data["object"], cascade=bool(data["cascade"]), batched=bool(data["batched"]),
-                          columns=tuple(Column(**c) for c in data["columns"]),
-                          partition_columns=tuple(Column(**c) for c in data["partition_columns"]),
-                          parameters=dict(data["parameters"]))
-    if kind == "set_storage":
-        return SetStorageAction(object=data["object"], serde_properties=dict(data["serde_properties"]),
-                                buckets=data["buckets"])
-    if kind == "partition_view":
-        return PartitionView(object=data["object"], columns=tuple(data["columns"]))
-    if kind == "keep_view_partitions":
-        return KeepViewPartitions(object=data["object"])
-    if kind == "change_view_partitions":
-        return ChangeViewPartitions(object=data["object"], columns=tuple(data["columns"]),
-                                    add=tuple(tuple(v) for v in data["add"]),
-                                    drop=tuple(tuple(v) for v in data["drop"]))
-    raise ValueError(f"unknown action kind {kind!r}")
+    try:
+        kind = ActionKind(data["action"])
+    except (KeyError, ValueError):
+        raise ValueError(f"unknown action kind {data.get('action')!r}") from None
+    return ACTION_CLASSES[kind].from_data(data)
 
 
 @dataclass(frozen=True)
 class Step:
-    """One change to one object, in the order it runs."""
+    """One change to one object, in the order it runs.
 
-    kind: str                      # the change kind, e.g. "create_table", "add_columns"
+    What it runs (``actions``) is its own ``body``, then its ``stamp``: the last write to its object,
+    which records the object's managed properties and its new ``schemaflow.version`` (see
+    ``plan.plan``), and which an apply may run beside the next step (``apply.lane``). The plan's last
+    step may also write the ``settings_record`` (``plan.settings_changes``), after everything else.
+    Plan JSON has them as one list of actions, as ``actions`` does.
+    """
+
+    kind: StepKind
     object: str                    # "db.name", or the database name for database steps
     object_type: str               # "database", "table" or "view"
     summary: str                   # one line a reviewer reads
-    actions: tuple[Action, ...]
+    body: tuple[Action, ...]       # what it runs for the change itself
     notes: tuple[str, ...] = ()    # consequences worth knowing (partitions left alone, ...)
     hazards: tuple[str, ...] = ()  # risks to data or readers a reviewer must weigh
     destructive: bool = False
     blocked: str | None = None     # why this step will not run as planned
     sql_diff: tuple[str, ...] = ()  # a re-created view's SQL, live against declared, as a unified diff
     values: tuple[str, ...] = ()    # the old and new value of each comment and property it changes
+    stamp: SetParameters | None = None  # None: a database's step, or one its object's stamp does not follow
+    settings_record: tuple[SetDatabaseParameters, ...] = ()  # the settings applied, on each managed database
+
+    @property
+    def actions(self) -> tuple[Action, ...]:
+        """Everything the step runs, in order."""
+        return self.body + ((self.stamp,) if self.stamp else ()) + self.settings_record
+
+    @property
+    def effect(self) -> Effect:
+        return EFFECTS[self.kind]
 
     def to_data(self) -> dict[str, Any]:
         return {
@@ -302,10 +347,26 @@ class Step:
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> Step:
+        body, stamp, record = _parts(data["object"], tuple(action_from_data(a) for a in data["actions"]))
         return cls(
-            kind=data["kind"], object=data["object"], object_type=data["object_type"],
+            kind=StepKind(data["kind"]), object=data["object"], object_type=data["object_type"],
             summary=data["summary"], notes=tuple(data.get("notes", ())), hazards=tuple(data.get("hazards", ())),
             destructive=bool(data.get("destructive", False)), blocked=data.get("blocked"),
             sql_diff=tuple(data.get("sql_diff", ())), values=tuple(data.get("values", ())),
-            actions=tuple(action_from_data(a) for a in data["actions"]),
+            body=body, stamp=stamp, settings_record=record,
         )
+
+
+def _parts(key: str, actions: tuple[Action, ...]) -> tuple[tuple[Action, ...], SetParameters | None,
+                                                         tuple[SetDatabaseParameters, ...]]:
+    """A saved step's actions parted into its body, stamp and settings record.
+
+    Plan JSON keeps one list, so the parts are told apart here, once, by what only they write: the
+    settings record ``schemaflow.settings``, the stamp (just before it) the object's own version.
+    """
+    record: tuple[SetDatabaseParameters, ...] = ()
+    while actions and isinstance(last := actions[-1], SetDatabaseParameters) and SETTINGS_KEY in last.properties:
+        record, actions = (last, *record), actions[:-1]
+    if actions and isinstance(last := actions[-1], SetParameters) and last.object == key and VERSION_KEY in last.set:
+        return actions[:-1], last, record
+    return actions, None, record

@@ -15,8 +15,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from schemaflow.plan.kinds import Effect, StepKind
 from schemaflow.plan.plan import Plan
-from schemaflow.plan.steps import CREATES, DROPS, SETTINGS_TYPE, Step
+from schemaflow.plan.steps import SETTINGS_TYPE, Step
 from schemaflow.render.review import Review
 from schemaflow.render.shown import statement_lines
 from schemaflow.render.summary import markers, summary
@@ -119,10 +120,9 @@ def _graph(plan: Plan, reads: Mapping[str, tuple[str, ...]]) -> list[str]:
 
 def _state(steps: list[Step]) -> str:
     """What happens to one object, in a word: created, dropped, re-created or changed."""
-    kinds = {step.kind for step in steps}
-    created = bool(kinds & CREATES)
-    dropped = bool(kinds & DROPS)
-    if (created and dropped) or "replace_view" in kinds:
+    effects = {step.effect for step in steps}
+    created, dropped = Effect.CREATE in effects, Effect.DROP in effects
+    if (created and dropped) or any(step.kind == StepKind.REPLACE_VIEW for step in steps):
         return "re-created"
     return "created" if created else "dropped" if dropped else "changed"
 

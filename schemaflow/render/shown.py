@@ -7,9 +7,11 @@ diff of it, old against declared, rather than the whole new statement. The plan'
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import assert_never
 
 from schemaflow.model import SCHEMAFLOW_PREFIX
-from schemaflow.plan.steps import Action, SetColumns, SetDatabaseParameters, SetParameters, Step
+from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, KeepViewPartitions, PartitionView,
+                                   SetColumns, SetDatabaseParameters, SetParameters, SetStorageAction, SqlAction, Step)
 
 
 def statement_lines(step: Step, verbose: bool = False) -> list[str]:
@@ -23,13 +25,18 @@ def statement_lines(step: Step, verbose: bool = False) -> list[str]:
 
 def without_bookkeeping(action: Action) -> Action | None:
     """``action`` without the ``schemaflow.*`` parameters it writes; None when that is all it writes."""
-    if isinstance(action, SetParameters):
-        kept = {k: v for k, v in action.set.items() if not k.startswith(SCHEMAFLOW_PREFIX)}
-        unset = tuple(k for k in action.unset if not k.startswith(SCHEMAFLOW_PREFIX))
-        return replace(action, set=kept, unset=unset) if kept or unset else None
-    if isinstance(action, SetColumns):
-        return replace(action, parameters={})
-    if isinstance(action, SetDatabaseParameters):
-        kept = {k: v for k, v in action.properties.items() if not k.startswith(SCHEMAFLOW_PREFIX)}
-        return replace(action, properties=kept) if kept else None
-    return action
+    match action:
+        case SetParameters():
+            kept = {k: v for k, v in action.set.items() if not k.startswith(SCHEMAFLOW_PREFIX)}
+            unset = tuple(k for k in action.unset if not k.startswith(SCHEMAFLOW_PREFIX))
+            return replace(action, set=kept, unset=unset) if kept or unset else None
+        case SetColumns():
+            return replace(action, parameters={})
+        case SetDatabaseParameters():
+            kept = {k: v for k, v in action.properties.items() if not k.startswith(SCHEMAFLOW_PREFIX)}
+            return replace(action, properties=kept) if kept else None
+        case (SqlAction() | AddDatabase() | PartitionView() | ChangeViewPartitions() | KeepViewPartitions()
+              | SetStorageAction()):
+            return action
+        case _ as unreachable:
+            assert_never(unreachable)

@@ -1,10 +1,13 @@
-"""The one-line summary every rendering of a plan starts with."""
+"""The one-line summary every rendering of a plan starts with, and the marker of each step.
+
+A step's marker says what it does to its object, by its kind's ``Effect``: ``+`` creates, ``~``
+changes, ``-`` drops; ``!`` marks a blocked step, whatever it would do.
+"""
 from __future__ import annotations
 
-from dataclasses import replace
-
+from schemaflow.plan.kinds import Effect, StepKind
 from schemaflow.plan.plan import Plan
-from schemaflow.plan.steps import SETTINGS_STEP, Step
+from schemaflow.plan.steps import Step
 from schemaflow.wording import plural
 
 
@@ -14,8 +17,8 @@ def summary(plan: Plan, base: str = "the metastore") -> str:
     if plan.is_empty:
         return f"No changes: {base} matches the schemas (databases: {', '.join(plan.databases) or 'none'})."
     destructive = sum(s.destructive for s in plan.steps)
-    recreated = sum(s.kind == "replace_view" for s in plan.steps)
-    settings = sum(s.kind == SETTINGS_STEP for s in plan.steps)
+    recreated = sum(s.kind == StepKind.REPLACE_VIEW for s in plan.steps)
+    settings = sum(s.kind == StepKind.CHANGE_SETTINGS for s in plan.steps)
     changed = [plural(len(plan.objects), 'object')] if plan.objects or not settings else []
     changed += [plural(settings, 'setting')] if settings else []
     line = f"{plural(len(plan.steps), 'step')} on {' and '.join(changed)}, {destructive} destructive"
@@ -39,22 +42,20 @@ def markers(step: Step) -> list[str]:
     return flags
 
 
+MARKERS = {Effect.CREATE: "+", Effect.CHANGE: "~", Effect.DROP: "-"}
+BLOCKED = "!"
+
+
 def step_marker(step: Step) -> str:
-    """``+`` for a step that creates, ``-`` drops, ``!`` is blocked, ``~`` changes: what a reader scans for."""
-    if step.blocked:
-        return "!"
-    if step.kind.startswith("create_"):
-        return "+"
-    if step.kind.startswith("drop_"):
-        return "-"
-    return "~"
+    """The marker of what ``step`` does, or ``BLOCKED``: what a reader scans for."""
+    return BLOCKED if step.blocked else MARKERS[step.effect]
 
 
 def change_counts(plan: Plan) -> dict[str, int]:
     """How many steps of the plan create (``+``), change (``~``) and drop (``-``) something (blocked ones by what
     they would do), and how many put data at risk (``hazardous``)."""
-    counts = {"+": 0, "~": 0, "-": 0, "hazardous": 0}
+    counts = dict.fromkeys([*MARKERS.values(), "hazardous"], 0)
     for step in plan.steps:
-        counts[step_marker(replace(step, blocked=None))] += 1
+        counts[MARKERS[step.effect]] += 1
         counts["hazardous"] += bool(step.hazards)
     return counts

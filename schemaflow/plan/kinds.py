@@ -1,0 +1,76 @@
+"""The kinds a plan is written in: of steps, of what each step does to its object, and of actions.
+
+A step's kind names the change a reviewer reads ("create_table", "alter_columns"); an action's
+kind names what the executor runs ("sql", "set_parameters"). Both are written into plan JSON and
+a step's kind into the claims an apply leaves on objects, so their values never change. Each step
+kind declares its ``Effect`` in one table: the markers and counts a reader scans are derived from
+it, not from the spelling of the kind.
+"""
+from __future__ import annotations
+
+from enum import StrEnum
+from collections.abc import Mapping
+
+
+class StepKind(StrEnum):
+    CREATE_DATABASE = "create_database"
+    SET_DATABASE_PROPERTIES = "set_database_properties"
+    CREATE_TABLE = "create_table"
+    DROP_TABLE = "drop_table"
+    ADD_COLUMNS = "add_columns"
+    ALTER_COLUMNS = "alter_columns"
+    SET_TABLE_COMMENT = "set_table_comment"
+    SET_COLUMN_COMMENTS = "set_column_comments"
+    SET_STORAGE = "set_storage"
+    CREATE_VIEW = "create_view"
+    REPLACE_VIEW = "replace_view"
+    DROP_VIEW = "drop_view"
+    VIEW_PARTITIONS = "view_partitions"  # adds and drops a partitioned view's partitions
+    UNSUPPORTED = "unsupported"          # a change that cannot run in place (always blocked)
+    SET_PROPERTIES = "set_properties"    # an object's stamp, on its own when no other step of it comes just before
+    # A change to schemaflow.yaml (plan.settings_changes): reviewed like the rest, it runs nothing itself.
+    CHANGE_SETTINGS = "change_settings"
+
+
+class Effect(StrEnum):
+    """What a step does to its object, as a reader scans a plan for it."""
+
+    CREATE = "create"
+    CHANGE = "change"
+    DROP = "drop"
+
+
+EFFECTS: Mapping[StepKind, Effect] = {
+    StepKind.CREATE_DATABASE: Effect.CREATE,
+    StepKind.SET_DATABASE_PROPERTIES: Effect.CHANGE,
+    StepKind.CREATE_TABLE: Effect.CREATE,
+    StepKind.DROP_TABLE: Effect.DROP,
+    StepKind.ADD_COLUMNS: Effect.CHANGE,
+    StepKind.ALTER_COLUMNS: Effect.CHANGE,
+    StepKind.SET_TABLE_COMMENT: Effect.CHANGE,
+    StepKind.SET_COLUMN_COMMENTS: Effect.CHANGE,
+    StepKind.SET_STORAGE: Effect.CHANGE,
+    StepKind.CREATE_VIEW: Effect.CREATE,
+    StepKind.REPLACE_VIEW: Effect.CHANGE,  # in place, under its name: the summary counts re-created views apart
+    StepKind.DROP_VIEW: Effect.DROP,
+    StepKind.VIEW_PARTITIONS: Effect.CHANGE,
+    StepKind.UNSUPPORTED: Effect.CHANGE,
+    StepKind.SET_PROPERTIES: Effect.CHANGE,
+    StepKind.CHANGE_SETTINGS: Effect.CHANGE,
+}
+
+VIEW_DEFINITIONS = frozenset({StepKind.CREATE_VIEW, StepKind.REPLACE_VIEW})  # the steps that run a view's SQL
+
+
+class ActionKind(StrEnum):
+    """What an action is, as plan JSON names it (its ``action`` field); each action class declares its own."""
+
+    SQL = "sql"
+    ADD_DATABASE = "add_database"
+    SET_DATABASE_PARAMETERS = "set_database_parameters"
+    SET_PARAMETERS = "set_parameters"
+    SET_COLUMNS = "set_columns"
+    SET_STORAGE = "set_storage"
+    PARTITION_VIEW = "partition_view"
+    KEEP_VIEW_PARTITIONS = "keep_view_partitions"
+    CHANGE_VIEW_PARTITIONS = "change_view_partitions"

@@ -1,0 +1,76 @@
+"""The kinds of steps and actions: each step kind has its effect and marker, each action kind its class,
+and a step's stamp and settings record come back from plan JSON as the parts they were."""
+from __future__ import annotations
+
+import json
+import typing
+from dataclasses import replace
+
+import pytest
+
+from schemaflow.model import VERSION_KEY, Catalog, Column, Database, Table
+from schemaflow.plan.kinds import EFFECTS, ActionKind, Effect, StepKind
+from schemaflow.plan.plan import Plan, build_plan
+from schemaflow.plan.settings_changes import recording
+from schemaflow.plan.steps import (ACTION_CLASSES, Action, AddDatabase, ChangeViewPartitions, KeepViewPartitions,
+                                   PartitionView, SetColumns, SetDatabaseParameters, SetParameters, SetStorageAction,
+                                   SqlAction, Step, action_from_data)
+from schemaflow.render.summary import BLOCKED, MARKERS, step_marker
+
+ONE_OF_EACH: tuple[Action, ...] = (
+    SqlAction("CREATE TABLE `db`.`t` (id bigint)", claims="db.t"),
+    AddDatabase(Database("db", comment="sales", properties={"team": "a"})),
+    SetDatabaseParameters("db", {"team": "b"}),
+    SetParameters("db.t", {"owner": "x"}, ("tier",)),
+    SetColumns("db.t", (Column("id", "bigint"),), (Column("ds", "string"),), cascade=True, batched=True,
+               parameters={"schemaflow.migration.1": "{}"}),
+    SetStorageAction("db.t", {"field.delim": ","}, 4),
+    PartitionView("db.v", ("ds",)),
+    KeepViewPartitions("db.v"),
+    ChangeViewPartitions("db.v", ("ds",), add=(("2024-01-01",),), drop=(("2023-12-31",),)),
+)
+
+
+def test_every_step_kind_has_an_effect_and_every_effect_a_marker() -> None:
+    assert set(EFFECTS) == set(StepKind)
+    assert set(MARKERS) == set(Effect)
+    assert len(set(MARKERS.values()) | {BLOCKED}) == len(Effect) + 1  # each tells itself apart
+    for kind in StepKind:
+        step = Step(kind, "db.t", "table", "s", ())
+        assert step_marker(step) == MARKERS[EFFECTS[kind]]
+        assert step_marker(replace(step, blocked="why")) == BLOCKED
+
+
+def test_an_unknown_step_kind_cannot_be_loaded() -> None:
+    data = Step(StepKind.CREATE_TABLE, "db.t", "table", "s", ()).to_data()
+    with pytest.raises(ValueError):
+        Step.from_data({**data, "kind": "create_index"})
+
+
+def test_one_class_per_action_kind_and_each_round_trips_through_json() -> None:
+    assert set(ACTION_CLASSES) == set(ActionKind)
+    assert set(ACTION_CLASSES.values()) == set(typing.get_args(Action)) == {type(a) for a in ONE_OF_EACH}
+    for action in ONE_OF_EACH:
+        data = json.loads(json.dumps(action.to_data()))
+        assert data["action"] == action.kind
+        assert action_from_data(data) == action
+    with pytest.raises(ValueError, match="unknown action kind 'drop_everything'"):
+        action_from_data({"action": "drop_everything"})
+
+
+def test_stamps_and_the_settings_record_come_back_from_json_as_they_were_planned() -> None:
+    orders = Table("db", "orders", (Column("id", "bigint"),), properties={"owner": "a"})
+    live = replace(orders, properties={"owner": "b"}, managed_keys=("owner",), version="v0")
+    stale = Table("db", "stale", (Column("id", "bigint"),))
+    plan = build_plan(Catalog(databases=("db",), objects={"db.orders": orders, "db.new": replace(orders, name="new")}),
+                      Catalog(databases=("db",), objects={"db.orders": live, "db.stale": stale}),
+                      allow_destructive=True)
+    plan = recording(plan, {"invalidation": "strict"})
+    assert [(s.kind, s.stamp is not None, bool(s.settings_record)) for s in plan.steps] == [
+        (StepKind.DROP_TABLE, False, False), (StepKind.CREATE_TABLE, True, False),
+        (StepKind.SET_PROPERTIES, True, True)]
+    properties = plan.steps[-1]
+    assert properties.body == () and properties.stamp is not None and VERSION_KEY in properties.stamp.set
+    assert properties.actions == (properties.stamp, *properties.settings_record)
+    loaded = Plan.from_data(json.loads(plan.to_json()))
+    assert loaded == plan and loaded.to_json() == plan.to_json()
