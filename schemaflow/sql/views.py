@@ -35,6 +35,7 @@ from sqlglot.optimizer.scope import Scope, traverse_scope
 from sqlglot.schema import MappingSchema
 from sqlglot.tokens import Token, TokenType
 
+from schemaflow.sql.quoting import ident
 from schemaflow.sql.usage import column_usage, is_table, output_lineage, table_key
 
 DIALECT = "spark"
@@ -585,15 +586,10 @@ def with_databases_renamed(sql: str, names: Mapping[str, str]) -> str:
         if isinstance(database, exp.Identifier) and database.name.lower() in names:
             renamed = names[database.name.lower()]
             spans.append((database.meta["start"], database.meta["end"] + 1,
-                          f"`{renamed}`" if database.quoted else renamed))
+                          ident(renamed) if database.quoted else renamed))
     for start, end, text in sorted(spans, reverse=True):
         sql = sql[:start] + text + sql[end:]
     return sql
-
-
-def ident(name: str) -> str:
-    """A name back-quoted for Spark and Hive SQL, a back-quote in it doubled."""
-    return "`" + name.replace("`", "``") + "`"
 
 
 # Words Hive's parser refuses as a bare identifier (``SELECT id, date FROM t``): measured with the
