@@ -323,7 +323,8 @@ def _has_name(projection: exp.Expression) -> bool:
     return isinstance(projection, (exp.Alias, exp.Column, exp.Star, exp.Dot))
 
 
-# sqlglot's messages when it cannot resolve a name (qualify_columns.py in sqlglot 30.30).
+# sqlglot's messages when it cannot resolve a name (qualify_columns.py in sqlglot 30.30): read from the text,
+# as an OptimizeError carries nothing else (a ParseError's ``errors`` are read as data, in ``_syntax_error``).
 _UNRESOLVED = re.compile(r"Column '(?P<column>[^']*)' could not be resolved(?: for table: '(?P<table>[^']*)')?")
 _UNKNOWN_COLUMN = re.compile(r"Unknown column: (?P<column>\S+)")
 _UNKNOWN_TABLE = re.compile(r"Unknown table: (?P<table>\S+)")
