@@ -22,8 +22,6 @@ from dataclasses import dataclass, replace
 from datetime import datetime, UTC
 
 CLAIM_PREFIX = "claim:"
-# Stands for the claim in the statements that create an object; the executor puts the run's claim in its place.
-CLAIM = "${claim}"
 
 
 @dataclass(frozen=True)

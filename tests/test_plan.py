@@ -8,12 +8,13 @@ from dataclasses import replace
 import pytest
 
 from schemaflow.apply.executor import ApplyError, RecordingTarget, apply_plan
-from schemaflow.claims import CLAIM, Claim
+from schemaflow.claims import Claim
 from schemaflow.errors import ConcurrentChange, SchemaflowError, Unreachable
 from schemaflow.model import APPLIED_AT_KEY, APPLIED_STATE_KEY, LIVE_STATE, MANAGED_KEYS_KEY, VERSION_KEY, Catalog, Column, Table, View, fingerprint
 from schemaflow.plan.plan import DESTRUCTIVE_BLOCK, Plan, build_plan
 from schemaflow.plan.steps import APPLIED_AT, KeepViewPartitions, PartitionView, SetColumns, SetParameters, SqlAction
 from schemaflow.sql import ddl
+from schemaflow.sql.ddl import CLAIM
 
 
 def table(key: str, *cols: str, parts: tuple[str, ...] = (), **kw) -> Table:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from schemaflow.plan.kinds import Effect
 from schemaflow.plan.plan import Plan
 from schemaflow.plan.steps import Step
-from schemaflow.sql.ddl import qualified
+from schemaflow.sql.session import refresh_table
 
 CHANGED_VARIABLE = "SCHEMAFLOW_CHANGED"
 PASSED_VARIABLE = "SCHEMAFLOW_HOOK_ENV"  # names of further variables the operator passes to hooks
@@ -66,7 +66,7 @@ def refresh(objects: Sequence[str], run_sql: Callable[[str], None]) -> list[str]
     failed = []
     for key in objects:
         try:
-            run_sql(f"REFRESH TABLE {qualified(key)}")
+            run_sql(refresh_table(key))
         except Exception as error:  # noqa: BLE001 -- the cache of this session only: never the apply's outcome
             failed.append(f"could not refresh Spark's cache of {key}: {error}")
     return failed

@@ -14,6 +14,7 @@ from typing import Any
 from collections.abc import Mapping
 
 from schemaflow.model import Bucketing, Column
+from schemaflow.sql.quoting import ident
 
 SPARK_SCHEMA = "spark.sql.sources.schema"
 SPARK_SCHEMA_PARTS = SPARK_SCHEMA + ".numParts"
@@ -81,7 +82,9 @@ def hive_type(spark_type: Any) -> str:
         fields = []
         for field in spark_type["fields"]:
             name = field["name"]
-            quoted = name if name.isidentifier() else "`" + name.replace("`", "``") + "`"
+            # Bare where it can be, as a declared type names its fields (sql.types), so that live and
+            # declared types compare alike; a name no declared type can hold is quoted, to read unambiguously.
+            quoted = name if name.isidentifier() else ident(name)
             fields.append(f"{quoted}:{field.get('metadata', {}).get(CHAR_VARCHAR) or hive_type(field['type'])}")
         return f"struct<{','.join(fields)}>"
     return json.dumps(spark_type)  # a type Hive cannot name (a UDT): kept as stored, which no type matches

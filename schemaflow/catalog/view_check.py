@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import re
 from typing import Any
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from schemaflow.catalog.jvm import JAVA_ERRORS, java_message
 from schemaflow.model import Catalog, Table, View
-from schemaflow.sql import ddl
+from schemaflow.sql.session import temporary_view, typed_nulls
 from schemaflow.sql.views import ViewSqlError, with_tables_renamed
 
 STAND_IN_PREFIX = "__schemaflow_check_"
@@ -58,8 +58,7 @@ class ViewChecker:
         return self.made[key]
 
     def _table(self, table: Table) -> str | None:
-        columns = ", ".join(f"CAST(NULL AS {c.type}) AS {ddl.ident(c.name)}" for c in table.all_columns)
-        return self._create(table.key, f"SELECT {columns}")
+        return self._create(table.key, typed_nulls(table.all_columns))
 
     def _view(self, view: View) -> str | None:
         parsed = self._parse(view.sql)
@@ -72,10 +71,9 @@ class ViewChecker:
             return None  # validate reports what sqlglot cannot read
         if sql is None:
             return None  # cannot be pointed at stand-ins: apply is where Spark judges it
-        columns = ", ".join(ddl.ident(c.name) for c in view.columns)
         # As Spark resolves a view: unqualified functions in the view's own database, once it exists.
         self._use(view.database)
-        return self._create(view.key, sql, f" ({columns})" if columns else "")
+        return self._create(view.key, sql, [c.name for c in view.columns])
 
     def _use(self, database: str) -> None:
         """Make ``database`` the session's current database, or ``default`` while it does not exist."""
@@ -90,9 +88,9 @@ class ViewChecker:
             return f"Spark cannot parse this SQL: {self._message(error)}"
         return None
 
-    def _create(self, key: str, query: str, columns: str = "") -> str | None:
+    def _create(self, key: str, query: str, columns: Sequence[str] = ()) -> str | None:
         try:
-            self.spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {ddl.ident(self.names[key])}{columns} AS {query}")
+            self.spark.sql(temporary_view(self.names[key], query, columns))
         except JAVA_ERRORS as error:
             return f"Spark refuses this view's SQL: {self._message(error)}"
         return None

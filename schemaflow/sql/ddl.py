@@ -1,31 +1,27 @@
 """Spark SQL DDL text for the changes schemaflow makes, with every name quoted and every string escaped.
 
-Identifiers are back-quoted (a back-quote inside is doubled); string literals use Spark's default
-backslash escapes, the only form Spark's parser accepts (it rejects SQL's doubled quote ``''``).
-So a comment holding quotes, back-quotes, semicolons or newlines round-trips unchanged. View SQL is
+Names and strings are quoted by ``sql.quoting``. The statements that change one thing (USE, DROP,
+COMMENT ON, ALTER COLUMN) are built as sqlglot trees and written in Spark's dialect; CREATE and
+ADD COLUMNS are laid out a column a line, with each type as the model holds it, which sqlglot's
+generator would reflow and re-spell (``DECIMAL(12, 2)``), so they are written as text. View SQL is
 embedded as declared, made readable to Hive too (see ``view_text``): ``spec`` has already proved it
-is exactly one SELECT. A created object is
-born claimed: its CREATE sets ``schemaflow.version`` to the ``CLAIM`` the executor fills in.
+is exactly one SELECT. A created object is born claimed: its CREATE sets ``schemaflow.version`` to
+``CLAIM``, which the executor fills with the run's claim (``fill_claim``).
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from schemaflow.claims import CLAIM
-from schemaflow.model import VERSION_KEY, Column, Table, View, split_key
+from sqlglot import exp
+
+from schemaflow.model import VERSION_KEY, Column, Table, View
+from schemaflow.sql.quoting import ident, identifier_node, qualified, string, string_node, table_node
 from schemaflow.sql.table_kinds import default_serde, kind_of
-from schemaflow.sql.views import ViewSqlError, hive_readable, ident
+from schemaflow.sql.views import DIALECT, ViewSqlError, hive_readable
 
-
-def qualified(key: str) -> str:
-    database, name = split_key(key)
-    return f"{ident(database)}.{ident(name)}"
-
-
-def string(text: str) -> str:
-    escaped = (text.replace("\\", "\\\\").replace("'", "\\'")
-               .replace("\n", "\\n").replace("\r", "\\r"))
-    return f"'{escaped}'"
+# Stands for the claim in the statements that create an object (Spark's ``${name}`` form, but filled
+# by schemaflow, never by Spark): plans show it, and the executor puts the run's claim in its place.
+CLAIM = "${claim}"
 
 
 def _comment(text: str | None) -> str:
@@ -106,12 +102,13 @@ def add_columns(key: str, columns: Iterable[Column]) -> str:
 
 def set_column_comment(key: str, column: Column) -> str:
     """A data column's comment; on a data-source table Spark rewrites its own schema copy with it."""
-    comment = string(column.comment) if column.comment else "''"
-    return f"ALTER TABLE {qualified(key)} ALTER COLUMN {ident(column.name)} COMMENT {comment}"
+    change = exp.AlterColumn(this=identifier_node(column.name), comment=string_node(column.comment or ""))
+    return exp.Alter(this=table_node(key), kind="TABLE", actions=[change]).sql(dialect=DIALECT)
 
 
 def set_table_comment(key: str, comment: str | None) -> str:
-    return f"COMMENT ON TABLE {qualified(key)} IS {string(comment) if comment else 'NULL'}"
+    text = string_node(comment) if comment else exp.null()
+    return exp.Comment(this=table_node(key), kind="TABLE", expression=text).sql(dialect=DIALECT)
 
 
 def create_view(view: View, replace: bool) -> str:
@@ -186,8 +183,8 @@ def fill_claim(sql: str, token: str) -> str:
 
 
 def use_database(database: str) -> str:
-    return f"USE {ident(database)}"
+    return exp.Use(this=exp.Table(this=identifier_node(database))).sql(dialect=DIALECT)
 
 
 def drop(kind: str, key: str) -> str:
-    return f"DROP {kind.upper()} {qualified(key)}"
+    return exp.Drop(kind=kind.upper(), tables=[table_node(key)]).sql(dialect=DIALECT)

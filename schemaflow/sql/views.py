@@ -35,6 +35,7 @@ from sqlglot.optimizer.scope import Scope, traverse_scope
 from sqlglot.schema import MappingSchema
 from sqlglot.tokens import Token, TokenType
 
+from schemaflow.sql.quoting import ident
 from schemaflow.sql.usage import column_usage, is_table, output_lineage, table_key
 
 DIALECT = "spark"
@@ -322,7 +323,8 @@ def _has_name(projection: exp.Expression) -> bool:
     return isinstance(projection, (exp.Alias, exp.Column, exp.Star, exp.Dot))
 
 
-# sqlglot's messages when it cannot resolve a name (qualify_columns.py in sqlglot 30.30).
+# sqlglot's messages when it cannot resolve a name (qualify_columns.py in sqlglot 30.30): read from the text,
+# as an OptimizeError carries nothing else (a ParseError's ``errors`` are read as data, in ``_syntax_error``).
 _UNRESOLVED = re.compile(r"Column '(?P<column>[^']*)' could not be resolved(?: for table: '(?P<table>[^']*)')?")
 _UNKNOWN_COLUMN = re.compile(r"Unknown column: (?P<column>\S+)")
 _UNKNOWN_TABLE = re.compile(r"Unknown table: (?P<table>\S+)")
@@ -585,15 +587,10 @@ def with_databases_renamed(sql: str, names: Mapping[str, str]) -> str:
         if isinstance(database, exp.Identifier) and database.name.lower() in names:
             renamed = names[database.name.lower()]
             spans.append((database.meta["start"], database.meta["end"] + 1,
-                          f"`{renamed}`" if database.quoted else renamed))
+                          ident(renamed) if database.quoted else renamed))
     for start, end, text in sorted(spans, reverse=True):
         sql = sql[:start] + text + sql[end:]
     return sql
-
-
-def ident(name: str) -> str:
-    """A name back-quoted for Spark and Hive SQL, a back-quote in it doubled."""
-    return "`" + name.replace("`", "``") + "`"
 
 
 # Words Hive's parser refuses as a bare identifier (``SELECT id, date FROM t``): measured with the
