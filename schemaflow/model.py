@@ -387,6 +387,16 @@ def column_data(column: Column) -> dict[str, Any]:
     return {"name": column.name, "type": column.type, "comment": column.comment}
 
 
+def recorded(parameters: Mapping[str, str]) -> dict[str, Any]:
+    """What schemaflow's own parameters of an object record, as the model's fields: its version, its
+    managed property keys and (a table's) the migrations applied to it. The one reading of what a
+    stamp writes: the live reader reads metastores with it, and a plan the state its stamps leave."""
+    return {"managed_keys": tuple(sorted(k for k in parameters.get(MANAGED_KEYS_KEY, "").split(",") if k)),
+            "version": parameters.get(VERSION_KEY),
+            "migrations": {k[len(MIGRATION_PREFIX):]: v for k, v in sorted(parameters.items())
+                           if k.startswith(MIGRATION_PREFIX)}}
+
+
 def state_digest(obj: Object) -> str:
     """A short digest of each aspect of a live object, ``aspect=hash`` separated by spaces.
 

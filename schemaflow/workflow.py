@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from collections.abc import Mapping
 
 from schemaflow.code_settings import check_approved, unapproved
@@ -21,11 +21,11 @@ from schemaflow.errors import Problem, SchemaflowError, SpecError
 from schemaflow.catalog.live import Live
 from schemaflow.catalog.thrift_reader import partition_counter
 from schemaflow.gitsource import commit_of
-from schemaflow.model import Catalog, Object, Source, Table, View, fingerprint, split_key
+from schemaflow.model import Catalog, Object, Source, View, split_key
 from schemaflow.plan.invalidation import COMPENSATION
 from schemaflow.plan.kinds import VIEW_DEFINITIONS, StepKind
 from schemaflow.sql.ddl import view_text
-from schemaflow.plan.plan import Plan, build_plan
+from schemaflow.plan.plan import Plan, applied, build_plan
 from schemaflow.plan.settings_changes import applied_part, recorded, recording, settings_digest, with_settings
 from schemaflow.project import Project
 from schemaflow.scope import Scope
@@ -78,19 +78,15 @@ def owned(project: Project, live: Catalog, desired: Catalog) -> tuple[Catalog, t
 def applied_state(desired: Catalog) -> Catalog:
     """The live catalog that a complete apply of ``desired`` leaves behind.
 
-    Every object carries the version stamp and the managed property keys schemaflow writes, so a
-    property that is later removed from the schemas is planned as unset.
+    Every object carries what its stamp writes (``plan.applied``: the version, the managed property
+    keys, so a property later removed from the schemas is planned as unset, and a table's migrations).
     """
-    def applied(obj: Object) -> Object:
-        changed: dict[str, Any] = {"managed_keys": tuple(sorted(obj.properties)), "version": fingerprint(obj)}
-        if isinstance(obj, View):  # created through Spark 4 SQL, which stores this mode by default,
-            changed["schema_mode"] = COMPENSATION  # with the text apply stores (its tables qualified)
-            changed["sql"] = view_text(obj)
-        if isinstance(obj, Table):  # its migrations were applied (or were moot when it was created)
-            changed["migrations"] = {m.id: json.dumps({"checksum": m.checksum}) for m in desired.migrations
-                                     if m.changes_for(obj.key)}
-        return replace(obj, **changed)
-    return replace(desired, objects={key: applied(obj) for key, obj in desired.objects.items()})
+    def applied_object(obj: Object) -> Object:
+        stamped = applied(obj, desired.migrations)
+        if isinstance(stamped, View):  # created through Spark 4 SQL, which stores this mode by default,
+            return replace(stamped, schema_mode=COMPENSATION, sql=view_text(stamped))  # with the text apply stores
+        return stamped
+    return replace(desired, objects={key: applied_object(obj) for key, obj in desired.objects.items()})
 
 
 def review_live(project: Project, live: Live, *, allow_destructive: bool = False,

@@ -78,6 +78,24 @@ def test_applied_state_plans_nothing():
     assert build_plan(DESIRED, applied(DESIRED)).is_empty
 
 
+def test_the_state_an_apply_leaves_is_what_the_stamps_of_a_plan_write():
+    from schemaflow.model import Migration, RenameColumn, recorded
+    from schemaflow.workflow import applied_state
+
+    renamed = Migration("0001_rename", "", (RenameColumn("retail.orders", "id", "order_id"),), checksum="abc")
+    elsewhere = Migration("0002_other", "", (RenameColumn("retail.other", "a", "b"),), checksum="def")
+    desired = replace(DESIRED, migrations=(renamed, elsewhere))
+    stamps = {s.object: s.stamp for s in build_plan(desired, Catalog()).steps if s.stamp}
+    left = applied_state(desired)
+    assert sorted(stamps) == sorted(left.objects)
+    for key, obj in left.objects.items():
+        written = recorded(stamps[key].set)
+        assert (obj.version, obj.managed_keys) == (written["version"], written["managed_keys"]) != (None, ())
+        if isinstance(obj, Table):
+            assert obj.migrations == written["migrations"] and list(obj.migrations) == ["0001_rename"]
+    assert build_plan(desired, left).is_empty
+
+
 def test_appended_column_on_partitioned_table_is_table_only_and_leaves_views_that_name_their_columns():
     wider = replace(ORDERS, columns=ORDERS.columns + (Column("coupon", "string", "Coupon code"),))
     plan = build_plan(catalog(wider, DAILY, TOP), applied(DESIRED), count_partitions={"retail.orders": 120}.get)

@@ -1,4 +1,5 @@
-"""Runs a plan's steps in order against a target, reporting progress and what was applied.
+"""Runs a plan's steps in order through a ``catalog.backend.CatalogWriter``, reporting progress and what
+was applied.
 
 The executor is the second walk over the plan's steps (the renderers are the first), so exactly
 the reviewed statements run. It refuses a plan with blocked steps before touching anything, and
@@ -24,10 +25,11 @@ import functools
 import time
 from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime, UTC
-from typing import Any, Protocol, TextIO, assert_never
+from typing import Any, TextIO, assert_never
 from collections.abc import Callable, Mapping, Sequence
 
 from schemaflow.apply.lane import Lane, LaneFailed
+from schemaflow.catalog.backend import CatalogWriter
 from schemaflow.claims import Claim, new_run
 from schemaflow.errors import ConcurrentChange, SchemaflowError, Unreachable
 from schemaflow.model import VERSION_KEY, Column, Database, PartitionValues
@@ -40,49 +42,6 @@ from schemaflow.sql import ddl
 from schemaflow.wording import duration, plural
 
 ESTIMATE_EVERY_SECONDS = 30.0
-
-
-class Target(Protocol):
-    """Where actions run: Spark and the metastore, or a recorder in tests.
-
-    ``expected`` guards a metastore write: it lands only if the object's ``schemaflow.version`` still
-    holds that value, else ``ConcurrentChange`` is raised; None writes unguarded (adopting an object).
-    """
-
-    def run_sql(self, sql: str) -> None: ...
-
-    def add_database(self, database: Database) -> None:
-        """Create ``database`` as declared (by default where the metastore puts databases), unless it exists."""
-
-    def set_database_properties(self, name: str, properties: Mapping[str, str]) -> None: ...
-
-    def set_parameters(self, key: str, set: Mapping[str, str], unset: Sequence[str],
-                       expected: str | None = None) -> None: ...
-
-    def check_guards(self, key: str) -> None:
-        """Raise unless guarded writes of ``key`` are refused when the version differs."""
-
-    def partition_view(self, key: str, columns: Sequence[str], expected: str | None = None) -> None: ...
-
-    def set_columns(self, key: str, columns: Sequence[Column], partition_columns: Sequence[Column],
-                    cascade: bool, batched: bool, parameters: Mapping[str, str] = {},
-                    expected: str | None = None) -> None: ...
-
-    def change_view_partitions(self, key: str, columns: Sequence[str], add: Sequence[PartitionValues],
-                               drop: Sequence[PartitionValues], kept: Any = None) -> None:
-        """Drop, then add, partitions of a view; those added that ``kept`` (what ``keep_view_partitions``
-        read) holds keep their parameters and creation time."""
-
-    def keep_view_partitions(self, key: str) -> Any:
-        """The partitions of the view ``key`` as they are (opaque to the executor), for ``change_view_partitions``
-        to re-add them as they were."""
-
-    def set_storage(self, key: str, serde_properties: Mapping[str, str], buckets: int | None,
-                    expected: str | None = None) -> None: ...
-
-    def beside(self) -> AbstractContextManager[Target | None]:
-        """A second target on the same metastore, on which a write may run while this one runs the next
-        statement; None: everything runs here, in turn."""
 
 
 class RecordingTarget:
@@ -159,8 +118,8 @@ class ApplyError(SchemaflowError):
 class Run:
     """One apply run: its claim, and the ``schemaflow.version`` each object holds as far as it knows."""
 
-    def __init__(self, plan: Plan, claim: Claim, target: Target) -> None:
-        self.target = target
+    def __init__(self, plan: Plan, claim: Claim, writer: CatalogWriter) -> None:
+        self.writer = writer
         self.held: dict[str, str] = {}
         self.started: set[str] = set()  # objects this run has begun to change
         self.kept: dict[str, Any] = {}  # the partitions of each view it re-creates, read just before
@@ -184,13 +143,13 @@ class Run:
         # refuses a guard on a key the object lacks): one stamped already, else the first claimed.
         probed = next((key for key in sorted(guards) if guards[key] is not None), None)
         if probed:
-            self.target.check_guards(probed)
+            self.writer.check_guards(probed)
         for key in sorted(guards):
             try:
-                self.target.set_parameters(key, {VERSION_KEY: self.tokens[key]}, (), guards[key])
+                self.writer.set_parameters(key, {VERSION_KEY: self.tokens[key]}, (), guards[key])
                 self.held[key] = self.tokens[key]
                 if probed is None:  # only objects not managed yet: their claims were plain first writes
-                    self.target.check_guards(key)
+                    self.writer.check_guards(key)
                     probed = key
             except Exception:
                 self.release(guards)
@@ -209,7 +168,7 @@ class Run:
                 continue
             before = guards[key]
             try:
-                self.target.set_parameters(key, {VERSION_KEY: before} if before else {},
+                self.writer.set_parameters(key, {VERSION_KEY: before} if before else {},
                                            () if before else (VERSION_KEY,), token)
             except Unreachable:
                 return
@@ -217,42 +176,42 @@ class Run:
                 continue
             del self.held[key]
 
-    def run(self, action: Action, target: Target | None = None) -> None:
-        """Run ``action`` on ``target`` (by default the run's own)."""
-        target = target or self.target
+    def run(self, action: Action, writer: CatalogWriter | None = None) -> None:
+        """Run ``action`` on ``writer`` (by default the run's own)."""
+        writer = writer or self.writer
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         match action:
             case SqlAction():
                 sql = action.sql
                 if action.claims:
                     sql = ddl.fill_claim(sql, self.tokens[action.claims])
-                target.run_sql(sql)
+                writer.run_sql(sql)
                 if action.claims:
                     self.held[action.claims] = self.tokens[action.claims]
             case AddDatabase():
-                target.add_database(action.database)
+                writer.add_database(action.database)
             case SetDatabaseParameters():
                 # The metastore keeps no version for a database: there is no guard to hold.
-                target.set_database_properties(action.database, fill_applied_at(action.properties, now))
+                writer.set_database_properties(action.database, fill_applied_at(action.properties, now))
             case SetParameters():
                 values = fill_applied_at(action.set, now)
-                target.set_parameters(action.object, values, action.unset, self.held.get(action.object))
+                writer.set_parameters(action.object, values, action.unset, self.held.get(action.object))
                 if VERSION_KEY in values:
                     self.held[action.object] = values[VERSION_KEY]
             case SetColumns():
                 records = fill_applied_at(action.parameters, now)
-                target.set_columns(action.object, action.columns, action.partition_columns, action.cascade,
+                writer.set_columns(action.object, action.columns, action.partition_columns, action.cascade,
                                    action.batched, records, self.held.get(action.object))
             case ChangeViewPartitions():
                 # A view's partitions are its contents, not its definition: the metastore has no guard for them.
-                target.change_view_partitions(action.object, action.columns, action.add, action.drop,
+                writer.change_view_partitions(action.object, action.columns, action.add, action.drop,
                                               self.kept.pop(action.object, None))
             case KeepViewPartitions():
-                self.kept[action.object] = target.keep_view_partitions(action.object)
+                self.kept[action.object] = writer.keep_view_partitions(action.object)
             case PartitionView():
-                target.partition_view(action.object, action.columns, self.held.get(action.object))
+                writer.partition_view(action.object, action.columns, self.held.get(action.object))
             case SetStorageAction():
-                target.set_storage(action.object, action.serde_properties, action.buckets, self.held.get(action.object))
+                writer.set_storage(action.object, action.serde_properties, action.buckets, self.held.get(action.object))
             case _ as unreachable:
                 assert_never(unreachable)
 
@@ -264,7 +223,7 @@ def check_runnable(plan: Plan) -> None:
         raise SchemaflowError(f"the plan has {len(plan.blocked)} blocked step(s); nothing was applied:\n{reasons}")
 
 
-def apply_plan(plan: Plan, target: Target, progress: TextIO | None = None, claim: Claim | None = None,
+def apply_plan(plan: Plan, writer: CatalogWriter, progress: TextIO | None = None, claim: Claim | None = None,
                pause: Callable[[str], None] | None = None, clock: Callable[[], float] = time.monotonic) -> None:
     """Claim the plan's objects, then run every step in order; raise ``ApplyError`` at the first failure.
 
@@ -272,11 +231,11 @@ def apply_plan(plan: Plan, target: Target, progress: TextIO | None = None, claim
     each action: the points where a test may stop or kill the run. ``clock`` times the steps.
     """
     check_runnable(plan)
-    run = Run(plan, claim or new_run(), target)
+    run = Run(plan, claim or new_run(), writer)
     # The second connection first: one that cannot be opened stops the run before anything is claimed.
     # A plan of no stamps (a sync of view partitions) has nothing to hand over, and opens none.
     stamps = any(_ends_with_stamp(step) for step in plan.steps)
-    with target.beside() if stamps else nullcontext() as second:
+    with writer.beside() if stamps else nullcontext() as second:
         _claim(plan, run, progress, clock)
         if pause:
             pause("claimed")
@@ -310,7 +269,7 @@ def _claim(plan: Plan, run: Run, progress: TextIO | None, clock: Callable[[], fl
 
 
 def _run_steps(plan: Plan, run: Run, progress: TextIO | None, pause: Callable[[str], None] | None,
-               clock: Callable[[], float], lane: Lane | None, second: Target | None) -> None:
+               clock: Callable[[], float], lane: Lane | None, second: CatalogWriter | None) -> None:
     """Run every step in order, each step's last write to its own object in ``lane`` if there is one
     (on ``second``); raise ``ApplyError`` at the first failure, in the lane or not.
 

@@ -20,10 +20,7 @@ from schemaflow.catalog.backend import LiveSource
 from schemaflow.catalog.spark_schema import spark_bucketing, spark_columns
 from schemaflow.model import (
     COMMENT_KEY,
-    MANAGED_KEYS_KEY,
-    MIGRATION_PREFIX,
     SCHEMAFLOW_PREFIX,
-    VERSION_KEY,
     Bucketing,
     Catalog,
     Column,
@@ -32,6 +29,7 @@ from schemaflow.model import (
     PartitionValues,
     Table,
     View,
+    recorded,
 )
 from schemaflow.sql.storage import PATH_OPTION, serde_properties
 from schemaflow.sql.table_kinds import CUSTOM, PROVIDER, data_source_provider, default_serde, hive_kind
@@ -82,10 +80,10 @@ def to_model(data: Mapping[str, Any]) -> Object:
         name=data["tableName"],
         comment=parameters.get(COMMENT_KEY) or None,
         properties=user_properties(parameters),
-        managed_keys=tuple(sorted(k for k in parameters.get(MANAGED_KEYS_KEY, "").split(",") if k)),
-        version=parameters.get(VERSION_KEY),
     )
-    migrations = {k[len(MIGRATION_PREFIX):]: v for k, v in sorted(parameters.items()) if k.startswith(MIGRATION_PREFIX)}
+    stamped = recorded(parameters)
+    migrations = stamped.pop("migrations")
+    common |= stamped
     if data.get("tableType") == "VIRTUAL_VIEW":
         return View(
             sql=data.get("viewOriginalText", ""),

@@ -19,7 +19,7 @@ from collections.abc import Callable, Collection, Mapping
 from schemaflow.claims import ELSEWHERE, RUNNING, STOPPED, parse_claim, standing
 from schemaflow.model import (APPLIED_AT_KEY, APPLIED_COMMIT_KEY, APPLIED_STATE_KEY, LIVE_STATE, MANAGED_KEYS_KEY,
                               DROPPED_PREFIX, MIGRATION_PREFIX, VERSION_KEY, Catalog, Migration, Object, Table, View, catalog_digest,
-                              fingerprint, state_digest)
+                              fingerprint, recorded, state_digest)
 from schemaflow.errors import SchemaflowError
 from schemaflow.plan import deps
 from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateTable, CreateView, DropTable, DropView,
@@ -305,6 +305,18 @@ def _stamp(want: Object, have: Object | None, changed: Mapping[str, str], remove
     to_set |= _migration_records(migrations, commit)
     was = None if have is None else {k: have.properties[k] for k in (*changed, *removed) if k in have.properties}
     return Stamp(want.key, want.kind, to_set, to_unset, was)
+
+
+def applied(want: Object, migrations: Collection[Migration]) -> Object:
+    """``want`` as a complete apply leaves it in the metastore: what its stamp (``_stamp``, as for an
+    object created anew) writes, read back as the live reader reads it (``model.recorded``). A table
+    records every one of ``migrations`` that names it: created as declared, they are moot."""
+    named = [m for m in migrations if m.changes_for(want.key)] if isinstance(want, Table) else []
+    changed, removed = property_delta(want, None)
+    stamped = recorded(_stamp(want, None, changed, removed, named, None).write.set)
+    if not isinstance(want, Table):
+        del stamped["migrations"]
+    return replace(want, **stamped)
 
 
 def _resumed(desired: Catalog, live: Catalog, changes: list[Change],
