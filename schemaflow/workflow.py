@@ -21,7 +21,7 @@ from schemaflow.errors import Problem, SchemaflowError, SpecError
 from schemaflow.catalog.live import Live
 from schemaflow.catalog.thrift_reader import partition_counter
 from schemaflow.gitsource import commit_of
-from schemaflow.model import Catalog, Object, Source, View, split_key
+from schemaflow.model import Catalog, Object, Source, View, catalog_digest, split_key
 from schemaflow.plan.invalidation import COMPENSATION
 from schemaflow.plan.kinds import VIEW_DEFINITIONS, StepKind
 from schemaflow.sql.ddl import view_text
@@ -90,10 +90,13 @@ def applied_state(desired: Catalog) -> Catalog:
 
 
 def review_live(project: Project, live: Live, *, allow_destructive: bool = False,
-                check_partitions: bool = False, recompile: tuple[str, ...] = ()) -> Review:
-    """Plan the project's desired state against its live metastore (see ``build_plan``)."""
-    live.read_ahead(_named_databases(project))
-    desired = desired_state(project)
+                check_partitions: bool = False, recompile: tuple[str, ...] = (),
+                desired: Catalog | None = None) -> Review:
+    """Plan the project's desired state (``desired``, when the caller has read it already) against its
+    live metastore (see ``build_plan``)."""
+    if desired is None:
+        live.read_ahead(_named_databases(project))
+        desired = desired_state(project)
     reader = live.reader
     read = live.read(desired.databases)
     current, left_alone = owned(project, read, desired)
@@ -174,9 +177,10 @@ def _sql_source(project: Project, view: Object) -> Source | None:
 
 
 def make_plan(project: Project, live: Live, *, allow_destructive: bool = False,
-              recompile: tuple[str, ...] = ()) -> Plan:
+              recompile: tuple[str, ...] = (), desired: Catalog | None = None) -> Plan:
     """The plan of :func:`review_live`; ``recompile`` names views to re-create from their declared SQL."""
-    return review_live(project, live, allow_destructive=allow_destructive, recompile=recompile).plan
+    return review_live(project, live, allow_destructive=allow_destructive, recompile=recompile,
+                       desired=desired).plan
 
 
 def view_partitions_plan(project: Project, live: Live) -> tuple[Plan, tuple[str, ...]]:
@@ -400,6 +404,8 @@ def check_saved(plan: Plan, path: Path, project: Project, live: Live) -> None:
     binds a plan is checked here: it was made against a metastore, this one, from the project's
     schemas and migrations as they are now; none of the objects it touches changed since; and
     planning again now makes exactly its steps, so an edited plan is refused whatever its checksum.
+    What the files alone decide (where it was planned, its settings, its schemas and migrations) is
+    checked before the metastore is reached, so a stale plan is refused without starting a JVM.
     """
     from schemaflow.plan.review_check import differences
     from schemaflow.plan.staleness import stale_counts, stale_objects
@@ -412,14 +418,15 @@ def check_saved(plan: Plan, path: Path, project: Project, live: Live) -> None:
         raise SchemaflowError(f"{refused} it was planned for {_target_name(plan.target)}, and this run is for "
                               f"{_target_name(project.settings.target)}. Plan again with this target, or apply it "
                               "with the target it was planned for (--target or SCHEMAFLOW_TARGET).")
+    check_settings(plan, path, project)
+    desired = desired_state(project)
+    if plan.project != catalog_digest(desired):
+        raise SchemaflowError(f"{refused} it was made from other schemas or migrations than {project.root} holds "
+                              "now (another project, or files changed since). Plan again.")
     if plan.metastore != live.metastore.endpoint:
         raise SchemaflowError(f"{refused} it was planned against the metastore {plan.metastore}, and this project "
                               f"reaches {live.metastore.endpoint}. Plan again here.")
-    check_settings(plan, path, project)
-    now = make_plan(project, live, allow_destructive=plan.allow_destructive)
-    if plan.project != now.project:
-        raise SchemaflowError(f"{refused} it was made from other schemas or migrations than {project.root} holds "
-                              "now (another project, or files changed since). Plan again.")
+    now = make_plan(project, live, allow_destructive=plan.allow_destructive, desired=desired)
     stale = stale_objects(plan, live.read(plan.databases)) + stale_counts(plan, live.metastore.count_partitions)
     if stale:
         raise SchemaflowError(f"{path} is stale: the metastore changed since it was planned; nothing was applied. "

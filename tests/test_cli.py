@@ -327,3 +327,28 @@ def test_fmt_formats_what_it_can_and_names_what_it_cannot(example, capsys):
     assert err[0].startswith("schemas/retail/broken.yaml:3:1: ")
     assert err[-1] == "error: 1 file could not be formatted (left as they are)"
     assert (example / "schemas" / "retail" / "broken.yaml").read_text() == "table: retail.broken\ncolumns: [\n"
+
+
+def test_a_saved_plan_made_from_other_files_is_refused_before_any_jvm_starts(example, tmp_path):
+    """Run in a fresh interpreter: this process may have imported pyspark for other tests."""
+    import subprocess
+    import sys
+    from dataclasses import replace
+
+    from schemaflow.workflow import review_snapshot
+
+    project = load_project(example, env={})
+    planned = review_snapshot(project, applied_snapshot(example, tmp_path / "live.json")).plan
+    saved = tmp_path / "plan.json"  # as plan --out writes it against the metastore it reaches
+    saved.write_text(replace(planned, basis="metastore", metastore="thrift://metastore.example.com:9083").to_json())
+    orders = example / "schemas/retail/orders.yaml"
+    orders.write_text(orders.read_text().replace("type: bigint}", "type: bigint, comment: changed since}", 1))
+    args = ["--project", str(example), "apply", str(saved), "--auto-approve"]
+    script = ("import sys; from schemaflow.cli import main; "
+              f"code = main({args!r}); "
+              "print(code, sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j')), file=sys.stderr)")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    said = result.stderr.splitlines()
+    assert said[-1] == "1 []", result.stderr
+    assert said[-2] == (f"error: {saved} is refused, nothing was applied: it was made from other schemas or migrations "
+                        f"than {example} holds now (another project, or files changed since). Plan again.")
