@@ -423,7 +423,7 @@ def _hash_migrations(call: _Invocation) -> int:
 
 def _history(call: _Invocation) -> int:
     args = call.args
-    records = workflow.history(call.project, workflow.Live(call.project), tuple(args.objects))
+    records = workflow.history(call.project, workflow.Live(call.project, direct=True), tuple(args.objects))
     if args.format == "json":
         _print_json({"history": [{"at": r.at, "object": r.object, "what": r.what, "commit": r.commit}
                                  for r in records]})

@@ -177,6 +177,18 @@ def test_plan_with_nothing_to_do_starts_no_jvm_and_says_what_the_jvm_reader_says
     assert [(s["object"], s["kind"]) for s in steps] == [("direct_db.t", "add_columns")]
 
 
+def test_history_reads_a_metastore_server_without_a_jvm(metastore_server: str, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / "schemas" / "history_db").mkdir(parents=True)
+    (project / "schemas" / "history_db" / "t.yaml").write_text("table: history_db.t\ncolumns: [{name: id, type: bigint}]\n")
+    env = {"SCHEMAFLOW_METASTORE_URI": metastore_server, "SCHEMAFLOW_WAREHOUSE_DIR": str(tmp_path / "warehouse")}
+    assert schemaflow(project, "apply", "--auto-approve", env=env).returncode == 0
+    history = schemaflow(project, "history", env=env)
+    assert (history.returncode, history.stderr) == (0, f"Reading {metastore_server} ...\n")
+    [record] = history.stdout.splitlines()
+    assert record.split()[1:3] == ["history_db.t", "version"], history.stdout
+
+
 def test_a_plan_reads_the_databases_the_settings_name_while_it_parses_the_files(
         metastore_server: str, tmp_path: Path) -> None:
     project = tmp_path / "project"

@@ -120,10 +120,10 @@ class Live:
         return ViewChecker(self.metastore.spark, desired).problems(views)
 
     def history(self, databases: tuple[str, ...], objects: Sequence[str] = ()) -> list[Applied]:
-        """What schemaflow applied in ``databases`` (see ``catalog.history``)."""
+        """What schemaflow applied in ``databases`` (see ``catalog.history``), read by ``reader``."""
         from schemaflow.catalog.history import read_history
 
-        return read_history(self.metastore, databases, objects)
+        return read_history(self.reader, databases, objects)
 
     def _direct_uri(self) -> str | None:
         return direct_uri(self.project.settings) if self.direct and self.connected is None else None
