@@ -6,6 +6,8 @@ on a second run (and the example project and starter to be canonical already).
 """
 from __future__ import annotations
 
+from typing import Any
+
 import os
 import re
 import shutil
@@ -496,9 +498,9 @@ def test_a_large_project_is_formatted_by_a_process_per_core_as_one_process_forma
     pools: list[int] = []
 
     class Pool(fmt.ProcessPoolExecutor):
-        def __init__(self, workers: int) -> None:
+        def __init__(self, workers: int, **options: Any) -> None:
             pools.append(workers)
-            super().__init__(workers)
+            super().__init__(workers, **options)
     monkeypatch.setattr(fmt, "ProcessPoolExecutor", Pool)
     monkeypatch.setattr(fmt.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(fmt, "FILES_PER_PROCESS", 2)
@@ -514,7 +516,7 @@ def test_where_no_process_can_be_started_the_files_are_formatted_one_by_one(monk
     _mixed_project(tmp_path)
     alone = format_project(tmp_path)
 
-    def refused(workers: int) -> None:
+    def refused(workers: int, **options: object) -> None:
         raise OSError(38, "Function not implemented")
     monkeypatch.setattr(fmt, "ProcessPoolExecutor", refused)
     monkeypatch.setattr(fmt.os, "cpu_count", lambda: 2)
