@@ -1,4 +1,4 @@
-"""The code's layers, as the README's "Layout of the code" states them, hold in every import.
+"""The code's layers, as "Layout of the code" (docs/contributing.md) states them, hold in every import.
 
 Read from the source (every ``import``, lazy ones inside functions and ``TYPE_CHECKING`` ones
 included), so an arrow that runs up a layer, an import cycle between modules, or the JVM reached
@@ -111,7 +111,7 @@ def test_no_module_imports_itself_back() -> None:
         pytest.fail(f"an import cycle: {' -> '.join(error.args[1])}")
 
 
-def test_the_readme_states_the_layers() -> None:
-    readme = (PACKAGE.parent / "README.md").read_text()
+def test_the_docs_state_the_layers() -> None:
+    page = (PACKAGE.parent / "docs" / "contributing.md").read_text()
     stated = "\n".join("  " + ", ".join(units) for units in reversed(LAYERS))
-    assert stated in readme
+    assert stated in page

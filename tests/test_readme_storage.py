@@ -1,4 +1,4 @@
-"""The README's storage examples are files schemaflow accepts, as written there."""
+"""The storage examples of docs/concepts/objects.md are files schemaflow accepts, as written there."""
 from __future__ import annotations
 
 import re
@@ -9,8 +9,8 @@ import pytest
 from schemaflow.spec.declaration import read_object
 from schemaflow.spec.yamlpos import load_yaml
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-SECTION = README[README.index("How its files are stored"):README.index("What a change to storage does")]
+PAGE = (Path(__file__).resolve().parent.parent / "docs" / "concepts" / "objects.md").read_text()
+SECTION = PAGE[PAGE.index("How its files are stored"):PAGE.index("What a change to storage does")]
 BLOCKS = re.findall(r"```yaml\n(.*?)```", SECTION, re.DOTALL)
 COLUMNS = "columns:\n  - {name: customer_id, type: bigint}\n  - {name: order_id, type: bigint}\n"
 

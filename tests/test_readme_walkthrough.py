@@ -1,4 +1,4 @@
-"""The README's first project, step by step, run as written: its shell blocks in an empty folder with
+"""The first project, step by step (docs/getting-started.md), run as written: its shell blocks in an empty folder with
 the installed ``schemaflow`` on the PATH, its one edit, then its PySpark snippet against the same
 embedded metastore. Each command is its own process and JVM, as for a newcomer."""
 from __future__ import annotations
@@ -18,9 +18,10 @@ pytestmark = pytest.mark.spark
 
 def blocks() -> list[tuple[str, str]]:
     """The fenced blocks of the walkthrough section, as (language, text), in order."""
-    readme = (ROOT / "README.md").read_text()
-    start = readme.index("## Your first project, step by step")
-    section = readme[start:readme.index("\n## ", start + 1)]
+    page = (ROOT / "docs" / "getting-started.md").read_text()
+    start = page.index("## Your first project, step by step")
+    end = page.find("\n## ", start + 1)
+    section = page[start:end if end != -1 else len(page)]
     return re.findall(r"```(\w+)\n(.*?)```", section, flags=re.S)
 
 
@@ -37,8 +38,8 @@ def run(command: list[str], cwd: Path) -> str:
 
 def test_the_first_project_walkthrough_runs_as_written(tmp_path):
     found = blocks()
-    assert [language for language, _ in found] == ["sh", "yaml", "sh", "python", "json"]
-    (_, first), (_, column), (_, second), (_, pyspark), _ = found
+    assert [language for language, _ in found] == ["sh", "yaml", "sh", "python"]
+    (_, first), (_, column), (_, second), (_, pyspark) = found
 
     out = run(["bash", "-e", "-o", "pipefail", "-c", first], tmp_path)
     assert "valid: 1 table and 0 views in 1 database (shop)" in out

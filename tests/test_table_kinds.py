@@ -83,15 +83,16 @@ def test_a_table_of_no_registered_kind_is_named():
         kind_of(Table("db", "t", (), format="delta", data_source=True))
 
 
-def test_the_readme_lists_the_registered_names():
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    stored_as = re.search(r"^format: parquet +# STORED AS: (.+)$", readme, re.M)
-    using = re.search(r"^using: csv +# (.+) or (\w+)$", readme, re.M)
+def test_the_docs_list_the_registered_names():
+    concepts = Path(__file__).resolve().parent.parent / "docs" / "concepts"
+    objects, project = (concepts / "objects.md").read_text(), (concepts / "project.md").read_text()
+    stored_as = re.search(r"^format: parquet +# STORED AS: (.+)$", objects, re.M)
+    using = re.search(r"^using: csv +# (.+) or (\w+)$", objects, re.M)
     assert stored_as and using
     assert stored_as.group(1).split(", ") == list(names(data_source=False))
     assert [*using.group(1).split(", "), using.group(2)] == list(names(data_source=True))
     *others, last = names(data_source=True)
-    assert f"other than {', '.join(others)} and {last}," in " ".join(readme.split())  # the scope's notice
+    assert f"other than {', '.join(others)} and {last}," in " ".join(project.split())  # the scope's notice
 
 
 def test_no_format_schemaflow_leaves_alone_is_a_registered_kind():

@@ -172,9 +172,9 @@ def test_plan_between_git_refs_names_the_targets_databases(project, capsys):
     assert "retail.orders" not in out.replace("dev_retail.orders", "")
 
 
-def test_the_readmes_targets_example_is_valid_and_means_what_it_says(example):
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("### Targets: dev, staging and prod"):]
+def test_the_docs_targets_example_is_valid_and_means_what_it_says(example):
+    page = (ROOT / "docs" / "guides" / "targets.md").read_text()
+    section = page[page.index("# Targets: dev, staging and prod"):]
     block = section[section.index("```yaml\n") + len("```yaml\n"):section.index("```\n", section.index("```yaml"))]
     (example / "schemaflow.yaml").write_text(block)
     assert load_project(example, env={}).settings.database_names == {"analytics": "dev_analytics",

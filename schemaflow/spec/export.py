@@ -2,7 +2,7 @@
 
 Each table and view becomes ``schemas/<database>/<name>.yaml`` in the format ``spec`` reads, so
 planning right after an import finds nothing to do. Columns are written one flow mapping a line,
-view SQL as a literal block, and keys in the order the README documents them. What the format
+view SQL as a literal block, and keys in the order docs/concepts/objects.md documents them. What the format
 cannot say (a type schemaflow does not know, buckets sorted descending) is reported, not written.
 """
 from __future__ import annotations
@@ -34,7 +34,7 @@ class _FlowList(list):
 
 class _Dumper(yaml.SafeDumper):
     def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
-        # List items indented under their key, as the README writes them.
+        # List items indented under their key, as the docs write them.
         super().increase_indent(flow, False)
 
 

@@ -16,7 +16,7 @@ To add a kind (Iceberg, say, as a Spark data source):
 1. write its record at the end of this module (``_data_source`` for a provider) and ``register`` it;
    a format schemaflow left alone until then leaves ``FOREIGN_FORMATS``;
 2. add its name to the ``format`` or ``using`` enum of ``spec/schemas/table.json`` and to the
-   README's lists: ``tests/test_table_kinds.py`` fails until they and the registry agree;
+   lists of docs/concepts/objects.md: ``tests/test_table_kinds.py`` fails until they and the registry agree;
 3. if it needs a behaviour no kind has yet (another type rule, another way readers find columns,
    another path for column changes), add a member to ``TypeRule``, ``Resolution`` or
    ``ColumnChanges``: mypy then names each ``match`` that must handle it.

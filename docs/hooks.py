@@ -1,0 +1,217 @@
+"""The MkDocs hook that generates the reference from the code, so that it is never stale.
+
+Registered in mkdocs.yml (``hooks:``); every build runs it:
+
+- reference/yaml.md, every key of every file format, from the JSON Schemas in ``schemaflow/spec/schemas/``;
+- reference/exit-codes.md, from each command's declared exit codes (``schemaflow.cli.COMMANDS``);
+- reference/commands.md is written by hand around the commands (one ``## name`` section each, with what
+  the command does at length); the hook puts under each heading what the parser declares: the one-line
+  help, the usage, every argument, the exit codes and the example;
+- the JSON Schemas themselves, under ``schemas/`` at the site's root: a stable URL for editors.
+
+The schemaflow it describes is the one in this checkout, whatever else is installed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from mkdocs.config.defaults import MkDocsConfig  # noqa: E402
+from mkdocs.exceptions import PluginError  # noqa: E402
+from mkdocs.structure.files import File, Files  # noqa: E402
+from mkdocs.structure.pages import Page  # noqa: E402
+
+from schemaflow.cli import COMMANDS, _parser  # noqa: E402
+
+SCHEMAS = ROOT / "schemaflow" / "spec" / "schemas"
+COMMANDS_PAGE = "reference/commands.md"
+# The file each JSON Schema describes, in the order the reference lists them; the others are shared parts.
+FILE_FORMATS = {"settings.json": "Settings: `schemaflow.yaml`", "table.json": "A table: `schemas/<database>/<name>.yaml`",
+                "view.json": "A view: `schemas/<database>/<name>.yaml`",
+                "source.json": "A source: `schemas/<database>/<name>.yaml`",
+                "migration.json": "A migration: `migrations/NNNN_<slug>.yaml`"}
+# Options every command takes, described once at the top of the commands page.
+COMMON_OPTIONS = {"-h", "--project", "--target", "--approve-code"}
+
+
+def on_files(files: Files, config: MkDocsConfig) -> Files:
+    """Add the generated pages and the JSON Schemas to the site."""
+    files.append(File.generated(config, "reference/yaml.md", content=yaml_reference()))
+    files.append(File.generated(config, "reference/exit-codes.md", content=exit_codes_reference()))
+    for schema in sorted(SCHEMAS.glob("*.json")):
+        files.append(File.generated(config, f"schemas/{schema.name}", abs_src_path=str(schema)))
+    return files
+
+
+def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
+    """Under each command's heading on the commands page, what its parser declares."""
+    if page.file.src_uri != COMMANDS_PAGE:
+        return markdown
+    try:
+        return commands_reference(markdown)
+    except ValueError as error:
+        raise PluginError(f"{COMMANDS_PAGE}: {error}") from error
+
+
+def commands_reference(page: str) -> str:
+    """``page`` with each ``## name`` section of a command given its declared reference; a ValueError
+    unless the page has exactly the commands, in the order ``--help`` lists them."""
+    headings = re.findall(r"^## (\S+)$", page, flags=re.M)
+    names = [command.name for command in COMMANDS]
+    if headings != names:
+        raise ValueError(f"its sections {headings} are not the commands {names}, in that order")
+    parsers = _commands()
+    for command in COMMANDS:
+        parser = parsers[command.name]
+        declared = (f"{command.help[:1].upper()}{command.help[1:]}.\n\n"
+                    f"```text\n{_usage(parser)}\n```\n\n{_arguments(parser)}"
+                    f"**Exit codes:** {command.exits}.\n\n**Example:**\n\n```sh\n{command.example}\n```\n")
+        page = page.replace(f"\n## {command.name}\n", f"\n## {command.name}\n\n{declared}", 1)
+    return page
+
+
+def _commands() -> dict[str, argparse.ArgumentParser]:
+    """Each command's parser, by name."""
+    subparsers = next(action for action in _parser()._actions if isinstance(action, argparse._SubParsersAction))
+    return dict(subparsers.choices)
+
+
+def _usage(parser: argparse.ArgumentParser) -> str:
+    """The command's usage on one line, without the options every command takes."""
+    actions = [action for action in parser._actions if not set(action.option_strings) & COMMON_OPTIONS]
+    formatter = argparse.HelpFormatter(parser.prog, width=10_000)
+    formatter.add_usage(None, actions, [], prefix="")
+    return formatter.format_help().strip()
+
+
+def _arguments(parser: argparse.ArgumentParser) -> str:
+    """A table of the command's own arguments, or "" when it has none."""
+    rows = []
+    for action in parser._actions:
+        if set(action.option_strings) & COMMON_OPTIONS:
+            continue
+        metavar = action.metavar or (action.dest.upper() if action.nargs != 0 else None)
+        if action.choices:
+            metavar = "{" + ",".join(map(str, action.choices)) + "}"
+        name = ", ".join(action.option_strings) or str(action.metavar or action.dest)
+        if action.option_strings and action.nargs != 0:
+            name += f" {metavar}"
+        meaning = action.help or ""
+        if action.default not in (None, False, [], argparse.SUPPRESS):
+            meaning += f" (default: {action.default})" if "default" not in meaning else ""
+        if action.required:
+            meaning += " (required)"
+        rows.append(f"| `{name}` | {_cell(meaning.strip())} |")
+    if not rows:
+        return ""
+    return "| argument | meaning |\n|---|---|\n" + "\n".join(rows) + "\n\n"
+
+
+def exit_codes_reference() -> str:
+    """reference/exit-codes.md: every command's exit codes."""
+    rows = "\n".join(f"| [`schemaflow {command.name}`](commands.md#{command.name}) | {_cell(command.exits)} |"
+                     for command in COMMANDS)
+    return ("# Exit codes\n\n"
+            "Generated from the exit codes each command declares (its `--help` shows them too). A usage "
+            "error (a misspelt command, option or choice) exits 1 for every command: 2 means changes, and "
+            "CI must tell the two apart.\n\n"
+            f"| command | exit codes |\n|---|---|\n{rows}\n")
+
+
+def yaml_reference() -> str:
+    """reference/yaml.md: every key of every file format, from the JSON Schemas."""
+    parts = ["# YAML keys\n",
+             "Generated from the JSON Schemas that `validate` checks every file with; they are served with this "
+             "site, under `schemas/`, for editors (see [Completion in your editor](../guides/editors.md)). "
+             "`validate` checks more than a JSON Schema can (types, SQL, names, limits: see "
+             "[What input is refused](limits.md)).\n"]
+    for name, described in FILE_FORMATS.items():
+        schema = _load(name)
+        rows = "\n".join(f"| `{key}` | {_cell(kind)} | {'yes' if required else ''} | {_cell(rule)} |"
+                         for key, kind, required, rule in _keys(schema, name, ""))
+        parts.append(f"## {described}\n\n{schema['title']}. JSON Schema: [{name}](../schemas/{name}).\n\n"
+                     f"| key | type | required | what it takes |\n|---|---|---|---|\n{rows}\n")
+    return "\n".join(parts)
+
+
+def _load(name: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((SCHEMAS / name).read_text())
+    return loaded
+
+
+def _resolve(node: dict[str, Any], within: str) -> tuple[dict[str, Any], str]:
+    """``node`` with its ``$ref`` followed (its own keys win), and the file it was found in."""
+    while "$ref" in node:
+        target, _, pointer = node["$ref"].partition("#")
+        within = target or within
+        found: Any = _load(within)
+        for part in filter(None, pointer.split("/")):
+            found = found[part]
+        node = {**found, **{k: v for k, v in node.items() if k != "$ref"}}
+    return node, within
+
+
+def _keys(node: dict[str, Any], within: str, prefix: str) -> Iterator[tuple[str, str, bool, str]]:
+    """(key path, type, required, what it takes) for every key under ``node``, depth first."""
+    node, within = _resolve(node, within)
+    required = set(node.get("required", ()))
+    for key, child in node.get("properties", {}).items():
+        path = f"{prefix}{key}"
+        resolved, where = _resolve(child, within)
+        yield path, _type(resolved, where), key in required, _rule(resolved)
+        yield from _keys(resolved, where, path + ".")
+        if isinstance(resolved.get("items"), dict):
+            yield from _keys(resolved["items"], where, path + "[].")
+        extra = resolved.get("additionalProperties")
+        if isinstance(extra, dict) and "properties" in _resolve(extra, where)[0]:
+            yield from _keys(extra, where, path + ".<name>.")
+
+
+def _type(node: dict[str, Any], within: str) -> str:
+    """The kind of value ``node`` takes, in words."""
+    if "enum" in node:
+        return "one of " + ", ".join(f"`{value}`" for value in node["enum"])
+    kinds = node.get("type", "")
+    kinds = [kinds] if isinstance(kinds, str) else kinds
+    shown = []
+    for kind in kinds:
+        if kind == "array" and isinstance(node.get("items"), dict):
+            item, where = _resolve(node["items"], within)
+            inner = "mappings" if item.get("type") == "object" else _type(item, where)
+            shown.append(f"list of {inner}")
+        elif kind == "object" and isinstance(node.get("additionalProperties"), dict):
+            shown.append("mapping of names to values")
+        else:
+            shown.append({"object": "mapping", "string": "text", "integer": "whole number",
+                          "boolean": "true or false", "number": "number", "null": "nothing"}.get(kind, kind))
+    return " or ".join(shown)
+
+
+def _rule(node: dict[str, Any]) -> str:
+    """What the schema says of a value: its description, and the bounds it sets."""
+    said = [node["description"]] if "description" in node else []
+    if "default" in node:
+        said.append(f"default: `{node['default']}`")
+    for keyword, words in (("minLength", "at least {} characters"), ("minimum", "at least {}"),
+                           ("minItems", "at least {} items"), ("maxProperties", "at most {} keys")):
+        if node.get(keyword) == 1 and keyword != "minimum":
+            said.append("not empty" if keyword == "minLength" else words.format(1).rstrip("s"))
+        elif keyword in node:
+            said.append(words.format(node[keyword]))
+    if node.get("uniqueItems"):
+        said.append("no repeats")
+    return "; ".join(said)
+
+
+def _cell(text: str) -> str:
+    """``text`` as one cell of a Markdown table."""
+    return text.replace("|", "\\|").replace("\n", " ")
