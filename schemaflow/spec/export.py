@@ -192,9 +192,7 @@ def write_schemas(objects: Iterable[Object], schemas_dir: Path, overwrite: bool 
         if reason:
             skipped.append(f"{obj.key}: {reason}")
             continue
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        written.append(path)
+        written.append(_written(path, text))
     return written, skipped
 
 
@@ -210,7 +208,12 @@ def write_sources(sources: Iterable[Object], schemas_dir: Path) -> tuple[list[Pa
         if refused := refusal(text, f"{source.database}/{source.name}.yaml"):
             skipped.append(f"{source.key}: validate would refuse its source file ({refused}): declare it by hand")
             continue
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        written.append(path)
+        written.append(_written(path, text))
     return written, skipped
+
+
+def _written(path: Path, text: str) -> Path:
+    """``path``, written with ``text`` (its database's folder made if need be)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
