@@ -24,6 +24,7 @@ from schemaflow import __version__
 from schemaflow.apply.after import CHANGED_VARIABLE
 from schemaflow.applying import ApplyOptions, Pause, apply_project, sync_view_partitions
 from schemaflow.catalog.class_archive import write_at_exit
+from schemaflow.catalog.live import Live
 from schemaflow.code_settings import APPROVAL_VARIABLE
 from schemaflow.errors import SchemaflowError, SpecError
 from schemaflow.output_safety import GuardedStream
@@ -314,7 +315,7 @@ def _review(project: Project, args: argparse.Namespace) -> Review:
         return workflow.review_refs(project, args.base, args.head, allow_destructive=args.allow_destructive)
     if args.against:
         return workflow.review_snapshot(project, args.against, allow_destructive=args.allow_destructive)
-    return workflow.review_live(project, workflow.Live(project, direct=True), allow_destructive=args.allow_destructive,
+    return workflow.review_live(project, Live(project, direct=True), allow_destructive=args.allow_destructive,
                                 check_partitions=args.check_partitions)
 
 
@@ -324,7 +325,7 @@ def _apply(call: _Invocation) -> int:
         raise SchemaflowError("not a terminal, so no one can confirm: pass --auto-approve to apply")
     options = ApplyOptions(saved=args.plan_file, reviewed=args.reviewed, allow_destructive=args.allow_destructive,
                            recompile=tuple(args.recompile), take_over=args.take_over)
-    outcome = apply_project(call.project, workflow.Live(call.project), options,
+    outcome = apply_project(call.project, Live(call.project), options,
                             show=lambda plan: sys.stdout.write(render(Review(plan), "text")),
                             confirm=lambda plan: _confirmed(plan, args.auto_approve), progress=sys.stdout,
                             report=lambda message: print(f"\n      {message}", end="", flush=True), pause=call.pause)
@@ -363,7 +364,7 @@ def _confirm(plan: Plan) -> bool:
 
 
 def _drift(call: _Invocation) -> int:
-    drifts = workflow.drift(call.project, workflow.Live(call.project, direct=True))
+    drifts = workflow.drift(call.project, Live(call.project, direct=True))
     if call.args.format == "json":
         _print_json({"drift": [{"object": d.object, "aspects": list(d.aspects), "applied_at": d.applied_at,
                                 "commit": d.commit, "message": d.describe(), "details": list(d.details)}
@@ -389,7 +390,7 @@ def _import(call: _Invocation) -> int:
     project = call.project
     out = args.out or project.schemas_dir
     database = args.database.lower()
-    imported = workflow.import_database(project, workflow.Live(project), database, out, args.force)
+    imported = workflow.import_database(project, Live(project), database, out, args.force)
     for path in imported.written:
         print(f"wrote {path}")
     for path in imported.sources:
@@ -423,7 +424,7 @@ def _hash_migrations(call: _Invocation) -> int:
 
 def _history(call: _Invocation) -> int:
     args = call.args
-    records = workflow.history(call.project, workflow.Live(call.project, direct=True), tuple(args.objects))
+    records = workflow.history(call.project, Live(call.project, direct=True), tuple(args.objects))
     if args.format == "json":
         _print_json({"history": [{"at": r.at, "object": r.object, "what": r.what, "commit": r.commit}
                                  for r in records]})
@@ -437,7 +438,7 @@ def _history(call: _Invocation) -> int:
 
 
 def _snapshot(call: _Invocation) -> int:
-    saved = workflow.snapshot(call.project, workflow.Live(call.project, direct=True), call.args.out)
+    saved = workflow.snapshot(call.project, Live(call.project, direct=True), call.args.out)
     print(f"Saved the live state of {', '.join(saved)} to {call.args.out}", file=sys.stderr)
     return EXIT_OK
 
@@ -447,7 +448,7 @@ def _view_partitions(call: _Invocation) -> int:
     args = call.args
     if not (args.auto_approve or args.dry_run) and not sys.stdin.isatty():
         raise SchemaflowError("not a terminal, so no one can confirm: pass --auto-approve (or --dry-run)")
-    live = workflow.Live(call.project)
+    live = Live(call.project)
     plan, left_out = workflow.view_partitions_plan(call.project, live)
     for key in left_out:
         print(f"skipped {key}: the view itself changes; schemaflow apply syncs its partitions", file=sys.stderr)
