@@ -22,7 +22,7 @@ from schemaflow.catalog.live import Live
 from schemaflow.catalog.thrift_reader import partition_counter
 from schemaflow.gitsource import commit_of
 from schemaflow.model import Catalog, Object, Source, View, catalog_digest, split_key
-from schemaflow.plan.invalidation import COMPENSATION
+from schemaflow.plan.invalidation import created_schema_mode
 from schemaflow.plan.kinds import VIEW_DEFINITIONS, StepKind
 from schemaflow.sql.ddl import view_text
 from schemaflow.plan.plan import Plan, applied, build_plan
@@ -31,6 +31,7 @@ from schemaflow.project import Project
 from schemaflow.scope import Scope
 from schemaflow.target import check_targets, from_target, on_target, target_patterns
 from schemaflow.render.review import Review
+from schemaflow.spark_version import spark_version
 from schemaflow.spec import load_catalog
 
 if TYPE_CHECKING:
@@ -83,8 +84,9 @@ def applied_state(desired: Catalog) -> Catalog:
     """
     def applied_object(obj: Object) -> Object:
         stamped = applied(obj, desired.migrations)
-        if isinstance(stamped, View):  # created through Spark 4 SQL, which stores this mode by default,
-            return replace(stamped, schema_mode=COMPENSATION, sql=view_text(stamped))  # with the text apply stores
+        if isinstance(stamped, View):  # created through Spark SQL, which stores its release's mode by default,
+            return replace(stamped, schema_mode=created_schema_mode(spark_version()),
+                           sql=view_text(stamped))  # with the text apply stores
         return stamped
     return replace(desired, objects={key: applied_object(obj) for key, obj in desired.objects.items()})
 

@@ -139,6 +139,15 @@ def accepts_connections(port: int) -> bool:
 
 
 def pyspark_jars() -> Path:
+    """The jars the servers start from: the installed pyspark's, or SCHEMAFLOW_TEST_METASTORE_JARS.
+
+    Spark 3.5's jars hold the Hive 2.3.9 metastore, which enforces no compare-and-swap guard (HIVE-26882
+    came with 2.3.10) and which schemaflow therefore refuses as a server: the tests of schemaflow on
+    Spark 3.5 start their servers from a pyspark 4 wheel's jars, as a team on 3.5 runs a newer metastore.
+    """
+    chosen = os.environ.get("SCHEMAFLOW_TEST_METASTORE_JARS")
+    if chosen:
+        return Path(chosen)
     spec = importlib.util.find_spec("pyspark")
     assert spec is not None and spec.origin is not None, "pyspark is not installed"
     return Path(spec.origin).parent / "jars"

@@ -15,6 +15,7 @@ import pytest
 
 from schemaflow.model import SETTINGS_KEY
 from schemaflow.plan.settings_changes import settings_digest
+from tests.foreign_tables import iceberg_like
 from tests.inprocess import schemaflow
 
 pytestmark = pytest.mark.spark
@@ -22,6 +23,9 @@ pytestmark = pytest.mark.spark
 
 def build_warehouse(spark, metastore, db: str) -> None:
     sql = spark.sql
+    # Plain CREATE TABLE and CTAS make data-source tables, as Spark 4 does by default (Spark 3.5 makes
+    # Hive tables unless told otherwise; this setting is already Spark 4's default).
+    spark.conf.set("spark.sql.legacy.createHiveTableByDefault", "false")
     sql(f"CREATE TABLE {db}.plain (id INT COMMENT 'The id', name STRING) COMMENT 'Made plainly'")
     sql(f"INSERT INTO {db}.plain VALUES (1, 'a'), (2, 'b')")
     spark.createDataFrame([(1, "x"), (2, "y")], "id BIGINT, s STRING").write.saveAsTable(f"{db}.saved")
@@ -39,13 +43,14 @@ def build_warehouse(spark, metastore, db: str) -> None:
     sql(f"INSERT INTO {db}.bucketed VALUES (1, 'a'), (2, 'b'), (3, 'c')")
     sql(f"CREATE TABLE {db}.hive_bucketed (id INT, v STRING) PARTITIONED BY (ds STRING) "
         "CLUSTERED BY (id) SORTED BY (v) INTO 8 BUCKETS STORED AS ORC")
-    sql(f"CREATE TABLE {db}.iceberg_like (id INT) STORED AS PARQUET TBLPROPERTIES ('table_type' = 'ICEBERG')")
+    iceberg_like(spark, metastore, f"{db}.iceberg_like", "id INT")
     sql(f"CREATE TABLE {db}.delta_like (id INT) USING parquet")
     delta = metastore.msc.getTable(db, "delta_like")  # as a Delta table is registered: provider 'delta'
     delta.getParameters().put("spark.sql.sources.provider", "delta")
     metastore.msc.alter_table(db, "delta_like", delta)
     sql(f"CREATE TABLE {db}.tmp_scratch AS SELECT 42 AS answer")
     sql(f"CREATE VIEW {db}.named AS SELECT id, name FROM {db}.plain")
+    spark.conf.unset("spark.sql.legacy.createHiveTableByDefault")
 
 
 def edit(path: Path, old: str, new: str) -> None:
@@ -209,7 +214,7 @@ def test_import_declares_what_its_views_read_from_elsewhere_as_sources_so_the_pl
     spark.sql(f"CREATE TABLE {other}.customers (id INT, name STRING COMMENT 'Their name') USING parquet")
     spark.sql(f"CREATE TABLE {shop}.items (id INT, sku STRING) USING parquet")
     spark.sql(f"CREATE TABLE {db}.orders (id INT, cid INT) USING parquet")
-    spark.sql(f"CREATE TABLE {db}.ice (id INT) STORED AS PARQUET TBLPROPERTIES ('table_type' = 'ICEBERG')")
+    iceberg_like(spark, metastore, f"{db}.ice", "id INT")
     spark.sql(f"CREATE VIEW {db}.named AS SELECT o.id, c.name FROM {db}.orders o JOIN {other}.customers c ON o.cid = c.id")
     spark.sql(f"CREATE VIEW {db}.iced AS SELECT id FROM {db}.ice")
     spark.sql(f"CREATE VIEW {db}.sold AS SELECT o.id, i.sku FROM {db}.orders o JOIN {shop}.items i ON o.id = i.id")

@@ -7,6 +7,7 @@ the rows Spark returns for data written before the change.
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from dataclasses import replace
 
 import pytest
@@ -18,6 +19,7 @@ from schemaflow.plan import changes as plan_changes
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import Catalog, Column, DropColumn, Migration, PartitionsMode, RenameColumn, ReorderColumns, Table
 from schemaflow.plan.plan import Plan, build_plan
+from schemaflow.spark_version import spark_name, spark_version
 
 pytestmark = pytest.mark.spark
 
@@ -181,6 +183,9 @@ HAZARD_CASES = [
     ("parquet", ("a:int", "b:string"), ("a:bigint", "b:string"), (), "1, 'b'", (1, "b"), None),
     ("parquet", ("a:int", "b:tinyint"), ("a:int", "b:int"), (), "1, CAST(2 AS TINYINT)", (1, 2), None),
     ("parquet", ("a:int", "b:int"), ("a:int", "b:decimal(12,2)"), (), "1, 2", (1, 2), None),
+    ("parquet", ("a:int", "b:float"), ("a:int", "b:double"), (), "1, CAST(2.5 AS FLOAT)", (1, 2.5), None),
+    ("parquet", ("a:int", "b:decimal(10,2)"), ("a:int", "b:decimal(12,2)"), (), "1, 2.5BD", (1, Decimal("2.50")), None),
+    ("parquet", ("a:int", "b:decimal(5,2)"), ("a:int", "b:decimal(12,2)"), (), "1, 2.5BD", (1, Decimal("2.50")), None),
     ("parquet", ("a:int", "b:string"), ("a:string", "b:string"), (), "1, 'b'", None, "queries over them fail"),
     ("parquet", ("a:int", "b:decimal(10,2)"), ("a:int", "b:double"), (), "1, 2.5BD", None, "queries over them fail"),
     ("avro", ("a:int", "b:string"), ("a:string", "b:string"), (), "1, 'b'", None, "queries over them fail"),
@@ -188,6 +193,15 @@ HAZARD_CASES = [
     ("orc", ("a:int", "b:string"), ("a:string", "b:string"), (), "1, 'b'", ("1", "b"), None),
     ("textfile", ("a:int", "b:string"), ("a:string", "b:string"), (), "1, 'b'", ("1", "b"), None),
 ]
+
+
+# Spark 3.5's Parquet reader converts no widening that changes how the files store values
+# (plan.hazards): there, these parquet cases (old columns, new columns) fail to read, and the plan
+# says so, naming the release.
+NOT_READ_BEFORE_SPARK_4 = {(("a:int", "b:string"), ("a:bigint", "b:string")),
+                           (("a:int", "b:int"), ("a:int", "b:decimal(12,2)")),
+                           (("a:int", "b:float"), ("a:int", "b:double")),
+                           (("a:int", "b:decimal(5,2)"), ("a:int", "b:decimal(12,2)"))}
 
 
 def _changes(key: str, words: tuple[str, ...]):
@@ -205,6 +219,8 @@ def _changes(key: str, words: tuple[str, ...]):
 @pytest.mark.parametrize("fmt, old, new, changes, written, read, hazard", HAZARD_CASES,
                          ids=[f"{c[0]}-{'-'.join(c[3]) or c[1][-1] + '>' + c[2][-1]}" for c in HAZARD_CASES])
 def test_each_stated_hazard_is_what_spark_reads(spark, metastore, fresh_db, fmt, old, new, changes, written, read, hazard):
+    if fmt == "parquet" and (old, new) in NOT_READ_BEFORE_SPARK_4 and spark_version() < (4, 0):
+        read, hazard = None, f"{spark_name(spark_version())} cannot read existing parquet files"
     db = fresh_db()
     table = Table(db, "t", cols(*old), cols("ds:string"), format=fmt)
     apply_plan(plan(metastore, table), metastore)

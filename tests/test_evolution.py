@@ -13,6 +13,7 @@ from schemaflow.model import (MIGRATION_PREFIX, Catalog, Column, DropColumn, Mig
                               ReorderColumns, Table, fingerprint)
 from schemaflow.plan.diff import diff
 from schemaflow.plan.evolution import SAME, evolve, replayed
+from schemaflow.plan.hazards import column_hazards
 from schemaflow.plan.plan import build_plan
 from schemaflow.plan.steps import APPLIED_AT, SetColumns
 from schemaflow.spec import load_catalog
@@ -211,6 +212,29 @@ def test_type_changes_warn_where_parquet_cannot_read_old_files(old, new, hazard)
     [step] = plan_for(want, have).steps
     expected = (f"type n {old} -> {new}: Spark cannot read existing parquet files as {new}; queries over them fail",)
     assert step.hazards == (expected if hazard else ())
+
+
+# (old, new type, what Spark 3.5 reads of existing parquet files, what Spark 4 does), as measured with
+# pyspark 3.5.9 and 4.0.5 (tests/test_columns_spark.py proves the cases on data on each release).
+PARQUET_READS = [
+    ("tinyint", "smallint", True, True), ("tinyint", "int", True, True), ("smallint", "int", True, True),
+    ("int", "bigint", False, True), ("tinyint", "bigint", False, True), ("int", "decimal(12,2)", False, True),
+    ("float", "double", False, True), ("int", "double", False, True), ("decimal(10,2)", "decimal(12,2)", True, True),
+    ("decimal(5,2)", "decimal(8,2)", True, True), ("decimal(5,2)", "decimal(12,2)", False, True),
+    ("decimal(12,2)", "decimal(20,2)", False, True), ("decimal(10,2)", "decimal(12,4)", False, True),
+    ("int", "string", False, False), ("decimal(10,2)", "double", False, False),
+]
+
+
+@pytest.mark.parametrize("old, new, on_3_5, on_4", PARQUET_READS)
+def test_parquet_type_change_hazards_follow_the_spark_release_that_reads(old, new, on_3_5, on_4):
+    evolution = evolve(replace(DESIRED, columns=(Column("n", old),)), replace(DESIRED, columns=(Column("n", new),)), ())
+    for release, reads, reader in (((3, 5), on_3_5, "Spark 3.5"), ((4, 0), on_4, "Spark"), ((4, 3), on_4, "Spark")):
+        expected = () if reads else (f"type n {old} -> {new}: {reader} cannot read existing parquet files as {new}; "
+                                     "queries over them fail",)
+        assert column_hazards(evolution, "parquet", release) == expected, release
+    # ORC reads every type change the metastore allows, on every release.
+    assert column_hazards(evolution, "orc", (3, 5)) == ()
 
 
 def test_check_partitions_warns_about_stale_partitions_of_tables_the_plan_leaves_alone():

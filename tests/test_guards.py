@@ -16,6 +16,7 @@ import pytest
 
 from schemaflow.apply.executor import ApplyError, RecordingTarget, apply_plan
 from schemaflow.catalog.metastore import READ_ATTEMPTS, Metastore
+from schemaflow.catalog.spark_compat import enforces_guards
 from schemaflow.claims import Claim, new_run, parse_claim
 from schemaflow.errors import ConcurrentChange, SchemaflowError
 from schemaflow.model import VERSION_KEY, Column
@@ -241,6 +242,7 @@ class _FlakyClient:
 def _metastore(client: _FlakyClient, waits: list[float]) -> Metastore:
     metastore = Metastore.__new__(Metastore)
     metastore.msc, metastore.endpoint, metastore.sleep = client, "thrift://metastore:9083", waits.append
+    metastore.conf = {"hive.metastore.uris": "thrift://metastore:9083"}  # the HiveConf it connected with
     return metastore
 
 
@@ -270,9 +272,6 @@ def test_other_failures_are_not_retried():
 
 
 class _Api:
-    class hive_metastoreConstants:
-        EXPECTED_PARAMETER_KEY, EXPECTED_PARAMETER_VALUE = "expected_parameter_key", "expected_parameter_value"
-
     @staticmethod
     def EnvironmentContext(properties: dict) -> dict:
         return properties
@@ -299,6 +298,70 @@ def test_a_metastore_that_ignores_guards_is_refused_before_anything_is_claimed()
         metastore.check_guards("retail.orders")
     [probe] = client.alters
     assert probe["expected_parameter_key"] == VERSION_KEY and probe["expected_parameter_value"].startswith("schemaflow:")
+
+
+@pytest.mark.parametrize("url, hive, in_process", [
+    ("jdbc:derby:;databaseName=/p/.schemaflow/metastore_db;create=true", "2.3.9", True),  # Spark 3.5's embedded one
+    ("jdbc:derby:;databaseName=/p/.schemaflow/metastore_db;create=true", "2.3.10", False),  # Spark 4's: it guards
+    ("jdbc:derby://db:1527/metastore_db", "2.3.9", False),  # Derby's network server: other processes write too
+    ("jdbc:postgresql://db/metastore", "2.3.9", False),
+])
+def test_only_an_embedded_derby_metastore_without_guards_is_guarded_in_process(url, hive, in_process, monkeypatch):
+    """Derby admits one process to an embedded database: nothing writes beside the JVM that opened it,
+    so where its metastore (Hive 2.3.9, in Spark 3.5) ignores guards, this process checks them itself."""
+    client = _GuardlessClient()
+    metastore = _metastore(client, [])
+    metastore.api, metastore._guards_checked = _Api, False
+    metastore.conf = {"javax.jdo.option.ConnectionURL": url}
+    monkeypatch.setattr(Metastore, "hive_version", lambda self: hive)
+    assert metastore.guards_in_process is in_process
+    if in_process:
+        metastore.check_guards("retail.orders")  # nothing to probe
+        assert client.alters == []
+    else:
+        with pytest.raises(SchemaflowError, match="ignores compare-and-swap"):
+            metastore.check_guards("retail.orders")
+
+
+class _VersionedTable:
+    def __init__(self, version: str | None) -> None:
+        self.parameters = {} if version is None else {VERSION_KEY: version}
+
+    def getParameters(self) -> dict:
+        return self.parameters
+
+    def getDbName(self) -> str:
+        return "retail"
+
+    def getTableName(self) -> str:
+        return "orders"
+
+
+@pytest.mark.parametrize("stored, expected, refused", [("v1", "v1", False), ("v2", "v1", True), (None, "v1", True)])
+def test_a_write_guarded_in_process_is_refused_unless_the_stored_version_is_the_expected_one(stored, expected, refused,
+                                                                                              monkeypatch):
+    client = _GuardlessClient()
+    client.getTable = lambda database, name: _VersionedTable(stored)  # type: ignore[method-assign]
+    metastore = _metastore(client, [])
+    metastore.api = _Api
+    metastore.conf = {"javax.jdo.option.ConnectionURL": "jdbc:derby:;databaseName=metastore_db"}
+    monkeypatch.setattr(Metastore, "hive_version", lambda self: "2.3.9")
+    written = _VersionedTable("v3")
+    if refused:
+        with pytest.raises(ConcurrentChange) as caught:
+            metastore.alter(written, expected)
+        assert (caught.value.key, caught.value.expected, caught.value.found) == ("retail.orders", expected, stored)
+        assert client.alters == []  # nothing written
+    else:
+        metastore.alter(written, expected)
+        [context] = client.alters
+        assert context["expected_parameter_value"] == expected  # the server's guard goes along all the same
+
+
+@pytest.mark.parametrize("version, enforces", [("2.3.9", False), ("2.3.10", True), ("2.3.10-SNAPSHOT", True),
+                                               ("4.0.1", True), ("2.1.1", False)])
+def test_which_embedded_hive_metastore_enforces_guards(version, enforces):
+    assert enforces_guards(version) is enforces
 
 
 def test_the_guard_probe_uses_an_object_that_holds_a_version():

@@ -11,6 +11,7 @@ import pytest
 from schemaflow.catalog.metastore import Metastore
 from schemaflow.catalog.session import VARIABLE_SUBSTITUTION
 from schemaflow.project import load_project
+from tests.foreign_tables import iceberg_like
 from tests.inprocess import schemaflow
 from tests.test_apply_spark import plan, plan_and_apply, write_project
 
@@ -135,7 +136,7 @@ def test_objects_schemaflow_does_not_own_are_never_planned_even_with_allow_destr
     odd = metastore.msc.getTable(db, "odd_source")  # a data source schemaflow does not create
     odd.getParameters().put("spark.sql.sources.provider", "com.example.source")
     metastore.alter(odd)
-    spark.sql(f"CREATE TABLE {db}.ice (a INT) STORED AS PARQUET TBLPROPERTIES ('table_type'='ICEBERG')")
+    iceberg_like(spark, metastore, f"{db}.ice", "a INT")
     spark.sql(f"CREATE TABLE {db}.tmp_notebook (a INT) STORED AS PARQUET")
     spark.sql(f"CREATE TABLE {db}.lake (a INT) USING parquet")
     lake = metastore.msc.getTable(db, "lake")  # what a Delta table looks like to the metastore

@@ -15,7 +15,7 @@ import json
 import re
 import time
 from contextlib import AbstractContextManager, contextmanager
-from functools import partial
+from functools import cached_property, partial
 from typing import Any, TypeVar
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
@@ -24,6 +24,8 @@ from pyspark.sql import SparkSession
 from schemaflow.catalog.columns import set_columns, stale_partitions
 from schemaflow.catalog.jvm import JAVA_ERRORS, java_errors, java_message, jvm_view, unreachable
 from schemaflow.catalog.session import VARIABLE_SUBSTITUTION
+from schemaflow.catalog.spark_compat import (EXPECTED_PARAMETER_KEY, EXPECTED_PARAMETER_VALUE, derby_embedded,
+                                             enforces_guards)
 from schemaflow.catalog.spark_schema import NUM_BUCKETS
 from schemaflow.catalog.thrift_data import READ_ATTEMPTS, READ_BACKOFF_SECONDS, database_of, read_catalog, to_model
 from schemaflow.catalog.view_partitions import (KeptPartitions, change_view_partitions, partition_values,
@@ -169,10 +171,14 @@ class Metastore:
         connection broke, so a guarded write that landed may come back refused: the version read
         back then is the one this write set, and that is success.
         """
-        if expected is not None:
-            context = {**self._guard(expected), **context}
         database, name = table.getDbName(), table.getTableName()
         key, wrote = f"{database}.{name}", table.getParameters().get(VERSION_KEY)
+        if expected is not None:
+            context = {**self._guard(expected), **context}
+            if self.guards_in_process:  # no other process can write between this read and the write
+                found = self.retrying(lambda: self.msc.getTable(database, name)).getParameters().get(VERSION_KEY)
+                if found != expected:
+                    raise ConcurrentChange(key, expected, found)
         try:
             self.msc.alter_table_with_environmentContext(database, name, table, self.context(**context))
         except Exception as error:
@@ -197,9 +203,10 @@ class Metastore:
         """Refuse a metastore that ignores compare-and-swap guards (servers without HIVE-26882).
 
         A write of ``key`` unchanged, guarded by a version it cannot hold, must be refused; if it
-        lands, nothing changed, but no guard would hold on this server either.
+        lands, nothing changed, but no guard would hold on this server either. An embedded metastore
+        without them is guarded in this process instead (``guards_in_process``).
         """
-        if self._guards_checked:
+        if self._guards_checked or self.guards_in_process:
             return
         database, name = split_key(key)
         guard = self._guard("schemaflow: a version no object holds")
@@ -219,8 +226,21 @@ class Metastore:
 
     def _guard(self, expected: str) -> dict[str, str]:
         """The environment-context entries of the metastore's compare-and-swap on ``schemaflow.version``."""
-        constants = self.api.hive_metastoreConstants
-        return {constants.EXPECTED_PARAMETER_KEY: VERSION_KEY, constants.EXPECTED_PARAMETER_VALUE: expected}
+        return {EXPECTED_PARAMETER_KEY: VERSION_KEY, EXPECTED_PARAMETER_VALUE: expected}
+
+    @cached_property
+    def guards_in_process(self) -> bool:
+        """Whether this process checks each guard itself, reading the version before it writes: for the
+        metastore embedded in Spark 3.5 (Hive 2.3.9, which ignores guards) on an embedded Derby database,
+        which no other process can open while this one holds it (``catalog.spark_compat``)."""
+        embedded = self.conf is not None and not self.conf.get("hive.metastore.uris")
+        return (embedded and derby_embedded(self.conf.get("javax.jdo.option.ConnectionURL"))
+                and not enforces_guards(self.hive_version()))
+
+    def hive_version(self) -> str:
+        """The version of the Hive metastore classes in this JVM (the embedded metastore's own)."""
+        version: str = jvm_view(self.spark).org.apache.hive.common.util.HiveVersionInfo.getVersion()
+        return version
 
     def retrying(self, read: Callable[[], T]) -> T:
         """Call ``read`` (a read, never a write), again after a broken connection: up to

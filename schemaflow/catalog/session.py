@@ -33,11 +33,11 @@ from py4j.protocol import Py4JError
 from pyspark import SparkConf, SparkContext
 from pyspark.errors import PySparkException
 from pyspark.java_gateway import launch_gateway
-from pyspark.logger import PySparkLogger
 from pyspark.sql import SparkSession
 
 from schemaflow.catalog.class_archive import ClassArchive, class_archive
 from schemaflow.catalog.jvm import java_message
+from schemaflow.catalog.spark_compat import silence_error_loggers
 from schemaflow.code_settings import check_approved, code_settings
 from schemaflow.errors import SchemaflowError
 from schemaflow.project import STATE_DIR, Settings
@@ -55,8 +55,6 @@ VARIABLE_SUBSTITUTION = "spark.sql.variable.substitute"
 MASTER_SETTING = "spark.master in schemaflow.yaml or SCHEMAFLOW_SPARK_MASTER"
 DEPLOY_MODE = "spark.submit.deployMode"
 MASTER_TIMEOUT_SECONDS = 5
-# PySpark logs every SQL error as a JSON line on stderr through these loggers.
-PYSPARK_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
 
 log = logging.getLogger(__name__)
 # A log4j line ("26/11/23 14:00:19 WARN Utils: ..."), and the message of a thrown exception.
@@ -66,8 +64,7 @@ _THROWN = re.compile(r"(?:^|\s)(?:[\w$]+\.)+\w*(?:Exception|Error): (.+)$")
 
 def spark_session(settings: Settings) -> SparkSession:
     """The active SparkSession, or a new one with Hive support configured from ``settings``."""
-    for name in PYSPARK_ERROR_LOGGERS:
-        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL + 1)
+    silence_error_loggers()
     check_approved(code_settings((), settings.spark_conf), settings.approved_code, "when Spark starts")
     settings_conf = spark_conf(settings)
     check_driver_settings(settings_conf)  # even with a session at hand: the settings are wrong either way

@@ -11,7 +11,11 @@ by writing rows, changing the columns and reading them back):
   or a drop of a column whose place another column takes, shows existing values under the wrong
   columns.
 - A type change that the metastore allows is read fine from ORC and text files; Parquet and Avro
-  readers convert only some types, and a query over older files fails for the rest.
+  readers convert only some types, and a query over older files fails for the rest. Spark 3.5's
+  Parquet reader converts none: it reads only a change that keeps the type the files store values as
+  (measured with pyspark 3.5.9: tinyint to smallint or int, all 32-bit integers in the files; a
+  decimal's precision raised at the same scale while its values keep their width, up to 9 digits in 32
+  bits and 18 in 64). Spark 4 reads every widening, int to bigint, to decimal or to double included.
 - Partitions left with their old column list (``restrict``) are read by Spark through the table's
   columns anyway; Hive reads each partition with its own list.
 
@@ -21,24 +25,46 @@ Each format's part of this (how it finds columns, which type changes it reads) i
 from __future__ import annotations
 
 from schemaflow.plan.evolution import Evolution
+from schemaflow.spark_version import SparkVersion, spark_name, spark_version
 from schemaflow.sql.table_kinds import Resolution, TableKind, table_kind
+from schemaflow.sql.types import decimal_digits
 from schemaflow.wording import plural
 
 _INTEGERS = ("tinyint", "smallint", "int", "bigint")
+_INT32 = ("tinyint", "smallint", "int")
+# The most digits of a decimal stored in 32 and in 64 bits (Spark's Parquet writer); more take bytes.
+_DECIMAL_WIDTHS = (9, 18)
 
 
-def _readable(kind: TableKind, old: str, new: str) -> bool:
-    """Whether Spark reads values written as ``old`` once the column is ``new``, as measured."""
+def _readable(kind: TableKind, old: str, new: str, release: SparkVersion) -> bool:
+    """Whether Spark ``release`` reads values written as ``old`` once the column is ``new``, as measured."""
     if kind.reads_every_type_change:
         return True
     old_base, new_base = old.split("(")[0], new.split("(")[0]
+    if release < kind.widens_since:
+        return _keeps_stored_type(old, new)
     widening = old_base in _INTEGERS and new_base in _INTEGERS and _INTEGERS.index(old_base) < _INTEGERS.index(new_base)
     return (widening or (old_base, new_base) in {("decimal", "decimal"), ("float", "double"), ("int", "double")}
             or (old_base, new_base) in kind.reads_type_changes)
 
 
-def column_hazards(evolution: Evolution, format: str) -> tuple[str, ...]:
-    """The hazards of ``evolution`` to existing data in a Hive-format table stored as ``format``."""
+def _keeps_stored_type(old: str, new: str) -> bool:
+    """Whether Parquet files keep storing values of ``new`` as they stored those of ``old``."""
+    if old.split("(")[0] in _INT32 and new.split("(")[0] in _INT32:
+        return _INT32.index(old.split("(")[0]) <= _INT32.index(new.split("(")[0])
+    before, after = decimal_digits(old), decimal_digits(new)
+    if before is None or after is None:
+        return False
+
+    def width(precision: int) -> int:
+        return sum(precision > most for most in _DECIMAL_WIDTHS)
+    return before[1] == after[1] and before[0] <= after[0] and width(before[0]) == width(after[0])
+
+
+def column_hazards(evolution: Evolution, format: str, release: SparkVersion | None = None) -> tuple[str, ...]:
+    """The hazards of ``evolution`` to existing data in a Hive-format table stored as ``format``, read by
+    Spark ``release`` (the installed pyspark's unless given)."""
+    release = release or spark_version()
     kind = table_kind(format)
     assert kind is not None  # the columns altered are a declared table's, of a format schemaflow knows
     by_name, by_position = kind.resolution is Resolution.BY_NAME, kind.resolution is Resolution.BY_POSITION
@@ -60,8 +86,10 @@ def column_hazards(evolution: Evolution, format: str) -> tuple[str, ...]:
     if evolution.reordered and by_position:
         hazards.append(f"reorder: {format} files are read by position, so existing rows show values "
                        "under the wrong columns")
-    hazards += [f"type {column} {old} -> {new}: Spark cannot read existing {format} files as {new}; "
-                f"queries over them fail" for column, old, new in evolution.retyped if not _readable(kind, old, new)]
+    reader = "Spark" if release >= kind.widens_since else spark_name(release)
+    hazards += [f"type {column} {old} -> {new}: {reader} cannot read existing {format} files as {new}; "
+                f"queries over them fail" for column, old, new in evolution.retyped
+                if not _readable(kind, old, new, release)]
     return tuple(hazards)
 
 

@@ -31,11 +31,18 @@ from collections.abc import Mapping
 from schemaflow.graph import CycleError, topological_order
 from schemaflow.model import Catalog, Column, Object, View
 from schemaflow.plan.changes import AlterColumns, Change, CreateView, DropTable, DropView, ReplaceView
+from schemaflow.spark_version import SparkVersion
 from schemaflow.wording import listed, plural
 
 STRICT, LENIENT, CASCADE = "strict", "lenient", "cascade"
 BINDING, COMPENSATION = "BINDING", "COMPENSATION"
 WHOLE = None  # the column key of an effect on the whole object
+
+
+def created_schema_mode(release: SparkVersion) -> str | None:
+    """The schema mode Spark stores for a view it creates: COMPENSATION from Spark 4; none before, which
+    Spark reads as BINDING."""
+    return COMPENSATION if release >= (4, 0) else None
 
 
 @dataclass(frozen=True)

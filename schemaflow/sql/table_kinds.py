@@ -28,6 +28,7 @@ from enum import Enum
 from typing import assert_never
 
 from schemaflow.model import Table
+from schemaflow.spark_version import SparkVersion
 from schemaflow.sql.types import InvalidType, check_avro, is_primitive
 
 _HIVE_IO = "org.apache.hadoop.hive.ql.io."
@@ -106,6 +107,9 @@ class TableKind:
     # format reads (``plan.hazards``); or every one the metastore allows.
     reads_type_changes: frozenset[tuple[str, str]] = frozenset()
     reads_every_type_change: bool = False
+    # The first Spark release whose reader converts those widenings; before it, only a change that keeps
+    # the type the files store values as (``plan.hazards``).
+    widens_since: SparkVersion = (0, 0)
     way_out: str = ""                  # what to do instead of a column change the kind refuses
 
     def recognises(self, input_format: str | None, output_format: str | None) -> bool:
@@ -211,7 +215,7 @@ register(replace(_hive_format(
     "parquet", _HIVE_IO + "parquet.MapredParquetInputFormat", _HIVE_IO + "parquet.MapredParquetOutputFormat",
     _HIVE_IO + "parquet.serde.ParquetHiveSerDe", Resolution.BY_NAME),
     reads_type_changes=frozenset({("tinyint", "decimal"), ("smallint", "decimal"), ("int", "decimal"),
-                                  ("bigint", "decimal")})))
+                                  ("bigint", "decimal")}), widens_since=(4, 0)))  # Spark 3.5's reader widens nothing
 register(replace(_hive_format(
     "orc", _HIVE_IO + "orc.OrcInputFormat", _HIVE_IO + "orc.OrcOutputFormat", _HIVE_IO + "orc.OrcSerde",
     Resolution.BY_NAME), reads_every_type_change=True))

@@ -77,6 +77,15 @@ def is_primitive(canonical: str) -> bool:
     return not canonical.endswith(">")
 
 
+_DECIMAL = re.compile(r"decimal\((\d+),(\d+)\)")
+
+
+def decimal_digits(canonical: str) -> tuple[int, int] | None:
+    """The (precision, scale) of a canonical ``decimal(p,s)``; None for any other type."""
+    match = _DECIMAL.fullmatch(canonical)
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
 # In a canonical type (no spaces, fields named as identifiers): a struct field's name is what
 # follows "<" or "," and precedes ":"; a type never precedes ":".
 _FIELD = re.compile(r"(?<=[<,])\w+(?=:)")
