@@ -1,11 +1,16 @@
 """What a team pins: the distribution's name, its licence and its version, as the package says them."""
 from __future__ import annotations
 
+import importlib.util
+import re
 import subprocess
 import sys
 import tomllib
 from importlib.metadata import metadata, version
 from pathlib import Path
+from types import ModuleType
+
+from packaging.requirements import Requirement
 
 import schemaflow
 
@@ -34,3 +39,27 @@ def test_the_licence_is_apache_2_in_the_file_and_the_metadata() -> None:
 def test_the_changelog_has_a_section_for_what_is_not_released_yet() -> None:
     headings = [line for line in (ROOT / "CHANGELOG.md").read_text().splitlines() if line.startswith("## ")]
     assert headings[0] == "## Unreleased" and "## 0.1.0" in headings
+
+
+def _spark_versions() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("spark_versions", ROOT / ".ci" / "spark_versions.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_pyspark_pin_admits_each_minor_release_ci_runs_and_the_readme_table_lists_them() -> None:
+    """The pin, the releases .ci/spark_versions.py runs beside the newest, and the README's table agree:
+    a release the pin admits and no run tests (or a table left from other runs) fails here."""
+    ci = _spark_versions()
+    (pin,) = [Requirement(d) for d in PROJECT["dependencies"] if Requirement(d).name == "pyspark"]
+    minors = {f"3.5.{n}" for n in range(10)} | {f"4.{m}.{n}" for m in range(6) for n in range(10)}
+    admitted = {".".join(v.split(".")[:2]) for v in minors if pin.specifier.contains(v)}
+    tested = {".".join(v.split(".")[:2]) for v in ci.RELEASES}
+    text = (ROOT / "README.md").read_text()
+    table = text[text.index(ci.BEGIN):text.index(ci.END)]
+    listed = re.findall(r"^\| (\d+\.\d+\.\d+)", table, re.MULTILINE)
+    newest = ".".join(listed[0].split(".")[:2])
+    assert admitted == tested | {newest}, (admitted, tested, newest)
+    assert sorted(listed[1:]) == sorted(ci.RELEASES)
