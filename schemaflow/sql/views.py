@@ -28,17 +28,16 @@ from collections.abc import Iterator, Mapping, Sequence
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import OptimizeError, ParseError, TokenError
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.scope import Scope, traverse_scope
 from sqlglot.schema import MappingSchema
 from sqlglot.tokens import Token, TokenType
 
+from schemaflow.sql.dialect import DIALECT
 from schemaflow.sql.quoting import ident
 from schemaflow.sql.usage import column_usage, is_table, output_lineage, table_key
 
-DIALECT = "spark"
 # What a query must not contain: writes and definitions, which sqlglot can nest inside a SELECT.
 _WRITES = (exp.DML, exp.DDL, exp.Into, exp.Command, exp.Drop, exp.Alter, exp.TruncateTable)
 _WRITE_KEYWORDS = frozenset({
@@ -111,11 +110,10 @@ def parse_select(sql: str) -> exp.Query:
 @lru_cache(maxsize=PARSED_KEPT)
 @_within_python_stack()
 def _parsed(sql: str) -> exp.Query:
-    dialect = Dialect.get_or_raise(DIALECT)
     try:
-        tokens = dialect.tokenize(sql)
+        tokens = DIALECT.tokenize(sql)
         _check_nesting(sql, tokens)
-        statements = [s for s in dialect.parser().parse(tokens, sql) if s is not None]
+        statements = [s for s in DIALECT.parser().parse(tokens, sql) if s is not None]
     except ParseError as error:
         raise _syntax_error(error) from error
     except TokenError as error:
@@ -440,7 +438,7 @@ def function_calls(sql: str, names: frozenset[str]) -> list[tuple[str, int, int]
     lowered = sql.lower()
     if not any(name in lowered for name in names):
         return []
-    tokens = Dialect.get_or_raise(DIALECT).tokenize(sql)
+    tokens = DIALECT.tokenize(sql)
     return [(token.text.lower(), *_line_col(sql, token.start)) for token, after in pairwise(tokens)
             if after.token_type == TokenType.L_PAREN and token.token_type != TokenType.STRING
             and token.text.lower() in names]
@@ -522,7 +520,7 @@ def _line_col(sql: str, offset: int) -> tuple[int, int]:
 
 def _first_write_keyword(sql: str) -> int:
     """The offset of the first keyword that writes or defines something (0 when none is found)."""
-    tokens = Dialect.get_or_raise(DIALECT).tokenize(sql)
+    tokens = DIALECT.tokenize(sql)
     return next((t.start for t in tokens if t.token_type in _WRITE_KEYWORDS), 0)
 
 
@@ -530,7 +528,7 @@ def _statement_starts(sql: str) -> list[int]:
     """The offset of the first token of each non-empty statement."""
     starts: list[int] = []
     statement_open = False
-    for token in Dialect.get_or_raise(DIALECT).tokenize(sql):
+    for token in DIALECT.tokenize(sql):
         if token.token_type == TokenType.SEMICOLON:
             statement_open = False
         elif not statement_open:
