@@ -188,4 +188,6 @@ def use_database(database: str) -> str:
 
 
 def drop(kind: str, key: str) -> str:
-    return exp.Drop(kind=kind.upper(), tables=[table_node(key)]).sql(dialect=DIALECT)
+    # sqlglot 30.8 to 30.17 name DROP's object ``this``; later releases hold a list of them, ``tables``.
+    target = {"tables": [table_node(key)]} if "tables" in exp.Drop.arg_types else {"this": table_node(key)}
+    return exp.Drop(kind=kind.upper(), **target).sql(dialect=DIALECT)
