@@ -4,7 +4,8 @@ A view is one query in Spark SQL: one SELECT (WITH ... SELECT and unions include
 that writes or defines, not even where sqlglot would accept it (DML in a CTE, SELECT ... INTO),
 since schemaflow embeds the text in the DDL it runs. It is parsed once, its sources are found
 scope by scope (so CTE names are not mistaken for tables), and it is qualified against the
-declared columns of what it reads, which expands ``*`` and finds unknown columns. Spark refuses a
+declared columns of what it reads, which expands ``*`` (over a USING or NATURAL join, as
+``sql.joined_stars`` writes it out) and finds unknown columns. Spark refuses a
 permanent view whose output has a generated name (a computed expression without an alias), so
 that is checked here too.
 Errors carry a 1-based line and column within the SQL text, for the caller to place in its file.
@@ -35,6 +36,7 @@ from sqlglot.schema import MappingSchema
 from sqlglot.tokens import Token, TokenType
 
 from schemaflow.sql.dialect import DIALECT
+from schemaflow.sql.joined_stars import expand_joined_stars
 from schemaflow.sql.quoting import ident
 from schemaflow.sql.usage import column_usage, is_table, output_lineage, table_key
 
@@ -195,8 +197,11 @@ def _analyzed(sql: str, default_database: str, known: tuple[tuple[str, tuple[tup
     reads = tuple(sorted({key for key, _ in references}))
     named = query.copy()
     unnamed = _name_unnamed(named)
+    mapping = _mapping_schema(schema, reads)
     try:
-        qualified = qualify(named, schema=_mapping_schema(schema, reads), dialect=DIALECT, db=default_database)
+        expand_joined_stars(named, schema, default_database,
+                            lambda: qualify(named.copy(), schema=mapping, dialect=DIALECT, db=default_database))
+        qualified = qualify(named, schema=mapping, dialect=DIALECT, db=default_database)
     except OptimizeError as error:
         raise _resolution_error(str(error), sql, query, schema, default_database) from error
     output = tuple(select.alias_or_name.lower() for select in qualified.selects)
@@ -321,8 +326,10 @@ def _has_name(projection: exp.Expression) -> bool:
     return isinstance(projection, (exp.Alias, exp.Column, exp.Star, exp.Dot))
 
 
-# sqlglot's messages when it cannot resolve a name (qualify_columns.py in sqlglot 30.30): read from the text,
-# as an OptimizeError carries nothing else (a ParseError's ``errors`` are read as data, in ``_syntax_error``).
+# sqlglot's messages when it cannot resolve a name (optimizer/qualify_columns.py and resolver.py): read from the
+# text, as an OptimizeError carries nothing else (a ParseError's ``errors`` are read as data, in ``_syntax_error``).
+# The same text in every release from 30.8 to 30.30 (read in 30.8, 30.12, 30.20, 30.29 and 30.30; the tests of
+# ``_resolution_error``'s messages pass on each release tried).
 _UNRESOLVED = re.compile(r"Column '(?P<column>[^']*)' could not be resolved(?: for table: '(?P<table>[^']*)')?")
 _UNKNOWN_COLUMN = re.compile(r"Unknown column: (?P<column>\S+)")
 _UNKNOWN_TABLE = re.compile(r"Unknown table: (?P<table>\S+)")
