@@ -214,3 +214,49 @@ def test_tables_renamed_keep_their_alias_and_leave_ctes_and_other_tables_alone()
         "SELECT myUdf(a) AS x FROM `s1` AS t"  # function names as written, for Spark's messages
     # A column qualified with its database cannot follow a renamed table.
     assert with_tables_renamed("SELECT shop.t.a FROM shop.t", "shop", {"shop.t": "s1"}) is None
+
+
+C = "crm.contacts"
+
+
+@pytest.mark.parametrize(
+    "sql, output, lineage, star",
+    [
+        # * selects the matched column first, made of both copies; then each source's other columns.
+        ("SELECT * FROM orders o JOIN crm.contacts c USING (customer_id)",
+         ("customer_id", "order_id", "amount", "ds", "email"),
+         {"customer_id": (C + ".customer_id", f"{O}.customer_id"), "email": (C + ".email",)},
+         "COALESCE(`o`.`customer_id`, `c`.`customer_id`) AS `customer_id`, `o`.`order_id`, `o`.`amount`, `o`.`ds`, "
+         "`c`.`email`"),
+        ("SELECT * FROM orders o NATURAL JOIN crm.contacts c",
+         ("customer_id", "order_id", "amount", "ds", "email"),
+         {"customer_id": (C + ".customer_id", f"{O}.customer_id"), "email": (C + ".email",)},
+         "COALESCE(`o`.`customer_id`, `c`.`customer_id`) AS `customer_id`, `o`.`order_id`, `o`.`amount`, `o`.`ds`, "
+         "`c`.`email`"),
+        # t.* is t's own columns, its copy of the matched one included.
+        ("SELECT c.* FROM orders o JOIN crm.contacts c USING (customer_id)", ("customer_id", "email"),
+         {"customer_id": (C + ".customer_id",), "email": (C + ".email",)}, "`c`.`customer_id`, `c`.`email`"),
+        # A derived table's columns, its own * expanded first.
+        ("SELECT x.* FROM (SELECT * FROM crm.contacts) x JOIN orders o USING (customer_id)", ("customer_id", "email"),
+         {"customer_id": (C + ".customer_id",), "email": (C + ".email",)}, "`x`.`customer_id`, `x`.`email`"),
+        # Each join's matched columns go before those of the joins before it.
+        ("SELECT * FROM orders o JOIN crm.contacts c USING (customer_id) JOIN (SELECT email, 1 AS one FROM crm.contacts) e "
+         "USING (email)", ("email", "customer_id", "order_id", "amount", "ds", "one"),
+         {"email": (C + ".email",), "customer_id": (C + ".customer_id", f"{O}.customer_id")},
+         "COALESCE(`c`.`email`, `e`.`email`) AS `email`, COALESCE(`o`.`customer_id`, `c`.`customer_id`) AS `customer_id`, "
+         "`o`.`order_id`, `o`.`amount`, `o`.`ds`, `e`.`one`"),
+    ],
+)
+def test_a_star_over_a_using_or_natural_join_selects_what_spark_selects(
+        sql: str, output: tuple[str, ...], lineage: dict, star: str) -> None:
+    """The same on every sqlglot release schemaflow allows (sqlglot/joined_stars.py says how they differ)."""
+    analysis = analyze_view(sql, "retail", SCHEMA)
+    assert analysis.output == output
+    assert {column: analysis.lineage[column] for column in lineage} == lineage
+    assert [text for _, _, text in analysis.stars] == [star]
+
+
+def test_a_star_over_a_using_join_that_selects_a_name_twice_is_refused() -> None:
+    sql = "SELECT * FROM orders o JOIN crm.contacts c USING (customer_id) JOIN customers k ON k.customer_id = o.order_id"
+    with pytest.raises(ViewSqlError, match="duplicate output column 'customer_id'"):
+        analyze_view(sql, "retail", SCHEMA)

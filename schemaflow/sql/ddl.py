@@ -15,9 +15,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from sqlglot import exp
 
 from schemaflow.model import VERSION_KEY, Column, Table, View
+from schemaflow.sql.dialect import DIALECT
 from schemaflow.sql.quoting import ident, identifier_node, qualified, string, string_node, table_node
 from schemaflow.sql.table_kinds import default_serde, kind_of
-from schemaflow.sql.views import DIALECT, ViewSqlError, hive_readable
+from schemaflow.sql.views import ViewSqlError, hive_readable
 
 # Stands for the claim in the statements that create an object (Spark's ``${name}`` form, but filled
 # by schemaflow, never by Spark): plans show it, and the executor puts the run's claim in its place.
@@ -187,4 +188,6 @@ def use_database(database: str) -> str:
 
 
 def drop(kind: str, key: str) -> str:
-    return exp.Drop(kind=kind.upper(), tables=[table_node(key)]).sql(dialect=DIALECT)
+    # sqlglot 30.8 to 30.17 name DROP's object ``this``; later releases hold a list of them, ``tables``.
+    target = {"tables": [table_node(key)]} if "tables" in exp.Drop.arg_types else {"this": table_node(key)}
+    return exp.Drop(kind=kind.upper(), **target).sql(dialect=DIALECT)

@@ -12,7 +12,7 @@ from sqlglot import exp
 
 from schemaflow.model import Column
 from schemaflow.sql.quoting import ident, table_node
-from schemaflow.sql.views import DIALECT
+from schemaflow.sql.dialect import DIALECT
 
 
 def refresh_table(key: str) -> str:

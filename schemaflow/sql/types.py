@@ -23,6 +23,8 @@ import re
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
+from schemaflow.sql.dialect import DIALECT
+
 T = exp.DataType.Type
 
 # sqlglot's type → the Hive name, for every scalar type a Hive table column can hold.
@@ -66,7 +68,7 @@ def canonical_type(text: str) -> str:
             raise InvalidType(f"type nested more than {MAX_NESTING} levels deep ({text[:30]}...): schemaflow reads "
                               f"at most {MAX_NESTING} levels of array<>, map<>, struct<> and (); flatten the type")
     try:
-        parsed = exp.DataType.build(text, dialect="spark")
+        parsed = exp.DataType.build(text, dialect=DIALECT)
     except (ParseError, ValueError) as error:
         raise InvalidType(f"unknown type {text!r}; expected one of: {KNOWN}") from error
     return _render(parsed, text)
@@ -170,7 +172,7 @@ def _struct(fields: list[exp.Expression], text: str) -> str:
 
 
 def _whole_number(param: exp.Expression, example: str, text: str) -> int:
-    written = param.sql(dialect="spark")
+    written = param.sql(dialect=DIALECT)
     if not re.fullmatch(r"[0-9]+", written):
         raise InvalidType(f"{written!r} in {text!r} is not a whole number: write one, as in {example}")
     return int(written)

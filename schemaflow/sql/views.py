@@ -4,7 +4,8 @@ A view is one query in Spark SQL: one SELECT (WITH ... SELECT and unions include
 that writes or defines, not even where sqlglot would accept it (DML in a CTE, SELECT ... INTO),
 since schemaflow embeds the text in the DDL it runs. It is parsed once, its sources are found
 scope by scope (so CTE names are not mistaken for tables), and it is qualified against the
-declared columns of what it reads, which expands ``*`` and finds unknown columns. Spark refuses a
+declared columns of what it reads, which expands ``*`` (over a USING or NATURAL join, as
+``sql.joined_stars`` writes it out) and finds unknown columns. Spark refuses a
 permanent view whose output has a generated name (a computed expression without an alias), so
 that is checked here too.
 Errors carry a 1-based line and column within the SQL text, for the caller to place in its file.
@@ -28,17 +29,17 @@ from collections.abc import Iterator, Mapping, Sequence
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import OptimizeError, ParseError, TokenError
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.scope import Scope, traverse_scope
 from sqlglot.schema import MappingSchema
 from sqlglot.tokens import Token, TokenType
 
+from schemaflow.sql.dialect import DIALECT
+from schemaflow.sql.joined_stars import expand_joined_stars
 from schemaflow.sql.quoting import ident
 from schemaflow.sql.usage import column_usage, is_table, output_lineage, table_key
 
-DIALECT = "spark"
 # What a query must not contain: writes and definitions, which sqlglot can nest inside a SELECT.
 _WRITES = (exp.DML, exp.DDL, exp.Into, exp.Command, exp.Drop, exp.Alter, exp.TruncateTable)
 _WRITE_KEYWORDS = frozenset({
@@ -111,11 +112,10 @@ def parse_select(sql: str) -> exp.Query:
 @lru_cache(maxsize=PARSED_KEPT)
 @_within_python_stack()
 def _parsed(sql: str) -> exp.Query:
-    dialect = Dialect.get_or_raise(DIALECT)
     try:
-        tokens = dialect.tokenize(sql)
+        tokens = DIALECT.tokenize(sql)
         _check_nesting(sql, tokens)
-        statements = [s for s in dialect.parser().parse(tokens, sql) if s is not None]
+        statements = [s for s in DIALECT.parser().parse(tokens, sql) if s is not None]
     except ParseError as error:
         raise _syntax_error(error) from error
     except TokenError as error:
@@ -197,8 +197,11 @@ def _analyzed(sql: str, default_database: str, known: tuple[tuple[str, tuple[tup
     reads = tuple(sorted({key for key, _ in references}))
     named = query.copy()
     unnamed = _name_unnamed(named)
+    mapping = _mapping_schema(schema, reads)
     try:
-        qualified = qualify(named, schema=_mapping_schema(schema, reads), dialect=DIALECT, db=default_database)
+        expand_joined_stars(named, schema, default_database,
+                            lambda: qualify(named.copy(), schema=mapping, dialect=DIALECT, db=default_database))
+        qualified = qualify(named, schema=mapping, dialect=DIALECT, db=default_database)
     except OptimizeError as error:
         raise _resolution_error(str(error), sql, query, schema, default_database) from error
     output = tuple(select.alias_or_name.lower() for select in qualified.selects)
@@ -323,8 +326,10 @@ def _has_name(projection: exp.Expression) -> bool:
     return isinstance(projection, (exp.Alias, exp.Column, exp.Star, exp.Dot))
 
 
-# sqlglot's messages when it cannot resolve a name (qualify_columns.py in sqlglot 30.30): read from the text,
-# as an OptimizeError carries nothing else (a ParseError's ``errors`` are read as data, in ``_syntax_error``).
+# sqlglot's messages when it cannot resolve a name (optimizer/qualify_columns.py and resolver.py): read from the
+# text, as an OptimizeError carries nothing else (a ParseError's ``errors`` are read as data, in ``_syntax_error``).
+# The same text in every release from 30.8 to 30.30 (read in 30.8, 30.12, 30.20, 30.29 and 30.30; the tests of
+# ``_resolution_error``'s messages pass on each release tried).
 _UNRESOLVED = re.compile(r"Column '(?P<column>[^']*)' could not be resolved(?: for table: '(?P<table>[^']*)')?")
 _UNKNOWN_COLUMN = re.compile(r"Unknown column: (?P<column>\S+)")
 _UNKNOWN_TABLE = re.compile(r"Unknown table: (?P<table>\S+)")
@@ -440,7 +445,7 @@ def function_calls(sql: str, names: frozenset[str]) -> list[tuple[str, int, int]
     lowered = sql.lower()
     if not any(name in lowered for name in names):
         return []
-    tokens = Dialect.get_or_raise(DIALECT).tokenize(sql)
+    tokens = DIALECT.tokenize(sql)
     return [(token.text.lower(), *_line_col(sql, token.start)) for token, after in pairwise(tokens)
             if after.token_type == TokenType.L_PAREN and token.token_type != TokenType.STRING
             and token.text.lower() in names]
@@ -522,7 +527,7 @@ def _line_col(sql: str, offset: int) -> tuple[int, int]:
 
 def _first_write_keyword(sql: str) -> int:
     """The offset of the first keyword that writes or defines something (0 when none is found)."""
-    tokens = Dialect.get_or_raise(DIALECT).tokenize(sql)
+    tokens = DIALECT.tokenize(sql)
     return next((t.start for t in tokens if t.token_type in _WRITE_KEYWORDS), 0)
 
 
@@ -530,7 +535,7 @@ def _statement_starts(sql: str) -> list[int]:
     """The offset of the first token of each non-empty statement."""
     starts: list[int] = []
     statement_open = False
-    for token in Dialect.get_or_raise(DIALECT).tokenize(sql):
+    for token in DIALECT.tokenize(sql):
         if token.token_type == TokenType.SEMICOLON:
             statement_open = False
         elif not statement_open:
