@@ -201,3 +201,32 @@ def test_fish_completes_commands_options_values_and_names():
             and "-l" not in flags} == {command.name for command in COMMANDS}
     assert ("__fish_seen_subcommand_from init", "target") not in by
     assert re.search(r"^    schemaflow \$project completion --list \$argv\[1\] 2>/dev/null$", script, re.M)
+
+
+def commented_keys(text: str) -> list[list[int]]:
+    """The commented keys of a settings file: for each, its line and those of its commented children."""
+    lines = text.splitlines()
+    keys = []
+    for number, line in enumerate(lines):
+        if re.fullmatch(r"# [a-z_]+:.*", line):
+            children = [n for n in range(number + 1, len(lines)) if re.match(r"#   ", lines[n])]
+            keys.append([number, *[n for n in children if all(c in children for c in range(number + 1, n))]])
+    return keys
+
+
+def test_every_commented_key_of_the_starter_settings_uncommented_is_already_formatted(tmp_path, capsys):
+    assert main(["--project", str(tmp_path), "init", "--database", "shop"]) == 0
+    settings = tmp_path / "schemaflow.yaml"
+    starter = settings.read_text()
+    keys = commented_keys(starter)
+    assert sorted(starter.splitlines()[key[0]].split(":")[0] for key in keys) == ["# exclude", "# metastore"]
+    for chosen in [*([key] for key in keys), keys]:  # each alone, then all together
+        lines = starter.splitlines()
+        for number in (n for key in chosen for n in key):
+            lines[number] = lines[number][2:]
+        settings.write_text("\n".join(lines) + "\n")
+        capsys.readouterr()
+        assert main(["--project", str(tmp_path), "fmt", "--check"]) == 0, capsys.readouterr().out
+        assert main(["--project", str(tmp_path), "validate"]) == 0
+    assert "metastore:\n  uri: thrift://" in settings.read_text()
+    assert "\nexclude: [shop.tmp_*]" in settings.read_text()
