@@ -352,11 +352,11 @@ def _apply(call: _Invocation) -> int:
     outcome = apply_project(call.project, Live(call.project), options,
                             show=lambda plan: sys.stdout.write(render(Review(plan), "text")),
                             confirm=lambda plan: _confirmed(plan, args.auto_approve), progress=sys.stdout,
-                            report=lambda message: print(f"\n      {message}", end="", flush=True), pause=call.pause)
+                            report=_report, pause=call.pause)
     plan = outcome.plan
     if not outcome.ran:
         return EXIT_OK if plan.is_empty else EXIT_ERROR
-    print(f"\nApplied {len(plan.steps)} steps.")
+    print(f"\nApplied {plural(len(plan.steps), 'step')}.")
     for warning in outcome.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     for failure in outcome.failures:
@@ -367,6 +367,12 @@ def _apply(call: _Invocation) -> int:
               f"'{' '.join(outcome.changed)}'.", file=sys.stderr)
         return EXIT_ERROR
     return EXIT_OK
+
+
+def _report(message: str) -> None:
+    """What a long step says it has done so far, on a line of its own under the step's; the step's
+    "done" follows the last one on its line."""
+    print(f"\n      {message}; ", end="", flush=True)
 
 
 def _confirmed(plan: Plan, auto_approve: bool) -> bool:
@@ -382,8 +388,9 @@ def _confirm(plan: Plan) -> bool:
     risky = [f"  {step.object}: " + ("destructive" if step.destructive else "; ".join(step.hazards))
              for step in plan.steps if step.destructive or step.hazards]
     if risky:
-        print(f"\n{plural(len(risky), 'step')} destroy data or put it at risk:", *risky, sep="\n")
-    answer = input(f"\nApply these {len(plan.steps)} steps? Only 'yes' is accepted: ")
+        print(f"\nData destroyed or at risk in {plural(len(risky), 'step')}:", *risky, sep="\n")
+    answer = input(f"\nApply {'this step' if len(plan.steps) == 1 else f'these {len(plan.steps)} steps'}? "
+                   "Only 'yes' is accepted: ")
     return answer.strip() == "yes"
 
 
@@ -482,8 +489,7 @@ def _view_partitions(call: _Invocation) -> int:
     if not args.auto_approve and not _confirm(plan):
         print("Not applied.", file=sys.stderr)
         return EXIT_ERROR
-    sync_view_partitions(live, plan, progress=sys.stdout,
-                         report=lambda message: print(f"\n      {message}; ", end="", flush=True))
+    sync_view_partitions(live, plan, progress=sys.stdout, report=_report)
     print(f"\nSynced the partitions of {plural(len(plan.steps), 'view')}.")
     return EXIT_OK
 

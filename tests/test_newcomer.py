@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -74,9 +75,11 @@ def test_every_command_finds_the_project_upwards_and_paths_stay_where_typed(exam
     assert main(["validate"]) == 0
     assert capsys.readouterr().out == "valid: 6 tables and 4 views in 2 databases (analytics, retail)\n"
     write_snapshot(Catalog(), tmp_path / "empty.json")
-    assert main(["plan", "--against", "../../empty.json", "--out", "plan.json"]) == 2
-    assert capsys.readouterr().err.startswith("Saved the plan to plan.json; apply it with: schemaflow apply plan.json")
-    assert (inside / "plan.json").is_file() and not (example / "plan.json").exists()
+    assert main(["plan", "--against", "../../empty.json", "--out", "../plan.json"]) == 2
+    assert capsys.readouterr().err.startswith("Saved the plan to ../plan.json; apply it with: schemaflow apply "
+                                              "../plan.json")
+    assert (example / "schemas" / "plan.json").is_file()
+    (example / "schemas" / "plan.json").rename(tmp_path.parent / f"{tmp_path.name}.plan.json")  # not a schema
     assert main(["fmt", "--check"]) == 0
     assert capsys.readouterr().out == "11 files already formatted.\n"
     assert main(["graph", "retail.orders"]) == 0
@@ -230,3 +233,44 @@ def test_every_commented_key_of_the_starter_settings_uncommented_is_already_form
         assert main(["--project", str(tmp_path), "validate"]) == 0
     assert "metastore:\n  uri: thrift://" in settings.read_text()
     assert "\nexclude: [shop.tmp_*]" in settings.read_text()
+
+
+def test_a_new_migration_is_called_new_not_changed(example, capsys):
+    shutil.copytree(Path(__file__).resolve().parent.parent / "migrations", example / "migrations")
+    (example / "migrations" / "0002_x.yaml").write_text(
+        "description: Drop the note\nchanges:\n  - drop_column: {table: retail.customers, column: note}\n")
+    assert main(["--project", str(example), "validate"]) == 1
+    assert capsys.readouterr().err.splitlines()[0] == (
+        "migrations/schemaflow.sum:1:1: does not match migrations/ (0002_x.yaml is new: not in it yet): review the "
+        "change, then run schemaflow hash-migrations")
+
+
+def test_an_after_apply_command_read_as_a_mapping_is_told_how_to_quote_it(example, capsys):
+    settings = example / "schemaflow.yaml"
+    settings.write_text(settings.read_text() + "after_apply:\n  - echo \"changed: $SCHEMAFLOW_CHANGED\" it's\n")
+    assert main(["--project", str(example), "validate"]) == 1
+    [problem] = [line for line in capsys.readouterr().err.splitlines() if "after_apply" in line]
+    assert problem.endswith("after_apply[0] must be a string, not a mapping: YAML reads 'key: value' as a mapping; "
+                            "quote the whole text to keep it one: 'echo \"changed: $SCHEMAFLOW_CHANGED\" it''s'")
+    quoted = problem.split("keep it one: ")[1]
+    settings.write_text(settings.read_text().replace("echo \"changed: $SCHEMAFLOW_CHANGED\" it's", quoted))
+    assert main(["--project", str(example), "validate"]) == 0  # as told, it is one string
+
+
+def test_confirmation_words_agree_with_their_counts(monkeypatch, capsys):
+    from schemaflow.cli import _confirm
+    from schemaflow.model import Column, Table
+    from schemaflow.plan.plan import build_plan
+
+    table = Table("retail", "t", (Column("a", "int"),))
+    asked: list[str] = []
+    monkeypatch.setattr("builtins.input", lambda prompt: asked.append(prompt) or "yes")
+    drop = build_plan(Catalog(("retail",)), Catalog(("retail",), {table.key: table}), allow_destructive=True)
+    assert _confirm(drop)
+    assert capsys.readouterr().out == "\nData destroyed or at risk in 1 step:\n  retail.t: destructive\n"
+    assert asked == ["\nApply this step? Only 'yes' is accepted: "]
+    two = Table("retail", "u", (Column("a", "int"),))
+    assert _confirm(build_plan(Catalog(("retail",)), Catalog(("retail",), {table.key: table, two.key: two}),
+                               allow_destructive=True))
+    assert capsys.readouterr().out.startswith("\nData destroyed or at risk in 2 steps:\n")
+    assert asked[-1] == "\nApply these 2 steps? Only 'yes' is accepted: "
