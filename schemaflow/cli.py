@@ -457,14 +457,17 @@ def _history(call: _Invocation) -> int:
     args = call.args
     records = workflow.history(call.project, Live(call.project, direct=True), tuple(args.objects))
     if args.format == "json":
-        _print_json({"history": [{"at": r.at, "object": r.object, "what": r.what, "commit": r.commit}
-                                 for r in records]})
+        _print_json({"history": [{"at": r.at, "object": r.object, "what": r.what, "commit": r.commit,
+                                  "change": r.change or None} for r in records]})
         return EXIT_OK
     if not records:
         print(f"Nothing applied by schemaflow to {' '.join(args.objects)} yet." if args.objects
               else "Nothing applied by schemaflow in these databases yet.")
+        return EXIT_OK
+    print(f"{'APPLIED AT':<20}  {'OBJECT':<40} {'CHANGE':<9} {'WHAT':<40} COMMIT")
     for record in records:
-        print(f"{record.at}  {record.object:<40} {record.what:<40} {short_commit(record.commit)}")
+        print(f"{record.at:<20}  {record.object:<40} {record.change or '?':<9} {record.what:<40} "
+              f"{short_commit(record.commit)}")
     return EXIT_OK
 
 

@@ -64,6 +64,9 @@ class CatalogWriter(Protocol):
 
     def set_database_properties(self, name: str, properties: Mapping[str, str]) -> None: ...
 
+    def update_database_properties(self, name: str, update: Callable[[Mapping[str, str]], Mapping[str, str]]) -> None:
+        """Set the properties ``update`` makes of the database's current ones, read just before."""
+
     def set_parameters(self, key: str, set: Mapping[str, str], unset: Sequence[str],
                        expected: str | None = None) -> None: ...
 

@@ -303,13 +303,18 @@ class Metastore:
     def set_database_properties(self, name: str, properties: Mapping[str, str]) -> None:
         """Set properties of a database (``alter_database``; the only attribute Hive 2.3's metastore
         changes besides its owner). The metastore has no guard for databases: this write is unguarded."""
+        self.update_database_properties(name, lambda _: properties)
+
+    def update_database_properties(self, name: str, update: Callable[[Mapping[str, str]], Mapping[str, str]]) -> None:
+        """Set the properties ``update`` makes of the database's properties as read just before, in one write
+        (unguarded, as ``set_database_properties``)."""
         with self._errors(f"setting the properties of database {name}"):
             database = self.retrying(lambda: self.msc.getDatabase(name))
             parameters = database.getParameters()
             if parameters is None:
                 parameters = jvm_view(self.spark).java.util.HashMap()
                 database.setParameters(parameters)
-            for key, value in sorted(properties.items()):
+            for key, value in sorted(update({str(k): str(v) for k, v in parameters.items()}).items()):
                 parameters.put(key, value)
             self.msc.alterDatabase(name, database)
 
