@@ -26,7 +26,7 @@ import time
 from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime, UTC
 from typing import Any, TextIO, assert_never
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 from schemaflow.apply.lane import Lane, LaneFailed
 from schemaflow.catalog.backend import CatalogWriter
@@ -63,10 +63,11 @@ class RecordingTarget:
     def set_database_properties(self, name: str, properties: Mapping[str, str]) -> None:
         self.actions.append(SetDatabaseParameters(name, dict(properties)))
 
-    def update_database_properties(self, name: str, update: Callable[[Mapping[str, str]], Mapping[str, str]]) -> None:
+    def update_database_properties(self, name: str, keys: Collection[str],
+                                   update: Callable[[Mapping[str, str]], Mapping[str, str]]) -> None:
         """Kept apart from the actions: only the executor's bookkeeping (the objects' histories) comes this way."""
         written = self.histories.setdefault(name, {})
-        written.update(update(written))
+        written.update(update({key: written[key] for key in keys if key in written}))
 
     def check_guards(self, key: str) -> None:
         """A recorder keeps no versions: there is nothing to check."""
@@ -284,7 +285,7 @@ def _record_history(plan: Plan, run: Run) -> None:
         lines.setdefault(database, {}).setdefault(HISTORY_PREFIX + name, []).append(
             Entry(at, change, step.object_type, version, plan.commit))
     for database, histories in sorted(lines.items()):
-        run.writer.update_database_properties(database, functools.partial(_with_lines, histories))
+        run.writer.update_database_properties(database, sorted(histories), functools.partial(_with_lines, histories))
 
 
 def _with_lines(histories: Mapping[str, Sequence[Entry]], current: Mapping[str, str]) -> dict[str, str]:
