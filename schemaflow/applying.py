@@ -20,6 +20,7 @@ from schemaflow.plan.plan import Plan
 from schemaflow.plan.review_check import differences
 from schemaflow.project import Project
 from schemaflow import workflow
+from schemaflow.wording import DIRTY, short_commit
 
 # Stops a run at a point (``planned``, ``claimed`` or ``<step>.<action>``): tests of crashes and races.
 Pause = Callable[[str], None]
@@ -67,9 +68,19 @@ def apply_project(project: Project, live: Live, options: ApplyOptions, *, show: 
         pause("planned")
     apply_plan(plan, writer, progress=progress, pause=pause)
     changed = changed_objects(plan)
-    warnings = refresh(cached_before(plan), writer.run_sql)
+    warnings = refresh(cached_before(plan), writer.run_sql) + _uncommitted(plan)
     failures = run_hooks(project.settings.after_apply, changed, str(project.root))
     return ApplyOutcome(plan, ran=True, changed=changed, warnings=tuple(warnings), failures=tuple(failures))
+
+
+def _uncommitted(plan: Plan) -> list[str]:
+    """A warning when ``plan`` was made from uncommitted changes: its objects now record a commit that does
+    not hold what was applied, for as long as they stand."""
+    if not (plan.commit or "").endswith(DIRTY):
+        return []
+    return [f"this plan was made from uncommitted changes, so what it applied records the commit "
+            f"{short_commit(plan.commit)} for good (history and drift show it), a commit that does not hold those "
+            "changes: commit them, then plan and apply from the commit"]
 
 
 def chosen_plan(project: Project, live: Live, options: ApplyOptions) -> Plan:

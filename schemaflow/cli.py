@@ -26,10 +26,11 @@ from schemaflow.applying import ApplyOptions, Pause, apply_project, sync_view_pa
 from schemaflow.catalog.class_archive import write_at_exit
 from schemaflow.catalog.live import Live
 from schemaflow.code_settings import APPROVAL_VARIABLE
+from schemaflow.completion import OBJECTS, SHELLS, TARGETS, Completable, listed_names, script
 from schemaflow.errors import SchemaflowError, SpecError
 from schemaflow.output_safety import GuardedStream
 from schemaflow.plan.plan import Plan
-from schemaflow.project import ENV_TARGET, Project, load_project
+from schemaflow.project import ENV_TARGET, Project, find_root, load_project
 from schemaflow.render import FORMATS, render
 from schemaflow.render.graph import GRAPH_FORMATS, render_graph
 from schemaflow.render.review import Review
@@ -37,6 +38,9 @@ from schemaflow import workflow
 from schemaflow.wording import plural, short_commit
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
+# What --help opens with: what the tool is, for someone who has not met it.
+ABOUT = ("Declarative schema migrations for the tables and views of a Hive metastore: keep their definitions as "
+         "YAML in git, see what would change with plan, and make it so with apply, through PySpark.")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -74,12 +78,13 @@ class _CommandParser(_Parser):
     """A command's parser: it takes ``--project`` too, after the command, with no default that would
     hide one given before it."""
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, *, targeted: bool = True, **kwargs: Any) -> None:
         super().__init__(formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs)
         self.add_argument("--project", default=argparse.SUPPRESS, metavar="DIR",
                           help="the project directory (also accepted before the command)")
-        self.add_argument("--target", default=argparse.SUPPRESS, metavar="NAME",
-                          help="the target of schemaflow.yaml to use (also accepted before the command)")
+        if targeted:
+            self.add_argument("--target", default=argparse.SUPPRESS, metavar="NAME",
+                              help="the target of schemaflow.yaml to use (also accepted before the command)")
         self.add_argument("--approve-code", action="append", default=argparse.SUPPRESS, metavar="ID",
                           help="approve a setting that runs code, by the id plan shows "
                                "(also accepted before the command)")
@@ -99,9 +104,11 @@ def _display(args: argparse.Namespace) -> dict[str, bool]:
 
 @cache  # built once per process (3 ms): parsing leaves it as it was, and main() may run many times in one
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="schemaflow", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="schemaflow", description=ABOUT)
     parser.add_argument("--version", action="version", version=f"schemaflow {__version__}")
-    parser.add_argument("--project", default=".", metavar="DIR", help="the project directory (default: .)")
+    parser.add_argument("--project", metavar="DIR",
+                        help="the project directory (default: the nearest folder upwards from here with a "
+                             "schemaflow.yaml, as git finds .git)")
     parser.add_argument("--target", metavar="NAME",
                         help=f"the target of schemaflow.yaml to use (default: ${ENV_TARGET}, else its 'target:')")
     parser.add_argument("--approve-code", action="append", default=[], metavar="ID",
@@ -111,7 +118,7 @@ def _parser() -> argparse.ArgumentParser:
     for command in COMMANDS:
         sub = commands.add_parser(command.name, help=command.help, description=command.help[:1].upper()
                                   + command.help[1:] + ".", epilog=f"exit codes: {command.exits}\nexample:\n  "
-                                  + command.example)
+                                  + command.example, targeted=command.targeted)
         command.arguments(sub)
     return parser
 
@@ -154,8 +161,12 @@ def main(argv: Sequence[str] | None = None, *, pause: Pause | None = None) -> in
 
 def _command(argv: Sequence[str] | None, pause: Pause | None) -> int:
     args = _parser().parse_args(argv)
+    command = next(c for c in COMMANDS if c.name == args.command)
+    if args.target and not command.targeted:
+        _parser().error(f"argument --target: {command.name} uses no target; give --target to the commands that "
+                        "reach a metastore or read the project's names")
     try:
-        return next(c for c in COMMANDS if c.name == args.command).run(_Invocation(args, pause))
+        return command.run(_Invocation(args, pause))
     except SpecError as error:
         print(error, file=sys.stderr)
         print(f"{len(error.problems)} problem(s) found; nothing was planned or applied.", file=sys.stderr)
@@ -221,29 +232,42 @@ def _exit_code(plan: Plan) -> int:
     return EXIT_OK if plan.is_empty else EXIT_CHANGES
 
 
+# The arguments that name an object of the project (db.name): completion offers the project's objects.
+_OBJECT_METAVARS = ("OBJECT", "VIEW")
+
+
+def _completable(parser: argparse.ArgumentParser, help: str = "") -> Completable:
+    """What ``parser`` completes: its options, their choices, and which name a target or an object."""
+    options, choices, names, takes_value = {}, {}, {}, set()
+    positional: tuple[str, ...] = ()
+    positional_names = None
+    for action in parser._actions:  # argparse keeps them there; it has no public listing
+        if isinstance(action, argparse._SubParsersAction):
+            continue
+        if not action.option_strings:
+            positional = tuple(action.choices or ())
+            positional_names = OBJECTS if action.metavar in _OBJECT_METAVARS else None
+        for option in action.option_strings:
+            options[option] = action.help or ""
+            if action.nargs == 0:
+                continue
+            takes_value.add(option)
+            if action.choices:
+                choices[option] = tuple(action.choices)
+            elif action.dest == "target":
+                names[option] = TARGETS
+            elif action.metavar in _OBJECT_METAVARS:
+                names[option] = OBJECTS
+    return Completable(help, options, choices, names, frozenset(takes_value), positional, positional_names)
+
+
 def _completion(shell: str) -> str:
-    """A completion script for ``shell``: the commands, and each command's options, from the parser itself."""
+    """A completion script for ``shell``, from the parser itself."""
     parser = _parser()
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    options = {name: sorted(_options(command)) for name, command in sorted(commands.choices.items())}
-    cases = "\n".join(f"        {name}) words=\"{' '.join(flags)}\" ;;" for name, flags in options.items())
-    script = f"""# schemaflow {shell} completion: eval "$(schemaflow completion {shell})"
-_schemaflow() {{
-    local current="${{COMP_WORDS[COMP_CWORD]}}" command="" word words skip=""
-    for word in "${{COMP_WORDS[@]:1:COMP_CWORD-1}}"; do
-        if [[ -n "$skip" ]]; then skip=""; continue; fi
-        case "$word" in --project|--target) skip=1 ;; -*) ;; *) command="$word"; break ;; esac
-    done
-    case "$command" in
-{cases}
-        *) words="{' '.join(sorted(commands.choices))} --project --target --version --help" ;;
-    esac
-    COMPREPLY=($(compgen -W "$words" -- "$current"))
-}}
-"""
-    if shell == "zsh":
-        script += "autoload -U +X bashcompinit && bashcompinit\n"
-    return script + "complete -o default -F _schemaflow schemaflow\n"
+    helps = {c.name: c.help for c in COMMANDS}
+    return script(shell, _completable(parser), {name: _completable(command, helps[name])
+                                                 for name, command in commands.choices.items()})
 
 
 def _init(call: _Invocation) -> int:
@@ -254,7 +278,7 @@ def _init(call: _Invocation) -> int:
     if not re.fullmatch(r"[a-z_][a-z0-9_]*", args.database):
         raise SchemaflowError(f"--database {args.database!r}: a Hive name has letters, digits and underscores and "
                               "does not start with a digit")
-    root = Path(args.project)
+    root = Path(args.project or ".")  # a new project: here unless told, never a project found above
     for path in write_starter(root, args.database, args.force):
         print(f"wrote {path}")
     here = "" if root.resolve() == Path.cwd() else f"--project {args.project} "
@@ -271,7 +295,7 @@ def _fmt(call: _Invocation) -> int:
     from schemaflow.spec.fmt import format_project, unified_diff, write_formatted
 
     args = call.args
-    root = Path(args.project)
+    root = call.root
     if not (root / "schemas").is_dir():
         raise SchemaflowError(f"{root.resolve()}: no schemas/ directory here; run in a schemaflow project or "
                               "pass --project DIR")
@@ -328,11 +352,11 @@ def _apply(call: _Invocation) -> int:
     outcome = apply_project(call.project, Live(call.project), options,
                             show=lambda plan: sys.stdout.write(render(Review(plan), "text")),
                             confirm=lambda plan: _confirmed(plan, args.auto_approve), progress=sys.stdout,
-                            report=lambda message: print(f"\n      {message}", end="", flush=True), pause=call.pause)
+                            report=_report, pause=call.pause)
     plan = outcome.plan
     if not outcome.ran:
         return EXIT_OK if plan.is_empty else EXIT_ERROR
-    print(f"\nApplied {len(plan.steps)} steps.")
+    print(f"\nApplied {plural(len(plan.steps), 'step')}.")
     for warning in outcome.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     for failure in outcome.failures:
@@ -343,6 +367,12 @@ def _apply(call: _Invocation) -> int:
               f"'{' '.join(outcome.changed)}'.", file=sys.stderr)
         return EXIT_ERROR
     return EXIT_OK
+
+
+def _report(message: str) -> None:
+    """What a long step says it has done so far, on a line of its own under the step's; the step's
+    "done" follows the last one on its line."""
+    print(f"\n      {message}; ", end="", flush=True)
 
 
 def _confirmed(plan: Plan, auto_approve: bool) -> bool:
@@ -358,8 +388,9 @@ def _confirm(plan: Plan) -> bool:
     risky = [f"  {step.object}: " + ("destructive" if step.destructive else "; ".join(step.hazards))
              for step in plan.steps if step.destructive or step.hazards]
     if risky:
-        print(f"\n{plural(len(risky), 'step')} destroy data or put it at risk:", *risky, sep="\n")
-    answer = input(f"\nApply these {len(plan.steps)} steps? Only 'yes' is accepted: ")
+        print(f"\nData destroyed or at risk in {plural(len(risky), 'step')}:", *risky, sep="\n")
+    answer = input(f"\nApply {'this step' if len(plan.steps) == 1 else f'these {len(plan.steps)} steps'}? "
+                   "Only 'yes' is accepted: ")
     return answer.strip() == "yes"
 
 
@@ -386,7 +417,7 @@ def _print_json(document: object) -> None:
 
 def _import(call: _Invocation) -> int:
     args = call.args
-    (Path(args.project) / "schemas").mkdir(parents=True, exist_ok=True)  # adopting: there may be no schemas yet
+    (call.root / "schemas").mkdir(parents=True, exist_ok=True)  # adopting: there may be no schemas yet
     project = call.project
     out = args.out or project.schemas_dir
     database = args.database.lower()
@@ -426,14 +457,17 @@ def _history(call: _Invocation) -> int:
     args = call.args
     records = workflow.history(call.project, Live(call.project, direct=True), tuple(args.objects))
     if args.format == "json":
-        _print_json({"history": [{"at": r.at, "object": r.object, "what": r.what, "commit": r.commit}
-                                 for r in records]})
+        _print_json({"history": [{"at": r.at, "object": r.object, "what": r.what, "commit": r.commit,
+                                  "change": r.change or None} for r in records]})
         return EXIT_OK
     if not records:
         print(f"Nothing applied by schemaflow to {' '.join(args.objects)} yet." if args.objects
               else "Nothing applied by schemaflow in these databases yet.")
+        return EXIT_OK
+    print(f"{'APPLIED AT':<20}  {'OBJECT':<40} {'CHANGE':<9} {'WHAT':<40} COMMIT")
     for record in records:
-        print(f"{record.at}  {record.object:<40} {record.what:<40} {short_commit(record.commit)}")
+        print(f"{record.at:<20}  {record.object:<40} {record.change or '?':<9} {record.what:<40} "
+              f"{short_commit(record.commit)}")
     return EXIT_OK
 
 
@@ -458,13 +492,19 @@ def _view_partitions(call: _Invocation) -> int:
     if not args.auto_approve and not _confirm(plan):
         print("Not applied.", file=sys.stderr)
         return EXIT_ERROR
-    sync_view_partitions(live, plan, progress=sys.stdout,
-                         report=lambda message: print(f"\n      {message}; ", end="", flush=True))
+    sync_view_partitions(live, plan, progress=sys.stdout, report=_report)
     print(f"\nSynced the partitions of {plural(len(plan.steps), 'view')}.")
     return EXIT_OK
 
 
 def _completion_script(call: _Invocation) -> int:
+    """A script, or (``--list``, what the scripts call) the project's names, one a line."""
+    if call.args.list:
+        for name in listed_names(call.root, call.args.list):
+            print(name)
+        return EXIT_OK
+    if not call.args.shell:
+        raise SchemaflowError(f"completion needs a SHELL ({', '.join(SHELLS)}), or --list")
     print(_completion(call.args.shell), end="")
     return EXIT_OK
 
@@ -478,8 +518,15 @@ class _Invocation:
     pause: Pause | None = None
 
     @cached_property
+    def root(self) -> Path:
+        """The project folder: as given, else found upwards from here (``project.find_root``). Paths the user
+        typed otherwise stay relative to where they typed them: nothing changes the working directory."""
+        return Path(self.args.project) if self.args.project else find_root(Path.cwd())
+
+    @cached_property
     def project(self) -> Project:
-        return load_project(self.args.project, target=self.args.target, approve_code=tuple(self.args.approve_code))
+        return load_project(self.root, target=self.args.target,
+                            approve_code=tuple(self.args.approve_code))
 
 
 def _no_arguments(command: argparse.ArgumentParser) -> None:
@@ -503,7 +550,9 @@ def _validate_arguments(command: argparse.ArgumentParser) -> None:
 
 
 def _plan_arguments(command: argparse.ArgumentParser) -> None:
-    command.add_argument("--format", choices=FORMATS, default="text")
+    command.add_argument("--format", choices=FORMATS, default="text",
+                         help="text for a terminal, markdown for a pull-request comment, json for other tools "
+                              "(default: text)")
     _add_display_options(command)
     command.add_argument("--out", type=Path, metavar="FILE", help="also save the plan as JSON, for apply")
     command.add_argument("--allow-destructive", action="store_true", help="plan drops instead of blocking them")
@@ -531,13 +580,15 @@ def _apply_arguments(command: argparse.ArgumentParser) -> None:
 
 
 def _show_arguments(command: argparse.ArgumentParser) -> None:
-    command.add_argument("plan_file", type=Path, metavar="PLAN")
-    command.add_argument("--format", choices=("text", "markdown"), default="text")
+    command.add_argument("plan_file", type=Path, metavar="PLAN", help="a plan saved by plan --out")
+    command.add_argument("--format", choices=("text", "markdown"), default="text",
+                         help="text for a terminal, markdown for a pull-request comment (default: text)")
     _add_display_options(command)
 
 
 def _graph_arguments(command: argparse.ArgumentParser) -> None:
-    command.add_argument("--format", choices=GRAPH_FORMATS, default="text")
+    command.add_argument("--format", choices=GRAPH_FORMATS, default="text",
+                         help="text for a terminal; mermaid or dot to draw it (default: text)")
     command.add_argument("object", nargs="?", metavar="OBJECT", help="only this object (db.name), with everything "
                                                                     "upstream and downstream of it")
 
@@ -545,25 +596,30 @@ def _graph_arguments(command: argparse.ArgumentParser) -> None:
 def _history_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument("objects", nargs="*", metavar="OBJECT",
                          help="only these objects: db.name, or globs such as 'retail.*' (default: all)")
-    command.add_argument("--format", choices=("text", "json"), default="text")
+    command.add_argument("--format", choices=("text", "json"), default="text",
+                         help="text for a terminal, json for other tools (default: text)")
 
 
 def _drift_arguments(command: argparse.ArgumentParser) -> None:
-    command.add_argument("--format", choices=("text", "json"), default="text")
+    command.add_argument("--format", choices=("text", "json"), default="text",
+                         help="text for a terminal, json for other tools (default: text)")
 
 
 def _import_arguments(command: argparse.ArgumentParser) -> None:
-    command.add_argument("--database", required=True, metavar="DB")
+    command.add_argument("--database", required=True, metavar="DB",
+                         help="the live database to import (one of the project's, by its name on the target)")
     command.add_argument("--out", type=Path, metavar="DIR", help="where to write them (default: the project's schemas/)")
     command.add_argument("--force", action="store_true", help="overwrite files that exist")
 
 
 def _snapshot_arguments(command: argparse.ArgumentParser) -> None:
-    command.add_argument("--out", type=Path, required=True, metavar="FILE")
+    command.add_argument("--out", type=Path, required=True, metavar="FILE",
+                         help="the JSON file to write (plan --against reads it)")
 
 
 def _view_partitions_arguments(command: argparse.ArgumentParser) -> None:
-    command.add_argument("action", choices=("sync",),
+    # Named as the usage names it, in errors too (argparse's would be the internal "action").
+    command.add_argument("action", choices=("sync",), metavar="ACTION",
                          help="sync: add and drop view partitions to match schemas/ and the base tables")
     command.add_argument("--auto-approve", action="store_true", help="do not ask for confirmation")
     command.add_argument("--dry-run", action="store_true",
@@ -571,7 +627,11 @@ def _view_partitions_arguments(command: argparse.ArgumentParser) -> None:
 
 
 def _completion_arguments(command: argparse.ArgumentParser) -> None:
-    command.add_argument("shell", choices=("bash", "zsh"))
+    command.add_argument("shell", nargs="?", choices=SHELLS, metavar="SHELL",
+                         help=f"the shell to complete in: {', '.join(SHELLS)}")
+    command.add_argument("--list", choices=(TARGETS, OBJECTS),
+                         help="print the project's target names or object names (db.name), one a line, for "
+                              "the scripts to offer")
 
 
 @dataclass(frozen=True)
@@ -585,17 +645,18 @@ class _Command:
     example: str
     arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[_Invocation], int]
+    targeted: bool = True  # whether --target does anything to it: it reaches a metastore or maps names
 
 
 # In the order --help lists them.
 COMMANDS = (
     _Command("init", "write a starter project into the project folder (default: here)",
              "0 written, 1 error (a file exists: nothing written)", "schemaflow init --database sales",
-             _init_arguments, _init),
+             _init_arguments, _init, targeted=False),
     _Command("fmt", "rewrite the project's YAML files in the canonical layout (keys in the order of their JSON "
              "Schema, one column a line), comments and values kept",
              "0 formatted (or canonical already), 2 with --check: files would change, 1 a file cannot be formatted",
-             "schemaflow fmt --check", _fmt_arguments, _fmt),
+             "schemaflow fmt --check", _fmt_arguments, _fmt, targeted=False),
     _Command("validate", "check the project's YAML, without a metastore", "0 valid, 1 invalid",
              "schemaflow validate --format json > problems.json", _validate_arguments, _validate),
     _Command("plan", "show the steps that would make the metastore match schemas/",
@@ -606,7 +667,7 @@ COMMANDS = (
              _apply_arguments, _apply),
     _Command("show", "a saved plan (plan --out), for people; needs no project or metastore",
              "as plan: 0 no changes, 2 changes, 1 error or a blocked step", "schemaflow show plan.json",
-             _show_arguments, _show),
+             _show_arguments, _show, targeted=False),
     _Command("graph", "show how the declared tables and views depend on each other", "0, 1 invalid",
              "schemaflow graph --format mermaid retail.daily_revenue", _graph_arguments, _graph),
     _Command("history", "what schemaflow applied to and dropped from the managed databases: when, from which commit",
@@ -614,7 +675,7 @@ COMMANDS = (
     _Command("drift", "what changed in the metastore outside schemaflow since the last apply",
              "0 none, 2 drift, 1 error", "schemaflow drift", _drift_arguments, _drift),
     _Command("hash-migrations", "write migrations/schemaflow.sum after reviewing the migrations", "0, 1 error",
-             "schemaflow hash-migrations", _no_arguments, _hash_migrations),
+             "schemaflow hash-migrations", _no_arguments, _hash_migrations, targeted=False),
     _Command("import", "write schema files for the tables and views of a live database",
              "0 written, 1 error or an object that could not be written", "schemaflow import --database sales",
              _import_arguments, _import),
@@ -622,8 +683,8 @@ COMMANDS = (
              "schemaflow snapshot --out live.json", _snapshot_arguments, _snapshot),
     _Command("view-partitions", "the partitions of partitioned views", "0 done, 2 changes with --dry-run, 1 error",
              "schemaflow view-partitions sync --dry-run", _view_partitions_arguments, _view_partitions),
-    _Command("completion", "print a shell completion script (bash or zsh)", "0",
-             "schemaflow completion bash >> ~/.bashrc", _completion_arguments, _completion_script),
+    _Command("completion", "print a shell completion script (bash, zsh or fish)", "0",
+             "schemaflow completion bash >> ~/.bashrc", _completion_arguments, _completion_script, targeted=False),
 )
 
 

@@ -35,6 +35,7 @@ from schemaflow.spec import load_catalog
 from schemaflow.spec.loader import CACHED_FILES
 from schemaflow.spec.settings import read_settings
 from schemaflow.spec.source import Entry, dangling_link, folder_problem, walk
+from schemaflow.wording import DIRTY
 
 # How many symlinks one path may pass through before it counts as a loop (Linux's limit, ELOOP).
 _MAX_LINKS = 40
@@ -382,7 +383,7 @@ def commit_of(project_root: Path, ref: str | None = None) -> str | None:
         prefix = Path(project_root).resolve().relative_to(_work_tree(repo).resolve())
         folders = [(prefix / name).as_posix() for name in ("schemas", "migrations")]
         dirty = any(repo.is_dirty(untracked_files=True, path=folder) for folder in folders)
-        return repo.head.commit.hexsha + ("+dirty" if dirty else "")
+        return repo.head.commit.hexsha + (DIRTY if dirty else "")
     except (BadName, ValueError):
         return None
     finally:

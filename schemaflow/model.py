@@ -28,6 +28,8 @@ SCHEMAFLOW_PREFIX = "schemaflow."
 COMMENT_KEY = "comment"  # the table parameter that holds a table's comment
 # + object name, on its database: a JSON record of the object's drop, which took its own parameters with it
 DROPPED_PREFIX = "schemaflow.dropped."
+# + object name, on its database: every apply of the object, oldest first (see catalog.history)
+HISTORY_PREFIX = "schemaflow.history."
 # On each managed database: a JSON record of the settings (schemaflow.yaml) the last complete apply ran with.
 SETTINGS_KEY = "schemaflow.settings"
 # The metastore setting that refuses column type changes Hive cannot convert implicitly (on by default).

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from schemaflow.code_settings import APPROVAL_VARIABLE, CodeSetting, approvals, code_settings
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import Database
-from schemaflow.spec.settings import read_settings
+from schemaflow.spec.settings import SETTINGS_FILE, read_settings
 from schemaflow.spec.source import Directory
 
 STATE_DIR = ".schemaflow"
@@ -71,6 +71,15 @@ class Project:
     @property
     def schemas_dir(self) -> Path:
         return self.root / "schemas"
+
+
+def find_root(start: Path) -> Path:
+    """The project a command run in ``start`` works on, as git finds ``.git``: the nearest of ``start`` and
+    the folders above it that holds schemaflow.yaml or schemas/; ``start`` itself when none does."""
+    for folder in (start, *start.parents):
+        if (folder / SETTINGS_FILE).is_file() or (folder / "schemas").is_dir():
+            return folder
+    return start
 
 
 def load_project(root: str | Path, env: Mapping[str, str] | None = None, target: str | None = None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 
+DIRTY = "+dirty"  # after a commit: the work tree held uncommitted changes to the project's files
 VALUE_SHOWN = 120  # characters of a value shown in a plan; a property value may hold thousands
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from schemaflow.model import SETTINGS_KEY
+from schemaflow.model import HISTORY_PREFIX, SETTINGS_KEY
 from schemaflow.plan.settings_changes import settings_digest
 from tests.foreign_tables import iceberg_like
 from tests.inprocess import schemaflow
@@ -199,9 +199,9 @@ def test_a_starter_project_from_init_applies_and_then_plans_to_nothing(tmp_path,
 
 
 def _declared_part(properties: dict[str, str]) -> dict[str, str]:
-    """A database's properties but the record of the settings applied (``schemaflow.settings``, ``.1``, ...),
-    which schemaflow keeps there."""
-    return {key: value for key, value in properties.items() if not key.startswith(SETTINGS_KEY)}
+    """A database's properties but the records schemaflow keeps there: of the settings applied
+    (``schemaflow.settings``, ``.1``, ...) and of its objects' applies (``schemaflow.history.<name>``)."""
+    return {key: value for key, value in properties.items() if not key.startswith((SETTINGS_KEY, HISTORY_PREFIX))}
 
 
 def _recorded_digest(properties: dict[str, str]) -> str:

@@ -61,7 +61,8 @@ def test_example_project_plan_apply_replan_with_embedded_metastore(tmp_path):
 
     history = schemaflow(tmp_path, "history")
     assert history.returncode == 0, history.stderr
-    lines = history.stdout.splitlines()
+    header, *lines = history.stdout.splitlines()
+    assert header.startswith("APPLIED AT")
     # Ten objects stamped, and the example's migration recorded on the table it names (moot: created new).
     assert len(lines) == 11
     assert sum(" version " in line for line in lines) == 10

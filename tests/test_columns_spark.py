@@ -12,9 +12,11 @@ from dataclasses import replace
 
 import pytest
 
+from tests.inprocess import schemaflow
+
 from schemaflow.apply.executor import apply_plan
 from schemaflow.catalog import columns as metastore_columns
-from schemaflow.catalog.jvm import JAVA_ERRORS
+from schemaflow.catalog.jvm import JAVA_ERRORS, jvm_view
 from schemaflow.plan import changes as plan_changes
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import Catalog, Column, DropColumn, Migration, PartitionsMode, RenameColumn, ReorderColumns, Table
@@ -108,6 +110,41 @@ def test_a_partition_key_comment_changes_the_table_alone_and_keeps_what_restrict
     keys = metastore.msc.getTable(t.database, t.name).getPartitionKeys()
     assert [(k.getName(), k.getComment()) for k in keys] == [("ds", "Load date")]  # read back
     assert partition_columns(metastore, t) == {"2008-04-08": old, "2008-04-09": old}  # as restrict left them
+
+
+def test_partitions_an_append_left_behind_are_not_stale_and_others_still_are(tmp_path, spark, metastore, fresh_db):
+    """After a table-only append the plan called safe, plan --check-partitions agrees: nothing to repair."""
+    db = fresh_db()
+    (tmp_path / "schemas" / db).mkdir(parents=True)
+    (tmp_path / "schemaflow.yaml").write_text(f"databases: [{db}]\n")
+    table = tmp_path / "schemas" / db / "t.yaml"
+    table.write_text(f"table: {db}.t\ncolumns:\n  - {{name: a, type: int}}\npartitioned_by:\n"
+                     "  - {name: ds, type: string}\n")
+    project = ["--project", str(tmp_path)]
+    assert schemaflow(*project, "apply", "--auto-approve").code == 0
+    spark.sql(f"INSERT INTO {db}.t PARTITION (ds='1') VALUES (1)")
+    spark.sql(f"INSERT INTO {db}.t PARTITION (ds='2') VALUES (2)")
+    table.write_text(table.read_text().replace("  - {name: a, type: int}\n", "  - {name: a, type: int}\n"
+                                               "  - {name: b, type: string}\n"))
+    appended = schemaflow(*project, "plan")
+    assert "note: table only: 2 partitions keep their old column list" in appended.out, appended.out
+    assert "hazard" not in appended.out
+    assert schemaflow(*project, "apply", "--auto-approve").code == 0
+    checked = schemaflow(*project, "plan", "--check-partitions")
+    assert (checked.code, checked.out, checked.err) == (0, f"No changes: the metastore matches the schemas "
+                                                           f"(databases: {db}).\n", "")
+    # A list that is not the table's first columns is stale still: here a comment another tool changed.
+    values = jvm_view(spark).java.util.ArrayList()
+    values.add("1")
+    partition = metastore.msc.getPartition(db, "t", values)
+    partition.getSd().getCols().get(0).setComment("theirs")
+    metastore.msc.alter_partition(db, "t", partition)
+    stale = schemaflow(*project, "plan", "--check-partitions")
+    assert stale.code == 0
+    assert stale.out.splitlines()[:2] == [
+        f"No changes: the metastore matches the schemas (databases: {db}).",
+        f"warning: {db}.t: 1 of 2 partitions have a stale column list (left by restrict changes or other tools); "
+        f"repair them with a migration: - partitions: {{table: {db}.t, mode: cascade}}"]
 
 
 def test_restrict_changes_the_table_only_and_later_partitions_carry_the_new_list(spark, metastore, cascade_table):

@@ -65,14 +65,75 @@ def test_drift_spells_out_each_change_and_history_keeps_the_drops(tmp_path, spar
 
     history = schemaflow("--project", project, "history")
     assert history.code == 0, history.said
-    lines = history.out.splitlines()
-    [view_dropped] = [line for line in lines if f"{db}.v " in line]
+    header, *lines = history.out.splitlines()
+    assert header.split() == ["APPLIED", "AT", "OBJECT", "CHANGE", "WHAT", "COMMIT"]
+    # Every apply of the view: its creation, then its drop (a drop takes the object's own stamp with it).
+    [view_created, view_dropped] = [line for line in lines if f"{db}.v " in line]
+    assert view_created.split()[2] == "create" and view_created.endswith(first[:10])
     assert f"dropped view (version {record['version']})" in view_dropped and view_dropped.endswith(second[:10])
     [copy_dropped] = [line for line in lines if f"{db}.notebook_copy " in line]
     assert "dropped table (version none)" in copy_dropped
     assert lines == sorted(lines)  # oldest first: each line starts with its time
     only_v = schemaflow("--project", project, "history", f"{db}.v")
-    assert only_v.out.splitlines() == [view_dropped]
+    assert only_v.out.splitlines() == [header, view_created, view_dropped]
     globbed = schemaflow("--project", project, "history", f"{db}.t*", "--format", "json")
     assert {r["object"] for r in json.loads(globbed.out)["history"]} == {f"{db}.t"}
     assert all(len(r["commit"]) == 40 for r in json.loads(globbed.out)["history"])  # JSON keeps whole commits
+
+
+def test_history_keeps_every_apply_of_an_object_create_change_drop_and_again(tmp_path, metastore, fresh_db):
+    db = fresh_db()
+    (tmp_path / "schemas" / db).mkdir(parents=True)
+    (tmp_path / "schemaflow.yaml").write_text(f"databases: [{db}]\n")
+    t = tmp_path / "schemas" / db / "t.yaml"
+    repo = init_repo(tmp_path)
+    project = ["--project", str(tmp_path)]
+
+    def apply(*options: str) -> str:
+        done = schemaflow(*project, "apply", "--auto-approve", *options)
+        assert done.code == 0, done.said
+        return done.err
+
+    t.write_text(f"table: {db}.t\ncolumns: [{{name: a, type: int}}]\n")
+    created = commit(repo, "create t")
+    assert "uncommitted" not in apply()
+    t.write_text(f"table: {db}.t\ncomment: Orders\ncolumns: [{{name: a, type: int}}]\n")
+    changed = commit(repo, "comment t")
+    apply()
+    t.unlink()
+    dropped = commit(repo, "drop t")
+    apply("--allow-destructive")
+    t.write_text(f"table: {db}.t\ncolumns: [{{name: a, type: int}}, {{name: b, type: string}}]\n")
+    # Made from uncommitted changes: the apply says what that records.
+    warned = apply()
+    assert (f"warning: this plan was made from uncommitted changes, so what it applied records the commit "
+            f"{dropped[:10]}+dirty for good") in warned
+
+    history = schemaflow(*project, "history", f"{db}.t")
+    assert history.code == 0, history.said
+    header, *lines = history.out.splitlines()
+    assert header.split() == ["APPLIED", "AT", "OBJECT", "CHANGE", "WHAT", "COMMIT"]
+    assert [line.split()[1:3] + [line.split()[-1]] for line in lines] == [
+        [f"{db}.t", "create", created[:10]], [f"{db}.t", "change", changed[:10]], [f"{db}.t", "drop", dropped[:10]],
+        [f"{db}.t", "create", f"{dropped[:10]}+dirty"]]
+    records = json.loads(schemaflow(*project, "history", "--format", "json").out)["history"]
+    assert [(r["change"], r["commit"]) for r in records] == [
+        ("create", created), ("change", changed), ("drop", dropped), ("create", f"{dropped}+dirty")]
+    assert set(records[0]) == {"at", "object", "what", "commit", "change"}  # the fields there were, and one more
+    versions = [r["what"] for r in records]
+    assert versions[2] == f"dropped table ({versions[1]})" and versions[0] != versions[1] != versions[3]
+    stored = json.loads(metastore.database(db).properties["schemaflow.history.t"])
+    assert (len(stored["applies"]), stored["earlier"]) == (4, 0)
+
+
+def test_a_history_lets_its_oldest_applies_go_to_stay_within_a_database_parameter():
+    from schemaflow.catalog.history import Entry, with_entries
+
+    value = None
+    for day in range(1, 201):
+        value = with_entries(value, [Entry(f"2026-01-{day:03d}T00:00:00Z", "change", "table", "0123456789abcdef",
+                                           "0" * 40 + "+dirty")])
+    stored = json.loads(value)
+    assert len(value) <= 4000 < len(value) + 120
+    assert stored["earlier"] + len(stored["applies"]) == 200
+    assert stored["applies"][-1][0] == "2026-01-200T00:00:00Z"

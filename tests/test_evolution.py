@@ -45,6 +45,11 @@ def plan_for(want: Table, have: Table, *migrations: Migration, count: int | None
                       count_partitions=lambda key: count, stale_partitions=lambda key: stale)
 
 
+def test_a_cascade_too_short_to_estimate_shows_no_estimate():
+    [step] = plan_for(DESIRED, LIVE, RENAME, count=2).steps
+    assert step.notes[1] == "cascade: the column lists of 2 partitions follow the table"
+
+
 def test_the_issue_example_renames_drops_and_widens_in_one_cascading_alter():
     plan = plan_for(DESIRED, LIVE, RENAME)
     [step] = plan.steps

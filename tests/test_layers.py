@@ -25,7 +25,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("project", "scope", "target"),
     ("gitsource", "catalog", "plan"),
     ("apply", "render"),
-    ("workflow", "starter"),
+    ("workflow", "starter", "completion"),
     ("applying",),
     ("cli",),
     ("__main__",),

@@ -185,8 +185,9 @@ def test_history_reads_a_metastore_server_without_a_jvm(metastore_server: str, t
     assert schemaflow(project, "apply", "--auto-approve", env=env).returncode == 0
     history = schemaflow(project, "history", env=env)
     assert (history.returncode, history.stderr) == (0, f"Reading {metastore_server} ...\n")
-    [record] = history.stdout.splitlines()
-    assert record.split()[1:3] == ["history_db.t", "version"], history.stdout
+    header, record = history.stdout.splitlines()
+    assert header.split()[2:4] == ["OBJECT", "CHANGE"]
+    assert record.split()[1:4] == ["history_db.t", "create", "version"], history.stdout
 
 
 def test_a_plan_reads_the_databases_the_settings_name_while_it_parses_the_files(

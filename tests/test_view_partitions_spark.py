@@ -148,6 +148,12 @@ def test_view_partitions_sync_command_shows_then_applies_only_view_partitions(tm
     assert out.endswith("Synced the partitions of 1 view.\n")
     assert metastore.partition_values(f"{db}.daily") == (("2024-01-01",),)
     assert main([*sync, "--dry-run"]) == 0
+    # apply syncs them too, and says what a long step did on a line of its own, "done" after it.
+    spark.sql(f"ALTER TABLE {db}.orders ADD PARTITION (ds='2024-01-03', hr='00')")
+    assert main(["--project", str(tmp_path), "apply", "--auto-approve"]) == 0
+    out = capsys.readouterr().out
+    assert f"[1/1] partitions of view {db}.daily: add 1 ... \n      added 1 of 1 partition; done (" in out
+    assert out.endswith("\nApplied 1 step.\n")
 
     # A view that apply must change first is left to apply, and so are other objects' changes.
     files[f"schemas/{db}/daily.yaml"] = view_file(db, f"{{derive_from: {db}.orders}}", sql="SELECT id, ds FROM orders WHERE id > 1")
@@ -159,7 +165,7 @@ def test_view_partitions_sync_command_shows_then_applies_only_view_partitions(tm
     captured = capsys.readouterr()
     assert f"skipped {db}.daily: the view itself changes; schemaflow apply syncs its partitions" in captured.err
     assert captured.out.startswith("No changes")
-    assert metastore.partition_values(f"{db}.daily") == (("2024-01-01",),)
+    assert metastore.partition_values(f"{db}.daily") == (("2024-01-01",), ("2024-01-03",))
     assert metastore.read((db,)).get(f"{db}.orders").comment is None
 
 

@@ -26,13 +26,15 @@ import time
 from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime, UTC
 from typing import Any, TextIO, assert_never
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 from schemaflow.apply.lane import Lane, LaneFailed
 from schemaflow.catalog.backend import CatalogWriter
 from schemaflow.claims import Claim, new_run
 from schemaflow.errors import ConcurrentChange, SchemaflowError, Unreachable
-from schemaflow.model import VERSION_KEY, Column, Database, PartitionValues
+from schemaflow.catalog.history import Entry, with_entries
+from schemaflow.model import DROPPED_PREFIX, HISTORY_PREFIX, VERSION_KEY, Column, Database, PartitionValues, split_key
+from schemaflow.plan.kinds import EFFECTS, Effect
 from schemaflow.plan.plan import Plan
 from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, KeepViewPartitions, PartitionView,
                                    SetColumns,
@@ -50,6 +52,7 @@ class RecordingTarget:
     def __init__(self) -> None:
         self.actions: list[Action] = []
         self.guards: list[str | None] = []  # one per metastore write, in order
+        self.histories: dict[str, dict[str, str]] = {}  # database -> the history parameters written on it
 
     def run_sql(self, sql: str) -> None:
         self.actions.append(SqlAction(sql))
@@ -59,6 +62,12 @@ class RecordingTarget:
 
     def set_database_properties(self, name: str, properties: Mapping[str, str]) -> None:
         self.actions.append(SetDatabaseParameters(name, dict(properties)))
+
+    def update_database_properties(self, name: str, keys: Collection[str],
+                                   update: Callable[[Mapping[str, str]], Mapping[str, str]]) -> None:
+        """Kept apart from the actions: only the executor's bookkeeping (the objects' histories) comes this way."""
+        written = self.histories.setdefault(name, {})
+        written.update(update({key: written[key] for key in keys if key in written}))
 
     def check_guards(self, key: str) -> None:
         """A recorder keeps no versions: there is nothing to check."""
@@ -122,6 +131,7 @@ class Run:
         self.writer = writer
         self.held: dict[str, str] = {}
         self.started: set[str] = set()  # objects this run has begun to change
+        self.stamped: dict[str, str] = {}  # when each object's stamp or drop record was written
         self.kept: dict[str, Any] = {}  # the partitions of each view it re-creates, read just before
         kinds: dict[str, list[str]] = {}
         cascade: set[str] = set()
@@ -193,11 +203,14 @@ class Run:
             case SetDatabaseParameters():
                 # The metastore keeps no version for a database: there is no guard to hold.
                 writer.set_database_properties(action.database, fill_applied_at(action.properties, now))
+                self.stamped |= {f"{action.database}.{key[len(DROPPED_PREFIX):]}": now
+                                 for key in action.properties if key.startswith(DROPPED_PREFIX)}
             case SetParameters():
                 values = fill_applied_at(action.set, now)
                 writer.set_parameters(action.object, values, action.unset, self.held.get(action.object))
                 if VERSION_KEY in values:
                     self.held[action.object] = values[VERSION_KEY]
+                    self.stamped[action.object] = now
             case SetColumns():
                 records = fill_applied_at(action.parameters, now)
                 writer.set_columns(action.object, action.columns, action.partition_columns, action.cascade,
@@ -241,10 +254,43 @@ def apply_plan(plan: Plan, writer: CatalogWriter, progress: TextIO | None = None
             pause("claimed")
         lane = Lane() if second is not None else None
         try:
-            _run_steps(plan, run, progress, pause, clock, lane, second)
-        finally:
-            if lane:
-                lane.close()
+            try:
+                _run_steps(plan, run, progress, pause, clock, lane, second)
+            finally:
+                if lane:
+                    lane.close()
+        except ApplyError as error:
+            if not isinstance(error.__cause__, Unreachable):  # the steps that landed go into the history
+                try:
+                    _record_history(plan, run)
+                except Exception:  # noqa: BLE001 -- bookkeeping: the apply's own failure is what to report
+                    pass
+            raise
+        _record_history(plan, run)
+
+
+def _record_history(plan: Plan, run: Run) -> None:
+    """Add a line to the history of each object whose stamp or drop record this run wrote (``catalog.history``),
+    one write per database."""
+    created = {s.object for s in plan.steps if EFFECTS[s.kind] == Effect.CREATE}
+    lines: dict[str, dict[str, list[Entry]]] = {}
+    for step in plan.steps:
+        at = run.stamped.get(step.object)
+        dropped = EFFECTS[step.kind] == Effect.DROP and step.object_type != "database"
+        if at is None or not (step.stamp or dropped):
+            continue
+        change = "drop" if dropped else "create" if step.object in created else "change"
+        version = plan.guards.get(step.object) if dropped else step.stamp.set.get(VERSION_KEY) if step.stamp else None
+        database, name = split_key(step.object)
+        lines.setdefault(database, {}).setdefault(HISTORY_PREFIX + name, []).append(
+            Entry(at, change, step.object_type, version, plan.commit))
+    for database, histories in sorted(lines.items()):
+        run.writer.update_database_properties(database, sorted(histories), functools.partial(_with_lines, histories))
+
+
+def _with_lines(histories: Mapping[str, Sequence[Entry]], current: Mapping[str, str]) -> dict[str, str]:
+    """The history parameters ``histories`` names, each as ``current`` holds it with its new lines added."""
+    return {key: with_entries(current.get(key), entries) for key, entries in histories.items()}
 
 
 def _claim(plan: Plan, run: Run, progress: TextIO | None, clock: Callable[[], float]) -> None:

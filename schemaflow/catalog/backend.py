@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from typing import Any, Protocol, TypeVar
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 from schemaflow.model import Catalog, Column, Database, PartitionValues
 
@@ -63,6 +63,10 @@ class CatalogWriter(Protocol):
         """Create ``database`` as declared (by default where the metastore puts databases), unless it exists."""
 
     def set_database_properties(self, name: str, properties: Mapping[str, str]) -> None: ...
+
+    def update_database_properties(self, name: str, keys: Collection[str],
+                                   update: Callable[[Mapping[str, str]], Mapping[str, str]]) -> None:
+        """Set the properties ``update`` makes of the current values of ``keys``, read just before."""
 
     def set_parameters(self, key: str, set: Mapping[str, str], unset: Sequence[str],
                        expected: str | None = None) -> None: ...

@@ -17,7 +17,7 @@ import time
 from contextlib import AbstractContextManager, contextmanager
 from functools import cached_property, partial
 from typing import Any, TypeVar
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 
 from pyspark.sql import SparkSession
 
@@ -323,13 +323,21 @@ class Metastore:
     def set_database_properties(self, name: str, properties: Mapping[str, str]) -> None:
         """Set properties of a database (``alter_database``; the only attribute Hive 2.3's metastore
         changes besides its owner). The metastore has no guard for databases: this write is unguarded."""
+        self.update_database_properties(name, (), lambda _: properties)
+
+    def update_database_properties(self, name: str, keys: Collection[str],
+                                   update: Callable[[Mapping[str, str]], Mapping[str, str]]) -> None:
+        """Set the properties ``update`` makes of the current values of ``keys`` (those the database has), read
+        just before, in one write (unguarded, as ``set_database_properties``). Only ``keys`` are read: each
+        is a call to the JVM, and a database holds a parameter per object schemaflow applied."""
         with self._errors(f"setting the properties of database {name}"):
             database = self.retrying(lambda: self.msc.getDatabase(name))
             parameters = database.getParameters()
             if parameters is None:
                 parameters = jvm_view(self.spark).java.util.HashMap()
                 database.setParameters(parameters)
-            for key, value in sorted(properties.items()):
+            current = {key: str(value) for key in keys if (value := parameters.get(key)) is not None}
+            for key, value in sorted(update(current).items()):
                 parameters.put(key, value)
             self.msc.alterDatabase(name, database)
 

@@ -197,8 +197,9 @@ class AlterColumns:
                 notes.append("cascade: every partition's column list follows the table (partition count unknown)")
             else:
                 estimate = duration(self.partition_count * CASCADE_SECONDS_PER_PARTITION)
+                # An estimate under half a second rounds to "0 s": it says nothing, so none is shown.
                 notes.append(f"cascade: the column lists of {plural(self.partition_count, 'partition')} follow "
-                             f"the table (estimate: {estimate})")
+                             "the table" + (f" (estimate: {estimate})" if estimate != duration(0) else ""))
             if self.batched:
                 notes.append("in batches of partitions, rewriting only those whose list differs: "
                              "a stopped run resumes where it was")

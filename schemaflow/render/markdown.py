@@ -19,7 +19,7 @@ from schemaflow.plan.kinds import Effect, StepKind
 from schemaflow.plan.plan import Plan
 from schemaflow.plan.steps import SETTINGS_TYPE, Step
 from schemaflow.render.review import Review
-from schemaflow.render.shown import statement_lines
+from schemaflow.render.shown import statements_of
 from schemaflow.render.summary import markers, summary
 from schemaflow.wording import plural
 
@@ -130,9 +130,9 @@ def _state(steps: list[Step]) -> str:
 def _statements(plan: Plan) -> list[str]:
     """What each step runs, as the text plan shows it: a re-created view's SQL as a diff, bookkeeping left out."""
     sql = []
-    for number, step in enumerate(plan.steps, 1):
+    for number, (step, lines) in enumerate(zip(plan.steps, statements_of(plan.steps), strict=True), 1):
         sql.append(f"-- {number}. {step.summary}")
-        sql += statement_lines(step)
+        sql += lines
     # A fence longer than any run of backticks in the statements, which quote names with them.
     fence = "`" * max([3] + [len(run) + 1 for run in re.findall(r"`+", "\n".join(sql))])
     return ["", f"<details><summary>Statements ({plural(len(plan.steps), 'step')})</summary>", "",

@@ -6,12 +6,28 @@ diff of it, old against declared, rather than the whole new statement. The plan'
 """
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import assert_never
 
 from schemaflow.model import SCHEMAFLOW_PREFIX
 from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, KeepViewPartitions, PartitionView,
                                    SetColumns, SetDatabaseParameters, SetParameters, SetStorageAction, SqlAction, Step)
+from schemaflow.sql.ddl import CLAIM
+
+# Said under the first statement that holds CLAIM: a reader meets ${claim} in every CREATE.
+CLAIM_EXPLAINED = f"-- {CLAIM}: apply puts its run's claim here; the step's last write replaces it with the object's version"
+
+
+def statements_of(steps: Sequence[Step], verbose: bool = False) -> Iterator[list[str]]:
+    """``statement_lines`` of each of ``steps``, with ``CLAIM_EXPLAINED`` under the first that shows ``CLAIM``."""
+    explained = False
+    for step in steps:
+        lines = statement_lines(step, verbose)
+        if not explained and any(CLAIM in line for line in lines):
+            lines.append(CLAIM_EXPLAINED)
+            explained = True
+        yield lines
 
 
 def statement_lines(step: Step, verbose: bool = False) -> list[str]:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from schemaflow.output_safety import terminal_text as safe
 from schemaflow.plan.plan import Plan
 from schemaflow.render.review import Review
-from schemaflow.render.shown import statement_lines
+from schemaflow.render.shown import statements_of
 from schemaflow.render.summary import change_counts, markers, step_marker, summary
 
 _COLORS = {"+": "32", "~": "33", "-": "31", "!": "31;1", "hazard": "33", "blocked": "31;1"}
@@ -29,7 +29,7 @@ def render(review: Review, color: bool = False, verbose: bool = False) -> str:
     paint = _painter(color)
     lines = [safe(summary(plan, review.base))] + [f"warning: {safe(warning)}" for warning in plan.warnings]
     width = len(str(len(plan.steps)))
-    for number, step in enumerate(plan.steps, 1):
+    for number, (step, statements) in enumerate(zip(plan.steps, statements_of(plan.steps, verbose), strict=True), 1):
         flags = [safe(flag) for flag in markers(step)]
         marker = step_marker(step)
         lines.append("")
@@ -40,7 +40,7 @@ def render(review: Review, color: bool = False, verbose: bool = False) -> str:
         lines += [f"{pad}note: {safe(note)}" for note in step.notes]
         lines += [pad + safe(value) for value in step.values]
         diff = bool(step.sql_diff) and not verbose  # what changes in the SQL, not the whole new statement
-        for line in map(safe, statement_lines(step, verbose)):
+        for line in map(safe, statements):
             role = _DIFF_ROLES.get(line[:1]) if diff and not line.startswith(("---", "+++")) else None
             lines.append(pad + "  " + (paint(line, role) if role else line))
     if not plan.is_empty:

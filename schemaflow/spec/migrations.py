@@ -61,9 +61,13 @@ def sum_problems(contents: Mapping[str, bytes], recorded: bytes | None) -> list[
         return []
     listed = dict(line.split(" ", 1) for line in recorded.decode(errors="replace").splitlines()[1:] if " " in line)
     now = {name: checksum(content) for name, content in contents.items()}
-    changed = sorted(n for n in now.keys() | listed.keys() if now.get(n) != listed.get(n))
-    return [Problem(where, f"does not match migrations/ ({', '.join(changed) or 'its first line'} changed since it "
-                           "was written): review the change, then run schemaflow hash-migrations")]
+    edited = sorted(n for n in now.keys() & listed.keys() if now[n] != listed[n])
+    new, gone = sorted(now.keys() - listed.keys()), sorted(listed.keys() - now.keys())
+    reasons = ([f"{', '.join(edited)} changed since it was written"] if edited else []) \
+        + ([f"{', '.join(new)} {'is' if len(new) == 1 else 'are'} new: not in it yet"] if new else []) \
+        + ([f"{', '.join(gone)} {'is' if len(gone) == 1 else 'are'} in it but not in migrations/"] if gone else [])
+    return [Problem(where, f"does not match migrations/ ({'; '.join(reasons) or 'its first line changed since it was written'}"
+                           "): review the change, then run schemaflow hash-migrations")]
 
 
 def read_migration(doc: Document, content: bytes) -> tuple[Migration | None, list[Problem]]:

@@ -111,7 +111,7 @@ def _problems(doc: Document, error: ValidationError) -> list[Problem]:
         if value is None:
             message = f"{where} has no value: write {kinds}"
         else:
-            message = f"{where} must be {kinds}, not {_kind(value)}"
+            message = f"{where} must be {kinds}, not {_kind(value)}" + _quote_it(value, expected)
     elif error.validator == "enum":
         message = f"{where} must be one of: {', '.join(validator_value)} (not {value!r})"
     elif error.validator == "pattern":
@@ -145,6 +145,19 @@ def _where(path: tuple[str | int, ...]) -> str:
     if len(path) > 1 and path[-2] in _ENTRIES:
         return f"{_ENTRIES[path[-2]]} '{path[-1]}'"
     return str(path[-1])
+
+
+def _quote_it(value: Any, expected: list[str]) -> str:
+    """How to write a text that YAML read as a mapping (``echo "a: $X"``: a colon and a space make a key):
+    quote all of it. Empty for any other value."""
+    if "string" not in expected or not isinstance(value, dict) or len(value) != 1:
+        return ""
+    (key, item), = value.items()
+    if isinstance(item, (dict, list)):
+        return ""
+    text = f"{key}: {'' if item is None else item}".rstrip()
+    quoted = "'" + text.replace("'", "''") + "'"
+    return f": YAML reads 'key: value' as a mapping; quote the whole text to keep it one: {quoted}"
 
 
 def _kind(value: Any) -> str:

@@ -97,7 +97,7 @@ def _name_problems(doc: Document, target: str, settings: dict[str, Any]) -> list
 _DATABASE_COMMENT = Limit("database comment", 4000, "DBS.DESC")
 _DATABASE_LOCATION = Limit("database location", 4000, "DBS.DB_LOCATION_URI")
 _DATABASE_KEY = Limit("database property key", 180, "DATABASE_PARAMS.PARAM_KEY")
-_DATABASE_VALUE = Limit("database property value", 4000, "DATABASE_PARAMS.PARAM_VALUE")
+DATABASE_VALUE = Limit("database property value", 4000, "DATABASE_PARAMS.PARAM_VALUE")
 
 
 def _database_problems(doc: Document, name: str, attributes: dict[str, Any]) -> list[Problem]:
@@ -114,5 +114,5 @@ def _database_problems(doc: Document, name: str, attributes: dict[str, Any]) -> 
     for key in properties:
         properties[key] = doc.written(*where, "properties", key) or str(properties[key])
         _DATABASE_KEY.check(key, doc.key(*where, "properties", key), problems)
-        _DATABASE_VALUE.check(properties[key], doc.at(*where, "properties", key), problems)
+        DATABASE_VALUE.check(properties[key], doc.at(*where, "properties", key), problems)
     return problems
