@@ -10,6 +10,7 @@ Each way of planning returns a ``Review``: the plan and what a reviewer reads be
 from __future__ import annotations
 
 import json
+from functools import partial
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -104,7 +105,8 @@ def review_live(project: Project, live: Live, *, allow_destructive: bool = False
     current, left_alone = owned(project, read, desired)
     plan = build_plan(desired, current, allow_destructive=allow_destructive,
                       count_partitions=reader.count_partitions,
-                      stale_partitions=live.stale_partitions, commit=commit_of(project.root),
+                      stale_partitions=live.stale_partitions,
+                      unfinished_partitions=partial(live.stale_partitions, exact=True), commit=commit_of(project.root),
                       check_partitions=check_partitions, invalidation=project.settings.invalidation,
                       recompile=recompile, list_partitions=reader.partition_values,
                       type_rule=reader.enforces_type_rule())

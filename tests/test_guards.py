@@ -172,6 +172,16 @@ def test_a_plan_after_a_stopped_run_finishes_what_its_claims_say():
     assert plan.warnings == (f"retail.daily: left half-done by {run.describe()}; this plan finishes it",
                              f"retail.orders: left half-done by {run.describe()}; this plan finishes it")
     assert plan.guards["retail.daily"] == left
+    # A cascade of an append that stopped leaves partitions that lack only the appended columns: not
+    # stale (Hive's prefix rule), but the cascade was asked for, so the next plan finishes it.
+    prefix_only = build_plan(WIDER, stopped, stale_partitions=lambda key: 0, unfinished_partitions=lambda key: 5,
+                             count_partitions=lambda key: 40)
+    assert [s.summary for s in prefix_only.steps if s.object == "retail.orders"] == [
+        "alter columns of retail.orders: finish giving every partition the table's columns"]
+    finished = build_plan(WIDER, stopped, stale_partitions=lambda key: 0, unfinished_partitions=lambda key: 0,
+                          count_partitions=lambda key: 40)
+    assert [s.summary for s in finished.steps if s.object == "retail.orders"] == [
+        "record schemaflow.version on retail.orders"]
     # A claim from another host may belong to a run still going; one from a live process is one.
     elsewhere = replace(stopped, objects={**stopped.objects, "retail.daily": replace(
         stopped.objects["retail.daily"], version=RUN.for_object(("replace_view",), False).token)})

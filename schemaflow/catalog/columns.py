@@ -79,18 +79,19 @@ def cascade_in_batches(metastore: HiveClient, key: str, columns: Sequence[Column
     return rewritten
 
 
-def stale_partitions(metastore: HiveClient, key: str) -> int:
+def stale_partitions(metastore: HiveClient, key: str, exact: bool = False) -> int:
     """How many partitions of ``key`` have a stale column list (listing them in batches): one other than the
     table's that is not its first columns. A partition from before a table-only append lists the table's
     columns but the appended ones, which Hive reads as NULL in it (its prefix rule): the state the plan
-    called safe, not one to repair. A cascade still gives such a partition every column."""
+    called safe, not one to repair. A cascade still gives such a partition every column; with ``exact``,
+    such partitions count too (those a cascade under way has yet to reach)."""
     database, name = split_key(key)
     wanted = _listed(metastore.retrying(lambda: metastore.msc.getTable(database, name)).getSd().getCols())
-    return sum(_stale(_rows(p), wanted) for _, data in _partition_batches(metastore, key) for p in data)
+    return sum(_stale(_rows(p), wanted, exact) for _, data in _partition_batches(metastore, key) for p in data)
 
 
-def _stale(listed: list[tuple[str, str, str | None]], wanted: list[tuple[str, str, str | None]]) -> bool:
-    return not listed or listed != wanted[:len(listed)]
+def _stale(listed: list[tuple[str, str, str | None]], wanted: list[tuple[str, str, str | None]], exact: bool) -> bool:
+    return listed != wanted if exact else not listed or listed != wanted[:len(listed)]
 
 
 def _partition_batches(metastore: HiveClient, key: str) -> Iterator[tuple[Any, list[dict[str, Any]]]]:

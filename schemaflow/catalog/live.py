@@ -109,9 +109,10 @@ class Live:
         """What the executor runs actions against: the metastore client and its Spark session."""
         return self.metastore
 
-    def stale_partitions(self, key: str) -> int:
-        """How many partitions of ``key`` list other columns than the table does (read through Spark's client)."""
-        return self.metastore.stale_partitions(key)
+    def stale_partitions(self, key: str, exact: bool = False) -> int:
+        """How many partitions of ``key`` have a stale column list (read through Spark's client; see
+        ``catalog.columns.stale_partitions``)."""
+        return self.metastore.stale_partitions(key, exact)
 
     def view_problems(self, desired: Catalog, views: Iterable[str]) -> dict[str, str]:
         """Why Spark refuses the SQL of each of ``views`` as ``desired`` declares it (see ``catalog.view_check``)."""

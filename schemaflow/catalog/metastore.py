@@ -270,10 +270,10 @@ class Metastore:
         if self.progress is not None:
             self.progress(message)
 
-    def stale_partitions(self, key: str) -> int:
-        """How many partitions of ``key`` have another column list than the table's."""
+    def stale_partitions(self, key: str, exact: bool = False) -> int:
+        """How many partitions of ``key`` have a stale column list (see ``catalog.columns.stale_partitions``)."""
         with self._errors(f"listing the partitions of {key}"):
-            return stale_partitions(self, key)
+            return stale_partitions(self, key, exact)
 
     def set_columns(self, key: str, columns: Sequence[Column], partition_columns: Sequence[Column],
                     cascade: bool, batched: bool = False, parameters: Mapping[str, str] = {},

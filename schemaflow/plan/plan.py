@@ -119,7 +119,7 @@ def _checksum(content: Mapping[str, Any]) -> str:
 
 def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = False,
                count_partitions: PartitionCounter | None = None, stale_partitions: PartitionCounter | None = None,
-               commit: str | None = None, check_partitions: bool = False, basis: str = "metastore",
+               unfinished_partitions: PartitionCounter | None = None, commit: str | None = None, check_partitions: bool = False, basis: str = "metastore",
                invalidation: str = STRICT, recompile: tuple[str, ...] = (),
                list_partitions: PartitionLister | None = None, type_rule: bool = True) -> Plan:
     """Plan the changes that turn ``live`` into ``desired`` (both restricted to the managed databases).
@@ -128,6 +128,8 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
     names declared views to re-create from their SQL whether or not anything changed.
 
     ``count_partitions`` and ``stale_partitions`` answer for tables whose columns change (None: unknown);
+    ``unfinished_partitions`` counts the partitions of a table whose cascade an apply left under way that
+    lack any of its columns, appended ones too (None: ``stale_partitions``);
     with ``check_partitions`` every other partitioned table is checked for stale partitions too, a
     cost that grows with the partition count. ``commit`` names the git commit of the desired state,
     recorded on every object written. ``list_partitions`` lists the live partitions of a table or
@@ -142,7 +144,7 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
                for c in diff(desired, live, type_rule)]
     changes = _recompiled(changes, desired, recompile)
     outcome = resolve(changes, desired, live, invalidation)
-    changes = outcome.changes + _resumed(desired, live, outcome.changes, stale_partitions)
+    changes = outcome.changes + _resumed(desired, live, outcome.changes, _once(unfinished_partitions) or stale_partitions)
     changes = [_with_partition_facts(c, count_partitions, stale_partitions) for c in changes]
     changes = [_with_records(c, desired, commit) for c in changes]
     changes += _stamps(desired, live, changes, commit)
@@ -320,12 +322,13 @@ def applied(want: Object, migrations: Collection[Migration]) -> Object:
 
 
 def _resumed(desired: Catalog, live: Catalog, changes: list[Change],
-             stale: PartitionCounter | None) -> list[Change]:
+             unfinished: PartitionCounter | None) -> list[Change]:
     """What an interrupted apply left unfinished, beyond what the diff sees, on the objects it still claims.
 
     A view it was to re-create may look unchanged (a re-creation after a base table changed), so it
     is re-created; a table whose partitions were to follow its columns in batches gets its stale
-    partitions repaired. Everything else a half-done object lacks, the diff finds by itself.
+    partitions repaired (those that lack any column, an appended one too: the cascade was asked for).
+    Everything else a half-done object lacks, the diff finds by itself.
     """
     planned = {c.key for c in changes}
     extra: list[Change] = []
@@ -336,7 +339,7 @@ def _resumed(desired: Catalog, live: Catalog, changes: list[Change],
             continue
         if isinstance(want, View) and VIEW_DEFINITIONS & set(claim.steps):
             extra.append(ReplaceView(want, (f"finishing the re-creation that {claim.describe()} began",)))
-        elif isinstance(want, Table) and claim.cascade and want.partition_columns and stale and stale(key):
+        elif isinstance(want, Table) and claim.cascade and want.partition_columns and unfinished and unfinished(key):
             finish = ("finish giving every partition the table's columns",)
             evolution = Evolution(key, have.columns, have.columns, finish, mode="cascade")
             extra.append(AlterColumns(key, evolution, want.partition_columns, want.format, cascade=True))
