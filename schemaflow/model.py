@@ -81,11 +81,56 @@ class Bucketing:
 
 
 @dataclass(frozen=True)
+class PartitionField:
+    """One field of an Iceberg table's partition spec: a transform of a data column, as Spark writes it
+    (``day(ts)``, ``bucket(16, id)``); ``argument`` is a bucket's count or a truncate's width."""
+
+    transform: str                # Iceberg's name: identity, year, month, day, hour, bucket, truncate
+    column: str
+    argument: int | None = None
+
+    def __str__(self) -> str:
+        if self.transform == "identity":
+            return self.column
+        argument = "" if self.argument is None else f"{self.argument}, "
+        return f"{self.transform}({argument}{self.column})"
+
+    def to_data(self) -> dict[str, Any]:
+        return {"transform": self.transform, "column": self.column, "argument": self.argument}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> PartitionField:
+        return cls(data["transform"], data["column"], data.get("argument"))
+
+
+@dataclass(frozen=True)
+class SortTerm:
+    """One term of an Iceberg table's sort order (Spark's ``WRITE ORDERED BY``): a field, its direction and
+    where nulls go, always spelt out (Iceberg's defaults: ascending with nulls first, descending with nulls last)."""
+
+    field: PartitionField         # the column or a transform of it
+    descending: bool = False
+    nulls_first: bool = True
+
+    def __str__(self) -> str:
+        return f"{self.field} {'DESC' if self.descending else 'ASC'} NULLS {'FIRST' if self.nulls_first else 'LAST'}"
+
+    def to_data(self) -> dict[str, Any]:
+        return {**self.field.to_data(), "descending": self.descending, "nulls_first": self.nulls_first}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> SortTerm:
+        return cls(PartitionField.from_data(data), data["descending"], data["nulls_first"])
+
+
+@dataclass(frozen=True)
 class Table:
     """A table: Hive-format (``STORED AS format``) or, with ``data_source``, a Spark data-source
     table (``USING format``); its kind is ``schemaflow.sql.table_kinds``'s. Storage beyond the format's defaults
     (``schemaflow.sql.storage``): a SerDe, format classes (format ``custom``), SERDEPROPERTIES, or
-    a data source's OPTIONS (both in ``serde_properties``), and bucketing."""
+    a data source's OPTIONS (both in ``serde_properties``), and bucketing. An Iceberg table (format
+    ``iceberg``, a data source) partitions by transforms of its data columns (``partition_spec``; it has
+    no partition columns) and may keep its rows in a ``sort_order``."""
 
     database: str
     name: str
@@ -102,6 +147,8 @@ class Table:
     output_format: str | None = None
     serde_properties: Mapping[str, str] = field(default_factory=dict)
     bucketing: Bucketing | None = None
+    partition_spec: tuple[PartitionField, ...] = ()
+    sort_order: tuple[SortTerm, ...] = ()
     # Live state only: the property keys schemaflow wrote last time (so removed ones can be unset),
     # the version stamp it left, and the migrations applied to it (id -> record).
     managed_keys: tuple[str, ...] = field(default=(), compare=False)
@@ -321,7 +368,9 @@ def split_key(key: str) -> tuple[str, str]:
 _STORAGE_DETAILS = frozenset({"data_source", "serde", "input_format", "output_format", "serde_properties", "bucketing"})
 # Fields derived from a declared view's SQL, left out likewise: what was saved before them reads the same.
 _DERIVED_LATER = frozenset({"output"})
-_LEFT_OUT_AT_DEFAULT = _STORAGE_DETAILS | _DERIVED_LATER
+# An Iceberg table's layout, left out likewise: a Hive table's data and fingerprint are what they were.
+_ICEBERG_LAYOUT = frozenset({"partition_spec", "sort_order"})
+_LEFT_OUT_AT_DEFAULT = _STORAGE_DETAILS | _DERIVED_LATER | _ICEBERG_LAYOUT
 # Fields left out of the plain data (where the object was declared, the stars of its SQL), and those that are no part of an
 # object's definition, so not of its fingerprint: those and live-only bookkeeping, what is derived
 # from a view's SQL, and a view's partitions (its contents, see ``fingerprint``).
@@ -357,6 +406,8 @@ def _data(obj: Object, names: tuple[str, ...]) -> dict[str, Any]:
             continue  # at its default: the data (and so the fingerprint) of a table without it is unchanged
         elif isinstance(value, (ViewPartitions, Bucketing)):
             value = value.to_data()
+        elif name in _ICEBERG_LAYOUT:
+            value = [item.to_data() for item in value]
         elif isinstance(value, tuple):
             value = list(value)
         elif isinstance(value, Mapping):
@@ -382,6 +433,10 @@ def from_data(data: Mapping[str, Any]) -> Object:
         data["partitions"] = ViewPartitions.from_data(data["partitions"])
     if data.get("bucketing") is not None:
         data["bucketing"] = Bucketing.from_data(data["bucketing"])
+    if "partition_spec" in data:
+        data["partition_spec"] = tuple(PartitionField.from_data(f) for f in data["partition_spec"])
+    if "sort_order" in data:
+        data["sort_order"] = tuple(SortTerm.from_data(t) for t in data["sort_order"])
     return cls(**data)
 
 
@@ -412,6 +467,8 @@ def state_digest(obj: Object) -> str:
             "partitions": [column_data(c) for c in obj.partition_columns],
             "storage": [obj.format, obj.external, obj.location] + storage_details(obj),
         }
+        if obj.partition_spec or obj.sort_order:  # an Iceberg table's; a Hive table's digest is what it was
+            aspects["layout"] = [[f.to_data() for f in obj.partition_spec], [t.to_data() for t in obj.sort_order]]
     else:
         aspects = {"sql": obj.sql, "columns": [[c.name, c.comment] for c in obj.columns],
                    "partitions": list(obj.partitioned_on)}

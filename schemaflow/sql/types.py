@@ -105,6 +105,16 @@ def nests_char_or_varchar(canonical: str | None) -> bool:
     return canonical is not None and not is_primitive(canonical) and bool(_CHAR_OR_VARCHAR.search(canonical))
 
 
+def check_iceberg(canonical: str) -> None:
+    """Raises ``InvalidType`` unless an Iceberg table keeps a column of this type as declared: Iceberg has
+    no tinyint, smallint, char or varchar, and Spark's Iceberg catalog writes them as int and string."""
+    ints, texts = _AVRO_INT.findall(canonical), _CHAR_OR_VARCHAR.findall(canonical)
+    if ints or texts:
+        stored = _CHAR_OR_VARCHAR.sub("string", _AVRO_INT.sub("int", canonical))
+        raise InvalidType(f"Iceberg has no {' or '.join(sorted(set(ints + texts)))}: Spark would create "
+                          f"{stored!r}; declare that")
+
+
 def check_avro(canonical: str) -> None:
     """Raises ``InvalidType`` unless an avro table gives back a column of this type as declared.
 
