@@ -169,11 +169,20 @@ def _keys(node: dict[str, Any], within: str, prefix: str) -> Iterator[tuple[str,
         resolved, where = _resolve(child, within)
         yield path, _type(resolved, where), key in required, _rule(resolved)
         yield from _keys(resolved, where, path + ".")
-        if isinstance(resolved.get("items"), dict):
-            yield from _keys(resolved["items"], where, path + "[].")
+        for item in _item_kinds(resolved):
+            yield from _keys(item, where, path + "[].")
         extra = resolved.get("additionalProperties")
         if isinstance(extra, dict) and "properties" in _resolve(extra, where)[0]:
             yield from _keys(extra, where, path + ".<name>.")
+
+
+def _item_kinds(node: dict[str, Any]) -> list[dict[str, Any]]:
+    """The schemas of a list's items: its ``items``, or both branches of an ``if`` on them (``partitioned_by``
+    holds texts for an Iceberg table, mappings for a Hive one)."""
+    items = node.get("items")
+    if not isinstance(items, dict):
+        return []
+    return [items["then"], items["else"]] if "if" in items else [items]
 
 
 def _type(node: dict[str, Any], within: str) -> str:
@@ -185,9 +194,11 @@ def _type(node: dict[str, Any], within: str) -> str:
     shown = []
     for kind in kinds:
         if kind == "array" and isinstance(node.get("items"), dict):
-            item, where = _resolve(node["items"], within)
-            inner = "mappings" if item.get("type") == "object" else _type(item, where)
-            shown.append(f"list of {inner}")
+            inner = []
+            for item in _item_kinds(node):
+                resolved, where = _resolve(item, within)
+                inner.append("mappings" if resolved.get("type") == "object" else _type(resolved, where))
+            shown.append(f"list of {' or '.join(inner)}")
         elif kind == "object" and isinstance(node.get("additionalProperties"), dict):
             shown.append("mapping of names to values")
         else:

@@ -22,7 +22,7 @@ from schemaflow.errors import Problem, SchemaflowError, SpecError
 from schemaflow.catalog.live import Live
 from schemaflow.catalog.thrift_reader import partition_counter
 from schemaflow.gitsource import commit_of
-from schemaflow.model import Catalog, Object, Source, View, catalog_digest, split_key
+from schemaflow.model import Catalog, Object, Source, Table, View, catalog_digest, split_key
 from schemaflow.plan.invalidation import created_schema_mode
 from schemaflow.plan.kinds import VIEW_DEFINITIONS, StepKind
 from schemaflow.sql.ddl import view_text
@@ -34,6 +34,7 @@ from schemaflow.target import check_targets, from_target, on_target, target_patt
 from schemaflow.render.review import Review
 from schemaflow.spark_version import spark_version
 from schemaflow.spec import load_catalog
+from schemaflow.sql.table_kinds import table_kind
 
 if TYPE_CHECKING:
     from schemaflow.catalog.history import Applied
@@ -51,6 +52,23 @@ def desired_state(project: Project) -> Catalog:
     if problems:
         raise SpecError(problems)
     return desired
+
+
+def _plannable(*catalogs: Catalog) -> None:
+    """Refuse to plan catalogs that declare a table planning does not handle yet: an Iceberg table, whose
+    creation and evolution go through Iceberg's own metadata and commit (issue 29, items 2 to 7). Raised
+    before any plan is made, so nothing is read for it or written; validate checks such tables in full."""
+    iceberg: dict[str, Table] = {}  # the first catalog's declaration of each: the head's, before the base's
+    for catalog in catalogs:
+        for table in catalog.tables():
+            if (kind := table_kind(table.format, table.data_source)) is not None and kind.own_metadata:
+                iceberg.setdefault(table.key, table)
+    problems = [Problem(table.source or Source(key), (
+        f"{key} is an Iceberg table: Iceberg tables can be declared and validated, and planning them is not "
+        "built yet, so nothing was planned or applied; move its file out of schemas/ to plan the rest"))
+        for key, table in sorted(iceberg.items())]
+    if problems:
+        raise SpecError(problems)
 
 
 def _on_target(project: Project, declared: Catalog, check: bool = True) -> Catalog:
@@ -100,6 +118,7 @@ def review_live(project: Project, live: Live, *, allow_destructive: bool = False
     if desired is None:
         live.read_ahead(_named_databases(project))
         desired = desired_state(project)
+    _plannable(desired)
     reader = live.reader
     read = live.read(desired.databases)
     current, left_alone = owned(project, read, desired)
@@ -208,6 +227,7 @@ def review_snapshot(project: Project, snapshot: Path, *, allow_destructive: bool
     from schemaflow.catalog.snapshot import load_snapshot
 
     desired = desired_state(project)
+    _plannable(desired)
     saved = load_snapshot(snapshot)
     current, left_alone = owned(project, saved.catalog.in_databases(desired.databases), desired)
     plan = build_plan(desired, current, allow_destructive=allow_destructive,
@@ -233,6 +253,7 @@ def review_refs(project: Project, base: str, head: str | None = None, *, allow_d
     settings = project.settings.declared if head is None else settings_at(project.root, head)
     applied = applied_state(_on_target(project, desired_at(project.root, base), check=False)
                             .in_databases(desired.databases))
+    _plannable(desired, applied)
     # As against the metastore: a table the base managed and the head declares as a source is left alone.
     before, left_alone = owned(project, applied, desired)
     uri = project.settings.metastore_uri

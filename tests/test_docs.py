@@ -72,7 +72,9 @@ def test_the_yaml_reference_has_every_key_of_every_schema() -> None:
     for schema in ("settings.json", "table.json", "view.json", "source.json", "migration.json"):
         for name in _property_names(json.loads((SCHEMAS / schema).read_text())):
             assert re.search(rf"^\| `([^`]*\.)?{re.escape(name)}` \|", reference, re.M), (schema, name)
-    assert "| `format` | one of `parquet`, `orc`, `avro`, `textfile`, `sequencefile`, `rcfile` |" in reference
+    assert ("| `format` | one of `parquet`, `orc`, `avro`, `textfile`, `sequencefile`, `rcfile`, `iceberg` |"
+            in reference)
+    assert "| `partitioned_by` | list of text or mappings |" in reference
     assert "| `changes[].partitions.mode` | one of `cascade`, `restrict` | yes |" in reference
 
 
@@ -129,6 +131,7 @@ COVERED = {
     ("concepts/objects.md", 4): VALIDATED,
     ("concepts/objects.md", 5): VALIDATED,
     ("concepts/objects.md", 6): VALIDATED,
+    ("concepts/objects.md", 7): VALIDATED,
     ("concepts/view-partitions.md", 0): VALIDATED,
     ("concepts/view-partitions.md", 1): VALIDATED,
     ("guides/adopting.md", 0): VALIDATED,
@@ -207,6 +210,8 @@ VALIDATE: dict[tuple[str, int], Callable[[str], dict[str, str]]] = {
                                                "schemaflow.yaml": "databases: [analytics, raw, retail]\n"},
     ("concepts/objects.md", 5): lambda block: {"schemas/retail/daily_revenue.yaml": block},
     ("concepts/objects.md", 6): lambda block: {"schemas/raw/events.yaml": block},
+    ("concepts/objects.md", 7): lambda block: {"schemas/events/clicks.yaml": block,
+                                               "schemaflow.yaml": "databases: [analytics, events, retail]\n"},
     ("concepts/view-partitions.md", 0): _view_partitions,
     ("concepts/view-partitions.md", 1): _view_partitions,
     ("guides/adopting.md", 0): lambda block: {"schemaflow.yaml": block.replace("[sales]", "[analytics, retail]")

@@ -9,19 +9,25 @@ from pathlib import Path
 import pytest
 
 from schemaflow.catalog.thrift_data import to_model
+from schemaflow.scope import unmanageable
 from schemaflow.model import Column, Table
 from schemaflow.sql import ddl
 from schemaflow.sql.storage import KNOWN_SERDES
 from schemaflow.sql.table_kinds import (CUSTOM, FOREIGN_FORMATS, PROVIDER, ColumnChanges, Resolution, TableKind, data_source_provider,
-                                        hive_kind, kind_of, kinds, names, register, table_kind)
+                                        format_kind, hive_kind, kind_of, kinds, names, register, table_formats,
+                                        table_kind)
 
 TABLE_SCHEMA = json.loads(files("schemaflow.spec.schemas").joinpath("table.json").read_text())["properties"]
 KINDS = kinds()
 
 
 def test_the_table_schema_enums_are_the_registered_names():
-    assert set(TABLE_SCHEMA["format"]["enum"]) == set(names(data_source=False))
+    # format: names the Hive formats and the table formats with metadata of their own (Iceberg, created USING)
+    assert set(TABLE_SCHEMA["format"]["enum"]) == set(names(data_source=False)) | set(table_formats())
     assert set(TABLE_SCHEMA["using"]["enum"]) == set(names(data_source=True))
+    assert table_formats() == ("iceberg",)
+    assert all(format_kind(name).own_metadata and format_kind(name).data_source for name in table_formats())
+    assert not set(table_formats()) & (set(names(data_source=False)) | set(names(data_source=True)))
 
 
 def test_each_name_is_registered_once_per_vocabulary():
@@ -91,9 +97,19 @@ def test_the_docs_list_the_registered_names():
     assert stored_as and using
     assert stored_as.group(1).split(", ") == list(names(data_source=False))
     assert [*using.group(1).split(", "), using.group(2)] == list(names(data_source=True))
+    for name in table_formats():
+        assert re.search(rf"^format: {name} +# ", objects, re.M), f"docs/concepts/objects.md shows no format: {name}"
     *others, last = names(data_source=True)
     assert f"other than {', '.join(others)} and {last}," in " ".join(project.split())  # the scope's notice
 
 
 def test_no_format_schemaflow_leaves_alone_is_a_registered_kind():
     assert not {foreign.name for foreign in FOREIGN_FORMATS} & set(names(data_source=True))
+
+
+def test_a_live_iceberg_table_is_left_alone_though_a_declared_one_has_a_kind():
+    iceberg = format_kind("iceberg")
+    assert iceberg is not None and iceberg.ddl_clause == "USING iceberg"
+    live = to_model(_live(iceberg))
+    assert isinstance(live, Table) and kind_of(live) is iceberg
+    assert unmanageable(live) == "an Iceberg table"

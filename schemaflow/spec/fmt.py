@@ -61,12 +61,14 @@ from schemaflow.spec.loader import SCHEMAS_DIR, SUFFIXES
 from schemaflow.spec.migrations import MIGRATIONS_DIR
 from schemaflow.spec.schema import inlined_schema
 from schemaflow.spec.settings import SETTINGS_FILE
+from schemaflow.spec.shape_check import compile_schema
 from schemaflow.spec.source import Directory, ReadFile
 from schemaflow.spec.yamlpos import NodePath, load_yaml, read_bytes
 
 LINE_WIDTH = 120  # the longest line a column or free-form mapping may take on one line
 _OBJECT_KINDS = ("table", "view", "source")  # a schemas/ file's kind is its top-level key
-_COLUMN_LISTS = ("columns", "partitioned_by")  # whose items are written one a line
+# Whose items are written one a line: columns, and an Iceberg table's partition fields and sort terms.
+_COLUMN_LISTS = ("columns", "partitioned_by", "sorted_by")
 # Where YAML breaks lines (PyYAML counts lines at these), and a block scalar's indicator.
 _LINE_BREAK = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
 _BLOCK_HEADER = re.compile(r"[|>][0-9+-]*")
@@ -671,7 +673,8 @@ class _Plan:
             built = self.mapping(value, node, schema, path)
         else:
             items = schema.get("items")
-            built = CommentedSeq(self.canonical(item, entry.value, items if isinstance(items, dict) else {}, entry.path)
+            built = CommentedSeq(self.canonical(item, entry.value, _branch(items, item) if isinstance(items, dict) else {},
+                                                entry.path)
                                  for item, entry in zip(value, node.entries, strict=False))
             self.style(built, node, path, False)
         assert isinstance(event, yaml.NodeEvent)
@@ -721,6 +724,15 @@ class _Plan:
             built.fa.set_flow_style()
         else:
             built.fa.set_block_style()
+
+
+def _branch(schema: Mapping[str, Any], value: Any) -> Mapping[str, Any]:
+    """The schema ``value`` is written by: an ``if``'s ``then`` or ``else`` by what the value is (``partitioned_by``
+    holds an Iceberg table's partition fields as text and a Hive table's columns as mappings), else ``schema``."""
+    if "if" not in schema:
+        return schema
+    branch = schema.get("then" if compile_schema(schema["if"])(value) else "else", {})
+    return branch if isinstance(branch, dict) else {}
 
 
 def _free_form(schema: Mapping[str, Any]) -> bool:

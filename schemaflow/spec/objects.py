@@ -21,11 +21,12 @@ from typing import Any
 
 from schemaflow.errors import Problem
 from schemaflow.model import SCHEMAFLOW_PREFIX, Bucketing, Column, Source, Table, View, ViewPartitions, partition_name
+from schemaflow.spec import iceberg
 from schemaflow.spec.yamlpos import Document, NodePath
 from schemaflow.sql.storage import (MAX_BUCKETS, PATH_OPTION, REGEX_PROPERTY, REGEX_SERDES, ROW_FORMAT,
                                     java_capturing_groups, serde_properties)
-from schemaflow.sql.table_kinds import (CUSTOM, LAZY_SIMPLE_SERDE, TypeRule, default_serde, hive_kind, names,
-                                        serde_kind, table_kind)
+from schemaflow.sql.table_kinds import (CUSTOM, LAZY_SIMPLE_SERDE, TypeRule, default_serde, format_kind, hive_kind,
+                                        names, serde_kind, table_kind)
 from schemaflow.sql.types import InvalidType, canonical_type, is_primitive
 from schemaflow.wording import plural
 
@@ -137,6 +138,14 @@ def read_table(doc: Document, data: dict[str, Any], problems: list[Problem]) -> 
     """The table a ``table:`` file declares (its shape already checked); its problems are added to ``problems``."""
     database, name = _object_name(doc, "table", data["table"], problems)
     columns, partition_columns = table_columns(doc, data, problems, "a table needs at least one data column")
+    kind = format_kind(data.get("format", ""))
+    own_metadata = kind is not None and kind.own_metadata
+    layout: dict[str, Any] = {}
+    if own_metadata:
+        iceberg.not_iceberg(doc, data, problems)
+        layout = dict(zip(("partition_spec", "sort_order"), iceberg.layout(doc, data, columns, problems), strict=True))
+    else:
+        _not_hive(doc, data, problems)
     data_source = table_kind(data["using"], data_source=True) if "using" in data else None
     if data_source is not None and data_source.one_column and len(columns) > 1:
         # Spark creates it, then refuses every read and write (measured on Spark 4.0).
@@ -147,14 +156,17 @@ def read_table(doc: Document, data: dict[str, Any], problems: list[Problem]) -> 
     external = data.get("external", False)
     if external and "location" not in data:
         problems.append(Problem(doc.key("external"), "an external table needs a location: add 'location:'"))
-    if not external and "location" in data:
+    if not external and "location" in data and not own_metadata:  # an Iceberg table's location is Iceberg's
         message = "only an external table takes a location: add 'external: true' or remove 'location'"
         problems.append(Problem(doc.key("location"), message))
     if "location" in data:
         _LOCATION.check(data["location"], doc.at("location"), problems)
-    storage = _storage(doc, data, problems)
+    storage = dict(format=data["format"], data_source=True) if own_metadata else _storage(doc, data, problems)
     _regex_problems(doc, storage, len(columns), problems)
     names = {c.name for c in columns}
+    properties = _properties(doc, data, problems)
+    if own_metadata:
+        iceberg.check_properties(doc, properties, problems)
     return Table(
         database=database,
         name=name,
@@ -163,11 +175,26 @@ def read_table(doc: Document, data: dict[str, Any], problems: list[Problem]) -> 
         comment=_comment(doc, data, (), _COMMENT, problems),
         external=external,
         location=data.get("location"),
-        properties=_properties(doc, data, problems),
-        bucketing=_bucketing(doc, data.get("buckets"), names, {c.name for c in partition_columns}, problems),
+        properties=properties,
+        bucketing=None if own_metadata else _bucketing(doc, data.get("buckets"), names,
+                                                       {c.name for c in partition_columns}, problems),
         source=doc.key("table"),
         **storage,
+        **layout,
     )
+
+
+def _not_hive(doc: Document, data: dict[str, Any], problems: list[Problem]) -> None:
+    """A problem for each partition transform and sort order of a table that is not an Iceberg table."""
+    for i, item in enumerate(data.get("partitioned_by", ())):
+        if isinstance(item, str):
+            problems.append(Problem(doc.at("partitioned_by", i), (
+                f"{item!r} is not a partition column: only an Iceberg table (format: iceberg) partitions by transforms "
+                "of its columns; declare a partition column as {name: ds, type: string}")))
+    if "sorted_by" in data:
+        problems.append(Problem(doc.key("sorted_by"), (
+            "'sorted_by' is an Iceberg table's sort order (format: iceberg): a Hive or data-source table sorts rows "
+            "within buckets, 'buckets: {clustered_by: [...], sorted_by: [...], count: N}'")))
 
 
 def _storage(doc: Document, data: dict[str, Any], problems: list[Problem]) -> dict[str, Any]:
@@ -229,7 +256,7 @@ def _storage(doc: Document, data: dict[str, Any], problems: list[Problem]) -> di
 def _regex_problems(doc: Document, storage: dict[str, Any], columns: int, problems: list[Problem]) -> None:
     """A RegexSerDe table reads a row only when its regex has a capturing group per data column (else every
     read fails: "Number of matching groups doesn't match the number of columns")."""
-    regex = storage["serde_properties"].get(REGEX_PROPERTY)
+    regex = storage.get("serde_properties", {}).get(REGEX_PROPERTY)
     if storage.get("serde") not in REGEX_SERDES or regex is None:
         return
     groups = java_capturing_groups(regex)
@@ -353,6 +380,8 @@ def _columns(doc: Document, data: dict[str, Any], field: str, problems: list[Pro
                                  else (_COLUMN_NAME, _COLUMN_COMMENT))
     columns = []
     for i, column in enumerate(data.get(field, ())):
+        if not isinstance(column, dict):
+            continue  # an Iceberg table's partition field (spec.iceberg), or a transform on another table (_not_hive)
         path: NodePath = (field, i)
         name = _column_name(doc, path, column, name_limit, problems)
         type_ = _column_type(doc.at(*path, "type"), column["type"], partition, _type_rule(data), problems)
@@ -371,7 +400,7 @@ def _type_rule(data: dict[str, Any]) -> TypeRule:
     """Which types a table's files keep as declared: its data source's rule, else the rule of its format, of its
     classes or of its SerDe (avro's, however the file names avro); ``TypeRule.ANY`` for a source file."""
     named = [table_kind(data["using"], data_source=True)] if "using" in data else []
-    named += [table_kind(data.get("format", "")), hive_kind(data.get("input_format"), data.get("output_format")),
+    named += [format_kind(data.get("format", "")), hive_kind(data.get("input_format"), data.get("output_format")),
               serde_kind(data.get("serde"))]
     return next((kind.type_rule for kind in named if kind is not None and kind.type_rule is not TypeRule.ANY),
                 TypeRule.ANY)

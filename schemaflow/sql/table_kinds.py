@@ -1,8 +1,10 @@
 """Table kinds: what the way a table's files are stored implies, one record per kind.
 
 A table's kind is a Hive format (``format: parquet``, ``STORED AS PARQUET``), a Hive table read
-through format classes of its own (``custom``: ``input_format:`` and ``output_format:``), or a Spark
-data source (``using: csv``, ``USING csv``). Its ``TableKind`` says how a CREATE TABLE names it, how
+through format classes of its own (``custom``: ``input_format:`` and ``output_format:``), a Spark
+data source (``using: csv``, ``USING csv``), or a table format that keeps its schema, partition spec
+and sort order in metadata of its own (``format: iceberg``, ``USING iceberg``: a data source whose
+file says ``format:``, since none of a data source's OPTIONS or a Hive table's storage applies). Its ``TableKind`` says how a CREATE TABLE names it, how
 a live table of it is recognised in the metastore, which column changes it takes and through what,
 how readers find columns in the files already written, and which column types those files keep as
 declared. The spec, the live reader, the DDL, the diff, the hazards and the scope all ask this
@@ -11,10 +13,11 @@ registry (``table_kind``, ``kind_of``) rather than keep lists of format names.
 The classes and SerDes are what Spark 4 stores for each ``CREATE TABLE`` form, measured on the
 metastore bundled with pyspark; the readers' behaviour is measured as ``plan.hazards`` describes.
 
-To add a kind (Iceberg, say, as a Spark data source):
+To add a kind (Delta, say, as a Spark data source):
 
 1. write its record at the end of this module (``_data_source`` for a provider) and ``register`` it;
-   a format schemaflow left alone until then leaves ``FOREIGN_FORMATS``;
+   a format schemaflow left alone until then leaves ``FOREIGN_FORMATS`` once its live tables are read
+   (Iceberg's stay there: only declared Iceberg tables are a kind so far, see its record);
 2. add its name to the ``format`` or ``using`` enum of ``spec/schemas/table.json`` and to the
    lists of docs/concepts/objects.md: ``tests/test_table_kinds.py`` fails until they and the registry agree;
 3. if it needs a behaviour no kind has yet (another type rule, another way readers find columns,
@@ -29,7 +32,7 @@ from typing import assert_never
 
 from schemaflow.model import Table
 from schemaflow.spark_version import SparkVersion
-from schemaflow.sql.types import InvalidType, check_avro, is_primitive
+from schemaflow.sql.types import InvalidType, check_avro, check_iceberg, is_primitive
 
 _HIVE_IO = "org.apache.hadoop.hive.ql.io."
 LAZY_SIMPLE_SERDE = "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe"
@@ -65,6 +68,7 @@ class TypeRule(Enum):
     AVRO = "avro"              # as ``sql.types.check_avro`` says
     STRING = "string"          # one string a row: Spark's text data source
     PRIMITIVE = "primitive"    # no array, map or struct: Spark's csv data source
+    ICEBERG = "iceberg"        # as ``sql.types.check_iceberg`` says
 
     def check(self, canonical: str) -> None:
         """Raises ``InvalidType`` unless a data column of the canonical type ``canonical`` is kept as declared."""
@@ -73,6 +77,8 @@ class TypeRule(Enum):
                 pass
             case TypeRule.AVRO:
                 check_avro(canonical)
+            case TypeRule.ICEBERG:
+                check_iceberg(canonical)
             case TypeRule.STRING:
                 if canonical != "string":
                     raise InvalidType(f"Spark's text data source holds one string column a row, not {canonical}: "
@@ -111,6 +117,9 @@ class TableKind:
     # the type the files store values as (``plan.hazards``).
     widens_since: SparkVersion = (0, 0)
     way_out: str = ""                  # what to do instead of a column change the kind refuses
+    # A table format with metadata of its own (Iceberg): declared with ``format:``, partitioned by transforms
+    # of its data columns, sorted by a sort order; live tables of it are still left alone (``FOREIGN_FORMATS``).
+    own_metadata: bool = False
 
     def recognises(self, input_format: str | None, output_format: str | None) -> bool:
         """Whether a Hive table with these format classes is of this (named Hive format) kind."""
@@ -171,8 +180,21 @@ def kind_of(table: Table) -> TableKind:
 
 
 def names(data_source: bool) -> tuple[str, ...]:
-    """The names a table file gives as ``using:`` (with ``data_source``) or as ``format:``, as registered."""
-    return tuple(name for (source, name) in _KINDS if source == data_source and name != CUSTOM)
+    """The data sources a table file gives as ``using:`` (with ``data_source``) or the Hive formats it gives as
+    ``format:``, as registered."""
+    return tuple(name for (source, name), kind in _KINDS.items()
+                 if source == data_source and name != CUSTOM and not kind.own_metadata)
+
+
+def table_formats() -> tuple[str, ...]:
+    """The table formats with metadata of their own a table file gives as ``format:``, as registered."""
+    return tuple(kind.name for kind in _KINDS.values() if kind.own_metadata)
+
+
+def format_kind(format: str) -> TableKind | None:
+    """The kind a table file's ``format:`` names: a Hive format, or a table format with metadata of its own."""
+    kind = table_kind(format)
+    return kind if kind is not None else next((k for k in _KINDS.values() if k.own_metadata and k.name == format), None)
 
 
 def hive_kind(input_format: str | None, output_format: str | None) -> TableKind:
@@ -245,3 +267,9 @@ register(_data_source("json"))
 register(replace(_data_source("csv"), type_rule=TypeRule.PRIMITIVE))
 # Spark cannot add columns to a text table (it asks to drop and re-create it).
 register(replace(_data_source("text"), type_rule=TypeRule.STRING, one_column=True, adds_columns=False))
+
+# Iceberg, declared and validated; planning it (evolution by field id, its own commit as the guard) is not
+# built yet, so plan refuses a project that declares one (``workflow``) and no column change reaches this record.
+ICEBERG = "iceberg"
+register(replace(_data_source(ICEBERG), type_rule=TypeRule.ICEBERG, own_metadata=True,
+                 way_out="schemaflow does not plan Iceberg tables yet: change it with Spark SQL's ALTER TABLE"))

@@ -1,0 +1,131 @@
+"""What a table file says of an Iceberg table (``format: iceberg``) beyond what every table file says.
+
+An Iceberg table keeps its schema, partition spec, sort order and properties in metadata files of
+its own, and reads and writes its data files itself, so the keys that describe a Hive table's
+storage do not apply to it: each is refused with what to write instead. Its partition spec
+(``partitioned_by:``, transforms of data columns) and sort order (``sorted_by:``) are read by
+``sql.iceberg``'s grammar and checked against the columns' types, each problem at its item.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from schemaflow.errors import Problem
+from schemaflow.model import Column, PartitionField, SortTerm, Source, column_type
+from schemaflow.spec.yamlpos import Document
+from schemaflow.sql.iceberg import InvalidTerm, check_source_type, family, parse_field, parse_sort_term
+
+# Keys of a Hive table or of a Spark data source that an Iceberg table has no use for, and why.
+_NOT_ICEBERG = {
+    "using": "an Iceberg table is declared with 'format: iceberg' alone (schemaflow creates it USING iceberg): "
+             "remove 'using'",
+    "options": "Iceberg keeps a table's settings as its properties: declare them under 'properties:'",
+    "external": "Iceberg's catalog registers every Iceberg table as external in the metastore, and what dropping "
+                "it deletes is Iceberg's (DROP TABLE ... PURGE): remove 'external' ('location:' may stay)",
+    "buckets": "Iceberg buckets rows with a partition transform: write bucket(N, column) under 'partitioned_by:' "
+               "(and the sort under 'sorted_by:')",
+    **dict.fromkeys(("row_format", "serde", "serde_properties", "input_format", "output_format"),
+                    "Iceberg reads and writes its data files itself, with no SerDe or format classes: choose their "
+                    "format with the property 'write.format.default' (parquet, orc or avro), or remove it"),
+}
+# Table properties Iceberg or its Hive catalog write themselves (Iceberg's TableProperties.RESERVED_PROPERTIES
+# but format-version, which a table is created with; the metastore parameters HiveTableOperations sets).
+_RESERVED = frozenset({"uuid", "snapshot-count", "current-snapshot-id", "current-snapshot-summary",
+                       "current-snapshot-timestamp-ms", "current-schema", "default-partition-spec",
+                       "default-sort-order", "metadata_location", "previous_metadata_location", "table_type"})
+_FORMAT_VERSIONS = ("1", "2", "3")
+_FILE_FORMATS = ("parquet", "orc", "avro")
+
+
+def not_iceberg(doc: Document, data: dict[str, Any], problems: list[Problem]) -> None:
+    """A problem for each key of ``data`` an Iceberg table has no use for, and for each Hive partition column."""
+    problems.extend(Problem(doc.key(key), f"'{key}' is not for an Iceberg table: {why}")
+                    for key, why in _NOT_ICEBERG.items() if key in data)
+    for i, item in enumerate(data.get("partitioned_by", ())):
+        if isinstance(item, dict):
+            name = item["name"]
+            problems.append(Problem(doc.at("partitioned_by", i), (
+                f"an Iceberg table has no partition columns of its own: it partitions by its data columns; move "
+                f"'{name}' into 'columns:' and write its name here (partitioned_by: [{name}]), or a transform of it "
+                "such as day(ts)")))
+
+
+def layout(doc: Document, data: dict[str, Any], columns: tuple[Column, ...],
+           problems: list[Problem]) -> tuple[tuple[PartitionField, ...], tuple[SortTerm, ...]]:
+    """The partition spec and sort order of an Iceberg table file whose data columns are ``columns``."""
+    types = {column.name: column_type(column) for column in columns}
+    split = _split_by_yaml(doc, data, problems)
+    fields: dict[tuple[str, str], tuple[PartitionField, Source]] = {}  # by (column, family)
+    for i, text in enumerate(data.get("partitioned_by", ())):
+        if not isinstance(text, str) or ("partitioned_by", i) in split:
+            continue  # a Hive partition column (not_iceberg says so), or half of a term YAML split
+        where = doc.at("partitioned_by", i)
+        try:
+            field = parse_field(text)
+            _check_column(field, types)
+        except InvalidTerm as error:
+            problems.append(Problem(where, str(error)))
+            continue
+        kind = family(field)
+        if (field.column, kind) in fields:
+            what = {"time": "a time transform", "identity": "an identity field"}.get(kind, f"a {kind} field")
+            problems.append(Problem(where, (
+                f"{field.column} has {what} already (line {fields[field.column, kind][1].line}): Iceberg takes one "
+                "of each kind a column, named after it; keep one")))
+        fields.setdefault((field.column, kind), (field, where))
+    terms: dict[PartitionField, tuple[SortTerm, Source]] = {}
+    for i, text in enumerate(data.get("sorted_by", ())):
+        where = doc.at("sorted_by", i)
+        if ("sorted_by", i) in split:
+            continue
+        try:
+            term = parse_sort_term(text)
+            _check_column(term.field, types)
+        except InvalidTerm as error:
+            problems.append(Problem(where, str(error)))
+            continue
+        if term.field in terms:
+            problems.append(Problem(where, (
+                f"the sort order has {term.field} already (line {terms[term.field][1].line}): keep one")))
+        terms.setdefault(term.field, (term, where))
+    return tuple(field for field, _ in fields.values()), tuple(term for term, _ in terms.values())
+
+
+def _split_by_yaml(doc: Document, data: dict[str, Any], problems: list[Problem]) -> set[tuple[str, int]]:
+    """The items of ``partitioned_by`` and ``sorted_by`` that are halves of one term a YAML flow list split at its
+    comma (``[bucket(16, id)]`` is the two items 'bucket(16' and 'id)'), with a problem for each such term."""
+    split = set()
+    for key in ("partitioned_by", "sorted_by"):
+        items = data.get(key, ())
+        for i, (first, second) in enumerate(zip(items, items[1:], strict=False)):
+            if (isinstance(first, str) and isinstance(second, str) and first.count("(") > first.count(")")
+                    and second.count(")") > second.count("(") and (key, i) not in split):
+                term = repr(f"{first.strip()}, {second.strip()}")
+                problems.append(Problem(doc.at(key, i), (
+                    f"YAML's flow list [...] splits {term} at its comma into two items: write the list one item a "
+                    f"line (- {term[1:-1]}), or quote the item")))
+                split |= {(key, i), (key, i + 1)}
+    return split
+
+
+def _check_column(field: PartitionField, types: dict[str, str]) -> None:
+    """Raises ``InvalidTerm`` unless ``field`` reads a data column of a type its transform takes."""
+    if field.column not in types:
+        named = ", ".join(list(types)[:10]) + (", ..." if len(types) > 10 else "")
+        raise InvalidTerm(f"{field.column!r} is not a data column of the table ({named}): declare it under "
+                          "'columns:', or name one of those")
+    check_source_type(field, types[field.column])
+
+
+def check_properties(doc: Document, properties: dict[str, str], problems: list[Problem]) -> None:
+    """The properties Iceberg writes itself are refused; the format version and file format are Iceberg's."""
+    for key, value in properties.items():
+        if key.lower() in _RESERVED:
+            problems.append(Problem(doc.key("properties", key), (
+                f"property '{key}' is reserved: Iceberg (or its Hive catalog) writes it for each commit: remove it")))
+        elif key == "format-version" and value not in _FORMAT_VERSIONS:
+            problems.append(Problem(doc.at("properties", key), (
+                f"Iceberg's format versions are {', '.join(_FORMAT_VERSIONS)}, not {value!r}: write one of them")))
+        elif key == "write.format.default" and value.lower() not in _FILE_FORMATS:
+            problems.append(Problem(doc.at("properties", key), (
+                f"Iceberg writes data files as {', '.join(_FILE_FORMATS)}, not {value!r}: write one of them")))
