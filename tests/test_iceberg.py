@@ -62,6 +62,18 @@ def test_an_iceberg_table_file_reads_into_the_model(tmp_path: Path):
     assert table.properties == {"format-version": "2", "write.format.default": "parquet"}
 
 
+def test_the_partition_spec_reads_on_one_line_as_spark_writes_it(tmp_path: Path):
+    """YAML's flow list splits ``bucket(16, id)`` at its comma: the halves are one term again."""
+    block = _clicks(tmp_path / "block")
+    one_line = CLICKS.replace("partitioned_by:\n  - day(ts)\n  - bucket(16, id)\n  - truncate(4, code)\n  - region\n",
+                              "partitioned_by: [day(ts), bucket(16, id), truncate(4, code), region]\n")
+    assert one_line != CLICKS
+    flow = _clicks(tmp_path / "flow", one_line.replace("sorted_by:\n  - ts DESC NULLS LAST\n  - id\n",
+                                                       "sorted_by: [truncate(2, code) DESC, id]\n"))
+    assert flow.partition_spec == block.partition_spec
+    assert [str(t) for t in flow.sort_order] == ["truncate(2, code) DESC NULLS LAST", "id ASC NULLS FIRST"]
+
+
 def test_spark_spellings_and_iceberg_defaults_are_the_same_table(tmp_path: Path):
     same = CLICKS.replace("  - day(ts)", "  - DAYS( ts )").replace("  - id\n", "  - ID asc nulls first\n")
     written = _clicks(tmp_path / "a")

@@ -54,11 +54,8 @@ def layout(doc: Document, data: dict[str, Any], columns: tuple[Column, ...],
            problems: list[Problem]) -> tuple[tuple[PartitionField, ...], tuple[SortTerm, ...]]:
     """The partition spec and sort order of an Iceberg table file whose data columns are ``columns``."""
     types = {column.name: column_type(column) for column in columns}
-    split = _split_by_yaml(doc, data, problems)
     fields: dict[tuple[str, str], tuple[PartitionField, Source]] = {}  # by (column, family)
-    for i, text in enumerate(data.get("partitioned_by", ())):
-        if not isinstance(text, str) or ("partitioned_by", i) in split:
-            continue  # a Hive partition column (not_iceberg says so), or half of a term YAML split
+    for i, text in _terms(data, "partitioned_by"):
         where = doc.at("partitioned_by", i)
         try:
             field = parse_field(text)
@@ -74,10 +71,8 @@ def layout(doc: Document, data: dict[str, Any], columns: tuple[Column, ...],
                 "of each kind a column, named after it; keep one")))
         fields.setdefault((field.column, kind), (field, where))
     terms: dict[PartitionField, tuple[SortTerm, Source]] = {}
-    for i, text in enumerate(data.get("sorted_by", ())):
+    for i, text in _terms(data, "sorted_by"):
         where = doc.at("sorted_by", i)
-        if ("sorted_by", i) in split:
-            continue
         try:
             term = parse_sort_term(text)
             _check_column(term.field, types)
@@ -91,21 +86,26 @@ def layout(doc: Document, data: dict[str, Any], columns: tuple[Column, ...],
     return tuple(field for field, _ in fields.values()), tuple(term for term, _ in terms.values())
 
 
-def _split_by_yaml(doc: Document, data: dict[str, Any], problems: list[Problem]) -> set[tuple[str, int]]:
-    """The items of ``partitioned_by`` and ``sorted_by`` that are halves of one term a YAML flow list split at its
-    comma (``[bucket(16, id)]`` is the two items 'bucket(16' and 'id)'), with a problem for each such term."""
-    split = set()
-    for key in ("partitioned_by", "sorted_by"):
-        items = data.get(key, ())
-        for i, (first, second) in enumerate(zip(items, items[1:], strict=False)):
-            if (isinstance(first, str) and isinstance(second, str) and first.count("(") > first.count(")")
-                    and second.count(")") > second.count("(") and (key, i) not in split):
-                term = repr(f"{first.strip()}, {second.strip()}")
-                problems.append(Problem(doc.at(key, i), (
-                    f"YAML's flow list [...] splits {term} at its comma into two items: write the list one item a "
-                    f"line (- {term[1:-1]}), or quote the item")))
-                split |= {(key, i), (key, i + 1)}
-    return split
+def _terms(data: dict[str, Any], key: str) -> list[tuple[int, str]]:
+    """The terms of ``partitioned_by`` or ``sorted_by``, each with the index of its first item.
+
+    Spark writes ``[day(ts), bucket(16, id)]``, and a YAML flow list splits it at every comma: an item
+    that opens a parenthesis the next ones close is joined with them again, so the list reads as
+    Spark's. (A Hive partition column, a mapping, is not_iceberg's to refuse.)
+    """
+    terms: list[tuple[int, str]] = []
+    open_from: int | None = None
+    for i, item in enumerate(data.get(key, ())):
+        if not isinstance(item, str):
+            continue
+        if open_from is not None:
+            start, text = terms[-1]
+            terms[-1] = (start, f"{text}, {item.strip()}")
+        else:
+            terms.append((i, item))
+        text = terms[-1][1]
+        open_from = terms[-1][0] if text.count("(") > text.count(")") else None
+    return terms
 
 
 def _check_column(field: PartitionField, types: dict[str, str]) -> None:
