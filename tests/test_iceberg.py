@@ -131,7 +131,12 @@ def test_fmt_keeps_an_iceberg_file_in_its_canonical_layout():
     shuffled = ("properties: {write.format.default: parquet, format-version: 2}\nsorted_by: [ts DESC NULLS LAST, id]\n"
                 + CLICKS.replace("properties: {format-version: 2, write.format.default: parquet}\n", "")
                 .replace("sorted_by:\n  - ts DESC NULLS LAST\n  - id\n", ""))
-    assert format_text("schemas/retail/clicks.yaml", shuffled) == CLICKS
+    # Keys in their order; a list of terms keeps the style it was written in (on one line, as Spark writes it).
+    assert format_text("schemas/retail/clicks.yaml", shuffled) == CLICKS.replace(
+        "sorted_by:\n  - ts DESC NULLS LAST\n  - id\n", "sorted_by: [ts DESC NULLS LAST, id]\n")
+    one_line = CLICKS.replace("partitioned_by:\n  - day(ts)\n  - bucket(16, id)\n  - truncate(4, code)\n  - region\n",
+                              "partitioned_by: [day(ts), bucket(16, id), truncate(4, code), region]\n")
+    assert format_text("schemas/retail/clicks.yaml", one_line) == one_line
 
 
 def test_validate_accepts_it_and_plan_refuses_it_before_any_metastore(example: Path, tmp_path: Path,

@@ -67,8 +67,10 @@ from schemaflow.spec.yamlpos import NodePath, load_yaml, read_bytes
 
 LINE_WIDTH = 120  # the longest line a column or free-form mapping may take on one line
 _OBJECT_KINDS = ("table", "view", "source")  # a schemas/ file's kind is its top-level key
-# Whose items are written one a line: columns, and an Iceberg table's partition fields and sort terms.
-_COLUMN_LISTS = ("columns", "partitioned_by", "sorted_by")
+# Whose items are written one a line: columns (a Hive table's partition columns too). An Iceberg table's
+# partition fields and sort terms (text) stay as written: on one line, as Spark writes them, YAML's flow
+# list splits bucket(16, id) at its comma, and the halves written one a line would read as two items.
+_COLUMN_LISTS = ("columns", "partitioned_by")
 # Where YAML breaks lines (PyYAML counts lines at these), and a block scalar's indicator.
 _LINE_BREAK = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
 _BLOCK_HEADER = re.compile(r"[|>][0-9+-]*")
@@ -707,13 +709,15 @@ class _Plan:
         return built
 
     def columns(self, path: NodePath) -> bool:
-        """Whether ``path`` is a list of columns, written one column a line."""
+        """Whether ``path`` is a list of columns, written one column a line (unless it holds an Iceberg table's
+        partition fields)."""
         return self.kind in _OBJECT_KINDS and len(path) == 1 and path[0] in _COLUMN_LISTS
 
     def style(self, built: CommentedMap | CommentedSeq, node: _Node, path: NodePath, one_line: bool) -> None:
         """Block or flow style: ``one_line`` on one line if it can be, others as written (a list of columns,
         the file itself and what holds a comment in block style)."""
-        if not path or path in self.block or path in self.failed or self.columns(path):
+        terms = isinstance(built, CommentedSeq) and any(isinstance(item, str) for item in built)
+        if not path or path in self.block or path in self.failed or self.columns(path) and not terms:
             flow = False
         elif one_line:
             flow = True
