@@ -45,6 +45,7 @@ def _spark_versions() -> ModuleType:
     spec = importlib.util.spec_from_file_location("spark_versions", ROOT / ".ci" / "spark_versions.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
