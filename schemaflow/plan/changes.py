@@ -15,10 +15,12 @@ from schemaflow.model import COMMENT_KEY, MIGRATION_PREFIX, SCHEMAFLOW_PREFIX, C
 from schemaflow.plan.evolution import SAME, Evolution
 from schemaflow.plan.hazards import column_hazards, keep, restrict_hazard
 from schemaflow.plan.kinds import StepKind
-from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, KeepViewPartitions, PartitionView, SetColumns,
+from schemaflow.plan.iceberg import AlterIcebergTable
+from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, IcebergCommit, KeepViewPartitions, PartitionView, SetColumns,
                                    SetDatabaseParameters, SetParameters, SetStorageAction, SqlAction, Step,
                                    listed_partitions)
 from schemaflow.sql import ddl
+from schemaflow.sql.table_kinds import kind_of
 from schemaflow.wording import duration, listed, plural, value_change
 
 
@@ -94,6 +96,11 @@ class CreateTable(_OfTable):
         if t.partition_columns:
             shape += f", partitioned by ({', '.join(c.name for c in t.partition_columns)})"
         kind = "external table" if t.external else "table"
+        if kind_of(t).own_metadata:
+            layout = f", partitioned by ({', '.join(map(str, t.partition_spec))})" if t.partition_spec else ""
+            layout += f", sorted by ({', '.join(map(str, t.sort_order))})" if t.sort_order else ""
+            return Step(StepKind.CREATE_TABLE, t.key, "table", f"create Iceberg table {t.key} ({shape}{layout})",
+                        (IcebergCommit(t, create=True),))
         storage = f"USING {t.format}" if t.data_source else t.format
         if t.bucketing:
             storage += f", {plural(t.bucketing.count, 'bucket')}"
@@ -493,6 +500,6 @@ class Stamp:
                     stamp=self.write)
 
 
-Change = (CreateDatabase | SetDatabaseProperties | CreateTable | DropTable | AddColumns | AlterColumns
+Change = (CreateDatabase | SetDatabaseProperties | CreateTable | DropTable | AddColumns | AlterColumns | AlterIcebergTable
           | SetTableComment | SetColumnComments | SetStorage | CreateView | ReplaceView | DropView | SyncViewPartitions
           | Unsupported | Stamp)
