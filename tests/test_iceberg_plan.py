@@ -12,7 +12,7 @@ import pytest
 from schemaflow.catalog import iceberg_commit
 from schemaflow.catalog.iceberg_metadata import iceberg_table
 from schemaflow.model import (LIVE_STATE, Catalog, Column, DropColumn, IcebergState, Migration, PartitionField,
-                              RenameColumn, SortTerm, Table, state_digest)
+                              RenameColumn, SortTerm, Table, from_data, state_digest, to_data)
 from schemaflow.plan.plan import build_plan
 from schemaflow.plan.review_check import differences
 from schemaflow.plan.steps import IcebergCommit
@@ -173,3 +173,11 @@ def test_a_commit_evolves_the_metadata_by_field_id_and_reads_back_as_declared():
     assert data["default-sort-order-id"] == 0  # Iceberg's unsorted order
     assert after.version == "v1"
     assert metadata.properties["schemaflow.applied_state"] == state_digest(after)
+
+
+def test_a_snapshot_keeps_where_the_live_metadata_stands():
+    data = json.loads(json.dumps(to_data(LIVE)))
+    assert data["iceberg"]["schema_id"] == 0 and "iceberg" not in to_data(replace(LIVE, iceberg=None))
+    again = from_data(data)
+    assert again == LIVE and isinstance(again, Table) and again.iceberg == STATE
+    assert state_digest(again) == state_digest(replace(LIVE, iceberg=None))  # where it stands is no part of its state

@@ -3,13 +3,17 @@ through Spark's client, then planned again with no JVM, its live state read from
 from __future__ import annotations
 
 import json
+import os
+import signal
 from pathlib import Path
 
 import pytest
 
 from schemaflow.catalog.iceberg_metadata import read_metadata
+from schemaflow.claims import parse_claim
 from schemaflow.catalog.thrift_reader import ThriftReader
 from schemaflow.model import Table
+from tests import test_safe_apply_remote as safe
 from tests.test_thrift_reader_remote import schemaflow
 
 pytestmark = pytest.mark.remote
@@ -48,8 +52,9 @@ def test_an_iceberg_table_is_applied_on_a_server_and_planned_again_without_a_jvm
     live = reader.read(("ice_db",)).get("ice_db.clicks")
     assert isinstance(live, Table) and live.iceberg is not None
     assert [str(f) for f in live.partition_spec] == ["day(ts)", "bucket(8, id)"]
-    assert live.iceberg.metadata_location.startswith("file:" + str(tmp_path / "warehouse")) or \
-        live.iceberg.metadata_location.startswith(str(tmp_path / "warehouse"))
+    # In the database's folder, where the metastore puts it: the metadata file is the table's first.
+    assert "/ice_db.db/clicks/metadata/00000-" in live.iceberg.metadata_location
+    assert Path(live.iceberg.metadata_location.removeprefix("file:")).is_file()
 
     (project / "migrations").mkdir()
     (project / "migrations" / "0001_val.yaml").write_text(
@@ -76,4 +81,38 @@ def test_an_iceberg_table_is_applied_on_a_server_and_planned_again_without_a_jvm
     (project / "schemas" / "ice_db" / "clicks.yaml").unlink()
     dropped = schemaflow(project, "apply", "--auto-approve", "--allow-destructive", env=env)
     assert dropped.returncode == 0, dropped.stdout + dropped.stderr
+    assert "Iceberg table: its metastore entry goes; its data and metadata files are kept" in dropped.stdout
     assert reader.read(("ice_db",)).objects == {}
+    assert Path(live.iceberg.metadata_location.removeprefix("file:")).is_file()
+
+
+@pytest.mark.parametrize("where", ["claimed", "1.1"])
+def test_an_apply_killed_between_iceberg_commits_is_finished_by_the_next_run(metastore_server: str, tmp_path: Path,
+                                                                              where: str) -> None:
+    db = "ice_kill_" + where.replace(".", "_")
+    project = tmp_path / "project"
+    (project / "schemas" / db).mkdir(parents=True)
+    (project / "schemaflow.yaml").write_text(f"metastore: {{uri: '{metastore_server}'}}\n"
+                                             f"warehouse_dir: {tmp_path / 'warehouse'}\n")
+    for name in ("a", "b"):
+        (project / "schemas" / db / f"{name}.yaml").write_text(
+            CLICKS.replace("ice_db.clicks", f"{db}.{name}"))
+    assert safe.schemaflow(project, "apply", "--auto-approve").returncode == 0
+    for name in ("a", "b"):
+        (project / "schemas" / db / f"{name}.yaml").write_text(
+            CLICKS.replace("ice_db.clicks", f"{db}.{name}").replace("{name: v, type: int}", "{name: v, type: bigint}"))
+
+    process, marker = safe.paused(project, where)
+    os.kill(process.pid, signal.SIGKILL)  # between two commits: no clean-up of any kind runs
+    process.communicate()
+    marker.unlink()
+    half_done = [key for key, obj in safe.live(project, tmp_path).objects.items() if parse_claim(obj.version)]
+    assert half_done, "the killed run left no claim behind"
+    finished = safe.schemaflow(project, "apply", "--auto-approve")
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+    again = safe.schemaflow(project, "plan")
+    assert (again.returncode, again.stdout.splitlines()[0]) == (
+        0, f"No changes: the metastore matches the schemas (databases: {db}).")
+    for obj in safe.live(project, tmp_path).objects.values():
+        assert isinstance(obj, Table) and [c.type for c in obj.columns] == ["timestamp", "bigint", "bigint"]
+        assert obj.iceberg is not None and obj.iceberg.schema_id == 1  # one schema commit each, none repeated

@@ -159,8 +159,8 @@ def test_a_writer_that_changes_the_schema_after_the_plan_fails_the_step_before_a
         update.add_column("theirs", StringType())
     with pytest.raises(ApplyError) as failed:
         apply_plan(planned, metastore)
-    assert isinstance(failed.value.cause, ConcurrentChange)
-    assert "Iceberg metadata" in str(failed.value.cause)
+    assert isinstance(failed.value.__cause__, ConcurrentChange)
+    assert "Iceberg metadata" in str(failed.value.__cause__)
     live = metastore.read((db,)).get(key)
     assert [c.name for c in live.columns] == ["ts", "id", "v", "code", "region", "theirs"]  # theirs kept, ours not
     assert live.version == version  # the claim was handed back
@@ -187,3 +187,20 @@ def test_a_type_iceberg_cannot_promote_is_refused_at_plan_time_with_the_way_out(
     assert step.blocked and step.blocked.startswith(
         "changing the type of v from int to string is not supported in place: Iceberg changes a column's type in "
         "place only from int to bigint")
+
+
+def test_a_view_over_an_iceberg_table_is_checked_by_spark_and_created(tmp_path, metastore, fresh_db):
+    db = fresh_db()
+    files = _clicks(db, BEFORE, LAYOUT)
+    files[f"schemas/{db}/daily.yaml"] = f"""
+        view: {db}.daily
+        sql: SELECT CAST(ts AS DATE) AS day, region, count(*) AS clicks FROM {db}.clicks GROUP BY 1, 2
+        """
+    created = plan_and_apply(write_project(tmp_path, files), metastore)
+    assert [s.kind for s in created.steps] == ["create_table", "create_view"]
+    view = metastore.read((db,)).get(f"{db}.daily")
+    assert [(c.name, c.type) for c in view.columns] == [("day", "date"), ("region", "string"), ("clicks", "bigint")]
+    # A function Spark does not know is refused by Spark's check, against stand-ins, before anything is written.
+    files[f"schemas/{db}/daily.yaml"] = files[f"schemas/{db}/daily.yaml"].replace("count(*)", "no_such_fn(id)")
+    [step] = plan(write_project(tmp_path, files), metastore).steps
+    assert step.blocked and "no_such_fn" in step.blocked

@@ -32,7 +32,7 @@ INSTALL = "pip install 'schemaflow-hive[iceberg]'"
 
 def is_iceberg(parameters: Mapping[str, str]) -> bool:
     """Whether the metastore's parameters of a table say it is an Iceberg table (as Iceberg's catalogs register one)."""
-    return parameters.get(TABLE_TYPE, "").upper() == "ICEBERG" and METADATA_LOCATION in parameters
+    return (parameters.get(TABLE_TYPE) or "").upper() == "ICEBERG" and METADATA_LOCATION in parameters
 
 
 def read_metadata(location: str) -> dict[str, Any]:

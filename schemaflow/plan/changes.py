@@ -20,7 +20,7 @@ from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, Ic
                                    SetDatabaseParameters, SetParameters, SetStorageAction, SqlAction, Step,
                                    listed_partitions)
 from schemaflow.sql import ddl
-from schemaflow.sql.table_kinds import kind_of
+from schemaflow.sql.table_kinds import kind_of, table_kind
 from schemaflow.wording import duration, listed, plural, value_change
 
 
@@ -116,7 +116,10 @@ class DropTable(_OfTable):
     reshapes = True
 
     def to_step(self) -> Step:
-        if self.table.external:
+        kind = table_kind(self.table.format, self.table.data_source)  # a live table: maybe of no kind schemaflow knows
+        if kind is not None and kind.own_metadata:  # registered as external, as Iceberg's catalogs register it
+            note = "Iceberg table: its metastore entry goes; its data and metadata files are kept"
+        elif self.table.external:
             note = f"external table: its data files at {self.table.location} are kept"
         else:
             note = "managed table: its data files are deleted with it"
