@@ -32,12 +32,12 @@ class SpecError(SchemaflowError):
 
 
 class ConcurrentChange(SchemaflowError):
-    """A guarded write found ``schemaflow.version`` other than expected: someone changed the object since."""
+    """A guarded write found ``schemaflow.version`` (or what ``what`` names) other than expected: someone
+    changed the object since."""
 
-    def __init__(self, key: str, expected: str | None, found: str | None) -> None:
+    def __init__(self, key: str, expected: str | None, found: str | None, what: str = "schemaflow.version") -> None:
         self.key, self.expected, self.found = key, expected, found
-        super().__init__(f"{key} was modified concurrently: its schemaflow.version is {found!r}, "
-                         f"this run expected {expected!r}")
+        super().__init__(f"{key} was modified concurrently: its {what} is {found!r}, this run expected {expected!r}")
 
 
 class Unreachable(SchemaflowError):

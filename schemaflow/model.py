@@ -32,6 +32,8 @@ DROPPED_PREFIX = "schemaflow.dropped."
 HISTORY_PREFIX = "schemaflow.history."
 # On each managed database: a JSON record of the settings (schemaflow.yaml) the last complete apply ran with.
 SETTINGS_KEY = "schemaflow.settings"
+# The parameter naming an Iceberg table's current metadata file in the metastore (Iceberg's catalogs write it).
+METADATA_LOCATION = "metadata_location"
 # The metastore setting that refuses column type changes Hive cannot convert implicitly (on by default).
 TYPE_RULE = "hive.metastore.disallow.incompatible.col.type.changes"
 
@@ -124,6 +126,28 @@ class SortTerm:
 
 
 @dataclass(frozen=True)
+class IcebergState:
+    """Where a live Iceberg table's metadata stands, as its current metadata file says: what a commit to it
+    requires to be unchanged (Iceberg's own compare-and-swap), and the file it reads. Live state only."""
+
+    table_uuid: str
+    schema_id: int
+    spec_id: int
+    sort_order_id: int
+    format_version: int
+    metadata_location: str
+
+    def to_data(self) -> dict[str, Any]:
+        return {"table_uuid": self.table_uuid, "schema_id": self.schema_id, "spec_id": self.spec_id,
+                "sort_order_id": self.sort_order_id, "format_version": self.format_version,
+                "metadata_location": self.metadata_location}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> IcebergState:
+        return cls(**data)
+
+
+@dataclass(frozen=True)
 class Table:
     """A table: Hive-format (``STORED AS format``) or, with ``data_source``, a Spark data-source
     table (``USING format``); its kind is ``schemaflow.sql.table_kinds``'s. Storage beyond the format's defaults
@@ -149,6 +173,8 @@ class Table:
     bucketing: Bucketing | None = None
     partition_spec: tuple[PartitionField, ...] = ()
     sort_order: tuple[SortTerm, ...] = ()
+    # Live state only: an Iceberg table's metadata (None: not an Iceberg table, or a declared one).
+    iceberg: IcebergState | None = field(default=None, compare=False)
     # Live state only: the property keys schemaflow wrote last time (so removed ones can be unset),
     # the version stamp it left, and the migrations applied to it (id -> record).
     managed_keys: tuple[str, ...] = field(default=(), compare=False)
@@ -370,12 +396,12 @@ _STORAGE_DETAILS = frozenset({"data_source", "serde", "input_format", "output_fo
 _DERIVED_LATER = frozenset({"output"})
 # An Iceberg table's layout, left out likewise: a Hive table's data and fingerprint are what they were.
 _ICEBERG_LAYOUT = frozenset({"partition_spec", "sort_order"})
-_LEFT_OUT_AT_DEFAULT = _STORAGE_DETAILS | _DERIVED_LATER | _ICEBERG_LAYOUT
+_LEFT_OUT_AT_DEFAULT = _STORAGE_DETAILS | _DERIVED_LATER | _ICEBERG_LAYOUT | {"iceberg"}
 # Fields left out of the plain data (where the object was declared, the stars of its SQL), and those that are no part of an
 # object's definition, so not of its fingerprint: those and live-only bookkeeping, what is derived
 # from a view's SQL, and a view's partitions (its contents, see ``fingerprint``).
 _NOT_DATA = frozenset({"source", "stars"})
-_NOT_DEFINITION = _NOT_DATA | {"managed_keys", "version", "reads", "uses", "lineage", "output", "schema_mode",
+_NOT_DEFINITION = _NOT_DATA | {"iceberg", "managed_keys", "version", "reads", "uses", "lineage", "output", "schema_mode",
                                "migrations", "partitions"}
 # The fields of a Table and a View that their plain data holds, in order, found once per class; and
 # those of them that take part in a fingerprint.
@@ -404,7 +430,7 @@ def _data(obj: Object, names: tuple[str, ...]) -> dict[str, Any]:
             value = [column_data(c) for c in value]
         elif name in _LEFT_OUT_AT_DEFAULT and not value:
             continue  # at its default: the data (and so the fingerprint) of a table without it is unchanged
-        elif isinstance(value, (ViewPartitions, Bucketing)):
+        elif isinstance(value, (ViewPartitions, Bucketing, IcebergState)):
             value = value.to_data()
         elif name in _ICEBERG_LAYOUT:
             value = [item.to_data() for item in value]
@@ -437,6 +463,8 @@ def from_data(data: Mapping[str, Any]) -> Object:
         data["partition_spec"] = tuple(PartitionField.from_data(f) for f in data["partition_spec"])
     if "sort_order" in data:
         data["sort_order"] = tuple(SortTerm.from_data(t) for t in data["sort_order"])
+    if data.get("iceberg") is not None:
+        data["iceberg"] = IcebergState.from_data(data["iceberg"])
     return cls(**data)
 
 

@@ -4,8 +4,9 @@ Within a managed database schemaflow owns every table and view, except:
 
 - objects the project excludes: ``exclude:`` in ``schemaflow.yaml`` lists globs on ``db.name``
   (``scratch.*``, ``retail.tmp_*``), for a notebook's scratch tables or another team's objects;
-- objects of a kind it cannot manage, whoever made them: Iceberg, Delta Lake and Hudi tables,
-  Hive transactional (ACID) tables, tables of a SerDe or Spark data source it does not know;
+- objects of a kind it cannot manage, whoever made them: Delta Lake and Hudi tables, Hive
+  transactional (ACID) tables, tables of a SerDe or Spark data source it does not know; and Iceberg
+  tables it has not stamped (one it created or changed is its own: removing its file drops it);
 - sources: tables the project's views read and declares with ``source:`` (see ``spec.sources``).
 
 Such an object is taken out of the live state before the diff, so no plan ever touches it (above
@@ -60,6 +61,8 @@ class Scope:
 def unmanageable(obj: Object) -> str | None:
     """Why schemaflow cannot manage ``obj``, or None when it can."""
     if not isinstance(obj, Table):
+        return None
+    if obj.iceberg is not None and obj.version is not None:  # an Iceberg table schemaflow created or changed
         return None
     properties = {key.lower(): value for key, value in obj.properties.items()}
     table_type = properties.get("table_type", "").upper()

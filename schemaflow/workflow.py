@@ -10,6 +10,7 @@ Each way of planning returns a ``Review``: the plan and what a reviewer reads be
 from __future__ import annotations
 
 import json
+from importlib.util import find_spec
 from functools import partial
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -19,6 +20,7 @@ from collections.abc import Mapping
 from schemaflow.code_settings import check_approved, unapproved
 from schemaflow.claims import ELSEWHERE, RUNNING, parse_claim, standing
 from schemaflow.errors import Problem, SchemaflowError, SpecError
+from schemaflow.catalog.iceberg_metadata import INSTALL
 from schemaflow.catalog.live import Live
 from schemaflow.catalog.thrift_reader import partition_counter
 from schemaflow.gitsource import commit_of
@@ -55,17 +57,19 @@ def desired_state(project: Project) -> Catalog:
 
 
 def _plannable(*catalogs: Catalog) -> None:
-    """Refuse to plan catalogs that declare a table planning does not handle yet: an Iceberg table, whose
-    creation and evolution go through Iceberg's own metadata and commit (issue 29, items 2 to 7). Raised
-    before any plan is made, so nothing is read for it or written; validate checks such tables in full."""
+    """Refuse to plan catalogs that declare an Iceberg table where pyiceberg is not installed: every commit to
+    an Iceberg table goes through it (``catalog.iceberg_commit``). Raised before any plan is made, so nothing
+    is read for it or written; validate checks such tables without it."""
+    if find_spec("pyiceberg") is not None:
+        return
     iceberg: dict[str, Table] = {}  # the first catalog's declaration of each: the head's, before the base's
     for catalog in catalogs:
         for table in catalog.tables():
             if (kind := table_kind(table.format, table.data_source)) is not None and kind.own_metadata:
                 iceberg.setdefault(table.key, table)
     problems = [Problem(table.source or Source(key), (
-        f"{key} is an Iceberg table: Iceberg tables can be declared and validated, and planning them is not "
-        "built yet, so nothing was planned or applied; move its file out of schemas/ to plan the rest"))
+        f"{key} is an Iceberg table, and creating or changing one needs pyiceberg, which is not installed here: "
+        f"{INSTALL}; nothing was planned or applied"))
         for key, table in sorted(iceberg.items())]
     if problems:
         raise SpecError(problems)

@@ -1,5 +1,5 @@
 """Iceberg tables declared (issue 29, item 1): read into the model, compared and fingerprinted with the
-table, formatted, and refused by plan (not built yet) through the command line, with no JVM."""
+table, formatted, and planned through the command line with no JVM (refused where pyiceberg is missing)."""
 from __future__ import annotations
 
 import re
@@ -36,9 +36,11 @@ sorted_by:
   - id
 properties: {format-version: 2, write.format.default: parquet}
 """
-REFUSED = ("schemas/retail/clicks.yaml:1:1: retail.clicks is an Iceberg table: Iceberg tables can be declared and "
-           "validated, and planning them is not built yet, so nothing was planned or applied; move its file out of "
-           "schemas/ to plan the rest")
+REFUSED = ("schemas/retail/clicks.yaml:1:1: retail.clicks is an Iceberg table, and creating or changing one needs "
+           "pyiceberg, which is not installed here: pip install 'schemaflow-hive[iceberg]'; nothing was planned or "
+           "applied")
+CREATED = ("create Iceberg table retail.clicks (4 columns, partitioned by (day(ts), bucket(16, id), truncate(4, code), "
+           "region), sorted by (ts DESC NULLS LAST, id ASC NULLS FIRST))")
 
 
 def _clicks(tmp_path: Path, text: str = CLICKS) -> Table:
@@ -139,18 +141,33 @@ def test_fmt_keeps_an_iceberg_file_in_its_canonical_layout():
     assert format_text("schemas/retail/clicks.yaml", one_line) == one_line
 
 
-def test_validate_accepts_it_and_plan_refuses_it_before_any_metastore(example: Path, tmp_path: Path,
-                                                                        capsys: pytest.CaptureFixture[str]):
+def test_validate_accepts_it_and_plan_plans_it_before_any_metastore(example: Path, tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]):
     repo = example_repo(tmp_path / "repo")
     root = Path(str(repo.working_tree_dir))
     _clicks(root)
     assert main(["--project", str(root), "validate"]) == 0
     assert capsys.readouterr() == ("valid: 7 tables and 4 views in 2 databases (analytics, retail)\n", "")
-    assert main(["--project", str(root), "plan", "--base", "main"]) == 1
-    assert REFUSED in capsys.readouterr().err.splitlines()
+    assert main(["--project", str(root), "plan", "--base", "main"]) == 2
+    planned = capsys.readouterr().out
+    assert CREATED in planned and "-- iceberg create retail.clicks: columns (ts timestamp, id bigint COMMENT 'Click id', " \
+        "code string, region string); partitioned by (day(ts), bucket(16, id), truncate(4, code), region); sorted by " \
+        "(ts DESC NULLS LAST, id ASC NULLS FIRST); comment 'One row per click'" in planned
     empty = tmp_path / "empty.json"
     write_snapshot(Catalog(), empty)
-    assert main(["--project", str(root), "plan", "--against", str(empty)]) == 1
+    assert main(["--project", str(root), "plan", "--against", str(empty)]) == 2
+    assert CREATED in capsys.readouterr().out
+
+
+def test_plan_refuses_it_where_pyiceberg_is_missing(example: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch):
+    repo = example_repo(tmp_path / "repo")
+    root = Path(str(repo.working_tree_dir))
+    _clicks(root)
+    monkeypatch.setattr("schemaflow.workflow.find_spec", lambda name: None if name == "pyiceberg" else object())
+    assert main(["--project", str(root), "validate"]) == 0  # validate needs no pyiceberg
+    capsys.readouterr()
+    assert main(["--project", str(root), "plan", "--base", "main"]) == 1
     assert REFUSED in capsys.readouterr().err.splitlines()
     # Declared at the base and removed since: planning would drop it, which is planning it too.
     commit(repo, "an Iceberg table")

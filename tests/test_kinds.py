@@ -8,11 +8,13 @@ from dataclasses import replace
 
 import pytest
 
-from schemaflow.model import VERSION_KEY, Catalog, Column, Database, Table
+from schemaflow.model import (VERSION_KEY, Catalog, Column, Database, IcebergState, PartitionField, SortTerm,
+                              Table)
 from schemaflow.plan.kinds import EFFECTS, ActionKind, Effect, StepKind
 from schemaflow.plan.plan import Plan, build_plan
 from schemaflow.plan.settings_changes import recording
-from schemaflow.plan.steps import (ACTION_CLASSES, Action, AddDatabase, ChangeViewPartitions, KeepViewPartitions,
+from schemaflow.plan.steps import (ACTION_CLASSES, Action, AddDatabase, ChangeViewPartitions, IcebergCommit,
+                                   KeepViewPartitions,
                                    PartitionView, SetColumns, SetDatabaseParameters, SetParameters, SetStorageAction,
                                    SqlAction, Step, action_from_data)
 from schemaflow.render.summary import BLOCKED, MARKERS, step_marker
@@ -28,6 +30,12 @@ ONE_OF_EACH: tuple[Action, ...] = (
     PartitionView("db.v", ("ds",)),
     KeepViewPartitions("db.v"),
     ChangeViewPartitions("db.v", ("ds",), add=(("2024-01-01",),), drop=(("2023-12-31",),)),
+    IcebergCommit(Table("db", "i", (Column("id", "bigint", "key"), Column("ts", "timestamp")), format="iceberg",
+                        data_source=True, partition_spec=(PartitionField("day", "ts"), PartitionField("bucket", "id", 16)),
+                        sort_order=(SortTerm(PartitionField("identity", "id"), descending=True),)), create=True),
+    IcebergCommit(Table("db", "i", (Column("key", "bigint"),), format="iceberg", data_source=True), {"key": "id"},
+                  IcebergState("0c4a-uuid", 3, 1, 0, 2, "file:/lake/i/metadata/00004-x.metadata.json"),
+                  set={"schemaflow.version": "v1"}, unset=("tier",)),
 )
 
 

@@ -61,8 +61,12 @@ def test_each_kinds_traits_agree(kind: TableKind):
     if kind.data_source:
         assert data_source_provider(kind.name) == kind.name
         assert (kind.ddl_clause, kind.classes, kind.serde) == (f"USING {kind.name}", None, None)
-        assert kind.column_changes is ColumnChanges.SPARK_SQL and kind.way_out
-        assert kind.resolution is Resolution.NOT_ASSUMED and not kind.row_format_serde
+        if kind.own_metadata:  # a table format: any change by field id, in a commit to its metadata
+            assert (kind.column_changes, kind.resolution, kind.way_out) == (ColumnChanges.ICEBERG, Resolution.BY_ID, "")
+        else:
+            assert kind.column_changes is ColumnChanges.SPARK_SQL and kind.way_out
+            assert kind.resolution is Resolution.NOT_ASSUMED
+        assert not kind.row_format_serde
     else:
         assert kind.serde in KNOWN_SERDES
         assert kind.column_changes is ColumnChanges.METASTORE and not kind.way_out

@@ -33,10 +33,12 @@ from schemaflow.catalog.backend import CatalogWriter
 from schemaflow.claims import Claim, new_run
 from schemaflow.errors import ConcurrentChange, SchemaflowError, Unreachable
 from schemaflow.catalog.history import Entry, with_entries
-from schemaflow.model import DROPPED_PREFIX, HISTORY_PREFIX, VERSION_KEY, Column, Database, PartitionValues, split_key
+from schemaflow.model import (DROPPED_PREFIX, HISTORY_PREFIX, VERSION_KEY, Column, Database, IcebergState, PartitionValues,
+                              Table, split_key)
 from schemaflow.plan.kinds import EFFECTS, Effect
 from schemaflow.plan.plan import Plan
-from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, KeepViewPartitions, PartitionView,
+from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, IcebergCommit, KeepViewPartitions,
+                                   PartitionView,
                                    SetColumns,
                                    SetDatabaseParameters, SetParameters, SetStorageAction, SqlAction, Step,
                                    fill_applied_at)
@@ -99,6 +101,11 @@ class RecordingTarget:
     def set_storage(self, key: str, serde_properties: Mapping[str, str], buckets: int | None,
                     expected: str | None = None) -> None:
         self.actions.append(SetStorageAction(key, dict(serde_properties), buckets))
+        self.guards.append(expected)
+
+    def commit_iceberg(self, table: Table, sources: Mapping[str, str], requires: IcebergState | None, create: bool,
+                       set: Mapping[str, str], unset: Sequence[str], expected: str | None = None) -> None:
+        self.actions.append(IcebergCommit(table, dict(sources), requires, create, dict(set), tuple(unset)))
         self.guards.append(expected)
 
     def beside(self) -> AbstractContextManager[RecordingTarget | None]:
@@ -225,6 +232,13 @@ class Run:
                 writer.partition_view(action.object, action.columns, self.held.get(action.object))
             case SetStorageAction():
                 writer.set_storage(action.object, action.serde_properties, action.buckets, self.held.get(action.object))
+            case IcebergCommit():
+                values = fill_applied_at(action.set, now)
+                writer.commit_iceberg(action.table, action.sources, action.requires, action.create, values,
+                                      action.unset, None if action.create else self.held.get(action.object))
+                if VERSION_KEY in values:
+                    self.held[action.object] = values[VERSION_KEY]
+                    self.stamped[action.object] = now
             case _ as unreachable:
                 assert_never(unreachable)
 
@@ -337,10 +351,11 @@ def _run_steps(plan: Plan, run: Run, progress: TextIO | None, pause: Callable[[s
         try:
             if lane and lane.pending == step.object:
                 lane.wait()  # an object is never written on both connections at once
-            for number, action in enumerate(step.actions, 1):
+            actions = _actions(step)
+            for number, action in enumerate(actions, 1):
                 if isinstance(action, SetColumns) and action.batched:
                     run.started.add(step.object)  # it may stop after some batches, leaving the object half-changed
-                if lane and number == len(step.actions) and _ends_with_stamp(step):
+                if lane and number == len(actions) and _ends_with_stamp(step):
                     lane.hand(index, step.object, functools.partial(run.run, action, second))
                     if pause or index == total - 1:
                         lane.wait()
@@ -374,10 +389,19 @@ def _estimate(done: int, total: int, elapsed: float) -> str:
     return f"      {done:,} of {total:,} steps done in {duration(elapsed)}; about {duration(left)} left\n"
 
 
+def _actions(step: Step) -> tuple[Action, ...]:
+    """What ``step`` runs: its actions, but that an Iceberg commit takes the step's stamp into itself, so that
+    the change and the stamp land in one commit to the table's metadata."""
+    if step.stamp and step.body and isinstance(commit := step.body[-1], IcebergCommit):
+        return (*step.body[:-1], commit.with_properties(step.stamp), *step.settings_record)
+    return step.actions
+
+
 def _ends_with_stamp(step: Step) -> bool:
-    """Whether the step's last write is its stamp, which may then go to the lane (the plan's last step may
-    write the settings record after it)."""
-    return step.stamp is not None and not step.settings_record
+    """Whether the step's last write is its stamp alone, which may then go to the lane (the plan's last step
+    may write the settings record after it; an Iceberg commit carries its stamp itself)."""
+    return (step.stamp is not None and not step.settings_record
+            and not (step.body and isinstance(step.body[-1], IcebergCommit)))
 
 
 def _writes(action: Action) -> bool:
@@ -388,7 +412,7 @@ def _writes(action: Action) -> bool:
         case KeepViewPartitions():
             return False
         case (AddDatabase() | SetDatabaseParameters() | SetParameters() | SetColumns() | ChangeViewPartitions()
-              | PartitionView() | SetStorageAction()):
+              | PartitionView() | SetStorageAction() | IcebergCommit()):
             return True
         case _ as unreachable:
             assert_never(unreachable)

@@ -19,7 +19,7 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol, TypeVar
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
-from schemaflow.model import Catalog, Column, Database, PartitionValues
+from schemaflow.model import VERSION_KEY, Catalog, Column, Database, IcebergState, PartitionValues, Table
 
 T = TypeVar("T")
 
@@ -92,6 +92,13 @@ class CatalogWriter(Protocol):
     def set_storage(self, key: str, serde_properties: Mapping[str, str], buckets: int | None,
                     expected: str | None = None) -> None: ...
 
+    def commit_iceberg(self, table: Table, sources: Mapping[str, str], requires: IcebergState | None, create: bool,
+                       set: Mapping[str, str], unset: Sequence[str], expected: str | None = None) -> None:
+        """Create the Iceberg table ``table`` (``create``), or commit it as ``table`` says, each column named in
+        ``sources`` keeping that live column's field id, with the properties ``set`` and ``unset`` in the same
+        commit: only while the table is as ``requires`` says and its stamp is ``expected``, else
+        ``ConcurrentChange``. See ``catalog.iceberg_commit``."""
+
     def beside(self) -> AbstractContextManager[CatalogWriter | None]:
         """A second writer on the same metastore, on which a write may run while this one runs the next
         statement; None: everything runs here, in turn."""
@@ -107,7 +114,7 @@ class HiveClient(Protocol):
 
     def retrying(self, read: Callable[[], T]) -> T: ...
 
-    def alter(self, table: Any, expected: str | None = None, **context: str) -> None: ...
+    def alter(self, table: Any, expected: str | None = None, guarded_by: str = VERSION_KEY, **context: str) -> None: ...
 
     def context(self, **properties: str) -> Any: ...
 

@@ -21,7 +21,9 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 
 from pyspark.sql import SparkSession
 
+from schemaflow.catalog import iceberg_commit
 from schemaflow.catalog.columns import set_columns, stale_partitions
+from schemaflow.catalog.iceberg_metadata import is_iceberg
 from schemaflow.catalog.jvm import JAVA_ERRORS, java_errors, java_message, jvm_view, unreachable
 from schemaflow.catalog.session import VARIABLE_SUBSTITUTION
 from schemaflow.catalog.spark_compat import (EXPECTED_PARAMETER_KEY, EXPECTED_PARAMETER_VALUE, derby_embedded,
@@ -38,8 +40,10 @@ from schemaflow.model import (
     Catalog,
     Column,
     Database,
+    IcebergState,
     PartitionValues,
     LIVE_STATE,
+    Table,
     split_key,
     state_digest,
 )
@@ -146,6 +150,9 @@ class Metastore:
         with self._errors(f"setting the parameters of {key}"):
             table = self.retrying(lambda: self.msc.getTable(database, name))
             parameters = table.getParameters()
+            if is_iceberg(parameters):  # its properties are its metadata's: a commit of them
+                iceberg_commit.commit(self, key, None, {}, None, set, unset, expected)
+                return
             for parameter in unset:
                 parameters.remove(parameter)
             for parameter, value in sorted(set.items()):
@@ -159,26 +166,34 @@ class Metastore:
                     parameters.put(parameter, digest)
             self.alter(table, expected)
 
+    def commit_iceberg(self, table: Table, sources: Mapping[str, str], requires: IcebergState | None, create: bool,
+                       set: Mapping[str, str], unset: Sequence[str], expected: str | None = None) -> None:
+        with self._errors(f"committing the Iceberg table {table.key}"):
+            if create:
+                iceberg_commit.create(self, table, set)
+            else:
+                iceberg_commit.commit(self, table.key, table, sources, requires, set, unset, expected)
+
     def context(self, **properties: str) -> Any:
         """An environment context for alter calls; it spares the table a listing of its files."""
         return self.api.EnvironmentContext({DO_NOT_UPDATE_STATS: "true", **properties})
 
-    def alter(self, table: Any, expected: str | None = None, **context: str) -> None:
+    def alter(self, table: Any, expected: str | None = None, guarded_by: str = VERSION_KEY, **context: str) -> None:
         """``alter_table`` with an environment context (CASCADE, ...), guarded when ``expected`` is given.
 
-        Guarded, the metastore applies it only if the stored ``schemaflow.version`` is ``expected``
-        (its compare-and-swap), else ``ConcurrentChange``. Hive's client retries a call whose
-        connection broke, so a guarded write that landed may come back refused: the version read
-        back then is the one this write set, and that is success.
+        Guarded, the metastore applies it only if the stored parameter ``guarded_by`` (``schemaflow.version``;
+        an Iceberg table's ``metadata_location``) is ``expected`` (its compare-and-swap), else
+        ``ConcurrentChange``. Hive's client retries a call whose connection broke, so a guarded write that
+        landed may come back refused: the value read back then is the one this write set, and that is success.
         """
         database, name = table.getDbName(), table.getTableName()
-        key, wrote = f"{database}.{name}", table.getParameters().get(VERSION_KEY)
+        key, wrote = f"{database}.{name}", table.getParameters().get(guarded_by)
         if expected is not None:
-            context = {**self._guard(expected), **context}
+            context = {**self._guard(expected, guarded_by), **context}
             if self.guards_in_process:  # no other process can write between this read and the write
-                found = self.retrying(lambda: self.msc.getTable(database, name)).getParameters().get(VERSION_KEY)
+                found = self.retrying(lambda: self.msc.getTable(database, name)).getParameters().get(guarded_by)
                 if found != expected:
-                    raise ConcurrentChange(key, expected, found)
+                    raise ConcurrentChange(key, expected, found, guarded_by)
         try:
             self.msc.alter_table_with_environmentContext(database, name, table, self.context(**context))
         except Exception as error:
@@ -186,11 +201,11 @@ class Metastore:
             if not (lost or expected is not None and CAS_REFUSED in java_message(error)):
                 raise
             # Never repeated blindly: what the metastore holds now tells whether the write landed.
-            found = self.retrying(lambda: self.msc.getTable(database, name)).getParameters().get(VERSION_KEY)
+            found = self.retrying(lambda: self.msc.getTable(database, name)).getParameters().get(guarded_by)
             if found == wrote and wrote != expected:
                 return  # it landed (and a repetition of it was refused)
             if found != expected:
-                raise ConcurrentChange(key, expected, found) from None
+                raise ConcurrentChange(key, expected, found, guarded_by) from None
             if lost:
                 raise SchemaflowError(
                     f"the metastore ({self.endpoint}) stopped answering while {key} was altered, and schemaflow "
@@ -224,9 +239,9 @@ class Metastore:
             "(which the Hive 2.3.10 metastore bundled with pyspark has), so schemaflow cannot make sure it "
             "overwrites nothing it did not see; nothing was applied. Upgrade the metastore server.")
 
-    def _guard(self, expected: str) -> dict[str, str]:
-        """The environment-context entries of the metastore's compare-and-swap on ``schemaflow.version``."""
-        return {EXPECTED_PARAMETER_KEY: VERSION_KEY, EXPECTED_PARAMETER_VALUE: expected}
+    def _guard(self, expected: str, guarded_by: str = VERSION_KEY) -> dict[str, str]:
+        """The environment-context entries of the metastore's compare-and-swap on the parameter ``guarded_by``."""
+        return {EXPECTED_PARAMETER_KEY: guarded_by, EXPECTED_PARAMETER_VALUE: expected}
 
     @cached_property
     def guards_in_process(self) -> bool:

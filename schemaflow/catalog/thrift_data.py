@@ -17,9 +17,12 @@ from typing import Any
 from collections.abc import Mapping
 
 from schemaflow.catalog.backend import LiveSource
+from schemaflow.catalog.iceberg_metadata import iceberg_table, is_iceberg, read_metadata
 from schemaflow.catalog.spark_schema import spark_bucketing, spark_columns
+from schemaflow.errors import SchemaflowError
 from schemaflow.model import (
     COMMENT_KEY,
+    METADATA_LOCATION,
     SCHEMAFLOW_PREFIX,
     Bucketing,
     Catalog,
@@ -32,7 +35,8 @@ from schemaflow.model import (
     recorded,
 )
 from schemaflow.sql.storage import PATH_OPTION, serde_properties
-from schemaflow.sql.table_kinds import CUSTOM, PROVIDER, data_source_provider, default_serde, hive_kind
+from schemaflow.sql.iceberg_types import UnknownIcebergType
+from schemaflow.sql.table_kinds import CUSTOM, ICEBERG, PROVIDER, data_source_provider, default_serde, hive_kind
 from schemaflow.sql.types import InvalidType, canonical_type
 
 # Table parameters that the metastore, Hive or Spark keep for themselves.
@@ -92,12 +96,26 @@ def to_model(data: Mapping[str, Any]) -> Object:
             schema_mode=parameters.get(VIEW_SCHEMA_MODE),
             **common,
         )
+    if is_iceberg(parameters):
+        return _iceberg(data, columns)
     external = data.get("tableType") == "EXTERNAL_TABLE"
     provider = data_source_provider(parameters.get(PROVIDER))
     storage = (data_source_storage(provider, sd, parameters) if provider
                else {**hive_storage(sd), "partition_columns": partition_keys})
     location = storage.pop("location", None) or sd.get("location")
     return Table(external=external, location=location if external else None, migrations=migrations, **common, **storage)
+
+
+def _iceberg(data: Mapping[str, Any], mirrored: tuple[Column, ...]) -> Table:
+    """An Iceberg table, from its metadata file (``catalog.iceberg_metadata``). One whose file cannot be read
+    here keeps the metastore's mirror of its columns and parameters, and no metadata state: a plan refuses
+    to change it (``plan.iceberg``)."""
+    location = data["parameters"][METADATA_LOCATION]
+    try:
+        return iceberg_table(data["dbName"], data["tableName"], read_metadata(location), location)
+    except (OSError, ValueError, KeyError, StopIteration, UnknownIcebergType, SchemaflowError):
+        return Table(data["dbName"], data["tableName"], mirrored, format=ICEBERG, data_source=True,
+                     properties=user_properties(data["parameters"]))
 
 
 def hive_storage(sd: Mapping[str, Any]) -> dict[str, Any]:

@@ -15,10 +15,12 @@ from schemaflow.model import COMMENT_KEY, MIGRATION_PREFIX, SCHEMAFLOW_PREFIX, C
 from schemaflow.plan.evolution import SAME, Evolution
 from schemaflow.plan.hazards import column_hazards, keep, restrict_hazard
 from schemaflow.plan.kinds import StepKind
-from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, KeepViewPartitions, PartitionView, SetColumns,
+from schemaflow.plan.iceberg import AlterIcebergTable
+from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, IcebergCommit, KeepViewPartitions, PartitionView, SetColumns,
                                    SetDatabaseParameters, SetParameters, SetStorageAction, SqlAction, Step,
                                    listed_partitions)
 from schemaflow.sql import ddl
+from schemaflow.sql.table_kinds import kind_of, table_kind
 from schemaflow.wording import duration, listed, plural, value_change
 
 
@@ -94,6 +96,11 @@ class CreateTable(_OfTable):
         if t.partition_columns:
             shape += f", partitioned by ({', '.join(c.name for c in t.partition_columns)})"
         kind = "external table" if t.external else "table"
+        if kind_of(t).own_metadata:
+            layout = f", partitioned by ({', '.join(map(str, t.partition_spec))})" if t.partition_spec else ""
+            layout += f", sorted by ({', '.join(map(str, t.sort_order))})" if t.sort_order else ""
+            return Step(StepKind.CREATE_TABLE, t.key, "table", f"create Iceberg table {t.key} ({shape}{layout})",
+                        (IcebergCommit(t, create=True),))
         storage = f"USING {t.format}" if t.data_source else t.format
         if t.bucketing:
             storage += f", {plural(t.bucketing.count, 'bucket')}"
@@ -109,7 +116,10 @@ class DropTable(_OfTable):
     reshapes = True
 
     def to_step(self) -> Step:
-        if self.table.external:
+        kind = table_kind(self.table.format, self.table.data_source)  # a live table: maybe of no kind schemaflow knows
+        if kind is not None and kind.own_metadata:  # registered as external, as Iceberg's catalogs register it
+            note = "Iceberg table: its metastore entry goes; its data and metadata files are kept"
+        elif self.table.external:
             note = f"external table: its data files at {self.table.location} are kept"
         else:
             note = "managed table: its data files are deleted with it"
@@ -493,6 +503,6 @@ class Stamp:
                     stamp=self.write)
 
 
-Change = (CreateDatabase | SetDatabaseProperties | CreateTable | DropTable | AddColumns | AlterColumns
+Change = (CreateDatabase | SetDatabaseProperties | CreateTable | DropTable | AddColumns | AlterColumns | AlterIcebergTable
           | SetTableComment | SetColumnComments | SetStorage | CreateView | ReplaceView | DropView | SyncViewPartitions
           | Unsupported | Stamp)

@@ -18,8 +18,9 @@ from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateDat
                                      DropTable, DropView, ReplaceView, SetColumnComments, SetDatabaseProperties,
                                      SetStorage, SetTableComment, Unsupported)
 from schemaflow.plan.evolution import APPEND, SAME, Evolution, evolve
+from schemaflow.plan.iceberg import iceberg_change
 from schemaflow.sql.storage import SCHEMA_FROM_SERDE
-from schemaflow.sql.table_kinds import ColumnChanges, TableKind, kind_of
+from schemaflow.sql.table_kinds import ColumnChanges, TableKind, kind_of, table_kind
 from schemaflow.sql.ddl import stores_view, view_text
 from schemaflow.sql.views import normalize_sql
 from schemaflow.sql.types import nests_char_or_varchar
@@ -87,6 +88,10 @@ def create(obj: Object) -> Change:
 
 def diff_table(want: Table, have: Table, migrations: Sequence[Migration] = (), type_rule: bool = True) -> list[Change]:
     key = want.key
+    kind = kind_of(want)
+    had = table_kind(have.format, have.data_source)
+    if kind.column_changes is ColumnChanges.ICEBERG or (had and had.column_changes is ColumnChanges.ICEBERG):
+        return _iceberg(want, have, migrations, type_rule)
     # What the table cannot take in place blocks it; its comment is still shown (the plan marks it waiting).
     comment = [SetTableComment(key, have.comment, want.comment, through_metastore=want.serde in SCHEMA_FROM_SERDE)
                ] if want.comment != have.comment else []
@@ -104,15 +109,28 @@ def diff_table(want: Table, have: Table, migrations: Sequence[Migration] = (), t
     settings = _settings_change(want, have)
     if settings:
         changes.append(settings)
-    kind = kind_of(want)
     match kind.column_changes:
         case ColumnChanges.SPARK_SQL:
             changes += _data_source_columns(want, have, evolution, kind)
         case ColumnChanges.METASTORE:
             changes += _hive_columns(want, have, evolution)
+        case ColumnChanges.ICEBERG:
+            raise AssertionError(f"{key}: an Iceberg table is planned whole by plan.iceberg")
         case _:
             assert_never(kind.column_changes)
     return changes + comment
+
+
+def _iceberg(want: Table, have: Table, migrations: Sequence[Migration], type_rule: bool) -> list[Change]:
+    """An Iceberg table's change (``plan.iceberg``); a table becoming one, or ceasing to be one, cannot change in place."""
+    if want.format != have.format or want.data_source != have.data_source:
+        kind = (f"USING {have.format}" if have.data_source else f"STORED AS {have.format}") + " -> " + (
+            f"USING {want.format}" if want.data_source else f"STORED AS {want.format}")
+        return [Unsupported(want.key, "table", f"changing storage (format {kind})", _RECREATE)]
+    change = iceberg_change(want, have, migrations, type_rule)
+    if isinstance(change, tuple):
+        return [Unsupported(want.key, "table", p.what, p.way_out) for p in change]
+    return [change] if change else []
 
 
 def _storage_changes(want: Table, have: Table) -> list[str]:

@@ -77,21 +77,24 @@ def _exact(a: Sequence[Column], b: Sequence[Column]) -> bool:
     return [(c.name, c.type, c.comment) for c in a] == [(c.name, c.type, c.comment) for c in b]
 
 
-def evolve(live: Table, desired: Table, migrations: Sequence[Migration], type_rule: bool = True) -> Evolution:
+def evolve(live: Table, desired: Table, migrations: Sequence[Migration], type_rule: bool = True,
+           by_id: bool = False) -> Evolution:
     """The evolution of ``live``'s data columns into ``desired``'s, through the pending migrations.
 
     ``type_rule``: whether the metastore refuses incompatible type changes (``model.TYPE_RULE``,
-    on unless its server says otherwise).
+    on unless its server says otherwise). ``by_id``: the table's readers find columns by field id
+    (Iceberg), so a column may be added anywhere and the order changes without a migration.
     """
     key = desired.key
     if _exact(live.columns, desired.columns) and not any(m.changes_for(key) for m in migrations):
         # Nothing to replay nor infer: what the rest would find (a plan of thousands of unchanged tables
         # spends most of its diff there); tests/test_evolution.py checks the two agree.
         return Evolution(key, live.columns, desired.columns)
-    return replayed(live, desired, migrations, type_rule)
+    return replayed(live, desired, migrations, type_rule, by_id)
 
 
-def replayed(live: Table, desired: Table, migrations: Sequence[Migration], type_rule: bool = True) -> Evolution:
+def replayed(live: Table, desired: Table, migrations: Sequence[Migration], type_rule: bool = True,
+             by_id: bool = False) -> Evolution:
     """``evolve`` the whole way: the pending migrations replayed, then what the diff infers."""
     key = desired.key
     replay = _Replay(key, list(live.columns), {c.name: c for c in desired.columns},
@@ -119,15 +122,17 @@ def replayed(live: Table, desired: Table, migrations: Sequence[Migration], type_
                if c.name not in replay.floating]
     operations = replay.operations
     problems += replay.problems + _inferred(key, current, desired.columns, operations,
-                                            replay.added - replay.floating)
+                                            replay.added - replay.floating, by_id)
     if problems:
         problems = replay.unexplained + problems
     elif type_rule:
         problems += [Problem(i.describe(), _incompatible_way_out(i.new.name))
                      for i in incompatibilities(live.columns, desired.columns)]
     renamed, lost, returning, retyped = _for_readers(live, desired, current, replay)
+    wanted, names = [c.name for c in desired.columns], {c.name for c in current}
+    moved = by_id and [c.name for c in current if c.name in wanted] != [n for n in wanted if n in names]
     return Evolution(key, live.columns, desired.columns, tuple(operations), renamed, tuple(replay.dropped),
-                     replay.reordered, retyped, lost, returning, tuple(applied), replay.mode, tuple(problems))
+                     replay.reordered or moved, retyped, lost, returning, tuple(applied), replay.mode, tuple(problems))
 
 
 def _for_readers(live: Table, desired: Table, current: list[Column],
@@ -255,10 +260,11 @@ def _applied_checksum(record: str) -> str | None:
 
 
 def _inferred(key: str, current: list[Column], desired: Sequence[Column], operations: list[str],
-              added: set[str]) -> list[Problem]:
+              added: set[str], by_id: bool = False) -> list[Problem]:
     """What the diff infers after the migrations (appends, type and comment changes), or why it cannot.
 
-    The ``added`` columns of ``current`` are in place already, but are new to the table.
+    The ``added`` columns of ``current`` are in place already, but are new to the table. ``by_id``: a
+    column may be added anywhere, and the order of the others changes as declared.
     """
     names = [c.name for c in current]
     wanted = [c.name for c in desired]
@@ -279,7 +285,10 @@ def _inferred(key: str, current: list[Column], desired: Sequence[Column], operat
     if problems:
         return problems
     kept = [n for n in wanted if n in names]
-    if kept != names or any(wanted.index(c.name) < len(names) for c in appearing):
+    if by_id:
+        if kept != names:
+            operations.append(f"reorder columns: {', '.join(wanted)}")
+    elif kept != names or any(wanted.index(c.name) < len(names) for c in appearing):
         return [Problem(f"the columns of {key} are in another order than live ({', '.join(names)})",
                         f"state the new order with a migration: - reorder_columns: {{table: {key}, "
                         f"order: [{', '.join(wanted)}]}}")]
@@ -287,7 +296,10 @@ def _inferred(key: str, current: list[Column], desired: Sequence[Column], operat
     for column in desired:
         old = by_name.get(column.name)
         if old is None:
-            operations.append(f"add {column.name} {column.type}")
+            place = wanted.index(column.name)
+            where = "" if not by_id or place == len(wanted) - 1 else (
+                " first" if place == 0 else f" after {wanted[place - 1]}")
+            operations.append(f"add {column.name} {column.type}{where}")
         elif old.type != column.type:
             operations.append(f"change type of {column.name} from {old.type} to {column.type}")
         if old is not None and old.comment != column.comment:

@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from schemaflow.graph import CycleError, topological_order
 from schemaflow.model import Catalog, Column, Object, View
 from schemaflow.plan.changes import AlterColumns, Change, CreateView, DropTable, DropView, ReplaceView
+from schemaflow.plan.iceberg import AlterIcebergTable
 from schemaflow.spark_version import SparkVersion
 from schemaflow.wording import listed, plural
 
@@ -174,7 +175,7 @@ def _base_effects(changes: list[Change], desired: Catalog, live: Catalog) -> dic
     for change in changes:
         if not change.reshapes:
             continue
-        if isinstance(change, AlterColumns):
+        if isinstance(change, (AlterColumns, AlterIcebergTable)):
             evolution = change.evolution
             found = effects.setdefault(change.key, {})
             found.update({column: Effect(words, change.key) for column, words in evolution.lost})

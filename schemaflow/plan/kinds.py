@@ -22,6 +22,7 @@ class StepKind(StrEnum):
     SET_TABLE_COMMENT = "set_table_comment"
     SET_COLUMN_COMMENTS = "set_column_comments"
     SET_STORAGE = "set_storage"
+    ALTER_ICEBERG_TABLE = "alter_iceberg_table"  # an Iceberg table's schema, spec, sort order, comment: one commit
     CREATE_VIEW = "create_view"
     REPLACE_VIEW = "replace_view"
     DROP_VIEW = "drop_view"
@@ -50,6 +51,7 @@ EFFECTS: Mapping[StepKind, Effect] = {
     StepKind.SET_TABLE_COMMENT: Effect.CHANGE,
     StepKind.SET_COLUMN_COMMENTS: Effect.CHANGE,
     StepKind.SET_STORAGE: Effect.CHANGE,
+    StepKind.ALTER_ICEBERG_TABLE: Effect.CHANGE,
     StepKind.CREATE_VIEW: Effect.CREATE,
     StepKind.REPLACE_VIEW: Effect.CHANGE,  # in place, under its name: the summary counts re-created views apart
     StepKind.DROP_VIEW: Effect.DROP,
@@ -74,3 +76,4 @@ class ActionKind(StrEnum):
     PARTITION_VIEW = "partition_view"
     KEEP_VIEW_PARTITIONS = "keep_view_partitions"
     CHANGE_VIEW_PARTITIONS = "change_view_partitions"
+    ICEBERG_COMMIT = "iceberg_commit"

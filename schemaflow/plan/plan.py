@@ -26,6 +26,7 @@ from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateTab
                                      ReplaceView, Stamp, SyncViewPartitions)
 from schemaflow.plan.diff import diff, property_delta
 from schemaflow.plan.evolution import Evolution
+from schemaflow.plan.iceberg import AlterIcebergTable
 from schemaflow.plan.invalidation import STRICT, resolve
 from schemaflow.plan.kinds import VIEW_DEFINITIONS, StepKind
 from schemaflow.plan.steps import APPLIED_AT, Step
@@ -38,7 +39,7 @@ DESTRUCTIVE_BLOCK = "destructive: run with --allow-destructive to allow it"
 PartitionCounter = Callable[[str], "int | None"]
 # What a view's old SQL is, by what the plan was made against: the header of its diff says so.
 _OLD_LABELS = {"metastore": "live", "snapshot": "snapshot", "git": "base"}
-BREAKING = (AlterColumns, DropTable, DropView, ReplaceView)  # the changes that can break the views over them
+BREAKING = (AlterColumns, AlterIcebergTable, DropTable, DropView, ReplaceView)  # the changes that can break the views over them
 
 
 @dataclass(frozen=True)
@@ -154,7 +155,8 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
     for change in deps.order(changes, live):
         step = change.to_step()
         # Columns are dropped only by migrations that name them: those need no further permission.
-        if step.destructive and not allow_destructive and not step.blocked and not isinstance(change, AlterColumns):
+        if (step.destructive and not allow_destructive and not step.blocked
+                and not isinstance(change, (AlterColumns, AlterIcebergTable))):
             step = replace(step, blocked=DESTRUCTIVE_BLOCK)
         if isinstance(change, BREAKING):  # what it does to the views over it
             step = replace(step, notes=step.notes + outcome.notes.get(change.key, ()),

@@ -18,7 +18,7 @@ from typing import Any, assert_never
 from schemaflow.model import APPLIED_COMMIT_KEY, DROPPED_PREFIX
 from schemaflow.plan.kinds import StepKind
 from schemaflow.plan.plan import Plan
-from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, KeepViewPartitions, PartitionView,
+from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, IcebergCommit, KeepViewPartitions, PartitionView,
                                    SetColumns, SetDatabaseParameters, SetParameters, SetStorageAction, SqlAction, Step)
 
 
@@ -33,6 +33,8 @@ def _comparable_action(action: Action, unversioned: frozenset[str]) -> Action:
     match action:
         case SetColumns():  # batching follows the partition count, and the migration records name the commit
             return SetColumns(action.object, action.columns, action.partition_columns, action.cascade)
+        case IcebergCommit():  # what an Iceberg commit requires is in the table's metadata, which only the live plan reads
+            return replace(action, requires=None)
         case SetDatabaseParameters():
             return SetDatabaseParameters(action.database, {
                 k: _drop_record(v, versioned=k not in unversioned) if k.startswith(DROPPED_PREFIX) else v

@@ -7,12 +7,12 @@ reviewed is exactly what runs. Steps round-trip through plain JSON data for save
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, get_args
 from collections.abc import Mapping
 
-from schemaflow.model import (SCHEMAFLOW_PREFIX, SETTINGS_KEY, VERSION_KEY, Column, Database, PartitionValues,
-                              column_data, partition_name)
+from schemaflow.model import (SCHEMAFLOW_PREFIX, SETTINGS_KEY, VERSION_KEY, Column, Database, IcebergState,
+                              PartitionValues, Table, column_data, from_data, partition_name, to_data)
 from schemaflow.plan.kinds import EFFECTS, ActionKind, Effect, StepKind
 from schemaflow.wording import plural
 
@@ -285,8 +285,66 @@ class SetStorageAction:
         return cls(object=data["object"], serde_properties=dict(data["serde_properties"]), buckets=data["buckets"])
 
 
+@dataclass(frozen=True)
+class IcebergCommit:
+    """One commit to an Iceberg table's metadata: it creates the table (``create``) or evolves it by field id
+    into ``table``'s columns, partition spec, sort order and comment.
+
+    Each column of ``table`` named in ``sources`` keeps the field id of that live column (renamed, retyped,
+    moved or re-commented as ``table`` says); every other column is new, and a live column no source names
+    is dropped. The commit lands only while the table still has the uuid, schema, spec and sort order
+    ``requires`` says (Iceberg's requirements; None in a plan made from files, which is not applied), and
+    its metastore entry still names the metadata file it was made from. ``set`` and ``unset`` are properties written in the same commit: its step's stamp,
+    which the executor gives it (``with_properties``), so the stamp and the change land together.
+    """
+
+    kind: ClassVar[ActionKind] = ActionKind.ICEBERG_COMMIT
+    table: Table
+    sources: Mapping[str, str] = field(default_factory=dict)
+    requires: IcebergState | None = None
+    create: bool = False
+    set: Mapping[str, str] = field(default_factory=dict)
+    unset: tuple[str, ...] = ()
+
+    @property
+    def object(self) -> str:
+        return self.table.key
+
+    def with_properties(self, stamp: SetParameters) -> IcebergCommit:
+        """This commit with ``stamp``'s properties written in it."""
+        return replace(self, set={**self.set, **stamp.set}, unset=self.unset + stamp.unset)
+
+    def describe(self) -> str:
+        table = self.table
+        columns = ", ".join(f"{c.name} {c.type}" + (f" (was {self.sources[c.name]})" if self.sources.get(c.name, c.name)
+                                                    != c.name else "") + ("" if c.name in self.sources or
+                                                                          self.create else " (new)")
+                            + (f" COMMENT {c.comment!r}" if c.comment else "") for c in table.columns)
+        layout = f"; partitioned by ({', '.join(map(str, table.partition_spec))})" if table.partition_spec else ""
+        layout += f"; sorted by ({', '.join(map(str, table.sort_order))})" if table.sort_order else ""
+        comment = f"; comment {table.comment!r}" if table.comment else ""
+        if self.create:
+            return f"-- iceberg create {self.object}: columns ({columns}){layout}{comment}"
+        r = self.requires
+        requires = ("the live table's uuid, schema, spec and sort order" if r is None else
+                    f"table {r.table_uuid}, schema {r.schema_id}, spec {r.spec_id}, sort order {r.sort_order_id}")
+        return f"-- iceberg commit {self.object} (requires {requires}): columns ({columns}){layout}{comment}"
+
+    def to_data(self) -> dict[str, Any]:
+        return {"action": self.kind, "table": to_data(self.table), "sources": dict(sorted(self.sources.items())),
+                "requires": self.requires.to_data() if self.requires else None, "create": self.create,
+                **({"set": dict(sorted(self.set.items())), "unset": list(self.unset)} if self.set or self.unset else {})}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> IcebergCommit:
+        table = from_data(data["table"])
+        assert isinstance(table, Table)
+        return cls(table, dict(data["sources"]), IcebergState.from_data(data["requires"]) if data["requires"] else None,
+                   bool(data["create"]), dict(data.get("set", {})), tuple(data.get("unset", ())))
+
+
 Action = (SqlAction | AddDatabase | SetDatabaseParameters | SetParameters | PartitionView | SetColumns
-          | ChangeViewPartitions | KeepViewPartitions | SetStorageAction)
+          | ChangeViewPartitions | KeepViewPartitions | SetStorageAction | IcebergCommit)
 
 
 # The one map from what plan JSON calls an action to its class, from the classes' own kinds.

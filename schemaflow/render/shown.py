@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import assert_never
 
 from schemaflow.model import SCHEMAFLOW_PREFIX
-from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, KeepViewPartitions, PartitionView,
+from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, IcebergCommit, KeepViewPartitions, PartitionView,
                                    SetColumns, SetDatabaseParameters, SetParameters, SetStorageAction, SqlAction, Step)
 from schemaflow.sql.ddl import CLAIM
 
@@ -48,6 +48,9 @@ def without_bookkeeping(action: Action) -> Action | None:
             return replace(action, set=kept, unset=unset) if kept or unset else None
         case SetColumns():
             return replace(action, parameters={})
+        case IcebergCommit():
+            return replace(action, set={k: v for k, v in action.set.items() if not k.startswith(SCHEMAFLOW_PREFIX)},
+                           unset=tuple(k for k in action.unset if not k.startswith(SCHEMAFLOW_PREFIX)))
         case SetDatabaseParameters():
             kept = {k: v for k, v in action.properties.items() if not k.startswith(SCHEMAFLOW_PREFIX)}
             return replace(action, properties=kept) if kept else None

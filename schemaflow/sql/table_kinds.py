@@ -47,6 +47,7 @@ class Resolution(Enum):
 
     BY_NAME = "by name"
     BY_POSITION = "by position"
+    BY_ID = "by field id"      # Iceberg: no change to the columns moves what existing rows show
     # Classes of the table's own, or a data source (whose column changes are refused): nothing is assumed.
     NOT_ASSUMED = "not assumed"
 
@@ -59,6 +60,8 @@ class ColumnChanges(Enum):
     # Spark reads the table through its own copy of the schema: Spark SQL appends columns and changes
     # data-column comments; every other change is refused.
     SPARK_SQL = "spark sql"
+    # Any change by field id, in one commit to the table's own metadata (``plan.iceberg``).
+    ICEBERG = "iceberg"
 
 
 class TypeRule(Enum):
@@ -268,8 +271,7 @@ register(replace(_data_source("csv"), type_rule=TypeRule.PRIMITIVE))
 # Spark cannot add columns to a text table (it asks to drop and re-create it).
 register(replace(_data_source("text"), type_rule=TypeRule.STRING, one_column=True, adds_columns=False))
 
-# Iceberg, declared and validated; planning it (evolution by field id, its own commit as the guard) is not
-# built yet, so plan refuses a project that declares one (``workflow``) and no column change reaches this record.
+# Iceberg: created and evolved through commits to its own metadata (``plan.iceberg``, ``catalog.iceberg_commit``).
 ICEBERG = "iceberg"
-register(replace(_data_source(ICEBERG), type_rule=TypeRule.ICEBERG, own_metadata=True,
-                 way_out="schemaflow does not plan Iceberg tables yet: change it with Spark SQL's ALTER TABLE"))
+register(TableKind(ICEBERG, True, f"USING {ICEBERG}", None, None, Resolution.BY_ID, ColumnChanges.ICEBERG,
+                   type_rule=TypeRule.ICEBERG, own_metadata=True))

@@ -1,0 +1,118 @@
+"""How an Iceberg table changes: by field id, in one commit to its own metadata.
+
+Iceberg's readers find a column by its field id, not its name or place, so a column is added anywhere,
+renamed, dropped or moved without a data file being rewritten, and what existing rows show does not
+change (a renamed column keeps its values; a dropped one's stay in the files, unread). None of the
+hazards of a Hive table's files (``plan.hazards``) applies. A type changes in place only as Iceberg
+promotes it (``sql.iceberg_types.promotes``); a new partition spec or sort order applies to the data
+written after it, and the files already written keep theirs (Iceberg plans queries over both).
+
+Renames and drops still come from ``migrations/``: a diff cannot tell a rename from a drop and an add,
+the same contract as a Hive table's. The metastore mirrors an Iceberg table's columns in its own
+entry and applies its positional type rule to that mirror (``model.TYPE_RULE``), so a change that
+moves or retypes columns against the rule is refused here, before apply would be.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from collections.abc import Sequence
+
+from schemaflow.model import METADATA_LOCATION, Migration, PartitionField, SortTerm, Table
+from schemaflow.plan.compatibility import incompatibilities
+from schemaflow.plan.evolution import SAME, Evolution, Problem, evolve
+from schemaflow.plan.kinds import StepKind
+from schemaflow.plan.steps import IcebergCommit, Step
+from schemaflow.sql.iceberg_types import promotes
+from schemaflow.wording import value_change
+
+_UNREADABLE = ("its Iceberg metadata file could not be read here: plan where the table's storage is reachable "
+               "(for s3:// or hdfs://, with pyiceberg's file IO: pip install 'schemaflow-hive[iceberg]')")
+_RETYPE = ("Iceberg changes a column's type in place only from int to bigint, from float to double, or by raising "
+           "a decimal's precision at the same scale: add a column of the new type, fill it from the old one, and "
+           "drop the old one with a migration (- drop_column: ...)")
+_MIRROR = ("the metastore keeps a copy of an Iceberg table's columns and refuses this change to it position by "
+           "position (hive.metastore.disallow.incompatible.col.type.changes); Iceberg's own documentation asks for "
+           "that check to be off on a metastore holding Iceberg tables: set it to false in the metastore server's "
+           "configuration, or change the columns so that each place keeps a compatible type")
+
+
+@dataclass(frozen=True)
+class AlterIcebergTable:
+    """An Iceberg table's columns, partition spec, sort order and comment, changed in one Iceberg commit."""
+
+    key: str
+    evolution: Evolution
+    want: Table
+    have: Table
+    object_type = "table"
+
+    @property
+    def reshapes(self) -> bool:
+        return [(c.name, c.type) for c in self.evolution.old] != [(c.name, c.type) for c in self.evolution.new]
+
+    @property
+    def destructive(self) -> bool:
+        # Columns are dropped only by a migration that names them: that is the permission.
+        return bool(self.evolution.dropped)
+
+    def to_step(self) -> Step:
+        want, have = self.want, self.have
+        done = list(self.evolution.operations)
+        if want.partition_spec != have.partition_spec:
+            done.append(f"partition spec {_terms(have.partition_spec)} -> {_terms(want.partition_spec)}")
+        if want.sort_order != have.sort_order:
+            done.append(f"sort order {_terms(have.sort_order)} -> {_terms(want.sort_order)}")
+        notes = ["by field id: Iceberg changes its metadata only; no data file is rewritten and existing rows read "
+                 "as before"]
+        if self.evolution.migrations:
+            notes.append("applies migration " + ", ".join(self.evolution.migrations))
+        if want.partition_spec != have.partition_spec or want.sort_order != have.sort_order:
+            notes.append("data written from now on follows the new layout; files already written keep theirs")
+        hazards = tuple(f"drop {name}: its values stay in the data files, and no reader sees them"
+                        for name in self.evolution.dropped)
+        values = tuple(value_change(f"comment of {name}", old, new) for name, old, new in self.evolution.comments)
+        if want.comment != have.comment:
+            done.append("change the table's comment")
+            values += (value_change(f"comment on table {self.key}", have.comment, want.comment),)
+        action = IcebergCommit(want, sources(self.evolution, want), have.iceberg)
+        return Step(StepKind.ALTER_ICEBERG_TABLE, self.key, "table",
+                    f"alter Iceberg table {self.key}: {'; '.join(done)}", (action,), notes=tuple(notes),
+                    hazards=hazards, destructive=self.destructive, values=values)
+
+
+def iceberg_change(want: Table, have: Table, migrations: Sequence[Migration],
+                   type_rule: bool) -> AlterIcebergTable | tuple[Problem, ...] | None:
+    """What turns the live Iceberg table ``have`` into ``want``: one commit, why it cannot be made, or None
+    when nothing changes."""
+    if have.iceberg is None and METADATA_LOCATION in have.properties:  # read live, without its metadata
+        return (Problem("changing it", _UNREADABLE),)
+    evolution = evolve(have, want, migrations, type_rule=False, by_id=True)
+    if evolution.problems:
+        return evolution.problems
+    problems = [Problem(f"changing the type of {column} from {old} to {new}", _RETYPE)
+                for column, old, new in evolution.retyped if not promotes(old, new)]
+    versions = have.properties.get("format-version", ""), want.properties.get("format-version", "")
+    if versions[1] and versions[1] < versions[0]:
+        problems.append(Problem(f"lowering format-version from {versions[0]} to {versions[1]}",
+                                f"an Iceberg table's format version only goes up: declare format-version: '{versions[0]}'"))
+    if type_rule and not problems:
+        problems += [Problem(i.describe(), _MIRROR) for i in incompatibilities(have.columns, want.columns)]
+    if problems:
+        return tuple(problems)
+    if (evolution.kind == SAME and want.partition_spec == have.partition_spec and want.sort_order == have.sort_order
+            and want.comment == have.comment):
+        return None
+    return AlterIcebergTable(want.key, evolution, want, have)
+
+
+def sources(evolution: Evolution, want: Table) -> dict[str, str]:
+    """Each declared column that keeps a live column's field id: the live column's name, by the column's name.
+    A live column a migration dropped keeps none, even where its name is declared again: that is a new field."""
+    renamed = dict(evolution.renamed)
+    kept = {renamed.get(c.name, c.name): c.name for c in evolution.old if c.name not in evolution.dropped}
+    names = {c.name for c in want.columns}
+    return {new: old for new, old in sorted(kept.items()) if new in names}
+
+
+def _terms(terms: Sequence[PartitionField | SortTerm]) -> str:
+    return f"({', '.join(map(str, terms))})" if terms else "(none)"

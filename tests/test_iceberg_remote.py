@@ -1,0 +1,118 @@
+"""An Iceberg table on a standalone metastore server (Derby and PostgreSQL), as a user runs schemaflow: applied
+through Spark's client, then planned again with no JVM, its live state read from its own metadata file."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from schemaflow.catalog.iceberg_metadata import read_metadata
+from schemaflow.claims import parse_claim
+from schemaflow.catalog.thrift_reader import ThriftReader
+from schemaflow.model import Table
+from tests import test_safe_apply_remote as safe
+from tests.test_thrift_reader_remote import schemaflow
+
+pytestmark = pytest.mark.remote
+
+CLICKS = """\
+table: ice_db.clicks
+format: iceberg
+columns:
+  - {name: ts, type: timestamp}
+  - {name: id, type: bigint}
+  - {name: v, type: int}
+partitioned_by: [day(ts), bucket(8, id)]
+sorted_by: [id]
+"""
+
+
+@pytest.fixture(params=["derby", "postgresql"])
+def server(request: pytest.FixtureRequest) -> str:
+    return str(request.getfixturevalue("metastore_server" if request.param == "derby" else "postgres_metastore_server"))
+
+
+def test_an_iceberg_table_is_applied_on_a_server_and_planned_again_without_a_jvm(server: str, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / "schemas" / "ice_db").mkdir(parents=True)
+    (project / "schemas" / "ice_db" / "clicks.yaml").write_text(CLICKS)
+    (project / "schemaflow.yaml").write_text("databases: [ice_db]\n")  # still managed once its last file goes
+    env = {"SCHEMAFLOW_METASTORE_URI": server, "SCHEMAFLOW_WAREHOUSE_DIR": str(tmp_path / "warehouse")}
+    applied = schemaflow(project, "apply", "--auto-approve", env=env)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert "create Iceberg table ice_db.clicks" in applied.stdout
+
+    again = schemaflow(project, "plan", env=env)
+    assert (again.returncode, again.stdout) == (0, "No changes: the metastore matches the schemas (databases: ice_db).\n")
+    assert again.stderr == f"Reading {server} ...\n"  # the metadata file read over plain Thrift and a file read
+    reader = ThriftReader(server)
+    live = reader.read(("ice_db",)).get("ice_db.clicks")
+    assert isinstance(live, Table) and live.iceberg is not None
+    assert [str(f) for f in live.partition_spec] == ["day(ts)", "bucket(8, id)"]
+    # In the database's folder, where the metastore puts it: the metadata file is the table's first.
+    assert "/ice_db.db/clicks/metadata/00000-" in live.iceberg.metadata_location
+    assert Path(live.iceberg.metadata_location.removeprefix("file:")).is_file()
+
+    (project / "migrations").mkdir()
+    (project / "migrations" / "0001_val.yaml").write_text(
+        "description: v is a value\nchanges:\n  - rename_column: {table: ice_db.clicks, from: v, to: val}\n")
+    assert schemaflow(project, "hash-migrations").returncode == 0
+    (project / "schemas" / "ice_db" / "clicks.yaml").write_text(
+        CLICKS.replace("{name: v, type: int}", "{name: val, type: bigint}\n  - {name: extra, type: string}"))
+    changed = schemaflow(project, "plan", "--format", "json", env=env)
+    assert changed.returncode == 2 and "Starting Spark" not in changed.stderr, changed.stderr
+    [step] = json.loads(changed.stdout)["steps"]
+    assert (step["kind"], step["object"]) == ("alter_iceberg_table", "ice_db.clicks")
+    assert schemaflow(project, "apply", "--auto-approve", env=env).returncode == 0
+    done = schemaflow(project, "plan", env=env)
+    assert (done.returncode, done.stderr) == (0, f"Reading {server} ...\n")
+
+    live = reader.read(("ice_db",)).get("ice_db.clicks")
+    assert isinstance(live, Table) and live.iceberg is not None
+    metadata = read_metadata(live.iceberg.metadata_location)
+    [first, current] = metadata["schemas"]
+    assert [(f["id"], f["name"], f["type"]) for f in current["fields"]] == [
+        (1, "ts", "timestamptz"), (2, "id", "long"), (3, "val", "long"), (4, "extra", "string")]
+    assert [f["name"] for f in first["fields"]] == ["ts", "id", "v"]
+    assert list(live.migrations) == ["0001_val"]
+    (project / "schemas" / "ice_db" / "clicks.yaml").unlink()
+    dropped = schemaflow(project, "apply", "--auto-approve", "--allow-destructive", env=env)
+    assert dropped.returncode == 0, dropped.stdout + dropped.stderr
+    assert "Iceberg table: its metastore entry goes; its data and metadata files are kept" in dropped.stdout
+    assert reader.read(("ice_db",)).objects == {}
+    assert Path(live.iceberg.metadata_location.removeprefix("file:")).is_file()
+
+
+@pytest.mark.parametrize("where", ["claimed", "1.1"])
+def test_an_apply_killed_between_iceberg_commits_is_finished_by_the_next_run(metastore_server: str, tmp_path: Path,
+                                                                              where: str) -> None:
+    db = "ice_kill_" + where.replace(".", "_")
+    project = tmp_path / "project"
+    (project / "schemas" / db).mkdir(parents=True)
+    (project / "schemaflow.yaml").write_text(f"metastore: {{uri: '{metastore_server}'}}\n"
+                                             f"warehouse_dir: {tmp_path / 'warehouse'}\n")
+    for name in ("a", "b"):
+        (project / "schemas" / db / f"{name}.yaml").write_text(
+            CLICKS.replace("ice_db.clicks", f"{db}.{name}"))
+    assert safe.schemaflow(project, "apply", "--auto-approve").returncode == 0
+    for name in ("a", "b"):
+        (project / "schemas" / db / f"{name}.yaml").write_text(
+            CLICKS.replace("ice_db.clicks", f"{db}.{name}").replace("{name: v, type: int}", "{name: v, type: bigint}"))
+
+    process, marker = safe.paused(project, where)
+    os.kill(process.pid, signal.SIGKILL)  # between two commits: no clean-up of any kind runs
+    process.communicate()
+    marker.unlink()
+    half_done = [key for key, obj in safe.live(project, tmp_path).objects.items() if parse_claim(obj.version)]
+    assert half_done, "the killed run left no claim behind"
+    finished = safe.schemaflow(project, "apply", "--auto-approve")
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+    again = safe.schemaflow(project, "plan")
+    assert (again.returncode, again.stdout.splitlines()[0]) == (
+        0, f"No changes: the metastore matches the schemas (databases: {db}).")
+    for obj in safe.live(project, tmp_path).objects.values():
+        assert isinstance(obj, Table) and [c.type for c in obj.columns] == ["timestamp", "bigint", "bigint"]
+        assert obj.iceberg is not None and obj.iceberg.schema_id == 1  # one schema commit each, none repeated
