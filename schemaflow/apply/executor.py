@@ -392,16 +392,22 @@ def _estimate(done: int, total: int, elapsed: float) -> str:
 def _actions(step: Step) -> tuple[Action, ...]:
     """What ``step`` runs: its actions, but that an Iceberg commit takes the step's stamp into itself, so that
     the change and the stamp land in one commit to the table's metadata."""
-    if step.stamp and step.body and isinstance(commit := step.body[-1], IcebergCommit):
+    if step.stamp and _commits_its_stamp(step):
+        commit = step.body[-1]
+        assert isinstance(commit, IcebergCommit)
         return (*step.body[:-1], commit.with_properties(step.stamp), *step.settings_record)
     return step.actions
+
+
+def _commits_its_stamp(step: Step) -> bool:
+    """Whether the step ends with an Iceberg commit, which writes the step's stamp in itself."""
+    return bool(step.body) and isinstance(step.body[-1], IcebergCommit)
 
 
 def _ends_with_stamp(step: Step) -> bool:
     """Whether the step's last write is its stamp alone, which may then go to the lane (the plan's last step
     may write the settings record after it; an Iceberg commit carries its stamp itself)."""
-    return (step.stamp is not None and not step.settings_record
-            and not (step.body and isinstance(step.body[-1], IcebergCommit)))
+    return step.stamp is not None and not step.settings_record and not _commits_its_stamp(step)
 
 
 def _writes(action: Action) -> bool:

@@ -32,7 +32,7 @@ from schemaflow.catalog.iceberg_metadata import INSTALL, PREVIOUS_METADATA_LOCAT
     is_iceberg, read_metadata
 from schemaflow.catalog.jvm import java_message, jvm_view
 from schemaflow.errors import ConcurrentChange, SchemaflowError
-from schemaflow.model import (COMMENT_KEY, LIVE_STATE, METADATA_LOCATION, SCHEMAFLOW_PREFIX, VERSION_KEY, Column,
+from schemaflow.model import (COMMENT_KEY, LIVE_STATE, METADATA_LOCATION, SCHEMAFLOW_PREFIX, Column,
                               IcebergState, PartitionField, SortTerm, Table, split_key, state_digest)
 from schemaflow.sql.iceberg_types import iceberg_type, promotes, spark_type
 from schemaflow.sql.table_kinds import LAZY_SIMPLE_SERDE
@@ -46,11 +46,13 @@ _PARTITION_IDS_FROM = 1000  # Iceberg numbers partition fields from 1000
 
 
 def commit(client: HiveClient, key: str, table: Table | None, sources: Mapping[str, str], requires: IcebergState | None,
-           set: Mapping[str, str], unset: Sequence[str], expected: str | None) -> None:
+           set: Mapping[str, str], unset: Sequence[str], expected: str | None, hms: Any = None) -> None:
     """Commit the Iceberg table ``key`` as ``table`` says (None: its properties alone), each column named in
-    ``sources`` keeping that live column's field id, with ``set`` and ``unset`` among its properties."""
+    ``sources`` keeping that live column's field id, with ``set`` and ``unset`` among its properties. ``hms``:
+    its metastore entry, when the caller has just read it (the compare-and-swap still checks it is current)."""
     database, name = split_key(key)
-    hms = client.retrying(lambda: client.msc.getTable(database, name))
+    if hms is None:
+        hms = client.retrying(lambda: client.msc.getTable(database, name))
     parameters = hms.getParameters()
     if not is_iceberg(parameters):
         raise SchemaflowError(f"{key} is no longer an Iceberg table in the metastore: plan again")
@@ -60,9 +62,8 @@ def commit(client: HiveClient, key: str, table: Table | None, sources: Mapping[s
     assert found.iceberg is not None  # read from its metadata
     if requires is not None and _required(found.iceberg) != _required(requires):
         raise ConcurrentChange(key, _required(requires), _required(found.iceberg), "Iceberg metadata")
-    stamp = base.get("properties", {}).get(VERSION_KEY)
-    if expected is not None and stamp != expected:
-        raise ConcurrentChange(key, expected, stamp)
+    if expected is not None and found.version != expected:
+        raise ConcurrentChange(key, expected, found.version)
     updates = _layout_updates(base, table, sources) if table is not None else []
     properties, removals, upgrade = _properties(base, table, set, unset)
     metadata = _evolved(base, base_location, updates, properties, removals, upgrade, key)

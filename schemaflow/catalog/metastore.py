@@ -151,7 +151,7 @@ class Metastore:
             table = self.retrying(lambda: self.msc.getTable(database, name))
             parameters = table.getParameters()
             if is_iceberg(parameters):  # its properties are its metadata's: a commit of them
-                iceberg_commit.commit(self, key, None, {}, None, set, unset, expected)
+                iceberg_commit.commit(self, key, None, {}, None, set, unset, expected, table)
                 return
             for parameter in unset:
                 parameters.remove(parameter)
