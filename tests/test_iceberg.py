@@ -152,7 +152,7 @@ def test_validate_accepts_it_and_plan_plans_it_before_any_metastore(example: Pat
     planned = capsys.readouterr().out
     assert CREATED in planned and "-- iceberg create retail.clicks: columns (ts timestamp, id bigint COMMENT 'Click id', " \
         "code string, region string); partitioned by (day(ts), bucket(16, id), truncate(4, code), region); sorted by " \
-        "(ts DESC NULLS LAST, id ASC NULLS FIRST); comment 'One row per click'" in planned
+        "(ts DESC NULLS LAST, id ASC NULLS FIRST); comment 'One row per click'; at '/lake/retail/clicks'" in planned
     empty = tmp_path / "empty.json"
     write_snapshot(Catalog(), empty)
     assert main(["--project", str(root), "plan", "--against", str(empty)]) == 2

@@ -324,7 +324,8 @@ class IcebergCommit:
         layout += f"; sorted by ({', '.join(map(str, table.sort_order))})" if table.sort_order else ""
         comment = f"; comment {table.comment!r}" if table.comment else ""
         if self.create:
-            return f"-- iceberg create {self.object}: columns ({columns}){layout}{comment}"
+            where = f"; at {table.location!r}" if table.location else "; in its database's folder"
+            return f"-- iceberg create {self.object}: columns ({columns}){layout}{comment}{where}"
         r = self.requires
         requires = ("the live table's uuid, schema, spec and sort order" if r is None else
                     f"table {r.table_uuid}, schema {r.schema_id}, spec {r.spec_id}, sort order {r.sort_order_id}")
