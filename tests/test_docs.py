@@ -132,6 +132,7 @@ COVERED = {
     ("concepts/objects.md", 5): VALIDATED,
     ("concepts/objects.md", 6): VALIDATED,
     ("concepts/objects.md", 7): VALIDATED,
+    ("concepts/objects.md", 8): VALIDATED,
     ("concepts/view-partitions.md", 0): VALIDATED,
     ("concepts/view-partitions.md", 1): VALIDATED,
     ("guides/adopting.md", 0): VALIDATED,
@@ -212,6 +213,8 @@ VALIDATE: dict[tuple[str, int], Callable[[str], dict[str, str]]] = {
     ("concepts/objects.md", 6): lambda block: {"schemas/raw/events.yaml": block},
     ("concepts/objects.md", 7): lambda block: {"schemas/events/clicks.yaml": block,
                                                "schemaflow.yaml": "databases: [analytics, events, retail]\n"},
+    ("concepts/objects.md", 8): lambda block: {"schemas/shop/orders.yaml": block,
+                                               "schemaflow.yaml": "databases: [analytics, retail, shop]\n"},
     ("concepts/view-partitions.md", 0): _view_partitions,
     ("concepts/view-partitions.md", 1): _view_partitions,
     ("guides/adopting.md", 0): lambda block: {"schemaflow.yaml": block.replace("[sales]", "[analytics, retail]")

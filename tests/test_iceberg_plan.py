@@ -108,8 +108,13 @@ def test_what_an_iceberg_table_cannot_take_is_blocked_with_the_way_out():
     [step] = _plan(_want(*COLUMNS), unreadable).steps
     assert step.blocked and "its Iceberg metadata file could not be read here" in step.blocked
     hive = replace(LIVE, format="parquet", data_source=False, partition_spec=(), sort_order=(), iceberg=None)
+    [step] = _plan(hive, LIVE).steps  # an Iceberg table does not become a Hive one in place
+    assert step.blocked and step.summary.startswith("changing storage (format USING iceberg -> STORED AS parquet)")
+    # The other way is a conversion (tests/test_iceberg_conversion_plan.py), which keeps the Hive partitions.
     [step] = _plan(_want(*COLUMNS), hive).steps
-    assert step.blocked and step.summary.startswith("changing storage (format STORED AS parquet -> USING iceberg)")
+    assert step.blocked == ("converting to Iceberg partitioned by (day(ts)) is not supported in place: a conversion "
+                            "keeps the Hive partitions: declare no partitioned_by, convert, then change the partition "
+                            "spec in a later change (Iceberg evolves it without rewriting)")
 
 
 def test_a_plan_from_files_is_the_plan_against_the_metastore_but_for_what_only_the_metadata_knows():

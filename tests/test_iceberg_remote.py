@@ -116,3 +116,67 @@ def test_an_apply_killed_between_iceberg_commits_is_finished_by_the_next_run(met
     for obj in safe.live(project, tmp_path).objects.values():
         assert isinstance(obj, Table) and [c.type for c in obj.columns] == ["timestamp", "bigint", "bigint"]
         assert obj.iceberg is not None and obj.iceberg.schema_id == 1  # one schema commit each, none repeated
+
+
+ORDERS = """\
+table: conv_db.orders
+format: parquet
+columns:
+  - {name: id, type: bigint}
+  - {name: amount, type: 'decimal(10,2)'}
+  - {name: note, type: string}
+partitioned_by:
+  - {name: dt, type: date}
+"""
+
+
+def test_a_partitioned_parquet_table_is_converted_to_iceberg_on_a_server(server: str, tmp_path: Path, spark) -> None:
+    import datetime
+    from decimal import Decimal
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyiceberg.table import StaticTable
+
+    project = tmp_path / "project"
+    (project / "schemas" / "conv_db").mkdir(parents=True)
+    (project / "schemas" / "conv_db" / "orders.yaml").write_text(ORDERS)
+    env = {"SCHEMAFLOW_METASTORE_URI": server, "SCHEMAFLOW_WAREHOUSE_DIR": str(tmp_path / "warehouse")}
+    assert schemaflow(project, "apply", "--auto-approve", env=env).returncode == 0
+    # Rows in three partitions, as a job writes them: Parquet files in each partition's folder, registered.
+    jvm = spark.sparkContext._jvm
+    conf = jvm.org.apache.hadoop.hive.conf.HiveConf()
+    conf.set("hive.metastore.uris", server)
+    client = jvm.org.apache.hadoop.hive.metastore.RetryingMetaStoreClient.getProxy(conf, True)
+    try:
+        written = {}
+        schema = pa.schema([("id", pa.int64()), ("amount", pa.decimal128(10, 2)), ("note", pa.string())])
+        for day in (1, 2, 3):
+            partition = client.appendPartition("conv_db", "orders", [f"2024-01-0{day}"])
+            rows = [{"id": 10 * day + n, "amount": Decimal(f"{day}.{n}0"), "note": f"n{n}"} for n in range(day)]
+            pq.write_table(pa.Table.from_pylist(rows, schema=schema),
+                           partition.getSd().getLocation().removeprefix("file:") + "/part-00000.parquet")
+            written[datetime.date(2024, 1, day)] = sorted((r["id"], r["amount"], r["note"]) for r in rows)
+    finally:
+        client.close()
+
+    (project / "schemas" / "conv_db" / "orders.yaml").write_text(
+        ORDERS.replace("format: parquet", "format: iceberg").replace(
+            "partitioned_by:\n  - {name: dt, type: date}\n", "  - {name: dt, type: date}\npartitioned_by: [dt]\n"))
+    planned = schemaflow(project, "plan", "--format", "json", env=env)
+    [step] = json.loads(planned.stdout)["steps"]
+    assert (step["kind"], step["blocked"]) == ("convert_to_iceberg", None), planned.stdout + planned.stderr
+    applied = schemaflow(project, "apply", "--auto-approve", env=env)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+
+    live = ThriftReader(server).read(("conv_db",))
+    orders, backup = live.get("conv_db.orders"), live.get("conv_db.orders_backup_")
+    assert isinstance(orders, Table) and orders.iceberg is not None and [str(f) for f in orders.partition_spec] == ["dt"]
+    assert isinstance(backup, Table) and backup.backup_of == "conv_db.orders" and backup.external
+    read: dict = {}
+    for row in StaticTable.from_metadata(orders.iceberg.metadata_location).scan().to_arrow().to_pylist():
+        read.setdefault(row["dt"], []).append((row["id"], row["amount"], row["note"]))
+    assert {dt: sorted(rows) for dt, rows in read.items()} == written
+    again = schemaflow(project, "plan", env=env)
+    assert (again.returncode, again.stderr) == (0, f"Reading {server} ...\n"), again.stdout + again.stderr
+    assert "conv_db.orders_backup_ keeps the Parquet table conv_db.orders was converted from" in again.stdout

@@ -104,8 +104,9 @@ class RecordingTarget:
         self.guards.append(expected)
 
     def commit_iceberg(self, table: Table, sources: Mapping[str, str], requires: IcebergState | None, create: bool,
-                       set: Mapping[str, str], unset: Sequence[str], expected: str | None = None) -> None:
-        self.actions.append(IcebergCommit(table, dict(sources), requires, create, dict(set), tuple(unset)))
+                       set: Mapping[str, str], unset: Sequence[str], expected: str | None = None,
+                       backup: str | None = None) -> None:
+        self.actions.append(IcebergCommit(table, dict(sources), requires, create, dict(set), tuple(unset), backup))
         self.guards.append(expected)
 
     def beside(self) -> AbstractContextManager[RecordingTarget | None]:
@@ -235,7 +236,8 @@ class Run:
             case IcebergCommit():
                 values = fill_applied_at(action.set, now)
                 writer.commit_iceberg(action.table, action.sources, action.requires, action.create, values,
-                                      action.unset, None if action.create else self.held.get(action.object))
+                                      action.unset, None if action.create and not action.backup
+                                      else self.held.get(action.object), action.backup)
                 if VERSION_KEY in values:
                     self.held[action.object] = values[VERSION_KEY]
                     self.stamped[action.object] = now

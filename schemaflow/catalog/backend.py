@@ -93,11 +93,13 @@ class CatalogWriter(Protocol):
                     expected: str | None = None) -> None: ...
 
     def commit_iceberg(self, table: Table, sources: Mapping[str, str], requires: IcebergState | None, create: bool,
-                       set: Mapping[str, str], unset: Sequence[str], expected: str | None = None) -> None:
+                       set: Mapping[str, str], unset: Sequence[str], expected: str | None = None,
+                       backup: str | None = None) -> None:
         """Create the Iceberg table ``table`` (``create``), or commit it as ``table`` says, each column named in
         ``sources`` keeping that live column's field id, with the properties ``set`` and ``unset`` in the same
         commit: only while the table is as ``requires`` says and its stamp is ``expected``, else
-        ``ConcurrentChange``. See ``catalog.iceberg_commit``."""
+        ``ConcurrentChange``. See ``catalog.iceberg_commit``. A create with a ``backup`` converts the Parquet
+        table of the same name (stamped ``expected``) and keeps it as ``backup`` (``catalog.iceberg_convert``)."""
 
     def beside(self) -> AbstractContextManager[CatalogWriter | None]:
         """A second writer on the same metastore, on which a write may run while this one runs the next
@@ -114,7 +116,8 @@ class HiveClient(Protocol):
 
     def retrying(self, read: Callable[[], T]) -> T: ...
 
-    def alter(self, table: Any, expected: str | None = None, guarded_by: str = VERSION_KEY, **context: str) -> None: ...
+    def alter(self, table: Any, expected: str | None = None, guarded_by: str = VERSION_KEY, renames: str | None = None,
+              **context: str) -> None: ...
 
     def context(self, **properties: str) -> Any: ...
 

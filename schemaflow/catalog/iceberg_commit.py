@@ -38,6 +38,7 @@ from schemaflow.sql.iceberg_types import iceberg_type, promotes, spark_type
 from schemaflow.sql.table_kinds import LAZY_SIMPLE_SERDE
 
 FORMAT_VERSION = "format-version"
+METADATA_PATH = "write.metadata.path"  # where a table's metadata files go, when not <table>/metadata
 # What Iceberg's catalogs register an Iceberg table's metastore entry with: its files are Iceberg's to read.
 _INPUT_FORMAT, _OUTPUT_FORMAT = "org.apache.hadoop.mapred.FileInputFormat", "org.apache.hadoop.mapred.FileOutputFormat"
 # Iceberg's default names of partition fields, by transform (``id_bucket``, ``ts_day``).
@@ -67,7 +68,7 @@ def commit(client: HiveClient, key: str, table: Table | None, sources: Mapping[s
     updates = _layout_updates(base, table, sources) if table is not None else []
     properties, removals, upgrade = _properties(base, table, set, unset)
     metadata = _evolved(base, base_location, updates, properties, removals, upgrade, key)
-    location = _next_location(base["location"], base_location)
+    location = _next_location(metadata.location, metadata.properties, base_location)
     _write(metadata, location)
     _mirror(client, hms, metadata, removals)
     hms.getParameters().put(PREVIOUS_METADATA_LOCATION, base_location)
@@ -82,10 +83,16 @@ def commit(client: HiveClient, key: str, table: Table | None, sources: Mapping[s
 def create(client: HiveClient, table: Table, set: Mapping[str, str]) -> None:
     """Create the Iceberg table ``table`` with the properties ``set``: its first metadata file, then its
     metastore entry, which fails if the name was taken since the plan."""
-    pyiceberg = _pyiceberg()
     database, name = split_key(table.key)
     location = (table.location or f"{client.retrying(lambda: client.msc.getDatabase(database)).getLocationUri()}/"
                 f"{name}").rstrip("/")
+    register(client, table.key, first_metadata(table, location, set))
+
+
+def first_metadata(table: Table, location: str, set: Mapping[str, str]) -> Any:
+    """The metadata of a new Iceberg table ``table`` at ``location``, with the properties ``set``: field ids
+    from 1 in column order, partition fields from 1000, and the state digest where ``set`` asks for it."""
+    pyiceberg = _pyiceberg()
     ids = itertools.count(1)
     fields = [_new_field(c, ids) for c in table.columns]
     schema = {"type": "struct", "schema-id": 0, "fields": fields}
@@ -96,8 +103,14 @@ def create(client: HiveClient, table: Table, set: Mapping[str, str]) -> None:
     metadata = pyiceberg.new_table_metadata(
         pyiceberg.Schema.model_validate(schema), pyiceberg.PartitionSpec.model_validate(spec),
         pyiceberg.SortOrder.model_validate(order), location, {k: v for k, v in properties.items() if LIVE_STATE != v})
-    metadata = _with_live_state(metadata, properties, table.key)
-    metadata_location = f"{location}/metadata/00000-{uuid.uuid4()}.metadata.json"
+    return _with_live_state(metadata, properties, table.key)
+
+
+def register(client: HiveClient, key: str, metadata: Any) -> None:
+    """Write ``metadata`` as the first metadata file of the Iceberg table ``key``, and create its metastore entry
+    naming it, as Iceberg's catalogs register a table; fails (and deletes the file) if the name is taken."""
+    database, name = split_key(key)
+    metadata_location = _next_location(metadata.location, metadata.properties, "")
     _write(metadata, metadata_location)
     api = client.api
     hms = api.Table()
@@ -108,7 +121,7 @@ def create(client: HiveClient, table: Table, set: Mapping[str, str]) -> None:
     hms.setCreateTime(int(time.time()))
     hms.setPartitionKeys(jvm_view(client.spark).java.util.ArrayList())
     storage = api.StorageDescriptor()
-    storage.setLocation(location)
+    storage.setLocation(metadata.location)
     storage.setInputFormat(_INPUT_FORMAT)
     storage.setOutputFormat(_OUTPUT_FORMAT)
     serde = api.SerDeInfo()
@@ -126,7 +139,7 @@ def create(client: HiveClient, table: Table, set: Mapping[str, str]) -> None:
     except Exception as error:
         _delete(metadata_location)
         if "AlreadyExists" in type(error).__name__ + java_message(error):
-            raise ConcurrentChange(table.key, None, "a table created by another writer", "metastore entry") from None
+            raise ConcurrentChange(key, None, "a table created by another writer", "metastore entry") from None
         raise
 
 
@@ -252,11 +265,14 @@ def _with_live_state(metadata: Any, properties: Mapping[str, str], key: str) -> 
     return metadata.model_copy(update={"properties": {**metadata.properties, **dict.fromkeys(live, digest)}})
 
 
-def _next_location(table_location: str, base_location: str) -> str:
-    """Where the next metadata file goes: ``<table>/metadata/<version + 1>-<uuid>.metadata.json``."""
+def _next_location(table_location: str, properties: Mapping[str, str], base_location: str) -> str:
+    """Where the next metadata file after ``base_location`` goes (the first when it is empty):
+    ``<metadata folder>/<version + 1>-<uuid>.metadata.json``, the folder being ``write.metadata.path`` when the
+    table sets it, else ``<table>/metadata``."""
     file = base_location.rsplit("/", 1)[-1]
     version = int(file.split("-", 1)[0]) if file.split("-", 1)[0].isdigit() else -1
-    return f"{table_location.rstrip('/')}/metadata/{version + 1:05d}-{uuid.uuid4()}.metadata.json"
+    folder = properties.get(METADATA_PATH) or f"{table_location.rstrip('/')}/metadata"
+    return f"{folder.rstrip('/')}/{version + 1:05d}-{uuid.uuid4()}.metadata.json"
 
 
 def _mirror(client: HiveClient, hms: Any, metadata: Any, removals: Sequence[str]) -> None:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 
 from pyspark.sql import SparkSession
 
-from schemaflow.catalog import iceberg_commit
+from schemaflow.catalog import iceberg_commit, iceberg_convert
 from schemaflow.catalog.columns import set_columns, stale_partitions
 from schemaflow.catalog.iceberg_metadata import is_iceberg
 from schemaflow.catalog.jvm import JAVA_ERRORS, java_errors, java_message, jvm_view, unreachable
@@ -167,9 +167,12 @@ class Metastore:
             self.alter(table, expected)
 
     def commit_iceberg(self, table: Table, sources: Mapping[str, str], requires: IcebergState | None, create: bool,
-                       set: Mapping[str, str], unset: Sequence[str], expected: str | None = None) -> None:
+                       set: Mapping[str, str], unset: Sequence[str], expected: str | None = None,
+                       backup: str | None = None) -> None:
         with self._errors(f"committing the Iceberg table {table.key}"):
-            if create:
+            if backup:
+                iceberg_convert.convert(self, table, backup, set, expected)
+            elif create:
                 iceberg_commit.create(self, table, set)
             else:
                 iceberg_commit.commit(self, table.key, table, sources, requires, set, unset, expected)
@@ -178,15 +181,17 @@ class Metastore:
         """An environment context for alter calls; it spares the table a listing of its files."""
         return self.api.EnvironmentContext({DO_NOT_UPDATE_STATS: "true", **properties})
 
-    def alter(self, table: Any, expected: str | None = None, guarded_by: str = VERSION_KEY, **context: str) -> None:
+    def alter(self, table: Any, expected: str | None = None, guarded_by: str = VERSION_KEY, renames: str | None = None,
+              **context: str) -> None:
         """``alter_table`` with an environment context (CASCADE, ...), guarded when ``expected`` is given.
 
         Guarded, the metastore applies it only if the stored parameter ``guarded_by`` (``schemaflow.version``;
         an Iceberg table's ``metadata_location``) is ``expected`` (its compare-and-swap), else
         ``ConcurrentChange``. Hive's client retries a call whose connection broke, so a guarded write that
         landed may come back refused: the value read back then is the one this write set, and that is success.
+        ``renames``: the entry's name now, when ``table`` gives it another.
         """
-        database, name = table.getDbName(), table.getTableName()
+        database, name = table.getDbName(), renames or table.getTableName()
         key, wrote = f"{database}.{name}", table.getParameters().get(guarded_by)
         if expected is not None:
             context = {**self._guard(expected, guarded_by), **context}
@@ -201,7 +206,9 @@ class Metastore:
             if not (lost or expected is not None and CAS_REFUSED in java_message(error)):
                 raise
             # Never repeated blindly: what the metastore holds now tells whether the write landed.
-            found = self.retrying(lambda: self.msc.getTable(database, name)).getParameters().get(guarded_by)
+            now = (table.getTableName() if renames and self.retrying(lambda: self.msc.tableExists(
+                database, table.getTableName())) else name)
+            found = self.retrying(lambda: self.msc.getTable(database, now)).getParameters().get(guarded_by)
             if found == wrote and wrote != expected:
                 return  # it landed (and a repetition of it was refused)
             if found != expected:

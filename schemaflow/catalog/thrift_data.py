@@ -21,6 +21,7 @@ from schemaflow.catalog.iceberg_metadata import iceberg_table, is_iceberg, read_
 from schemaflow.catalog.spark_schema import spark_bucketing, spark_columns
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import (
+    BACKUP_OF,
     COMMENT_KEY,
     METADATA_LOCATION,
     SCHEMAFLOW_PREFIX,
@@ -103,7 +104,8 @@ def to_model(data: Mapping[str, Any]) -> Object:
     storage = (data_source_storage(provider, sd, parameters) if provider
                else {**hive_storage(sd), "partition_columns": partition_keys})
     location = storage.pop("location", None) or sd.get("location")
-    return Table(external=external, location=location if external else None, migrations=migrations, **common, **storage)
+    return Table(external=external, location=location if external else None, migrations=migrations,
+                 backup_of=parameters.get(BACKUP_OF), **common, **storage)
 
 
 def _iceberg(data: Mapping[str, Any], mirrored: tuple[Column, ...]) -> Table:

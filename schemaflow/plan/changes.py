@@ -15,7 +15,7 @@ from schemaflow.model import COMMENT_KEY, MIGRATION_PREFIX, SCHEMAFLOW_PREFIX, C
 from schemaflow.plan.evolution import SAME, Evolution
 from schemaflow.plan.hazards import column_hazards, keep, restrict_hazard
 from schemaflow.plan.kinds import StepKind
-from schemaflow.plan.iceberg import AlterIcebergTable
+from schemaflow.plan.iceberg import AlterIcebergTable, ConvertToIceberg
 from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, IcebergCommit, KeepViewPartitions, PartitionView, SetColumns,
                                    SetDatabaseParameters, SetParameters, SetStorageAction, SqlAction, Step,
                                    listed_partitions)
@@ -119,6 +119,9 @@ class DropTable(_OfTable):
         kind = table_kind(self.table.format, self.table.data_source)  # a live table: maybe of no kind schemaflow knows
         if kind is not None and kind.own_metadata:  # registered as external, as Iceberg's catalogs register it
             note = "Iceberg table: its metastore entry goes; its data and metadata files are kept"
+        elif self.table.backup_of:
+            note = (f"the Parquet table {self.table.backup_of} was converted from: its entry goes; its files are the "
+                    "Iceberg table's and are kept")
         elif self.table.external:
             note = f"external table: its data files at {self.table.location} are kept"
         else:
@@ -504,5 +507,5 @@ class Stamp:
 
 
 Change = (CreateDatabase | SetDatabaseProperties | CreateTable | DropTable | AddColumns | AlterColumns | AlterIcebergTable
-          | SetTableComment | SetColumnComments | SetStorage | CreateView | ReplaceView | DropView | SyncViewPartitions
+          | ConvertToIceberg          | SetTableComment | SetColumnComments | SetStorage | CreateView | ReplaceView | DropView | SyncViewPartitions
           | Unsupported | Stamp)

@@ -18,7 +18,7 @@ from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateDat
                                      DropTable, DropView, ReplaceView, SetColumnComments, SetDatabaseProperties,
                                      SetStorage, SetTableComment, Unsupported)
 from schemaflow.plan.evolution import APPEND, SAME, Evolution, evolve
-from schemaflow.plan.iceberg import iceberg_change
+from schemaflow.plan.iceberg import ConvertToIceberg, backup_name, conversion, iceberg_change
 from schemaflow.sql.storage import SCHEMA_FROM_SERDE
 from schemaflow.sql.table_kinds import ColumnChanges, TableKind, kind_of, table_kind
 from schemaflow.sql.ddl import stores_view, view_text
@@ -44,14 +44,20 @@ def diff(desired: Catalog, live: Catalog, type_rule: bool = True) -> list[Change
     for key in sorted(desired.objects.keys() | live.objects.keys()):
         want, have = desired.get(key), live.get(key)
         if have is None:
-            changes.append(create(desired.objects[key]))  # the key is desired when it is not live
+            backup = live.get(backup_name(key))
+            if isinstance(want, Table) and isinstance(backup, Table) and backup.backup_of == key:
+                changes.append(ConvertToIceberg(key, want, backup))  # a stopped apply renamed it: finish that
+            else:
+                changes.append(create(desired.objects[key]))  # the key is desired when it is not live
         elif want is None:
+            if isinstance(have, Table) and have.backup_of and have.backup_of not in live.objects:
+                continue  # its conversion is still to finish, from it
             changes.append(DropTable(have) if isinstance(have, Table) else DropView(have))
         elif want.kind != have.kind:
             changes += [DropTable(have) if isinstance(have, Table) else DropView(have), create(want)]
         elif isinstance(want, Table):
             assert isinstance(have, Table)  # the same kind
-            changes += diff_table(want, have, desired.migrations, type_rule)
+            changes += diff_table(want, have, desired.migrations, type_rule, backup_name(key) in live.objects)
         else:
             assert isinstance(have, View)  # the same kind
             changes += diff_view(want, have)
@@ -86,12 +92,15 @@ def create(obj: Object) -> Change:
     return CreateTable(obj) if isinstance(obj, Table) else CreateView(obj)
 
 
-def diff_table(want: Table, have: Table, migrations: Sequence[Migration] = (), type_rule: bool = True) -> list[Change]:
+def diff_table(want: Table, have: Table, migrations: Sequence[Migration] = (), type_rule: bool = True,
+               backup_taken: bool = False) -> list[Change]:
+    """What turns the live table ``have`` into ``want``; ``backup_taken``: whether the name a conversion to
+    Iceberg would keep ``have`` under is taken."""
     key = want.key
     kind = kind_of(want)
     had = table_kind(have.format, have.data_source)
     if kind.column_changes is ColumnChanges.ICEBERG or (had and had.column_changes is ColumnChanges.ICEBERG):
-        return _iceberg(want, have, migrations, type_rule)
+        return _iceberg(want, have, migrations, type_rule, backup_taken)
     # What the table cannot take in place blocks it; its comment is still shown (the plan marks it waiting).
     comment = [SetTableComment(key, have.comment, want.comment, through_metastore=want.serde in SCHEMA_FROM_SERDE)
                ] if want.comment != have.comment else []
@@ -121,8 +130,16 @@ def diff_table(want: Table, have: Table, migrations: Sequence[Migration] = (), t
     return changes + comment
 
 
-def _iceberg(want: Table, have: Table, migrations: Sequence[Migration], type_rule: bool) -> list[Change]:
-    """An Iceberg table's change (``plan.iceberg``); a table becoming one, or ceasing to be one, cannot change in place."""
+def _iceberg(want: Table, have: Table, migrations: Sequence[Migration], type_rule: bool,
+             backup_taken: bool) -> list[Change]:
+    """An Iceberg table's change (``plan.iceberg``); a Parquet table becoming one is converted, every other change
+    of kind cannot be made in place."""
+    had = table_kind(have.format, have.data_source)
+    if kind_of(want).column_changes is ColumnChanges.ICEBERG and not (had and had.own_metadata):
+        conversion_ = conversion(want, have, backup_taken)
+        if isinstance(conversion_, tuple):
+            return [Unsupported(want.key, "table", p.what, p.way_out) for p in conversion_]
+        return [conversion_]
     if want.format != have.format or want.data_source != have.data_source:
         kind = (f"USING {have.format}" if have.data_source else f"STORED AS {have.format}") + " -> " + (
             f"USING {want.format}" if want.data_source else f"STORED AS {want.format}")

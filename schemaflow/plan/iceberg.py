@@ -11,13 +11,19 @@ Renames and drops still come from ``migrations/``: a diff cannot tell a rename f
 the same contract as a Hive table's. The metastore mirrors an Iceberg table's columns in its own
 entry and applies its positional type rule to that mirror (``model.TYPE_RULE``), so a change that
 moves or retypes columns against the rule is refused here, before apply would be.
+
+A Parquet table declared ``format: iceberg`` is converted in place (``ConvertToIceberg``), as Iceberg's own
+``migrate`` procedure converts one: its files are registered in a new Iceberg table of the same name, none
+rewritten, and the Parquet table is kept under its backup name (``<name>_backup_``, Iceberg's own
+convention) until a plan with ``--allow-destructive`` drops its entry. The conversion changes no column:
+the rows read back as before, so a change of columns or partitioning is a later step.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from collections.abc import Sequence
 
-from schemaflow.model import METADATA_LOCATION, Migration, PartitionField, SortTerm, Table
+from schemaflow.model import CONVERTED_FOLDER, METADATA_LOCATION, Migration, PartitionField, SortTerm, Table
 from schemaflow.plan.compatibility import incompatibilities
 from schemaflow.plan.evolution import SAME, Evolution, Problem, evolve
 from schemaflow.plan.kinds import StepKind
@@ -112,6 +118,79 @@ def sources(evolution: Evolution, want: Table) -> dict[str, str]:
     kept = {renamed.get(c.name, c.name): c.name for c in evolution.old if c.name not in evolution.dropped}
     names = {c.name for c in want.columns}
     return {new: old for new, old in sorted(kept.items()) if new in names}
+
+
+@dataclass(frozen=True)
+class ConvertToIceberg:
+    """The Parquet table ``have`` made into the Iceberg table ``want``: its files registered, none rewritten,
+    and ``have`` kept as ``backup`` (``have`` is that backup already when a stopped run renamed it)."""
+
+    key: str
+    want: Table
+    have: Table
+    object_type = "table"
+    destructive = False
+    reshapes = False  # the same columns, the same rows: a view reads it as before
+
+    @property
+    def backup(self) -> str:
+        return backup_name(self.key)
+
+    def to_step(self) -> Step:
+        key, backup = self.key, self.backup
+        resumed = self.have.key == backup
+        keys = [c.name for c in self.have.partition_columns]
+        notes = ["no data file is rewritten: Iceberg reads the Parquet files by column name (its name mapping), "
+                 + (f"each with the values of its Hive partition ({', '.join(keys)}), " if keys else "")
+                 + "and every row reads back as before",
+                 f"{key} is made external, then renamed to {backup}: neither the rename nor a later drop moves or "
+                 "deletes the files the Iceberg table reads" if not resumed else
+                 f"finishes the conversion a stopped apply began: {backup} is the Parquet table, already renamed",
+                 f"Iceberg's metadata and new data files go to {CONVERTED_FOLDER}/ in the table's folder "
+                 f"(write.metadata.path, write.data.path), which readers of {backup} skip",
+                 f"{backup} is kept until a plan with --allow-destructive drops its entry; its files stay"]
+        if self.have.bucketing:
+            notes.append("Hive's bucketing is not carried over: Iceberg's is bucket(N, column) in partitioned_by")
+        hazards = (f"readers of {key} (and of the views over it) need Iceberg's runtime from now on; a job that still "
+                   f"writes Parquet files into its folders writes into {backup}, which the Iceberg table does not see",)
+        action = IcebergCommit(self.want, create=True, backup=backup)
+        return Step(StepKind.CONVERT_TO_ICEBERG, key, "table",
+                    f"convert table {key} to Iceberg: register its Parquet files, keep the Parquet table as {backup}",
+                    (action,), notes=tuple(notes), hazards=hazards)
+
+
+def backup_name(key: str) -> str:
+    """Where a converted Parquet table is kept: ``<name>_backup_``, as Iceberg's ``migrate`` names it."""
+    return f"{key}_backup_"
+
+
+def conversion(want: Table, have: Table, taken: bool) -> ConvertToIceberg | tuple[Problem, ...]:
+    """The conversion of the Parquet table ``have`` into the Iceberg table ``want``, or why it cannot be made;
+    ``taken``: whether another object has the backup's name."""
+    if have.format != "parquet":
+        how = f"USING {have.format}" if have.data_source else f"STORED AS {have.format}"
+        return (Problem(f"converting a {how} table to Iceberg",
+                        "only Parquet files are registered in an Iceberg table without rewriting them: create a new "
+                        "Iceberg table beside it, copy the rows (INSERT ... SELECT), and swap the names"),)
+    problems = []
+    shape = [(c.name, c.type) for c in have.all_columns]
+    if [(c.name, c.type) for c in want.columns] != shape:
+        problems.append(Problem(
+            "converting to Iceberg with other columns",
+            "a conversion keeps every column as the Parquet table reads it: declare the columns "
+            f"{', '.join(f'{n} {t}' for n, t in shape)} (data columns, then partition columns), convert, then change "
+            "them in a later change"))
+    identity = tuple(PartitionField("identity", c.name) for c in have.partition_columns)
+    if want.partition_spec != identity:
+        keys = f"partitioned_by: [{', '.join(map(str, identity))}]" if identity else "no partitioned_by"
+        problems.append(Problem(
+            f"converting to Iceberg partitioned by {_terms(want.partition_spec)}",
+            f"a conversion keeps the Hive partitions: declare {keys}, convert, then change the partition spec in a "
+            "later change (Iceberg evolves it without rewriting)"))
+    if taken:
+        problems.append(Problem(f"converting to Iceberg while {backup_name(have.key)} exists",
+                                f"the Parquet table is kept as {backup_name(have.key)}: drop or rename that one first"))
+    return tuple(problems) if problems else ConvertToIceberg(want.key, want, have)
 
 
 def _terms(terms: Sequence[PartitionField | SortTerm]) -> str:

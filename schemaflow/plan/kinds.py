@@ -23,6 +23,7 @@ class StepKind(StrEnum):
     SET_COLUMN_COMMENTS = "set_column_comments"
     SET_STORAGE = "set_storage"
     ALTER_ICEBERG_TABLE = "alter_iceberg_table"  # an Iceberg table's schema, spec, sort order, comment: one commit
+    CONVERT_TO_ICEBERG = "convert_to_iceberg"  # a Parquet table's files registered in a new Iceberg table
     CREATE_VIEW = "create_view"
     REPLACE_VIEW = "replace_view"
     DROP_VIEW = "drop_view"
@@ -52,6 +53,7 @@ EFFECTS: Mapping[StepKind, Effect] = {
     StepKind.SET_COLUMN_COMMENTS: Effect.CHANGE,
     StepKind.SET_STORAGE: Effect.CHANGE,
     StepKind.ALTER_ICEBERG_TABLE: Effect.CHANGE,
+    StepKind.CONVERT_TO_ICEBERG: Effect.CHANGE,
     StepKind.CREATE_VIEW: Effect.CREATE,
     StepKind.REPLACE_VIEW: Effect.CHANGE,  # in place, under its name: the summary counts re-created views apart
     StepKind.DROP_VIEW: Effect.DROP,

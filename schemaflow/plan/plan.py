@@ -26,7 +26,7 @@ from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateTab
                                      ReplaceView, Stamp, SyncViewPartitions)
 from schemaflow.plan.diff import diff, property_delta
 from schemaflow.plan.evolution import Evolution
-from schemaflow.plan.iceberg import AlterIcebergTable
+from schemaflow.plan.iceberg import AlterIcebergTable, ConvertToIceberg
 from schemaflow.plan.invalidation import STRICT, resolve
 from schemaflow.plan.kinds import VIEW_DEFINITIONS, StepKind
 from schemaflow.plan.steps import APPLIED_AT, Step
@@ -143,6 +143,7 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
     live = deps.with_live_reads(live)
     changes = [replace(c, old_label=_OLD_LABELS[basis]) if isinstance(c, ReplaceView) else c
                for c in diff(desired, live, type_rule)]
+    changes, kept = _backups(changes, allow_destructive)
     changes = _recompiled(changes, desired, recompile)
     outcome = resolve(changes, desired, live, invalidation)
     changes = outcome.changes + _resumed(desired, live, outcome.changes, _once(unfinished_partitions) or stale_partitions)
@@ -172,7 +173,7 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
                            blocked=previous.blocked or step.blocked)
         steps.append(step)
     steps = _waiting(steps)
-    warnings = outcome.warnings
+    warnings = outcome.warnings + kept
     if check_partitions:
         warnings += _stale_elsewhere(desired, live, changes, count_partitions, stale_partitions)
     touched = {s.object for s in steps if s.object_type != "database"}
@@ -194,6 +195,17 @@ def _waiting(steps: list[Step]) -> list[Step]:
     unsupported = {s.object: number for number, s in enumerate(steps, 1) if s.kind == StepKind.UNSUPPORTED}
     return [replace(s, blocked=f"waits on step {unsupported[s.object]}, which cannot run as planned")
             if s.object in unsupported and not s.blocked else s for s in steps]
+
+
+def _backups(changes: list[Change], allow_destructive: bool) -> tuple[list[Change], tuple[str, ...]]:
+    """The changes, and a warning for each Parquet table kept after its conversion to Iceberg that they would drop:
+    the backup stays (it blocks nothing) until a plan with ``allow_destructive`` drops it."""
+    if allow_destructive:
+        return changes, ()
+    kept = [c.table for c in changes if isinstance(c, DropTable) and c.table.backup_of]
+    warnings = tuple(f"{t.key} keeps the Parquet table {t.backup_of} was converted from; plan with --allow-destructive "
+                     "to drop its entry (its files are the Iceberg table's and stay)" for t in kept)
+    return [c for c in changes if not (isinstance(c, DropTable) and c.table.backup_of)], warnings
 
 
 def _once(counter: PartitionCounter | None) -> PartitionCounter | None:
@@ -278,7 +290,8 @@ def _stamps(desired: Catalog, live: Catalog, changes: list[Change], commit: str 
     parameters it did not write. A created table records every migration that names it: they are moot.
     """
     touched = {c.key for c in changes}
-    recreated = {c.key for c in changes if isinstance(c, (CreateTable, CreateView, ReplaceView))}
+    # A conversion to Iceberg makes a new table of the name: it gets every declared property, as a created one.
+    recreated = {c.key for c in changes if isinstance(c, (CreateTable, CreateView, ReplaceView, ConvertToIceberg))}
     recorded_now = {m for c in changes if isinstance(c, AlterColumns) for m in c.evolution.migrations}
     stamps = []
     for key, want in sorted(desired.objects.items()):

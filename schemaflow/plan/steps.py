@@ -294,8 +294,10 @@ class IcebergCommit:
     moved or re-commented as ``table`` says); every other column is new, and a live column no source names
     is dropped. The commit lands only while the table still has the uuid, schema, spec and sort order
     ``requires`` says (Iceberg's requirements; None in a plan made from files, which is not applied), and
-    its metastore entry still names the metadata file it was made from. ``set`` and ``unset`` are properties written in the same commit: its step's stamp,
-    which the executor gives it (``with_properties``), so the stamp and the change land together.
+    its metastore entry still names the metadata file it was made from. ``set`` and ``unset`` are properties
+    written in the same commit: its step's stamp, which the executor gives it (``with_properties``), so the
+    stamp and the change land together. A create with a ``backup`` converts the Parquet table of the same
+    name: its files become the new table's, and it is kept as ``backup`` (``catalog.iceberg_convert``).
     """
 
     kind: ClassVar[ActionKind] = ActionKind.ICEBERG_COMMIT
@@ -305,6 +307,7 @@ class IcebergCommit:
     create: bool = False
     set: Mapping[str, str] = field(default_factory=dict)
     unset: tuple[str, ...] = ()
+    backup: str | None = None
 
     @property
     def object(self) -> str:
@@ -323,6 +326,9 @@ class IcebergCommit:
         layout = f"; partitioned by ({', '.join(map(str, table.partition_spec))})" if table.partition_spec else ""
         layout += f"; sorted by ({', '.join(map(str, table.sort_order))})" if table.sort_order else ""
         comment = f"; comment {table.comment!r}" if table.comment else ""
+        if self.create and self.backup:
+            return (f"-- iceberg convert {self.object}: columns ({columns}){layout}{comment}; its Parquet files "
+                    f"registered, the Parquet table kept as {self.backup}")
         if self.create:
             where = f"; at {table.location!r}" if table.location else "; in its database's folder"
             return f"-- iceberg create {self.object}: columns ({columns}){layout}{comment}{where}"
@@ -334,14 +340,15 @@ class IcebergCommit:
     def to_data(self) -> dict[str, Any]:
         return {"action": self.kind, "table": to_data(self.table), "sources": dict(sorted(self.sources.items())),
                 "requires": self.requires.to_data() if self.requires else None, "create": self.create,
-                **({"set": dict(sorted(self.set.items())), "unset": list(self.unset)} if self.set or self.unset else {})}
+                **({"set": dict(sorted(self.set.items())), "unset": list(self.unset)} if self.set or self.unset else {}),
+                **({"backup": self.backup} if self.backup else {})}
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> IcebergCommit:
         table = from_data(data["table"])
         assert isinstance(table, Table)
         return cls(table, dict(data["sources"]), IcebergState.from_data(data["requires"]) if data["requires"] else None,
-                   bool(data["create"]), dict(data.get("set", {})), tuple(data.get("unset", ())))
+                   bool(data["create"]), dict(data.get("set", {})), tuple(data.get("unset", ())), data.get("backup"))
 
 
 Action = (SqlAction | AddDatabase | SetDatabaseParameters | SetParameters | PartitionView | SetColumns

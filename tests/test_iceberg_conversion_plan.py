@@ -1,0 +1,111 @@
+"""A Parquet table converted to Iceberg in place (issue 29, item 5), planned with no JVM: the step and what it
+says, the conversions refused with their way out, a stopped conversion finished from its backup, and the
+backup kept until a plan with --allow-destructive drops it."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from schemaflow.model import Catalog, Column, IcebergState, PartitionField, SortTerm, Table
+from schemaflow.plan.plan import Plan, build_plan
+from schemaflow.plan.steps import IcebergCommit, Step
+
+DATA = (Column("id", "bigint", "Order id"), Column("amount", "decimal(10,2)"))
+DT = Column("dt", "date")
+HIVE = Table("shop", "orders", DATA, (DT,), version="v7")
+ICEBERG = Table("shop", "orders", DATA + (DT,), format="iceberg", data_source=True, properties={"format-version": "2"},
+                partition_spec=(PartitionField("identity", "dt"),))
+
+
+def _plan(want: Table, *live: Table, allow_destructive: bool = False) -> Plan:
+    desired = Catalog(databases=("shop",), objects={want.key: want})
+    return build_plan(desired, Catalog(databases=("shop",), objects={t.key: t for t in live}),
+                      allow_destructive=allow_destructive)
+
+
+def _blocked(plan: Plan) -> list[str]:
+    return [f"{s.summary}: {s.blocked}" for s in plan.steps if s.blocked]
+
+
+def test_a_partitioned_hive_parquet_table_is_converted_its_files_registered_and_the_table_kept_as_backup():
+    plan = _plan(replace(ICEBERG, sort_order=(SortTerm(PartitionField("identity", "id")),)), HIVE)
+    [step] = plan.steps
+    assert step.kind == "convert_to_iceberg" and not step.blocked and not step.destructive
+    assert step.summary == ("convert table shop.orders to Iceberg: register its Parquet files, keep the Parquet table "
+                            "as shop.orders_backup_")
+    assert step.notes[:4] == (
+        "no data file is rewritten: Iceberg reads the Parquet files by column name (its name mapping), each with the "
+        "values of its Hive partition (dt), and every row reads back as before",
+        "shop.orders is made external, then renamed to shop.orders_backup_: neither the rename nor a later drop "
+        "moves or deletes the files the Iceberg table reads",
+        "Iceberg's metadata and new data files go to _iceberg/ in the table's folder (write.metadata.path, "
+        "write.data.path), which readers of shop.orders_backup_ skip",
+        "shop.orders_backup_ is kept until a plan with --allow-destructive drops its entry; its files stay")
+    assert step.hazards == ("readers of shop.orders (and of the views over it) need Iceberg's runtime from now on; a job "
+                            "that still writes Parquet files into its folders writes into shop.orders_backup_, which "
+                            "the Iceberg table does not see",)
+    [convert, stamp] = step.actions
+    assert isinstance(convert, IcebergCommit) and convert.create and convert.backup == "shop.orders_backup_"
+    assert convert.describe() == (
+        "-- iceberg convert shop.orders: columns (id bigint COMMENT 'Order id', amount decimal(10,2), dt date); "
+        "partitioned by (dt); sorted by (id ASC NULLS FIRST); its Parquet files registered, the Parquet table kept "
+        "as shop.orders_backup_")
+    # The new table gets every declared property, as a created one does; the claim guards the Parquet table.
+    assert stamp.set["format-version"] == "2"
+    assert plan.guards == {"shop.orders": "v7"}
+    assert Step.from_data(step.to_data()) == step
+
+
+def test_an_unpartitioned_data_source_parquet_table_converts_too():
+    using = Table("shop", "orders", DATA + (DT,), data_source=True, version="v1")
+    [step] = _plan(replace(ICEBERG, partition_spec=()), using).steps
+    assert step.kind == "convert_to_iceberg" and not step.blocked
+    assert step.notes[0] == ("no data file is rewritten: Iceberg reads the Parquet files by column name (its name "
+                             "mapping), and every row reads back as before")
+
+
+def test_what_cannot_convert_is_refused_with_the_way_out():
+    orc = replace(HIVE, format="orc")
+    assert _blocked(_plan(ICEBERG, orc)) == [
+        "converting a STORED AS orc table to Iceberg on shop.orders: converting a STORED AS orc table to Iceberg is "
+        "not supported in place: only Parquet files are registered in an Iceberg table without rewriting them: create "
+        "a new Iceberg table beside it, copy the rows (INSERT ... SELECT), and swap the names"]
+    renamed = replace(ICEBERG, columns=(Column("order_id", "bigint"), DATA[1], DT), partition_spec=(
+        PartitionField("month", "dt"),))
+    assert _blocked(_plan(renamed, HIVE)) == [
+        "converting to Iceberg with other columns on shop.orders: converting to Iceberg with other columns is not "
+        "supported in place: a conversion keeps every column as the Parquet table reads it: declare the columns "
+        "id bigint, amount decimal(10,2), dt date (data columns, then partition columns), convert, then change them "
+        "in a later change",
+        "converting to Iceberg partitioned by (month(dt)) on shop.orders: converting to Iceberg partitioned by "
+        "(month(dt)) is not supported in place: a conversion keeps the Hive partitions: declare partitioned_by: [dt], "
+        "convert, then change the partition spec in a later change (Iceberg evolves it without rewriting)"]
+    taken = Table("shop", "orders_backup_", DATA, version="v2")
+    [step] = [s for s in _plan(ICEBERG, HIVE, taken).steps if s.object == "shop.orders"]
+    assert step.blocked == ("converting to Iceberg while shop.orders_backup_ exists is not supported in place: the "
+                            "Parquet table is kept as shop.orders_backup_: drop or rename that one first")
+
+
+def test_a_conversion_a_stopped_apply_left_after_the_rename_is_finished_from_the_backup():
+    backup = replace(HIVE, name="orders_backup_", external=True, location="file:/lake/shop/orders",
+                     backup_of="shop.orders")
+    plan = _plan(ICEBERG, backup)
+    [step] = plan.steps  # and no drop of the backup: the conversion still reads it
+    assert step.kind == "convert_to_iceberg" and not step.blocked
+    assert step.notes[1] == ("finishes the conversion a stopped apply began: shop.orders_backup_ is the Parquet "
+                             "table, already renamed")
+    assert plan.guards == {}  # the name is free: registering the table fails if another writer took it
+
+
+def test_the_backup_is_kept_with_a_warning_until_a_plan_allows_its_drop():
+    backup = replace(HIVE, name="orders_backup_", external=True, location="file:/lake/shop/orders",
+                     backup_of="shop.orders")
+    converted = replace(ICEBERG, iceberg=IcebergState("u", 0, 0, 0, 2, "file:/lake/shop/orders/_iceberg/metadata/0.json"),
+                        version="v8")
+    plan = _plan(ICEBERG, converted, backup)
+    assert plan.steps == () and plan.warnings == (
+        "shop.orders_backup_ keeps the Parquet table shop.orders was converted from; plan with --allow-destructive to "
+        "drop its entry (its files are the Iceberg table's and stay)",)
+    [drop] = _plan(ICEBERG, converted, backup, allow_destructive=True).steps
+    assert drop.summary == "drop table shop.orders_backup_" and drop.destructive and not drop.blocked
+    assert drop.notes == ("the Parquet table shop.orders was converted from: its entry goes; its files are the Iceberg "
+                          "table's and are kept",)

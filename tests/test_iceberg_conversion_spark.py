@@ -1,0 +1,159 @@
+"""A Parquet table converted to Iceberg in place (issue 29, item 5) on a real metastore (embedded Derby in the test
+JVM): rows written by Spark read back identical through pyiceberg (Arrow), partition by partition; the Parquet
+table kept, external and readable, as the backup until a plan allowed to drop it does; views read the Iceberg
+table under the same name; and a conversion stopped after the rename finished by the next apply."""
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from decimal import Decimal
+
+import pytest
+from pyiceberg.table import StaticTable
+
+from schemaflow.apply.executor import ApplyError, apply_plan
+from schemaflow.catalog import iceberg_convert
+from schemaflow.catalog.iceberg_metadata import read_metadata
+from schemaflow.model import Table, View
+from tests.test_apply_spark import plan, plan_and_apply, write_project
+
+pytestmark = pytest.mark.spark
+
+
+def _hive(db: str) -> dict[str, str]:
+    return {f"schemas/{db}/orders.yaml": f"""
+        table: {db}.orders
+        format: parquet
+        columns:
+          - {{name: id, type: bigint, comment: Order id}}
+          - {{name: amount, type: 'decimal(10,2)'}}
+          - {{name: note, type: string}}
+        partitioned_by:
+          - {{name: dt, type: date}}
+        """, f"schemas/{db}/paid.yaml": f"""
+        view: {db}.paid
+        sql: SELECT id, amount, dt FROM {db}.orders WHERE amount > 0
+        """}
+
+
+def _iceberg(db: str) -> dict[str, str]:
+    """The same table declared as Iceberg: its partition column a column, partitioned by its identity."""
+    files = _hive(db)
+    files[f"schemas/{db}/orders.yaml"] = files[f"schemas/{db}/orders.yaml"].replace(
+        "format: parquet", "format: iceberg\n        properties: {format-version: '2'}").replace(
+        "partitioned_by:\n          - {name: dt, type: date}", "  - {name: dt, type: date}\n        partitioned_by: [dt]")
+    return files
+
+
+def _by_partition(rows: list[dict]) -> dict[object, list[tuple]]:
+    found: dict[object, list[tuple]] = defaultdict(list)
+    for row in rows:
+        found[row["dt"]].append((row["id"], row["amount"], row["note"]))
+    return {dt: sorted(values) for dt, values in found.items()}
+
+
+def _iceberg_rows(metastore, db: str, name: str) -> list[dict]:
+    location = metastore.msc.getTable(db, name).getParameters().get("metadata_location")
+    return StaticTable.from_metadata(location).scan().to_arrow().to_pylist()
+
+
+def _spark_rows(spark, key: str) -> list[dict]:
+    return [row.asDict() for row in spark.sql(f"SELECT id, amount, note, dt FROM {key}").collect()]
+
+
+def test_a_partitioned_parquet_table_converts_in_place_its_rows_identical_partition_by_partition(
+        tmp_path, spark, metastore, fresh_db):
+    db = fresh_db()
+    key = f"{db}.orders"
+    plan_and_apply(write_project(tmp_path, _hive(db)), metastore)
+    spark.sql("SET hive.exec.dynamic.partition.mode=nonstrict")
+    for day, rows in (("2024-01-01", "(1, 10.50, 'a'), (2, -3.00, NULL)"), ("2024-01-02", "(3, 7.25, 'c')"),
+                      ("2024-01-03", "(4, 0.01, 'd'), (5, 99.99, 'e')")):
+        spark.sql(f"INSERT INTO {key} PARTITION (dt='{day}') VALUES {rows}")
+    spark.sql(f"INSERT INTO {key} PARTITION (dt) SELECT 6, 1.00, 'no day', CAST(NULL AS DATE)")  # Hive's null partition
+    before = _by_partition(_spark_rows(spark, key))
+    assert len(before) == 4 and None in before
+    location = metastore.msc.getTable(db, "orders").getSd().getLocation()
+
+    project = write_project(tmp_path, _iceberg(db))
+    converting = plan(project, metastore)
+    [step] = converting.steps
+    assert step.kind == "convert_to_iceberg" and not step.blocked and not step.destructive
+    apply_plan(converting, metastore)
+
+    live = metastore.read((db,))
+    converted, backup = live.get(key), live.get(f"{key}_backup_")
+    assert isinstance(converted, Table) and converted.format == "iceberg" and converted.iceberg is not None
+    assert [(c.name, c.type, c.comment) for c in converted.columns] == [
+        ("id", "bigint", "Order id"), ("amount", "decimal(10,2)", None), ("note", "string", None), ("dt", "date", None)]
+    assert [str(f) for f in converted.partition_spec] == ["dt"]
+    assert isinstance(backup, Table) and backup.format == "parquet" and backup.external
+    assert backup.backup_of == key and backup.location == location
+    # Rows read back through pyiceberg as Spark read them from the Parquet table: dt comes from each file's partition.
+    assert _by_partition(_iceberg_rows(metastore, db, "orders")) == before
+    assert Decimal("10.50") in {row[1] for row in before[next(d for d in before if d and d.day == 1)]}
+    # The backup is the Parquet table as it was, readable: Iceberg's files went to _iceberg/, which Spark skips.
+    assert _by_partition(_spark_rows(spark, f"{key}_backup_")) == before
+    metadata = read_metadata(metastore.msc.getTable(db, "orders").getParameters().get("metadata_location"))
+    assert metadata["location"] == location
+    assert metadata["properties"]["write.metadata.path"] == f"{location}/_iceberg/metadata"
+    assert metadata["properties"]["write.data.path"] == f"{location}/_iceberg/data"
+    assert "schema.name-mapping.default" in metadata["properties"]
+    parquet = sorted(os.path.join(folder, file) for folder, _, files in os.walk(location.removeprefix("file:"))
+                     if "_iceberg" not in folder for file in files if not file.startswith((".", "_")))
+    [snapshot] = metadata["snapshots"]
+    assert int(snapshot["summary"]["added-data-files"]) == len(parquet) >= 4
+    assert int(snapshot["summary"]["added-records"]) == 6
+    # The view reads the table by its name, now the Iceberg table's, unchanged; the next plan has nothing to do.
+    view = live.get(f"{db}.paid")
+    assert isinstance(view, View) and f"{db}.orders" in view.sql
+    again = plan(project, metastore)
+    assert again.is_empty and again.warnings == (
+        f"{key}_backup_ keeps the Parquet table {key} was converted from; plan with --allow-destructive to drop its "
+        "entry (its files are the Iceberg table's and stay)",)
+
+    # Dropped when allowed: its entry goes, its files stay, and the Iceberg table reads them still.
+    dropping = plan_and_apply(project, metastore, allow_destructive=True)
+    assert [s.summary for s in dropping.steps] == [f"drop table {key}_backup_"]
+    assert not metastore.msc.tableExists(db, "orders_backup_")
+    assert all(os.path.exists(path) for path in parquet)
+    assert _by_partition(_iceberg_rows(metastore, db, "orders")) == before
+    assert plan(project, metastore, allow_destructive=True).is_empty
+
+
+def test_a_conversion_stopped_after_the_rename_is_finished_by_the_next_apply(tmp_path, spark, metastore, fresh_db,
+                                                                              monkeypatch):
+    db = fresh_db()
+    key = f"{db}.events"
+    files = {f"schemas/{db}/events.yaml": f"""
+        table: {db}.events
+        using: parquet
+        columns:
+          - {{name: id, type: bigint}}
+          - {{name: kind, type: string}}
+        """}
+    plan_and_apply(write_project(tmp_path, files), metastore)
+    spark.sql(f"INSERT INTO {key} VALUES (1, 'open'), (2, 'close')")
+    spark.sql(f"INSERT INTO {key} VALUES (3, 'open')")
+    before = sorted(tuple(r) for r in spark.sql(f"SELECT id, kind FROM {key}").collect())
+    files[f"schemas/{db}/events.yaml"] = files[f"schemas/{db}/events.yaml"].replace("using: parquet", "format: iceberg")
+    project = write_project(tmp_path, files)
+
+    def stop(*args, **kwargs):
+        raise RuntimeError("the apply stopped here")
+    with monkeypatch.context() as patched:
+        patched.setattr(iceberg_convert, "register", stop)
+        with pytest.raises(ApplyError):
+            apply_plan(plan(project, metastore), metastore)
+    assert not metastore.msc.tableExists(db, "events")  # renamed, not registered
+    backup = metastore.read((db,)).get(f"{key}_backup_")
+    assert isinstance(backup, Table) and backup.backup_of == key and backup.external
+
+    finishing = plan(project, metastore)
+    [step] = finishing.steps
+    assert step.kind == "convert_to_iceberg" and step.notes[1] == (
+        f"finishes the conversion a stopped apply began: {key}_backup_ is the Parquet table, already renamed")
+    apply_plan(finishing, metastore)
+    assert sorted((r["id"], r["kind"]) for r in _iceberg_rows(metastore, db, "events")) == before
+    assert sorted(tuple(r) for r in spark.sql(f"SELECT id, kind FROM {key}_backup_").collect()) == before
+    assert plan(project, metastore).is_empty
