@@ -74,8 +74,8 @@ def test_what_cannot_convert_is_refused_with_the_way_out():
     assert _blocked(_plan(renamed, HIVE)) == [
         "converting to Iceberg with other columns on shop.orders: converting to Iceberg with other columns is not "
         "supported in place: a conversion keeps every column as the Parquet table reads it: declare the columns "
-        "id bigint, amount decimal(10,2), dt date (data columns, then partition columns), convert, then change them "
-        "in a later change",
+        "id bigint, amount decimal(10,2), dt date (data columns, then partition columns; a tinyint or smallint is an "
+        "int in Iceberg, a char or varchar a string), convert, then change them in a later change",
         "converting to Iceberg partitioned by (month(dt)) on shop.orders: converting to Iceberg partitioned by "
         "(month(dt)) is not supported in place: a conversion keeps the Hive partitions: declare partitioned_by: [dt], "
         "convert, then change the partition spec in a later change (Iceberg evolves it without rewriting)"]
@@ -109,3 +109,12 @@ def test_the_backup_is_kept_with_a_warning_until_a_plan_allows_its_drop():
     assert drop.summary == "drop table shop.orders_backup_" and drop.destructive and not drop.blocked
     assert drop.notes == ("the Parquet table shop.orders was converted from: its entry goes; its files are the Iceberg "
                           "table's and are kept",)
+
+
+def test_a_column_iceberg_has_no_type_for_converts_as_the_type_iceberg_reads_it_as():
+    narrow = replace(HIVE, columns=(Column("id", "smallint"), Column("code", "varchar(8)")), partition_columns=())
+    want = replace(ICEBERG, columns=(Column("id", "int"), Column("code", "string")), partition_spec=())
+    [step] = _plan(want, narrow).steps
+    assert step.kind == "convert_to_iceberg" and not step.blocked
+    [refused] = _plan(replace(want, columns=(Column("id", "bigint"), Column("code", "string"))), narrow).steps
+    assert refused.blocked and "declare the columns id int, code string (data columns" in refused.blocked

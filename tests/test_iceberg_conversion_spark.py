@@ -157,3 +157,43 @@ def test_a_conversion_stopped_after_the_rename_is_finished_by_the_next_apply(tmp
     assert sorted((r["id"], r["kind"]) for r in _iceberg_rows(metastore, db, "events")) == before
     assert sorted(tuple(r) for r in spark.sql(f"SELECT id, kind FROM {key}_backup_").collect()) == before
     assert plan(project, metastore).is_empty
+
+
+def test_files_iceberg_cannot_register_fail_the_step_before_anything_changes(tmp_path, spark, metastore, fresh_db):
+    db = fresh_db()
+    key = f"{db}.visits"
+    files = {f"schemas/{db}/visits.yaml": f"""
+        table: {db}.visits
+        format: parquet
+        columns:
+          - {{name: id, type: smallint}}
+          - {{name: at, type: timestamp}}
+        """}
+    plan_and_apply(write_project(tmp_path, files), metastore)
+    spark.sql(f"INSERT INTO {key} VALUES (1, TIMESTAMP '2024-01-01 10:00:00'), (2, NULL)")  # INT96, Spark's default
+    location = metastore.msc.getTable(db, "visits").getSd().getLocation().removeprefix("file:")
+    # Iceberg has no smallint: the column is an int there, as Iceberg reads it.
+    files[f"schemas/{db}/visits.yaml"] = files[f"schemas/{db}/visits.yaml"].replace(
+        "format: parquet", "format: iceberg").replace("smallint", "int")
+    project = write_project(tmp_path, files)
+    with pytest.raises(ApplyError) as failed:
+        apply_plan(plan(project, metastore), metastore)
+    assert "its timestamps are INT96, as Spark writes a Hive table's by default" in str(failed.value)
+    assert "Nothing was changed" in str(failed.value) and "applied (0):" in str(failed.value)
+    table = metastore.msc.getTable(db, "visits")
+    assert table.getTableType() == "MANAGED_TABLE" and not metastore.msc.tableExists(db, "visits_backup_")
+    assert not os.path.exists(os.path.join(location, "_iceberg"))
+
+    # The way out the error names: the files rewritten with microsecond timestamps, then the conversion again.
+    copy = f"{fresh_db()}.copy"  # in a database the project does not manage
+    spark.sql(f"CREATE TABLE {copy} USING parquet AS SELECT * FROM {key}")
+    spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+    try:
+        spark.sql(f"INSERT OVERWRITE TABLE {key} SELECT * FROM {copy}")
+    finally:
+        spark.conf.unset("spark.sql.parquet.outputTimestampType")
+    before = sorted((r.id, r.at) for r in spark.sql(f"SELECT id, at FROM {key}").collect())
+    apply_plan(plan(project, metastore), metastore)
+    rows = sorted((r["id"], r["at"].replace(tzinfo=None) if r["at"] else None)
+                  for r in _iceberg_rows(metastore, db, "visits"))
+    assert rows == before

@@ -97,10 +97,24 @@ def _data_files(client: HiveClient, source: Any, metadata: Any, io: Any, locatio
         record = pyiceberg.Record(*(_partition_value(spec, schema, field, value)
                                     for field, value in zip(spec.fields, values, strict=True)))
         for path in _files(folder):
-            data_file = pyiceberg.parquet_file_to_data_file(io, unpartitioned, path)
+            try:
+                data_file = pyiceberg.parquet_file_to_data_file(io, unpartitioned, path)
+            except (TypeError, ValueError, pyiceberg.UnsupportedType) as error:
+                raise SchemaflowError(_unregistrable(path, error)) from None
             data_file[pyiceberg.partition_position] = record  # a Record: its fields are set by position
             data_file.spec_id = spec.spec_id
             yield data_file
+
+
+def _unregistrable(path: str, error: Exception) -> str:
+    """Why the Parquet file at ``path`` cannot be registered, and the way out; nothing was changed yet."""
+    why = f"Iceberg cannot register the Parquet file {path}: {error}. Nothing was changed"
+    if "timestamp[ns]" in str(error):
+        return (why + ": its timestamps are INT96, as Spark writes a Hive table's by default, which Iceberg's Python "
+                "implementation cannot read. Rewrite the table's files with microsecond timestamps (with "
+                "spark.sql.parquet.outputTimestampType=TIMESTAMP_MICROS set, INSERT OVERWRITE the table from a copy of "
+                "its rows), or convert by copying (a new Iceberg table and INSERT ... SELECT)")
+    return why + ": rewrite the file, or convert by copying (a new Iceberg table and INSERT ... SELECT)"
 
 
 def _partition_value(spec: Any, schema: Any, field: Any, value: str | None) -> Any:
@@ -150,13 +164,14 @@ class _Pyiceberg:
     def __init__(self) -> None:
         from pyiceberg.expressions.literals import literal
         from pyiceberg.io import load_file_io
-        from pyiceberg.io.pyarrow import parquet_file_to_data_file
+        from pyiceberg.io.pyarrow import UnsupportedPyArrowTypeException, parquet_file_to_data_file
         from pyiceberg.manifest import DATA_FILE_TYPE
         from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
         from pyiceberg.table import Table as IcebergTable
         from pyiceberg.typedef import Record
         self.literal, self.load_file_io, self.parquet_file_to_data_file = literal, load_file_io, parquet_file_to_data_file
         self.UNPARTITIONED, self.Table, self.Record = UNPARTITIONED_PARTITION_SPEC, IcebergTable, Record
+        self.UnsupportedType = UnsupportedPyArrowTypeException
         self.partition_position = [f.name for f in DATA_FILE_TYPE[2].fields].index("partition")
 
 

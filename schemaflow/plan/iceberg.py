@@ -28,7 +28,7 @@ from schemaflow.plan.compatibility import incompatibilities
 from schemaflow.plan.evolution import SAME, Evolution, Problem, evolve
 from schemaflow.plan.kinds import StepKind
 from schemaflow.plan.steps import IcebergCommit, Step
-from schemaflow.sql.iceberg_types import promotes
+from schemaflow.sql.iceberg_types import iceberg_equivalent, promotes
 from schemaflow.wording import value_change
 
 _UNREADABLE = ("its Iceberg metadata file could not be read here: plan where the table's storage is reachable "
@@ -173,13 +173,13 @@ def conversion(want: Table, have: Table, taken: bool) -> ConvertToIceberg | tupl
                         "only Parquet files are registered in an Iceberg table without rewriting them: create a new "
                         "Iceberg table beside it, copy the rows (INSERT ... SELECT), and swap the names"),)
     problems = []
-    shape = [(c.name, c.type) for c in have.all_columns]
+    shape = [(c.name, iceberg_equivalent(c.type or "")) for c in have.all_columns]
     if [(c.name, c.type) for c in want.columns] != shape:
         problems.append(Problem(
             "converting to Iceberg with other columns",
             "a conversion keeps every column as the Parquet table reads it: declare the columns "
-            f"{', '.join(f'{n} {t}' for n, t in shape)} (data columns, then partition columns), convert, then change "
-            "them in a later change"))
+            f"{', '.join(f'{n} {t}' for n, t in shape)} (data columns, then partition columns; a tinyint or smallint "
+            "is an int in Iceberg, a char or varchar a string), convert, then change them in a later change"))
     identity = tuple(PartitionField("identity", c.name) for c in have.partition_columns)
     if want.partition_spec != identity:
         keys = f"partitioned_by: [{', '.join(map(str, identity))}]" if identity else "no partitioned_by"

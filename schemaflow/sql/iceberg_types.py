@@ -26,6 +26,9 @@ _TO_ICEBERG = {"boolean": "boolean", "int": "int", "bigint": "long", "float": "f
                "date": "date", "timestamp": "timestamptz", "timestamp_ntz": "timestamp", "string": "string",
                "binary": "binary"}
 _DECIMAL = re.compile(r"decimal\((\d+), *(\d+)\)")
+# The Spark types Iceberg has no type of its own for, in a type's place (not a struct field's name), and what
+# Iceberg makes of them (SparkTypeToType): a byte or short is an int, a char or varchar a string.
+_NARROW = re.compile(r"(?<![^<,:])(tinyint|smallint|(?:var)?char\(\d+\))(?=[>,]|$)")
 _FIXED = re.compile(r"fixed\[(\d+)\]")
 
 
@@ -61,6 +64,12 @@ def iceberg_type(canonical: str, ids: Iterator[int]) -> str | dict[str, Any]:
     if end != len(canonical):
         raise ValueError(f"not a canonical type: {canonical!r}")
     return _to_iceberg(parsed, ids)
+
+
+def iceberg_equivalent(canonical: str) -> str:
+    """The canonical type a column of the canonical Spark type ``canonical`` has in an Iceberg table: the same,
+    but that a tinyint or smallint is an int and a char or varchar a string, at any depth."""
+    return _NARROW.sub(lambda m: "int" if m.group(1).endswith("int") else "string", canonical)
 
 
 def promotes(old: str, new: str) -> bool:
