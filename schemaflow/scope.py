@@ -47,6 +47,11 @@ class Scope:
         notices = tuple(f"not managed: {key} ({reason}); schemaflow leaves it alone" for key, reason in sorted(left.items()))
         return replace(live, objects=kept), notices
 
+    def adopts(self, obj: Object) -> bool:
+        """Whether an import writes a file for ``obj``, which a plan leaves alone while no file declares it: an
+        Iceberg table whose metadata was read (once declared, it is schemaflow's), unless ``exclude`` names it."""
+        return isinstance(obj, Table) and obj.iceberg is not None and self.excluded_by(obj.key) is None
+
     def leaves_alone(self, obj: Object, declared: Catalog) -> str | None:
         """Why schemaflow leaves the live object ``obj`` alone, or None when it is schemaflow's."""
         if obj.key in declared.objects:

@@ -301,7 +301,9 @@ def import_database(project: Project, live: Live, database: str, out: Path, over
     from schemaflow.spec.export import write_schemas, write_sources
 
     names = project.settings.database_names
-    kept, left_alone = owned(project, live.read((names.get(database.lower(), database.lower()),)), Catalog())
+    read = live.read((names.get(database.lower(), database.lower()),))
+    adopted = Catalog(objects={key: obj for key, obj in read.objects.items() if _scope(project).adopts(obj)})
+    kept, left_alone = owned(project, read, adopted)
     objects = from_target(kept, names).objects
     sources, unread, imports = _sources_read(project, live, database.lower(), objects, out)
     written, skipped = write_schemas([o for key, o in objects.items() if key not in unread], out, overwrite)

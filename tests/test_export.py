@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import pytest
 
-from schemaflow.model import Bucketing, Column, Table, View
+from schemaflow.model import Bucketing, Column, PartitionField, SortTerm, Table, View
 from schemaflow.spec import load_catalog
 from schemaflow.spec.export import schema_text, write_schemas
 
@@ -70,6 +70,13 @@ _LAZY = "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe"
      "input_format: com.example.In\noutput_format: com.example.Out\n"),
     (Table("raw", "bucketed", _COLUMNS, format="orc", bucketing=Bucketing(("id",), 8)),
      "buckets: {clustered_by: [id], count: 8}\n"),
+    # An Iceberg table: its storage is its own metadata's; transforms and sort terms as Spark writes them.
+    (Table("raw", "clicks", (Column("ts", "timestamp"), *_COLUMNS[:2]), format="iceberg", data_source=True,
+           properties={"format-version": "2"}, partition_spec=(PartitionField("day", "ts"), PartitionField("bucket", "id", 16)),
+           sort_order=(SortTerm(PartitionField("identity", "name"), descending=True, nulls_first=False),)),
+     "format: iceberg\ncolumns:\n  - {name: ts, type: timestamp}\n  - {name: id, type: bigint}\n"
+     "  - {name: name, type: string}\npartitioned_by: [day(ts), 'bucket(16, id)']\n"
+     "sorted_by: [name DESC NULLS LAST]\nproperties: {format-version: '2'}\n"),
 ])
 def test_every_kind_of_storage_loads_back_as_it_was(tmp_path, table: Table, text: str) -> None:
     written, skipped = write_schemas([table], tmp_path / "schemas")

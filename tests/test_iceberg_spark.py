@@ -204,3 +204,60 @@ def test_a_view_over_an_iceberg_table_is_checked_by_spark_and_created(tmp_path, 
     files[f"schemas/{db}/daily.yaml"] = files[f"schemas/{db}/daily.yaml"].replace("count(*)", "no_such_fn(id)")
     [step] = plan(write_project(tmp_path, files), metastore).steps
     assert step.blocked and "no_such_fn" in step.blocked
+
+
+def test_an_iceberg_table_made_elsewhere_is_imported_then_planned_and_its_drift_spelt_out(tmp_path, metastore,
+                                                                                          fresh_db):
+    from schemaflow.catalog import iceberg_commit
+    from schemaflow.model import Column, PartitionField, SortTerm
+    from tests.inprocess import schemaflow
+
+    db = fresh_db()
+    key = f"{db}.events"
+    properties = {"format-version": "2", "write.format.default": "parquet"}
+    made = Table(db, "events", (Column("ts", "timestamp"), Column("id", "bigint", "Event id")), format="iceberg",
+                 data_source=True, properties=properties,
+                 partition_spec=(PartitionField("day", "ts"), PartitionField("bucket", "id", 4)),
+                 sort_order=(SortTerm(PartitionField("identity", "id")),))
+    iceberg_commit.create(metastore, made, properties)  # as another tool registers one: no stamp of schemaflow's
+    other = OtherWriter(metastore)
+    with other.load_table(key).update_schema() as update:
+        update.add_column("kind", StringType(), doc="What happened")
+    _append(metastore, key, [{"ts": datetime(2024, 1, 1, tzinfo=UTC), "id": 1, "kind": "open"}])
+    (tmp_path / "schemaflow.yaml").write_text(f"databases: [{db}]\n")
+    (tmp_path / "schemas").mkdir()
+    project = str(tmp_path)
+    before = schemaflow("--project", project, "plan")
+    assert f"not managed: {key} (an Iceberg table); schemaflow leaves it alone" in before.said
+
+    imported = schemaflow("--project", project, "import", "--database", db)
+    assert imported.code == 0, imported.said
+    assert (tmp_path / "schemas" / db / "events.yaml").read_text() == (
+        f"table: {key}\n"
+        "format: iceberg\n"
+        "columns:\n"
+        "  - {name: ts, type: timestamp}\n"
+        "  - {name: id, type: bigint, comment: Event id}\n"
+        "  - {name: kind, type: string, comment: What happened}\n"
+        "partitioned_by: [day(ts), 'bucket(4, id)']\n"
+        "sorted_by: [id ASC NULLS FIRST]\n"
+        "properties: {format-version: '2', write.format.default: parquet}\n")
+    planned = schemaflow("--project", project, "plan")
+    assert planned.code == 0 and planned.out.startswith("No changes"), planned.said
+
+    events = tmp_path / "schemas" / db / "events.yaml"
+    events.write_text(events.read_text().replace("comment: What happened}\n",
+                                                 "comment: What happened}\n  - {name: note, type: string}\n"))
+    applied = schemaflow("--project", project, "apply", "--auto-approve")
+    assert applied.code == 0, applied.said
+    clean = schemaflow("--project", project, "drift")
+    assert (clean.code, clean.out) == (0, "No drift: every object schemaflow applied is as it left it.\n")
+    with other.load_table(key).update_schema() as update:
+        update.add_column("theirs", StringType())
+    drift = schemaflow("--project", project, "drift")
+    assert drift.code == 2
+    assert drift.out.splitlines()[0].startswith(f"{key}: columns changed since schemaflow applied it at ")
+    assert drift.out.splitlines()[1] == (
+        f"  column theirs string added: declare it in schemas/{db}/events.yaml ({{name: theirs, type: string}}), or "
+        f"drop it with a migration (- drop_column: {{table: {key}, column: theirs}})")
+    assert [r["kind"] for r in _rows(metastore, key)] == ["open"]

@@ -96,6 +96,10 @@ def schema_text(obj: Object) -> str:
         data["columns"] = _columns(obj.columns, types=True)
         if obj.partition_columns:
             data["partitioned_by"] = _columns(obj.partition_columns, types=True)
+        if obj.partition_spec:  # an Iceberg table's transforms, as Spark writes them
+            data["partitioned_by"] = _FlowList(map(str, obj.partition_spec))
+        if obj.sort_order:
+            data["sorted_by"] = _FlowList(map(str, obj.sort_order))
         if obj.bucketing:
             buckets = _Flow(clustered_by=_FlowList(obj.bucketing.columns))
             if obj.bucketing.sorted_by:
@@ -118,6 +122,9 @@ def _storage(table: Table) -> dict[str, Any]:
     LazySimpleSerDe's delimiters are written as ``row_format:`` where ``spec`` reads them back
     the same (one character each, lines ended by a newline); the rest as ``serde_properties:``.
     """
+    kind = table_kind(table.format, table.data_source)
+    if kind is not None and kind.own_metadata:  # its storage is its own metadata's: the format says it all
+        return {"format": table.format}
     if table.data_source:
         return {"using": table.format, **({"options": _Flow(table.serde_properties)} if table.serde_properties else {})}
     data: dict[str, Any] = {}
