@@ -16,7 +16,7 @@ from schemaflow.model import (LIVE_STATE, Catalog, Column, DropColumn, IcebergSt
 from schemaflow.plan.plan import build_plan
 from schemaflow.plan.review_check import differences
 from schemaflow.plan.steps import IcebergCommit
-from schemaflow.sql.iceberg_types import iceberg_type, promotes, spark_type
+from schemaflow.sql.iceberg_types import evolved_type, evolves, iceberg_type, promotes, spark_type
 
 STATE = IcebergState("9f1c-uuid", 0, 0, 1, 2, "file:/lake/db/clicks/metadata/00001-a.metadata.json")
 COLUMNS = (Column("ts", "timestamp"), Column("id", "bigint", "Click id"), Column("v", "int"), Column("code", "string"))
@@ -76,9 +76,49 @@ def test_iceberg_promotes_only_its_own_widenings(old: str, new: str, allowed: bo
         assert not step.blocked and step.summary.endswith(f"change type of x from {old} to {new}")
     else:
         assert step.blocked == (f"changing the type of x from {old} to {new} is not supported in place: Iceberg changes "
-                                "a column's type in place only from int to bigint, from float to double, or by raising "
-                                "a decimal's precision at the same scale: add a column of the new type, fill it from "
-                                "the old one, and drop the old one with a migration (- drop_column: ...)")
+                                "a column's type in place only from int to bigint, from float to double, by raising a "
+                                "decimal's precision at the same scale, or by adding fields to a struct (keeping each "
+                                "of its fields): add a column of the new type, fill it from the old one, and drop the "
+                                "old one with a migration (- drop_column: ...)")
+
+
+@pytest.mark.parametrize("old, new, allowed", [
+    ("struct<a:int>", "struct<a:int,b:string>", True), ("struct<a:int,b:string>", "struct<b:string,a:bigint>", True),
+    ("array<struct<a:int>>", "array<struct<a:int,n:map<string,int>>>", True),
+    ("map<string,struct<a:int>>", "map<string,struct<a:int,b:date>>", True),
+    ("struct<a:int,b:string>", "struct<a:int>", False), ("struct<a:int>", "struct<a:string>", False),
+    ("map<string,int>", "map<bigint,int>", False), ("array<int>", "struct<a:int>", False)])
+def test_a_struct_gains_fields_in_place_at_any_depth(old: str, new: str, allowed: bool):
+    assert evolves(old, new) is allowed
+    live = replace(LIVE, columns=(*COLUMNS, Column("x", old)))
+    # The metastore's positional rule refuses any change of a complex type on its mirror: off here.
+    [step] = _plan(_want(*COLUMNS, Column("x", new)), live, type_rule=False).steps
+    assert bool(step.blocked) is not allowed
+    if allowed:
+        [step] = _plan(_want(*COLUMNS, Column("x", new)), live).steps
+        assert step.blocked and "hive.metastore.disallow.incompatible.col.type.changes" in step.blocked
+
+
+def test_a_struct_that_gains_fields_keeps_the_ids_of_those_it_had():
+    ids = itertools.count(20)
+    old = iceberg_type("struct<a:int,b:array<struct<c:int>>>", ids)
+    evolved = evolved_type(old, "struct<b:array<struct<d:string,c:bigint>>,a:int,e:map<string,int>>", ids)
+    assert spark_type(evolved) == "struct<b:array<struct<d:string,c:bigint>>,a:int,e:map<string,int>>"
+
+    def named_ids(type_: dict, path: str = "") -> dict[str, int]:
+        found = {}
+        for field in type_.get("fields", ()):
+            found[path + field["name"]] = field["id"]
+            inner = field["type"]
+            if isinstance(inner, dict) and inner["type"] == "list":
+                found[path + field["name"] + "[]"] = inner["element-id"]
+                inner = inner["element"]
+            if isinstance(inner, dict):
+                found |= named_ids(inner, path + field["name"] + ".")
+        return found
+    before, after = named_ids(old), named_ids(evolved)
+    assert {k: after[k] for k in before} == before  # every field kept keeps its id
+    assert sorted(set(after) - set(before)) == ["b.d", "e"] and min(after["b.d"], after["e"]) > max(before.values())
 
 
 def test_the_metastores_positional_rule_on_its_mirror_is_known_before_apply():

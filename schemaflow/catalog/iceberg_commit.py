@@ -34,7 +34,7 @@ from schemaflow.catalog.jvm import java_message, jvm_view
 from schemaflow.errors import ConcurrentChange, SchemaflowError
 from schemaflow.model import (COMMENT_KEY, LIVE_STATE, METADATA_LOCATION, SCHEMAFLOW_PREFIX, Column,
                               IcebergState, PartitionField, SortTerm, Table, split_key, state_digest)
-from schemaflow.sql.iceberg_types import iceberg_type, promotes, spark_type
+from schemaflow.sql.iceberg_types import evolved_type, evolves, iceberg_type, spark_type
 from schemaflow.sql.table_kinds import LAZY_SIMPLE_SERDE
 
 FORMAT_VERSION = "format-version"
@@ -167,10 +167,10 @@ def _layout_updates(base: Mapping[str, Any], table: Table, sources: Mapping[str,
             continue
         type_ = old["type"]
         if spark_type(type_) != column.type:
-            if not promotes(spark_type(type_), column.type or ""):
+            if not evolves(spark_type(type_), column.type or ""):
                 raise SchemaflowError(f"{table.key}: Iceberg cannot change {column.name} from {spark_type(type_)} to "
                                       f"{column.type} in place; plan again")
-            type_ = iceberg_type(column.type or "", ids)
+            type_ = evolved_type(type_, column.type or "", ids)
         field = {k: v for k, v in old.items() if k != "doc"} | {"name": column.name, "type": type_}
         fields.append(field | ({"doc": column.comment} if column.comment else {}))
     updates: list[dict[str, Any]] = []

@@ -4,7 +4,7 @@ Iceberg's readers find a column by its field id, not its name or place, so a col
 renamed, dropped or moved without a data file being rewritten, and what existing rows show does not
 change (a renamed column keeps its values; a dropped one's stay in the files, unread). None of the
 hazards of a Hive table's files (``plan.hazards``) applies. A type changes in place only as Iceberg
-promotes it (``sql.iceberg_types.promotes``); a new partition spec or sort order applies to the data
+evolves it (``sql.iceberg_types.evolves``: a promotion, or fields added to a struct); a new partition spec or sort order applies to the data
 written after it, and the files already written keep theirs (Iceberg plans queries over both).
 
 Renames and drops still come from ``migrations/``: a diff cannot tell a rename from a drop and an add,
@@ -28,14 +28,15 @@ from schemaflow.plan.compatibility import incompatibilities
 from schemaflow.plan.evolution import SAME, Evolution, Problem, evolve
 from schemaflow.plan.kinds import StepKind
 from schemaflow.plan.steps import IcebergCommit, Step
-from schemaflow.sql.iceberg_types import iceberg_equivalent, promotes
+from schemaflow.sql.iceberg_types import evolves, iceberg_equivalent
 from schemaflow.wording import value_change
 
 _UNREADABLE = ("its Iceberg metadata file could not be read here: plan where the table's storage is reachable "
                "(for s3:// or hdfs://, with pyiceberg's file IO: pip install 'schemaflow-hive[iceberg]')")
-_RETYPE = ("Iceberg changes a column's type in place only from int to bigint, from float to double, or by raising "
-           "a decimal's precision at the same scale: add a column of the new type, fill it from the old one, and "
-           "drop the old one with a migration (- drop_column: ...)")
+_RETYPE = ("Iceberg changes a column's type in place only from int to bigint, from float to double, by raising "
+           "a decimal's precision at the same scale, or by adding fields to a struct (keeping each of its fields): "
+           "add a column of the new type, fill it from the old one, and drop the old one with a migration "
+           "(- drop_column: ...)")
 _MIRROR = ("the metastore keeps a copy of an Iceberg table's columns and refuses this change to it position by "
            "position (hive.metastore.disallow.incompatible.col.type.changes); Iceberg's own documentation asks for "
            "that check to be off on a metastore holding Iceberg tables: set it to false in the metastore server's "
@@ -96,7 +97,7 @@ def iceberg_change(want: Table, have: Table, migrations: Sequence[Migration],
     if evolution.problems:
         return evolution.problems
     problems = [Problem(f"changing the type of {column} from {old} to {new}", _RETYPE)
-                for column, old, new in evolution.retyped if not promotes(old, new)]
+                for column, old, new in evolution.retyped if not evolves(old, new)]
     versions = have.properties.get("format-version", ""), want.properties.get("format-version", "")
     if versions[1] and versions[1] < versions[0]:
         problems.append(Problem(f"lowering format-version from {versions[0]} to {versions[1]}",

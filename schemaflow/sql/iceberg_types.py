@@ -6,8 +6,11 @@ object whose every field, element, key and value carries a field id. Spark names
 Iceberg's Spark catalog maps them: ``long`` is ``bigint``, ``timestamptz`` is Spark's ``timestamp``,
 ``timestamp`` (no zone) is ``timestamp_ntz``, ``uuid`` a string, ``fixed[n]`` a binary.
 
-A type changes in place only as Iceberg promotes it (``promotes``): int to bigint, float to double, a
-decimal's precision raised at the same scale. Every other change needs a new column.
+A type changes in place only as Iceberg evolves it (``evolves``): a primitive as Iceberg promotes it
+(``promotes``: int to bigint, float to double, a decimal's precision raised at the same scale), a struct
+by keeping each of its fields (by name, each evolving so) and adding others, an array's element and a
+map's value so too. The nested fields kept keep their ids (``evolved_type``). Every other change needs a
+new column.
 """
 from __future__ import annotations
 
@@ -60,10 +63,7 @@ def spark_type(iceberg: str | Mapping[str, Any]) -> str:
 def iceberg_type(canonical: str, ids: Iterator[int]) -> str | dict[str, Any]:
     """The Iceberg type of a new column of the canonical Spark type ``canonical``, its nested fields numbered
     from ``ids`` (Iceberg gives every field of a new column a new id); every nested field optional."""
-    parsed, end = _parse(canonical, 0)
-    if end != len(canonical):
-        raise ValueError(f"not a canonical type: {canonical!r}")
-    return _to_iceberg(parsed, ids)
+    return _to_iceberg(_parse_whole(canonical), ids)
 
 
 def iceberg_equivalent(canonical: str) -> str:
@@ -79,6 +79,54 @@ def promotes(old: str, new: str) -> bool:
         return True
     before, after = _DECIMAL.fullmatch(old), _DECIMAL.fullmatch(new)
     return bool(before and after and before.group(2) == after.group(2) and int(before.group(1)) <= int(after.group(1)))
+
+
+def evolves(old: str, new: str) -> bool:
+    """Whether Iceberg changes a column of the canonical type ``old`` into ``new`` in place, by field id, with
+    no data file rewritten: a promotion, or fields added to a struct at any depth (see the module's text)."""
+    return _evolves(_parse_whole(old), _parse_whole(new))
+
+
+def _evolves(old: _Parsed, new: _Parsed) -> bool:
+    if isinstance(old, str) or isinstance(new, str):
+        return isinstance(old, str) and isinstance(new, str) and (old == new or promotes(old, new))
+    (kind, parts), (new_kind, new_parts) = old, new
+    if kind != new_kind:
+        return False
+    if kind == "struct":
+        fields = dict(new_parts)
+        return all(name in fields and _evolves(part, fields[name]) for name, part in parts)
+    if kind == "array":
+        return _evolves(parts[0], new_parts[0])
+    return parts[0] == new_parts[0] and _evolves(parts[1], new_parts[1])
+
+
+def evolved_type(old: str | Mapping[str, Any], new: str, ids: Iterator[int]) -> str | dict[str, Any]:
+    """The Iceberg type (as its metadata writes it) of a column of Iceberg type ``old`` evolved into the canonical
+    type ``new`` (see ``evolves``): each nested field kept keeps its id, each one added gets the next of ``ids``."""
+    return _evolved(old, _parse_whole(new), ids)
+
+
+def _evolved(old: str | Mapping[str, Any], new: _Parsed, ids: Iterator[int]) -> str | dict[str, Any]:
+    if isinstance(new, str) or isinstance(old, str):
+        return old if isinstance(old, str) and spark_type(old) == new else _to_iceberg(new, ids)
+    kind, parts = new
+    if kind == "struct":
+        kept = {field["name"]: field for field in old["fields"]}
+        fields = [{**kept[name], "type": _evolved(kept[name]["type"], part, ids)} if name in kept else
+                  {"id": next(ids), "name": name, "required": False, "type": _to_iceberg(part, ids)}
+                  for name, part in parts]
+        return {**old, "fields": fields}
+    if kind == "array":
+        return {**old, "element": _evolved(old["element"], parts[0], ids)}
+    return {**old, "value": _evolved(old["value"], parts[1], ids)}
+
+
+def _parse_whole(canonical: str) -> _Parsed:
+    parsed, end = _parse(canonical, 0)
+    if end != len(canonical):
+        raise ValueError(f"not a canonical type: {canonical!r}")
+    return parsed
 
 
 # A canonical type parsed: a primitive's name, or (kind, parts) for array, map and struct.
