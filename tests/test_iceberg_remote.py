@@ -180,3 +180,54 @@ def test_a_partitioned_parquet_table_is_converted_to_iceberg_on_a_server(server:
     again = schemaflow(project, "plan", env=env)
     assert (again.returncode, again.stderr) == (0, f"Reading {server} ...\n"), again.stdout + again.stderr
     assert "conv_db.orders_backup_ keeps the Parquet table conv_db.orders was converted from" in again.stdout
+
+
+def test_a_struct_gains_fields_on_a_server_without_the_positional_rule(new_metastore_server, tmp_path: Path,
+                                                                       spark) -> None:
+    import pyarrow as pa
+    from pyiceberg.table import StaticTable
+
+    from schemaflow.catalog.metastore import Metastore
+    from schemaflow.model import TYPE_RULE
+    from tests.iceberg_writer import OtherWriter
+
+    events = "table: nest_db.events\nformat: iceberg\ncolumns:\n  - {name: id, type: bigint}\n" \
+             "  - {name: info, type: 'struct<a:int,b:string>'}\n"
+    project = tmp_path / "project"
+    (project / "schemas" / "nest_db").mkdir(parents=True)
+    (project / "schemas" / "nest_db" / "events.yaml").write_text(events)
+    # The metastore's positional rule refuses any change of a complex type on its mirror: this server has it off,
+    # as Iceberg's documentation asks of a metastore holding Iceberg tables.
+    with new_metastore_server("derby", tmp_path / "lenient", {TYPE_RULE: "false"}) as server:
+        env = {"SCHEMAFLOW_METASTORE_URI": server.uri, "SCHEMAFLOW_WAREHOUSE_DIR": str(tmp_path / "warehouse")}
+        assert schemaflow(project, "apply", "--auto-approve", env=env).returncode == 0
+        jvm = spark.sparkContext._jvm
+        conf = jvm.org.apache.hadoop.hive.conf.HiveConf()
+        conf.set("hive.metastore.uris", server.uri)
+        client = jvm.org.apache.hadoop.hive.metastore.RetryingMetaStoreClient.getProxy(conf, True)
+        try:
+            table = OtherWriter(Metastore(spark, client, server.uri)).load_table("nest_db.events")
+            table.append(pa.Table.from_pylist([{"id": 1, "info": {"a": 7, "b": "x"}}], schema=table.schema().as_arrow()))
+        finally:
+            client.close()
+        before = read_metadata(ThriftReader(server.uri).read(("nest_db",)).get("nest_db.events").iceberg.metadata_location)
+
+        (project / "schemas" / "nest_db" / "events.yaml").write_text(
+            events.replace("struct<a:int,b:string>", "struct<a:bigint,b:string,c:date>"))
+        planned = schemaflow(project, "plan", "--format", "json", env=env)
+        [step] = json.loads(planned.stdout)["steps"]
+        assert (step["kind"], step["blocked"]) == ("alter_iceberg_table", None), planned.stdout
+        assert step["summary"] == ("alter Iceberg table nest_db.events: change type of info from struct<a:int,b:string> "
+                                   "to struct<a:bigint,b:string,c:date>")
+        applied = schemaflow(project, "apply", "--auto-approve", env=env)
+        assert applied.returncode == 0, applied.stdout + applied.stderr
+        live = ThriftReader(server.uri).read(("nest_db",)).get("nest_db.events")
+        assert isinstance(live, Table) and live.columns[1].type == "struct<a:bigint,b:string,c:date>"
+        after = read_metadata(live.iceberg.metadata_location)
+        old_info = before["schemas"][-1]["fields"][1]["type"]["fields"]
+        new_info = next(s for s in after["schemas"] if s["schema-id"] == after["current-schema-id"])["fields"][1]
+        assert [(f["id"], f["name"]) for f in new_info["type"]["fields"][:2]] == [(f["id"], f["name"]) for f in old_info]
+        assert new_info["type"]["fields"][0]["type"] == "long" and new_info["type"]["fields"][2]["id"] > before[
+            "last-column-id"]
+        rows = StaticTable.from_metadata(live.iceberg.metadata_location).scan().to_arrow().to_pylist()
+        assert rows == [{"id": 1, "info": {"a": 7, "b": "x", "c": None}}]  # the row written before reads as it was
