@@ -226,3 +226,31 @@ def test_a_snapshot_keeps_where_the_live_metadata_stands():
     again = from_data(data)
     assert again == LIVE and isinstance(again, Table) and again.iceberg == STATE
     assert state_digest(again) == state_digest(replace(LIVE, iceberg=None))  # where it stands is no part of its state
+
+
+def test_a_format_version_1_spec_keeps_each_field_in_its_place():
+    v1 = replace(LIVE, properties={"format-version": "1"},
+                 partition_spec=(PartitionField("day", "ts"), PartitionField("bucket", "id", 4)))
+    moved = _want(*COLUMNS, properties={"format-version": "1"},
+                  partition_spec=(PartitionField("identity", "code"), PartitionField("bucket", "id", 4)))
+    [step] = _plan(moved, v1).steps
+    assert step.blocked == (
+        "changing the partition spec of a format-version 1 table to (code, bucket(4, id)) is not supported in place: "
+        "format version 1 keeps each partition field in its place (a field removed turns void, one added comes "
+        "after): declare partitioned_by: [bucket(4, id), code], or declare format-version: '2' (the upgrade and the "
+        "new spec land in one commit)")
+    for allowed in (replace(moved, partition_spec=(PartitionField("bucket", "id", 4), PartitionField("identity", "code"))),
+                    replace(moved, properties={"format-version": "2"})):
+        [step] = _plan(allowed, v1).steps
+        assert not step.blocked, step.blocked
+
+
+def test_a_format_version_1_commit_voids_a_removed_field_in_its_place_and_appends_the_new():
+    base = _created()
+    base = {**base, "format-version": 1}
+    want = _want(*COLUMNS, properties={"format-version": "1"},
+                 partition_spec=(PartitionField("identity", "code"),))
+    updates = iceberg_commit._layout_updates(base, want, {c.name: c.name for c in COLUMNS})
+    [spec] = [u["spec"] for u in updates if u["action"] == "add-spec"]
+    assert [(f["field-id"], f["name"], f["transform"]) for f in spec["fields"]] == [
+        (1000, "ts_day_1000", "void"), (1001, "code", "identity")]

@@ -261,3 +261,31 @@ def test_an_iceberg_table_made_elsewhere_is_imported_then_planned_and_its_drift_
         f"  column theirs string added: declare it in schemas/{db}/events.yaml ({{name: theirs, type: string}}), or "
         f"drop it with a migration (- drop_column: {{table: {key}, column: theirs}})")
     assert [r["kind"] for r in _rows(metastore, key)] == ["open"]
+
+
+def test_a_format_version_1_spec_evolves_with_removed_fields_void_in_their_place(tmp_path, metastore, fresh_db):
+    db = fresh_db()
+    key = f"{db}.clicks"
+    v1 = _clicks(db, BEFORE, "        partitioned_by: [day(ts), bucket(4, id)]")
+    v1[f"schemas/{db}/clicks.yaml"] = v1[f"schemas/{db}/clicks.yaml"].replace("format-version: '2'", "format-version: '1'")
+    plan_and_apply(write_project(tmp_path, v1), metastore)
+    day = datetime(2024, 1, 1, 12, tzinfo=UTC)
+    rows = [{"ts": day.replace(day=d), "id": d, "v": d, "code": f"c{d}", "region": "eu"} for d in (1, 2)]
+    _append(metastore, key, rows)
+    v1[f"schemas/{db}/clicks.yaml"] = v1[f"schemas/{db}/clicks.yaml"].replace(
+        "[day(ts), bucket(4, id)]", "[bucket(4, id), region]")
+    project = write_project(tmp_path, v1)
+    [step] = plan(project, metastore).steps
+    assert not step.blocked and step.summary.endswith("partition spec (day(ts), bucket(4, id)) -> (bucket(4, id), region)")
+    apply_plan(plan(project, metastore), metastore)
+
+    metadata = _metadata(metastore, key)
+    assert metadata["format-version"] == 1
+    spec = next(s for s in metadata["partition-specs"] if s["spec-id"] == metadata["default-spec-id"])
+    assert [(f["field-id"], f["name"], f["transform"]) for f in spec["fields"]] == [
+        (1000, "ts_day_1000", "void"), (1001, "id_bucket", "bucket[4]"), (1002, "region", "identity")]
+    assert [str(f) for f in metastore.read((db,)).get(key).partition_spec] == ["bucket(4, id)", "region"]
+    assert plan(project, metastore).is_empty
+    more = {"ts": day.replace(day=3), "id": 3, "v": 3, "code": "c3", "region": "us"}
+    _append(metastore, key, [more])  # written in the new spec
+    assert _rows(metastore, key) == rows + [more]

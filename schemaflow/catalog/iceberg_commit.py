@@ -187,8 +187,11 @@ def _layout_updates(base: Mapping[str, Any], table: Table, sources: Mapping[str,
     if wanted != [(f["source-id"], f["transform"]) for f in spec["fields"] if f["transform"] != "void"]:
         known = [f for s in specs for f in s["fields"]]
         last = max([int(base.get("last-partition-id", _PARTITION_IDS_FROM - 1))] + [f["field-id"] for f in known])
+        new_ids = itertools.count(last + 1)
+        version = max(int(base["format-version"]), int(table.properties.get(FORMAT_VERSION) or 0))
         new_spec = {"spec-id": max(s["spec-id"] for s in specs) + 1,
-                    "fields": _spec_fields(table.partition_spec, by_name, known, itertools.count(last + 1))}
+                    "fields": _spec_fields(table.partition_spec, by_name, known, new_ids) if version > 1 else
+                    _v1_spec_fields(spec["fields"], table.partition_spec, by_name, new_ids)}
         updates += [{"action": "add-spec", "spec": new_spec}, {"action": "set-default-spec", "spec-id": -1}]
     order = current(base, "sort-orders", "default-sort-order-id", "order-id", {"order-id": 0, "fields": []})
     wanted_order = _order_fields(table.sort_order, by_name)
@@ -217,6 +220,19 @@ def _spec_fields(terms: Sequence[PartitionField], ids_by_name: Mapping[str, int]
         fields.append(dict(same) if same else {"source-id": source, "field-id": next(new_ids), "transform": transform,
                                                 "name": term.column + _SUFFIX.get(term.transform, "")})
     return fields
+
+
+def _v1_spec_fields(current: Sequence[Mapping[str, Any]], terms: Sequence[PartitionField], ids_by_name: Mapping[str, int],
+                    new_ids: Iterator[int]) -> list[dict[str, Any]]:
+    """A format version 1 spec's next fields: its readers find a partition field by its place, so each field keeps
+    its place, one no longer wanted turning void (renamed ``<name>_<id>``, as Iceberg's own evolution does), and
+    those added come after, with new ids. The plan refuses an order this cannot give (``plan.iceberg``)."""
+    wanted = [(ids_by_name[t.column], _transform(t)) for t in terms]
+    fields = [dict(f) if (f["source-id"], f["transform"]) in wanted or f["transform"] == "void" else
+              {**f, "transform": "void", "name": f"{f['name']}_{f['field-id']}"} for f in current]
+    placed = {(f["source-id"], f["transform"]) for f in fields}
+    added = [t for t, w in zip(terms, wanted, strict=True) if w not in placed]
+    return fields + _spec_fields(added, ids_by_name, [], new_ids)
 
 
 def _order_fields(terms: Sequence[SortTerm], ids_by_name: Mapping[str, int]) -> list[dict[str, Any]]:

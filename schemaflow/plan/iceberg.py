@@ -102,6 +102,16 @@ def iceberg_change(want: Table, have: Table, migrations: Sequence[Migration],
     if versions[1] and versions[1] < versions[0]:
         problems.append(Problem(f"lowering format-version from {versions[0]} to {versions[1]}",
                                 f"an Iceberg table's format version only goes up: declare format-version: '{versions[0]}'"))
+    version = max(int(v) for v in versions if v) if any(versions) else 2
+    if version == 1 and want.partition_spec != have.partition_spec:
+        kept = [f for f in have.partition_spec if f in want.partition_spec]
+        order = kept + [f for f in want.partition_spec if f not in have.partition_spec]
+        if list(want.partition_spec) != order:
+            problems.append(Problem(
+                f"changing the partition spec of a format-version 1 table to {_terms(want.partition_spec)}",
+                "format version 1 keeps each partition field in its place (a field removed turns void, one added "
+                f"comes after): declare partitioned_by: [{', '.join(map(str, order))}], or declare "
+                "format-version: '2' (the upgrade and the new spec land in one commit)"))
     if type_rule and not problems:
         problems += [Problem(i.describe(), _MIRROR) for i in incompatibilities(have.columns, want.columns)]
     if problems:
