@@ -27,7 +27,7 @@ import pytest
 
 from schemaflow.catalog.class_archive import ARCHIVE_SETTING
 from schemaflow.project import Settings
-from tests.metastore_server import TEST_JAVA_OPTIONS, MetastoreServer, NewServer
+from tests.metastore_server import TEST_JAVA_OPTIONS, MetastoreServer, NewServer, derby_with_transaction_tables
 from tests.postgres_server import PostgresServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -108,13 +108,26 @@ def postgres() -> Iterator[PostgresServer]:
         yield server
 
 
+# A server's pool for its connections to its database: HikariCP, since pyspark lacks BoneCP, Hive 2.3's default,
+# without which DROP DATABASE fails and the metastore's lock calls (its transaction handler) cannot run.
+LOCKS = {"datanucleus.connectionPoolingType": "HikariCP"}
+
+
+@pytest.fixture(scope="session")
+def derby_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A Derby metastore database holding the transaction tables, which each Derby server of the run starts from."""
+    return derby_with_transaction_tables(tmp_path_factory.mktemp("derby_template"), TEST_JAVA_OPTIONS)
+
+
 @pytest.fixture(scope="session")
 def new_metastore_server(request: pytest.FixtureRequest) -> NewServer:
     """Makes a (not yet started) metastore server in ``workdir`` on ``backend``: its own Derby database,
-    or a new database on the run's PostgreSQL server."""
+    or a new database on the run's PostgreSQL server; both with the metastore's transaction tables, as
+    production metastores have them, so that the server takes locks (as Iceberg's Hive catalog asks it to)."""
     def make(backend: str, workdir: Path, settings: Mapping[str, str] | None = None) -> MetastoreServer:
         if backend == "derby":
-            return MetastoreServer(workdir, settings=settings, java_options=TEST_JAVA_OPTIONS)
+            return MetastoreServer(workdir, settings={**LOCKS, **(settings or {})}, java_options=TEST_JAVA_OPTIONS,
+                                   derby_from=request.getfixturevalue("derby_template"))
         assert backend == "postgresql", backend
         pg: PostgresServer = request.getfixturevalue("postgres")
         return MetastoreServer(workdir, settings={**pg.metastore_settings(pg.new_database()), **(settings or {})},

@@ -36,8 +36,9 @@ class MetastoreServer:
     """A metastore server in ``workdir``: ``with MetastoreServer(dir) as server: server.uri``."""
 
     def __init__(self, workdir: Path, timeout: float = 120.0, settings: Mapping[str, str] | None = None,
-                 classpath: Sequence[Path] = (), java_options: Sequence[str] = ()) -> None:
+                 classpath: Sequence[Path] = (), java_options: Sequence[str] = (), derby_from: Path | None = None) -> None:
         self.workdir = workdir
+        self.derby_from = derby_from  # a Derby database to start from, copied (one holding the transaction tables)
         self.settings = dict(settings or {})  # more hive-site.xml properties of the server
         self.classpath = list(classpath)  # more jars, such as another database's JDBC driver
         self.java_options = list(java_options)
@@ -66,6 +67,8 @@ class MetastoreServer:
         """Start the server and wait until it accepts connections; raise with its log if it does not."""
         conf_dir = self.workdir / "conf"
         conf_dir.mkdir(parents=True, exist_ok=True)
+        if self.derby_from is not None and not (self.workdir / "metastore_db").exists():
+            shutil.copytree(self.derby_from, self.workdir / "metastore_db")
         (conf_dir / "hive-site.xml").write_text(hive_site(self.workdir, self.settings))
         command = [
             java_binary(), *self.java_options, LOG4J_SELECTOR,
@@ -103,6 +106,20 @@ class MetastoreServer:
         self.stop()
         log = self.log.read_text(errors="replace")[-8000:]
         raise RuntimeError(f"the Hive metastore server {what}; its log ({self.log}):\n{log}")
+
+
+def derby_with_transaction_tables(folder: Path, java_options: Sequence[str] = (), timeout: float = 300.0) -> Path:
+    """A Derby metastore database in ``folder`` holding the metastore's transaction tables alone, as Hive's own
+    tests create them (``tests/TransactionTables.java``), for servers to start from: with them, and a connection
+    pool other than BoneCP (absent from the jars), a server takes locks."""
+    database = folder / "metastore_db"
+    source = Path(__file__).with_name("TransactionTables.java")
+    command = [java_binary(), *java_options, "-cp", f"{pyspark_jars()}/*", str(source),
+               f"jdbc:derby:;databaseName={database};create=true", "org.apache.derby.jdbc.EmbeddedDriver", "APP"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    if done.returncode != 0:
+        raise RuntimeError(f"creating the transaction tables failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+    return database
 
 
 NewServer = Callable[..., MetastoreServer]  # (backend, workdir, settings=None) -> a server not yet started

@@ -35,6 +35,42 @@ JDBC_VARIABLE = "SCHEMAFLOW_TEST_POSTGRES_JDBC"
 DEBIAN_JDBC = "/usr/share/java/postgresql.jar"
 INSTALL = "apt-get install -y postgresql libpostgresql-jdbc-java"
 USER = "metastore"
+# The metastore's transaction tables in PostgreSQL's SQL (Hive 2.3's hive-txn-schema for PostgreSQL): what its
+# lock calls need. (On Derby, tests/TransactionTables.java has Hive create them itself.)
+TRANSACTION_TABLES = """
+CREATE TABLE TXNS (TXN_ID bigint PRIMARY KEY, TXN_STATE char(1) NOT NULL, TXN_STARTED bigint NOT NULL,
+  TXN_LAST_HEARTBEAT bigint NOT NULL, TXN_USER varchar(128) NOT NULL, TXN_HOST varchar(128) NOT NULL);
+CREATE TABLE TXN_COMPONENTS (TC_TXNID bigint REFERENCES TXNS (TXN_ID), TC_DATABASE varchar(128) NOT NULL,
+  TC_TABLE varchar(128), TC_PARTITION varchar(767) DEFAULT NULL, TC_OPERATION_TYPE char(1) NOT NULL);
+CREATE TABLE COMPLETED_TXN_COMPONENTS (CTC_TXNID bigint, CTC_DATABASE varchar(128) NOT NULL,
+  CTC_TABLE varchar(256), CTC_PARTITION varchar(767));
+CREATE TABLE NEXT_TXN_ID (NTXN_NEXT bigint NOT NULL);
+INSERT INTO NEXT_TXN_ID VALUES (1);
+CREATE TABLE HIVE_LOCKS (HL_LOCK_EXT_ID bigint NOT NULL, HL_LOCK_INT_ID bigint NOT NULL, HL_TXNID bigint,
+  HL_DB varchar(128) NOT NULL, HL_TABLE varchar(128), HL_PARTITION varchar(767) DEFAULT NULL,
+  HL_LOCK_STATE char(1) NOT NULL, HL_LOCK_TYPE char(1) NOT NULL, HL_LAST_HEARTBEAT bigint NOT NULL,
+  HL_ACQUIRED_AT bigint, HL_USER varchar(128) NOT NULL, HL_HOST varchar(128) NOT NULL, HL_HEARTBEAT_COUNT integer,
+  HL_AGENT_INFO varchar(128), HL_BLOCKEDBY_EXT_ID bigint, HL_BLOCKEDBY_INT_ID bigint,
+  PRIMARY KEY (HL_LOCK_EXT_ID, HL_LOCK_INT_ID));
+CREATE INDEX HL_TXNID_INDEX ON HIVE_LOCKS USING hash (HL_TXNID);
+CREATE TABLE NEXT_LOCK_ID (NL_NEXT bigint NOT NULL);
+INSERT INTO NEXT_LOCK_ID VALUES (1);
+CREATE TABLE COMPACTION_QUEUE (CQ_ID bigint PRIMARY KEY, CQ_DATABASE varchar(128) NOT NULL,
+  CQ_TABLE varchar(128) NOT NULL, CQ_PARTITION varchar(767), CQ_STATE char(1) NOT NULL, CQ_TYPE char(1) NOT NULL,
+  CQ_TBLPROPERTIES varchar(2048), CQ_WORKER_ID varchar(128), CQ_START bigint, CQ_RUN_AS varchar(128),
+  CQ_HIGHEST_TXN_ID bigint, CQ_META_INFO bytea, CQ_HADOOP_JOB_ID varchar(32));
+CREATE TABLE NEXT_COMPACTION_QUEUE_ID (NCQ_NEXT bigint NOT NULL);
+INSERT INTO NEXT_COMPACTION_QUEUE_ID VALUES (1);
+CREATE TABLE COMPLETED_COMPACTIONS (CC_ID bigint PRIMARY KEY, CC_DATABASE varchar(128) NOT NULL,
+  CC_TABLE varchar(128) NOT NULL, CC_PARTITION varchar(767), CC_STATE char(1) NOT NULL, CC_TYPE char(1) NOT NULL,
+  CC_TBLPROPERTIES varchar(2048), CC_WORKER_ID varchar(128), CC_START bigint, CC_END bigint, CC_RUN_AS varchar(128),
+  CC_HIGHEST_TXN_ID bigint, CC_META_INFO bytea, CC_HADOOP_JOB_ID varchar(32));
+CREATE TABLE AUX_TABLE (MT_KEY1 varchar(128) NOT NULL, MT_KEY2 bigint NOT NULL, MT_COMMENT varchar(255),
+  PRIMARY KEY (MT_KEY1, MT_KEY2));
+CREATE TABLE WRITE_SET (WS_DATABASE varchar(128) NOT NULL, WS_TABLE varchar(128) NOT NULL,
+  WS_PARTITION varchar(767), WS_TXNID bigint NOT NULL, WS_COMMIT_ID bigint NOT NULL,
+  WS_OPERATION_TYPE char(1) NOT NULL);
+"""
 TEMPLATE = "metastore_template"
 # Settings DataNucleus must share between creating the schema and the server that uses it: Hive
 # 2.3 names its identifiers and value sequences this way.
@@ -78,6 +114,8 @@ class PostgresServer:
         self.sql(f"CREATE DATABASE {TEMPLATE}")
         create_metastore_schema(self.workdir / "schematool", self.jdbc_url(TEMPLATE), self.jdbc_jar,
                                 java_options=self.java_options)
+        # Not in package.jdo: the tables of the metastore's locks and transactions, as production metastores have.
+        self.sql(TRANSACTION_TABLES, TEMPLATE)
 
     def stop(self) -> None:
         """Stop the server (fast shutdown) and remove its files."""

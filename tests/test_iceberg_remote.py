@@ -231,3 +231,58 @@ def test_a_struct_gains_fields_on_a_server_without_the_positional_rule(new_metas
             "last-column-id"]
         rows = StaticTable.from_metadata(live.iceberg.metadata_location).scan().to_arrow().to_pylist()
         assert rows == [{"id": 1, "info": {"a": 7, "b": "x", "c": None}}]  # the row written before reads as it was
+
+
+def test_a_commit_waits_for_the_metastore_lock_another_writer_holds(server: str, tmp_path: Path, spark) -> None:
+    """Iceberg's Hive catalog commits under the metastore's table lock by default: a commit that took only the
+    compare-and-swap could be overwritten by such a writer. These servers keep locks (their transaction tables
+    exist, as production metastores have them), so apply takes the lock too, and waits for the other's."""
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    db = "lock_db"
+    project = tmp_path / "project"
+    (project / "schemas" / db).mkdir(parents=True)
+    (project / "schemas" / db / "clicks.yaml").write_text(CLICKS.replace("ice_db", db))
+    env = {"SCHEMAFLOW_METASTORE_URI": server, "SCHEMAFLOW_WAREHOUSE_DIR": str(tmp_path / "warehouse")}
+    assert schemaflow(project, "apply", "--auto-approve", env=env).returncode == 0
+    (project / "schemas" / db / "clicks.yaml").write_text(
+        CLICKS.replace("ice_db", db).replace("  - {name: v, type: int}\n", "  - {name: v, type: int}\n"
+                                                                           "  - {name: extra, type: string}\n"))
+    jvm = spark.sparkContext._jvm
+    conf = jvm.org.apache.hadoop.hive.conf.HiveConf()
+    conf.set("hive.metastore.uris", server)
+    client = jvm.org.apache.hadoop.hive.metastore.RetryingMetaStoreClient.getProxy(conf, True)
+    api = jvm.org.apache.hadoop.hive.metastore.api
+    try:
+        component = api.LockComponent(api.LockType.EXCLUSIVE, api.LockLevel.TABLE, db)
+        component.setTablename("clicks")
+        components = jvm.java.util.ArrayList()
+        components.add(component)
+        held = client.lock(api.LockRequest(components, "other", "writer"))  # as Iceberg's Hive catalog takes it
+        assert held.getState().toString() == "ACQUIRED"
+        before = client.getTable(db, "clicks").getParameters().get("metadata_location")
+        applying = subprocess.Popen([sys.executable, "-m", "schemaflow", "apply", "--auto-approve"], cwd=project,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    env={**os.environ, **env})
+        said: list[str] = []
+        reading = threading.Thread(target=lambda: said.extend(iter(lambda: applying.stdout.read(1), "")), daemon=True)
+        reading.start()
+        deadline = time.monotonic() + 240
+        while f"waiting for the metastore's lock on {db}.clicks, which another writer holds" not in "".join(said):
+            assert applying.poll() is None and time.monotonic() < deadline, "".join(said) + applying.stderr.read()
+            time.sleep(0.2)
+        time.sleep(3)  # a commit takes a fraction of that: it is waiting, not committing
+        assert applying.poll() is None
+        assert client.getTable(db, "clicks").getParameters().get("metadata_location") == before
+        client.unlock(held.getLockid())
+        assert applying.wait(timeout=300) == 0, "".join(said) + applying.stderr.read()
+        reading.join(timeout=60)
+        assert client.getTable(db, "clicks").getParameters().get("metadata_location") != before
+        assert client.showLocks(api.ShowLocksRequest()).getLocks().size() == 0  # and it let its own go
+    finally:
+        client.close()
+    live = ThriftReader(server).read((db,)).get(f"{db}.clicks")
+    assert isinstance(live, Table) and [c.name for c in live.columns] == ["ts", "id", "v", "extra"]

@@ -113,6 +113,7 @@ class HiveClient(Protocol):
     spark: Any  # the SparkSession whose JVM holds the client
     msc: Any    # Hive's IMetaStoreClient
     api: Any    # the package org.apache.hadoop.hive.metastore.api
+    takes_locks: bool | None  # whether the metastore keeps table locks (None: not asked yet; see catalog.table_lock)
 
     def retrying(self, read: Callable[[], T]) -> T: ...
 

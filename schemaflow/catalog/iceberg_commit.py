@@ -6,7 +6,9 @@ order) and the stamp it expects (``schemaflow.version``, as every guarded write 
 writes the next metadata file beside it, and swaps the metastore's ``metadata_location`` from the file it
 read to the new one with the metastore's compare-and-swap (HIVE-26882, the guard Iceberg's own Hive
 catalog uses without a lock). A writer that committed in between moved ``metadata_location`` on: the
-swap is refused, ``ConcurrentChange`` is raised and the file written is deleted; nothing changed.
+swap is refused, ``ConcurrentChange`` is raised and the file written is deleted; nothing changed. Where
+the metastore keeps locks, the commit also holds its table lock (``catalog.table_lock``), as Iceberg's
+Hive catalog does by default, so that a writer relying on that lock alone cannot overwrite it.
 
 The new metadata is made by pyiceberg (``update_table_metadata``, ``new_table_metadata``) from updates in
 Iceberg's REST form: a schema whose columns keep the field ids of the live columns they come from, a
@@ -31,6 +33,7 @@ from schemaflow.catalog.backend import HiveClient
 from schemaflow.catalog.iceberg_metadata import INSTALL, PREVIOUS_METADATA_LOCATION, TABLE_TYPE, current, iceberg_table, \
     is_iceberg, read_metadata
 from schemaflow.catalog.jvm import java_message, jvm_view
+from schemaflow.catalog.table_lock import table_lock
 from schemaflow.errors import ConcurrentChange, SchemaflowError
 from schemaflow.model import (COMMENT_KEY, LIVE_STATE, METADATA_LOCATION, SCHEMAFLOW_PREFIX, Column,
                               IcebergState, PartitionField, SortTerm, Table, split_key, state_digest)
@@ -51,33 +54,34 @@ def commit(client: HiveClient, key: str, table: Table | None, sources: Mapping[s
     """Commit the Iceberg table ``key`` as ``table`` says (None: its properties alone), each column named in
     ``sources`` keeping that live column's field id, with ``set`` and ``unset`` among its properties. ``hms``:
     its metastore entry, when the caller has just read it (the compare-and-swap still checks it is current)."""
-    database, name = split_key(key)
-    if hms is None:
-        hms = client.retrying(lambda: client.msc.getTable(database, name))
-    parameters = hms.getParameters()
-    if not is_iceberg(parameters):
-        raise SchemaflowError(f"{key} is no longer an Iceberg table in the metastore: plan again")
-    base_location = parameters.get(METADATA_LOCATION)
-    base = read_metadata(base_location)
-    found = iceberg_table(database, name, base, base_location)
-    assert found.iceberg is not None  # read from its metadata
-    if requires is not None and _required(found.iceberg) != _required(requires):
-        raise ConcurrentChange(key, _required(requires), _required(found.iceberg), "Iceberg metadata")
-    if expected is not None and found.version != expected:
-        raise ConcurrentChange(key, expected, found.version)
-    updates = _layout_updates(base, table, sources) if table is not None else []
-    properties, removals, upgrade = _properties(base, table, set, unset)
-    metadata = _evolved(base, base_location, updates, properties, removals, upgrade, key)
-    location = _next_location(metadata.location, metadata.properties, base_location)
-    _write(metadata, location)
-    _mirror(client, hms, metadata, removals)
-    hms.getParameters().put(PREVIOUS_METADATA_LOCATION, base_location)
-    hms.getParameters().put(METADATA_LOCATION, location)
-    try:
-        client.alter(hms, base_location, guarded_by=METADATA_LOCATION)
-    except Exception:
-        _delete(location)  # never named by the metastore: nobody reads it
-        raise
+    with table_lock(client, key):
+        database, name = split_key(key)
+        if hms is None:
+            hms = client.retrying(lambda: client.msc.getTable(database, name))
+        parameters = hms.getParameters()
+        if not is_iceberg(parameters):
+            raise SchemaflowError(f"{key} is no longer an Iceberg table in the metastore: plan again")
+        base_location = parameters.get(METADATA_LOCATION)
+        base = read_metadata(base_location)
+        found = iceberg_table(database, name, base, base_location)
+        assert found.iceberg is not None  # read from its metadata
+        if requires is not None and _required(found.iceberg) != _required(requires):
+            raise ConcurrentChange(key, _required(requires), _required(found.iceberg), "Iceberg metadata")
+        if expected is not None and found.version != expected:
+            raise ConcurrentChange(key, expected, found.version)
+        updates = _layout_updates(base, table, sources) if table is not None else []
+        properties, removals, upgrade = _properties(base, table, set, unset)
+        metadata = _evolved(base, base_location, updates, properties, removals, upgrade, key)
+        location = _next_location(metadata.location, metadata.properties, base_location)
+        _write(metadata, location)
+        _mirror(client, hms, metadata, removals)
+        hms.getParameters().put(PREVIOUS_METADATA_LOCATION, base_location)
+        hms.getParameters().put(METADATA_LOCATION, location)
+        try:
+            client.alter(hms, base_location, guarded_by=METADATA_LOCATION)
+        except Exception:
+            _delete(location)  # never named by the metastore: nobody reads it
+            raise
 
 
 def create(client: HiveClient, table: Table, set: Mapping[str, str]) -> None:

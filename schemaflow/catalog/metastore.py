@@ -69,6 +69,7 @@ class Metastore:
         self.progress: Callable[[str], None] | None = None
         self.sleep: Callable[[float], None] = time.sleep
         self._guards_checked = False
+        self.takes_locks: bool | None = None
         jvm = jvm_view(spark)
         self.api = jvm.org.apache.hadoop.hive.metastore.api
         self._serializer = jvm.org.apache.thrift.TSerializer(
