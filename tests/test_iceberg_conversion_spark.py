@@ -45,6 +45,12 @@ def _iceberg(db: str) -> dict[str, str]:
     return files
 
 
+def _table(db: str, name: str, storage: str, *columns: str) -> dict[str, str]:
+    """The file of an unpartitioned table: its storage line, and each column as ``name type``."""
+    listed = "".join(f"\n  - {{name: {c.split()[0]}, type: {c.split()[1]}}}" for c in columns)
+    return {f"schemas/{db}/{name}.yaml": f"table: {db}.{name}\n{storage}\ncolumns:{listed}\n"}
+
+
 def _by_partition(rows: list[dict]) -> dict[object, list[tuple]]:
     found: dict[object, list[tuple]] = defaultdict(list)
     for row in rows:
@@ -125,13 +131,7 @@ def test_a_conversion_stopped_after_the_rename_is_finished_by_the_next_apply(tmp
                                                                               monkeypatch):
     db = fresh_db()
     key = f"{db}.events"
-    files = {f"schemas/{db}/events.yaml": f"""
-        table: {db}.events
-        using: parquet
-        columns:
-          - {{name: id, type: bigint}}
-          - {{name: kind, type: string}}
-        """}
+    files = _table(db, "events", "using: parquet", "id bigint", "kind string")
     plan_and_apply(write_project(tmp_path, files), metastore)
     spark.sql(f"INSERT INTO {key} VALUES (1, 'open'), (2, 'close')")
     spark.sql(f"INSERT INTO {key} VALUES (3, 'open')")
@@ -162,13 +162,7 @@ def test_a_conversion_stopped_after_the_rename_is_finished_by_the_next_apply(tmp
 def test_files_iceberg_cannot_register_fail_the_step_before_anything_changes(tmp_path, spark, metastore, fresh_db):
     db = fresh_db()
     key = f"{db}.visits"
-    files = {f"schemas/{db}/visits.yaml": f"""
-        table: {db}.visits
-        format: parquet
-        columns:
-          - {{name: id, type: smallint}}
-          - {{name: at, type: timestamp}}
-        """}
+    files = _table(db, "visits", "format: parquet", "id smallint", "at timestamp")
     plan_and_apply(write_project(tmp_path, files), metastore)
     spark.sql(f"INSERT INTO {key} VALUES (1, TIMESTAMP '2024-01-01 10:00:00'), (2, NULL)")  # INT96, Spark's default
     location = metastore.msc.getTable(db, "visits").getSd().getLocation().removeprefix("file:")
