@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 import os
 import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from schemaflow.catalog.iceberg_metadata import read_metadata
+from schemaflow.catalog.metastore import Metastore
 from schemaflow.claims import parse_claim
 from schemaflow.catalog.thrift_reader import ThriftReader
 from schemaflow.model import Table
@@ -33,6 +36,19 @@ sorted_by: [id]
 @pytest.fixture(params=["derby", "postgresql"])
 def server(request: pytest.FixtureRequest) -> str:
     return str(request.getfixturevalue("metastore_server" if request.param == "derby" else "postgres_metastore_server"))
+
+
+@contextmanager
+def other_client(spark, uri: str) -> Iterator[Metastore]:
+    """Another writer's connection to the server ``uri``, from the test JVM: a metastore client of its own."""
+    jvm = spark.sparkContext._jvm
+    conf = jvm.org.apache.hadoop.hive.conf.HiveConf()
+    conf.set("hive.metastore.uris", uri)
+    client = jvm.org.apache.hadoop.hive.metastore.RetryingMetaStoreClient.getProxy(conf, True)
+    try:
+        yield Metastore(spark, client, uri)
+    finally:
+        client.close()
 
 
 def test_an_iceberg_table_is_applied_on_a_server_and_planned_again_without_a_jvm(server: str, tmp_path: Path) -> None:
@@ -144,11 +160,8 @@ def test_a_partitioned_parquet_table_is_converted_to_iceberg_on_a_server(server:
     env = {"SCHEMAFLOW_METASTORE_URI": server, "SCHEMAFLOW_WAREHOUSE_DIR": str(tmp_path / "warehouse")}
     assert schemaflow(project, "apply", "--auto-approve", env=env).returncode == 0
     # Rows in three partitions, as a job writes them: Parquet files in each partition's folder, registered.
-    jvm = spark.sparkContext._jvm
-    conf = jvm.org.apache.hadoop.hive.conf.HiveConf()
-    conf.set("hive.metastore.uris", server)
-    client = jvm.org.apache.hadoop.hive.metastore.RetryingMetaStoreClient.getProxy(conf, True)
-    try:
+    with other_client(spark, server) as other:
+        client = other.msc
         written = {}
         schema = pa.schema([("id", pa.int64()), ("amount", pa.decimal128(10, 2)), ("note", pa.string())])
         for day in (1, 2, 3):
@@ -157,8 +170,6 @@ def test_a_partitioned_parquet_table_is_converted_to_iceberg_on_a_server(server:
             pq.write_table(pa.Table.from_pylist(rows, schema=schema),
                            partition.getSd().getLocation().removeprefix("file:") + "/part-00000.parquet")
             written[datetime.date(2024, 1, day)] = sorted((r["id"], r["amount"], r["note"]) for r in rows)
-    finally:
-        client.close()
 
     (project / "schemas" / "conv_db" / "orders.yaml").write_text(
         ORDERS.replace("format: parquet", "format: iceberg").replace(
@@ -187,7 +198,6 @@ def test_a_struct_gains_fields_on_a_server_without_the_positional_rule(new_metas
     import pyarrow as pa
     from pyiceberg.table import StaticTable
 
-    from schemaflow.catalog.metastore import Metastore
     from schemaflow.model import TYPE_RULE
     from tests.iceberg_writer import OtherWriter
 
@@ -201,15 +211,9 @@ def test_a_struct_gains_fields_on_a_server_without_the_positional_rule(new_metas
     with new_metastore_server("derby", tmp_path / "lenient", {TYPE_RULE: "false"}) as server:
         env = {"SCHEMAFLOW_METASTORE_URI": server.uri, "SCHEMAFLOW_WAREHOUSE_DIR": str(tmp_path / "warehouse")}
         assert schemaflow(project, "apply", "--auto-approve", env=env).returncode == 0
-        jvm = spark.sparkContext._jvm
-        conf = jvm.org.apache.hadoop.hive.conf.HiveConf()
-        conf.set("hive.metastore.uris", server.uri)
-        client = jvm.org.apache.hadoop.hive.metastore.RetryingMetaStoreClient.getProxy(conf, True)
-        try:
-            table = OtherWriter(Metastore(spark, client, server.uri)).load_table("nest_db.events")
+        with other_client(spark, server.uri) as other:
+            table = OtherWriter(other).load_table("nest_db.events")
             table.append(pa.Table.from_pylist([{"id": 1, "info": {"a": 7, "b": "x"}}], schema=table.schema().as_arrow()))
-        finally:
-            client.close()
         before = read_metadata(ThriftReader(server.uri).read(("nest_db",)).get("nest_db.events").iceberg.metadata_location)
 
         (project / "schemas" / "nest_db" / "events.yaml").write_text(
@@ -252,11 +256,9 @@ def test_a_commit_waits_for_the_metastore_lock_another_writer_holds(server: str,
         CLICKS.replace("ice_db", db).replace("  - {name: v, type: int}\n", "  - {name: v, type: int}\n"
                                                                            "  - {name: extra, type: string}\n"))
     jvm = spark.sparkContext._jvm
-    conf = jvm.org.apache.hadoop.hive.conf.HiveConf()
-    conf.set("hive.metastore.uris", server)
-    client = jvm.org.apache.hadoop.hive.metastore.RetryingMetaStoreClient.getProxy(conf, True)
     api = jvm.org.apache.hadoop.hive.metastore.api
-    try:
+    with other_client(spark, server) as other:
+        client = other.msc
         component = api.LockComponent(api.LockType.EXCLUSIVE, api.LockLevel.TABLE, db)
         component.setTablename("clicks")
         components = jvm.java.util.ArrayList()
@@ -282,7 +284,72 @@ def test_a_commit_waits_for_the_metastore_lock_another_writer_holds(server: str,
         reading.join(timeout=60)
         assert client.getTable(db, "clicks").getParameters().get("metadata_location") != before
         assert client.showLocks(api.ShowLocksRequest()).getLocks().size() == 0  # and it let its own go
-    finally:
-        client.close()
     live = ThriftReader(server).read((db,)).get(f"{db}.clicks")
     assert isinstance(live, Table) and [c.name for c in live.columns] == ["ts", "id", "v", "extra"]
+
+
+def test_every_evolution_kind_on_a_server_and_a_plan_another_writer_made_stale(server: str, tmp_path: Path,
+                                                                                spark) -> None:
+    from datetime import UTC, datetime
+
+    import pyarrow as pa
+    from pyiceberg.table import StaticTable
+    from pyiceberg.types import StringType
+
+    from tests.iceberg_writer import OtherWriter
+
+    db = "evo_db"
+    key = f"{db}.clicks"
+    project = tmp_path / "project"
+    (project / "schemas" / db).mkdir(parents=True)
+    (project / "schemas" / db / "clicks.yaml").write_text(CLICKS.replace("ice_db", db))
+    env = {"SCHEMAFLOW_METASTORE_URI": server, "SCHEMAFLOW_WAREHOUSE_DIR": str(tmp_path / "warehouse")}
+    assert schemaflow(project, "apply", "--auto-approve", env=env).returncode == 0
+    day = datetime(2024, 1, 1, 12, tzinfo=UTC)
+    with other_client(spark, server) as other:
+        table = OtherWriter(other).load_table(key)
+        table.append(pa.Table.from_pylist([{"ts": day.replace(day=d), "id": d, "v": 10 * d} for d in (1, 2)],
+                                          schema=table.schema().as_arrow()))
+    reader = ThriftReader(server)
+    first = read_metadata(reader.read((db,)).get(key).iceberg.metadata_location)
+
+    # A rename (migration) and a promotion, a column added, the spec and the sort order, in one commit.
+    (project / "migrations").mkdir()
+    (project / "migrations" / "0001_val.yaml").write_text(
+        f"description: v is a value\nchanges:\n  - rename_column: {{table: {key}, from: v, to: val}}\n")
+    assert schemaflow(project, "hash-migrations").returncode == 0
+    (project / "schemas" / db / "clicks.yaml").write_text(
+        CLICKS.replace("ice_db", db).replace("{name: v, type: int}", "{name: val, type: bigint}\n"
+                                             "  - {name: extra, type: string, comment: Later}")
+        .replace("[day(ts), bucket(8, id)]", "[month(ts)]").replace("sorted_by: [id]", "sorted_by: [ts DESC NULLS LAST]"))
+    saved = schemaflow(project, "plan", "--out", "plan.json", env=env)
+    assert saved.returncode == 2, saved.stdout + saved.stderr
+    # Another writer changes the schema after the review: the reviewed plan is refused, nothing applied.
+    with other_client(spark, server) as other:
+        with OtherWriter(other).load_table(key).update_schema() as update:
+            update.add_column("theirs", StringType())
+    refused = schemaflow(project, "apply", "plan.json", "--auto-approve", env=env)
+    assert refused.returncode == 1 and "plan.json is stale" in refused.stderr, refused.stdout + refused.stderr
+    assert "nothing was applied" in refused.stderr
+    assert [c.name for c in reader.read((db,)).get(key).columns] == ["ts", "id", "v", "theirs"]
+
+    # Their column declared, as drift would say; planned again and applied.
+    (project / "schemas" / db / "clicks.yaml").write_text(
+        (project / "schemas" / db / "clicks.yaml").read_text().replace(
+            "comment: Later}\n", "comment: Later}\n  - {name: theirs, type: string}\n"))
+    applied = schemaflow(project, "apply", "--auto-approve", env=env)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    live = reader.read((db,)).get(key)
+    assert isinstance(live, Table) and [(c.name, c.type) for c in live.columns] == [
+        ("ts", "timestamp"), ("id", "bigint"), ("val", "bigint"), ("extra", "string"), ("theirs", "string")]
+    assert [str(f) for f in live.partition_spec] == ["month(ts)"]
+    assert [str(t) for t in live.sort_order] == ["ts DESC NULLS LAST"]
+    metadata = read_metadata(live.iceberg.metadata_location)
+    ids = {f["name"]: f["id"] for f in next(s for s in metadata["schemas"]
+                                           if s["schema-id"] == metadata["current-schema-id"])["fields"]}
+    assert (ids["ts"], ids["id"], ids["val"]) == tuple(f["id"] for f in first["schemas"][0]["fields"])
+    # As the step said: no data file rewritten; the rows written before read as they were, the new columns empty.
+    rows = StaticTable.from_metadata(live.iceberg.metadata_location).scan().to_arrow().to_pylist()
+    assert sorted((r["id"], r["val"], r["extra"], r["theirs"]) for r in rows) == [
+        (1, 10, None, None), (2, 20, None, None)]
+    assert schemaflow(project, "plan", env=env).returncode == 0
