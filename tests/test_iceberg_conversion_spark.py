@@ -191,3 +191,28 @@ def test_files_iceberg_cannot_register_fail_the_step_before_anything_changes(tmp
     rows = sorted((r["id"], r["at"].replace(tzinfo=None) if r["at"] else None)
                   for r in _iceberg_rows(metastore, db, "visits"))
     assert rows == before
+
+
+def test_a_conversion_reviewed_from_the_pull_request_is_what_apply_runs(tmp_path, spark, metastore, fresh_db,
+                                                                          monkeypatch):
+    from tests.gitrepos import commit, init_repo
+    from tests.inprocess import schemaflow
+
+    db = fresh_db()
+    key = f"{db}.events"
+    repo = init_repo(tmp_path)
+    (tmp_path / "schemaflow.yaml").write_text(f"databases: [{db}]\n")
+    files = _table(db, "events", "using: parquet", "id bigint", "kind string")
+    write_project(tmp_path, files)
+    commit(repo, "the Parquet table")
+    monkeypatch.chdir(tmp_path)
+    assert schemaflow("apply", "--auto-approve").code == 0
+    spark.sql(f"INSERT INTO {key} VALUES (1, 'open'), (2, 'close')")
+    write_project(tmp_path, {path: text.replace("using: parquet", "format: iceberg") for path, text in files.items()})
+    commit(repo, "to Iceberg")
+    # The plan a reviewer reads on the pull request, made from the two commits alone, then the apply after merge.
+    reviewed = schemaflow("plan", "--base", "HEAD~1", "--head", "HEAD", "--out", "reviewed.json")
+    assert reviewed.code == 2 and f"convert table {key} to Iceberg" in reviewed.out, reviewed.said
+    applied = schemaflow("apply", "--reviewed", "reviewed.json", "--auto-approve")
+    assert applied.code == 0, applied.said
+    assert sorted((r["id"], r["kind"]) for r in _iceberg_rows(metastore, db, "events")) == [(1, "open"), (2, "close")]
