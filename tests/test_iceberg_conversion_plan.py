@@ -39,7 +39,9 @@ def test_a_partitioned_hive_parquet_table_is_converted_its_files_registered_and_
         "moves or deletes the files the Iceberg table reads",
         "Iceberg's metadata and new data files go to _iceberg/ in the table's folder (write.metadata.path, "
         "write.data.path), which readers of shop.orders_backup_ skip",
-        "shop.orders_backup_ is kept until a plan with --allow-destructive drops its entry; its files stay")
+        "shop.orders_backup_ is kept until a plan with --allow-destructive drops its entry; its files stay. Until "
+        "then, expire no snapshot of shop.orders after rewriting its files (Iceberg would delete the Parquet files "
+        "shop.orders_backup_ reads)")
     assert step.hazards == ("readers of shop.orders (and of the views over it) need Iceberg's runtime from now on; a job "
                             "that still writes Parquet files into its folders writes into shop.orders_backup_, which "
                             "the Iceberg table does not see",)

@@ -159,7 +159,9 @@ class ConvertToIceberg:
                  f"finishes the conversion a stopped apply began: {backup} is the Parquet table, already renamed",
                  f"Iceberg's metadata and new data files go to {CONVERTED_FOLDER}/ in the table's folder "
                  f"(write.metadata.path, write.data.path), which readers of {backup} skip",
-                 f"{backup} is kept until a plan with --allow-destructive drops its entry; its files stay"]
+                 f"{backup} is kept until a plan with --allow-destructive drops its entry; its files stay. Until "
+                 f"then, expire no snapshot of {key} after rewriting its files (Iceberg would delete the Parquet "
+                 f"files {backup} reads)"]
         if self.have.bucketing:
             notes.append("Hive's bucketing is not carried over: Iceberg's is bucket(N, column) in partitioned_by")
         hazards = (f"readers of {key} (and of the views over it) need Iceberg's runtime from now on; a job that still "
