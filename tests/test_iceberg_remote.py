@@ -333,15 +333,22 @@ def test_every_evolution_kind_on_a_server_and_a_plan_another_writer_made_stale(s
     assert "nothing was applied" in refused.stderr
     assert [c.name for c in reader.read((db,)).get(key).columns] == ["ts", "id", "v", "theirs"]
 
-    # Their column declared, as drift would say; planned again and applied.
-    (project / "schemas" / db / "clicks.yaml").write_text(
-        (project / "schemas" / db / "clicks.yaml").read_text().replace(
-            "comment: Later}\n", "comment: Later}\n  - {name: theirs, type: string}\n"))
-    applied = schemaflow(project, "apply", "--auto-approve", env=env)
+    # Their column dropped with a migration, as drift would offer, and id moved after val: planned again, applied.
+    (project / "migrations" / "0002_theirs.yaml").write_text(
+        f"description: not ours\nchanges:\n  - drop_column: {{table: {key}, column: theirs}}\n")
+    assert schemaflow(project, "hash-migrations").returncode == 0
+    text = (project / "schemas" / db / "clicks.yaml").read_text()
+    (project / "schemas" / db / "clicks.yaml").write_text(text.replace(
+        "  - {name: id, type: bigint}\n  - {name: val, type: bigint}\n",
+        "  - {name: val, type: bigint}\n  - {name: id, type: bigint}\n"))
+    planned = json.loads(schemaflow(project, "plan", "--format", "json", env=env).stdout)
+    [step] = planned["steps"]
+    assert step["hazards"] == ["drop theirs: its values stay in the data files, and no reader sees them"]
+    applied = schemaflow(project, "apply", "--auto-approve", env=env)  # the migration names the drop
     assert applied.returncode == 0, applied.stdout + applied.stderr
     live = reader.read((db,)).get(key)
     assert isinstance(live, Table) and [(c.name, c.type) for c in live.columns] == [
-        ("ts", "timestamp"), ("id", "bigint"), ("val", "bigint"), ("extra", "string"), ("theirs", "string")]
+        ("ts", "timestamp"), ("val", "bigint"), ("id", "bigint"), ("extra", "string")]
     assert [str(f) for f in live.partition_spec] == ["month(ts)"]
     assert [str(t) for t in live.sort_order] == ["ts DESC NULLS LAST"]
     metadata = read_metadata(live.iceberg.metadata_location)
@@ -350,6 +357,6 @@ def test_every_evolution_kind_on_a_server_and_a_plan_another_writer_made_stale(s
     assert (ids["ts"], ids["id"], ids["val"]) == tuple(f["id"] for f in first["schemas"][0]["fields"])
     # As the step said: no data file rewritten; the rows written before read as they were, the new columns empty.
     rows = StaticTable.from_metadata(live.iceberg.metadata_location).scan().to_arrow().to_pylist()
-    assert sorted((r["id"], r["val"], r["extra"], r["theirs"]) for r in rows) == [
-        (1, 10, None, None), (2, 20, None, None)]
+    assert sorted((r["id"], r["val"], r["extra"], "theirs" in r) for r in rows) == [
+        (1, 10, None, False), (2, 20, None, False)]
     assert schemaflow(project, "plan", env=env).returncode == 0
