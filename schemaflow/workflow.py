@@ -301,8 +301,8 @@ def import_database(project: Project, live: Live, database: str, out: Path, over
     from schemaflow.spec.export import write_schemas, write_sources
 
     names = project.settings.database_names
-    read = live.read((names.get(database.lower(), database.lower()),))
-    adopted = Catalog(objects={key: obj for key, obj in read.objects.items() if _scope(project).adopts(obj)})
+    read, scope = live.read((names.get(database.lower(), database.lower()),)), _scope(project)
+    adopted = Catalog(objects={key: obj for key, obj in read.objects.items() if scope.adopts(obj)})
     kept, left_alone = owned(project, read, adopted)
     objects = from_target(kept, names).objects
     sources, unread, imports = _sources_read(project, live, database.lower(), objects, out)

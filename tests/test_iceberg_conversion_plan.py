@@ -120,3 +120,14 @@ def test_a_column_iceberg_has_no_type_for_converts_as_the_type_iceberg_reads_it_
     assert step.kind == "convert_to_iceberg" and not step.blocked
     [refused] = _plan(replace(want, columns=(Column("id", "bigint"), Column("code", "string"))), narrow).steps
     assert refused.blocked and "declare the columns id int, code string (data columns" in refused.blocked
+
+
+def test_a_conversion_keeps_the_files_where_they_are_so_another_location_is_refused():
+    [step] = _plan(replace(ICEBERG, location="s3://lake/elsewhere/orders"), HIVE).steps
+    assert step.blocked == (
+        "converting to Iceberg at 's3://lake/elsewhere/orders' is not supported in place: a conversion leaves the "
+        "Parquet files where they are, and the Iceberg table takes the Parquet table's folder: declare no location "
+        "(or the external table's own), convert, then copy the table elsewhere if it is to move")
+    external = replace(HIVE, external=True, location="file:/lake/shop/orders")
+    [step] = _plan(replace(ICEBERG, location="/lake/shop/orders"), external).steps
+    assert step.kind == "convert_to_iceberg" and not step.blocked

@@ -94,7 +94,7 @@ def _data_files(client: HiveClient, source: Any, metadata: Any, io: Any, locatio
         folders = sorted((p.getSd().getLocation().rstrip("/"), [None if v == HIVE_DEFAULT_PARTITION else v
                                                                 for v in p.getValues()]) for p in partitions)
     for folder, values in folders:
-        record = pyiceberg.Record(*(_partition_value(spec, schema, field, value)
+        record = pyiceberg.Record(*(_partition_value(schema, field, value)
                                     for field, value in zip(spec.fields, values, strict=True)))
         for path in _files(folder):
             try:
@@ -117,7 +117,7 @@ def _unregistrable(path: str, error: Exception) -> str:
     return why + ": rewrite the file, or convert by copying (a new Iceberg table and INSERT ... SELECT)"
 
 
-def _partition_value(spec: Any, schema: Any, field: Any, value: str | None) -> Any:
+def _partition_value(schema: Any, field: Any, value: str | None) -> Any:
     """A Hive partition value (text) as Iceberg keeps it in a partition record (a date as days, ...)."""
     if value is None:
         return None

@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from schemaflow.catalog.backend import HiveClient
 from schemaflow.catalog.jvm import jvm_view, unreachable
 from schemaflow.errors import SchemaflowError
+from schemaflow.model import split_key
 
 WAIT_SECONDS = 180.0  # how long a lock another writer holds is waited for: Iceberg's own (iceberg.hive.lock-timeout-ms)
 _POLL_SECONDS = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0)  # between checks of a waiting lock, then the last again
@@ -36,7 +37,7 @@ def table_lock(client: HiveClient, key: str, wait: float = WAIT_SECONDS) -> Iter
     if client.takes_locks is False:
         yield
         return
-    database, name = key.split(".", 1)
+    database, name = split_key(key)
     api = client.api
     component = api.LockComponent(api.LockType.EXCLUSIVE, api.LockLevel.TABLE, database)
     component.setTablename(name)
@@ -74,4 +75,3 @@ def _acquire(client: HiveClient, key: str, lock_id: int, state: str, wait: float
                else f"the metastore answered {state}")
         raise SchemaflowError(f"{key}: the metastore's lock on it was not acquired ({why}); nothing was committed. "
                               "Apply again once the other writer is done")
-

@@ -507,5 +507,5 @@ class Stamp:
 
 
 Change = (CreateDatabase | SetDatabaseProperties | CreateTable | DropTable | AddColumns | AlterColumns | AlterIcebergTable
-          | ConvertToIceberg          | SetTableComment | SetColumnComments | SetStorage | CreateView | ReplaceView | DropView | SyncViewPartitions
-          | Unsupported | Stamp)
+          | ConvertToIceberg | SetTableComment | SetColumnComments | SetStorage | CreateView | ReplaceView | DropView
+          | SyncViewPartitions | Unsupported | Stamp)

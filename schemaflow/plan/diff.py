@@ -19,7 +19,7 @@ from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateDat
                                      SetStorage, SetTableComment, Unsupported)
 from schemaflow.plan.evolution import APPEND, SAME, Evolution, evolve
 from schemaflow.plan.iceberg import ConvertToIceberg, backup_name, conversion, iceberg_change
-from schemaflow.sql.storage import SCHEMA_FROM_SERDE
+from schemaflow.sql.storage import SCHEMA_FROM_SERDE, same_location
 from schemaflow.sql.table_kinds import ColumnChanges, TableKind, kind_of, table_kind
 from schemaflow.sql.ddl import stores_view, view_text
 from schemaflow.sql.views import normalize_sql
@@ -79,7 +79,7 @@ def diff_database(desired: Catalog, live: Catalog, name: str) -> list[Change]:
     if want.comment is not None and want.comment != have.comment:
         changes.append(Unsupported(name, "database", f"changing the comment {have.comment!r} -> {want.comment!r}",
                                    way_out))
-    if want.location is not None and not _same_location(want.location, have.location):
+    if want.location is not None and not same_location(want.location, have.location):
         changes.append(Unsupported(name, "database", f"changing the location {have.location!r} -> {want.location!r}",
                                    way_out))
     new = {k: v for k, v in want.properties.items() if have.properties.get(k) != v}
@@ -100,7 +100,7 @@ def diff_table(want: Table, have: Table, migrations: Sequence[Migration] = (), t
     kind = kind_of(want)
     had = table_kind(have.format, have.data_source)
     if kind.column_changes is ColumnChanges.ICEBERG or (had and had.column_changes is ColumnChanges.ICEBERG):
-        return _iceberg(want, have, migrations, type_rule, backup_taken)
+        return _iceberg(want, have, had, migrations, type_rule, backup_taken)
     # What the table cannot take in place blocks it; its comment is still shown (the plan marks it waiting).
     comment = [SetTableComment(key, have.comment, want.comment, through_metastore=want.serde in SCHEMA_FROM_SERDE)
                ] if want.comment != have.comment else []
@@ -130,11 +130,10 @@ def diff_table(want: Table, have: Table, migrations: Sequence[Migration] = (), t
     return changes + comment
 
 
-def _iceberg(want: Table, have: Table, migrations: Sequence[Migration], type_rule: bool,
+def _iceberg(want: Table, have: Table, had: TableKind | None, migrations: Sequence[Migration], type_rule: bool,
              backup_taken: bool) -> list[Change]:
     """An Iceberg table's change (``plan.iceberg``); a Parquet table becoming one is converted, every other change
-    of kind cannot be made in place."""
-    had = table_kind(have.format, have.data_source)
+    of kind cannot be made in place. ``had``: the live table's kind."""
     if kind_of(want).column_changes is ColumnChanges.ICEBERG and not (had and had.own_metadata):
         conversion_ = conversion(want, have, backup_taken)
         if isinstance(conversion_, tuple):
@@ -164,7 +163,7 @@ def _storage_changes(want: Table, have: Table) -> list[str]:
         ("bucketed by", _bucket_columns(have), _bucket_columns(want)),
         ("external", have.external, want.external),
     ) if old != new]
-    if want.external and not _same_location(want.location, have.location):
+    if want.external and not same_location(want.location, have.location):
         changed.append(f"location {have.location!r} -> {want.location!r}")
     return changed
 
@@ -283,10 +282,3 @@ def _shape(columns: tuple[Column, ...]) -> list[tuple[str, str | None]]:
 def _names(columns: tuple[Column, ...]) -> list[str]:
     return [c.name for c in columns]
 
-
-def _same_location(a: str | None, b: str | None) -> bool:
-    """Compare locations as the metastore stores them: a bare local path gains ``file:``."""
-    def norm(p: str | None) -> str:
-        p = (p or "").rstrip("/")
-        return "file:" + p if p.startswith("/") else p
-    return norm(a) == norm(b)

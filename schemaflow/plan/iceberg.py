@@ -29,6 +29,7 @@ from schemaflow.plan.evolution import SAME, Evolution, Problem, evolve
 from schemaflow.plan.kinds import StepKind
 from schemaflow.plan.steps import IcebergCommit, Step
 from schemaflow.sql.iceberg_types import evolves, iceberg_equivalent
+from schemaflow.sql.storage import same_location
 from schemaflow.wording import value_change
 
 _UNREADABLE = ("its Iceberg metadata file could not be read here: plan where the table's storage is reachable "
@@ -200,6 +201,12 @@ def conversion(want: Table, have: Table, taken: bool) -> ConvertToIceberg | tupl
             f"converting to Iceberg partitioned by {_terms(want.partition_spec)}",
             f"a conversion keeps the Hive partitions: declare {keys}, convert, then change the partition spec in a "
             "later change (Iceberg evolves it without rewriting)"))
+    if want.location is not None and not same_location(want.location, have.location):
+        problems.append(Problem(
+            f"converting to Iceberg at {want.location!r}",
+            "a conversion leaves the Parquet files where they are, and the Iceberg table takes the Parquet table's "
+            "folder: declare no location (or the external table's own), convert, then copy the table elsewhere if "
+            "it is to move"))
     if taken:
         problems.append(Problem(f"converting to Iceberg while {backup_name(have.key)} exists",
                                 f"the Parquet table is kept as {backup_name(have.key)}: drop or rename that one first"))

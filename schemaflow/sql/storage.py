@@ -84,6 +84,14 @@ def java_capturing_groups(regex: str) -> int:
     return count
 
 
+def same_location(a: str | None, b: str | None) -> bool:
+    """Compare locations as the metastore stores them: a bare local path gains ``file:``."""
+    def norm(p: str | None) -> str:
+        p = (p or "").rstrip("/")
+        return "file:" + p if p.startswith("/") else p
+    return norm(a) == norm(b)
+
+
 def serde_properties(parameters: Mapping[str, str], data_source: bool = False) -> dict[str, str]:
     """The SERDEPROPERTIES (or a data source's OPTIONS) a person declares, sorted.
 
