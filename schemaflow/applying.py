@@ -88,6 +88,8 @@ def chosen_plan(project: Project, live: Live, options: ApplyOptions) -> Plan:
     now; else one made now, which must make the changes of the reviewed plan if one is given."""
     workflow.check_code(project, "in apply")
     reviewed = workflow.load_plan(options.reviewed) if options.reviewed else None
+    if reviewed:  # before the metastore is read: the reviewed plan says what would run
+        workflow.check_plan_code(reviewed, project)
     if reviewed and options.reviewed:
         workflow.check_settings(reviewed, options.reviewed, project)
     if reviewed and options.saved:
@@ -101,6 +103,7 @@ def chosen_plan(project: Project, live: Live, options: ApplyOptions) -> Plan:
             raise SchemaflowError(f"{options.saved} was planned without --allow-destructive; "
                                   "a saved plan runs as reviewed: plan again with --allow-destructive")
         check_runnable(plan)
+        workflow.check_plan_code(plan, project)
         workflow.check_saved(plan, options.saved, project, live)
         return plan
     allow = reviewed.allow_destructive if reviewed else options.allow_destructive
@@ -109,6 +112,7 @@ def chosen_plan(project: Project, live: Live, options: ApplyOptions) -> Plan:
     if stale:
         raise SchemaflowError(f"{options.reviewed} is stale: planning now against the metastore makes other changes "
                               "than were reviewed; nothing was applied. Review again.\n  " + "\n  ".join(stale))
+    workflow.check_plan_code(plan, project)
     return plan
 
 

@@ -4,21 +4,32 @@
 settings run code of their choosing in the process that applies, where the production metastore's
 credentials are at hand: an ``after_apply`` hook is a shell command, and a JVM option, a class path,
 a jar or package, an extension, plugin or listener, or any Spark setting that names a Java class
-makes Spark run or load code as it starts. Each is a ``CodeSetting`` with a short id, a digest of
-the setting and its value, and none of them runs unless the operator approved that id outside the
-repository: ``SCHEMAFLOW_APPROVED_CODE`` in the job's environment (a protected environment's variable
-in CI) or ``--approve-code`` on the command line. A changed command or value has another id, so an
-approval never carries over to code nobody approved.
+makes Spark run or load code as it starts. Each is a ``CodeSetting`` with an id, a 128-bit digest
+of the setting, its value and the content of every file of the project it names, and none of them
+runs unless the operator approved that id outside the repository: ``SCHEMAFLOW_APPROVED_CODE`` in the
+job's environment (a protected environment's variable in CI) or ``--approve-code`` on the command
+line. A changed command, value or named file has another id, so an approval never carries over to
+code nobody approved: a pull request that rewrites ``scripts/notify.sh`` under an approved
+``after_apply: [sh scripts/notify.sh]`` changes what runs, and so the id.
+
+Which files a setting names is read from its words (``named_paths``): each relative path in a
+command, a list or a class path (``lib/*`` names the folder's files), and the module after
+``python -m``. What a named file reads in turn is not followed: a hook's script that runs other
+files of the repository should name them on its command line, or live outside the repository.
 
 Which Spark settings run code is known by key (the ones Spark documents as loading classes, jars
 or scripts) and, for the keys Spark, Hadoop and Hive add all the time, by value: a value that names
-a Java class (``com.example.Provider``) or a jar, library or script file.
+a Java class (``com.example.Provider``) or a jar, library or script file; and a value Spark or Hadoop expands (``${env:AWS_SECRET_ACCESS_KEY}`` in an endpoint
+would send the job's secret wherever the endpoint points).
 """
 from __future__ import annotations
 
 import hashlib
+import posixpath
 import re
+import shlex
 from dataclasses import dataclass
+from typing import Any
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from schemaflow.errors import SchemaflowError
@@ -47,7 +58,13 @@ _CODE_PREFIXES = ("spark.jars.", "spark.sql.catalog.", "spark.driver.resource.",
 # A fully qualified Java class name (its last part capitalised, as Java's conventions have it).
 _JAVA_CLASS = re.compile(r"\s*(?:[A-Za-z_$][\w$]*\.)+[A-Z][\w$]*\s*")
 _CODE_FILE = re.compile(r"\.(?:jar|zip|so|dylib|dll|py|sh|class)\s*$", re.IGNORECASE)
-_ID_LENGTH = 12
+# Spark's ConfigReader (${env:X}, ${system:X}) and Hadoop's Configuration (${env.X}, ${X}) expand these.
+_EXPANDED = "${"
+_ID_LENGTH = 32  # hex digits: 128 bits, beyond any collision search
+# Where a setting's value names files: separators of lists, class paths, options (-javaagent:x.jar=opts).
+_PATH_SEPARATORS = re.compile(r"[\s,:;=\"']+")
+# The project's files a setting names, each with the digest of its content (``spec.settings.code_files``).
+CODE_FILES = "code_files"
 
 
 @dataclass(frozen=True)
@@ -57,20 +74,25 @@ class CodeSetting:
     setting: str
     value: str
     reason: str
+    files: tuple[tuple[str, str], ...] = ()  # the project's files it names: (path, digest of the content)
 
     @property
     def id(self) -> str:
-        """What the operator approves: a digest of the setting and its exact value."""
-        return hashlib.sha256(f"{self.setting}\0{self.value}".encode()).hexdigest()[:_ID_LENGTH]
+        """What the operator approves: a digest of the setting, its exact value and its files' contents."""
+        named = "".join(f"\0{path}\0{digest}" for path, digest in self.files)
+        return hashlib.sha256(f"{self.setting}\0{self.value}{named}".encode()).hexdigest()[:_ID_LENGTH]
 
     def describe(self) -> str:
-        return f"{self.setting}: {self.value!r} ({self.reason}; id {self.id})"
+        files = f"; runs {', '.join(path for path, _ in self.files)} as it is now" if self.files else ""
+        return f"{self.setting}: {self.value!r} ({self.reason}{files}; id {self.id})"
 
 
 def spark_code_reason(key: str, value: str) -> str | None:
     """Why the Spark setting ``key: value`` runs or loads code, or None when it does not."""
     if key in _CODE_KEYS or key.startswith(_CODE_PREFIXES):
         return "Spark loads or runs what it names"
+    if _EXPANDED in value:
+        return "Spark or Hadoop fills ${...} in with the job's environment or system properties"
     parts = value.split(",")
     if any(_JAVA_CLASS.fullmatch(part) for part in parts):
         return "names a Java class, which Spark or Hadoop loads"
@@ -79,12 +101,55 @@ def spark_code_reason(key: str, value: str) -> str | None:
     return None
 
 
-def code_settings(hooks: Sequence[str], spark_conf: Mapping[str, str]) -> tuple[CodeSetting, ...]:
-    """The hooks and Spark settings among these that run code, in a stable order."""
-    found = [CodeSetting(HOOKS, command, "a shell command run after apply") for command in hooks]
-    found += [CodeSetting(f"{SPARK_CONF} {key}", value, reason) for key, value in sorted(spark_conf.items())
-              for reason in [spark_code_reason(key, value)] if reason]
+def code_settings(hooks: Sequence[str], spark_conf: Mapping[str, str],
+                  files: Mapping[str, str] | None = None) -> tuple[CodeSetting, ...]:
+    """The hooks and Spark settings among these that run code, in a stable order, each with those of
+    ``files`` (the project's, path -> digest of the content) that it names."""
+    files = files or {}
+    found = [CodeSetting(HOOKS, command, "a shell command run after apply", _named(named_paths(command, True), files))
+             for command in hooks]
+    found += [CodeSetting(f"{SPARK_CONF} {key}", value, reason, _named(named_paths(value), files))
+              for key, value in sorted(spark_conf.items()) for reason in [spark_code_reason(key, value)] if reason]
     return tuple(found)
+
+
+def declared_code(settings: Mapping[str, Any], files: Mapping[str, str] | None = None) -> tuple[CodeSetting, ...]:
+    """The settings that run code in a settings file's data, the project's and every target's, once each."""
+    found: dict[str, CodeSetting] = {}
+    for part in [settings, *(target or {} for target in (settings.get("targets") or {}).values())]:
+        conf = {str(k): str(v) for k, v in ((part.get("spark") or {}).get("conf") or {}).items()}
+        for setting in code_settings([str(c) for c in part.get(HOOKS) or ()], conf, files):
+            found.setdefault(setting.id, setting)
+    return tuple(found.values())
+
+
+def named_paths(value: str, command: bool = False) -> tuple[str, ...]:
+    """The relative paths (project files or folders) a setting's value may name, normalised and sorted:
+    every word of a shell ``command`` or of a Spark value, its parts between separators, a class path's
+    folder (``lib/*``), and the module after ``python -m`` (``tools/notify.py``, ``tools/notify``)."""
+    try:
+        words = shlex.split(value, comments=False) if command else [value]
+    except ValueError:  # unbalanced quotes: the shell refuses it too; the words as written are still read
+        words = value.split()
+    parts = [part for word in words for part in (word, *_PATH_SEPARATORS.split(word)) if part]
+    modules = [words[i + 1] for i, word in enumerate(words[:-1]) if command and word == "-m"]
+    parts += [candidate for module in modules for base in [module.replace(".", "/")]
+              for candidate in (base + ".py", base)]
+    found = set()
+    for part in parts:
+        part = part.removeprefix("file:").removeprefix("local:")
+        if part.endswith("*"):
+            part = part.rstrip("*") or "."
+        normal = posixpath.normpath(part)
+        if normal not in (".", "..") and not normal.startswith(("/", "../", "-", "~")) and "://" not in part:
+            found.add(normal)
+    return tuple(sorted(found))
+
+
+def _named(paths: Sequence[str], files: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """The files among ``files`` that ``paths`` name, the files below a named folder included."""
+    return tuple((file, digest) for file, digest in sorted(files.items())
+                 if any(file == path or file.startswith(path + "/") for path in paths))
 
 
 def approvals(variable: str | None, given: Iterable[str] = ()) -> frozenset[str]:
@@ -96,7 +161,8 @@ def unapproved(found: Iterable[CodeSetting], approved: Collection[str]) -> tuple
     return tuple(setting for setting in found if setting.id not in approved)
 
 
-def check_approved(found: Iterable[CodeSetting], approved: Collection[str], doing: str) -> None:
+def check_approved(found: Iterable[CodeSetting], approved: Collection[str], doing: str,
+                   holder: str = "schemaflow.yaml has settings") -> None:
     """Refuse to go on while any of ``found`` is not approved; the message lists each with its id."""
     missing = unapproved(found, approved)
     if not missing:
@@ -104,6 +170,6 @@ def check_approved(found: Iterable[CodeSetting], approved: Collection[str], doin
     listed = "\n".join(f"  {setting.describe()}" for setting in missing)
     ids = " ".join(setting.id for setting in missing)
     raise SchemaflowError(
-        f"schemaflow.yaml has settings that run code {doing}, and the operator has not approved them; nothing was "
+        f"{holder} that run code {doing}, and the operator has not approved them; nothing was "
         f"run:\n{listed}\nRead each one. To approve them, set {APPROVAL_VARIABLE}='{ids}' where the job runs (in CI, "
         "a variable of the protected environment, not a file of the repository), or pass --approve-code for each id")

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Mapping
 
-from schemaflow.code_settings import APPROVAL_VARIABLE, CodeSetting, approvals, code_settings
+from schemaflow.code_settings import APPROVAL_VARIABLE, CODE_FILES, CodeSetting, approvals, code_settings
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import Database
 from schemaflow.spec.settings import SETTINGS_FILE, read_settings
@@ -56,11 +56,22 @@ class Settings:
     targets: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # every target's database names
     declared: Mapping[str, Any] = field(default_factory=dict)  # schemaflow.yaml's data as written: what reviews see
     approved_code: frozenset[str] = frozenset()  # ids of the code-running settings the operator approved
+    root: str = ""  # the project's folder, where relative paths in settings are read ("": the current folder)
 
     @property
     def code(self) -> tuple[CodeSetting, ...]:
         """The hooks and Spark settings that run code with these settings (see ``code_settings``)."""
-        return code_settings(self.after_apply, self.spark_conf)
+        return code_settings(self.after_apply, self.spark_conf, self.code_files)
+
+    @property
+    def spark_code(self) -> tuple[CodeSetting, ...]:
+        """The Spark settings among ``code``: those that run code as Spark starts."""
+        return code_settings((), self.spark_conf, self.code_files)
+
+    @property
+    def code_files(self) -> Mapping[str, str]:
+        """The project's files that settings which run code name, with the digest of each one's content."""
+        return self.declared.get(CODE_FILES) or {}
 
 
 @dataclass(frozen=True)
@@ -118,6 +129,7 @@ def load_project(root: str | Path, env: Mapping[str, str] | None = None, target:
         targets={name: _names(target or {}) for name, target in sorted((project_wide.get("targets") or {}).items())},
         declared=project_wide,
         approved_code=approvals(env.get(APPROVAL_VARIABLE), approve_code),
+        root=str(root),
     )
     return Project(root=root, settings=settings)
 

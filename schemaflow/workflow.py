@@ -29,6 +29,7 @@ from schemaflow.plan.invalidation import created_schema_mode
 from schemaflow.plan.kinds import VIEW_DEFINITIONS, StepKind
 from schemaflow.sql.ddl import view_text
 from schemaflow.plan.plan import Plan, applied, build_plan
+from schemaflow.plan.view_code import plan_code
 from schemaflow.plan.settings_changes import applied_part, recorded, recording, settings_digest, with_settings
 from schemaflow.project import Project
 from schemaflow.scope import Scope
@@ -172,6 +173,12 @@ def _unapproved_code(project: Project) -> tuple[str, ...]:
 def check_code(project: Project, doing: str) -> None:
     """Refuse, before anything runs, while a setting that runs code is not approved (see ``code_settings``)."""
     check_approved(project.settings.code, project.settings.approved_code, doing)
+
+
+def check_plan_code(plan: Plan, project: Project) -> None:
+    """Refuse, before anything runs, while a view of ``plan`` calls Java the operator has not approved
+    (see ``plan.view_code``)."""
+    check_approved(plan_code(plan.steps), project.settings.approved_code, "in apply", "the plan has views")
 
 
 def check_settings(plan: Plan, path: Path, project: Project) -> None:

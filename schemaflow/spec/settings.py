@@ -7,11 +7,19 @@ A folder (or a broken link) where the file belongs is an error too, not a projec
 Where schemaflow reads and writes is set by ``metastore.uri``, ``warehouse_dir`` and ``spark.master`` (which
 the operator's ``SCHEMAFLOW_METASTORE_URI`` and its kin override), never by ``spark.conf``: a Spark setting
 that names another metastore, warehouse or master would win over them all, so it is refused where it is.
+
+A ``spark.conf`` key is checked as Spark receives it: pyspark hands each setting to Spark's launcher as
+``--conf KEY=VALUE``, which splits at the first ``=``, so a key holding ``=`` would reach Spark as
+another key (``spark.driver.extraJavaOptions=-XX:...``) than the one every rule here reads. Keys are
+therefore Spark's own spelling alone (letters, digits, ``.``, ``_``, ``-``), or refused where written.
 """
 from __future__ import annotations
 
+import hashlib
+import re
 from typing import Any
 
+from schemaflow.code_settings import CODE_FILES, HOOKS, declared_code, named_paths
 from schemaflow.errors import Problem, SpecError
 from schemaflow.spec.schema import check_shape
 from schemaflow.spec.source import ProjectFile, ProjectFiles
@@ -22,9 +30,34 @@ SETTINGS_FILE = "schemaflow.yaml"
 
 
 def read_settings(files: ProjectFiles) -> dict[str, Any]:
-    """The settings of the project ``files`` hold (``{}`` when it has no settings file); raises ``SpecError``."""
+    """The settings of the project ``files`` hold (``{}`` when it has no settings file); raises ``SpecError``.
+
+    With them, under ``code_files``, the digest of each file of the project that a setting which runs code
+    names (``code_settings``): that file is part of the setting, reviewed and approved with it.
+    """
     file = files.open(SETTINGS_FILE)
-    return {} if file is None else check_settings(file)
+    if file is None:
+        return {}
+    settings = check_settings(file)
+    named = code_files(files, settings)
+    return settings | ({CODE_FILES: named} if named else {})
+
+
+def code_files(files: ProjectFiles, settings: dict[str, Any]) -> dict[str, str]:
+    """Each file of the project that a code-running setting of ``settings`` (its targets' too) names, with the
+    sha256 of its content, by path."""
+    found: dict[str, str] = {}
+    for setting in declared_code(settings):
+        for path in named_paths(setting.value, setting.setting == HOOKS):
+            below, _ = files.files_under(path)
+            for name in below or [path]:
+                try:
+                    opened = files.open(name)
+                except SpecError:  # a folder or a link to nothing: nothing that runs
+                    continue
+                if opened is not None:
+                    found[name] = "sha256:" + hashlib.sha256(opened.read_bytes()).hexdigest()
+    return dict(sorted(found.items()))
 
 
 def check_settings(path: ProjectFile) -> dict[str, Any]:
@@ -43,6 +76,12 @@ def check_settings(path: ProjectFile) -> dict[str, Any]:
         conf = (settings.get("spark") or {}).get("conf") or {}
         for key in conf:  # Spark settings are text: "1.10" or "NO" as written, not as YAML 1.1 reads them
             conf[key] = doc.written(*where, "spark", "conf", key) or conf[key]
+            if not SPARK_KEY.fullmatch(key):
+                problems.append(Problem(doc.key(*where, "spark", "conf", key), (
+                    f"spark.conf key {key!r} is not a Spark setting's name: Spark's launcher splits a setting at "
+                    "its first '=' and keeps no other character as written, so Spark would receive another key "
+                    "than this one; write the key alone (letters, digits, '.', '_', '-') and all else in its value")))
+                continue
             instead = _connection_setting(key)
             if instead:
                 problems.append(Problem(doc.key(*where, "spark", "conf", key), (
@@ -58,6 +97,8 @@ def check_settings(path: ProjectFile) -> dict[str, Any]:
     return data
 
 
+# A Spark setting's name as Spark's launcher passes it on unchanged (``--conf KEY=VALUE``, split at the first "=").
+SPARK_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 # Spark settings that choose the metastore, the warehouse or the master, and the setting to use instead.
 _CONNECTION_KEYS = {
     "spark.master": "set spark.master (or SCHEMAFLOW_SPARK_MASTER) instead",
@@ -66,7 +107,11 @@ _CONNECTION_KEYS = {
     "spark.hadoop.metastore.thrift.uris": "set metastore.uri (or SCHEMAFLOW_METASTORE_URI) instead",
     "spark.sql.warehouse.dir": "set warehouse_dir (or SCHEMAFLOW_WAREHOUSE_DIR) instead",
     "spark.hadoop.hive.metastore.warehouse.dir": "set warehouse_dir (or SCHEMAFLOW_WAREHOUSE_DIR) instead",
+    "spark.hive.metastore.warehouse.dir": "set warehouse_dir (or SCHEMAFLOW_WAREHOUSE_DIR) instead",
+    "spark.hadoop.metastore.warehouse.dir": "set warehouse_dir (or SCHEMAFLOW_WAREHOUSE_DIR) instead",
     "spark.sql.catalogImplementation": "schemaflow always works through the Hive metastore: remove it",
+    "spark.remote": "schemaflow runs its own Spark driver, not Spark Connect: remove it",
+    "spark.api.mode": "schemaflow runs its own Spark driver, not Spark Connect: remove it",
 }
 # The embedded metastore's database: schemaflow keeps it in .schemaflow/, a server keeps its own.
 _CONNECTION_PREFIXES = ("spark.hadoop.javax.jdo.option.", "spark.hive.javax.jdo.option.")
