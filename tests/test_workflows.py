@@ -210,7 +210,7 @@ def test_the_plan_workflow_replaces_the_comment_with_the_error_when_nothing_coul
     assert "````text\nschemas/retail/orders.yaml:6:31: unknown type 'bigitn'\n```\n# ✅ No changes\n\n````\n" in body
 
 
-def test_the_apply_workflow_allows_drops_only_for_a_merged_pull_request_with_the_label(tmp_path):
+def test_the_apply_workflow_allows_drops_only_for_a_label_put_on_before_the_approval_of_what_was_merged(tmp_path):
     workflow = load(APPLY)
     step = named(workflow, "Read the merged pull request's label")
     assert step["id"] == "merged" and step["with"]["result-encoding"] == "string"
@@ -218,17 +218,47 @@ def test_the_apply_workflow_allows_drops_only_for_a_merged_pull_request_with_the
     node = shutil.which("node")
     assert node is not None, "node runs the workflow's script here as the runner would"
 
-    def result(pulls: list[dict[str, Any]]) -> str:
-        # GitHub's client stands in as an object that answers with these pull requests.
-        harness = (f"const github = {{rest: {{repos: {{listPullRequestsAssociatedWithCommit: async () => "
-                   f"({{data: {json.dumps(pulls)}}})}}}}}};"
+    def result(pulls: list[dict[str, Any]], events: list[dict[str, Any]] = (),  # type: ignore[assignment]
+               reviews: list[dict[str, Any]] = ()) -> tuple[str, str]:  # type: ignore[assignment]
+        """What the step returns, and what it warned, with GitHub's client standing in as an object that
+        answers with these pull requests, and the events and reviews of pull request 7."""
+        harness = (f"const answers = {{listEvents: {json.dumps(list(events))}, listReviews: {json.dumps(list(reviews))}}};"
+                   "const github = {paginate: async (method, options) => { if (options.issue_number !== 7 && "
+                   "options.pull_number !== 7) throw new Error('another pull request'); return answers[method]; },"
+                   " rest: {issues: {listEvents: 'listEvents'}, pulls: {listReviews: 'listReviews'}, repos: {"
+                   f"listPullRequestsAssociatedWithCommit: async () => ({{data: {json.dumps(pulls)}}})}}}}}};"
+                   "const core = {warning: (m) => process.stderr.write(m)};"
                    "const context = {repo: {owner: 'o', repo: 'r'}, sha: 'merge'};"
                    f"(async () => {{ process.stdout.write(await (async () => {{ {step['with']['script']} }})()); }})();")
-        return subprocess.run([node, "-e", harness], cwd=tmp_path, check=True, capture_output=True, text=True).stdout
+        ran = subprocess.run([node, "-e", harness], cwd=tmp_path, check=True, capture_output=True, text=True)
+        return ran.stdout, ran.stderr
 
     label = {"name": "schemaflow-allow-destructive"}
-    assert result([{"merge_commit_sha": "merge", "labels": [{"name": "docs"}, label]}]) == "true"
-    assert result([{"merge_commit_sha": "merge", "labels": [{"name": "docs"}]}]) == ""
-    # Another pull request that contains the commit (a branch merged onward) does not count.
-    assert result([{"merge_commit_sha": "other", "labels": [label]}]) == ""
-    assert result([]) == ""
+    merged = {"number": 7, "merge_commit_sha": "merge", "merged_at": "2026-11-20T12:00:00Z", "head": {"sha": "head"},
+              "labels": [label]}
+
+    def labeled(at: str, event: str = "labeled") -> dict[str, Any]:
+        return {"event": event, "label": label, "created_at": f"2026-11-20T{at}:00Z"}
+
+    def approval(at: str, commit: str = "head", state: str = "APPROVED") -> dict[str, Any]:
+        return {"state": state, "commit_id": commit, "submitted_at": f"2026-11-20T{at}:00Z"}
+
+    other_label = {"event": "labeled", "label": {"name": "docs"}, "created_at": "2026-11-20T08:00:00Z"}
+    # The label, then an approval of the merged commit, then the merge: the reviewers approved the drop.
+    assert result([merged], [other_label, labeled("09:00")], [approval("10:00")]) == ("true", "")
+    # The label put on after the last approval: nobody approved the plan that shows the drop.
+    allowed, warned = result([merged], [labeled("11:00")], [approval("10:00")])
+    assert allowed == "" and "after its last approving review of the merged commit" in warned
+    # Put on after the merge (while the job waited for the environment's reviewers), as its labels now show.
+    assert result([merged], [labeled("13:00")], [approval("10:00"), approval("14:00")])[0] == ""
+    # Removed before the merge, then put on again after it.
+    assert result([merged], [labeled("09:00"), labeled("11:00", "unlabeled"), labeled("12:30")],
+                  [approval("10:00")])[0] == ""
+    # An approval of an earlier commit, or one dismissed, or one that asked for changes, approves nothing.
+    for review in (approval("10:00", commit="earlier"), approval("10:00", state="DISMISSED"),
+                   approval("10:00", state="CHANGES_REQUESTED")):
+        assert result([merged], [labeled("09:00")], [review])[0] == ""
+    # No label at all; another pull request that contains the commit (a branch merged onward); none.
+    assert result([merged], [], [approval("10:00")]) == ("", "")
+    assert result([{**merged, "merge_commit_sha": "other"}], [labeled("09:00")], [approval("10:00")])[0] == ""
+    assert result([]) == ("", "")
