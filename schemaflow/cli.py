@@ -28,7 +28,7 @@ from schemaflow.catalog.live import Live
 from schemaflow.code_settings import APPROVAL_VARIABLE
 from schemaflow.completion import OBJECTS, SHELLS, TARGETS, Completable, listed_names, script
 from schemaflow.errors import SchemaflowError, SpecError
-from schemaflow.output_safety import GuardedStream
+from schemaflow.output_safety import GuardedStream, one_line
 from schemaflow.plan.plan import Plan
 from schemaflow.project import ENV_TARGET, Project, find_root, load_project
 from schemaflow.render import FORMATS, render
@@ -465,9 +465,9 @@ def _history(call: _Invocation) -> int:
               else "Nothing applied by schemaflow in these databases yet.")
         return EXIT_OK
     print(f"{'APPLIED AT':<20}  {'OBJECT':<40} {'CHANGE':<9} {'WHAT':<40} COMMIT")
-    for record in records:
-        print(f"{record.at:<20}  {record.object:<40} {record.change or '?':<9} {record.what:<40} "
-              f"{short_commit(record.commit)}")
+    for record in records:  # each field as one line: the metastore holds them, whoever wrote them
+        print(one_line(f"{record.at:<20}  {record.object:<40} {record.change or '?':<9} {record.what:<40} "
+                       f"{short_commit(record.commit)}"))
     return EXIT_OK
 
 

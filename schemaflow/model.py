@@ -177,8 +177,10 @@ class Table:
     bucketing: Bucketing | None = None
     partition_spec: tuple[PartitionField, ...] = ()
     sort_order: tuple[SortTerm, ...] = ()
-    # Live state only: an Iceberg table's metadata (None: not an Iceberg table, or a declared one).
+    # Live state only: an Iceberg table's metadata (None: not an Iceberg table, or a declared one), and why
+    # the metadata file of one was not read (None: it was, or it is not one).
     iceberg: IcebergState | None = field(default=None, compare=False)
+    unreadable: str | None = field(default=None, compare=False)
     # Live state only: the property keys schemaflow wrote last time (so removed ones can be unset),
     # the version stamp it left, and the migrations applied to it (id -> record).
     managed_keys: tuple[str, ...] = field(default=(), compare=False)
@@ -402,12 +404,12 @@ _STORAGE_DETAILS = frozenset({"data_source", "serde", "input_format", "output_fo
 _DERIVED_LATER = frozenset({"output"})
 # An Iceberg table's layout, left out likewise: a Hive table's data and fingerprint are what they were.
 _ICEBERG_LAYOUT = frozenset({"partition_spec", "sort_order"})
-_LEFT_OUT_AT_DEFAULT = _STORAGE_DETAILS | _DERIVED_LATER | _ICEBERG_LAYOUT | {"iceberg", "backup_of"}
+_LEFT_OUT_AT_DEFAULT = _STORAGE_DETAILS | _DERIVED_LATER | _ICEBERG_LAYOUT | {"iceberg", "unreadable", "backup_of"}
 # Fields left out of the plain data (where the object was declared, the stars of its SQL), and those that are no part of an
 # object's definition, so not of its fingerprint: those and live-only bookkeeping, what is derived
 # from a view's SQL, and a view's partitions (its contents, see ``fingerprint``).
 _NOT_DATA = frozenset({"source", "stars"})
-_NOT_DEFINITION = _NOT_DATA | {"iceberg", "backup_of", "managed_keys", "version", "reads", "uses", "lineage", "output", "schema_mode",
+_NOT_DEFINITION = _NOT_DATA | {"iceberg", "unreadable", "backup_of", "managed_keys", "version", "reads", "uses", "lineage", "output", "schema_mode",
                                "migrations", "partitions"}
 # The fields of a Table and a View that their plain data holds, in order, found once per class; and
 # those of them that take part in a fingerprint.

@@ -8,9 +8,11 @@ position); the live metastore can still hold anything, so what schemaflow prints
   character but tab and newline, bidirectional overrides and isolates, zero-width characters,
   Unicode's line and paragraph separators). ``terminal_text`` shows each as its escape (``\\x1b``).
 - A log line whose text starts with ``::`` is a workflow command to GitHub's runner (it can set
-  outputs, mask or unmask, stop commands). ``GuardedStream`` wraps the command's standard output
-  and error: a line that would start with ``::`` gets a backslash before it, and a control character
-  that is not one of schemaflow's own colours is escaped, wherever it came from.
+  outputs, mask or unmask, stop commands), and so is ``##[`` anywhere in a line (the runner's older
+  form, ``##[add-mask]``, ``##[error]``). ``GuardedStream`` wraps the command's standard output and
+  error: a line that would start with ``::`` gets a backslash before it, ``##[`` becomes ``##\\[``,
+  and a control character that is not one of schemaflow's own colours (the few SGR sequences its
+  painter writes: no other, so nothing can conceal or blink text) is escaped, wherever it came from.
 """
 from __future__ import annotations
 
@@ -26,8 +28,11 @@ HOSTILE_IN_KEYS = re.compile(f"[\x00-\x1f\x7f-\x9f\u2028\u2029{_INVISIBLE}]")
 # What a value may not hold: characters that steer a terminal or hide text. Other control characters
 # are data (Hive's delimiters are \x01 to \x03, a comment may have a CR), shown escaped.
 HOSTILE_IN_VALUES = re.compile(f"[\x1b\x7f-\x9f\u2028\u2029{_INVISIBLE}]")
-# Colours schemaflow itself paints on a terminal (SGR), the only escape sequences it writes.
-_OURS_OR_HOSTILE = re.compile(f"\x1b\\[[0-9;]*m|{HOSTILE.pattern}")
+# Colours schemaflow itself paints on a terminal (SGR: reset, red, bold red, green, yellow; see
+# ``render.text``), the only escape sequences it writes.
+_OURS_OR_HOSTILE = re.compile(f"\x1b\\[(?:0|31|31;1|32|33)m|{HOSTILE.pattern}")
+# The runner's older form of a workflow command, read anywhere in a line.
+_LEGACY_COMMAND = "##["
 
 
 # Unicode gives control characters no names; these are the ones people know by one.
@@ -50,6 +55,13 @@ def terminal_text(text: str) -> str:
     return HOSTILE.sub(lambda found: escape_character(found.group()), text)
 
 
+def one_line(text: str) -> str:
+    """``text`` as one line: each hostile character, a tab and a newline shown as its escape. For what is one
+    line on its way out (a step's summary, a hazard, a history entry), where a newline from the metastore
+    would start a line of its own making ("# ✅ No changes")."""
+    return HOSTILE_IN_KEYS.sub(lambda found: escape_character(found.group()), text)
+
+
 class GuardedStream:
     """A text stream that writes through to ``stream`` with no workflow command and no foreign escape."""
 
@@ -59,7 +71,7 @@ class GuardedStream:
 
     def write(self, text: str) -> int:
         safe = _OURS_OR_HOSTILE.sub(lambda m: m.group() if m.group().startswith("\x1b[") else
-                                    escape_character(m.group()), text)
+                                    escape_character(m.group()), text).replace(_LEGACY_COMMAND, "##\\[")
         parts = safe.split("\n")
         for number, part in enumerate(parts):
             at_start = self.line_start if number == 0 else True

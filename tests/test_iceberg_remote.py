@@ -360,3 +360,61 @@ def test_every_evolution_kind_on_a_server_and_a_plan_another_writer_made_stale(s
     assert sorted((r["id"], r["val"], r["extra"], "theirs" in r) for r in rows) == [
         (1, 10, None, False), (2, 20, None, False)]
     assert schemaflow(project, "plan", env=env).returncode == 0
+
+
+# What another team's Spark job could register as an Iceberg table's metadata file, and what plan says of each.
+HOSTILE_METADATA = {
+    "zero": ("/dev/zero", "is not a regular file"),
+    "pipe": ("{tmp}/pipe.metadata.json", "is not a regular file"),
+    "huge": ("{tmp}/huge.metadata.json", "more than the 67,108,864 schemaflow reads"),
+    "listed": ("file:{tmp}/list.metadata.json", "is not a JSON object"),
+    "deep": ("{tmp}/deep.metadata.json", "is nested too deep to be Iceberg's"),
+    "typed": ("{tmp}/typed.metadata.json", "is not an Iceberg table's metadata (TypeError: "),
+    "elsewhere": ("s3://attacker-bucket/t/metadata/1.metadata.json", "is not on the storage its database is on"),
+}
+
+
+def test_iceberg_tables_another_client_points_at_hostile_metadata_are_refused_one_by_one(
+        metastore_server: str, tmp_path: Path, spark) -> None:
+    project = tmp_path / "project"
+    (project / "schemas" / "ice_db").mkdir(parents=True)
+    (project / "schemas" / "ice_db" / "clicks.yaml").write_text(CLICKS)
+    env = {"SCHEMAFLOW_METASTORE_URI": metastore_server, "SCHEMAFLOW_WAREHOUSE_DIR": str(tmp_path / "warehouse")}
+    assert schemaflow(project, "apply", "--auto-approve", env=env).returncode == 0
+    os.mkfifo(tmp_path / "pipe.metadata.json")
+    with (tmp_path / "huge.metadata.json").open("wb") as huge:
+        huge.truncate(70 * 2**20)
+    (tmp_path / "list.metadata.json").write_text("[1, 2, 3]")
+    (tmp_path / "deep.metadata.json").write_text("[" * 100_000 + "]" * 100_000)
+    (tmp_path / "typed.metadata.json").write_text(json.dumps({"format-version": 2, "table-uuid": "u", "schemas": 7}))
+    with other_client(spark, metastore_server) as other:
+        entry = other.msc.getTable("ice_db", "clicks")
+        for name, (location, _) in HOSTILE_METADATA.items():
+            hostile = entry.deepCopy()
+            hostile.setTableName(name)
+            parameters = hostile.getParameters()
+            for key in [k for k in parameters.keySet() if k.startswith("schemaflow.")]:
+                parameters.remove(key)
+            parameters.put("metadata_location", location.format(tmp=tmp_path))
+            other.msc.createTable(hostile)
+
+    # Left alone, as every Iceberg table schemaflow did not make: read within bounds, and nothing to do.
+    left = schemaflow(project, "plan", env=env)
+    assert left.returncode == 0, left.stdout + left.stderr
+    assert left.stdout.startswith("No changes") and "Traceback" not in left.stderr
+    # Declared, each is refused in a line of its own that says why; nothing is applied.
+    for name in HOSTILE_METADATA:
+        (project / "schemas" / "ice_db" / f"{name}.yaml").write_text(CLICKS.replace("ice_db.clicks", f"ice_db.{name}"))
+    for command in (("plan",), ("apply", "--auto-approve")):
+        refused = schemaflow(project, *command, env=env)
+        assert refused.returncode == 1 and "Traceback" not in refused.stdout + refused.stderr, refused.stderr
+        said = refused.stdout + refused.stderr
+        for name, (location, reason) in HOSTILE_METADATA.items():
+            # The plan's step, and (from apply) the error that lists the blocked steps: each says it in one line.
+            lines = [line for line in said.splitlines() if f"ice_db.{name}" in line and "could not be read" in line]
+            assert len(lines) == (1 if command == ("plan",) else 2), said
+            assert all(repr(location.format(tmp=tmp_path)) in line and reason in line for line in lines), lines
+    reader = ThriftReader(metastore_server)
+    live = reader.read(("ice_db",))
+    assert sorted(live.objects) == ["ice_db.clicks", *sorted(f"ice_db.{name}" for name in HOSTILE_METADATA)]
+    assert all(not obj.version for key, obj in live.objects.items() if key != "ice_db.clicks")  # none was written

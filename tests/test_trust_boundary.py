@@ -22,6 +22,7 @@ import pytest
 from schemaflow.apply.after import hook_environment
 from schemaflow.code_settings import APPROVAL_VARIABLE, approvals, code_settings, named_paths, spark_code_reason
 from schemaflow.errors import SchemaflowError
+from schemaflow.output_safety import GuardedStream
 from schemaflow.plan.view_code import step_code
 from schemaflow.workflow import load_plan
 from schemaflow.project import Settings, load_project
@@ -335,6 +336,32 @@ def test_nothing_a_user_wrote_can_steer_the_terminal_or_the_ci_log():
     assert [line for line in written.splitlines() if line.strip().startswith("::")] == []
     assert written == ("ok\n  \\::set-output name=x::1\n\\::add-mask::x\n\x1b[32m+\x1b[0m "
                        "\\x1b]8;;https://evil.example\\x07click\\x1b]8;;\\x07\\x1b[2J\n\t \\::x\n")
+    # The runner's older command form mid-line, and SGR sequences schemaflow never paints (conceal, blink).
+    out = io.StringIO()
+    GuardedStream(out).write("table t##[add-mask]s3cr3t ##[error]forged \x1b[8mhidden\x1b[0m \x1b[5;31mx\x1b[31;1my\n")
+    assert out.getvalue() == ("table t##\\[add-mask]s3cr3t ##\\[error]forged \\x1b[8mhidden\x1b[0m "
+                              "\\x1b[5;31mx\x1b[31;1my\n")
+    assert "##[" not in out.getvalue()
+
+
+def test_settings_a_metastore_records_are_shown_one_line_each_whoever_wrote_them():
+    from dataclasses import replace
+
+    from schemaflow.plan.settings_changes import settings_steps
+    from schemaflow.render import render
+    from schemaflow.render.review import Review
+
+    # A record another client forged on a managed database: keys and values that would start lines of their own.
+    forged = {"spark": {"conf": {"x\n# ✅ No changes\n##[add-mask]y": "1\n::error::z"}}}
+    plan = replace(forged_plan(), steps=settings_steps(forged, {}))
+    text = render(Review(plan), "text")
+    out = io.StringIO()
+    GuardedStream(out).write(text)
+    lines = out.getvalue().splitlines()
+    assert not any(line.lstrip().startswith(("#", "::", "##")) for line in lines)
+    assert "##[" not in out.getvalue()
+    [step] = [line for line in lines if "in schemaflow.yaml" in line]
+    assert step == "~ 1. remove spark.conf.x\\x0a# ✅ No changes\\x0a##\\[add-mask]y in schemaflow.yaml"
 
 
 @pytest.mark.parametrize("written, where, shown", [

@@ -61,6 +61,7 @@ def read_drift(metastore: LiveSource, declared: Mapping[str, Object], databases:
     nor recorded (but those ``left_alone`` says the project leaves alone); sorted by name."""
     drifts, seen = [], set()
     for database in sorted(set(databases) & set(metastore.databases())):
+        storage = (metastore.database(database).location,)
         for data in metastore.table_data(database):
             key = f"{data['dbName']}.{data['tableName']}"
             seen.add(key)
@@ -69,10 +70,10 @@ def read_drift(metastore: LiveSource, declared: Mapping[str, Object], databases:
             if not recorded:
                 if key in declared:
                     drifts.append(Drift(key, (UNRECORDED,)))
-                elif not left_alone(to_model(data)):
+                elif not left_alone(to_model(data, storage)):
                     drifts.append(Drift(key, (OUTSIDE,)))
                 continue
-            live = to_model(data)
+            live = to_model(data, storage)
             changed = changed_aspects(recorded, state_digest(live))
             if changed:
                 want = declared.get(key)

@@ -31,7 +31,7 @@ from typing import Any
 
 from schemaflow.catalog.backend import HiveClient
 from schemaflow.catalog.iceberg_metadata import INSTALL, PREVIOUS_METADATA_LOCATION, TABLE_TYPE, current, iceberg_table, \
-    is_iceberg, read_metadata
+    Unreadable, is_iceberg, read_metadata
 from schemaflow.catalog.jvm import java_message, jvm_view
 from schemaflow.catalog.table_lock import table_lock
 from schemaflow.errors import ConcurrentChange, SchemaflowError
@@ -62,8 +62,11 @@ def commit(client: HiveClient, key: str, table: Table | None, sources: Mapping[s
         if not is_iceberg(parameters):
             raise SchemaflowError(f"{key} is no longer an Iceberg table in the metastore: plan again")
         base_location = parameters.get(METADATA_LOCATION)
-        base = read_metadata(base_location)
-        found = iceberg_table(database, name, base, base_location)
+        try:
+            base = read_metadata(base_location, (client.msc.getDatabase(database).getLocationUri(),))
+            found = iceberg_table(database, name, base, base_location)
+        except Unreadable as unread:
+            raise SchemaflowError(f"{key}: {unread}; nothing was committed") from None
         assert found.iceberg is not None  # read from its metadata
         if requires is not None and _required(found.iceberg) != _required(requires):
             raise ConcurrentChange(key, _required(requires), _required(found.iceberg), "Iceberg metadata")

@@ -9,16 +9,26 @@ both. The metastore's parameters only say where the file is.
 
 A local file (``file:`` or a path) is read directly; any other scheme (``s3://``, ``hdfs://``) through
 pyiceberg's file IO, the optional extra ``schemaflow[iceberg]``.
+
+Whoever can register a table in a database (any Spark job of another team) writes its
+``metadata_location``, so the file it names is read as hostile input: a regular file only (not a
+device, a pipe or a folder), at most ``MAX_METADATA_BYTES``, as JSON nested no deeper than Python
+parses, shaped as Iceberg's metadata; and in another scheme than a local file only on the storage
+its database is on (the same ``scheme://bucket``), so that no request, signed with the job's keys,
+goes to a place nobody configured. Anything else makes the table ``Unreadable`` with a one-line
+reason: it is read as the metastore mirrors it, and the plan refuses to change it, saying why.
 """
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import os
+import stat
+from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
-from schemaflow.errors import SchemaflowError
 from schemaflow.model import COMMENT_KEY, METADATA_LOCATION, SCHEMAFLOW_PREFIX, Column, IcebergState, PartitionField, SortTerm, Table, recorded
-from schemaflow.sql.iceberg_types import spark_type
+from schemaflow.sql.iceberg_types import UnknownIcebergType, spark_type
 from schemaflow.sql.table_kinds import ICEBERG
 
 TABLE_TYPE = "table_type"
@@ -28,6 +38,12 @@ _OWN_PROPERTIES = frozenset({COMMENT_KEY, "uuid", "snapshot-count", "current-sna
                              "current-snapshot-timestamp-ms", "current-schema", "default-partition-spec",
                              "default-sort-order", "format-version"})
 INSTALL = "pip install 'schemaflow-hive[iceberg]'"
+# A metadata file larger than this is not read (a table's with thousands of snapshots is a few MiB).
+MAX_METADATA_BYTES = 64 * 2**20
+
+
+class Unreadable(Exception):
+    """Why an Iceberg table's metadata file was not read, in one line."""
 
 
 def is_iceberg(parameters: Mapping[str, str]) -> bool:
@@ -35,25 +51,90 @@ def is_iceberg(parameters: Mapping[str, str]) -> bool:
     return (parameters.get(TABLE_TYPE) or "").upper() == "ICEBERG" and METADATA_LOCATION in parameters
 
 
-def read_metadata(location: str) -> dict[str, Any]:
-    """The metadata file at ``location``, as JSON data."""
+def read_metadata(location: str, storage: Sequence[str | None] = ()) -> dict[str, Any]:
+    """The metadata file at ``location``, as JSON data, read within the bounds above; ``storage``: the
+    locations (its database's) whose ``scheme://authority`` a location in another scheme must share.
+    Raises ``Unreadable``."""
+    local = _local_path(location)
+    content = _local_bytes(local) if local is not None else _remote_bytes(location, storage)
+    try:
+        data = json.loads(content)
+    except RecursionError:
+        raise Unreadable(f"the metadata file {location!r} is nested too deep to be Iceberg's") from None
+    except ValueError as error:
+        raise Unreadable(f"the metadata file {location!r} is not JSON ({error})") from None
+    if not isinstance(data, dict):
+        raise Unreadable(f"the metadata file {location!r} is not a JSON object")
+    return data
+
+
+def _local_path(location: str) -> str | None:
+    """The path of a local file (``/x``, ``file:/x``, ``file:///x``), or None for another scheme."""
     path = location[len("file:"):] if location.startswith("file:") else location
-    if path.startswith("/"):
-        with open(path.replace("///", "/", 1) if path.startswith("///") else path, "rb") as file:
-            data: dict[str, Any] = json.loads(file.read())
-            return data
+    if not path.startswith("/"):
+        return None
+    return "/" + path.lstrip("/") if path.startswith("//") else path
+
+
+def _local_bytes(path: str) -> bytes:
+    """A regular file's bytes, at most ``MAX_METADATA_BYTES``: opened without waiting (a pipe would block)."""
+    try:
+        handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except OSError as error:
+        raise Unreadable(f"the metadata file {path!r} cannot be opened ({error.strerror})") from None
+    try:
+        status = os.fstat(handle)
+        if not stat.S_ISREG(status.st_mode):
+            raise Unreadable(f"the metadata location {path!r} is not a regular file")
+        if status.st_size > MAX_METADATA_BYTES:
+            raise Unreadable(f"the metadata file {path!r} has {status.st_size:,} bytes, more than the "
+                             f"{MAX_METADATA_BYTES:,} schemaflow reads")
+        with os.fdopen(os.dup(handle), "rb") as file:
+            return _bounded(file.read(MAX_METADATA_BYTES + 1), path)
+    finally:
+        os.close(handle)
+
+
+def _remote_bytes(location: str, storage: Sequence[str | None]) -> bytes:
+    where = _authority(location)
+    allowed = {_authority(root) for root in storage if root}
+    if where not in allowed:
+        raise Unreadable(f"the metadata file {location!r} is not on the storage its database is on "
+                         f"({', '.join(sorted(allowed)) or 'none known'}): schemaflow does not read it")
     try:
         from pyiceberg.io import load_file_io
     except ImportError:
-        raise SchemaflowError(f"reading the Iceberg metadata file {location} needs pyiceberg's file IO: "
-                              f"{INSTALL}") from None
-    with load_file_io({}, location).new_input(location).open() as stream:
-        read: dict[str, Any] = json.loads(stream.read())
-        return read
+        raise Unreadable(f"reading the Iceberg metadata file {location!r} needs pyiceberg's file IO: {INSTALL}") from None
+    try:
+        with load_file_io({}, location).new_input(location).open() as stream:
+            return _bounded(stream.read(MAX_METADATA_BYTES + 1), location)
+    except OSError as error:
+        raise Unreadable(f"the metadata file {location!r} cannot be read ({error})") from None
+
+
+def _authority(location: str) -> str:
+    parts = urlsplit(location)
+    return f"{parts.scheme.lower()}://{parts.netloc.lower()}"
+
+
+def _bounded(content: bytes, location: str) -> bytes:
+    if len(content) > MAX_METADATA_BYTES:
+        raise Unreadable(f"the metadata file {location!r} has more than the {MAX_METADATA_BYTES:,} bytes schemaflow reads")
+    return content
 
 
 def iceberg_table(database: str, name: str, metadata: Mapping[str, Any], metadata_location: str) -> Table:
-    """The live table an Iceberg metadata file describes (its current schema, default spec and sort order)."""
+    """The live table an Iceberg metadata file describes (its current schema, default spec and sort order).
+    Raises ``Unreadable`` when the file is not shaped as Iceberg's metadata."""
+    try:
+        return _iceberg_table(database, name, metadata, metadata_location)
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError, StopIteration, RecursionError,
+            UnknownIcebergType) as error:
+        raise Unreadable(f"the metadata file {metadata_location!r} is not an Iceberg table's metadata "
+                         f"({type(error).__name__}: {str(error)[:200]})") from None
+
+
+def _iceberg_table(database: str, name: str, metadata: Mapping[str, Any], metadata_location: str) -> Table:
     schema = current(metadata, "schemas", "current-schema-id", "schema-id", metadata.get("schema"))
     spec = current(metadata, "partition-specs", "default-spec-id", "spec-id",
                    {"spec-id": 0, "fields": metadata.get("partition-spec", [])})

@@ -14,12 +14,11 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from typing import Any
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from schemaflow.catalog.backend import LiveSource
-from schemaflow.catalog.iceberg_metadata import iceberg_table, is_iceberg, read_metadata
+from schemaflow.catalog.iceberg_metadata import Unreadable, iceberg_table, is_iceberg, read_metadata
 from schemaflow.catalog.spark_schema import spark_bucketing, spark_columns
-from schemaflow.errors import SchemaflowError
 from schemaflow.model import (
     BACKUP_OF,
     COMMENT_KEY,
@@ -36,7 +35,6 @@ from schemaflow.model import (
     recorded,
 )
 from schemaflow.sql.storage import PATH_OPTION, serde_properties
-from schemaflow.sql.iceberg_types import UnknownIcebergType
 from schemaflow.sql.table_kinds import CUSTOM, ICEBERG, PROVIDER, data_source_provider, default_serde, hive_kind
 from schemaflow.sql.types import InvalidType, canonical_type
 
@@ -63,7 +61,7 @@ def read_catalog(source: LiveSource, databases: tuple[str, ...]) -> Catalog:
     for database in present:
         details[database] = source.database(database)
         for data in source.table_data(database):
-            obj = to_model(data)
+            obj = to_model(data, (details[database].location,))
             objects[obj.key] = obj
     return Catalog(databases=present, objects=dict(sorted(objects.items())), database_details=details)
 
@@ -74,8 +72,9 @@ def database_of(name: str, data: Mapping[str, Any]) -> Database:
                     dict(sorted(data.get("parameters", {}).items())))
 
 
-def to_model(data: Mapping[str, Any]) -> Object:
-    """A table or view from the JSON form of a Thrift ``Table``."""
+def to_model(data: Mapping[str, Any], storage: Sequence[str | None] = ()) -> Object:
+    """A table or view from the JSON form of a Thrift ``Table``; ``storage``: where its database is, the only
+    storage other than local files an Iceberg table's metadata is read from (``catalog.iceberg_metadata``)."""
     parameters: dict[str, str] = data.get("parameters", {})
     sd = data.get("sd", {})
     columns = tuple(_column(c) for c in sd.get("cols", []))
@@ -98,26 +97,26 @@ def to_model(data: Mapping[str, Any]) -> Object:
             **common,
         )
     if is_iceberg(parameters):
-        return _iceberg(data, columns)
+        return _iceberg(data, columns, storage)
     external = data.get("tableType") == "EXTERNAL_TABLE"
     provider = data_source_provider(parameters.get(PROVIDER))
-    storage = (data_source_storage(provider, sd, parameters) if provider
-               else {**hive_storage(sd), "partition_columns": partition_keys})
-    location = storage.pop("location", None) or sd.get("location")
+    stored = (data_source_storage(provider, sd, parameters) if provider
+              else {**hive_storage(sd), "partition_columns": partition_keys})
+    location = stored.pop("location", None) or sd.get("location")
     return Table(external=external, location=location if external else None, migrations=migrations,
-                 backup_of=parameters.get(BACKUP_OF), **common, **storage)
+                 backup_of=parameters.get(BACKUP_OF), **common, **stored)
 
 
-def _iceberg(data: Mapping[str, Any], mirrored: tuple[Column, ...]) -> Table:
-    """An Iceberg table, from its metadata file (``catalog.iceberg_metadata``). One whose file cannot be read
-    here keeps the metastore's mirror of its columns and parameters, and no metadata state: a plan refuses
-    to change it (``plan.iceberg``)."""
+def _iceberg(data: Mapping[str, Any], mirrored: tuple[Column, ...], storage: Sequence[str | None]) -> Table:
+    """An Iceberg table, from its metadata file (``catalog.iceberg_metadata``). One whose file is not read
+    keeps the metastore's mirror of its columns and parameters, no metadata state and the reason: a plan
+    refuses to change it, saying why (``plan.iceberg``)."""
     location = data["parameters"][METADATA_LOCATION]
     try:
-        return iceberg_table(data["dbName"], data["tableName"], read_metadata(location), location)
-    except (OSError, ValueError, KeyError, StopIteration, UnknownIcebergType, SchemaflowError):
+        return iceberg_table(data["dbName"], data["tableName"], read_metadata(location, storage), location)
+    except Unreadable as unread:
         return Table(data["dbName"], data["tableName"], mirrored, format=ICEBERG, data_source=True,
-                     properties=user_properties(data["parameters"]))
+                     properties=user_properties(data["parameters"]), unreadable=str(unread))
 
 
 def hive_storage(sd: Mapping[str, Any]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from schemaflow.output_safety import one_line
 from schemaflow.plan.kinds import Effect, StepKind
 from schemaflow.plan.plan import Plan
 from schemaflow.plan.steps import SETTINGS_TYPE, Step
@@ -131,7 +132,7 @@ def _statements(plan: Plan) -> list[str]:
     """What each step runs, as the text plan shows it: a re-created view's SQL as a diff, bookkeeping left out."""
     sql = []
     for number, (step, lines) in enumerate(zip(plan.steps, statements_of(plan.steps), strict=True), 1):
-        sql.append(f"-- {number}. {step.summary}")
+        sql.append(f"-- {number}. {one_line(step.summary)}")
         sql += lines
     # A fence longer than any run of backticks in the statements, which quote names with them.
     fence = "`" * max([3] + [len(run) + 1 for run in re.findall(r"`+", "\n".join(sql))])

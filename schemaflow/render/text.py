@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from schemaflow.output_safety import terminal_text as safe
+from schemaflow.output_safety import one_line, terminal_text as safe
 from schemaflow.plan.plan import Plan
 from schemaflow.render.review import Review
 from schemaflow.render.shown import statements_of
@@ -27,18 +27,18 @@ _DIFF_ROLES = {"+": "+", "-": "-"}  # a diff's added and removed lines, coloured
 def render(review: Review, color: bool = False, verbose: bool = False) -> str:
     plan = review.plan
     paint = _painter(color)
-    lines = [safe(summary(plan, review.base))] + [f"warning: {safe(warning)}" for warning in plan.warnings]
+    lines = [safe(summary(plan, review.base))] + [f"warning: {one_line(warning)}" for warning in plan.warnings]
     width = len(str(len(plan.steps)))
     for number, (step, statements) in enumerate(zip(plan.steps, statements_of(plan.steps, verbose), strict=True), 1):
         flags = [safe(flag) for flag in markers(step)]
         marker = step_marker(step)
         lines.append("")
-        line = f"{paint(marker, marker)} {number:>{width}}. {safe(step.summary)}"
+        line = f"{paint(marker, marker)} {number:>{width}}. {one_line(step.summary)}"
         lines.append(line + (paint(f"  [{'; '.join(flags)}]", "blocked" if step.blocked else "-") if flags else ""))
         pad = " " * (width + 4)
-        lines += [pad + paint(f"hazard: {safe(hazard)}", "hazard") for hazard in step.hazards]
-        lines += [f"{pad}note: {safe(note)}" for note in step.notes]
-        lines += [pad + safe(value) for value in step.values]
+        lines += [pad + paint(f"hazard: {one_line(hazard)}", "hazard") for hazard in step.hazards]
+        lines += [f"{pad}note: {one_line(note)}" for note in step.notes]
+        lines += [pad + one_line(value) for value in step.values]
         diff = bool(step.sql_diff) and not verbose  # what changes in the SQL, not the whole new statement
         for line in map(safe, statements):
             role = _DIFF_ROLES.get(line[:1]) if diff and not line.startswith(("---", "+++")) else None

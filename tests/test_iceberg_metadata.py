@@ -1,0 +1,108 @@
+"""An Iceberg table's metadata file, read as the hostile input a metastore entry can point at.
+
+Whoever registers a table writes its ``metadata_location``. Each case here is a location another
+client could register; each must end in ``Unreadable`` with a one-line reason, quickly, having read
+no more than the bound and sent no request anywhere nobody configured.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from schemaflow.catalog import iceberg_metadata
+from schemaflow.catalog.iceberg_metadata import MAX_METADATA_BYTES, Unreadable, iceberg_table, read_metadata
+from schemaflow.catalog.thrift_data import to_model
+
+
+def unreadable(location: str, storage: tuple[str, ...] = ()) -> str:
+    with pytest.raises(Unreadable) as raised:
+        read_metadata(location, storage)
+    reason = str(raised.value)
+    assert "\n" not in reason
+    return reason
+
+
+def test_a_device_or_a_folder_is_not_read(tmp_path: Path):
+    assert unreadable("/dev/zero") == "the metadata location '/dev/zero' is not a regular file"
+    assert "is not a regular file" in unreadable(f"file://{tmp_path}")
+    assert "cannot be opened (No such file or directory)" in unreadable(f"file:{tmp_path}/absent.json")
+
+
+def test_a_pipe_is_not_waited_on(tmp_path: Path):
+    # In a process of its own, so that a read that blocked would fail this test by its timeout, not hang the suite.
+    fifo = tmp_path / "metadata.json"
+    os.mkfifo(fifo)
+    ran = subprocess.run([sys.executable, "-c", "from schemaflow.catalog.iceberg_metadata import read_metadata, Unreadable\n"
+                          f"try:\n    read_metadata({str(fifo)!r})\nexcept Unreadable as e:\n    print(e)"],
+                         capture_output=True, text=True, timeout=60)
+    assert ran.stdout == f"the metadata location {str(fifo)!r} is not a regular file\n", ran.stderr
+
+
+def test_a_file_past_the_bound_is_not_read(tmp_path: Path):
+    big = tmp_path / "big.metadata.json"
+    with big.open("wb") as file:
+        file.truncate(MAX_METADATA_BYTES + 1)  # sparse: nothing is written, and nothing need be read
+    assert unreadable(str(big)) == (f"the metadata file {str(big)!r} has {MAX_METADATA_BYTES + 1:,} bytes, more than "
+                                    f"the {MAX_METADATA_BYTES:,} schemaflow reads")
+
+
+@pytest.mark.parametrize("content, said", [
+    (b"[1, 2]", "is not a JSON object"),
+    (b"{not json", "is not JSON (Expecting property name enclosed in double quotes: line 1 column 2 (char 1))"),
+    (b"[" * 200_000 + b"]" * 200_000, "is nested too deep to be Iceberg's"),
+    (b"\xff\xfe", "is not JSON"),
+])
+def test_what_is_not_a_json_object_is_unreadable(tmp_path: Path, content: bytes, said: str):
+    path = tmp_path / "m.json"
+    path.write_bytes(content)
+    assert said in unreadable(str(path))
+
+
+@pytest.mark.parametrize("metadata", [
+    {"format-version": 2},
+    {"format-version": "two", "table-uuid": "u", "schemas": 5, "current-schema-id": 0},
+    {"format-version": 2, "table-uuid": "u", "current-schema-id": 0, "schemas": [{"schema-id": 0, "fields": "ab"}]},
+    {"format-version": 2, "table-uuid": "u", "current-schema-id": 0,
+     "schemas": [{"schema-id": 0, "fields": [{"id": 1, "name": "a", "type": {"type": "nonsense"}}]}]},
+    {"format-version": 2, "table-uuid": "u", "current-schema-id": 7, "schemas": [{"schema-id": 0, "fields": []}]},
+])
+def test_json_not_shaped_as_icebergs_metadata_is_unreadable_in_one_line(metadata):
+    with pytest.raises(Unreadable) as raised:
+        iceberg_table("db", "t", metadata, "/lake/db/t/metadata/1.json")
+    assert str(raised.value).startswith("the metadata file '/lake/db/t/metadata/1.json' is not an Iceberg table's metadata (")
+    assert "\n" not in str(raised.value)
+
+
+def test_no_request_goes_to_storage_its_database_is_not_on(monkeypatch):
+    asked: list[str] = []
+    import pyiceberg.io
+
+    monkeypatch.setattr(pyiceberg.io, "load_file_io", lambda properties, location: asked.append(location))
+    assert unreadable("s3://attacker-bucket/m.json", ("s3://lake/warehouse/db.db",)) == (
+        "the metadata file 's3://attacker-bucket/m.json' is not on the storage its database is on (s3://lake): "
+        "schemaflow does not read it")
+    assert "(none known)" in unreadable("s3://lake/db.db/t/m.json")
+    assert asked == []
+
+
+def test_a_table_whose_metadata_is_not_read_keeps_its_mirror_and_the_reason():
+    data = {"dbName": "db", "tableName": "t", "tableType": "EXTERNAL_TABLE",
+            "parameters": {"table_type": "ICEBERG", "metadata_location": "/dev/zero\n# ✅ No changes"},
+            "sd": {"cols": [{"name": "a", "type": "int"}]}}
+    table = to_model(data, ("file:/lake/db.db",))
+    assert table.iceberg is None and [c.name for c in table.columns] == ["a"]
+    # Its newline shown as an escape: the reason reaches the plan in one line.
+    assert table.unreadable == ("the metadata file '/dev/zero\\n# ✅ No changes' cannot be opened "
+                                "(No such file or directory)")
+
+
+def test_a_metadata_file_within_its_bounds_is_read(tmp_path: Path):
+    path = tmp_path / "v1.metadata.json"
+    path.write_text(json.dumps({"format-version": 2}))
+    assert read_metadata(f"file://{path}") == read_metadata(str(path)) == {"format-version": 2}
+    assert iceberg_metadata._authority("S3://Lake/x") == "s3://lake"
