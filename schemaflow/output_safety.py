@@ -62,6 +62,20 @@ def one_line(text: str) -> str:
     return HOSTILE_IN_KEYS.sub(lambda found: escape_character(found.group()), text)
 
 
+# Scripts whose letters Latin letters look like (``о`` and ``o``, ``а`` and ``a``, ``ο`` and ``o``).
+_LOOK_ALIKE_SCRIPTS = frozenset({"LATIN", "CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE", "COPTIC"})
+
+
+def mixed_scripts(text: str) -> tuple[str, ...]:
+    """The scripts, two or more, whose look-alike letters ``text`` mixes (``оwner``: Cyrillic and Latin);
+    () for text in one script, or in scripts that are not mistaken for each other."""
+    if text.isascii():
+        return ()
+    scripts = {unicodedata.name(character, "").split(" ")[0] for character in text if character.isalpha()}
+    found = scripts & _LOOK_ALIKE_SCRIPTS
+    return tuple(sorted(found)) if len(found) > 1 else ()
+
+
 class GuardedStream:
     """A text stream that writes through to ``stream`` with no workflow command and no foreign escape."""
 

@@ -144,7 +144,7 @@ def test_a_pull_request_cannot_point_apply_at_another_metastore(repo, monkeypatc
     "spark.driver.defaultExtraClassPath=hive-jackson/*:x",
     "spark.hadoop.hive.metastore.uris=thrift://elsewhere:9083,x",
     "spark.sql.shuffle.partitions ",
-    "spark.sql.shuffle.partitiоns",  # a Cyrillic о
+    "spark.jars,spark.driver.extraClassPath",
 ])
 @pytest.mark.parametrize("where", ["project", "target"])
 def test_a_spark_key_spark_would_read_as_another_is_refused_where_it_is_written(repo, monkeypatch, key, where):

@@ -35,7 +35,7 @@ from yaml.reader import ReaderError
 
 from schemaflow.errors import Problem, SpecError
 from schemaflow.model import Source
-from schemaflow.output_safety import HOSTILE_IN_KEYS, HOSTILE_IN_VALUES, character_name, escape_character
+from schemaflow.output_safety import HOSTILE_IN_KEYS, HOSTILE_IN_VALUES, character_name, escape_character, mixed_scripts
 from schemaflow.spec.source import ProjectFile
 
 NodePath = tuple[str | int, ...]
@@ -463,6 +463,11 @@ class _Builder:
                 self.problems.append(problem)
                 continue
             key = self.characters(key_node, key_node.value, HOSTILE_IN_KEYS)
+            scripts = mixed_scripts(key)
+            if scripts:
+                self.problems.append(Problem(_mark_source(self.path, mark), (
+                    f"the key '{key}' mixes {' and '.join(s.title() for s in scripts)} letters, which look alike: a "
+                    "reader sees another key than the one stored; write it in one script")))
             if key in result:
                 first_line = self.keys[path + (key,)][0]
                 self.problems.append(Problem(_mark_source(self.path, mark),
