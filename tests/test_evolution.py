@@ -126,6 +126,19 @@ def test_a_migration_naming_a_missing_column_is_blocked():
     assert steps[0].summary == "migration 0004_wrong (rename nope to customer_id): retail.orders has no column nope on retail.orders"
 
 
+def test_a_rename_of_a_column_the_table_never_had_is_a_hazard_where_nothing_else_blocks():
+    # Nothing disappears, so nothing blocks: applying would add customer_id and record the rename as done.
+    have = replace(LIVE, columns=LIVE.columns[:1] + LIVE.columns[2:])  # no cust_id
+    want = replace(have, columns=have.columns + (Column("customer_id", "bigint"),))
+    ghost = Migration("0004_ghost", "", (RenameColumn("retail.orders", "cust_idd", "customer_id"),))
+    [step] = plan_for(want, have, ghost).steps
+    assert not step.blocked
+    assert step.hazards[0] == (
+        "migration 0004_ghost (rename cust_idd to customer_id): retail.orders has no column cust_idd: unless "
+        "schemas/ added it since the table was last applied, the migration names a column that never existed, and "
+        "apply records it as done; its columns are order_id, amount, legacy_flag; fix the migration")
+
+
 def test_restrict_leaves_partitions_alone_and_warns():
     restrict = Migration("0005_restrict", "", RENAME.changes + (PartitionsMode("retail.orders", "restrict"),))
     [step] = plan_for(DESIRED, LIVE, restrict).steps

@@ -142,6 +142,7 @@ class AddColumns:
     columns: tuple[Column, ...]
     partitioned: bool
     partition_count: int | None = None  # None: not counted (no metastore at hand)
+    hazards: tuple[str, ...] = ()  # the migrations' (``plan.hazards.unexplained_hazards``)
     object_type = "table"
     destructive = False
     reshapes = True
@@ -155,7 +156,7 @@ class AddColumns:
                      else keep(self.partition_count))
             notes = (f"table only: {count} their old column list (safe: appended columns read as NULL there)",)
         return Step(StepKind.ADD_COLUMNS, self.key, "table", f"add {plural(len(self.columns), 'column')} to {self.key}: {names}",
-                    (SqlAction(ddl.add_columns(self.key, self.columns)),), notes=notes)
+                    (SqlAction(ddl.add_columns(self.key, self.columns)),), notes=notes, hazards=self.hazards)
 
 
 # Seconds per partition the metastore spends on a CASCADE: bench/partitions.py measured 2.3-2.6 ms.

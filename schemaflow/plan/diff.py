@@ -18,6 +18,7 @@ from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateDat
                                      DropTable, DropView, ReplaceView, SetColumnComments, SetDatabaseProperties,
                                      SetStorage, SetTableComment, Unsupported)
 from schemaflow.plan.evolution import APPEND, SAME, Evolution, evolve
+from schemaflow.plan.hazards import unexplained_hazards
 from schemaflow.plan.iceberg import ConvertToIceberg, backup_name, conversion, iceberg_change
 from schemaflow.sql.storage import SCHEMA_FROM_SERDE, same_location
 from schemaflow.sql.table_kinds import ColumnChanges, TableKind, kind_of, table_kind
@@ -210,7 +211,7 @@ def _data_source_columns(want: Table, have: Table, evolution: Evolution, kind: T
     if commented:
         changes.append(SetColumnComments(key, tuple(n for _, n in commented), tuple(o.comment for o, _ in commented)))
     if added:
-        changes.append(AddColumns(key, added, partitioned=False))
+        changes.append(AddColumns(key, added, partitioned=False, hazards=unexplained_hazards(evolution)))
     return changes
 
 
@@ -222,7 +223,8 @@ def _hive_columns(want: Table, have: Table, evolution: Evolution) -> list[Change
         o.comment != n.comment for o, n in zip(have.partition_columns, want.partition_columns, strict=False))
     partitioned = bool(want.partition_columns)
     if evolution.kind == APPEND and not keys_commented and evolution.mode != "cascade":
-        changes.append(AddColumns(key, want.columns[len(have.columns):], partitioned=partitioned))
+        changes.append(AddColumns(key, want.columns[len(have.columns):], partitioned=partitioned,
+                                  hazards=unexplained_hazards(evolution)))
     elif evolution.kind != SAME or keys_commented or evolution.mode == "cascade":
         # A partition key's comment is the table's alone (partitions keep no keys): it cascades nothing,
         # and a cascade would undo the column lists an earlier restrict change left on purpose.

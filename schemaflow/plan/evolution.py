@@ -54,6 +54,8 @@ class Evolution:
     migrations: tuple[str, ...] = ()           # ids of the migrations this change applies
     mode: str | None = None                    # "cascade" or "restrict" when a migration says so
     problems: tuple[Problem, ...] = field(default=())
+    # changes that name a column the table neither has nor declares (``_Replay.unexplained``), when nothing blocks
+    unexplained: tuple[Problem, ...] = field(default=())
 
     @property
     def comments(self) -> tuple[tuple[str, str | None, str | None], ...]:
@@ -132,7 +134,8 @@ def replayed(live: Table, desired: Table, migrations: Sequence[Migration], type_
     wanted, names = [c.name for c in desired.columns], {c.name for c in current}
     moved = by_id and [c.name for c in current if c.name in wanted] != [n for n in wanted if n in names]
     return Evolution(key, live.columns, desired.columns, tuple(operations), renamed, tuple(replay.dropped),
-                     replay.reordered or moved, retyped, lost, returning, tuple(applied), replay.mode, tuple(problems))
+                     replay.reordered or moved, retyped, lost, returning, tuple(applied), replay.mode, tuple(problems),
+                     () if problems else tuple(replay.unexplained))
 
 
 def _for_readers(live: Table, desired: Table, current: list[Column],
@@ -161,7 +164,8 @@ class _Replay:
     table was last applied, or added it back after an earlier change took the name away. The column
     is brought in where it was added, at the end (its type and comment are the declared ones of its
     last name), so a drop of it drops nothing. Unless an earlier change here took that name away, the
-    name may as well be misspelt: ``unexplained`` says so, reported only when the plan is blocked anyway.
+    name may as well be misspelt: ``unexplained`` says so, as a problem when the plan is blocked anyway and
+    else as a hazard of the step, since applying records the migration as done.
     """
 
     key: str

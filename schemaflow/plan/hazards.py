@@ -61,6 +61,14 @@ def _keeps_stored_type(old: str, new: str) -> bool:
     return before[1] == after[1] and before[0] <= after[0] and width(before[0]) == width(after[0])
 
 
+def unexplained_hazards(evolution: Evolution) -> tuple[str, ...]:
+    """A hazard for each migration change that names a column the table neither has nor declares: the plan
+    cannot tell a column schemas/ added since the last apply from a misspelt one, and apply records it as done."""
+    return tuple(f"{problem.what}: unless schemas/ added it since the table was last applied, the migration names a "
+                 f"column that never existed, and apply records it as done; {problem.way_out}"
+                 for problem in evolution.unexplained)
+
+
 def column_hazards(evolution: Evolution, format: str, release: SparkVersion | None = None) -> tuple[str, ...]:
     """The hazards of ``evolution`` to existing data in a Hive-format table stored as ``format``, read by
     Spark ``release`` (the installed pyspark's unless given)."""
@@ -68,7 +76,7 @@ def column_hazards(evolution: Evolution, format: str, release: SparkVersion | No
     kind = table_kind(format)
     assert kind is not None  # the columns altered are a declared table's, of a format schemaflow knows
     by_name, by_position = kind.resolution is Resolution.BY_NAME, kind.resolution is Resolution.BY_POSITION
-    hazards = []
+    hazards = list(unexplained_hazards(evolution))
     returning = set(evolution.returning)
     if by_name:
         hazards += [f"rename {old} -> {new}: {format} files find columns by name, so {new} reads NULL "
