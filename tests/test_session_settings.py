@@ -61,3 +61,23 @@ def test_a_failed_start_is_told_by_the_exception_in_the_jvms_output(tmp_path: Pa
                                  "set in the environment.")
     log.write_text("WARNING: x\nError: Could not find or load main class org.example.Missing\n")
     assert _jvm_failure(log) == "Error: Could not find or load main class org.example.Missing"
+
+
+def test_apply_against_an_unreachable_metastore_fails_at_once_without_starting_spark(tmp_path: Path, monkeypatch):
+    import shutil
+
+    from tests.inprocess import schemaflow
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    root = Path(__file__).resolve().parent.parent
+    shutil.copytree(root / "schemas", tmp_path / "schemas")
+    shutil.copy(root / "schemaflow.yaml", tmp_path)
+    monkeypatch.setenv("SCHEMAFLOW_METASTORE_URI", f"thrift://127.0.0.1:1,thrift://127.0.0.1:{port}")
+    ran = schemaflow("--project", str(tmp_path), "apply", "--auto-approve")
+    assert ran.code == 1
+    assert (f"cannot reach the Hive metastore thrift://127.0.0.1:1,thrift://127.0.0.1:{port} (metastore.uri in "
+            "schemaflow.yaml or SCHEMAFLOW_METASTORE_URI): ") in ran.err
+    assert "nothing was run" in ran.err
+    assert not (tmp_path / ".schemaflow" / "jvm.log").exists()  # no JVM was started

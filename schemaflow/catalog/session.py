@@ -51,8 +51,10 @@ JVM_LOG = "jvm.log"
 # (comments, view SQL) included: a comment "${env:AWS_SECRET_ACCESS_KEY}" would store that secret.
 # schemaflow turns it off whatever the user's spark.conf says.
 VARIABLE_SUBSTITUTION = "spark.sql.variable.substitute"
-# Where the master comes from, for messages.
+# Where the master and the metastore come from, for messages.
 MASTER_SETTING = "spark.master in schemaflow.yaml or SCHEMAFLOW_SPARK_MASTER"
+METASTORE_SETTING = "metastore.uri in schemaflow.yaml or SCHEMAFLOW_METASTORE_URI"
+METASTORE_URIS_KEY = "spark.hadoop.hive.metastore.uris"
 DEPLOY_MODE = "spark.submit.deployMode"
 MASTER_TIMEOUT_SECONDS = 5
 
@@ -114,24 +116,34 @@ def check_driver_settings(conf: Mapping[str, str]) -> None:
     """Refuse, in one line naming the setting, what would fail only after a long wait or a stack trace.
 
     schemaflow is the Spark driver (its work is metastore calls and DDL in this process), so it
-    runs in client mode; and a standalone master (``spark://host:port[,host:port]``) that does not
-    answer would make Spark retry for a minute before failing obscurely.
+    runs in client mode; and a standalone master (``spark://host:port[,host:port]``) or a metastore
+    server (``thrift://host:port[,...]``) that does not answer would make Spark and Hive's client retry
+    for a minute or more before failing obscurely, where a plan without a JVM fails in seconds.
     """
     if conf.get(DEPLOY_MODE, "client") != "client":
         raise SchemaflowError(f"{DEPLOY_MODE}={conf[DEPLOY_MODE]} in spark.conf: schemaflow is the Spark driver "
                               "and runs in client mode; remove that setting (executors may still run on the cluster)")
     master = conf["spark.master"]
-    if not master.startswith("spark://"):
-        return
-    for address in master[len("spark://"):].split(","):
-        host, _, port = address.rpartition(":")
+    if master.startswith("spark://"):
+        _answers(master, "spark://", f"the Spark master {master} ({MASTER_SETTING})",
+                 "check the address, or that the master is running")
+    uris = conf.get(METASTORE_URIS_KEY)
+    if uris:
+        _answers(uris, "thrift://", f"the Hive metastore {uris} ({METASTORE_SETTING})",
+                 "check the address, or that the metastore server is running; nothing was run")
+
+
+def _answers(addresses: str, scheme: str, what: str, way_out: str) -> None:
+    """Return once one of ``addresses`` (``scheme``host:port, separated by commas) accepts a connection."""
+    reason: Exception | None = None
+    for address in addresses.split(","):
+        host, _, port = address.strip().removeprefix(scheme).rpartition(":")
         try:
             socket.create_connection((host, int(port)), timeout=MASTER_TIMEOUT_SECONDS).close()
             return
         except (OSError, ValueError) as error:
             reason = error
-    raise SchemaflowError(f"cannot reach the Spark master {master} ({MASTER_SETTING}): {reason}; check the "
-                          "address, or that the master is running")
+    raise SchemaflowError(f"cannot reach {what}: {reason}; {way_out}")
 
 
 def spark_conf(settings: Settings) -> dict[str, str]:
@@ -155,7 +167,7 @@ def spark_conf(settings: Settings) -> dict[str, str]:
     if settings.warehouse_dir:
         conf["spark.sql.warehouse.dir"] = settings.warehouse_dir
     if settings.metastore_uri:
-        conf["spark.hadoop.hive.metastore.uris"] = settings.metastore_uri
+        conf[METASTORE_URIS_KEY] = settings.metastore_uri
         # Hive's client would repeat any call whose connection broke, writes included; schemaflow
         # retries reads itself and checks a write's outcome instead (catalog.metastore).
         conf["spark.hadoop.hive.metastore.failure.retries"] = "0"
