@@ -238,7 +238,7 @@ class CommitFiles:
 
     def _entries(self, tree: git.Tree) -> list[Entry]:
         entries = []
-        for item in _children(tree).values():  # a folder both commits hold is listed once
+        for name, item in _children(tree).items():  # a folder both commits hold is listed once
             if isinstance(item, git.Tree):
                 entries.append(Entry(item.name, item, str(item.path)))
             elif isinstance(item, git.Blob) and item.mode == git.Blob.link_mode:
@@ -246,7 +246,7 @@ class CommitFiles:
             elif isinstance(item, git.Blob):
                 entries.append(Entry(item.name))
             else:
-                entries.append(Entry(item.name, reason=_SUBMODULE))
+                entries.append(Entry(name, reason=_SUBMODULE))
         return entries
 
     def _link(self, link: git.Blob) -> Entry:
@@ -425,7 +425,8 @@ def _children(tree: git.Tree) -> dict[str, git.objects.base.IndexObject]:
     if key not in _LISTINGS:
         if len(_LISTINGS) >= _LISTINGS_KEPT:
             _LISTINGS.clear()
-        _LISTINGS[key] = {item.name: item for item in tree}
+        # By the path's last part: a submodule's (a gitlink's) name is not known without its .gitmodules entry.
+        _LISTINGS[key] = {posixpath.basename(item.path): item for item in tree}
     return _LISTINGS[key]
 
 

@@ -425,3 +425,15 @@ def test_a_view_diff_between_refs_shows_only_what_changed_under_the_base_s_name(
     # Both sides as apply stores them (tables qualified): no false line, and the old side is the base's.
     assert step.sql_diff == ("--- base", "+++ schemas", "@@ -1,3 +1,3 @@", " SELECT order_id", " FROM `retail`.orders",
                              "-WHERE amount > 0", "+WHERE amount > 10")
+
+
+def test_a_gitlink_under_schemas_at_a_ref_is_refused_at_its_path(tmp_path, monkeypatch, capsys):
+    repo = example_repo(tmp_path / "repo")
+    # A submodule's entry with no .gitmodules: a gitlink, as a careless `git add` of a nested clone makes.
+    repo.git.update_index("--add", "--cacheinfo", f"160000,{'1' * 40},schemas/retail/vendored")
+    repo.git.commit("--quiet", "-m", "a nested clone")
+    monkeypatch.chdir(tmp_path / "repo")
+    assert main(["plan", "--base", "HEAD~1", "--head", "HEAD"]) == 1
+    err = capsys.readouterr().err
+    assert "HEAD:schemas/retail/vendored:1:1: a git submodule: the commit holds another repository's commit id" in err
+    assert "Traceback" not in err
