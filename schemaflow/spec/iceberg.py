@@ -8,6 +8,7 @@ storage do not apply to it: each is refused with what to write instead. Its part
 """
 from __future__ import annotations
 
+import posixpath
 from typing import Any
 
 from schemaflow.errors import Problem
@@ -33,6 +34,9 @@ _NOT_ICEBERG = {
 _RESERVED = frozenset({"uuid", "snapshot-count", "current-snapshot-id", "current-snapshot-summary",
                        "current-snapshot-timestamp-ms", "current-schema", "default-partition-spec",
                        "default-sort-order", "metadata_location", "previous_metadata_location", "table_type"})
+# Properties that send the files of an Iceberg table somewhere other than its own folder (Iceberg's
+# TableProperties: WRITE_METADATA_LOCATION, WRITE_DATA_LOCATION and the older folder and object-storage paths).
+_PATH_PROPERTIES = ("write.metadata.path", "write.data.path", "write.folder-storage.path", "write.object-storage.path")
 _FORMAT_VERSIONS = ("1", "2", "3")
 _FILE_FORMATS = ("parquet", "orc", "avro")
 
@@ -86,6 +90,14 @@ def layout(doc: Document, data: dict[str, Any], columns: tuple[Column, ...],
     return tuple(field for field, _ in fields.values()), tuple(term for term, _ in terms.values())
 
 
+def _inside(path: str, location: str | None) -> bool:
+    """Whether ``path`` names ``location`` or a folder below it (``..`` steps resolved, as a file system would)."""
+    if location is None:
+        return False
+    base, below = posixpath.normpath(location.rstrip("/")), posixpath.normpath(path.rstrip("/"))
+    return "/../" not in f"{path}/" and (below == base or below.startswith(base + "/"))
+
+
 def _terms(data: dict[str, Any], key: str) -> list[tuple[int, str]]:
     """The terms of ``partitioned_by`` or ``sorted_by``, each with the index of its first item.
 
@@ -117,9 +129,17 @@ def _check_column(field: PartitionField, types: dict[str, str]) -> None:
     check_source_type(field, types[field.column])
 
 
-def check_properties(doc: Document, properties: dict[str, str], problems: list[Problem]) -> None:
-    """The properties Iceberg writes itself are refused; the format version and file format are Iceberg's."""
+def check_properties(doc: Document, properties: dict[str, str], location: str | None, problems: list[Problem]) -> None:
+    """The properties Iceberg writes itself are refused; the format version and file format are Iceberg's; a path
+    for the table's files must lie inside its declared ``location`` (its own folder), not in another table's or
+    outside the warehouse, where a commit would write metadata nobody reviewed the place of."""
     for key, value in properties.items():
+        if key.lower() in _PATH_PROPERTIES and not _inside(value, location):
+            problems.append(Problem(doc.at("properties", key), (
+                f"'{key}' puts the table's files at {value!r}, outside its own location "
+                f"({location!r} as declared)" if location else
+                f"'{key}' puts the table's files at {value!r}, and the table declares no location it would be inside")
+                + ": declare 'location:' and keep the path below it, or remove the property"))
         if key.lower() in _RESERVED:
             problems.append(Problem(doc.key("properties", key), (
                 f"property '{key}' is reserved: Iceberg (or its Hive catalog) writes it for each commit: remove it")))

@@ -166,7 +166,7 @@ def read_table(doc: Document, data: dict[str, Any], problems: list[Problem]) -> 
     names = {c.name for c in columns}
     properties = _properties(doc, data, problems)
     if own_metadata:
-        iceberg.check_properties(doc, properties, problems)
+        iceberg.check_properties(doc, properties, data.get("location"), problems)
     return Table(
         database=database,
         name=name,
