@@ -574,6 +574,25 @@ def test_hive_parses_the_text_a_view_is_stored_with_though_it_names_columns_with
     assert plan(project, metastore).is_empty
 
 
+def test_every_keyword_hives_parser_refuses_as_a_column_name_is_one_schemaflow_quotes(spark):
+    from schemaflow.sql.views import HIVE_RESERVED, hive_readable
+
+    lexer = spark._jvm.java.lang.Class.forName("org.apache.hadoop.hive.ql.parse.HiveLexer")
+    keywords = sorted(f.getName()[3:].lower() for f in lexer.getFields() if f.getName().startswith("KW_"))
+    assert len(keywords) > 250  # the lexer's own list, read from the jar
+    parser = spark._jvm.org.apache.hadoop.hive.ql.parse.ParseDriver()
+    refused = set()
+    for word in keywords:
+        try:
+            parser.parse(f"SELECT {word} FROM t")
+        except Exception:  # noqa: BLE001 -- Hive's ParseException, through py4j
+            refused.add(word)
+    literals = {"true", "false", "null", "current_date", "current_timestamp"}  # bare, each is a value, not a name
+    assert sorted(refused - literals - HIVE_RESERVED) == []
+    assert hive_readable("SELECT merge, o.minus FROM o", "db") == "SELECT `merge`, o.`minus` FROM `db`.o"
+    parser.parse(hive_readable("SELECT merge, o.minus FROM o", "db"))
+
+
 def test_a_star_view_is_stored_with_the_columns_its_star_selects_so_hive_does_not_expand_it_anew(
         tmp_path, metastore, spark, fresh_db):
     db = fresh_db()
