@@ -110,6 +110,21 @@ def test_a_partition_key_comment_changes_the_table_alone_and_keeps_what_restrict
     keys = metastore.msc.getTable(t.database, t.name).getPartitionKeys()
     assert [(k.getName(), k.getComment()) for k in keys] == [("ds", "Load date")]  # read back
     assert partition_columns(metastore, t) == {"2008-04-08": old, "2008-04-09": old}  # as restrict left them
+    assert step.summary == f"alter columns of {t.key}: change comment of partition column ds"
+    assert step.values == ("comment of partition column ds: (none) -> 'Load date'",)
+    assert not step.hazards  # no partition keeps anything it did not keep before
+
+    # With an appended column in the same edit: still no cascade, so the restrict stands (Hive once read the
+    # old partitions with the new types when a cascade "repaired" them here).
+    appended = replace(commented, columns=commented.columns + cols("c3:int"),
+                       partition_columns=(Column("ds", "string", "Day loaded"),))
+    [step] = evolve(metastore, appended, migration(1, RenameColumn(t.key, "value", "value2"),
+                                                   PartitionsMode(t.key, "restrict"))).steps
+    assert step.summary == f"alter columns of {t.key}: add c3 int; change comment of partition column ds"
+    assert "comment of partition column ds: 'Load date' -> 'Day loaded'" in step.values
+    assert not any(getattr(action, "cascade", False) for action in step.actions)
+    assert table_columns(metastore, t) == ["key:string", "value2:string", "c3:int"]
+    assert partition_columns(metastore, t) == {"2008-04-08": old, "2008-04-09": old}
 
 
 def test_partitions_an_append_left_behind_are_not_stale_and_others_still_are(tmp_path, spark, metastore, fresh_db):

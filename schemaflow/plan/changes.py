@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from collections.abc import Mapping
 
 from schemaflow.model import COMMENT_KEY, MIGRATION_PREFIX, SCHEMAFLOW_PREFIX, Column, Database, PartitionValues, Table, View
-from schemaflow.plan.evolution import SAME, Evolution
+from schemaflow.plan.evolution import ALTER, APPEND, SAME, Evolution
 from schemaflow.plan.hazards import column_hazards, keep, restrict_hazard
 from schemaflow.plan.kinds import StepKind
 from schemaflow.plan.iceberg import AlterIcebergTable, ConvertToIceberg
@@ -178,7 +178,15 @@ class AlterColumns:
     partition_count: int | None = None
     stale_partitions: int | None = None     # partitions whose column list already differs from the table's
     records: Mapping[str, str] = field(default_factory=dict)  # migration records written with the columns
+    live_partition_columns: tuple[Column, ...] = ()  # as the table has them (comments to compare; () if unknown)
     object_type = "table"
+
+    @property
+    def key_comments(self) -> tuple[tuple[str, str | None, str | None], ...]:
+        """(partition column, old comment, new comment) of each partition column whose comment changes."""
+        return tuple((new.name, old.comment, new.comment) for old, new in zip(self.live_partition_columns,
+                                                                            self.partition_columns, strict=False)
+                     if old.comment != new.comment)
 
     @property
     def reshapes(self) -> bool:
@@ -198,7 +206,8 @@ class AlterColumns:
         return bool(self.evolution.dropped)
 
     def to_step(self) -> Step:
-        operations = self.evolution.operations or ("change comments of partition columns",)
+        keys = tuple(f"change comment of partition column {name}" for name, _, _ in self.key_comments)
+        operations = self.evolution.operations + keys or ("change comments of partition columns",)
         notes = []
         if self.evolution.migrations:
             notes.append("applies migration " + ", ".join(self.evolution.migrations))
@@ -217,9 +226,17 @@ class AlterColumns:
             if self.batched:
                 notes.append("in batches of partitions, rewriting only those whose list differs: "
                              "a stopped run resumes where it was")
-        elif self.partition_columns:
+        elif self.partition_columns and self.evolution.kind == ALTER:
             hazards += (restrict_hazard(self.partition_count),)
+        elif self.partition_columns and self.evolution.kind == APPEND:
+            count = ("an unknown number of existing partitions keep" if self.partition_count is None
+                     else keep(self.partition_count))
+            notes.append(f"table only: {count} their old column list (safe: appended columns read as NULL there)")
+        elif self.partition_columns:  # a partition key's comment is the table's alone: partitions keep no keys
+            notes.append("table only: a partition column's comment is the table's; partitions keep their column lists")
         values = tuple(value_change(f"comment of {name}", old, new) for name, old, new in self.evolution.comments)
+        values += tuple(value_change(f"comment of partition column {name}", old, new)
+                        for name, old, new in self.key_comments)
         return Step(StepKind.ALTER_COLUMNS, self.key, "table", f"alter columns of {self.key}: {'; '.join(operations)}",
                     (SetColumns(self.key, self.evolution.new, self.partition_columns, self.cascade, self.batched,
                                 self.records),),

@@ -17,7 +17,7 @@ from schemaflow.model import Catalog, Column, Migration, Object, Table, View
 from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateDatabase, CreateTable, CreateView,
                                      DropTable, DropView, ReplaceView, SetColumnComments, SetDatabaseProperties,
                                      SetStorage, SetTableComment, Unsupported)
-from schemaflow.plan.evolution import APPEND, SAME, Evolution, evolve
+from schemaflow.plan.evolution import ALTER, APPEND, SAME, Evolution, evolve
 from schemaflow.plan.hazards import unexplained_hazards
 from schemaflow.plan.iceberg import ConvertToIceberg, backup_name, conversion, iceberg_change
 from schemaflow.sql.storage import SCHEMA_FROM_SERDE, same_location
@@ -228,9 +228,12 @@ def _hive_columns(want: Table, have: Table, evolution: Evolution) -> list[Change
     elif evolution.kind != SAME or keys_commented or evolution.mode == "cascade":
         # A partition key's comment is the table's alone (partitions keep no keys): it cascades nothing,
         # and a cascade would undo the column lists an earlier restrict change left on purpose.
-        follows = evolution.kind != SAME or evolution.mode == "cascade"
+        # Appended columns follow no more than a key's comment does (Hive's prefix rule): only a change to the
+        # columns partitions hold, or a migration that asks, makes them follow.
+        follows = evolution.kind == ALTER or evolution.mode == "cascade"
         changes.append(AlterColumns(key, evolution, want.partition_columns, want.format,
-                                    cascade=partitioned and follows and evolution.mode != "restrict"))
+                                    cascade=partitioned and follows and evolution.mode != "restrict",
+                                    live_partition_columns=have.partition_columns))
     return changes
 
 
