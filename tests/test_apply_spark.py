@@ -593,6 +593,20 @@ def test_every_keyword_hives_parser_refuses_as_a_column_name_is_one_schemaflow_q
     parser.parse(hive_readable("SELECT merge, o.minus FROM o", "db"))
 
 
+def test_a_star_over_a_subquery_without_an_alias_is_a_view_apply_creates(tmp_path, metastore, spark, fresh_db):
+    db = fresh_db()
+    project = write_project(tmp_path, {
+        f"schemas/{db}/t.yaml": f"table: {db}.t\ncolumns: [{{name: id, type: int}}, {{name: amount, type: double}}]\n",
+        f"schemas/{db}/v.yaml": f"view: {db}.v\nsql: SELECT * FROM (SELECT id, amount FROM t)\n",
+    })
+    plan_and_apply(project, metastore)
+    stored = metastore.msc.getTable(db, "v").getViewExpandedText()
+    assert stored == f"SELECT `id`, `amount` FROM (SELECT id, amount FROM `{db}`.t)"
+    spark.sql(f"INSERT INTO {db}.t VALUES (1, 2.5)")
+    assert [tuple(r) for r in spark.sql(f"SELECT * FROM {db}.v").collect()] == [(1, 2.5)]
+    assert plan(project, metastore).is_empty
+
+
 def test_a_star_view_is_stored_with_the_columns_its_star_selects_so_hive_does_not_expand_it_anew(
         tmp_path, metastore, spark, fresh_db):
     db = fresh_db()

@@ -207,6 +207,9 @@ def _analyzed(sql: str, default_database: str, known: tuple[tuple[str, tuple[tup
     output = tuple(select.alias_or_name.lower() for select in qualified.selects)
     seen: set[str] = set()
     for name, select in zip(output, qualified.selects, strict=True):
+        if name == "*":  # a struct's fields (``st.*``): Spark names them, sqlglot cannot
+            raise ViewSqlError("this star selects a struct's fields (st.*), which schemaflow cannot name yet: list "
+                               "the fields you select (st.a, st.b)", *_position(sql, select))
         if name.startswith(_UNNAMED):
             expression = unnamed[name]
             raise ViewSqlError(
@@ -239,11 +242,19 @@ def _star_columns(query: exp.Expr, qualified: exp.Expr) -> tuple[StarColumns, ..
         stars = [i for i, item in enumerate(original.expressions) if _star_span(item)]
         if len(stars) != 1:
             continue
+        # A subquery in FROM without an alias (Spark takes one) is known to sqlglot by a name it made up, which no
+        # stored text may use: its columns are named alone where they can be (the only source), else left to the star.
+        sources = [source.this if isinstance(source, exp.Join) else source
+                   for source in [original.args.get("from_"), *(original.args.get("joins") or ())] if source is not None]
+        sources = [source.this if isinstance(source, exp.From) else source for source in sources]
+        unaliased = any(isinstance(source, exp.Subquery) and not source.alias for source in sources)
+        if unaliased and len(sources) > 1:
+            continue
         first = stars[0]
         count = len(select.expressions) - (len(original.expressions) - 1)
         items = select.expressions[first:first + count]
         start, end = cast(tuple[int, int], _star_span(original.expressions[first]))
-        found.append((start, end, ", ".join(_selected(item) for item in items)))
+        found.append((start, end, ", ".join(_selected(item, qualified=not unaliased) for item in items)))
     return tuple(sorted(found))
 
 
@@ -267,11 +278,12 @@ def _star_span(item: exp.Expression) -> tuple[int, int] | None:
     return first.meta.get("start", star.meta["start"]), star.meta["end"] + 1
 
 
-def _selected(item: exp.Expression) -> str:
-    """An expanded column as the stored text names it: ``t`.`a``, back-quoted as Hive's own expanded text."""
+def _selected(item: exp.Expression, qualified: bool = True) -> str:
+    """An expanded column as the stored text names it: ``t`.`a``, back-quoted as Hive's own expanded text
+    (`` `a` `` alone, not ``qualified``)."""
     column = item.this if isinstance(item, exp.Alias) else item
     if isinstance(column, exp.Column) and column.name == item.alias_or_name:
-        return column.sql(dialect=DIALECT, identify=True)
+        return (column if qualified else exp.column(column.name)).sql(dialect=DIALECT, identify=True)
     return item.sql(dialect=DIALECT, identify=True)
 
 
