@@ -207,7 +207,8 @@ def _analyzed(sql: str, default_database: str, known: tuple[tuple[str, tuple[tup
     output = tuple(select.alias_or_name.lower() for select in qualified.selects)
     seen: set[str] = set()
     for name, select in zip(output, qualified.selects, strict=True):
-        if name == "*":  # a struct's fields (``st.*``): Spark names them, sqlglot cannot
+        if isinstance(select, exp.Dot) and isinstance(select.expression, exp.Star):
+            # A star after a column: a struct's fields (``st.*``, ``t.st.*``): Spark names them, sqlglot cannot
             raise ViewSqlError("this star selects a struct's fields (st.*), which schemaflow cannot name yet: list "
                                "the fields you select (st.a, st.b)", *_position(sql, select))
         if name.startswith(_UNNAMED):
