@@ -405,6 +405,21 @@ def test_a_blocked_change_does_not_hide_the_tables_other_changes_it_holds_them_w
     assert comment.values == ("owner: 'sales' -> 'sales-eng'",)  # the stamp, with the property, waiting too
 
 
+def test_a_blocked_column_change_shows_every_change_of_its_write_and_holds_the_tables_others_waiting():
+    # A decimal widening rode unseen behind a refused struct change: it is the same write, shown with it.
+    live = replace(table("retail.orders", "amount:decimal(10,2)", comment="Orders", properties={"owner": "sales"}),
+                   columns=(Column("amount", "decimal(10,2)"), Column("s", "struct<x:int>")))
+    want = replace(live, columns=(Column("amount", "decimal(12,2)"), Column("s", "struct<x:int,y:int>"),
+                                  Column("note", "string")), comment="All orders", properties={"owner": "eng"})
+    plan = build_plan(catalog(want), applied(catalog(live)))
+    assert [(s.kind, s.blocked is not None) for s in plan.steps] == [("unsupported", True), ("set_table_comment", True)]
+    assert plan.steps[0].values == ("type of column amount: 'decimal(10,2)' -> 'decimal(12,2)'",
+                                    "type of column s: 'struct<x:int>' -> 'struct<x:int,y:int>'",
+                                    "column note: (none) -> string")
+    assert plan.steps[1].blocked == "waits on step 1, which cannot run as planned"
+    assert plan.steps[1].values == ("owner: 'sales' -> 'eng'",)
+
+
 def test_a_comment_on_a_data_source_column_that_nests_varchar_is_blocked_and_a_top_level_one_is_not():
     # Spark 4.0 refuses ALTER COLUMN ... COMMENT on array<varchar(3)> of a data-source table
     # (NOT_SUPPORTED_CHANGE_COLUMN): it compares the stored type with one that has string for varchar.

@@ -466,12 +466,13 @@ class Unsupported:
     object_type: str
     what: str
     way_out: str
+    values: tuple[str, ...] = ()  # what else the same change would make, each "what: old -> new"
     destructive = False
     reshapes = False
 
     def to_step(self) -> Step:
         return Step(StepKind.UNSUPPORTED, self.key, self.object_type, f"{self.what} on {self.key}", (),
-                    blocked=f"{self.what} is not supported in place: {self.way_out}")
+                    blocked=f"{self.what} is not supported in place: {self.way_out}", values=self.values)
 
 
 @dataclass(frozen=True)

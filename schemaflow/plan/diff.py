@@ -25,7 +25,7 @@ from schemaflow.sql.table_kinds import ColumnChanges, TableKind, kind_of, table_
 from schemaflow.sql.ddl import stores_view, view_text
 from schemaflow.sql.views import normalize_sql
 from schemaflow.sql.types import nests_char_or_varchar
-from schemaflow.wording import listed
+from schemaflow.wording import listed, value_change
 
 # --allow-destructive does not unblock such a change: it allows the drop of an object no file declares.
 _RECREATE_FROM_FILES = ("re-create it (remove its file and apply with --allow-destructive, which drops it and its "
@@ -113,10 +113,14 @@ def diff_table(want: Table, have: Table, migrations: Sequence[Migration] = (), t
                             f"{listed(_names(want.partition_columns))}",
                             "partition keys cannot change in place: " + _RECREATE), *comment]
     evolution = evolve(have, want, migrations, type_rule)
-    if evolution.problems:
-        return [Unsupported(key, "table", p.what, p.way_out) for p in evolution.problems]
-    changes: list[Change] = []
     settings = _settings_change(want, have)
+    if evolution.problems:
+        # The columns change in one write, which waits on the problem: each of its changes is shown with it, and
+        # the table's other changes are steps of their own, waiting too.
+        values = column_values(have.columns, want.columns)
+        return [*(Unsupported(key, "table", p.what, p.way_out, values if i == 0 else ())
+                  for i, p in enumerate(evolution.problems)), *([settings] if settings else []), *comment]
+    changes: list[Change] = []
     if settings:
         changes.append(settings)
     match kind.column_changes:
@@ -129,6 +133,19 @@ def diff_table(want: Table, have: Table, migrations: Sequence[Migration] = (), t
         case _:
             assert_never(kind.column_changes)
     return changes + comment
+
+
+def column_values(old: Sequence[Column], new: Sequence[Column]) -> tuple[str, ...]:
+    """Each difference between two column lists by name, as a plan shows a value: "type of a: x -> y"."""
+    before, after = {c.name: c for c in old}, {c.name: c for c in new}
+    values = [value_change(f"{what} of column {name}", getattr(before[name], what), getattr(column, what))
+              for name, column in after.items() if name in before for what in ("type", "comment")
+              if getattr(before[name], what) != getattr(column, what)]
+    values += [f"column {name}: (none) -> {column.type}" for name, column in after.items() if name not in before]
+    values += [f"column {name}: {column.type} -> (none)" for name, column in before.items() if name not in after]
+    if [n for n in before if n in after] != [n for n in after if n in before]:
+        values.append(f"order: {', '.join(before)} -> {', '.join(after)}")
+    return tuple(values)
 
 
 def _iceberg(want: Table, have: Table, had: TableKind | None, migrations: Sequence[Migration], type_rule: bool,
