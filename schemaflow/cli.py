@@ -402,9 +402,9 @@ def _drift(call: _Invocation) -> int:
                                for d in drifts]})
         return EXIT_CHANGES if drifts else EXIT_OK
     for found in drifts:
-        print(found.describe())
+        print(one_line(found.describe()))  # the metastore's text: each line one line
         for detail in found.details:
-            print(f"  {detail}")
+            print(f"  {one_line(detail)}")
     if not drifts:
         print("No drift: every object schemaflow applied is as it left it.")
     return EXIT_CHANGES if drifts else EXIT_OK
