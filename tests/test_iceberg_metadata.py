@@ -90,6 +90,32 @@ def test_no_request_goes_to_storage_its_database_is_not_on(monkeypatch):
     assert asked == []
 
 
+def test_a_read_from_the_databases_own_storage_is_bounded_in_time_and_bytes(monkeypatch):
+    import io
+
+    import pyiceberg.io
+
+    asked: list[tuple[dict[str, str], str]] = []
+
+    class Stored:
+        def __init__(self, content: bytes) -> None:
+            self.content = content
+
+        def new_input(self, location: str) -> Stored:
+            return self
+
+        def open(self) -> io.BytesIO:
+            return io.BytesIO(self.content)
+
+    content = b'{"format-version": 2}'
+    monkeypatch.setattr(pyiceberg.io, "load_file_io", lambda properties, location: asked.append(
+        (properties, location)) or Stored(content))
+    assert read_metadata("s3://lake/db.db/t/metadata/1.json", ("s3://LAKE/db.db",)) == {"format-version": 2}
+    assert asked == [({"s3.connect-timeout": "10", "s3.request-timeout": "60"}, "s3://lake/db.db/t/metadata/1.json")]
+    monkeypatch.setattr(iceberg_metadata, "MAX_METADATA_BYTES", 4)
+    assert "has more than the 4 bytes schemaflow reads" in unreadable("s3://lake/db.db/t/m.json", ("s3://lake/db.db",))
+
+
 def test_a_table_whose_metadata_is_not_read_keeps_its_mirror_and_the_reason():
     data = {"dbName": "db", "tableName": "t", "tableType": "EXTERNAL_TABLE",
             "parameters": {"table_type": "ICEBERG", "metadata_location": "/dev/zero\n# ✅ No changes"},

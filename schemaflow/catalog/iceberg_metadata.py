@@ -40,6 +40,9 @@ _OWN_PROPERTIES = frozenset({COMMENT_KEY, "uuid", "snapshot-count", "current-sna
 INSTALL = "pip install 'schemaflow-hive[iceberg]'"
 # A metadata file larger than this is not read (a table's with thousands of snapshots is a few MiB).
 MAX_METADATA_BYTES = 64 * 2**20
+# How long a read from object storage may wait to connect and for each request, in seconds (pyiceberg's
+# S3 file IO; by default it waits as long as the connection stays open).
+_TIMEOUTS = {"s3.connect-timeout": "10", "s3.request-timeout": "60"}
 
 
 class Unreadable(Exception):
@@ -106,7 +109,7 @@ def _remote_bytes(location: str, storage: Sequence[str | None]) -> bytes:
     except ImportError:
         raise Unreadable(f"reading the Iceberg metadata file {location!r} needs pyiceberg's file IO: {INSTALL}") from None
     try:
-        with load_file_io({}, location).new_input(location).open() as stream:
+        with load_file_io(_TIMEOUTS, location).new_input(location).open() as stream:
             return _bounded(stream.read(MAX_METADATA_BYTES + 1), location)
     except OSError as error:
         raise Unreadable(f"the metadata file {location!r} cannot be read ({error})") from None
