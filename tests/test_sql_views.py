@@ -283,3 +283,19 @@ def test_a_star_over_a_structs_fields_is_refused_where_it_is_written(sql: str, c
         analyze_view(sql, "retail", schema)
     assert (refused.value.line, refused.value.col) == (1, col)
     assert "selects a struct's fields (st.*), which schemaflow cannot name yet" in str(refused.value)
+
+
+@pytest.mark.parametrize("sql, used", [
+    ("SELECT id FROM (SELECT * FROM retail.orders) x", ("id",)),
+    ("SELECT x.id FROM (SELECT * FROM retail.orders WHERE amount > 0) x", ("amount", "id")),
+    ("WITH c AS (SELECT * FROM retail.orders) SELECT id FROM c", ("id",)),
+    ("SELECT id FROM (SELECT * FROM (SELECT * FROM retail.orders) y) x", ("id",)),
+    # The outermost star is frozen into the stored text: every column it selects is used.
+    ("SELECT * FROM (SELECT * FROM retail.orders) x", ("amount", "extra", "id")),
+    # What reads a UNION reads its branches alike: each branch's star is kept whole.
+    ("SELECT id FROM (SELECT * FROM retail.orders UNION ALL SELECT * FROM retail.orders) x", ("amount", "extra", "id")),
+    ("SELECT id FROM (SELECT id, extra FROM retail.orders) x", ("extra", "id")),  # named: it breaks if extra goes
+])
+def test_a_column_an_inner_star_selects_is_used_only_if_something_outside_reads_it(sql: str, used: tuple[str, ...]) -> None:
+    schema = {"retail.orders": [("id", "bigint"), ("amount", "double"), ("extra", "string")]}
+    assert analyze_view(sql, "retail", schema).uses == {"retail.orders": used}

@@ -17,26 +17,52 @@ so a change of its type is no change of the view's.
 from __future__ import annotations
 
 from typing import TypeGuard
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
 
-def column_usage(qualified: exp.Expr, default_database: str) -> dict[str, tuple[str, ...]]:
-    """``db.name`` of every table or view read -> the columns of it used anywhere, lower-case and sorted."""
+def column_usage(qualified: exp.Expr, default_database: str,
+                 starred: Collection[int] = ()) -> dict[str, tuple[str, ...]]:
+    """``db.name`` of every table or view read -> the columns of it used anywhere, lower-case and sorted.
+
+    ``starred``: the positions, in ``traverse_scope``'s order, of the inner SELECTs (a derived table, a
+    CTE) written as ``SELECT *`` alone. Spark expands such a star anew at every read, so a column it
+    selects that nothing outside reads is not used: dropping it breaks nothing (the outermost SELECT's
+    star is another matter: the stored text names its columns, see ``views.hive_readable``).
+    """
+    scopes = list(traverse_scope(qualified))
+    # Outer scopes first (traverse_scope lists a scope after those it reads): what a scope's columns read of an
+    # inner one is known before that inner one's own projection is judged.
+    referenced: dict[int, set[str]] = {}  # an inner scope's expression -> the names outer scopes read of it
+    unread: dict[int, set[int]] = {}      # a scope's position -> the column nodes that read nothing
+    for position in reversed(range(len(scopes))):
+        scope = scopes[position]
+        # What an EXISTS subquery selects is never read: only whether it finds a row (``SELECT *`` there
+        # would otherwise count every column of the table as used).
+        skipped = ({id(column) for select in _selects(scope.expression) for column in select.find_all(exp.Column)}
+                   if isinstance(scope.expression.parent, exp.Exists) else set())
+        # Not a branch of a UNION: what reads it reads the UNION, and the outermost one's stars are frozen.
+        if position in starred and position < len(scopes) - 1 and not isinstance(scope.expression.parent,
+                                                                                  exp.SetOperation):
+            wanted = referenced.get(id(scope.expression), set())
+            projected = [(item.alias_or_name.lower(), item.this if isinstance(item, exp.Alias) else item)
+                         for item in _selects(scope.expression)]
+            skipped |= {id(column) for name, column in projected if isinstance(column, exp.Column) and name not in wanted}
+        unread[position] = skipped
+        for column in scope.columns:
+            origin = scope.sources.get(column.table)
+            if isinstance(origin, Scope) and id(column) not in skipped:
+                referenced.setdefault(id(origin.expression), set()).add(column.name.lower())
     used: dict[str, set[str]] = {}
-    for scope in traverse_scope(qualified):
+    for position, scope in enumerate(scopes):
         for source in scope.sources.values():
             if is_table(source):
                 used.setdefault(table_key(source, default_database), set())
-        # What an EXISTS subquery selects is never read: only whether it finds a row (``SELECT *`` there
-        # would otherwise count every column of the table as used).
-        unread = ({id(column) for select in _selects(scope.expression) for column in select.find_all(exp.Column)}
-                  if isinstance(scope.expression.parent, exp.Exists) else set())
         for column in scope.columns:
             origin = scope.sources.get(column.table)
-            if is_table(origin) and id(column) not in unread:
+            if is_table(origin) and id(column) not in unread[position]:
                 used[table_key(origin, default_database)].add(column.name.lower())
     return {key: tuple(sorted(columns)) for key, columns in sorted(used.items())}
 

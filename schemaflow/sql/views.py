@@ -221,8 +221,21 @@ def _analyzed(sql: str, default_database: str, known: tuple[tuple[str, tuple[tup
             message = f"duplicate output column '{name}': give each output column its own name"
             raise ViewSqlError(message, *_position(sql, select))
         seen.add(name)
-    return ViewAnalysis(output=output, reads=reads, uses=column_usage(qualified, default_database),
+    return ViewAnalysis(output=output, reads=reads,
+                        uses=column_usage(qualified, default_database, _starred(query, qualified)),
                         lineage=output_lineage(qualified, default_database), stars=_star_columns(query, qualified))
+
+
+def _starred(query: exp.Expr, qualified: exp.Expr) -> list[int]:
+    """The positions (``traverse_scope``'s order) of the SELECTs written as stars alone (``sql.usage.column_usage``);
+    none where qualifying made the scopes differ from the query's, or the query has no star."""
+    if query.find(exp.Star) is None:
+        return []
+    written, made = list(traverse_scope(query)), list(traverse_scope(qualified))
+    if len(written) != len(made):
+        return []
+    return [i for i, scope in enumerate(written) if isinstance(scope.expression, exp.Select)
+            and scope.expression.expressions and all(_is_star(item) for item in scope.expression.expressions)]
 
 
 def _star_columns(query: exp.Expr, qualified: exp.Expr) -> tuple[StarColumns, ...]:
@@ -268,6 +281,11 @@ def _outer_selects(query: exp.Expr) -> list[exp.Select]:
     if isinstance(query, exp.Subquery):
         return _outer_selects(query.this)
     return []
+
+
+def _is_star(item: exp.Expression) -> bool:
+    """``*`` or ``t.*``."""
+    return isinstance(item.this if isinstance(item, exp.Column) else item, exp.Star)
 
 
 def _star_span(item: exp.Expression) -> tuple[int, int] | None:
