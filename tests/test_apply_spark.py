@@ -607,6 +607,23 @@ def test_a_star_over_a_subquery_without_an_alias_is_a_view_apply_creates(tmp_pat
     assert plan(project, metastore).is_empty
 
 
+def test_a_star_over_a_structs_fields_is_a_view_apply_creates_with_the_columns_spark_names(
+        tmp_path, metastore, spark, fresh_db):
+    db = fresh_db()
+    project = write_project(tmp_path, {
+        f"schemas/{db}/t.yaml": f"table: {db}.t\ncolumns: [{{name: id, type: int}}, {{name: st, type: 'struct<a:int,b:string>'}}]\n",
+        f"schemas/{db}/v.yaml": f"view: {db}.v\nsql: SELECT id, st.* FROM t\n",
+    })
+    plan_and_apply(project, metastore)
+    spark.sql(f"INSERT INTO {db}.t SELECT 1, named_struct('a', 2, 'b', 'x')")
+    assert spark.table(f"{db}.v").columns == ["id", "a", "b"]
+    assert [tuple(r) for r in spark.sql(f"SELECT * FROM {db}.v").collect()] == [(1, 2, "x")]
+    stored = metastore.msc.getTable(db, "v").getViewExpandedText()
+    assert stored == f"SELECT id, `t`.`st`.`a`, `t`.`st`.`b` FROM `{db}`.t"
+    spark._jvm.org.apache.hadoop.hive.ql.parse.ParseDriver().parse(stored)  # Hive reads it too
+    assert plan(project, metastore).is_empty
+
+
 def test_a_star_view_is_stored_with_the_columns_its_star_selects_so_hive_does_not_expand_it_anew(
         tmp_path, metastore, spark, fresh_db):
     db = fresh_db()

@@ -276,13 +276,23 @@ def test_a_star_over_a_subquery_without_an_alias_is_stored_with_names_that_subqu
         "SELECT `s`.`id`, `s`.`amount` FROM (SELECT id, amount FROM retail.orders) s")
 
 
-@pytest.mark.parametrize("sql, col", [("SELECT st.* FROM retail.orders", 8), ("SELECT id, o.st.* FROM retail.orders o", 12)])
-def test_a_star_over_a_structs_fields_is_refused_where_it_is_written(sql: str, col: int) -> None:
-    schema = {"retail.orders": [("id", "bigint"), ("st", "struct<a:int,b:string>")]}
+def test_a_star_over_a_structs_fields_names_them_and_is_stored_with_them() -> None:
+    from schemaflow.sql.views import hive_readable
+
+    schema = {"retail.orders": [("id", "bigint"), ("st", "struct<a:int,`b c`:string>")]}
+    sql = "SELECT id, o.st.* FROM retail.orders o"
+    analysis = analyze_view(sql, "retail", schema)
+    assert analysis.output == ("id", "a", "b c")  # as Spark names a struct's fields
+    assert analysis.uses == {"retail.orders": ("id", "st")}
+    assert hive_readable(sql, "retail", analysis.stars) == "SELECT id, `o`.`st`.`a`, `o`.`st`.`b c` FROM retail.orders o"
+
+
+def test_a_star_over_a_column_not_known_to_be_a_struct_is_refused_where_it_is_written() -> None:
+    schema = {"retail.v": [("st", "string")]}  # a view's column: its type is not known here
     with pytest.raises(ViewSqlError) as refused:
-        analyze_view(sql, "retail", schema)
-    assert (refused.value.line, refused.value.col) == (1, col)
-    assert "selects a struct's fields (st.*), which schemaflow cannot name yet" in str(refused.value)
+        analyze_view("SELECT id,\n  st.* FROM retail.v", "retail", schema | {"retail.v": [("id", "int"), ("st", "string")]})
+    assert (refused.value.line, refused.value.col) == (2, 3)
+    assert "st.* selects the fields of a column schemaflow does not know to be a struct here" in str(refused.value)
 
 
 @pytest.mark.parametrize("sql, used", [

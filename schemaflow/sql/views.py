@@ -31,7 +31,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import OptimizeError, ParseError, TokenError
 from sqlglot.optimizer.qualify import qualify
-from sqlglot.optimizer.scope import Scope, traverse_scope
+from sqlglot.optimizer.scope import Scope, build_scope, traverse_scope
 from sqlglot.schema import MappingSchema
 from sqlglot.tokens import Token, TokenType
 
@@ -204,13 +204,10 @@ def _analyzed(sql: str, default_database: str, known: tuple[tuple[str, tuple[tup
         qualified = qualify(named, schema=mapping, dialect=DIALECT, db=default_database)
     except OptimizeError as error:
         raise _resolution_error(str(error), sql, query, schema, default_database) from error
+    _expand_struct_stars(qualified, schema, default_database, sql)
     output = tuple(select.alias_or_name.lower() for select in qualified.selects)
     seen: set[str] = set()
     for name, select in zip(output, qualified.selects, strict=True):
-        if isinstance(select, exp.Dot) and isinstance(select.expression, exp.Star):
-            # A star after a column: a struct's fields (``st.*``, ``t.st.*``): Spark names them, sqlglot cannot
-            raise ViewSqlError("this star selects a struct's fields (st.*), which schemaflow cannot name yet: list "
-                               "the fields you select (st.a, st.b)", *_position(sql, select))
         if name.startswith(_UNNAMED):
             expression = unnamed[name]
             raise ViewSqlError(
@@ -224,6 +221,31 @@ def _analyzed(sql: str, default_database: str, known: tuple[tuple[str, tuple[tup
     return ViewAnalysis(output=output, reads=reads,
                         uses=column_usage(qualified, default_database, _starred(query, qualified)),
                         lineage=output_lineage(qualified, default_database), stars=_star_columns(query, qualified))
+
+
+def _expand_struct_stars(qualified: exp.Expr, schema: Mapping[str, Sequence[tuple[str, str]]], default_database: str,
+                         sql: str) -> None:
+    """Write each ``st.*`` of the outermost SELECTs (a star after a struct column) out as its fields, in place:
+    ``t.st.a, t.st.b``, the columns Spark's own expansion names ``a`` and ``b``. sqlglot leaves it as one item;
+    the view's stored text then names the fields it had when it was made, as for any other star. Raises
+    ``ViewSqlError`` where the column's type is not known to be a struct (a view's column, whose type the
+    analysis does not know)."""
+    for select in _outer_selects(qualified):
+        scope = build_scope(select)
+        for item in list(select.expressions):
+            if not (isinstance(item, exp.Dot) and isinstance(item.expression, exp.Star)
+                    and isinstance(item.this, exp.Column)):
+                continue
+            column, source = item.this, scope.sources.get(item.this.table) if scope else None
+            types = dict(schema.get(table_key(source, default_database), ())) if is_table(source) else {}
+            declared = exp.DataType.build(types[column.name], dialect=DIALECT) if column.name in types else None
+            if declared is None or declared.this != exp.DataType.Type.STRUCT:
+                raise ViewSqlError(f"{column.name}.* selects the fields of a column schemaflow does not know to be a "
+                                   "struct here: list the fields you select (st.a, st.b)", *_position(sql, item))
+            fields = [exp.Dot(this=column.copy(), expression=exp.to_identifier(field.name, quoted=True))
+                      for field in declared.expressions]
+            position = select.expressions.index(item)
+            select.set("expressions", select.expressions[:position] + fields + select.expressions[position + 1:])
 
 
 def _starred(query: exp.Expr, qualified: exp.Expr) -> list[int]:
