@@ -15,7 +15,8 @@ from packaging.requirements import Requirement
 import schemaflow
 
 ROOT = Path(__file__).resolve().parent.parent
-PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+PROJECT, PROJECT_SCM = PYPROJECT["project"], PYPROJECT["tool"]["setuptools_scm"]
 
 
 def test_the_distribution_is_not_the_unrelated_schemaflow_on_the_package_index() -> None:
@@ -29,6 +30,13 @@ def test_the_version_is_the_installed_one_and_the_command_says_it() -> None:
     said = subprocess.run([sys.executable, "-m", "schemaflow", "--version"], capture_output=True, text=True,
                           check=True).stdout
     assert said == f"schemaflow {schemaflow.__version__}\n"
+
+
+def test_the_version_is_a_release_or_a_development_build_of_a_commit_never_unknown() -> None:
+    # X.Y.Z on a tag; X.Y.Z.devN+g<commit> after it (.d<date> while the tree has uncommitted changes).
+    assert re.fullmatch(r"\d+\.\d+\.\d+(\.dev\d+\+g[0-9a-f]{7,40}(\.d\d{8})?)?", schemaflow.__version__), (
+        schemaflow.__version__)
+    assert PROJECT_SCM["fallback_version"] == "0.0.0"  # no local part to leak into every untagged build
 
 
 def test_the_licence_is_apache_2_in_the_file_and_the_metadata() -> None:
