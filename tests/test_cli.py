@@ -92,7 +92,7 @@ def test_apply_refuses_a_blocked_saved_plan_without_starting_spark(example, tmp_
     assert planned.err.splitlines() == [f"Saved the plan to {out}", "error: 1 step blocked: apply would refuse this plan"]
     assert main(["--project", str(example), "apply", str(out), "--auto-approve"]) == 1
     err = capsys.readouterr().err
-    assert "the plan has 1 blocked step(s); nothing was applied:\n  analytics.marketing_spend: destructive: run with " \
+    assert "the plan has 1 blocked step; nothing was applied:\n  analytics.marketing_spend: destructive: run with " \
            "--allow-destructive to allow it" in err
     assert "Starting Spark" not in err
     assert main(["--project", str(example), "apply", str(out), "--allow-destructive", "--auto-approve"]) == 1

@@ -101,8 +101,9 @@ def test_dropping_a_middle_column_is_refused_when_types_shift_positions():
     assert step.blocked == ("position 3 would change from legacy_flag boolean to amount decimal(12,2): the metastore "
                             "compares types position by position and refuses that "
                             "(hive.metastore.disallow.incompatible.col.type.changes) is not supported in place: "
-                            "add a new column instead and fill it from amount outside schemaflow, or copy the data "
-                            "into a new table; the check can also be turned off on the metastore (not recommended)")
+                            "the columns from position 3 on would move: keep legacy_flag where it is (and stop "
+                            "writing to it), or drop only the last column, or copy the data into a new table; the "
+                            "check can also be turned off on the metastore (not recommended)")
 
 
 def test_a_disappearing_column_with_a_same_typed_newcomer_suggests_the_rename_migration():

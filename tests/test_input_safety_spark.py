@@ -80,7 +80,7 @@ def test_view_sql_spark_refuses_blocks_the_plan_and_apply_writes_nothing(tmp_pat
     ran = schemaflow("--project", str(tmp_path), "plan")
     assert ran.code == 1 and "error: 3 steps blocked: apply would refuse this plan" in ran.err
     ran = schemaflow("--project", str(tmp_path), "apply", "--auto-approve")
-    assert ran.code == 1 and "the plan has 3 blocked step(s); nothing was applied" in ran.err
+    assert ran.code == 1 and "the plan has 3 blocked steps; nothing was applied" in ran.err
     assert sorted(metastore.msc.getAllTables(db)) == tables_before == []  # not even the table was created
     # The stand-ins Spark judged the views against were session-local, and are gone.
     assert spark.sql("SHOW VIEWS IN default LIKE '__schemaflow_check_*'").collect() == []

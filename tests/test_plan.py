@@ -383,15 +383,15 @@ def test_a_property_removed_from_the_file_is_unset_on_an_adopted_table_as_plan_b
     assert unset(build_plan(head, catalog(stamped))) == []
 
 
-@pytest.mark.parametrize("count, said", [(1, "1 partition keeps"), (30, "30 partitions keep"),
-                                         (None, "an unknown number of existing partitions keep")])
+@pytest.mark.parametrize("count, said", [(1, "1 partition keeps its"), (30, "30 partitions keep their"),
+                                         (None, "an unknown number of existing partitions keep their")])
 def test_the_partitions_an_append_leaves_alone_are_counted_in_words_that_agree(count, said):
     from schemaflow.plan.changes import AddColumns
     from schemaflow.plan.hazards import restrict_hazard
 
     [note] = AddColumns("retail.orders", (Column("coupon", "string"),), True, count).to_step().notes
-    assert note == f"table only: {said} their old column list (safe: appended columns read as NULL there)"
-    assert restrict_hazard(count).startswith(f"restrict: {said.replace('an unknown number of ', '')} their old")
+    assert note == f"table only: {said} old column list (safe: appended columns read as NULL there)"
+    assert restrict_hazard(count).startswith(f"restrict: {said.replace('an unknown number of ', '')} old")
 
 
 def test_a_blocked_change_does_not_hide_the_tables_other_changes_it_holds_them_waiting():

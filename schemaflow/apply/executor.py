@@ -249,7 +249,7 @@ def check_runnable(plan: Plan) -> None:
     """Refuse a plan with blocked steps, before anything is connected to or changed."""
     if plan.blocked:
         reasons = "\n".join(f"  {s.object}: {s.blocked}" for s in plan.blocked)
-        raise SchemaflowError(f"the plan has {len(plan.blocked)} blocked step(s); nothing was applied:\n{reasons}")
+        raise SchemaflowError(f"the plan has {plural(len(plan.blocked), 'blocked step')}; nothing was applied:\n{reasons}")
 
 
 def apply_plan(plan: Plan, writer: CatalogWriter, progress: TextIO | None = None, claim: Claim | None = None,

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from schemaflow.model import COMMENT_KEY, MIGRATION_PREFIX, SCHEMAFLOW_PREFIX, Column, Database, PartitionValues, Table, View
 from schemaflow.plan.evolution import ALTER, APPEND, SAME, Evolution
-from schemaflow.plan.hazards import column_hazards, keep, restrict_hazard
+from schemaflow.plan.hazards import appended_note, column_hazards, restrict_hazard
 from schemaflow.plan.kinds import StepKind
 from schemaflow.plan.iceberg import AlterIcebergTable, ConvertToIceberg
 from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, IcebergCommit, KeepViewPartitions, PartitionView, SetColumns,
@@ -151,10 +151,7 @@ class AddColumns:
         names = ", ".join(f"{c.name} {c.type}" for c in self.columns)
         notes: tuple[str, ...] = ()
         if self.partitioned:
-            # Hive's prefix rule: an append-only change never needs the partitions rewritten.
-            count = ("an unknown number of existing partitions keep" if self.partition_count is None
-                     else keep(self.partition_count))
-            notes = (f"table only: {count} their old column list (safe: appended columns read as NULL there)",)
+            notes = (appended_note(self.partition_count),)
         return Step(StepKind.ADD_COLUMNS, self.key, "table", f"add {plural(len(self.columns), 'column')} to {self.key}: {names}",
                     (SqlAction(ddl.add_columns(self.key, self.columns)),), notes=notes, hazards=self.hazards)
 
@@ -229,9 +226,7 @@ class AlterColumns:
         elif self.partition_columns and self.evolution.kind == ALTER:
             hazards += (restrict_hazard(self.partition_count),)
         elif self.partition_columns and self.evolution.kind == APPEND:
-            count = ("an unknown number of existing partitions keep" if self.partition_count is None
-                     else keep(self.partition_count))
-            notes.append(f"table only: {count} their old column list (safe: appended columns read as NULL there)")
+            notes.append(appended_note(self.partition_count))
         elif self.partition_columns:  # a partition key's comment is the table's alone: partitions keep no keys
             notes.append("table only: a partition column's comment is the table's; partitions keep their column lists")
         values = tuple(value_change(f"comment of {name}", old, new) for name, old, new in self.evolution.comments)

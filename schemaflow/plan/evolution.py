@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from collections.abc import Sequence
 
 from schemaflow.model import Column, DropColumn, Migration, MigrationChange, RenameColumn, ReorderColumns, Table
-from schemaflow.plan.compatibility import incompatibilities
+from schemaflow.plan.compatibility import Incompatibility, incompatibilities
 
 SAME, APPEND, ALTER = "same", "append", "alter"
 _Pairs = tuple[tuple[str, str], ...]
@@ -128,7 +128,7 @@ def replayed(live: Table, desired: Table, migrations: Sequence[Migration], type_
     if problems:
         problems = replay.unexplained + problems
     elif type_rule:
-        problems += [Problem(i.describe(), _incompatible_way_out(i.new.name))
+        problems += [Problem(i.describe(), _incompatible_way_out(i))
                      for i in incompatibilities(live.columns, desired.columns)]
     renamed, lost, returning, retyped = _for_readers(live, desired, current, replay)
     wanted, names = [c.name for c in desired.columns], {c.name for c in current}
@@ -311,6 +311,10 @@ def _inferred(key: str, current: list[Column], desired: Sequence[Column], operat
     return []
 
 
-def _incompatible_way_out(column: str) -> str:
-    return (f"add a new column instead and fill it from {column} outside schemaflow, or copy the data into a "
-            "new table; the check can also be turned off on the metastore (not recommended)")
+def _incompatible_way_out(found: Incompatibility) -> str:
+    if found.old.name == found.new.name:  # a type change of its own
+        first = f"add a new column instead and fill it from {found.new.name} outside schemaflow"
+    else:  # columns moved into other positions: a column dropped or moved before them
+        first = (f"the columns from position {found.position} on would move: keep {found.old.name} where it is (and "
+                 "stop writing to it), or drop only the last column")
+    return f"{first}, or copy the data into a new table; the check can also be turned off on the metastore (not recommended)"

@@ -102,11 +102,19 @@ def column_hazards(evolution: Evolution, format: str, release: SparkVersion | No
 
 
 def restrict_hazard(partition_count: int | None) -> str:
-    count = "existing partitions keep" if partition_count is None else keep(partition_count)
-    return (f"restrict: {count} their old column list; Spark reads them through the table's columns, "
-            "Hive reads each with its own list (old names and types)")
+    return (f"restrict: {keep(partition_count, 'existing partitions')} old column list; Spark reads them through the "
+            "table's columns, Hive reads each with its own list (old names and types)")
 
 
-def keep(partitions: int) -> str:
-    """``1 partition keeps``, ``30 partitions keep``: the count and the verb that agrees with it."""
-    return f"{plural(partitions, 'partition')} {'keeps' if partitions == 1 else 'keep'}"
+def appended_note(partition_count: int | None) -> str:
+    """What an append (Hive's prefix rule: partitions never need rewriting for it) leaves the partitions."""
+    return f"table only: {keep(partition_count)} old column list (safe: appended columns read as NULL there)"
+
+
+def keep(partitions: int | None, unknown: str = "an unknown number of existing partitions") -> str:
+    """``1 partition keeps its``, ``30 partitions keep their``: the count, and the verb and pronoun that agree with
+    it (``unknown`` where the count is not known)."""
+    if partitions is None:
+        return f"{unknown} keep their"
+    return f"{plural(partitions, 'partition')} {'keeps its' if partitions == 1 else 'keep their'}"
+
