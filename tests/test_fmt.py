@@ -54,6 +54,13 @@ def test_keys_follow_the_schema_and_take_their_comments_along():
         "properties: {owner: sales-eng}\n")
 
 
+def test_targets_appended_at_the_end_of_the_settings_as_the_docs_show_are_where_fmt_puts_them():
+    text = ("spark: {master: local[2]}\ndatabases: [retail]\ninvalidation: lenient\nafter_apply: [echo hi]\n"
+            "exclude: [retail.tmp_*]\n")
+    appended = text + "target: dev\ntargets:\n  dev:\n    database_names: {retail: dev_retail}\n"
+    assert format_text("schemaflow.yaml", appended) == appended
+
+
 def test_keys_the_schema_does_not_know_follow_in_their_written_order():
     text = "zeta: 1\ntable: retail.orders\nalpha: 2\ncolumns: []\n"
     assert format_text(TABLE, text) == "table: retail.orders\ncolumns: []\nzeta: 1\nalpha: 2\n"
