@@ -55,7 +55,7 @@ def test_keys_follow_the_schema_and_take_their_comments_along():
 
 
 def test_targets_appended_at_the_end_of_the_settings_as_the_docs_show_are_where_fmt_puts_them():
-    text = ("spark: {master: local[2]}\ndatabases: [retail]\ninvalidation: lenient\nafter_apply: [echo hi]\n"
+    text = ("spark: {master: \"local[2]\"}\ndatabases: [retail]\ninvalidation: lenient\nafter_apply: [echo hi]\n"
             "exclude: [retail.tmp_*]\n")
     appended = text + "target: dev\ntargets:\n  dev:\n    database_names: {retail: dev_retail}\n"
     assert format_text("schemaflow.yaml", appended) == appended
