@@ -31,6 +31,7 @@ from tests.metastore_server import TEST_JAVA_OPTIONS, MetastoreServer, NewServer
 from tests.postgres_server import PostgresServer
 
 ROOT = Path(__file__).resolve().parent.parent
+pytest_plugins = ["tests.interrupts"]  # SIGTERM tears the fixtures down, servers included
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
