@@ -262,3 +262,10 @@ def test_the_apply_workflow_allows_drops_only_for_a_label_put_on_before_the_appr
     assert result([merged], [], [approval("10:00")]) == ("", "")
     assert result([{**merged, "merge_commit_sha": "other"}], [labeled("09:00")], [approval("10:00")])[0] == ""
     assert result([]) == ("", "")
+
+
+def test_the_label_the_comment_names_is_the_one_both_workflows_read():
+    from schemaflow.render.summary import ALLOW_DESTRUCTIVE_LABEL
+
+    for workflow in (PLAN, APPLY):
+        assert f"'{ALLOW_DESTRUCTIVE_LABEL}'" in workflow.read_text()

@@ -85,7 +85,8 @@ def _cut(top: list[str], table: list[str], steps: int) -> list[str]:
 def _table(plan: Plan) -> list[str]:
     rows = ["", "| # | object | change | notes |", "|---|---|---|---|"]
     for number, step in enumerate(plan.steps, 1):
-        notes = ([f"**{_escape(flag)}**" for flag in markers(step)] + [f"⚠ {_escape(h)}" for h in step.hazards]
+        # The comment is a pull request's: what allows a drop there is the label.
+        notes = ([f"**{_escape(flag)}**" for flag in markers(step, review=True)] + [f"⚠ {_escape(h)}" for h in step.hazards]
                  + [_escape(note) for note in step.notes] + [_escape(value) for value in step.values])
         rows.append(f"| {number} | `{step.object}` | {_escape(step.summary)} | {'<br>'.join(notes)} |")
     return rows

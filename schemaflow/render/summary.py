@@ -6,7 +6,7 @@ changes, ``-`` drops; ``!`` marks a blocked step, whatever it would do.
 from __future__ import annotations
 
 from schemaflow.plan.kinds import Effect, StepKind
-from schemaflow.plan.plan import Plan
+from schemaflow.plan.plan import DESTRUCTIVE_BLOCK, Plan
 from schemaflow.plan.steps import Step
 from schemaflow.wording import plural
 
@@ -32,12 +32,19 @@ def summary(plan: Plan, base: str = "the metastore") -> str:
     return line + "."
 
 
-def markers(step: Step) -> list[str]:
-    """Short flags shown beside a step."""
+# What allows a drop where the plan is a pull request's comment: the label the workflows read.
+ALLOW_DESTRUCTIVE_LABEL = "schemaflow-allow-destructive"
+
+
+def markers(step: Step, review: bool = False) -> list[str]:
+    """Short flags shown beside a step; in a pull request's ``review``, a drop is allowed by its label."""
     flags = []
     if step.destructive:
         flags.append("destructive")
-    if step.blocked:
+    if step.blocked == DESTRUCTIVE_BLOCK and review:
+        flags.append(f"BLOCKED: destructive: to allow it, add the label {ALLOW_DESTRUCTIVE_LABEL} to the pull request "
+                     "before its approving review")
+    elif step.blocked:
         flags.append("BLOCKED: " + step.blocked)
     return flags
 
