@@ -7,6 +7,7 @@ plan. The apply workflow needs a metastore; its commands are checked against the
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import shutil
@@ -54,15 +55,48 @@ def named(workflow: dict[str, Any], name: str) -> dict[str, Any]:
     return next(step for step in steps(workflow) if step.get("name") == name)
 
 
-def test_both_workflows_set_up_python_and_java_and_run_on_their_events():
+def test_both_workflows_set_up_python_java_where_a_jvm_starts_and_run_on_their_events():
     plan, apply = load(PLAN), load(APPLY)
     assert list(plan["on"]) == ["pull_request"]
     assert apply["on"]["push"]["branches"] == ["main"]
     for workflow, artifact in ((plan, "plan.json"), (apply, "reviewed.json")):
         uses = {step["uses"].split("@")[0]: step.get("with") for step in steps(workflow) if "uses" in step}
-        assert uses["actions/setup-python"] == {"python-version": "3.11"}
-        assert uses["actions/setup-java"] == {"distribution": "temurin", "java-version": "17"}
+        assert uses["actions/setup-python"]["python-version"] == "3.11"
         assert uses["actions/upload-artifact"]["path"] == artifact
+    # plan --base starts no JVM: the plan job sets up no Java, and caches pip's downloads by the file that pins them.
+    uses = {step["uses"].split("@")[0]: step.get("with") for step in steps(plan) if "uses" in step}
+    assert "actions/setup-java" not in uses
+    assert uses["actions/setup-python"] == {"python-version": "3.11", "cache": "pip",
+                                            "cache-dependency-path": f".github/workflows/{PLAN.name}"}
+    uses = {step["uses"].split("@")[0]: step.get("with") for step in steps(apply) if "uses" in step}
+    assert uses["actions/setup-java"] == {"distribution": "temurin", "java-version": "17"}
+
+
+def test_the_plan_workflow_fetches_the_base_of_a_private_repository_with_the_jobs_token(tmp_path):
+    from tests.git_http import PrivateRepositories
+
+    origin = init_repo(tmp_path / "served" / "origin.git")
+    (tmp_path / "served" / "origin.git" / "README").write_text("base\n")
+    base = commit(origin, "base")
+    fetch = named(load(PLAN), "Fetch the base branch")
+    assert fetch["env"]["TOKEN"] == "${{ github.token }}" and fetch["env"]["SERVER"] == "${{ github.server_url }}"
+    with PrivateRepositories(tmp_path / "served", token="s3cret-job-token") as server:
+        checkout = init_repo(tmp_path / "checkout")
+        checkout.git.remote("add", "origin", server.url("origin.git/.git"))
+        quiet = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "BASE": "main", "SERVER": server.server_url}
+        # Without the token (what the step did before), the private repository answers 401 and the fetch fails.
+        refused = subprocess.run(["git", "fetch", "--depth=1", "origin", "main"], cwd=checkout.working_tree_dir,
+                                 env=quiet, capture_output=True, text=True)
+        assert refused.returncode != 0 and "could not read Username" in refused.stderr
+        assert server.requests and not any(authenticated for _, authenticated in server.requests)
+        ran = subprocess.run(["bash", "-e", "-c", fetch["run"]], cwd=checkout.working_tree_dir, capture_output=True,
+                             text=True, env={**quiet, "TOKEN": "s3cret-job-token"})
+        assert ran.returncode == 0, ran.stderr
+        assert checkout.git.rev_parse("refs/remotes/origin/main") == base
+        assert any(authenticated for _, authenticated in server.requests)
+    # The token went into the one command: nothing of it is left in the checkout's configuration.
+    assert "s3cret" not in (Path(checkout.git_dir) / "config").read_text()
+    assert "extraheader" not in (Path(checkout.git_dir) / "config").read_text()
 
 
 def test_the_plan_workflow_finds_its_comment_by_the_marker_the_comment_starts_with():
@@ -85,7 +119,9 @@ def test_the_plan_workflow_commands_plan_a_shallow_clone(tmp_path, monkeypatch, 
     env = {**workflow["env"], "BASE": "main", "ALLOW_DESTRUCTIVE": ""}
     monkeypatch.chdir(checkout)
 
-    subprocess.run(command(named(workflow, "Fetch the base branch"), env), check=True, capture_output=True)
+    fetch = named(workflow, "Fetch the base branch")["run"]
+    subprocess.run(["bash", "-e", "-c", fetch], check=True, capture_output=True,
+                   env={**os.environ, **env, "SERVER": "https://github.com", "TOKEN": "unused-by-file-urls"})
     args = command(named(workflow, "Plan"), env)
     assert args[:2] == ["schemaflow", "--project"]
     assert main(args[1:]) == 1  # blocked: the shell writes plan.md, the comment is posted, then the job fails
