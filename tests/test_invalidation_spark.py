@@ -257,6 +257,15 @@ def test_strict_mode_applies_the_drop_when_the_views_it_breaks_are_recompiled(tm
     assert plan(project, metastore).is_empty
 
 
+def note_goes(table: str) -> dict[str, str]:
+    """The migration file that drops the column ``note`` of ``table``."""
+    return {"migrations/0001_drop_note.yaml": f"""
+                description: the note goes
+                changes:
+                  - drop_column: {{table: {table}, column: note}}
+                """}
+
+
 def test_a_column_selected_only_inside_exists_is_not_used_so_strict_mode_lets_it_go(tmp_path, spark, metastore,
                                                                                    fresh_db):
     db = fresh_db()
@@ -271,11 +280,7 @@ def test_a_column_selected_only_inside_exists_is_not_used_so_strict_mode_lets_it
     spark.sql(f"INSERT INTO {db}.orders VALUES (1, 10), (2, 20)")
     spark.sql(f"INSERT INTO {db}.customers VALUES (10, 'x')")
     head = {**base, f"schemas/{db}/customers.yaml": f"table: {db}.customers\ncolumns: [{{name: cid, type: int}}]\n",
-            "migrations/0001_drop_note.yaml": f"""
-                description: the note goes
-                changes:
-                  - drop_column: {{table: {db}.customers, column: note}}
-                """}
+            **note_goes(f"{db}.customers")}
     planned = plan(write_project(tmp_path, head, "strict"), metastore)
     assert not planned.blocked, [s.blocked for s in planned.blocked]
     apply_plan(planned, metastore)
@@ -293,11 +298,7 @@ def test_a_column_an_inner_star_selects_and_nothing_outside_reads_is_not_used(tm
     apply_plan(plan(write_project(tmp_path, base, "strict"), metastore), metastore)
     spark.sql(f"INSERT INTO {db}.orders VALUES (1, 'a')")
     head = {**base, f"schemas/{db}/orders.yaml": f"table: {db}.orders\ncolumns: [{{name: id, type: int}}]\n",
-            "migrations/0001_drop_note.yaml": f"""
-                description: the note goes
-                changes:
-                  - drop_column: {{table: {db}.orders, column: note}}
-                """}
+            **note_goes(f"{db}.orders")}
     for mode in ("strict", "lenient"):
         planned = plan(write_project(tmp_path, head, mode), metastore)
         assert not planned.blocked and not planned.warnings, (planned.blocked, planned.warnings)
