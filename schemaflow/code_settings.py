@@ -19,8 +19,9 @@ files of the repository should name them on its command line, or live outside th
 
 Which Spark settings run code is known by key (the ones Spark documents as loading classes, jars
 or scripts) and, for the keys Spark, Hadoop and Hive add all the time, by value: a value that names
-a Java class (``com.example.Provider``) or a jar, library or script file; and a value Spark or Hadoop expands (``${env:AWS_SECRET_ACCESS_KEY}`` in an endpoint
-would send the job's secret wherever the endpoint points).
+a Java class (``com.example.Provider``) or a jar, library or script file; and a value Spark or
+Hadoop expands (``${env:AWS_SECRET_ACCESS_KEY}`` in an endpoint would send the job's secret wherever
+the endpoint points).
 """
 from __future__ import annotations
 
@@ -61,8 +62,9 @@ _CODE_FILE = re.compile(r"\.(?:jar|zip|so|dylib|dll|py|sh|class)\s*$", re.IGNORE
 # Spark's ConfigReader (${env:X}, ${system:X}) and Hadoop's Configuration (${env.X}, ${X}) expand these.
 _EXPANDED = "${"
 _ID_LENGTH = 32  # hex digits: 128 bits, beyond any collision search
-# Where a setting's value names files: separators of lists, class paths, options (-javaagent:x.jar=opts).
-_PATH_SEPARATORS = re.compile(r"[\s,:;=\"']+")
+# Where a setting's value names files: separators of lists, class paths, options (-javaagent:x.jar=opts),
+# and the shell's own (sh -c "$(cat x)", a < x, a | b).
+_PATH_SEPARATORS = re.compile(r"[\s,:;=\"'()<>|&$`]+")
 # The project's files a setting names, each with the digest of its content (``spec.settings.code_files``).
 CODE_FILES = "code_files"
 

@@ -235,6 +235,8 @@ def test_which_paths_a_setting_names():
     assert set(named_paths("lib/*:file:jars/a.jar,/opt/abs.jar,https://h/x.jar,../up.jar")) >= {"lib", "jars/a.jar"}
     assert not {"/opt/abs.jar", "../up.jar", "https://h/x.jar"} & set(named_paths("/opt/abs.jar,../up.jar,https://h/x.jar"))
     assert "agent.jar" in named_paths("-javaagent:agent.jar=opts -Dx=1")
+    assert "scripts/x.sh" in named_paths('bash -c "$(cat scripts/x.sh)" < conf/in.txt', command=True)
+    assert "conf/in.txt" in named_paths('bash -c "$(cat scripts/x.sh)" < conf/in.txt', command=True)
 
 
 def test_a_targets_spark_settings_are_checked_as_the_projects(repo, monkeypatch):
