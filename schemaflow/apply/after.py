@@ -98,7 +98,7 @@ def run_hooks(commands: Sequence[str], objects: Sequence[str], cwd: str,
     Each gets ``hook_environment`` of ``environ``."""
     failures = []
     environment = hook_environment(environ, objects)
-    isolation = None if environ.get(ISOLATION_VARIABLE) == "none" else isolated()
+    isolation = None if not commands or environ.get(ISOLATION_VARIABLE) == "none" else isolated()
     for command in commands:
         if isinstance(isolation, str):
             failures.append(HookFailure(command, "not run", isolation))
