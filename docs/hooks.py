@@ -138,7 +138,7 @@ def yaml_reference() -> str:
         schema = _load(name)
         rows = "\n".join(f"| `{key}` | {_cell(kind)} | {'yes' if required else ''} | {_cell(rule)} |"
                          for key, kind, required, rule in _keys(schema, name, ""))
-        parts.append(f"## {described}\n\n{schema['title']}. JSON Schema: [{name}](../schemas/{name}).\n\n"
+        parts.append(f"## {described}\n\n{_text(schema['title'])}. JSON Schema: [{name}](../schemas/{name}).\n\n"
                      f"| key | type | required | what it takes |\n|---|---|---|---|\n{rows}\n")
     return "\n".join(parts)
 
@@ -223,6 +223,11 @@ def _rule(node: dict[str, Any]) -> str:
     return "; ".join(said)
 
 
+def _text(text: str) -> str:
+    """``text`` shown as written in Markdown: ``<database>`` is a placeholder, not an HTML tag."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def _cell(text: str) -> str:
     """``text`` as one cell of a Markdown table."""
-    return text.replace("|", "\\|").replace("\n", " ")
+    return _text(text).replace("|", "\\|").replace("\n", " ")

@@ -50,7 +50,10 @@ def test_the_site_builds_strictly_with_the_schemas_at_their_url(tmp_path: Path) 
     commands = (site / "reference" / "commands" / "index.html").read_text()
     assert all(f'id="{command.name}"' in commands for command in COMMANDS)
     assert "--allow-destructive" in commands
-    assert (site / "reference" / "yaml" / "index.html").is_file()
+    yaml_page = (site / "reference" / "yaml" / "index.html").read_text()
+    # Placeholders render as written, not as tags the browser drops ("schemas//.yaml").
+    assert "A schemaflow table: schemas/&lt;database&gt;/&lt;name&gt;.yaml" in yaml_page
+    assert "<database>" not in yaml_page and "schemas//.yaml" not in yaml_page
     assert (site / "reference" / "exit-codes" / "index.html").is_file()
 
 
