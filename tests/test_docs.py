@@ -55,6 +55,11 @@ def test_the_site_builds_strictly_with_the_schemas_at_their_url(tmp_path: Path) 
     assert "A schemaflow table: schemas/&lt;database&gt;/&lt;name&gt;.yaml" in yaml_page
     assert "<database>" not in yaml_page and "schemas//.yaml" not in yaml_page
     assert (site / "reference" / "exit-codes" / "index.html").is_file()
+    # Nested list items stay nested (Python-Markdown nests by four spaces), tables in them too.
+    ci = (site / "guides" / "ci" / "index.html").read_text()
+    apply_item = ci[ci.index("<code>schemaflow-apply-on-merge.yml</code>"):ci.index("It applies exactly what was reviewed")]
+    assert "<ul>" in apply_item
+    assert "<table>" in ci[ci.index("It writes the reviewed plan"):ci.index("The runner must reach the metastore")]
 
 
 def _property_names(node: object) -> set[str]:
