@@ -249,3 +249,11 @@ def test_each_example_is_accepted_by_validate(example: Path, key: tuple[str, int
         assert main(["--project", str(example), "hash-migrations"]) == 0
     code = main(["--project", str(example), "validate"])
     assert code == 0, capsys.readouterr()
+
+
+def test_every_key_of_the_plan_json_has_a_row_on_its_page() -> None:
+    from schemaflow.plan.plan import Plan
+
+    page = (ROOT / "docs" / "reference" / "plan-json.md").read_text()
+    documented = {key for row in re.findall(r"^\| ([^|]+) \|", page, re.MULTILINE) for key in re.findall(r"`([\w\[\].]+)`", row)}
+    assert sorted(set(Plan(steps=(), databases=()).to_data()) - documented) == []
