@@ -16,16 +16,18 @@ from tests.inprocess import schemaflow
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# Starts Spark as schemaflow does, in the folder it runs in, and says what its driver can load.
+# Starts Spark as schemaflow does for the project in sys.argv[3], and says what its driver can load and where
+# it runs (the project's folder, whatever folder schemaflow runs in).
 PROBE = """
 import sys
 from schemaflow.catalog.session import spark_session
 from schemaflow.project import Settings
-spark = spark_session(Settings(derby_dir=sys.argv[1], warehouse_dir=sys.argv[2]))
+spark = spark_session(Settings(derby_dir=sys.argv[1], warehouse_dir=sys.argv[2], root=sys.argv[3]))
 jvm = spark._jvm
 path = jvm.System.getProperty("java.class.path").split(":")
 print("relative:", [entry for entry in path if not entry.startswith("/")])
 print("probe:", jvm.Thread.currentThread().getContextClassLoader().getResource("schemaflow-probe.txt"))
+print("cwd:", jvm.System.getProperty("user.dir"))
 """
 
 
@@ -39,10 +41,12 @@ def test_a_jar_committed_as_hive_jackson_is_not_on_the_drivers_class_path(tmp_pa
         jar.writestr("META-INF/services/org.apache.spark.sql.SparkSessionExtensionsProvider", "com.example.Evil\n")
         jar.writestr("schemaflow-probe.txt", "loaded")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "SCHEMAFLOW_CLASS_ARCHIVE": "off"}
-    ran = subprocess.run([sys.executable, "-c", PROBE, str(tmp_path / "state"), str(tmp_path / "warehouse")],
-                         cwd=checkout, env=env, capture_output=True, text=True, timeout=300)
+    ran = subprocess.run([sys.executable, "-c", PROBE, str(tmp_path / "state"), str(tmp_path / "warehouse"),
+                          str(checkout)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert ran.returncode == 0, ran.stderr
-    assert ran.stdout.splitlines() == ["relative: []", "probe: None"]
+    # The JVM runs in the project's folder (a relative path in a setting is the project's file, whose content an
+    # approval covers), and still loads nothing from a relative class path there.
+    assert ran.stdout.splitlines() == ["relative: []", "probe: None", f"cwd: {checkout}"]
 
 
 @pytest.mark.spark
