@@ -65,6 +65,8 @@ _ID_LENGTH = 32  # hex digits: 128 bits, beyond any collision search
 # Where a setting's value names files: separators of lists, class paths, options (-javaagent:x.jar=opts),
 # and the shell's own (sh -c "$(cat x)", a < x, a | b).
 _PATH_SEPARATORS = re.compile(r"[\s,:;=\"'()<>|&$`]+")
+# A shell redirection of output and its target (> out, >> log, 2> err, &> all, 2>&1).
+_OUTPUT = re.compile(r"(?:\d|&)?>>?[|&]?\s*[^\s;|&<>]+")
 # The project's files a setting names, each with the digest of its content (``spec.settings.code_files``).
 CODE_FILES = "code_files"
 
@@ -129,6 +131,8 @@ def named_paths(value: str, command: bool = False) -> tuple[str, ...]:
     """The relative paths (project files or folders) a setting's value may name, normalised and sorted:
     every word of a shell ``command`` or of a Spark value, its parts between separators, a class path's
     folder (``lib/*``), and the module after ``python -m`` (``tools/notify.py``, ``tools/notify``)."""
+    if command:  # what a command writes (> out, 2>> log) is no code it runs, and may not exist until it ran
+        value = _OUTPUT.sub(" ", value)
     try:
         words = shlex.split(value, comments=False) if command else [value]
     except ValueError:  # unbalanced quotes: the shell refuses it too; the words as written are still read

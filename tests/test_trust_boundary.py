@@ -237,6 +237,9 @@ def test_which_paths_a_setting_names():
     assert "agent.jar" in named_paths("-javaagent:agent.jar=opts -Dx=1")
     assert "scripts/x.sh" in named_paths('bash -c "$(cat scripts/x.sh)" < conf/in.txt', command=True)
     assert "conf/in.txt" in named_paths('bash -c "$(cat scripts/x.sh)" < conf/in.txt', command=True)
+    # What a hook writes is not code it runs (and a log it appends to would change its id at every run).
+    assert named_paths("sh scripts/n.sh >> logs/hooks.log 2>&1", command=True) == ("scripts/n.sh", "sh")
+    assert named_paths("date>out.txt", command=True) == ("date",)
 
 
 def test_a_targets_spark_settings_are_checked_as_the_projects(repo, monkeypatch):
