@@ -27,7 +27,8 @@ import pytest
 
 from schemaflow.catalog.class_archive import ARCHIVE_SETTING
 from schemaflow.project import Settings
-from tests.metastore_server import TEST_JAVA_OPTIONS, MetastoreServer, NewServer, derby_with_transaction_tables
+from tests.metastore_server import (TEST_JAVA_OPTIONS, MetastoreServer, NewServer, derby_with_transaction_tables,
+                                    release_under_test)
 from tests.postgres_server import PostgresServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -117,22 +118,27 @@ LOCKS = {"datanucleus.connectionPoolingType": "HikariCP"}
 @pytest.fixture(scope="session")
 def derby_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A Derby metastore database holding the transaction tables, which each Derby server of the run starts from."""
-    return derby_with_transaction_tables(tmp_path_factory.mktemp("derby_template"), TEST_JAVA_OPTIONS)
+    return derby_with_transaction_tables(tmp_path_factory.mktemp("derby_template"), TEST_JAVA_OPTIONS,
+                                         release=release_under_test())
 
 
 @pytest.fixture(scope="session")
 def new_metastore_server(request: pytest.FixtureRequest) -> NewServer:
     """Makes a (not yet started) metastore server in ``workdir`` on ``backend``: its own Derby database,
     or a new database on the run's PostgreSQL server; both with the metastore's transaction tables, as
-    production metastores have them, so that the server takes locks (as Iceberg's Hive catalog asks it to)."""
+    production metastores have them, so that the server takes locks (as Iceberg's Hive catalog asks it to).
+    The server is of the Hive release ``SCHEMAFLOW_TEST_METASTORE`` names (``tests/metastore_server.py``)."""
+    release = release_under_test()
+
     def make(backend: str, workdir: Path, settings: Mapping[str, str] | None = None) -> MetastoreServer:
         if backend == "derby":
             return MetastoreServer(workdir, settings={**LOCKS, **(settings or {})}, java_options=TEST_JAVA_OPTIONS,
-                                   derby_from=request.getfixturevalue("derby_template"))
+                                   derby_from=request.getfixturevalue("derby_template"), release=release)
         assert backend == "postgresql", backend
         pg: PostgresServer = request.getfixturevalue("postgres")
-        return MetastoreServer(workdir, settings={**pg.metastore_settings(pg.new_database()), **(settings or {})},
-                               classpath=[pg.jdbc_jar], java_options=TEST_JAVA_OPTIONS)
+        return MetastoreServer(workdir, settings={**pg.metastore_settings(pg.new_database(release=release)),
+                                                  **(settings or {})},
+                               classpath=[pg.jdbc_jar], java_options=TEST_JAVA_OPTIONS, release=release)
     return make
 
 

@@ -1,10 +1,13 @@
-"""A standalone Thrift Hive metastore server for tests, started from the pyspark wheel's jars.
+"""A standalone Thrift Hive metastore server for tests, of the Hive line a test run names.
 
-The server is the Hive 2.3 ``HiveMetaStore`` that pyspark bundles, backed by its own Derby
-database in a private directory, or by a PostgreSQL database (``tests/postgres_server.py``) when its
-settings say so. It listens on all interfaces (it has no bind option), so it gets
-a free high port and clients connect to 127.0.0.1. It is ready when the port accepts connections.
-Used as a context manager, it is stopped, with everything it started, on exit.
+The default release is the Hive 2.3 ``HiveMetaStore`` that pyspark bundles; the 3.1 and 4.0 lines, which
+production metastores run, come from their binary distributions on Maven Central with the Hadoop jars
+they expect beside them (``tests/artifacts.py``, fetched once). ``SCHEMAFLOW_TEST_METASTORE`` names the
+release the remote tests start (``2.3``, ``3.1``, ``4.0``). Each server keeps its metastore in its own
+Derby database in a private directory, or in a PostgreSQL database (``tests/postgres_server.py``) when
+its settings say so. It listens on all interfaces (it has no bind option), so it gets a free high port
+and clients connect to 127.0.0.1. It is ready when the port accepts connections. Used as a context
+manager, it is stopped, with everything it started, on exit.
 """
 from __future__ import annotations
 
@@ -15,16 +18,24 @@ import signal
 import socket
 import subprocess
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from collections.abc import Callable, Mapping, Sequence
 from xml.sax.saxutils import escape
 
+from tests.artifacts import files, unpacked
+
 # Without this selector the server dies with NoClassDefFoundError: com/lmax/disruptor.
 LOG4J_SELECTOR = "-Dlog4j2.contextSelector=org.apache.logging.log4j.core.selector.ClassLoaderContextSelector"
 MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
-# The databases a server can keep its metastore in (conftest's ``new_metastore_server`` makes either).
-BACKENDS = ("derby", "postgresql")
+# The databases a server can keep its metastore in (conftest's ``new_metastore_server`` makes either), and
+# those the tests run against: SCHEMAFLOW_TEST_BACKENDS=derby runs each backend-parametrised test on Derby
+# alone, as CI does for other Spark releases, whose clients meet the same server code either way.
+ALL_BACKENDS = ("derby", "postgresql")
+BACKENDS = tuple(os.environ.get("SCHEMAFLOW_TEST_BACKENDS", ",".join(ALL_BACKENDS)).split(","))
+if not set(BACKENDS) <= set(ALL_BACKENDS):
+    raise RuntimeError(f"SCHEMAFLOW_TEST_BACKENDS={','.join(BACKENDS)}: the tests know {', '.join(ALL_BACKENDS)}")
 # The JVMs of a test run (Spark's, through SPARK_SUBMIT_OPTS, and these servers, through conftest) live
 # for seconds and do little: the client compiler alone and the serial collector spend far less of two
 # cores than the JVM's defaults (measured: two remote apply tests 70 s -> 54 s). The benchmarks keep
@@ -32,12 +43,77 @@ BACKENDS = ("derby", "postgresql")
 TEST_JAVA_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 
 
+RELEASE_VARIABLE = "SCHEMAFLOW_TEST_METASTORE"
+
+
+@dataclass(frozen=True)
+class Release:
+    """A line of the Hive metastore: where its classes come from, the tool that creates its schema (none:
+    the 2.3 servers create their tables themselves) and the settings its server needs."""
+    name: str
+    distribution: str | None = None  # the set of tests/artifacts.lock holding its binary distribution
+    schema_tool: str | None = None
+    settings: Mapping[str, str] = field(default_factory=dict)
+
+    def home(self) -> Path:
+        """The unpacked binary distribution (fetched first if it is not in the cache)."""
+        assert self.distribution is not None, f"Hive {self.name} runs from the pyspark wheel's jars"
+        [archive] = files(self.distribution)
+        return unpacked(archive)
+
+    def classpath(self) -> list[str]:
+        """The server's jars: pyspark's for 2.3, else the distribution's own before Hadoop's."""
+        if self.distribution is None:
+            return [f"{pyspark_jars()}/*"]
+        return [f"{self.home() / 'lib'}/*", *map(str, files("hadoop"))]
+
+    def create_schema(self, url: str, db_type: str, classpath: Sequence[Path] = (), user: str = "APP",
+                      java_options: Sequence[str] = (), timeout: float = 300.0) -> None:
+        """Create the metastore's tables, its transaction tables among them, in the database at ``url``
+        with the release's own schema tool, as an operator installing it does."""
+        assert self.schema_tool is not None
+        driver = {"derby": "org.apache.derby.jdbc.EmbeddedDriver", "postgres": "org.postgresql.Driver"}[db_type]
+        command = [java_binary(), *java_options, "-cp", os.pathsep.join([*self.classpath(), *map(str, classpath)]),
+                   self.schema_tool, "-initSchema", "-dbType", db_type, "-url", url, "-driver", driver,
+                   "-userName", user, "-passWord", "unused"]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+                              env=dict(os.environ, METASTORE_HOME=str(self.home())))
+        if done.returncode != 0:
+            raise RuntimeError(f"Hive {self.name}'s schema tool failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+
+
+# What the standalone servers of 3.1 and later need in place of the defaults they were built with: the
+# expression proxy and cleaner task of the full Hive (hive-exec, absent here) are Hive's own defaults.
+STANDALONE = {
+    "metastore.expression.proxy": "org.apache.hadoop.hive.metastore.DefaultPartitionExpressionProxy",
+    "metastore.task.threads.always": "org.apache.hadoop.hive.metastore.events.EventCleanerTask",
+    "datanucleus.schema.autoCreateAll": "false",
+}
+RELEASES = {
+    "2.3": Release("2.3"),
+    "3.1": Release("3.1", "hive-metastore-3.1", "org.apache.hadoop.hive.metastore.tools.MetastoreSchemaTool",
+                   STANDALONE),
+    "4.0": Release("4.0", "hive-metastore-4.0",
+                   "org.apache.hadoop.hive.metastore.tools.schematool.MetastoreSchemaTool", STANDALONE),
+}
+
+
+def release_under_test() -> Release:
+    """The release ``SCHEMAFLOW_TEST_METASTORE`` names (default 2.3, pyspark's own)."""
+    name = os.environ.get(RELEASE_VARIABLE, "2.3")
+    if name not in RELEASES:
+        raise RuntimeError(f"{RELEASE_VARIABLE}={name!r}: the tests start Hive {', '.join(RELEASES)}")
+    return RELEASES[name]
+
+
 class MetastoreServer:
     """A metastore server in ``workdir``: ``with MetastoreServer(dir) as server: server.uri``."""
 
     def __init__(self, workdir: Path, timeout: float = 120.0, settings: Mapping[str, str] | None = None,
-                 classpath: Sequence[Path] = (), java_options: Sequence[str] = (), derby_from: Path | None = None) -> None:
+                 classpath: Sequence[Path] = (), java_options: Sequence[str] = (), derby_from: Path | None = None,
+                 release: Release = RELEASES["2.3"]) -> None:
         self.workdir = workdir
+        self.release = release
         self.derby_from = derby_from  # a Derby database to start from, copied (one holding the transaction tables)
         self.settings = dict(settings or {})  # more hive-site.xml properties of the server
         self.classpath = list(classpath)  # more jars, such as another database's JDBC driver
@@ -69,11 +145,14 @@ class MetastoreServer:
         conf_dir.mkdir(parents=True, exist_ok=True)
         if self.derby_from is not None and not (self.workdir / "metastore_db").exists():
             shutil.copytree(self.derby_from, self.workdir / "metastore_db")
-        (conf_dir / "hive-site.xml").write_text(hive_site(self.workdir, self.settings))
+        site = hive_site(self.workdir, {**self.release.settings, **self.settings})
+        for name in ("hive-site.xml", "metastore-site.xml"):  # 2.3 reads the first, 3.1 and later the second
+            (conf_dir / name).write_text(site)
         command = [
             java_binary(), *self.java_options, LOG4J_SELECTOR,
             f"-Dderby.system.home={self.workdir}", f"-Dhive.log.dir={self.workdir}",
-            "-cp", os.pathsep.join([str(conf_dir), f"{pyspark_jars()}/*", *map(str, self.classpath)]), MAIN_CLASS, "-p", str(self.port),
+            "-cp", os.pathsep.join([str(conf_dir), *self.release.classpath(), *map(str, self.classpath)]),
+            MAIN_CLASS, "-p", str(self.port),
         ]
         started = time.monotonic()
         with self.log.open("wb") as log:
@@ -108,11 +187,17 @@ class MetastoreServer:
         raise RuntimeError(f"the Hive metastore server {what}; its log ({self.log}):\n{log}")
 
 
-def derby_with_transaction_tables(folder: Path, java_options: Sequence[str] = (), timeout: float = 300.0) -> Path:
-    """A Derby metastore database in ``folder`` holding the metastore's transaction tables alone, as Hive's own
-    tests create them (``tests/TransactionTables.java``), for servers to start from: with them, and a connection
-    pool other than BoneCP (absent from the jars), a server takes locks."""
+def derby_with_transaction_tables(folder: Path, java_options: Sequence[str] = (), timeout: float = 300.0,
+                                  release: Release = RELEASES["2.3"]) -> Path:
+    """A Derby metastore database in ``folder`` for servers to start from, holding the metastore's transaction
+    tables: with them, and a connection pool other than BoneCP (absent from pyspark's jars), a server takes
+    locks. Hive 2.3's alone, as Hive's own tests create them (``tests/TransactionTables.java``); the whole
+    schema of a later release, by its schema tool."""
     database = folder / "metastore_db"
+    if release.schema_tool is not None:
+        release.create_schema(f"jdbc:derby:;databaseName={database};create=true", "derby",
+                              java_options=java_options, timeout=timeout)
+        return database
     source = Path(__file__).with_name("TransactionTables.java")
     command = [java_binary(), *java_options, "-cp", f"{pyspark_jars()}/*", str(source),
                f"jdbc:derby:;databaseName={database};create=true", "org.apache.derby.jdbc.EmbeddedDriver", "APP"]

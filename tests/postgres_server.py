@@ -28,7 +28,7 @@ from pathlib import Path
 from types import TracebackType
 from collections.abc import Sequence
 
-from tests.metastore_server import free_port, java_binary, pyspark_jars
+from tests.metastore_server import RELEASES, Release, free_port, java_binary, pyspark_jars
 
 BIN_VARIABLE = "SCHEMAFLOW_TEST_POSTGRES_BIN"
 JDBC_VARIABLE = "SCHEMAFLOW_TEST_POSTGRES_JDBC"
@@ -94,6 +94,7 @@ class PostgresServer:
         self.data = self.workdir / "data"
         self.log = self.workdir / "server.log"
         self._databases = 0
+        self._release_templates: set[str] = set()
 
     def __enter__(self) -> PostgresServer:
         self.start()
@@ -127,12 +128,24 @@ class PostgresServer:
                 os.kill(pid, signal.SIGKILL)
         shutil.rmtree(self.workdir, ignore_errors=True)
 
-    def new_database(self, name: str | None = None) -> str:
-        """A new database holding an empty metastore schema; returns its name."""
+    def new_database(self, name: str | None = None, release: Release = RELEASES["2.3"]) -> str:
+        """A new database holding an empty metastore schema of ``release``; returns its name."""
         self._databases += 1
         name = name or f"metastore_{self._databases}"
-        self.sql(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
+        self.sql(f"CREATE DATABASE {name} TEMPLATE {self._template(release)}")
         return name
+
+    def _template(self, release: Release) -> str:
+        """The database holding ``release``'s empty schema, created by its schema tool the first time."""
+        if release.schema_tool is None:
+            return TEMPLATE
+        template = "template_hive_" + release.name.replace(".", "_")
+        if template not in self._release_templates:
+            self.sql(f"CREATE DATABASE {template}")
+            release.create_schema(self.jdbc_url(template), "postgres", classpath=[self.jdbc_jar], user=USER,
+                                  java_options=self.java_options)
+            self._release_templates.add(template)
+        return template
 
     def query_metastores(self, query: str) -> list[str]:
         """``query``'s rows (fields joined by ``|``) from every metastore database made here, sorted."""

@@ -16,6 +16,7 @@ from types import ModuleType
 import pytest
 
 from schemaflow.cli import COMMANDS, main
+from tests.metastore_server import RELEASE_VARIABLE, RELEASES
 from tests.test_readme_walkthrough import blocks as walkthrough_blocks
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -123,6 +124,7 @@ WALKTHROUGH = "run by tests/test_readme_walkthrough.py (a Spark test), its extra
 STORAGE = "accepted as a table's storage by tests/test_readme_storage.py"
 VALIDATED = "written into a copy of the example project, which schemaflow validate then accepts"
 TARGETS = "validated and read as what it says by tests/test_target.py"
+RELEASE_RUN = "names a Hive line the remote tests start, checked below"
 COVERED = {
     ("getting-started.md", 0): README_BLOCK,
     ("getting-started.md", 1): WALKTHROUGH,
@@ -146,6 +148,7 @@ COVERED = {
     ("guides/adopting.md", 0): VALIDATED,
     ("concepts/cascade.md", 0): VALIDATED,
     ("guides/cluster.md", 0): VALIDATED,
+    ("reference/metastore-versions.md", 0): RELEASE_RUN,
 }
 
 
@@ -155,6 +158,14 @@ def test_every_sh_and_yaml_example_is_tested() -> None:
              for i, (language, _) in enumerate(block for block in fenced(page.relative_to(DOCS).as_posix())
                                                if block[0] in ("sh", "yaml"))}
     assert found == set(COVERED)
+
+
+def test_the_metastore_versions_command_names_a_line_the_tests_start() -> None:
+    [command] = [body for language, body in fenced("reference/metastore-versions.md") if language == "sh"]
+    setting, *run = command.split()
+    variable, _, line = setting.partition("=")
+    assert (variable, run) == (RELEASE_VARIABLE, [".venv/bin/pytest", "-m", "remote"])
+    assert line in RELEASES and line != "2.3"  # the default needs no setting
 
 
 def examples(page: str) -> list[str]:

@@ -17,6 +17,7 @@ from schemaflow.claims import parse_claim
 from schemaflow.catalog.thrift_reader import ThriftReader
 from schemaflow.model import Table
 from tests import test_safe_apply_remote as safe
+from tests.metastore_server import BACKENDS
 from tests.test_thrift_reader_remote import schemaflow
 
 pytestmark = pytest.mark.remote
@@ -33,7 +34,7 @@ sorted_by: [id]
 """
 
 
-@pytest.fixture(params=["derby", "postgresql"])
+@pytest.fixture(params=BACKENDS)
 def server(request: pytest.FixtureRequest) -> str:
     return str(request.getfixturevalue("metastore_server" if request.param == "derby" else "postgres_metastore_server"))
 

@@ -25,7 +25,7 @@ from schemaflow.catalog.snapshot import load_snapshot
 from schemaflow.catalog.thrift_reader import ThriftReader
 from schemaflow.errors import SchemaflowError
 from tests.conftest import NewServer
-from tests.metastore_server import free_port
+from tests.metastore_server import BACKENDS, free_port
 
 pytestmark = pytest.mark.remote
 RunPython = Callable[..., subprocess.CompletedProcess[str]]
@@ -93,7 +93,7 @@ def without_skipped(data: Any) -> Any:
     return data
 
 
-@pytest.fixture(scope="module", params=["derby", "postgresql"])
+@pytest.fixture(scope="module", params=BACKENDS)
 def made(request: pytest.FixtureRequest, run_python: RunPython,
          tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Mapping[str, Any], Path]:
     """A server holding the warehouse; what Spark's client read of it; the snapshot of it."""

@@ -61,6 +61,11 @@ class Live:
             from schemaflow.catalog.session import spark_session
 
             settings = self.project.settings
+            uri = direct_uri(settings)
+            if uri is not None and self._reader is None:  # the JVM-free reader's connect checked it already
+                from schemaflow.catalog.thrift_reader import check_server
+
+                check_server(uri)
             self._say(f"Starting Spark ({settings.spark_master}) and connecting to {self._where()} ...")
             self.connected = Metastore.connect(spark_session(settings))
         return self.connected

@@ -244,8 +244,9 @@ class Metastore:
                 return
         raise SchemaflowError(
             f"the metastore ({self.endpoint}) ignores compare-and-swap guards on alter_table: it lacks HIVE-26882 "
-            "(which the Hive 2.3.10 metastore bundled with pyspark has), so schemaflow cannot make sure it "
-            "overwrites nothing it did not see; nothing was applied. Upgrade the metastore server.")
+            "(in Hive 2.3.10 and later 2.3 releases, the metastore bundled with pyspark 4 among them; no Hive 3.1 "
+            "release has it), so schemaflow cannot make sure it overwrites nothing it did not see; nothing was "
+            "applied. Run a metastore server of Hive 2.3.10 or later 2.3.")
 
     def _guard(self, expected: str, guarded_by: str = VERSION_KEY) -> dict[str, str]:
         """The environment-context entries of the metastore's compare-and-swap on the parameter ``guarded_by``."""

@@ -10,7 +10,10 @@ calls Spark's bundled Hive 2.3 client makes (``get_all_databases``, ``get_databa
 
 It only reads. A metastore that wants SASL (Kerberos), framing or TLS does not answer a plain call:
 ``connect`` raises ``NotPlainThrift`` and the caller reads through Spark's client instead. A
-connection that breaks is made again and the read repeated, as the JVM reader does.
+connection that breaks is made again and the read repeated, as the JVM reader does. A Hive 4 server
+answers, but no longer knows ``get_table``, which Spark's built-in client reads every table with:
+``connect`` refuses it in one line (``UnsupportedMetastore``) before anything is read or changed,
+where Spark would fail at the first table, after creating the databases before it.
 """
 from __future__ import annotations
 
@@ -42,9 +45,15 @@ TABLE: Shape = {
 DATABASE: Shape = {1: "name", 2: "description", 3: "locationUri", 4: "parameters", 6: "ownerName", 7: "ownerType"}
 
 
+class UnsupportedMetastore(SchemaflowError):
+    """The server answers in Thrift, but not the calls schemaflow and Spark's client make."""
+
+
 # How long one answer may take, whole: a batch of 100 tables, or the partition names of a large table,
 # come in seconds; a server that sends a byte now and then is not waited on past this.
 ANSWER_SECONDS = 120.0
+# How long the check before Spark starts waits on the server (``check_server``).
+PROBE_SECONDS = 5.0
 
 
 def addresses(uri: str) -> list[tuple[str, int]]:
@@ -72,10 +81,26 @@ class ThriftReader:
 
     @classmethod
     def connect(cls, uri: str) -> ThriftReader:
-        """A reader of ``uri`` that has had an answer from it; ``NotPlainThrift`` if it speaks something else."""
+        """A reader of ``uri`` that has had an answer from it; ``NotPlainThrift`` if it speaks something else,
+        ``UnsupportedMetastore`` if it lacks the calls Spark's Hive client makes."""
         reader = cls(uri)
         reader.databases()
+        reader.check_client_calls()
         return reader
+
+    def check_client_calls(self) -> None:
+        """Refuse a server that does not know ``get_table``, asked for a table that cannot exist: Hive 2.3 and
+        3.1 answer that there is no such table; Hive 4.0 removed the call (it keeps ``get_table_req``), so
+        Spark's built-in Hive 2.3 client, which reads every table with it, fails at the first table."""
+        try:
+            self._call("asking for a table no metastore holds", "get_table", [(1, STRING, ""), (2, STRING, "")], TABLE)
+        except NotPlainThrift as error:
+            raise UnsupportedMetastore(
+                f"the metastore {self.endpoint} does not know get_table ({error}), the call Spark's built-in Hive "
+                "client reads every table with: it is a Hive 4 server, which removed it. schemaflow works with "
+                "metastore servers of Hive 2.3 and 3.1; nothing was read or applied") from None
+        except SchemaflowError:
+            return  # it knows the call: there is no such table
 
     def close(self) -> None:
         if self._connection is not None:
@@ -160,6 +185,22 @@ class ThriftReader:
                 assert failure is not None
                 raise failure
         return self._connection
+
+
+def check_server(uri: str) -> None:
+    """Before Spark starts: refuse a server Spark's built-in client cannot use (``check_client_calls``). One that
+    does not speak plain Thrift (SASL, TLS) is left to Spark's client, which may; one that does not answer, or
+    fails otherwise, to ``session.check_driver_settings`` and Spark's client, which say why."""
+    reader = ThriftReader(uri, timeout=PROBE_SECONDS, connect_timeout=PROBE_SECONDS, attempts=1)
+    try:
+        reader.databases()
+        reader.check_client_calls()
+    except UnsupportedMetastore:
+        raise
+    except (NotPlainThrift, SchemaflowError):
+        pass
+    finally:
+        reader.close()
 
 
 def partition_counter(uri: str, timeout: float = 5.0) -> Callable[[str], int | None]:

@@ -1,0 +1,90 @@
+"""schemaflow against the metastore servers of the Hive lines production runs: 3.1 and 4.0.
+
+The rest of the remote suite runs against the release ``SCHEMAFLOW_TEST_METASTORE`` names (Hive 2.3,
+pyspark's own, by default; ``.ci/metastore_versions.py`` runs it against each). Here each later line is
+started from its binary distribution on Maven Central (``tests/artifacts.py``), its schema created by
+its own schema tool, and the example warehouse is planned and applied through it with Spark's built-in
+client, as a team on that server would, each outcome read back from the server without Spark:
+
+- Hive 3.1 creates everything and plans "No changes" again, but lacks the compare-and-swap guard
+  (HIVE-26882 came with 2.3.10 and 4.0, never to 3.1): a change to an existing table is refused with
+  the reason, before anything is written.
+- Hive 4.0 removed ``get_table``, the call Spark's built-in Hive client reads every table with: plan and
+  apply refuse it in one line, before Spark starts or any database is created.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from schemaflow.catalog.thrift_reader import ThriftReader
+from tests.metastore_server import RELEASES, TEST_JAVA_OPTIONS, MetastoreServer, derby_with_transaction_tables
+
+pytestmark = pytest.mark.remote
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def server(release: str, workdir: Path) -> MetastoreServer:
+    """A server of ``release`` on a Derby database its own schema tool created."""
+    template = derby_with_transaction_tables(workdir / "template", TEST_JAVA_OPTIONS, release=RELEASES[release])
+    return MetastoreServer(workdir / "server", derby_from=template, release=RELEASES[release],
+                           java_options=TEST_JAVA_OPTIONS, settings={"datanucleus.connectionPoolingType": "HikariCP"})
+
+
+def example(workdir: Path) -> Path:
+    project = workdir / "project"
+    for folder in ("schemas", "migrations"):
+        shutil.copytree(ROOT / folder, project / folder)
+    shutil.copy(ROOT / "schemaflow.yaml", project)
+    return project
+
+
+def schemaflow(project: Path, uri: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SCHEMAFLOW_METASTORE_URI": uri,
+           "SCHEMAFLOW_WAREHOUSE_DIR": str(project.parent / "warehouse")}
+    return subprocess.run([sys.executable, "-m", "schemaflow", *args], cwd=project, capture_output=True, text=True,
+                          env=env, timeout=600)
+
+
+def test_hive_3_1_creates_the_example_and_refuses_changes_it_cannot_guard(tmp_path: Path) -> None:
+    with server("3.1", tmp_path) as hive:
+        project = example(tmp_path)
+        applied = schemaflow(project, hive.uri, "apply", "--auto-approve")
+        assert applied.returncode == 0, applied.stdout + applied.stderr
+        assert "Applied 12 steps." in applied.stdout
+        again = schemaflow(project, hive.uri, "plan")
+        assert (again.returncode, again.stderr) == (0, f"Reading {hive.uri} ...\n"), again.stdout + again.stderr
+        assert again.stdout.startswith("No changes: the metastore matches the schemas (databases: analytics, retail).")
+
+        customers = project / "schemas" / "retail" / "customers.yaml"
+        customers.write_text(customers.read_text().replace(
+            "  - {name: signed_up, type: date}\n", "  - {name: signed_up, type: date}\n  - {name: tier, type: string}\n"))
+        refused = schemaflow(project, hive.uri, "apply", "--auto-approve")
+        assert refused.returncode == 1
+        assert refused.stderr.splitlines()[-1] == (
+            f"error: the metastore ({hive.uri}) ignores compare-and-swap guards on alter_table: it lacks HIVE-26882 "
+            "(in Hive 2.3.10 and later 2.3 releases, the metastore bundled with pyspark 4 among them; no Hive 3.1 "
+            "release has it), so schemaflow cannot make sure it overwrites nothing it did not see; nothing was "
+            "applied. Run a metastore server of Hive 2.3.10 or later 2.3.")
+        live = ThriftReader.connect(hive.uri).read(("retail",)).objects["retail.customers"]
+        assert [column.name for column in live.columns] == ["customer_id", "name", "segment", "country", "signed_up"]
+
+
+def test_hive_4_0_is_refused_before_spark_starts_or_anything_is_created(tmp_path: Path) -> None:
+    with server("4.0", tmp_path) as hive:
+        project = example(tmp_path)
+        refusal = (f"error: the metastore {hive.uri} does not know get_table (Invalid method name: 'get_table'), the "
+                   "call Spark's built-in Hive client reads every table with: it is a Hive 4 server, which removed "
+                   "it. schemaflow works with metastore servers of Hive 2.3 and 3.1; nothing was read or applied")
+        # plan reads without a JVM, and its reader refuses; apply reads through Spark, and is refused before it.
+        for command, said in ((("plan",), [f"Reading {hive.uri} ...", refusal]),
+                              (("apply", "--auto-approve"), [refusal])):
+            refused = schemaflow(project, hive.uri, *command)
+            assert (refused.returncode, refused.stderr.splitlines()) == (1, said), refused.stdout + refused.stderr
+        reader = ThriftReader(hive.uri)
+        assert reader.databases() == ("default",)
