@@ -28,7 +28,7 @@ from pyspark.sql import SparkSession
 from schemaflow.catalog.metastore import Metastore
 from schemaflow.catalog.session import spark_session
 from schemaflow.project import Settings
-from tests.metastore_server import BACKENDS, MetastoreServer
+from tests.metastore_server import ALL_BACKENDS, MetastoreServer
 from tests.postgres_server import PostgresServer
 
 # Column types, in turn; each is spelt here as Hive, Spark and schemaflow all spell it.
@@ -54,7 +54,7 @@ class Session:
 @contextmanager
 def private_session(name: str, remote: bool, backend: str = "derby") -> Iterator[Session]:
     """A Spark session on a metastore of its own, in a temporary directory named after ``name``; with
-    ``remote``, a metastore server whose database is ``backend`` (one of ``BACKENDS``)."""
+    ``remote``, a metastore server whose database is ``backend`` (one of ``ALL_BACKENDS``)."""
     with ExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=f"schemaflow-{name}-")))
         private = {  # Spark's and Hive's scratch files, which default to /tmp, stay in workdir
@@ -63,7 +63,7 @@ def private_session(name: str, remote: bool, backend: str = "derby") -> Iterator
             "spark.hadoop.hive.exec.local.scratchdir": str(workdir / "hive-local-scratch"),
         }
         if remote:
-            assert backend in BACKENDS, backend
+            assert backend in ALL_BACKENDS, backend
             # HikariCP: pyspark lacks BoneCP, Hive 2.3's default pool, without which DROP DATABASE fails.
             server_settings = {"datanucleus.connectionPoolingType": "HikariCP"}
             classpath = []

@@ -48,7 +48,7 @@ from schemaflow.catalog.thrift_reader import TABLE, ThriftReader  # noqa: E402
 from schemaflow.catalog.thrift_wire import STRING  # noqa: E402
 from schemaflow.model import METADATA_LOCATION, Column, PartitionField, Table  # noqa: E402
 from schemaflow.spec.export import write_schemas  # noqa: E402
-from tests.metastore_server import BACKENDS  # noqa: E402
+from tests.metastore_server import ALL_BACKENDS  # noqa: E402
 
 DATABASE = "ice_bench"
 WARMUPS = 1
@@ -167,7 +167,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--tables", type=positive, default=1000, help="Iceberg tables to create (default 1000)")
     parser.add_argument("--columns", type=positive, default=8, help="columns per table, at least 2 (default 8)")
     parser.add_argument("--reads", type=positive, default=3, help="timed reads of each path (default 3)")
-    parser.add_argument("--backend", choices=BACKENDS, default="derby", help="the metastore server's database")
+    parser.add_argument("--backend", choices=ALL_BACKENDS, default="derby", help="the metastore server's database")
     return parser.parse_args(argv)
 
 

@@ -44,10 +44,13 @@ _database_numbers = itertools.count(1)
 
 def pytest_configure(config: pytest.Config) -> None:
     """Spark's JVMs, in this process and in the schemaflow processes the tests start, get the test run's
-    JVM options (``TEST_JAVA_OPTIONS``) unless the developer set their own. In CI, where schemaflow
+    JVM options (``TEST_JAVA_OPTIONS``) unless the developer set their own; those processes import the
+    checkout under test. In CI, where schemaflow
     keeps no class archive by default (``catalog.class_archive``), the run keeps one in a folder of its
     own, so that the schemaflow processes the tests start share it."""
     os.environ.setdefault("SPARK_SUBMIT_OPTS", " ".join(TEST_JAVA_OPTIONS))
+    # Every process a test starts imports this checkout's schemaflow, whatever copy is installed beside it.
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     if os.environ.get("CI") and ARCHIVE_SETTING not in os.environ:
         os.environ[ARCHIVE_SETTING] = tempfile.mkdtemp(prefix="schemaflow-class-archive-")
         config.add_cleanup(lambda: shutil.rmtree(os.environ.pop(ARCHIVE_SETTING), ignore_errors=True))

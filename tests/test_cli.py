@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -352,3 +354,13 @@ def test_a_saved_plan_made_from_other_files_is_refused_before_any_jvm_starts(exa
     assert said[-1] == "1 []", result.stderr
     assert said[-2] == (f"error: {saved} is refused, nothing was applied: it was made from other schemas or migrations "
                         f"than {example} holds now (another project, or files changed since). Plan again.")
+
+
+def test_a_process_a_test_starts_imports_the_checkout_under_test(tmp_path):
+    """Its path puts the checkout before site-packages, where another installed copy would be found."""
+    started = subprocess.run([sys.executable, "-c", "import json, sys; print(json.dumps(sys.path))"], cwd=tmp_path,
+                             capture_output=True, text=True, check=True)
+    path = json.loads(started.stdout)
+    checkout = str(Path(__file__).resolve().parent.parent)
+    packages = next(i for i, entry in enumerate(path) if entry.endswith("site-packages"))
+    assert checkout in path[:packages]

@@ -17,6 +17,7 @@ from schemaflow.claims import parse_claim
 from schemaflow.catalog.thrift_reader import ThriftReader
 from schemaflow.model import Table
 from tests import test_safe_apply_remote as safe
+from tests import iceberg_java
 from tests.metastore_server import BACKENDS
 from tests.test_thrift_reader_remote import schemaflow
 
@@ -192,6 +193,13 @@ def test_a_partitioned_parquet_table_is_converted_to_iceberg_on_a_server(server:
     again = schemaflow(project, "plan", env=env)
     assert (again.returncode, again.stderr) == (0, f"Reading {server} ...\n"), again.stdout + again.stderr
     assert "conv_db.orders_backup_ keeps the Parquet table conv_db.orders was converted from" in again.stdout
+    # Iceberg's Java library reads the Parquet files (which carry no field ids) through the table's name mapping.
+    java = iceberg_java.read(server, "conv_db.orders")
+    assert [(name, kind) for _, name, kind in java.fields()] == [
+        ("id", "long"), ("amount", "decimal(10, 2)"), ("note", "string"), ("dt", "date")]
+    assert [(f["transform"], f["source-id"]) for f in java.spec["fields"]] == [("identity", java.fields()[3][0])]
+    assert java.rows == tuple(sorted(f"Record({i}, {amount}, {note}, {dt.isoformat()})"
+                                     for dt, rows in written.items() for i, amount, note in rows))
 
 
 def test_a_struct_gains_fields_on_a_server_without_the_positional_rule(new_metastore_server, tmp_path: Path,
@@ -361,6 +369,16 @@ def test_every_evolution_kind_on_a_server_and_a_plan_another_writer_made_stale(s
     assert sorted((r["id"], r["val"], r["extra"], "theirs" in r) for r in rows) == [
         (1, 10, None, False), (2, 20, None, False)]
     assert schemaflow(project, "plan", env=env).returncode == 0
+
+    # Iceberg's Java library, which Spark, Trino and Flink read with, reads the same table from the same server.
+    java = iceberg_java.read(server, key)
+    assert java.fields() == [(ids["ts"], "ts", "timestamptz"), (ids["val"], "val", "long"), (ids["id"], "id", "long"),
+                             (ids["extra"], "extra", "string")]
+    assert [(f["transform"], f["source-id"]) for f in java.spec["fields"]] == [("month", ids["ts"])]
+    assert [(f["transform"], f["source-id"], f["direction"], f["null-order"]) for f in java.sort["fields"]] == [
+        ("identity", ids["ts"], "desc", "nulls-last")]
+    assert java.rows == ("Record(2024-01-01T12:00Z, 10, 1, null)", "Record(2024-01-02T12:00Z, 20, 2, null)")
+    assert java.properties["schemaflow.version"] == live.version
 
 
 # What another team's Spark job could register as an Iceberg table's metadata file, and what plan says of each.
