@@ -140,14 +140,16 @@ def server(backend: str, request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture(scope="module")
 def reference(server: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple]:
-    """The state an uninterrupted apply of version 1 then version 2 leaves."""
+    """The state an uninterrupted apply of version 1 then version 2 leaves. In a database of its own each
+    time it is made: a test parametrised by backend itself makes it again on a server that has one already."""
     tmp = tmp_path_factory.mktemp("reference")
-    project = write_project(tmp / "p", "safe_ref", server, tmp / "warehouse", 1)
+    db = tmp.name.replace("reference", "safe_ref_")
+    project = write_project(tmp / "p", db, server, tmp / "warehouse", 1)
     assert schemaflow(project, "apply", "--auto-approve").returncode == 0
-    write_project(project, "safe_ref", server, tmp / "warehouse", 2)
+    write_project(project, db, server, tmp / "warehouse", 2)
     applied = schemaflow(project, "apply", "--auto-approve")
     assert applied.returncode == 0, applied.stdout + applied.stderr
-    return comparable(live(project, tmp), "safe_ref")
+    return comparable(live(project, tmp), db)
 
 
 def at_version_2(server: str, tmp_path: Path, db: str) -> Path:
@@ -177,7 +179,7 @@ def _point(steps: list[dict], kind: str, action: int | None) -> str:
 KILLED_ON = list(zip(BACKENDS * len(KILL_POINTS), sorted(KILL_POINTS), strict=False))
 
 
-@pytest.mark.parametrize("backend, where", KILLED_ON, indirect=["backend"])
+@pytest.mark.parametrize("backend, where", KILLED_ON, indirect=["backend"], scope="module")
 def test_an_apply_killed_anywhere_is_finished_by_the_next_run(server, reference, tmp_path, where):
     db = "safe_kill_" + "".join(c for c in where if c.isalpha())[:20]
     project = at_version_2(server, tmp_path, db)
@@ -269,7 +271,7 @@ def test_a_saved_plan_is_refused_when_another_apply_got_there_first(server, tmp_
     assert live(project, tmp_path) == before
 
 
-@pytest.mark.parametrize("backend", ["postgresql"], indirect=True)  # a server stopped and started again, as in production
+@pytest.mark.parametrize("backend", ["postgresql"], indirect=True, scope="module")  # a server stopped and started again, as in production
 def test_a_metastore_that_goes_down_mid_apply_is_named_and_the_next_run_converges(
         backend: str, new_metastore_server: NewServer, reference, tmp_path):
     with new_metastore_server(backend, tmp_path / "server") as server:
