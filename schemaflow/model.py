@@ -36,6 +36,8 @@ SETTINGS_KEY = "schemaflow.settings"
 METADATA_LOCATION = "metadata_location"
 # On the Parquet table a table was converted from (kept beside it, see plan.iceberg): the table it became.
 BACKUP_OF = "schemaflow.backup_of"
+# On the table a rewrite fills (see plan.rewrite) until it takes the name: the table it is to become.
+REWRITE_OF = "schemaflow.rewrite_of"
 # The folder in a converted table's folder that holds its Iceberg metadata and new data files.
 CONVERTED_FOLDER = "_iceberg"
 # The metastore setting that refuses column type changes Hive cannot convert implicitly (on by default).
@@ -188,6 +190,8 @@ class Table:
     migrations: Mapping[str, str] = field(default_factory=dict, compare=False)
     # Live state only: on a Parquet table kept after its conversion to Iceberg, the table it became.
     backup_of: str | None = field(default=None, compare=False)
+    # Live state only: on the table a rewrite of another fills, that table (see plan.rewrite).
+    rewrite_of: str | None = field(default=None, compare=False)
     source: Source | None = field(default=None, compare=False, repr=False)
 
     kind = "table"
@@ -404,12 +408,12 @@ _STORAGE_DETAILS = frozenset({"data_source", "serde", "input_format", "output_fo
 _DERIVED_LATER = frozenset({"output"})
 # An Iceberg table's layout, left out likewise: a Hive table's data and fingerprint are what they were.
 _ICEBERG_LAYOUT = frozenset({"partition_spec", "sort_order"})
-_LEFT_OUT_AT_DEFAULT = _STORAGE_DETAILS | _DERIVED_LATER | _ICEBERG_LAYOUT | {"iceberg", "unreadable", "backup_of"}
+_LEFT_OUT_AT_DEFAULT = _STORAGE_DETAILS | _DERIVED_LATER | _ICEBERG_LAYOUT | {"iceberg", "unreadable", "backup_of", "rewrite_of"}
 # Fields left out of the plain data (where the object was declared, the stars of its SQL), and those that are no part of an
 # object's definition, so not of its fingerprint: those and live-only bookkeeping, what is derived
 # from a view's SQL, and a view's partitions (its contents, see ``fingerprint``).
 _NOT_DATA = frozenset({"source", "stars"})
-_NOT_DEFINITION = _NOT_DATA | {"iceberg", "unreadable", "backup_of", "managed_keys", "version", "reads", "uses", "lineage", "output", "schema_mode",
+_NOT_DEFINITION = _NOT_DATA | {"iceberg", "unreadable", "backup_of", "rewrite_of", "managed_keys", "version", "reads", "uses", "lineage", "output", "schema_mode",
                                "migrations", "partitions"}
 # The fields of a Table and a View that their plain data holds, in order, found once per class; and
 # those of them that take part in a fingerprint.

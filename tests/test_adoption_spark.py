@@ -87,12 +87,12 @@ def test_a_warehouse_built_by_spark_and_hive_users_is_adopted_and_evolves(tmp_pa
     planned = schemaflow("--project", project, "plan")
     assert planned.code == 0 and planned.out.startswith("No changes"), planned.said
 
-    # A change Spark cannot make to a data-source table is blocked, with the way out.
+    # A change Spark cannot make to a data-source table is a rewrite, blocked until allowed.
     ctas = schemas / "ctas.yaml"
     edit(ctas, "{name: a, type: int}", "{name: a, type: bigint}")
     blocked = schemaflow("--project", project, "plan")
-    assert blocked.code == 1 and "change type of a from int to bigint" in blocked.out
-    assert "create a table with the new columns, copy the rows" in blocked.out
+    assert blocked.code == 1 and f"rewrite table {db}.ctas: change type of a from int to bigint" in blocked.out
+    assert "a rewrite copies every row of the table into a new one: plan with --allow-destructive" in blocked.out
     edit(ctas, "{name: a, type: bigint}", "{name: a, type: int}")
 
     # An evolution of each kind.

@@ -21,6 +21,7 @@ from schemaflow.plan import changes as plan_changes
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import Catalog, Column, DropColumn, Migration, PartitionsMode, RenameColumn, ReorderColumns, Table
 from schemaflow.plan.plan import Plan, build_plan
+from schemaflow.plan.rewrite import REWRITE_BLOCK
 from schemaflow.spark_version import spark_name, spark_version
 
 pytestmark = pytest.mark.spark
@@ -30,11 +31,12 @@ def cols(*spec: str) -> tuple[Column, ...]:
     return tuple(Column(*c.split(":", 1)) for c in spec)
 
 
-def plan(metastore, want: Table, *migrations: Migration, check_partitions: bool = False) -> Plan:
+def plan(metastore, want: Table, *migrations: Migration, check_partitions: bool = False,
+         allow_destructive: bool = False) -> Plan:
     live = metastore.read((want.database,))
     return build_plan(Catalog((want.database,), {want.key: want}, migrations), live,
                       count_partitions=metastore.count_partitions, stale_partitions=metastore.stale_partitions,
-                      check_partitions=check_partitions)
+                      check_partitions=check_partitions, allow_destructive=allow_destructive)
 
 
 def evolve(metastore, want: Table, *migrations: Migration) -> Plan:
@@ -289,46 +291,58 @@ def test_each_stated_hazard_is_what_spark_reads(spark, metastore, fresh_db, fmt,
         assert [tuple(r) for r in spark.sql(select).collect()] == [read]
 
 
-# --- type changes the metastore refuses: plan errors, nothing applied --------------------------
+# --- type changes the metastore refuses: rewrites, run only when allowed -----------------------
 
 REFUSED = [
     (("a:bigint", "b:string"), ("a:int", "b:string"), ()),
     (("a:string", "b:string"), ("a:int", "b:string"), ()),
     (("a:int", "b:string"), ("a:boolean", "b:string"), ()),
-    (("a:int", "b:string"), ("a:struct<x:int>", "b:string"), ()),
-    (("a:struct<x:int>", "b:string"), ("a:struct<x:int,y:int>", "b:string"), ()),
+    (("a:struct<x:int>", "b:string"), ("a:struct<x:bigint>", "b:string"), ()),
     (("a:int", "b:string", "c:int"), ("a:int", "c:int"), ("drop b",)),
     (("a:int", "b:string"), ("b:string", "a:int"), ("reorder b a",)),
 ]
 
 
 @pytest.mark.parametrize("old, new, changes", REFUSED)
-def test_refused_type_changes_are_plan_errors_with_nothing_applied(spark, metastore, fresh_db, old, new, changes):
+def test_type_changes_the_metastore_refuses_are_rewrites_run_only_when_allowed(spark, metastore, fresh_db, old, new,
+                                                                               changes):
     db = fresh_db()
     table = Table(db, "t", cols(*old), cols("ds:string"), format="parquet")
     apply_plan(plan(metastore, table), metastore)
-    result = plan(metastore, replace(table, columns=cols(*new)), migration(1, *_changes(table.key, changes)))
-    assert [s.kind for s in result.steps] == ["unsupported"]
+    want, migrations = replace(table, columns=cols(*new)), migration(1, *_changes(table.key, changes))
+    result = plan(metastore, want, migrations)
+    assert [(s.kind, s.blocked) for s in result.steps] == [("rewrite_table", REWRITE_BLOCK)]
     assert "the metastore compares types position by position and refuses that" in result.steps[0].summary
     with pytest.raises(SchemaflowError, match="blocked"):
         apply_plan(result, metastore)
     assert table_columns(metastore, table) == list(old)
+    apply_plan(plan(metastore, want, migrations, allow_destructive=True), metastore)
+    assert table_columns(metastore, table) == list(new)
 
 
-def test_a_spark_data_source_table_is_refused_before_anything_runs(spark, metastore, fresh_db):
-    # Spark reads it through its own copy of the schema, and refuses to rename its columns.
+def test_a_struct_gaining_a_field_is_no_rewrite_spark_cannot_cast_it(spark, metastore, fresh_db):
+    db = fresh_db()
+    table = Table(db, "t", cols("a:struct<x:int>", "b:string"), cols("ds:string"), format="parquet")
+    apply_plan(plan(metastore, table), metastore)
+    [step] = plan(metastore, replace(table, columns=cols("a:struct<x:int,y:int>", "b:string"))).steps
+    assert step.kind == "unsupported" and step.summary.startswith(
+        "change type of a from struct<x:int> to struct<x:int,y:int> on")
+    assert "a rewrite converts a nested value only to a type of the same shape" in step.blocked
+
+
+def test_a_spark_data_source_table_is_rewritten_only_when_allowed(spark, metastore, fresh_db):
+    # Spark reads it through its own copy of the schema, and refuses to rename its columns in place.
     db = fresh_db()
     spark.sql(f"CREATE TABLE {db}.t (a INT, b STRING) USING parquet")
     want = Table(db, "t", cols("a:int", "b2:string"), format="parquet", data_source=True)
     result = plan(metastore, want, migration(1, RenameColumn(want.key, "b", "b2")))
     [step] = result.steps
-    assert step.summary.startswith("rename b to b2 (0001_step)"), step.summary
-    assert step.blocked is not None and "Spark cannot change it in place on a data-source table (USING parquet)" \
-        in step.blocked
+    assert step.summary == f"rewrite table {db}.t: rename b to b2 (0001_step)"
+    assert step.blocked == REWRITE_BLOCK
     # Declared as a Hive-format table, it is another kind of table altogether.
-    as_hive = plan(metastore, replace(want, data_source=False))
+    as_hive = plan(metastore, replace(want, data_source=False), migration(1, RenameColumn(want.key, "b", "b2")))
     assert [s.summary for s in as_hive.steps] == [
-        f"changing storage (format 'USING parquet' -> 'STORED AS parquet') on {db}.t"]
+        f"rewrite table {db}.t: storage (format 'USING parquet' -> 'STORED AS parquet')"]
     with pytest.raises(SchemaflowError, match="blocked"):
         apply_plan(result, metastore)
     assert [f.name for f in spark.table(f"{db}.t").schema.fields] == ["a", "b"]

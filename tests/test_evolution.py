@@ -15,7 +15,8 @@ from schemaflow.plan.diff import diff
 from schemaflow.plan.evolution import SAME, evolve, replayed
 from schemaflow.plan.hazards import column_hazards
 from schemaflow.plan.plan import build_plan
-from schemaflow.plan.steps import APPLIED_AT, SetColumns
+from schemaflow.plan.rewrite import REWRITE_BLOCK
+from schemaflow.plan.steps import APPLIED_AT, RewriteRows, SetColumns
 from schemaflow.spec import load_catalog
 from schemaflow.workflow import applied_state
 from tests.migration_histories import HISTORIES, Stage, random_history, write_stage
@@ -95,15 +96,19 @@ def test_a_recorded_migration_is_never_applied_again():
     assert build_plan(desired(DESIRED, migrations=(RENAME,)), live(applied)).is_empty
 
 
-def test_dropping_a_middle_column_is_refused_when_types_shift_positions():
+def test_dropping_a_middle_column_when_types_shift_positions_is_a_rewrite():
     middle = replace(LIVE, columns=(LIVE.columns[0], LIVE.columns[1], LIVE.columns[3], LIVE.columns[2]))
     [step] = plan_for(DESIRED, middle, RENAME).steps
-    assert step.blocked == ("position 3 would change from legacy_flag boolean to amount decimal(12,2): the metastore "
-                            "compares types position by position and refuses that "
-                            "(hive.metastore.disallow.incompatible.col.type.changes) is not supported in place: "
-                            "the columns from position 3 on would move: keep legacy_flag where it is (and stop "
-                            "writing to it), or drop only the last column, or copy the data into a new table; the "
-                            "check can also be turned off on the metastore (not recommended)")
+    assert step.summary == ("rewrite table retail.orders: position 3 would change from legacy_flag boolean to amount "
+                            "decimal(12,2): the metastore compares types position by position and refuses that "
+                            "(hive.metastore.disallow.incompatible.col.type.changes)")
+    assert step.blocked == REWRITE_BLOCK
+    [copy] = step.body
+    assert isinstance(copy, RewriteRows)
+    # The rows follow the migrations: the renamed column from its old name, the dropped one left behind.
+    assert [(f.column, f.source) for f in copy.columns] == [
+        (c.name, {"customer_id": "cust_id"}.get(c.name, c.name)) for c in DESIRED.all_columns]
+    assert "legacy_flag" not in copy.copy and "not copied: legacy_flag (its values stay in retail.orders_backup_)" in step.notes
 
 
 def test_a_disappearing_column_with_a_same_typed_newcomer_suggests_the_rename_migration():

@@ -13,11 +13,12 @@ from schemaflow.model import (VERSION_KEY, Catalog, Column, Database, IcebergSta
 from schemaflow.plan.kinds import EFFECTS, ActionKind, Effect, StepKind
 from schemaflow.plan.plan import Plan, build_plan
 from schemaflow.plan.settings_changes import recording
-from schemaflow.plan.steps import (ACTION_CLASSES, Action, AddDatabase, ChangeViewPartitions, IcebergCommit,
+from schemaflow.plan.steps import (ACTION_CLASSES, Action, AddDatabase, ChangeViewPartitions, IcebergCommit, RewriteRows,
                                    KeepViewPartitions,
                                    PartitionView, SetColumns, SetDatabaseParameters, SetParameters, SetStorageAction,
                                    SqlAction, Step, action_from_data)
 from schemaflow.render.summary import BLOCKED, MARKERS, step_marker
+from schemaflow.sql.rewrite import Filled
 
 ONE_OF_EACH: tuple[Action, ...] = (
     SqlAction("CREATE TABLE `db`.`t` (id bigint)", claims="db.t"),
@@ -36,6 +37,12 @@ ONE_OF_EACH: tuple[Action, ...] = (
     IcebergCommit(Table("db", "i", (Column("key", "bigint"),), format="iceberg", data_source=True), {"key": "id"},
                   IcebergState("0c4a-uuid", 3, 1, 0, 2, "file:/lake/i/metadata/00004-x.metadata.json"),
                   set={"schemaflow.version": "v1"}, unset=("tier",)),
+    RewriteRows(Table("db", "t", (Column("id", "bigint"), Column("name", "string")), (Column("ds", "date"),),
+                      data_source=True),
+                (Filled("id", "bigint", "id", "int"), Filled("name", "string", "full_name", "string"),
+                 Filled("ds", "date", None, None)), "db.t_rewrite_", "db.t_backup_"),
+    RewriteRows(Table("db", "t", (Column("id", "bigint"),)), (Filled("id", "bigint", "id", "bigint"),), "db.t_rewrite_",
+                "db.t_backup_", resumed=True),
 )
 
 

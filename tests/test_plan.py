@@ -12,7 +12,9 @@ from schemaflow.claims import Claim
 from schemaflow.errors import ConcurrentChange, SchemaflowError, Unreachable
 from schemaflow.model import APPLIED_AT_KEY, APPLIED_STATE_KEY, LIVE_STATE, MANAGED_KEYS_KEY, VERSION_KEY, Catalog, Column, Table, View, fingerprint
 from schemaflow.plan.plan import DESTRUCTIVE_BLOCK, Plan, build_plan
-from schemaflow.plan.steps import APPLIED_AT, KeepViewPartitions, PartitionView, SetColumns, SetParameters, SqlAction
+from schemaflow.plan.rewrite import REWRITE_BLOCK
+from schemaflow.plan.steps import (APPLIED_AT, KeepViewPartitions, PartitionView, RewriteRows, SetColumns, SetParameters,
+                                   SqlAction)
 from schemaflow.sql import ddl
 from schemaflow.sql.ddl import CLAIM
 
@@ -175,20 +177,37 @@ def test_drops_are_blocked_unless_allowed_and_views_go_before_their_tables():
 
 
 @pytest.mark.parametrize("change, what", [
-    (lambda t: replace(t, columns=(Column("order_id", "int"), t.columns[1])),
-     "column order_id cannot change from bigint to int: the metastore compares types position by position "
-     "and refuses that (hive.metastore.disallow.incompatible.col.type.changes)"),
     (lambda t: replace(t, columns=t.columns[:1]), "column amount of retail.orders disappears"),
+    # A partition column gone with its values: a rewrite would leave them behind, as a drop does.
+    (lambda t: replace(t, partition_columns=()), "column ds of retail.orders disappears"),
     (lambda t: replace(t, columns=t.columns[::-1]),
      "the columns of retail.orders are in another order than live (order_id, amount)"),
-    (lambda t: replace(t, partition_columns=()), "changing partition columns (ds) -> ()"),
-    (lambda t: replace(t, format="orc"), "changing storage (format 'parquet' -> 'orc')"),
 ])
 def test_changes_that_cannot_be_made_in_place_are_blocked(change, what):
     plan = build_plan(catalog(change(ORDERS), DAILY, TOP), applied(DESIRED))
     unsupported = [s for s in plan.steps if s.kind == "unsupported"]
     assert [s.summary for s in unsupported] == [f"{what} on retail.orders"]
     assert unsupported[0].blocked.startswith(what + " is not supported in place")
+
+
+@pytest.mark.parametrize("change, why", [
+    (lambda t: replace(t, columns=(Column("order_id", "int"), t.columns[1])),
+     "column order_id cannot change from bigint to int: the metastore compares types position by position "
+     "and refuses that (hive.metastore.disallow.incompatible.col.type.changes)"),
+    (lambda t: replace(t, columns=t.all_columns, partition_columns=()), "partition columns (ds) -> ()"),
+    (lambda t: replace(t, format="orc"), "storage (format 'parquet' -> 'orc')"),
+])
+def test_changes_the_files_cannot_take_in_place_are_rewrites_run_only_when_allowed(change, why):
+    plan = build_plan(catalog(change(ORDERS), DAILY, TOP), applied(DESIRED))
+    [rewrite] = [s for s in plan.steps if s.object == "retail.orders"]
+    assert (rewrite.kind, rewrite.summary, rewrite.blocked) == ("rewrite_table", f"rewrite table retail.orders: {why}",
+                                                                REWRITE_BLOCK)
+    assert rewrite.destructive and not [s for s in plan.steps if s.kind == "unsupported"]
+    allowed = build_plan(catalog(change(ORDERS), DAILY, TOP), applied(DESIRED), allow_destructive=True)
+    [rewrite] = [s for s in allowed.steps if s.object == "retail.orders"]
+    assert rewrite.blocked is None or rewrite.blocked != REWRITE_BLOCK
+    [copy] = rewrite.body
+    assert isinstance(copy, RewriteRows) and copy.table == change(ORDERS)
 
 
 def test_view_comment_change_does_not_recreate_views_downstream():
@@ -396,7 +415,8 @@ def test_the_partitions_an_append_leaves_alone_are_counted_in_words_that_agree(c
 
 def test_a_blocked_change_does_not_hide_the_tables_other_changes_it_holds_them_waiting():
     live = table("retail.orders", "id:bigint", comment="Orders", properties={"owner": "sales"})
-    want = replace(live, format="orc", comment="All orders", properties={"owner": "sales-eng"})
+    want = replace(live, external=True, location="s3://lake/orders", comment="All orders",
+                   properties={"owner": "sales-eng"})
     plan = build_plan(catalog(want), applied(catalog(live)))
     assert [(s.kind, s.blocked is not None) for s in plan.steps] == [("unsupported", True), ("set_table_comment", True)]
     comment = plan.steps[1]
@@ -406,18 +426,43 @@ def test_a_blocked_change_does_not_hide_the_tables_other_changes_it_holds_them_w
 
 
 def test_a_blocked_column_change_shows_every_change_of_its_write_and_holds_the_tables_others_waiting():
-    # A decimal widening rode unseen behind a refused struct change: it is the same write, shown with it.
+    # A decimal widening rode unseen behind a column gone with no migration: it is the same write, shown with it.
     live = replace(table("retail.orders", "amount:decimal(10,2)", comment="Orders", properties={"owner": "sales"}),
                    columns=(Column("amount", "decimal(10,2)"), Column("s", "struct<x:int>")))
-    want = replace(live, columns=(Column("amount", "decimal(12,2)"), Column("s", "struct<x:int,y:int>"),
-                                  Column("note", "string")), comment="All orders", properties={"owner": "eng"})
+    want = replace(live, columns=(Column("amount", "decimal(12,2)"), Column("note", "string")), comment="All orders",
+                   properties={"owner": "eng"})
     plan = build_plan(catalog(want), applied(catalog(live)))
     assert [(s.kind, s.blocked is not None) for s in plan.steps] == [("unsupported", True), ("set_table_comment", True)]
     assert plan.steps[0].values == ("type of column amount: 'decimal(10,2)' -> 'decimal(12,2)'",
-                                    "type of column s: 'struct<x:int>' -> 'struct<x:int,y:int>'",
-                                    "column note: (none) -> string")
+                                    "column note: (none) -> string", "column s: struct<x:int> -> (none)")
     assert plan.steps[1].blocked == "waits on step 1, which cannot run as planned"
     assert plan.steps[1].values == ("owner: 'sales' -> 'eng'",)
+
+
+def test_a_rewrite_shows_every_change_its_new_definition_makes():
+    # The metastore's positional rule refuses the struct change in place: the whole new definition is one rewrite.
+    live = replace(table("retail.orders", "amount:decimal(10,2)", comment="Orders", properties={"owner": "sales"}),
+                   columns=(Column("amount", "decimal(10,2)"), Column("s", "struct<x:int>")))
+    want = replace(live, columns=(Column("amount", "decimal(12,2)"), Column("s", "struct<x:bigint>"),
+                                  Column("note", "string")), comment="All orders", properties={"owner": "eng"})
+    [step] = build_plan(catalog(want), applied(catalog(live))).steps
+    assert (step.kind, step.blocked) == ("rewrite_table", REWRITE_BLOCK)
+    assert step.values == ("type of column amount: 'decimal(10,2)' -> 'decimal(12,2)'",
+                           "type of column s: 'struct<x:int>' -> 'struct<x:bigint>'",
+                           "column note: (none) -> string", "comment: 'Orders' -> 'All orders'",
+                           "owner: 'sales' -> 'eng'")
+    assert step.stamp is not None and step.stamp.set["owner"] == "eng"
+    [copy] = step.body
+    assert isinstance(copy, RewriteRows)
+    assert copy.copy == ("INSERT INTO `retail`.`orders_rewrite_`\nSELECT TRY_CAST(`amount` AS DECIMAL(12, 2)) AS `amount`, "
+                         "TRY_CAST(`s` AS STRUCT<x: BIGINT>) AS `s`, CAST(NULL AS STRING) AS `note` "
+                         "FROM `retail`.`orders`")
+    # A struct gaining a field is no cast Spark makes: not a rewrite, but a refusal with the way out.
+    grown = replace(want, columns=(want.columns[0], Column("s", "struct<x:int,y:int>"), want.columns[2]))
+    [refused, _] = build_plan(catalog(grown), applied(catalog(live))).steps
+    assert refused.kind == "unsupported" and refused.summary.startswith(
+        "change type of s from struct<x:int> to struct<x:int,y:int>")
+    assert "a rewrite converts a nested value only to a type of the same shape" in refused.blocked
 
 
 def test_a_comment_on_a_data_source_column_that_nests_varchar_is_blocked_and_a_top_level_one_is_not():
@@ -428,8 +473,8 @@ def test_a_comment_on_a_data_source_column_that_nests_varchar_is_blocked_and_a_t
     live = applied(catalog(events))
     commented = replace(events, columns=tuple(replace(c, comment="Said") for c in events.columns))
     plan = build_plan(catalog(commented), live)
-    assert kinds(plan) == [("unsupported", "retail.events")]
-    assert plan.steps[0].summary == ("change comment of column tags (array<varchar(3)>: Spark cannot alter a column "
-                                     "whose type nests char or varchar) on retail.events")
+    assert kinds(plan) == [("rewrite_table", "retail.events")]
+    assert plan.steps[0].summary == ("rewrite table retail.events: change comment of column tags (array<varchar(3)>: "
+                                     "Spark cannot alter a column whose type nests char or varchar)")
     only_name = replace(events, columns=(replace(events.columns[0], comment="Said"), events.columns[1]))
     assert kinds(build_plan(catalog(only_name), live)) == [("set_column_comments", "retail.events")]

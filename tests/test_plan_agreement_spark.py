@@ -95,6 +95,11 @@ CHANGES: dict[str, dict[str, str | None]] = {
                                            "  - {name: note, type: string}\n  - {name: amount, type: int}\n"),
                         **_migration("reorder_columns: {table: $db.t, order: [id, note, amount]}")},
     "change a setting": {"schemaflow.yaml": "databases: [$db]\ninvalidation: lenient\n"},
+    # Rewrites (plan.rewrite): what neither the metastore nor Spark changes in place.
+    "retype a data-source column": {"s": SOURCE.replace("{name: id, type: int}", "{name: id, type: bigint}")},
+    "change partition columns": {"p": PARTITIONED.replace("partitioned_by:\n  - {name: ds, type: string}\n", "")
+                                 .replace("  - {name: id, type: int}\n", "  - {name: id, type: int}\n"
+                                          "  - {name: ds, type: string}\n")},
 }
 
 

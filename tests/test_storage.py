@@ -14,6 +14,7 @@ from schemaflow.errors import SpecError
 from schemaflow.model import Bucketing, Column, Table
 from schemaflow.plan.changes import AddColumns, SetColumnComments, SetStorage, Unsupported
 from schemaflow.plan.diff import diff_table
+from schemaflow.plan.rewrite import REWRITE_BLOCK, RewriteTable
 from schemaflow.spec.declaration import read_object
 from schemaflow.spec.yamlpos import load_yaml
 from schemaflow.sql import ddl
@@ -46,10 +47,9 @@ def test_a_data_source_table_is_never_confused_with_a_hive_one(tmp_path: Path) -
     assert table is not None and (table.format, table.data_source) == ("parquet", True)
     hive, _ = read(tmp_path, "format: parquet\n" + COLUMNS)
     assert hive is not None and not hive.data_source
-    assert diff_table(table, hive) == [Unsupported(
-        "raw.t", "table", "changing storage (format 'STORED AS parquet' -> 'USING parquet')",
-        "re-create it (remove its file and apply with --allow-destructive, which drops it and its data, then add the "
-        "file back), or create a new table and copy the data")]
+    # Its files are rewritten through Spark into the other kind of table (plan.rewrite).
+    assert [(type(c), c.reasons) for c in diff_table(table, hive) if isinstance(c, RewriteTable)] == [
+        (RewriteTable, ("storage (format 'STORED AS parquet' -> 'USING parquet')",))]
 
 
 def test_classes_of_a_named_format_are_that_format(tmp_path: Path) -> None:
@@ -149,13 +149,13 @@ def test_settings_and_bucket_count_change_in_place_with_their_hazards() -> None:
     assert step.notes == ("existing partitions keep their own storage settings (their files were written with "
                           "them); new partitions take the table's",)
     assert len(step.hazards) == 2 and "INSERT OVERWRITE" in step.hazards[0] and "8" in step.hazards[1]
-    # Other bucket columns cannot come in place: the files are bucketed by the old ones.
+    # Other bucket columns cannot come in place: the files are bucketed by the old ones, and are rewritten.
     moved = diff_table(Table("raw", "t", (ID, LINE), (DS,), format="textfile", serde_properties={"field.delim": "|"},
                              bucketing=Bucketing(("line",), 4)), have)
-    assert [type(c) for c in moved] == [Unsupported]
-    assert moved[0].what == "changing storage (bucketed by 'id' -> 'line')"  # words, not Python's tuples
+    assert [type(c) for c in moved] == [RewriteTable]
+    assert moved[0].reasons == ("storage (bucketed by 'id' -> 'line')",)  # words, not Python's tuples
     sorted_ = replace(have, bucketing=Bucketing(("id",), 4, ("line",)))
-    assert diff_table(sorted_, have)[0].what == "changing storage (bucketed by 'id' -> 'id sorted by line')"
+    assert diff_table(sorted_, have)[0].reasons == ("storage (bucketed by 'id' -> 'id sorted by line')",)
 
 
 def test_a_data_source_table_takes_appends_and_comments_and_refuses_the_rest() -> None:
@@ -169,16 +169,21 @@ def test_a_data_source_table_takes_appends_and_comments_and_refuses_the_rest() -
     assert comments.to_step().values == (f"comment of line: {LINE.comment!r} -> 'New'",)
 
     retyped = Table("raw", "t", (Column("id", "string"), LINE), (DS,), format="parquet", data_source=True)
+    # What Spark refuses on such a table, the table takes by a rewrite of its rows (plan.rewrite).
     [refused] = diff_table(retyped, have)
-    assert isinstance(refused, Unsupported)
-    assert refused.what == "change type of id from bigint to string"
-    assert refused.way_out.startswith("Spark cannot change it in place on a data-source table (USING parquet)")
+    assert isinstance(refused, RewriteTable)
+    assert refused.reasons == ("change type of id from bigint to string",)
     key_comment = Table("raw", "t", (ID, LINE), (Column("ds", "string", "Other"),), format="parquet", data_source=True)
-    assert [c.what for c in diff_table(key_comment, have) if isinstance(c, Unsupported)] == [
-        "change comment of partition column ds"]
+    assert [c.reasons for c in diff_table(key_comment, have) if isinstance(c, RewriteTable)] == [
+        ("change comment of partition column ds",)]
     text = Table("raw", "t", (LINE,), format="text", data_source=True)
     [no_add] = diff_table(Table("raw", "t", (LINE, ID), format="text", data_source=True), text)
-    assert isinstance(no_add, Unsupported) and no_add.what == "add id"
+    assert isinstance(no_add, RewriteTable) and no_add.reasons == ("add id",)
+    # An external table's files are not schemaflow's to rewrite.
+    outside = replace(have, external=True, location="file:/lake/t")
+    [kept] = diff_table(replace(retyped, external=True, location="file:/lake/t"), outside)
+    assert isinstance(kept, Unsupported) and kept.what == "change type of id from bigint to string"
+    assert kept.way_out.startswith("an external table's files are not rewritten by schemaflow")
 
 
 # --- databases ------------------------------------------------------------------------------------
@@ -237,8 +242,10 @@ def test_a_metastore_without_the_type_rule_takes_any_type_change():
     live = Table("raw", "t", (Column("a", "int"), LINE), format="orc")
     want = Table("raw", "t", (Column("a", "boolean"), LINE), format="orc")
     desired, current = Catalog(("raw",), {want.key: want}), Catalog(("raw",), {live.key: live})
+    # The metastore refuses it in place: a rewrite makes it, when allowed.
     [refused] = build_plan(desired, current).steps
-    assert refused.blocked and "hive.metastore.disallow.incompatible.col.type.changes" in refused.blocked
+    assert refused.kind == "rewrite_table" and refused.blocked == REWRITE_BLOCK
+    assert "hive.metastore.disallow.incompatible.col.type.changes" in refused.summary
     [taken] = build_plan(desired, current, type_rule=False).steps
     assert taken.kind == "alter_columns" and not taken.blocked
 

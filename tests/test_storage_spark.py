@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from schemaflow.plan.rewrite import REWRITE_BLOCK
 from tests.test_apply_spark import plan, plan_and_apply, write_project
 
 pytestmark = pytest.mark.spark
@@ -109,12 +110,12 @@ def test_settings_and_bucket_counts_change_in_place(tmp_path, spark, metastore, 
     spark.sql(f"REFRESH TABLE {db}.csv_source")
     assert spark.table(f"{db}.orc_settings").columns == ["a", "b"]
 
-    # Other bucket columns, or another SerDe, cannot change in place: blocked with the way out.
+    # Other bucket columns, or another SerDe, cannot change in place: rewrites, run only when allowed.
     moved = dict(changed, orc_settings=changed["orc_settings"].replace("clustered_by: [a]", "clustered_by: [b]"),
                  open_csv=changed["open_csv"].replace("OpenCSVSerde", "RegexSerDe"))
     blocked = plan(write_project(tmp_path, project_files(db, moved)), metastore).blocked
     assert sorted(s.object for s in blocked) == [f"{db}.open_csv", f"{db}.orc_settings"]
-    assert all("re-create it" in s.blocked for s in blocked)
+    assert all(s.kind == "rewrite_table" and s.blocked == REWRITE_BLOCK for s in blocked)
 
 
 def test_a_partitioned_data_source_table_gains_a_column_its_partitions_read_as_null(tmp_path, spark, metastore,

@@ -38,11 +38,10 @@ from schemaflow.model import (DROPPED_PREFIX, HISTORY_PREFIX, VERSION_KEY, Colum
 from schemaflow.plan.kinds import EFFECTS, Effect
 from schemaflow.plan.plan import Plan
 from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, IcebergCommit, KeepViewPartitions,
-                                   PartitionView,
-                                   SetColumns,
-                                   SetDatabaseParameters, SetParameters, SetStorageAction, SqlAction, Step,
-                                   fill_applied_at)
+                                   PartitionView, RewriteRows, SetColumns, SetDatabaseParameters, SetParameters,
+                                   SetStorageAction, SqlAction, Step, fill_applied_at)
 from schemaflow.sql import ddl
+from schemaflow.sql.rewrite import Filled
 from schemaflow.wording import duration, plural
 
 ESTIMATE_EVERY_SECONDS = 30.0
@@ -107,6 +106,11 @@ class RecordingTarget:
                        set: Mapping[str, str], unset: Sequence[str], expected: str | None = None,
                        backup: str | None = None) -> None:
         self.actions.append(IcebergCommit(table, dict(sources), requires, create, dict(set), tuple(unset), backup))
+        self.guards.append(expected)
+
+    def rewrite_table(self, key: str, table: Table, create: str, copy: str, columns: Sequence[Filled], staging: str,
+                      backup: str, expected: str | None, claim: str) -> None:
+        self.actions.append(RewriteRows(table, tuple(columns), staging, backup))
         self.guards.append(expected)
 
     def beside(self) -> AbstractContextManager[RecordingTarget | None]:
@@ -241,6 +245,12 @@ class Run:
                 if VERSION_KEY in values:
                     self.held[action.object] = values[VERSION_KEY]
                     self.stamped[action.object] = now
+            case RewriteRows():
+                # The new table is born with the run's claim, and takes the name: the step's stamp is guarded by it.
+                token = self.tokens[action.object]
+                writer.rewrite_table(action.object, action.table, ddl.fill_claim(action.create, token), action.copy,
+                                     action.columns, action.staging, action.backup, self.held.get(action.object), token)
+                self.held[action.object] = token
             case _ as unreachable:
                 assert_never(unreachable)
 
@@ -420,7 +430,7 @@ def _writes(action: Action) -> bool:
         case KeepViewPartitions():
             return False
         case (AddDatabase() | SetDatabaseParameters() | SetParameters() | SetColumns() | ChangeViewPartitions()
-              | PartitionView() | SetStorageAction() | IcebergCommit()):
+              | PartitionView() | SetStorageAction() | IcebergCommit() | RewriteRows()):
             return True
         case _ as unreachable:
             assert_never(unreachable)

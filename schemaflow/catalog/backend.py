@@ -20,6 +20,7 @@ from typing import Any, Protocol, TypeVar
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 from schemaflow.model import VERSION_KEY, Catalog, Column, Database, IcebergState, PartitionValues, Table
+from schemaflow.sql.rewrite import Filled
 
 T = TypeVar("T")
 
@@ -100,6 +101,12 @@ class CatalogWriter(Protocol):
         commit: only while the table is as ``requires`` says and its stamp is ``expected``, else
         ``ConcurrentChange``. See ``catalog.iceberg_commit``. A create with a ``backup`` converts the Parquet
         table of the same name (stamped ``expected``) and keeps it as ``backup`` (``catalog.iceberg_convert``)."""
+
+    def rewrite_table(self, key: str, table: Table, create: str, copy: str, columns: Sequence[Filled], staging: str,
+                      backup: str, expected: str | None, claim: str) -> None:
+        """Make ``key`` (stamped ``expected``) anew as ``table``: ``create`` the table ``staging`` (stamped ``claim``),
+        fill it by ``copy``, verify it against the rows moved, rename ``key`` to ``backup`` and ``staging`` to ``key``;
+        with ``key`` renamed already (a stopped run's), only the last rename. See ``catalog.rewrite``."""
 
     def beside(self) -> AbstractContextManager[CatalogWriter | None]:
         """A second writer on the same metastore, on which a write may run while this one runs the next

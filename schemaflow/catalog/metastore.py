@@ -21,7 +21,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 
 from pyspark.sql import SparkSession
 
-from schemaflow.catalog import iceberg_commit, iceberg_convert
+from schemaflow.catalog import iceberg_commit, iceberg_convert, rewrite
 from schemaflow.catalog.columns import set_columns, stale_partitions
 from schemaflow.catalog.iceberg_metadata import is_iceberg
 from schemaflow.catalog.jvm import JAVA_ERRORS, java_errors, java_message, jvm_view, unreachable
@@ -47,6 +47,7 @@ from schemaflow.model import (
     split_key,
     state_digest,
 )
+from schemaflow.sql.rewrite import Filled
 from schemaflow.sql.storage import FIELD_DELIMITER, PATH_OPTION, SERIALIZATION_FORMAT
 
 BATCH_SIZE = 100
@@ -177,6 +178,11 @@ class Metastore:
                 iceberg_commit.create(self, table, set)
             else:
                 iceberg_commit.commit(self, table.key, table, sources, requires, set, unset, expected)
+
+    def rewrite_table(self, key: str, table: Table, create: str, copy: str, columns: Sequence[Filled], staging: str,
+                      backup: str, expected: str | None, claim: str) -> None:
+        with self._errors(f"rewriting the table {key}"):
+            rewrite.rewrite(self, key, table, create, copy, columns, staging, backup, expected, claim)
 
     def context(self, **properties: str) -> Any:
         """An environment context for alter calls; it spares the table a listing of its files."""

@@ -23,6 +23,7 @@ from schemaflow.model import (
     BACKUP_OF,
     COMMENT_KEY,
     METADATA_LOCATION,
+    REWRITE_OF,
     SCHEMAFLOW_PREFIX,
     Bucketing,
     Catalog,
@@ -104,7 +105,7 @@ def to_model(data: Mapping[str, Any], storage: Sequence[str | None] = ()) -> Obj
               else {**hive_storage(sd), "partition_columns": partition_keys})
     location = stored.pop("location", None) or sd.get("location")
     return Table(external=external, location=location if external else None, migrations=migrations,
-                 backup_of=parameters.get(BACKUP_OF), **common, **stored)
+                 backup_of=parameters.get(BACKUP_OF), rewrite_of=parameters.get(REWRITE_OF), **common, **stored)
 
 
 def _iceberg(data: Mapping[str, Any], mirrored: tuple[Column, ...], storage: Sequence[str | None]) -> Table:

@@ -16,6 +16,7 @@ from schemaflow.plan.evolution import ALTER, APPEND, SAME, Evolution
 from schemaflow.plan.hazards import appended_note, column_hazards, restrict_hazard
 from schemaflow.plan.kinds import StepKind
 from schemaflow.plan.iceberg import AlterIcebergTable, ConvertToIceberg
+from schemaflow.plan.rewrite import RewriteTable
 from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, IcebergCommit, KeepViewPartitions, PartitionView, SetColumns,
                                    SetDatabaseParameters, SetParameters, SetStorageAction, SqlAction, Step,
                                    listed_partitions)
@@ -119,9 +120,11 @@ class DropTable(_OfTable):
         kind = table_kind(self.table.format, self.table.data_source)  # a live table: maybe of no kind schemaflow knows
         if kind is not None and kind.own_metadata:  # registered as external, as Iceberg's catalogs register it
             note = "Iceberg table: its metastore entry goes; its data and metadata files are kept"
-        elif self.table.backup_of:
+        elif self.table.backup_of and self.table.external:
             note = (f"the Parquet table {self.table.backup_of} was converted from: its entry goes; its files are the "
                     "Iceberg table's and are kept")
+        elif self.table.backup_of:
+            note = f"{self.table.backup_of} as it was before its rewrite: its rows and files are deleted with it"
         elif self.table.external:
             note = f"external table: its data files at {self.table.location} are kept"
         else:
@@ -522,4 +525,4 @@ class Stamp:
 
 Change = (CreateDatabase | SetDatabaseProperties | CreateTable | DropTable | AddColumns | AlterColumns | AlterIcebergTable
           | ConvertToIceberg | SetTableComment | SetColumnComments | SetStorage | CreateView | ReplaceView | DropView
-          | SyncViewPartitions | Unsupported | Stamp)
+          | SyncViewPartitions | Unsupported | Stamp | RewriteTable)

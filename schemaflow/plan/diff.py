@@ -5,12 +5,15 @@ comparison of each common object. A table's columns evolve through its pending m
 what the diff can infer (``plan.evolution``): a plain append stays a table-only ``ADD COLUMNS``,
 anything else is one ``AlterColumns`` that cascades to the partitions unless a migration restricts it.
 A Spark data-source table takes only what Spark SQL does to it: columns appended and comments.
-SERDEPROPERTIES (a data source's OPTIONS) and the bucket count change in place; every other
-storage change, and a change of partition keys, cannot be made in place and is reported as unsupported.
+SERDEPROPERTIES (a data source's OPTIONS) and the bucket count change in place. What no table takes
+in place (another format or bucketing, other partition keys, a data-source table's other column
+changes, a type change the metastore's positional rule refuses) is a rewrite (``plan.rewrite``);
+what not even a rewrite makes (an external table's files, its location) is reported as unsupported.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import assert_never
 
 from schemaflow.model import Catalog, Column, Migration, Object, Table, View
@@ -20,6 +23,8 @@ from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateDat
 from schemaflow.plan.evolution import ALTER, APPEND, SAME, Evolution, evolve
 from schemaflow.plan.hazards import unexplained_hazards
 from schemaflow.plan.iceberg import ConvertToIceberg, backup_name, conversion, iceberg_change
+from schemaflow.plan.rewrite import RewriteTable, staging_name
+from schemaflow.sql.rewrite import convertible, filling
 from schemaflow.sql.storage import SCHEMA_FROM_SERDE, same_location
 from schemaflow.sql.table_kinds import ColumnChanges, TableKind, kind_of, table_kind
 from schemaflow.sql.ddl import stores_view, view_text
@@ -31,6 +36,11 @@ from schemaflow.wording import listed, value_change
 _RECREATE_FROM_FILES = ("re-create it (remove its file and apply with --allow-destructive, which drops it and its "
                         "data, then add the file back)")
 _RECREATE = _RECREATE_FROM_FILES + ", or create a new table and copy the data"
+
+
+_INCONVERTIBLE = ("a rewrite converts a nested value only to a type of the same shape (Spark casts a struct only to "
+                  "one of as many fields): add a column of the new type and fill it outside schemaflow, then drop the "
+                  "old one with a migration")
 
 
 def diff(desired: Catalog, live: Catalog, type_rule: bool = True) -> list[Change]:
@@ -47,12 +57,14 @@ def diff(desired: Catalog, live: Catalog, type_rule: bool = True) -> list[Change
         if have is None:
             backup = live.get(backup_name(key))
             if isinstance(want, Table) and isinstance(backup, Table) and backup.backup_of == key:
-                changes.append(ConvertToIceberg(key, want, backup))  # a stopped apply renamed it: finish that
+                changes.append(_resume(want, backup, live))  # a stopped apply renamed it: finish that
             else:
                 changes.append(create(desired.objects[key]))  # the key is desired when it is not live
         elif want is None:
             if isinstance(have, Table) and have.backup_of and have.backup_of not in live.objects:
-                continue  # its conversion is still to finish, from it
+                continue  # its conversion or rewrite is still to finish, from it
+            if isinstance(have, Table) and have.rewrite_of and key == staging_name(have.rewrite_of):
+                continue  # the copy a rewrite is filling: the rewrite's own (catalog.rewrite)
             changes.append(DropTable(have) if isinstance(have, Table) else DropView(have))
         elif want.kind != have.kind:
             changes += [DropTable(have) if isinstance(have, Table) else DropView(have), create(want)]
@@ -105,14 +117,37 @@ def diff_table(want: Table, have: Table, migrations: Sequence[Migration] = (), t
     # What the table cannot take in place blocks it; its comment is still shown (the plan marks it waiting).
     comment = [SetTableComment(key, have.comment, want.comment, through_metastore=want.serde in SCHEMA_FROM_SERDE)
                ] if want.comment != have.comment else []
-    storage = _storage_changes(want, have)
-    if storage:
-        return [Unsupported(key, "table", "changing storage (" + ", ".join(storage) + ")", _RECREATE), *comment]
+    unmovable = _unmovable(want, have)
+    if unmovable:
+        return [Unsupported(key, "table", "changing storage (" + ", ".join(unmovable) + ")", _RECREATE), *comment]
+    reasons = [f"storage ({', '.join(storage)})" for storage in [_storage_changes(want, have)] if storage]
     if _shape(want.partition_columns) != _shape(have.partition_columns):
-        return [Unsupported(key, "table", f"changing partition columns {listed(_names(have.partition_columns))} -> "
-                            f"{listed(_names(want.partition_columns))}",
-                            "partition keys cannot change in place: " + _RECREATE), *comment]
+        reasons.append(f"partition columns {listed(_names(have.partition_columns))} -> "
+                       f"{listed(_names(want.partition_columns))}")
     evolution = evolve(have, want, migrations, type_rule)
+    # Without the metastore's positional rule, which a rewrite (a new table) does not meet.
+    free = evolve(have, want, migrations, type_rule=False) if evolution.problems else evolution
+    if not reasons and not free.problems and kind.column_changes is ColumnChanges.SPARK_SQL:
+        reasons += _data_source_refusals(want, have, free, kind)
+    if not reasons and evolution.problems and (have.data_source or not free.problems):
+        reasons += [p.what for p in evolution.problems]  # what the metastore's positional rule (or Spark) refuses
+    if reasons:
+        # The rows are moved by name into a new table: the order of its columns is free, and where partition columns
+        # change, a column may move between the data and the partition columns.
+        keys_change = _shape(want.partition_columns) != _shape(have.partition_columns)
+        moved = evolve(_flat(have) if keys_change else have, _flat(want) if keys_change else want, migrations,
+                       type_rule=False, by_id=True)
+        if not moved.problems and have.external:
+            return [Unsupported(key, "table", "; ".join(reasons), "an external table's files are not rewritten by "
+                                "schemaflow: " + _RECREATE), *comment]
+        stuck = [f for f in filling(want, have, {new: old for old, new in moved.renamed})
+                 if f.cast and f.old_type and not convertible(f.old_type, f.type)]
+        if not moved.problems and stuck:
+            return [Unsupported(key, "table", "; ".join(f"change type of {f.column} from {f.old_type} to {f.type}"
+                                                        for f in stuck), _INCONVERTIBLE), *comment]
+        if not moved.problems:
+            return [RewriteTable(key, want, have, tuple(reasons), moved, values=_rewritten_values(want, have))]
+        evolution = moved
     settings = _settings_change(want, have)
     if evolution.problems:
         # The columns change in one write, which waits on the problem: each of its changes is shown with it, and
@@ -148,6 +183,19 @@ def column_values(old: Sequence[Column], new: Sequence[Column]) -> tuple[str, ..
     return tuple(values)
 
 
+def _flat(table: Table) -> Table:
+    """``table`` with its partition columns among its columns, as a rewrite moves its rows."""
+    return replace(table, columns=table.all_columns, partition_columns=())
+
+
+def _rewritten_values(want: Table, have: Table) -> tuple[str, ...]:
+    """What a rewrite's new definition changes of the columns, the comment and the properties, as a plan shows values."""
+    properties = tuple(value_change(k, have.properties.get(k), want.properties.get(k))
+                       for k in sorted(want.properties) if have.properties.get(k) != want.properties[k])
+    comment = (value_change("comment", have.comment, want.comment),) if want.comment != have.comment else ()
+    return column_values(have.all_columns, want.all_columns) + comment + properties
+
+
 def _iceberg(want: Table, have: Table, had: TableKind | None, migrations: Sequence[Migration], type_rule: bool,
              backup_taken: bool) -> list[Change]:
     """An Iceberg table's change (``plan.iceberg``); a Parquet table becoming one is converted, every other change
@@ -168,22 +216,36 @@ def _iceberg(want: Table, have: Table, had: TableKind | None, migrations: Sequen
 
 
 def _storage_changes(want: Table, have: Table) -> list[str]:
-    """The storage differences no table can take in place: everything but its settings and bucket count."""
+    """The storage differences a table takes only by a rewrite of its files: its format, SerDe, format classes
+    and bucket columns (its settings and bucket count change in place)."""
     def kind(table: Table) -> str:
         if want.data_source == have.data_source:
             return table.format
         return f"USING {table.format}" if table.data_source else f"STORED AS {table.format}"
-    changed = [f"{what} {old!r} -> {new!r}" for what, old, new in (
+    return [f"{what} {old!r} -> {new!r}" for what, old, new in (
         ("format", kind(have), kind(want)),
         ("SerDe", have.serde, want.serde),
         ("input format", have.input_format, want.input_format),
         ("output format", have.output_format, want.output_format),
         ("bucketed by", _bucket_columns(have), _bucket_columns(want)),
-        ("external", have.external, want.external),
     ) if old != new]
+
+
+def _unmovable(want: Table, have: Table) -> list[str]:
+    """The storage differences no table takes, not even by a rewrite: whether its files are its own, and where
+    an external table's are."""
+    changed = [f"external {have.external!r} -> {want.external!r}"] if have.external != want.external else []
     if want.external and not same_location(want.location, have.location):
         changed.append(f"location {have.location!r} -> {want.location!r}")
     return changed
+
+
+def _resume(want: Table, backup: Table, live: Catalog) -> Change:
+    """What finishes the conversion or rewrite a stopped apply left with the table renamed to ``backup``."""
+    staging = live.get(staging_name(want.key))
+    if isinstance(staging, Table) and staging.rewrite_of == want.key:
+        return RewriteTable(want.key, want, backup, ("finish the cut-over",), evolve(backup, want, ()))
+    return ConvertToIceberg(want.key, want, backup)
 
 
 def _bucket_columns(table: Table) -> str | None:
@@ -204,13 +266,9 @@ def _settings_change(want: Table, have: Table) -> SetStorage | None:
                       want.data_source, bool(want.partition_columns))
 
 
-def _data_source_columns(want: Table, have: Table, evolution: Evolution, kind: TableKind) -> list[Change]:
-    """A data-source table's columns: Spark SQL adds columns and changes data-column comments; nothing else.
-
-    Spark reads such a table through its own copy of the schema and refuses every other change
-    (rename, drop, type, order, partition-column comments) on it, so the plan refuses them too.
-    """
-    key = want.key
+def _data_source_refusals(want: Table, have: Table, evolution: Evolution, kind: TableKind) -> list[str]:
+    """What of a data-source table's column change Spark SQL refuses: everything but columns appended and
+    data-column comments (Spark reads such a table through its own copy of the schema)."""
     old, new = evolution.old, evolution.new
     refused = [] if _shape(new[:len(old)]) == _shape(old) else list(evolution.operations)
     refused += [f"change comment of partition column {n.name}" for o, n in zip(have.partition_columns,
@@ -221,12 +279,19 @@ def _data_source_columns(want: Table, have: Table, evolution: Evolution, kind: T
     added = new[len(old):]
     if added and not refused and not kind.adds_columns:
         refused.append("add " + ", ".join(c.name for c in added))
-    if refused:
-        return [Unsupported(key, "table", "; ".join(refused), f"{kind.way_out}; or {_RECREATE_FROM_FILES}")]
+    return refused
+
+
+def _data_source_columns(want: Table, have: Table, evolution: Evolution, kind: TableKind) -> list[Change]:
+    """A data-source table's columns: Spark SQL adds columns and changes data-column comments
+    (``_data_source_refusals`` found nothing else)."""
+    key = want.key
+    old, new = evolution.old, evolution.new
     changes: list[Change] = []
     commented = [(o, n) for o, n in zip(old, new, strict=False) if o.comment != n.comment]
     if commented:
         changes.append(SetColumnComments(key, tuple(n for _, n in commented), tuple(o.comment for o, _ in commented)))
+    added = new[len(old):]
     if added:
         changes.append(AddColumns(key, added, partitioned=False, hazards=unexplained_hazards(evolution)))
     return changes

@@ -32,6 +32,7 @@ from schemaflow.graph import CycleError, topological_order
 from schemaflow.model import Catalog, Column, Object, View
 from schemaflow.plan.changes import AlterColumns, Change, CreateView, DropTable, DropView, ReplaceView
 from schemaflow.plan.iceberg import AlterIcebergTable
+from schemaflow.plan.rewrite import RewriteTable
 from schemaflow.spark_version import SparkVersion
 from schemaflow.wording import listed, plural
 
@@ -175,9 +176,12 @@ def _base_effects(changes: list[Change], desired: Catalog, live: Catalog) -> dic
     for change in changes:
         if not change.reshapes:
             continue
-        if isinstance(change, (AlterColumns, AlterIcebergTable)):
+        if isinstance(change, (AlterColumns, AlterIcebergTable, RewriteTable)):
             evolution = change.evolution
             found = effects.setdefault(change.key, {})
+            if isinstance(change, RewriteTable):  # partition columns too may go
+                found.update(_vanished(change.have.partition_columns, change.want.all_columns, "is rewritten",
+                                       change.key))
             found.update({column: Effect(words, change.key) for column, words in evolution.lost})
             live_names = {c.name for c in evolution.old}
             for column, old, new in evolution.retyped:

@@ -27,6 +27,7 @@ from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateTab
 from schemaflow.plan.diff import diff, property_delta
 from schemaflow.plan.evolution import Evolution
 from schemaflow.plan.iceberg import AlterIcebergTable, ConvertToIceberg
+from schemaflow.plan.rewrite import REWRITE_BLOCK, RewriteTable
 from schemaflow.plan.invalidation import STRICT, resolve
 from schemaflow.plan.kinds import VIEW_DEFINITIONS, StepKind
 from schemaflow.plan.steps import APPLIED_AT, Step
@@ -40,7 +41,7 @@ DESTRUCTIVE_BLOCK = "destructive: run with --allow-destructive to allow it"
 PartitionCounter = Callable[[str], "int | None"]
 # What a view's old SQL is, by what the plan was made against: the header of its diff says so.
 _OLD_LABELS = {"metastore": "live", "snapshot": "snapshot", "git": "base"}
-BREAKING = (AlterColumns, AlterIcebergTable, DropTable, DropView, ReplaceView)  # the changes that can break the views over them
+BREAKING = (AlterColumns, AlterIcebergTable, RewriteTable, DropTable, DropView, ReplaceView)  # the changes that can break the views over them
 
 
 @dataclass(frozen=True)
@@ -159,7 +160,7 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
         # Columns are dropped only by migrations that name them: those need no further permission.
         if (step.destructive and not allow_destructive and not step.blocked
                 and not isinstance(change, (AlterColumns, AlterIcebergTable))):
-            step = replace(step, blocked=DESTRUCTIVE_BLOCK)
+            step = replace(step, blocked=REWRITE_BLOCK if isinstance(change, RewriteTable) else DESTRUCTIVE_BLOCK)
         if isinstance(change, BREAKING):  # what it does to the views over it
             step = replace(step, notes=step.notes + outcome.notes.get(change.key, ()),
                            blocked=step.blocked or outcome.blocked.get(change.key))
@@ -205,7 +206,9 @@ def _backups(changes: list[Change], allow_destructive: bool) -> tuple[list[Chang
         return changes, ()
     kept = [c.table for c in changes if isinstance(c, DropTable) and c.table.backup_of]
     warnings = tuple(f"{t.key} keeps the Parquet table {t.backup_of} was converted from; plan with --allow-destructive "
-                     "to drop its entry (its files are the Iceberg table's and stay)" for t in kept)
+                     "to drop its entry (its files are the Iceberg table's and stay)" if t.external else
+                     f"{t.key} keeps {t.backup_of} as it was before its rewrite, rows and files; plan with "
+                     "--allow-destructive to drop it and its files" for t in kept)
     return [c for c in changes if not (isinstance(c, DropTable) and c.table.backup_of)], warnings
 
 
@@ -256,6 +259,8 @@ def _with_partition_facts(change: Change, count: PartitionCounter | None, stale:
     if isinstance(change, AlterColumns) and change.partition_columns:
         return replace(change, partition_count=count(change.key) if count else None,
                        stale_partitions=stale(change.key) if stale else None)
+    if isinstance(change, RewriteTable) and change.have.partition_columns and count and not change.resumed:
+        return replace(change, partition_count=count(change.key))
     return change
 
 
@@ -292,7 +297,8 @@ def _stamps(desired: Catalog, live: Catalog, changes: list[Change], commit: str 
     """
     touched = {c.key for c in changes}
     # A conversion to Iceberg makes a new table of the name: it gets every declared property, as a created one.
-    recreated = {c.key for c in changes if isinstance(c, (CreateTable, CreateView, ReplaceView, ConvertToIceberg))}
+    recreated = {c.key for c in changes if isinstance(c, (CreateTable, CreateView, ReplaceView, ConvertToIceberg,
+                                                          RewriteTable))}
     recorded_now = {m for c in changes if isinstance(c, AlterColumns) for m in c.evolution.migrations}
     stamps = []
     for key, want in sorted(desired.objects.items()):

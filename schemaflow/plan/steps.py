@@ -12,8 +12,10 @@ from typing import Any, ClassVar, get_args
 from collections.abc import Mapping
 
 from schemaflow.model import (SCHEMAFLOW_PREFIX, SETTINGS_KEY, VERSION_KEY, Column, Database, IcebergState,
-                              PartitionValues, Table, column_data, from_data, partition_name, to_data)
+                              PartitionValues, Table, column_data, from_data, partition_name, split_key, to_data)
 from schemaflow.plan.kinds import EFFECTS, ActionKind, Effect, StepKind
+from schemaflow.sql import ddl, rewrite
+from schemaflow.sql.rewrite import Filled
 from schemaflow.wording import plural
 
 
@@ -351,8 +353,66 @@ class IcebergCommit:
                    bool(data["create"]), dict(data.get("set", {})), tuple(data.get("unset", ())), data.get("backup"))
 
 
+@dataclass(frozen=True)
+class RewriteRows:
+    """A table's rows moved into a new definition of it (``plan.rewrite``), verified, then swapped in.
+
+    The new table is created as ``staging`` (claimed), filled by ``INSERT INTO staging <select>``, and compared
+    with the rows the query moves, partition by partition; then the table is renamed to ``backup`` (kept, its
+    files untouched) and ``staging`` to the table's name. ``describe`` shows the statements ``catalog.rewrite``
+    runs, made by the same functions.
+    """
+
+    kind: ClassVar[ActionKind] = ActionKind.REWRITE_ROWS
+    table: Table                     # the new definition, under the table's own name
+    columns: tuple[Filled, ...]      # each of its columns, and the live column it is filled from
+    staging: str
+    backup: str
+    resumed: bool = False            # a stopped run renamed the table already: only the cut-over is left
+
+    @property
+    def object(self) -> str:
+        return self.table.key
+
+    @property
+    def create(self) -> str:
+        """The CREATE of the staging table, claimed."""
+        database, name = split_key(self.staging)
+        return ddl.create_table(replace(self.table, database=database, name=name))
+
+    @property
+    def copy(self) -> str:
+        """The statement that fills the staging table."""
+        return rewrite.insert(self.staging, rewrite.select(self.object, self.columns))
+
+    def describe(self) -> str:
+        converted = [f.column for f in self.columns if f.cast]
+        lost = f"; values a conversion makes NULL counted in {', '.join(converted)}" if converted else ""
+        keys = ", ".join(c.name for c in self.table.partition_columns)
+        if self.resumed:
+            return (f"-- finish the rewrite of {self.object} (guarded): {self.object} is {self.backup} already; rename "
+                    f"the verified copy {self.staging} to {self.object}")
+        return (f"-- rewrite {self.object} through {self.staging}\n{self.create};\n{self.copy};\n"
+                f"-- verify{' each partition (' + keys + ')' if keys else ''}: row count and a checksum of each column, "
+                f"the rows moved against {self.staging}{lost}\n"
+                f"-- cut-over (guarded): rename {self.object} to {self.backup}, then {self.staging} to {self.object}")
+
+    def to_data(self) -> dict[str, Any]:
+        return {"action": self.kind, "table": to_data(self.table),
+                "columns": [{"column": f.column, "type": f.type, "source": f.source, "old_type": f.old_type}
+                            for f in self.columns],
+                "staging": self.staging, "backup": self.backup, **({"resumed": True} if self.resumed else {})}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> RewriteRows:
+        table = from_data(data["table"])
+        assert isinstance(table, Table)
+        return cls(table, tuple(Filled(**f) for f in data["columns"]), data["staging"], data["backup"],
+                   bool(data.get("resumed", False)))
+
+
 Action = (SqlAction | AddDatabase | SetDatabaseParameters | SetParameters | PartitionView | SetColumns
-          | ChangeViewPartitions | KeepViewPartitions | SetStorageAction | IcebergCommit)
+          | ChangeViewPartitions | KeepViewPartitions | SetStorageAction | IcebergCommit | RewriteRows)
 
 
 # The one map from what plan JSON calls an action to its class, from the classes' own kinds.

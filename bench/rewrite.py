@@ -1,0 +1,131 @@
+"""What a table rewrite costs: schemaflow's whole rewrite beside a bare INSERT ... SELECT of the same rows.
+
+A data-source Parquet table (Spark 4's default kind) of N partitions is filled with generated rows; then its
+``id`` column is widened from int to bigint, which Spark refuses in place on such a table, so the plan makes
+it a rewrite (``plan.rewrite``). Side by side, in one Spark session on one machine:
+
+  (a) the bare alternative: ``CREATE TABLE`` of the new definition and ``INSERT INTO ... SELECT`` of the rows,
+      cast, from the table: what a team following the old recipe runs (without checking or swapping anything);
+  (b) schemaflow's rewrite, planned and applied as ``apply`` does: the copy (the same statement as (a), into
+      the staging table), the verification (row counts and a checksum of every column per partition, on both
+      sides), the cut-over and the stamp. Its phases are timed from the progress it reports;
+  (a) again, from the backup (b) leaves, so that (b) sits between two runs of its alternative.
+
+Afterwards the new table's rows are counted and must be the source's. The ratios compare (b) with the mean of
+the two (a) runs: whole, and without the verification.
+
+Run from the repository root::
+
+    .venv/bin/python bench/rewrite.py                          # 1,000 partitions, 20,000,000 rows
+    .venv/bin/python bench/rewrite.py --partitions 200 --rows 1000000
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import positive, private_session, progress, ratio  # noqa: E402
+from schemaflow.apply.executor import apply_plan  # noqa: E402
+from schemaflow.catalog.live import Live  # noqa: E402
+from schemaflow.project import load_project  # noqa: E402
+from schemaflow.workflow import make_plan  # noqa: E402
+
+DB = "bench"
+COLUMNS = ("id", "name", "amount", "payload", "ds")
+TABLE = """\
+table: bench.events
+using: parquet
+columns:
+  - {{name: id, type: {id_type}}}
+  - {{name: name, type: string}}
+  - {{name: amount, type: 'decimal(12,2)'}}
+  - {{name: payload, type: string}}
+partitioned_by: [{{name: ds, type: string}}]
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--partitions", type=positive, default=1000)
+    parser.add_argument("--rows", type=positive, default=20_000_000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="schemaflow-rewrite-project-") as folder, \
+            private_session("rewrite", remote=False) as session:
+        spark, metastore = session.spark, session.metastore
+        root = Path(folder)
+        project = write_project(root, "int")
+        apply_plan(make_plan(project, Live(project, connected=metastore)), metastore)
+        progress(f"filling {DB}.events: {args.rows:,} rows in {args.partitions:,} partitions")
+        started = time.monotonic()
+        spark.range(args.rows).selectExpr(
+            "CAST(id AS INT) AS id", "concat('customer-', id % 100000) AS name",
+            "CAST(id % 100000 AS DECIMAL(12,2)) / 100 AS amount", "sha2(CAST(id AS STRING), 256) AS payload",
+            f"CAST(id % {args.partitions} AS STRING) AS ds",
+        ).write.insertInto(f"{DB}.events")
+        progress(f"    filled in {time.monotonic() - started:.0f} s")
+        location = metastore.msc.getTable(DB, "events").getSd().getLocation()
+        size = folder_bytes(Path(location.removeprefix("file:")))
+
+        bare = [copy_by_hand(spark, "events")]
+        project = write_project(root, "bigint")
+        plan = make_plan(project, Live(project, connected=metastore), allow_destructive=True)
+        [step] = plan.steps
+        assert step.kind == "rewrite_table", step.summary
+        marks: list[tuple[str, float]] = []
+        metastore.progress = lambda message: marks.append((message.split(" ")[0], time.monotonic()))
+        progress("schemaflow's rewrite: copy, verification, cut-over")
+        began = time.monotonic()
+        apply_plan(plan, metastore)
+        ended = time.monotonic()
+        metastore.progress = None
+        bare.append(copy_by_hand(spark, "events_backup_"))
+        (copying, copy_began), (verifying, verify_began) = marks
+        assert (copying, verifying) == ("copying", "verifying"), marks
+        total, copy = ended - began, verify_began - copy_began
+        verification = ended - verify_began  # up to the cut-over's two metastore calls and the stamp
+        rows = spark.sql(f"SELECT count(*) FROM {DB}.events").collect()[0][0]
+        assert rows == args.rows, (rows, args.rows)
+        assert make_plan(project, Live(project, connected=metastore)).is_empty
+
+        baseline = sum(bare) / len(bare)
+        print(f"Table rewrite: {args.rows:,} rows, {args.partitions:,} partitions, {size / 1e9:.2f} GB of Parquet "
+              f"({session.machine}; metastore: {session.where})")
+        print(f"  (a) bare INSERT ... SELECT into a new table:  {bare[0]:.1f} s, {bare[1]:.1f} s (mean {baseline:.1f} s)")
+        print(f"  (b) schemaflow's rewrite, whole:              {total:.1f} s   {ratio(total, baseline)} than (a)")
+        print(f"      the copy:                                 {copy:.1f} s")
+        print(f"      the verification and the cut-over:        {verification:.1f} s")
+        print(f"      without the verification:                 {total - verification:.1f} s   "
+              f"{ratio(total - verification, baseline)} than (a)")
+
+
+def write_project(root: Path, id_type: str):
+    (root / "schemas" / DB).mkdir(parents=True, exist_ok=True)
+    (root / "schemaflow.yaml").write_text(f"databases: [{DB}]\n")
+    (root / "schemas" / DB / "events.yaml").write_text(TABLE.format(id_type=id_type))
+    return load_project(root, env={})
+
+
+def copy_by_hand(spark, source: str) -> float:
+    """(a): the new definition created beside the table and filled from it; seconds. Dropped afterwards."""
+    progress(f"bare INSERT ... SELECT from {DB}.{source}")
+    spark.sql(f"DROP TABLE IF EXISTS {DB}.bare_copy")
+    spark.sql(f"CREATE TABLE {DB}.bare_copy (id bigint, name string, amount decimal(12,2), payload string, "
+              "ds string) USING parquet PARTITIONED BY (ds)")
+    started = time.monotonic()
+    spark.sql(f"INSERT INTO {DB}.bare_copy SELECT CAST(id AS BIGINT), name, amount, payload, ds FROM {DB}.{source}")
+    seconds = time.monotonic() - started
+    spark.sql(f"DROP TABLE {DB}.bare_copy")
+    return seconds
+
+
+def folder_bytes(folder: Path) -> int:
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+
+
+if __name__ == "__main__":
+    main()

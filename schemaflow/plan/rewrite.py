@@ -1,0 +1,86 @@
+"""A table rewrite: what a table cannot take in place, made by moving its rows into a new definition of it.
+
+What neither the metastore nor the table's files can change in place is planned as one rewrite step: a
+data-source table's columns renamed, dropped, retyped or moved (Spark refuses each on such a table); a
+change of Hive partition columns; another format, SerDe or format classes; other bucket columns or sort;
+a type change the metastore's positional rule refuses. The step creates the new definition beside the
+table under a staging name (``<name>_rewrite_``), fills it through Spark from the live rows, each column
+from the live column it was (by name, or by the rename a migration states; ``sql.rewrite``), verifies the
+copy partition by partition, and swaps it in under the table's name. The live table is kept as its backup
+(``<name>_backup_``), files and all, until a plan with ``--allow-destructive`` drops it.
+
+A rewrite moves every row, so it runs only when allowed, as a drop does: a plan without
+``--allow-destructive`` shows it blocked. An external table's files belong to whoever wrote them there:
+its rewrite is not planned (a later change may move them).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from schemaflow.model import Table
+from schemaflow.plan.evolution import Evolution
+from schemaflow.plan.iceberg import backup_name
+from schemaflow.plan.kinds import StepKind
+from schemaflow.plan.steps import RewriteRows, Step
+from schemaflow.sql.rewrite import filling, lossless
+from schemaflow.wording import plural
+
+REWRITE_BLOCK = ("a rewrite copies every row of the table into a new one: plan with --allow-destructive (in a pull "
+                 "request, the schemaflow-allow-destructive label) to run it")
+
+
+def staging_name(key: str) -> str:
+    """Where a rewrite fills the new table before it takes the name: ``<name>_rewrite_``."""
+    return f"{key}_rewrite_"
+
+
+@dataclass(frozen=True)
+class RewriteTable:
+    """The table ``key`` made anew as ``want`` from the rows of ``have``: the live table, or, when a stopped apply
+    renamed it already, its backup (then only the cut-over is left)."""
+
+    key: str
+    want: Table
+    have: Table
+    reasons: tuple[str, ...]                 # what cannot change in place, for the reviewer
+    evolution: Evolution                     # of the data columns: the renames the rows follow
+    partition_count: int | None = None       # of the live table; None: not counted (or not partitioned)
+    values: tuple[str, ...] = ()             # what else the new definition changes, each "what: old -> new"
+    object_type = "table"
+    reshapes = True
+    destructive = True                       # it moves every row: run only when allowed
+
+    @property
+    def resumed(self) -> bool:
+        return self.have.key != self.key
+
+    def to_step(self) -> Step:
+        key, staging, backup = self.key, staging_name(self.key), backup_name(self.key)
+        columns = filling(self.want, self.have, {new: old for old, new in self.evolution.renamed})
+        notes = []
+        if self.resumed:
+            notes.append(f"finishes the rewrite a stopped apply began: {key} is {backup} already, and {staging} "
+                         "holds the verified copy")
+        else:
+            read = f"{plural(self.partition_count, 'partition')} of " if self.partition_count is not None else ""
+            notes.append(f"copies the rows of {read}{key} into {staging} through Spark (on the configured master), "
+                         "and compares the two partition by partition (row counts, a checksum of each column) before "
+                         "anything changes for readers; any difference stops it with the table untouched")
+        notes.append(f"cut-over: {key} is renamed to {backup}, then {staging} to {key}; readers see the old table "
+                     "until then, and the name is missing only between the two renames")
+        notes.append(f"the new files go to the folder of {key}, as before; {backup} keeps the old ones, and is kept "
+                     "until a plan with --allow-destructive drops it")
+        if self.evolution.migrations:
+            notes.append("applies migration " + ", ".join(self.evolution.migrations))
+        new = [f.column for f in columns if f.source is None and not self.resumed]
+        if new:
+            notes.append(f"new column{'s' if len(new) > 1 else ''} {', '.join(new)}: NULL in every row copied")
+        dropped = sorted({c.name for c in self.have.all_columns} - {f.source for f in columns})
+        if dropped and not self.resumed:
+            notes.append(f"not copied: {', '.join(dropped)} (its values stay in {backup})")
+        hazards = tuple(f"{f.column}: {f.old_type} -> {f.type} can lose values (a value {f.type} cannot hold becomes "
+                        "NULL, and then the rewrite stops before the cut-over)" for f in columns
+                        if f.cast and f.old_type and not lossless(f.old_type, f.type) and not self.resumed)
+        return Step(StepKind.REWRITE_TABLE, key, "table", f"rewrite table {key}: {'; '.join(self.reasons)}",
+                    (RewriteRows(self.want, columns, staging, backup, self.resumed),), notes=tuple(notes), hazards=hazards,
+                    destructive=True, values=self.values)

@@ -1,0 +1,167 @@
+"""The SQL of a table rewrite: the query that moves the rows, and the queries that verify the copy.
+
+A rewrite fills a new table from the live one (``plan.rewrite``): each new column from the live column it
+was (by name, or by the rename a migration states), converted with ``TRY_CAST`` where the type changes, or
+NULL where it is new. ``TRY_CAST`` rather than ``CAST``: a value the new type cannot hold becomes NULL
+instead of failing the query half-way (Spark 4's ANSI mode), and the verification counts every such value,
+so that a lossy conversion stops the rewrite with a report rather than an error from deep inside Spark.
+
+Verification compares, per partition of the new table, the rows the query moves with the rows the new table
+holds: a count and, for each column, an order-independent checksum (the sum of a 64-bit hash of each value,
+as a decimal, which cannot overflow). Every statement is a sqlglot tree written in Spark's dialect.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from schemaflow.model import Table, column_type
+from schemaflow.sql.dialect import DIALECT
+from schemaflow.sql.quoting import identifier_node, table_node
+
+WIDENS = ("tinyint", "smallint", "int", "bigint")
+INTEGER_DIGITS = {"tinyint": 3, "smallint": 5, "int": 10, "bigint": 19}
+ROWS = "rows"          # the column of a verification query's row count
+MOVED = "moved"        # the alias of the rows the query moves, in the verification of the source
+
+
+@dataclass(frozen=True)
+class Filled:
+    """Where one column of the new table takes its values from: a live column (``source``), converted
+    from ``old_type`` when that differs from the new type; None: a new column, NULL in every row."""
+
+    column: str
+    type: str
+    source: str | None
+    old_type: str | None
+
+    @property
+    def cast(self) -> bool:
+        return self.source is not None and self.old_type != self.type
+
+
+def filling(want: Table, have: Table, renamed: Mapping[str, str]) -> tuple[Filled, ...]:
+    """Each column of ``want`` (data, then partition columns) with the live column of ``have`` it is filled from;
+    ``renamed`` maps a new name to the live column a migration renamed into it."""
+    live = {c.name: column_type(c) for c in have.all_columns}
+    filled = []
+    for column in want.all_columns:
+        source = renamed.get(column.name, column.name if column.name in live else None)
+        filled.append(Filled(column.name, column_type(column), source, live.get(source) if source else None))
+    return tuple(filled)
+
+
+def lossless(old: str, new: str) -> bool:
+    """Whether every value of type ``old`` survives a cast to ``new`` (a widening, or to text)."""
+    if old == new or new == "string":
+        return True
+    old_base, new_base = old.split("(")[0], new.split("(")[0]
+    if old_base in WIDENS and new_base in WIDENS:
+        return WIDENS.index(old_base) <= WIDENS.index(new_base)
+    if old_base in INTEGER_DIGITS and new_base == "decimal":
+        precision, scale = _digits(new)
+        return precision - scale >= INTEGER_DIGITS[old_base]
+    if old_base == "decimal" and new_base == "decimal":
+        (p1, s1), (p2, s2) = _digits(old), _digits(new)
+        return s2 >= s1 and p2 - s2 >= p1 - s1
+    return (old_base, new_base) in {("float", "double"), ("tinyint", "double"), ("smallint", "double"),
+                                    ("int", "double"), ("date", "timestamp"), ("char", "varchar")}
+
+
+def convertible(old: str, new: str) -> bool:
+    """Whether Spark casts a value of ``old`` to ``new``: any primitive to any primitive (``TRY_CAST`` makes what
+    does not fit NULL), a nested type only to one of the same shape (an array to an array, a map to a map, a
+    struct to a struct of as many fields), each part convertible."""
+    return _same_shape(exp.DataType.build(old, dialect=DIALECT), exp.DataType.build(new, dialect=DIALECT))
+
+
+def _same_shape(old: exp.DataType, new: exp.DataType) -> bool:
+    nested = (exp.DataType.Type.ARRAY, exp.DataType.Type.MAP, exp.DataType.Type.STRUCT)
+    if old.this not in nested and new.this not in nested:
+        return True
+    parts = [_part(e) for e in old.expressions], [_part(e) for e in new.expressions]
+    return old.this == new.this and len(parts[0]) == len(parts[1]) and all(
+        _same_shape(a, b) for a, b in zip(*parts, strict=True))
+
+
+def _part(node: exp.Expression) -> exp.DataType:
+    """The type of a nested type's part: an element, a key or value, or a struct's field."""
+    kind = node.args.get("kind") if isinstance(node, exp.ColumnDef) else node
+    assert isinstance(kind, exp.DataType)
+    return kind
+
+
+def _digits(decimal: str) -> tuple[int, int]:
+    inside = decimal.partition("(")[2].rstrip(")")
+    precision, _, scale = inside.partition(",")
+    return int(precision or 10), int(scale or 0)
+
+
+def _value(filled: Filled) -> exp.Expression:
+    """The expression a column of the new table is filled with."""
+    to = exp.DataType.build(filled.type, dialect=DIALECT)
+    if filled.source is None:
+        return exp.Cast(this=exp.Null(), to=to)
+    column = exp.column(identifier_node(filled.source))
+    return exp.TryCast(this=column, to=to, safe=True) if filled.cast else column
+
+
+def select(source: str, columns: Sequence[Filled]) -> str:
+    """The query that moves the rows of the table ``source`` into the new table's columns, in their order."""
+    query = exp.select(*(exp.alias_(_value(f), identifier_node(f.column)) for f in columns)).from_(table_node(source))
+    return query.sql(dialect=DIALECT)
+
+
+def insert(target: str, query: str) -> str:
+    """``INSERT INTO target`` the rows of ``query`` (a ``select``), by position."""
+    return f"INSERT INTO {table_node(target).sql(dialect=DIALECT)}\n{query}"
+
+
+def _hashed(name: str, type_: str) -> exp.Expression:
+    """The checksum of one column: the sum of a 64-bit hash of each value. Spark hashes no map: a column that
+    holds one is hashed as its JSON text."""
+    value: exp.Expression = exp.column(identifier_node(name))
+    if "map<" in type_:
+        value = exp.Anonymous(this="to_json", expressions=[value])
+    hashed = exp.Anonymous(this="xxhash64", expressions=[value])
+    return exp.Sum(this=exp.Cast(this=hashed, to=exp.DataType.build("decimal(38,0)")))
+
+
+def checksums(relation: exp.Expression, columns: Sequence[Filled], keys: Sequence[str]) -> str:
+    """Per value of the partition columns ``keys``: the row count and each column's checksum, of ``relation``."""
+    grouped = [exp.column(identifier_node(k)) for k in keys]
+    query = exp.select(*grouped, exp.alias_(exp.Count(this=exp.Star()), ROWS),
+                       *(exp.alias_(_hashed(f.column, f.type), identifier_node(f.column)) for f in columns))
+    query = query.from_(relation)
+    if keys:
+        query = query.group_by(*grouped)
+    return query.sql(dialect=DIALECT)
+
+
+def moved(query: str) -> exp.Expression:
+    """The rows ``query`` moves, as a relation to verify."""
+    return exp.Subquery(this=exp.maybe_parse(query, dialect=DIALECT), alias=exp.TableAlias(this=identifier_node(MOVED)))
+
+
+def stored(key: str) -> exp.Expression:
+    """The rows the table ``key`` holds, as a relation to verify."""
+    return table_node(key)
+
+
+def lost(source: str, columns: Sequence[Filled]) -> str | None:
+    """How many values of each converted column the cast turns into NULL (None: no column is converted)."""
+    casts = [f for f in columns if f.cast]
+    if not casts:
+        return None
+    counts = []
+    for f in casts:
+        column = exp.column(identifier_node(f.source or ""))
+        nulled = exp.and_(exp.Not(this=exp.Is(this=column, expression=exp.Null())),
+                          exp.Is(this=exp.TryCast(this=column.copy(), to=exp.DataType.build(f.type, dialect=DIALECT), safe=True),
+                                 expression=exp.Null()))
+        counts.append(exp.alias_(exp.Sum(this=exp.If(this=nulled, true=exp.Literal.number(1),
+                                                     false=exp.Literal.number(0))),
+                                 identifier_node(f.column)))
+    return exp.select(*counts).from_(table_node(source)).sql(dialect=DIALECT)

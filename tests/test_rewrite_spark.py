@@ -1,0 +1,196 @@
+"""Table rewrites through a real SparkSession and metastore: rows copied, verified, swapped in, read back.
+
+Each change a table cannot take in place is made on a table with rows in several partitions; the rows are read
+back from the new table and from the backup it leaves, the metastore entry is what the files declare, and the
+next plan has nothing to do. A lossy conversion stops with the table untouched; a run stopped between the two
+renames of the cut-over is finished by the next apply.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from schemaflow.apply.executor import ApplyError, apply_plan
+from schemaflow.catalog import rewrite
+from schemaflow.workflow import hash_migrations
+from tests.test_apply_spark import plan, write_project
+
+pytestmark = pytest.mark.spark
+
+ROWS = [(1, "ann", "9.50", "2024-01-01", "eu"), (2, "bob", "12.00", "2024-01-01", "us"),
+        (3, "cy", None, "2024-01-02", "eu"), (4, None, "7.25", "2024-01-03", "us")]
+DB = "@DB@"  # the database's name, in the files below
+COLUMNS = "[{name: id, type: int}, {name: name, type: string}, {name: amount, type: string}, {name: region, type: string}]"
+
+
+def table(db: str, name: str, storage: str = "using: parquet", columns: str = COLUMNS,
+          partitioned: str = "[{name: ds, type: string}]") -> str:
+    return f"table: {db}.{name}\n{storage}\ncolumns: {columns}\npartitioned_by: {partitioned}\n"
+
+
+def fill(spark, key: str) -> None:
+    values = ", ".join(f"({i}, {_text(n)}, {_text(a)}, {_text(r)}, '{d}')" for i, n, a, d, r in ROWS)
+    spark.sql(f"INSERT INTO {key} (id, name, amount, region, ds) VALUES {values}")
+
+
+def _text(value: str | None) -> str:
+    return "NULL" if value is None else f"'{value}'"
+
+
+def rows(spark, query: str) -> list[tuple]:
+    return sorted((tuple(r) for r in spark.sql(query).collect()), key=repr)
+
+
+BEFORE = {
+    "renamed": table(DB, "renamed"),
+    "dropped": table(DB, "dropped"),
+    "widened": table(DB, "widened"),
+    "reordered": table(DB, "reordered"),
+    "unpartitioned": table(DB, "unpartitioned"),
+    "to_orc": table(DB, "to_orc"),
+    "hive_to_orc": table(DB, "hive_to_orc", "format: parquet"),
+    "rebucketed": table(DB, "rebucketed", "using: parquet\nbuckets: {clustered_by: [id], count: 4}"),
+}
+AFTER = {
+    "renamed": table(DB, "renamed", columns="[{name: id, type: int}, {name: full_name, type: string}, "
+                                                "{name: amount, type: string}, {name: region, type: string}]"),
+    "dropped": table(DB, "dropped", columns="[{name: id, type: int}, {name: name, type: string}, "
+                                                "{name: region, type: string}]"),
+    "widened": table(DB, "widened", columns="[{name: id, type: bigint}, {name: name, type: string}, "
+                                                "{name: amount, type: 'decimal(10,2)'}, {name: region, type: string}]"),
+    "reordered": table(DB, "reordered", columns="[{name: region, type: string}, {name: id, type: int}, "
+                                                    "{name: name, type: string}, {name: amount, type: string}]"),
+    "unpartitioned": table(DB, "unpartitioned", partitioned="[]",
+                           columns=COLUMNS[:-1] + ", {name: ds, type: string}]"),
+    "to_orc": table(DB, "to_orc", "using: orc"),
+    "hive_to_orc": table(DB, "hive_to_orc", "format: orc",
+                         partitioned="[{name: region, type: string}, {name: ds, type: string}]",
+                         columns="[{name: id, type: int}, {name: name, type: string}, {name: amount, type: string}]"),
+    "rebucketed": table(DB, "rebucketed", "using: parquet\nbuckets: {clustered_by: [name], count: 4}"),
+}
+MIGRATION = """\
+description: What Spark cannot change in place on a data-source table
+changes:
+  - rename_column: {table: @DB@.renamed, from: name, to: full_name}
+  - drop_column: {table: @DB@.dropped, column: amount}
+  - reorder_columns: {table: @DB@.reordered, order: [region, id, name, amount]}
+"""
+VIEW = "view: @DB@.totals\nsql: SELECT ds, count(*) AS n, sum(id) AS ids FROM @DB@.widened GROUP BY ds\n"
+
+
+def project_of(root: Path, db: str, tables: dict[str, str], migration: bool = False):
+    files = {f"schemas/{db}/{name}.yaml": text.replace(DB, db) for name, text in tables.items()}
+    if "widened" in tables:
+        files[f"schemas/{db}/totals.yaml"] = VIEW.replace(DB, db)
+    if migration:
+        files["migrations/0001_rewrites.yaml"] = MIGRATION.replace(DB, db)
+    project = write_project(root, files)
+    if migration:
+        hash_migrations(project)
+    return project
+
+
+def test_every_change_a_table_cannot_take_in_place_is_a_verified_rewrite(tmp_path, spark, metastore, fresh_db):
+    db = fresh_db()
+    apply_plan(plan(project_of(tmp_path, db, BEFORE), metastore), metastore)
+    for name in BEFORE:
+        fill(spark, f"{db}.{name}")
+    totals = rows(spark, f"SELECT * FROM {db}.totals")
+
+    project = project_of(tmp_path, db, AFTER, migration=True)
+    blocked = plan(project, metastore)
+    assert sorted(s.object for s in blocked.blocked) == sorted(f"{db}.{name}" for name in AFTER)
+    assert {s.kind for s in blocked.steps if s.object_type == "table"} == {"rewrite_table"}, [(s.summary, s.blocked) for s in blocked.steps if s.kind == "unsupported"]
+    result = plan(project, metastore, allow_destructive=True)
+    assert not result.blocked
+    apply_plan(result, metastore)
+
+    everything = "id, name, amount, region, ds"
+    expected = {
+        "renamed": ("id, full_name, amount, region, ds", [(i, n, a, r, d) for i, n, a, d, r in ROWS]),
+        "dropped": ("id, name, region, ds", [(i, n, r, d) for i, n, a, d, r in ROWS]),
+        "widened": (everything, [(i, n, None if a is None else __import__("decimal").Decimal(a), r, d)
+                                 for i, n, a, d, r in ROWS]),
+        "reordered": ("region, id, name, amount, ds", [(r, i, n, a, d) for i, n, a, d, r in ROWS]),
+        "unpartitioned": (everything, [(i, n, a, r, d) for i, n, a, d, r in ROWS]),
+        "to_orc": (everything, [(i, n, a, r, d) for i, n, a, d, r in ROWS]),
+        "hive_to_orc": (everything, [(i, n, a, r, d) for i, n, a, d, r in ROWS]),
+        "rebucketed": (everything, [(i, n, a, r, d) for i, n, a, d, r in ROWS]),
+    }
+    live = metastore.read((db,))
+    for name, (columns, want) in expected.items():
+        assert rows(spark, f"SELECT {columns} FROM {db}.{name}") == sorted(want, key=repr), name
+        # The backup is the table as it was, rows and all, marked as such.
+        assert rows(spark, f"SELECT {everything} FROM {db}.{name}_backup_") == sorted(
+            [(i, n, a, r, d) for i, n, a, d, r in ROWS], key=repr), name
+        assert live.get(f"{db}.{name}_backup_").backup_of == f"{db}.{name}"
+        assert live.get(f"{db}.{name}_rewrite_") is None
+    assert live.get(f"{db}.widened").columns[0].type == "bigint"
+    assert live.get(f"{db}.to_orc").format == "orc" and live.get(f"{db}.hive_to_orc").format == "orc"
+    assert [c.name for c in live.get(f"{db}.hive_to_orc").partition_columns] == ["region", "ds"]
+    assert live.get(f"{db}.rebucketed").bucketing.columns == ("name",)
+    assert list(live.get(f"{db}.renamed").migrations) == ["0001_rewrites"]
+    # Each new table's files are in the table's own folder; the backup's in its own.
+    for name in ("renamed", "hive_to_orc"):
+        location = metastore.msc.getTable(db, name).getSd().getLocation()
+        assert location.rstrip("/").endswith(f"/{name}")
+        assert metastore.msc.getTable(db, f"{name}_backup_").getSd().getLocation().rstrip("/").endswith(
+            f"/{name}_backup_")
+    # The view over a rewritten table still reads, the same rows.
+    assert rows(spark, f"SELECT * FROM {db}.totals") == totals
+    again = plan(project, metastore)
+    assert again.is_empty, [s.summary for s in again.steps]
+    assert sum("as it was before its rewrite" in w for w in again.warnings) == len(AFTER)
+
+
+def test_a_conversion_that_loses_values_stops_with_the_table_untouched(tmp_path, spark, metastore, fresh_db):
+    db = fresh_db()
+    before = {"widened": BEFORE["widened"]}
+    apply_plan(plan(project_of(tmp_path, db, before), metastore), metastore)
+    fill(spark, f"{db}.widened")
+    spark.sql(f"INSERT INTO {db}.widened VALUES (5, 'dee', 'twelve', 'eu', '2024-01-03')")
+    kept = rows(spark, f"SELECT * FROM {db}.widened")
+    result = plan(project_of(tmp_path, db, {"widened": AFTER["widened"]}), metastore, allow_destructive=True)
+    [step] = [s for s in result.steps if s.object == f"{db}.widened"]
+    assert any("amount: string -> decimal(10,2) can lose values" in h for h in step.hazards)
+    with pytest.raises(ApplyError) as raised:
+        apply_plan(result, metastore)
+    assert "1 values of amount (string) became NULL as decimal(10,2)" in str(raised.value)
+    assert f"{db}.widened is unchanged" in str(raised.value)
+    assert rows(spark, f"SELECT * FROM {db}.widened") == kept
+    names = {t.name for t in spark.catalog.listTables(db)}
+    assert names == {"widened", "totals"}
+
+
+def test_a_cut_over_stopped_between_its_renames_is_finished_by_the_next_apply(tmp_path, spark, metastore, fresh_db,
+                                                                               monkeypatch):
+    db = fresh_db()
+    before = {"renamed": BEFORE["renamed"]}
+    apply_plan(plan(project_of(tmp_path, db, before), metastore), metastore)
+    fill(spark, f"{db}.renamed")
+    project = project_of(tmp_path, db, {"renamed": AFTER["renamed"]}, migration=True)
+    first = plan(project, metastore, allow_destructive=True)
+
+    renames = []
+    real = rewrite._rename
+
+    def stops_at_the_second(client, table, name, *args):
+        renames.append(name)
+        if len(renames) == 2:
+            raise RuntimeError("the process stopped here")
+        real(client, table, name, *args)
+
+    monkeypatch.setattr(rewrite, "_rename", stops_at_the_second)
+    with pytest.raises(ApplyError):
+        apply_plan(first, metastore)
+    monkeypatch.setattr(rewrite, "_rename", real)
+    assert spark.sql(f"SHOW TABLES IN {db} LIKE 'renamed'").count() == 0
+
+    resumed = plan(project, metastore, allow_destructive=True)
+    [step] = [s for s in resumed.steps if s.object == f"{db}.renamed"]
+    assert step.summary == f"rewrite table {db}.renamed: finish the cut-over"
+    apply_plan(resumed, metastore)
+    assert rows(spark, f"SELECT id, full_name FROM {db}.renamed") == sorted(
+        [(i, n) for i, n, *_ in ROWS], key=repr)
+    assert plan(project, metastore).is_empty
