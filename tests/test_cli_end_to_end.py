@@ -165,12 +165,22 @@ def test_plan_apply_plan_through_a_standalone_spark_cluster_on_a_postgresql_meta
         # needed Spark were applications of the cluster's master, not local sessions.
         assert again.stderr == f"Reading {postgres_metastore_server} ...\n"
         assert (tmp_path / "master.log").read_text(errors="replace").count("Registering app schemaflow") == 2
+        # A change the table cannot take in place is rewritten by the cluster's executors.
+        orders = project / "schemas" / "on_cluster" / "orders.yaml"
+        orders.write_text(orders.read_text() + "format: orc\n")
+        rewritten = schemaflow(project, "apply", "--auto-approve", "--allow-destructive", env=env)
+        assert rewritten.returncode == 0, rewritten.stdout + rewritten.stderr
+        assert "rewrite table on_cluster.orders: storage (format 'parquet' -> 'orc')" in rewritten.stdout
+        assert "copying the rows of on_cluster.orders into on_cluster.orders_rewrite_" in rewritten.stdout
+        assert (tmp_path / "master.log").read_text(errors="replace").count("Registering app schemaflow") == 3
+        replanned = schemaflow(project, "plan", env=env)
+        assert replanned.returncode == 0 and replanned.stdout.startswith("No changes"), replanned.stdout
     # What apply wrote is in PostgreSQL's metastore tables, each object with its version stamp.
     stamped = postgres.query_metastores(
         'SELECT d."NAME", t."TBL_NAME", t."TBL_TYPE" FROM "TBLS" t JOIN "DBS" d ON d."DB_ID" = t."DB_ID" '
         'JOIN "TABLE_PARAMS" p ON p."TBL_ID" = t."TBL_ID" WHERE p."PARAM_KEY" = \'schemaflow.version\'')
-    assert [row for row in stamped if row.startswith("on_cluster|")] == [
-        "on_cluster|orders|MANAGED_TABLE", "on_cluster|recent|VIRTUAL_VIEW"]
+    assert sorted(row for row in stamped if row.startswith("on_cluster|")) == [
+        "on_cluster|orders_backup_|MANAGED_TABLE", "on_cluster|orders|MANAGED_TABLE", "on_cluster|recent|VIRTUAL_VIEW"]
 
 
 @pytest.mark.remote

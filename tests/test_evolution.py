@@ -109,6 +109,8 @@ def test_dropping_a_middle_column_when_types_shift_positions_is_a_rewrite():
     assert [(f.column, f.source) for f in copy.columns] == [
         (c.name, {"customer_id": "cust_id"}.get(c.name, c.name)) for c in DESIRED.all_columns]
     assert "legacy_flag" not in copy.copy and "not copied: legacy_flag (its values stay in retail.orders_backup_)" in step.notes
+    assert step.values == ("column cust_id: renamed to customer_id",
+                           "type of column amount: 'decimal(10,2)' -> 'decimal(12,2)'", "column legacy_flag: boolean -> (none)")
 
 
 def test_a_disappearing_column_with_a_same_typed_newcomer_suggests_the_rename_migration():

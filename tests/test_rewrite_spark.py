@@ -194,3 +194,47 @@ def test_a_cut_over_stopped_between_its_renames_is_finished_by_the_next_apply(tm
     assert rows(spark, f"SELECT id, full_name FROM {db}.renamed") == sorted(
         [(i, n) for i, n, *_ in ROWS], key=repr)
     assert plan(project, metastore).is_empty
+
+
+def _to_orc_while(tmp_path, spark, metastore, db: str, monkeypatch, meanwhile) -> ApplyError:
+    """The rewrite of a filled table to ORC, with ``meanwhile(table, staging)`` run as the copy ends: its failure."""
+    apply_plan(plan(project_of(tmp_path, db, {"to_orc": BEFORE["to_orc"]}), metastore), metastore)
+    fill(spark, f"{db}.to_orc")
+    result = plan(project_of(tmp_path, db, {"to_orc": AFTER["to_orc"]}), metastore, allow_destructive=True)
+    real = rewrite._write
+
+    def write(client, key, columns, staging):
+        written = real(client, key, columns, staging)
+        meanwhile(key, staging)
+        return written
+
+    monkeypatch.setattr(rewrite, "_write", write)
+    with pytest.raises(ApplyError) as raised:
+        apply_plan(result, metastore)
+    return raised.value
+
+
+def test_a_copy_that_differs_from_the_rows_moved_stops_the_rewrite_and_says_where(tmp_path, spark, metastore, fresh_db,
+                                                                                 monkeypatch):
+    db = fresh_db()
+    def stray(key: str, staging: str) -> None:  # as if a writer slipped a row into the copy
+        spark.sql(f"INSERT INTO {staging} VALUES (99, 'x', '1.00', 'eu', '2024-01-02')")
+
+    error = _to_orc_while(tmp_path, spark, metastore, db, monkeypatch, stray)
+    assert ("the copy differs from the rows moved in ds=2024-01-02: 1 rows moved, 2 copied, checksums of id, name, "
+            "amount, region, ds differ") in str(error)
+    assert rows(spark, f"SELECT id, name, amount, region, ds FROM {db}.to_orc") == sorted(
+        [(i, n, a, r, d) for i, n, a, d, r in ROWS], key=repr)
+    assert {t.name for t in spark.catalog.listTables(db)} == {"to_orc"}
+
+
+def test_rows_written_to_the_table_during_the_copy_stop_the_rewrite_before_the_cut_over(tmp_path, spark, metastore,
+                                                                                        fresh_db, monkeypatch):
+    db = fresh_db()
+    def append(key: str, staging: str) -> None:  # another job's INSERT lands during the copy
+        spark.sql(f"INSERT INTO {key} VALUES (5, 'dee', '1.00', 'eu', '2024-01-04')")
+
+    error = _to_orc_while(tmp_path, spark, metastore, db, monkeypatch, append)
+    assert f"{db}.to_orc was written to during the copy (its files or partitions changed)" in str(error)
+    assert len(rows(spark, f"SELECT * FROM {db}.to_orc")) == len(ROWS) + 1
+    assert {t.name for t in spark.catalog.listTables(db)} == {"to_orc"}

@@ -6,7 +6,8 @@ import sqlglot
 
 from schemaflow.model import Column, Table
 from schemaflow.sql.dialect import DIALECT
-from schemaflow.sql.rewrite import Filled, checksums, convertible, filling, insert, lossless, lost, moved, select, stored
+from schemaflow.sql.rewrite import (Filled, checksums, convertible, filling, flagged, insert, lossless, moved, select,
+                                    stored, totals)
 
 HAVE = Table("db", "t", (Column("id", "int"), Column("name", "string"), Column("amount", "string"),
                          Column("tags", "map<string,int>")), (Column("ds", "date"),))
@@ -32,23 +33,33 @@ def test_hostile_names_stay_names_in_every_query() -> None:
     have = Table("db", "t", (Column(evil, "int"),))
     want = Table("db", "t", (Column(evil, "bigint"),))
     columns = filling(want, have, {})
-    for query in (select("db.t", columns), checksums(stored("db.t"), columns, ()), lost("db.t", columns) or ""):
+    for query in (select("db.t", columns), checksums(stored("db.t"), columns, ()),
+                  checksums(moved("db.t", columns), columns, (), nulled=True)):
         [tree] = sqlglot.parse(query, dialect=DIALECT)
         assert isinstance(tree, sqlglot.exp.Select) and "x``; DROP TABLE y; --" in query
 
 
 def test_verification_counts_rows_and_sums_a_hash_of_every_column_per_partition() -> None:
     columns = filling(WANT, HAVE, {"full_name": "name"})
-    query = checksums(moved(select("db.t", columns)), columns, ["ds"])
-    assert query.startswith("SELECT `ds`, COUNT(*) AS rows, SUM(CAST(XXHASH64(`id`) AS DECIMAL(38, 0))) AS `id`, ")
-    assert "SUM(CAST(XXHASH64(TO_JSON(`tags`)) AS DECIMAL(38, 0))) AS `tags`" in query  # Spark hashes no map
-    assert query.endswith(") AS `moved` GROUP BY `ds`")
+    query = checksums(moved("db.t", columns), columns, ["ds"], nulled=True)
+    # Each hash's high and low halves are summed apart: no sum overflows.
+    assert query.startswith("SELECT `ds`, COUNT(*) AS rows, SUM(SHIFTRIGHT(XXHASH64(`id`), 32)) AS `high id`, "
+                            "SUM(XXHASH64(`id`) & 4294967295) AS `low id`, ")
+    assert "SUM(SHIFTRIGHT(XXHASH64(TO_JSON(`tags`)), 32)) AS `high tags`" in query  # Spark hashes no map
+    # One reading of the source: the rows as moved, and per converted column whether its value became NULL.
+    assert ", SUM(`lost id`) AS `lost id`, SUM(`lost amount`) AS `lost amount` FROM (SELECT TRY_CAST(`id` AS BIGINT) " \
+        "AS `id`, " in query
+    assert (", IF(NOT `id` IS NULL AND TRY_CAST(`id` AS BIGINT) IS NULL, 1, 0) AS `lost id`, IF(NOT `amount` IS NULL "
+            "AND TRY_CAST(`amount` AS DECIMAL(10, 2)) IS NULL, 1, 0) AS `lost amount` FROM `db`.`t`) AS `moved` "
+            "GROUP BY `ds`") in query
+    # What is observed of the rows as the copy writes them: the same totals, of all rows.
+    assert totals(columns[:1], nulled=True) == ["COUNT(*) AS rows", "SUM(SHIFTRIGHT(XXHASH64(`id`), 32)) AS `high id`",
+                                                "SUM(XXHASH64(`id`) & 4294967295) AS `low id`", "SUM(`lost id`) AS `lost id`"]
+    assert flagged("db.t", columns[:1]) == ("SELECT TRY_CAST(`id` AS BIGINT) AS `id`, IF(NOT `id` IS NULL AND "
+                                            "TRY_CAST(`id` AS BIGINT) IS NULL, 1, 0) AS `lost id` FROM `db`.`t`")
     assert checksums(stored("db.t_rewrite_"), columns[:1], []) == (
-        "SELECT COUNT(*) AS rows, SUM(CAST(XXHASH64(`id`) AS DECIMAL(38, 0))) AS `id` FROM `db`.`t_rewrite_`")
-    assert lost("db.t", columns) == (
-        "SELECT SUM(IF(NOT `id` IS NULL AND TRY_CAST(`id` AS BIGINT) IS NULL, 1, 0)) AS `id`, "
-        "SUM(IF(NOT `amount` IS NULL AND TRY_CAST(`amount` AS DECIMAL(10, 2)) IS NULL, 1, 0)) AS `amount` FROM `db`.`t`")
-    assert lost("db.t", filling(HAVE, HAVE, {})) is None
+        "SELECT COUNT(*) AS rows, SUM(SHIFTRIGHT(XXHASH64(`id`), 32)) AS `high id`, SUM(XXHASH64(`id`) & 4294967295) AS "
+        "`low id` FROM `db`.`t_rewrite_`")
 
 
 @pytest.mark.parametrize("old, new, keeps", [

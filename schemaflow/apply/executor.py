@@ -108,8 +108,8 @@ class RecordingTarget:
         self.actions.append(IcebergCommit(table, dict(sources), requires, create, dict(set), tuple(unset), backup))
         self.guards.append(expected)
 
-    def rewrite_table(self, key: str, table: Table, create: str, copy: str, columns: Sequence[Filled], staging: str,
-                      backup: str, expected: str | None, claim: str) -> None:
+    def rewrite_table(self, key: str, table: Table, create: str, columns: Sequence[Filled], staging: str, backup: str,
+                      expected: str | None, claim: str) -> None:
         self.actions.append(RewriteRows(table, tuple(columns), staging, backup))
         self.guards.append(expected)
 
@@ -248,8 +248,8 @@ class Run:
             case RewriteRows():
                 # The new table is born with the run's claim, and takes the name: the step's stamp is guarded by it.
                 token = self.tokens[action.object]
-                writer.rewrite_table(action.object, action.table, ddl.fill_claim(action.create, token), action.copy,
-                                     action.columns, action.staging, action.backup, self.held.get(action.object), token)
+                writer.rewrite_table(action.object, action.table, ddl.fill_claim(action.create, token), action.columns,
+                                     action.staging, action.backup, self.held.get(action.object), token)
                 self.held[action.object] = token
             case _ as unreachable:
                 assert_never(unreachable)

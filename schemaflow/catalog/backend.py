@@ -102,11 +102,12 @@ class CatalogWriter(Protocol):
         ``ConcurrentChange``. See ``catalog.iceberg_commit``. A create with a ``backup`` converts the Parquet
         table of the same name (stamped ``expected``) and keeps it as ``backup`` (``catalog.iceberg_convert``)."""
 
-    def rewrite_table(self, key: str, table: Table, create: str, copy: str, columns: Sequence[Filled], staging: str,
-                      backup: str, expected: str | None, claim: str) -> None:
+    def rewrite_table(self, key: str, table: Table, create: str, columns: Sequence[Filled], staging: str, backup: str,
+                      expected: str | None, claim: str) -> None:
         """Make ``key`` (stamped ``expected``) anew as ``table``: ``create`` the table ``staging`` (stamped ``claim``),
-        fill it by ``copy``, verify it against the rows moved, rename ``key`` to ``backup`` and ``staging`` to ``key``;
-        with ``key`` renamed already (a stopped run's), only the last rename. See ``catalog.rewrite``."""
+        fill each of its ``columns`` from the live column it names, verify it against the rows moved, rename ``key``
+        to ``backup`` and ``staging`` to ``key``; with ``key`` renamed already (a stopped run's), only the last
+        rename. See ``catalog.rewrite``."""
 
     def beside(self) -> AbstractContextManager[CatalogWriter | None]:
         """A second writer on the same metastore, on which a write may run while this one runs the next

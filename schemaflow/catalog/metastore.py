@@ -179,10 +179,10 @@ class Metastore:
             else:
                 iceberg_commit.commit(self, table.key, table, sources, requires, set, unset, expected)
 
-    def rewrite_table(self, key: str, table: Table, create: str, copy: str, columns: Sequence[Filled], staging: str,
-                      backup: str, expected: str | None, claim: str) -> None:
+    def rewrite_table(self, key: str, table: Table, create: str, columns: Sequence[Filled], staging: str, backup: str,
+                      expected: str | None, claim: str) -> None:
         with self._errors(f"rewriting the table {key}"):
-            rewrite.rewrite(self, key, table, create, copy, columns, staging, backup, expected, claim)
+            rewrite.rewrite(self, key, table, create, columns, staging, backup, expected, claim)
 
     def context(self, **properties: str) -> Any:
         """An environment context for alter calls; it spares the table a listing of its files."""

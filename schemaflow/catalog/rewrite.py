@@ -5,10 +5,13 @@ the new one is proved:
 
 1. create the new definition as the staging table (``<name>_rewrite_``), born with the run's claim and marked
    ``schemaflow.rewrite_of``; a staging table a stopped run left is dropped and made again;
-2. fill it by the planned ``INSERT ... SELECT`` (dynamic partitions, as many as the table has);
-3. verify: per partition of the new table, the row count and a checksum of every column of the rows the query
-   moves against those the staging table holds, and the values a conversion turned into NULL
-   (``sql.rewrite``). Any difference drops the staging table and stops, the table untouched;
+2. fill it by the planned ``INSERT ... SELECT`` (dynamic partitions, as many as the table has), observing the
+   totals of the rows as they are written: the row count, a checksum of every column, and the values a
+   conversion turned into NULL (``sql.rewrite``);
+3. verify: the same totals of what the staging table holds, read back; where they differ, per partition, to
+   say where; and that nothing was written to the table meanwhile (the bytes and files under its folder, its
+   partitions). Any difference, a value made NULL, or a write, drops the staging table and stops, the table
+   untouched;
 4. cut-over: rename the table to its backup name (guarded by its stamp, marked ``schemaflow.backup_of``), then
    the staging table to the table's name (guarded by the claim), each one ``alter_table``. A managed table's
    folder moves with its name, so the new table's files end in the table's folder and the backup's in its own.
@@ -18,16 +21,16 @@ next plan finds them and finishes the cut-over (``plan.diff``).
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from decimal import Decimal
 from typing import Any
 
 from schemaflow.catalog.backend import HiveClient
 from schemaflow.errors import ConcurrentChange, SchemaflowError
 from schemaflow.model import BACKUP_OF, REWRITE_OF, VERSION_KEY, Table, split_key
 from schemaflow.sql import ddl
-from schemaflow.sql.rewrite import ROWS, Filled, checksums, lost, moved, select, stored
+from schemaflow.sql.rewrite import HIGH, LOST, LOW, ROWS, Filled, checksums, flagged, moved, stored, totals
 from schemaflow.sql.storage import PATH_OPTION
 from schemaflow.sql.table_kinds import PROVIDER, data_source_provider
 
@@ -39,17 +42,17 @@ DYNAMIC_PARTITIONS = {"hive.exec.dynamic.partition": "true", "hive.exec.dynamic.
 SHOWN_DIFFERENCES = 10  # partitions a failed verification lists; the rest are counted
 
 
-def rewrite(client: HiveClient, key: str, table: Table, create: str, copy: str, columns: Sequence[Filled],
-            staging: str, backup: str, expected: str | None, claim: str) -> None:
+def rewrite(client: HiveClient, key: str, table: Table, create: str, columns: Sequence[Filled], staging: str,
+            backup: str, expected: str | None, claim: str) -> None:
     """Make ``key`` anew as ``table`` (see the module docstring); ``create`` is the staging table's claimed CREATE,
-    ``copy`` what fills it, ``expected`` the table's stamp and ``claim`` the staging table's."""
+    ``columns`` what fills each of its columns, ``expected`` the table's stamp and ``claim`` the staging table's."""
     database, name = split_key(key)
     if _exists(client, database, name):
         source = _table(client, database, name)
         found = source.getParameters().get(VERSION_KEY)
         if found != expected:
             raise ConcurrentChange(key, expected, found)
-        _copy(client, key, table, create, copy, columns, staging, claim)
+        _copy(client, source, table, create, columns, staging, claim)
         _rename(client, source, split_key(backup)[1], expected, {BACKUP_OF: key}, ())
     else:
         kept = _table(client, database, split_key(backup)[1])
@@ -64,9 +67,11 @@ def rewrite(client: HiveClient, key: str, table: Table, create: str, copy: str, 
     client.spark._jsparkSession.sessionState().catalog().invalidateAllCachedTables()
 
 
-def _copy(client: HiveClient, key: str, table: Table, create: str, copy: str, columns: Sequence[Filled],
-          staging: str, claim: str) -> None:
-    """Create, fill and verify the staging table; a difference drops it and stops the rewrite."""
+def _copy(client: HiveClient, source: Any, table: Table, create: str, columns: Sequence[Filled], staging: str,
+          claim: str) -> None:
+    """Create, fill and verify the staging table from the table ``source``; a difference, or a write to ``source``
+    meanwhile, drops it and stops the rewrite."""
+    key = f"{source.getDbName()}.{source.getTableName()}"
     database, name = split_key(staging)
     if _exists(client, database, name):
         if _table(client, database, name).getParameters().get(REWRITE_OF) != key:
@@ -77,47 +82,73 @@ def _copy(client: HiveClient, key: str, table: Table, create: str, copy: str, co
     made = _table(client, database, name)
     made.getParameters().put(REWRITE_OF, key)
     client.alter(made, claim)
+    before = _footprint(client, source)
     client.report(f"copying the rows of {key} into {staging}")
     with _settings(client, DYNAMIC_PARTITIONS if table.partition_columns and not table.data_source else {}):
-        client.spark.sql(copy)
+        written = _write(client, key, columns, staging)
     client.report(f"verifying {staging} against the rows of {key}")
-    differences = _differences(client, key, table, columns, staging)
+    differences = _differences(client, key, table, columns, staging, written)
+    if not differences and _footprint(client, source) != before:
+        differences = (f"{key} was written to during the copy (its files or partitions changed), and the copy may "
+                       "lack those rows; apply again when its writers pause")
     if differences:
         client.spark.sql(ddl.drop("table", staging))
         raise SchemaflowError(f"the rewrite of {key} stopped before the cut-over: {differences}. {key} is unchanged "
                               f"and the copy was dropped")
 
 
-def _differences(client: HiveClient, key: str, table: Table, columns: Sequence[Filled], staging: str) -> str:
-    """What differs between the rows the rewrite's query moves out of ``key`` and those ``staging`` holds ("":
-    nothing), and the values a conversion turned into NULL."""
-    keys = [c.name for c in table.partition_columns]
-    query = select(key, columns)
-    want = _by_partition(client.spark.sql(checksums(moved(query), columns, keys)).collect(), keys)
-    have = _by_partition(client.spark.sql(checksums(stored(staging), columns, keys)).collect(), keys)
-    found = []
-    for partition in sorted(want.keys() | have.keys()):
-        a, b = want.get(partition, {ROWS: 0}), have.get(partition, {ROWS: 0})
-        if a != b:
-            where = ", ".join(f"{k}={v}" for k, v in zip(keys, partition, strict=True)) or "the table"
-            differing = [c.column for c in columns if a.get(c.column) != b.get(c.column)]
-            found.append(f"{where}: {a[ROWS]} rows moved, {b[ROWS]} copied"
-                         + (f", checksums of {', '.join(differing)} differ" if differing else ""))
+def _footprint(client: HiveClient, source: Any) -> tuple[int, int, int]:
+    """What a write to the table ``source`` changes: the bytes and files under its folder (one call to the file
+    system) and its number of partitions. A partition kept outside the table's folder is counted, not listed."""
+    path = client.spark._jvm.org.apache.hadoop.fs.Path(source.getSd().getLocation())
+    summary = path.getFileSystem(client.spark._jsc.hadoopConfiguration()).getContentSummary(path)
+    partitions = client.retrying(lambda: client.msc.getNumPartitionsByFilter(source.getDbName(), source.getTableName(),
+                                                                            "")) if source.getPartitionKeys() else 0
+    return int(summary.getLength()), int(summary.getFileCount()), int(partitions)
+
+
+def _write(client: HiveClient, key: str, columns: Sequence[Filled], staging: str) -> dict[str, int | None]:
+    """Fill ``staging`` with the rows the rewrite's query moves out of ``key``, as ``INSERT INTO staging <select>``
+    does (by position), observing their totals (``sql.rewrite.totals``) as they are written: the source is read
+    once, by the copy itself."""
+    from pyspark.sql import Observation, functions
+
+    observation = Observation(f"schemaflow rewrite {time.monotonic_ns()}")
+    rows = client.spark.sql(flagged(key, columns))
+    observed = rows.observe(observation, *(functions.expr(total) for total in totals(columns, nulled=True)))
+    observed.select(*(observed[f.column] for f in columns)).write.insertInto(staging)
+    return dict(observation.get)
+
+
+def _differences(client: HiveClient, key: str, table: Table, columns: Sequence[Filled], staging: str,
+                 written: dict[str, int | None]) -> str:
+    """What differs between the rows written (their totals, ``written``) and those ``staging`` holds, per partition
+    where any does, and the values a conversion turned into NULL ("": nothing)."""
+    nulled = {f.column: int(written.pop(LOST + f.column) or 0) for f in columns if f.cast}
     problems = []
-    if found:
+    if client.spark.sql(checksums(stored(staging), columns, ())).collect()[0].asDict() != written:
+        keys = [c.name for c in table.partition_columns]
+        want = _by_partition(client.spark.sql(checksums(moved(key, columns), columns, keys)).collect(), keys)
+        have = _by_partition(client.spark.sql(checksums(stored(staging), columns, keys)).collect(), keys)
+        found = []
+        for partition in sorted(want.keys() | have.keys()):
+            a, b = want.get(partition, {ROWS: 0}), have.get(partition, {ROWS: 0})
+            if a != b:
+                where = ", ".join(f"{k}={v}" for k, v in zip(keys, partition, strict=True)) or "the table"
+                differing = [c.column for c in columns if any(a.get(half + c.column) != b.get(half + c.column)
+                                                              for half in (HIGH, LOW))]
+                found.append(f"{where}: {a[ROWS]} rows moved, {b[ROWS]} copied"
+                             + (f", checksums of {', '.join(differing)} differ" if differing else ""))
         more = f" and {len(found) - SHOWN_DIFFERENCES} more" if len(found) > SHOWN_DIFFERENCES else ""
-        problems.append("the copy differs from the rows in " + "; ".join(found[:SHOWN_DIFFERENCES]) + more)
-    counting = lost(key, columns)
-    if counting is not None:
-        row = client.spark.sql(counting).collect()[0].asDict()
-        nulled = {f.column: int(row[f.column] or 0) for f in columns if f.cast}
-        by_column = {f.column: f for f in columns}
-        problems += [f"{count} values of {column} ({by_column[column].old_type}) became NULL as "
-                     f"{by_column[column].type}" for column, count in sorted(nulled.items()) if count]
+        problems.append("the copy differs from the rows moved" + (" in " + "; ".join(found[:SHOWN_DIFFERENCES]) + more
+                                                                  if found else " (the source changed meanwhile)"))
+    by_column = {f.column: f for f in columns}
+    problems += [f"{count} values of {column} ({by_column[column].old_type}) became NULL as {by_column[column].type}"
+                 for column, count in sorted(nulled.items()) if count]
     return "; ".join(problems)
 
 
-def _by_partition(rows: Sequence[Any], keys: Sequence[str]) -> dict[tuple[str, ...], dict[str, Decimal | int]]:
+def _by_partition(rows: Sequence[Any], keys: Sequence[str]) -> dict[tuple[str, ...], dict[str, int]]:
     """Each row of a checksum query by the text of its partition values."""
     found = {}
     for row in rows:

@@ -146,7 +146,8 @@ def diff_table(want: Table, have: Table, migrations: Sequence[Migration] = (), t
             return [Unsupported(key, "table", "; ".join(f"change type of {f.column} from {f.old_type} to {f.type}"
                                                         for f in stuck), _INCONVERTIBLE), *comment]
         if not moved.problems:
-            return [RewriteTable(key, want, have, tuple(reasons), moved, values=_rewritten_values(want, have))]
+            return [RewriteTable(key, want, have, tuple(reasons), moved,
+                                 values=_rewritten_values(want, have, dict(moved.renamed)))]
         evolution = moved
     settings = _settings_change(want, have)
     if evolution.problems:
@@ -188,12 +189,15 @@ def _flat(table: Table) -> Table:
     return replace(table, columns=table.all_columns, partition_columns=())
 
 
-def _rewritten_values(want: Table, have: Table) -> tuple[str, ...]:
-    """What a rewrite's new definition changes of the columns, the comment and the properties, as a plan shows values."""
+def _rewritten_values(want: Table, have: Table, renamed: dict[str, str]) -> tuple[str, ...]:
+    """What a rewrite's new definition changes of the columns (each renamed one under its new name), the comment
+    and the properties, as a plan shows values."""
     properties = tuple(value_change(k, have.properties.get(k), want.properties.get(k))
                        for k in sorted(want.properties) if have.properties.get(k) != want.properties[k])
     comment = (value_change("comment", have.comment, want.comment),) if want.comment != have.comment else ()
-    return column_values(have.all_columns, want.all_columns) + comment + properties
+    names = tuple(f"column {old}: renamed to {new}" for old, new in sorted(renamed.items()))
+    columns = tuple(replace(c, name=renamed.get(c.name, c.name)) for c in have.all_columns)
+    return names + column_values(columns, want.all_columns) + comment + properties
 
 
 def _iceberg(want: Table, have: Table, had: TableKind | None, migrations: Sequence[Migration], type_rule: bool,

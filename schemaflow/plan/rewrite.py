@@ -64,8 +64,9 @@ class RewriteTable:
         else:
             read = f"{plural(self.partition_count, 'partition')} of " if self.partition_count is not None else ""
             notes.append(f"copies the rows of {read}{key} into {staging} through Spark (on the configured master), "
-                         "and compares the two partition by partition (row counts, a checksum of each column) before "
-                         "anything changes for readers; any difference stops it with the table untouched")
+                         "and compares what it wrote with what the copy holds (row counts, a checksum of each column) "
+                         "before anything changes for readers; any difference, or a write to the table meanwhile, stops "
+                         "it with the table untouched")
         notes.append(f"cut-over: {key} is renamed to {backup}, then {staging} to {key}; readers see the old table "
                      "until then, and the name is missing only between the two renames")
         notes.append(f"the new files go to the folder of {key}, as before; {backup} keeps the old ones, and is kept "

@@ -392,9 +392,10 @@ class RewriteRows:
         if self.resumed:
             return (f"-- finish the rewrite of {self.object} (guarded): {self.object} is {self.backup} already; rename "
                     f"the verified copy {self.staging} to {self.object}")
+        where = f", per partition ({keys}) where they differ" if keys else ""
         return (f"-- rewrite {self.object} through {self.staging}\n{self.create};\n{self.copy};\n"
-                f"-- verify{' each partition (' + keys + ')' if keys else ''}: row count and a checksum of each column, "
-                f"the rows moved against {self.staging}{lost}\n"
+                f"-- verify: the row count and a checksum of each column of the rows as they are written, against "
+                f"{self.staging} read back{where}{lost}; and that nothing was written to {self.object} meanwhile\n"
                 f"-- cut-over (guarded): rename {self.object} to {self.backup}, then {self.staging} to {self.object}")
 
     def to_data(self) -> dict[str, Any]:

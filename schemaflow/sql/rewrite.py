@@ -6,9 +6,10 @@ NULL where it is new. ``TRY_CAST`` rather than ``CAST``: a value the new type ca
 instead of failing the query half-way (Spark 4's ANSI mode), and the verification counts every such value,
 so that a lossy conversion stops the rewrite with a report rather than an error from deep inside Spark.
 
-Verification compares, per partition of the new table, the rows the query moves with the rows the new table
+Verification compares the rows the query moves (observed as the copy writes them) with the rows the new table
 holds: a count and, for each column, an order-independent checksum (the sum of a 64-bit hash of each value,
-as a decimal, which cannot overflow). Every statement is a sqlglot tree written in Spark's dialect.
+its two halves summed apart so that no sum overflows); where they differ, per partition of the new table, to
+say where. Every statement is a sqlglot tree written in Spark's dialect.
 """
 from __future__ import annotations
 
@@ -25,6 +26,12 @@ WIDENS = ("tinyint", "smallint", "int", "bigint")
 INTEGER_DIGITS = {"tinyint": 3, "smallint": 5, "int": 10, "bigint": 19}
 ROWS = "rows"          # the column of a verification query's row count
 MOVED = "moved"        # the alias of the rows the query moves, in the verification of the source
+# + a converted column's name: in the verification of the source, whether the conversion made a value NULL (no
+# declared column has a space in its name).
+LOST = "lost "
+# + a column's name: the sums of the high and of the low halves of its values' hashes (named apart from the
+# partition columns a verification groups by).
+HIGH, LOW = "high ", "low "
 
 
 @dataclass(frozen=True)
@@ -119,49 +126,66 @@ def insert(target: str, query: str) -> str:
     return f"INSERT INTO {table_node(target).sql(dialect=DIALECT)}\n{query}"
 
 
-def _hashed(name: str, type_: str) -> exp.Expression:
-    """The checksum of one column: the sum of a 64-bit hash of each value. Spark hashes no map: a column that
-    holds one is hashed as its JSON text."""
+def _hashed(name: str, type_: str) -> tuple[exp.Expression, exp.Expression]:
+    """The checksum of one column: a 64-bit hash of each value, its high and its low 32 bits summed apart (as
+    bigints, which no table's rows overflow: Spark's sum of a decimal wide enough for whole hashes is several
+    times slower). Spark hashes no map: a column that holds one is hashed as its JSON text."""
     value: exp.Expression = exp.column(identifier_node(name))
     if "map<" in type_:
         value = exp.Anonymous(this="to_json", expressions=[value])
     hashed = exp.Anonymous(this="xxhash64", expressions=[value])
-    return exp.Sum(this=exp.Cast(this=hashed, to=exp.DataType.build("decimal(38,0)")))
+    return (exp.Sum(this=exp.BitwiseRightShift(this=hashed, expression=exp.Literal.number(32))),
+            exp.Sum(this=exp.BitwiseAnd(this=hashed.copy(), expression=exp.Literal.number(0xFFFFFFFF))))
 
 
-def checksums(relation: exp.Expression, columns: Sequence[Filled], keys: Sequence[str]) -> str:
-    """Per value of the partition columns ``keys``: the row count and each column's checksum, of ``relation``."""
+def _nulled(filled: Filled) -> exp.Expression:
+    """1 where the conversion of a column makes a value NULL, else 0."""
+    column = exp.column(identifier_node(filled.source or ""))
+    converted = exp.TryCast(this=column.copy(), to=exp.DataType.build(filled.type, dialect=DIALECT), safe=True)
+    return exp.If(this=exp.and_(exp.Not(this=exp.Is(this=column, expression=exp.Null())),
+                                exp.Is(this=converted, expression=exp.Null())),
+                  true=exp.Literal.number(1), false=exp.Literal.number(0))
+
+
+def _totals(columns: Sequence[Filled], nulled: bool) -> list[exp.Expr]:
+    """The row count and each column's checksum; with ``nulled``, how many values each conversion made NULL."""
+    lost = [exp.alias_(exp.Sum(this=exp.column(identifier_node(LOST + f.column))), identifier_node(LOST + f.column))
+            for f in columns if f.cast and nulled]
+    sums = [exp.alias_(half, identifier_node(prefix + f.column)) for f in columns
+            for prefix, half in zip((HIGH, LOW), _hashed(f.column, f.type), strict=True)]
+    return [exp.alias_(exp.Count(this=exp.Star()), ROWS), *sums, *lost]
+
+
+def totals(columns: Sequence[Filled], nulled: bool = False) -> list[str]:
+    """``_totals`` as SQL expressions, each named: what is observed of the rows as the copy writes them."""
+    return [e.sql(dialect=DIALECT) for e in _totals(columns, nulled)]
+
+
+def checksums(relation: exp.Expression, columns: Sequence[Filled], keys: Sequence[str], nulled: bool = False) -> str:
+    """Per value of the partition columns ``keys`` (all rows as one, with none): the row count and each column's
+    checksum, of ``relation``; with ``nulled`` (``relation`` is ``moved``), also how many values each conversion made
+    NULL (``LOST``)."""
     grouped = [exp.column(identifier_node(k)) for k in keys]
-    query = exp.select(*grouped, exp.alias_(exp.Count(this=exp.Star()), ROWS),
-                       *(exp.alias_(_hashed(f.column, f.type), identifier_node(f.column)) for f in columns))
-    query = query.from_(relation)
+    query = exp.select(*grouped, *_totals(columns, nulled)).from_(relation)
     if keys:
         query = query.group_by(*grouped)
     return query.sql(dialect=DIALECT)
 
 
-def moved(query: str) -> exp.Expression:
-    """The rows ``query`` moves, as a relation to verify."""
-    return exp.Subquery(this=exp.maybe_parse(query, dialect=DIALECT), alias=exp.TableAlias(this=identifier_node(MOVED)))
+def flagged(source: str, columns: Sequence[Filled]) -> str:
+    """The rows the rewrite moves out of the table ``source`` (``select``), each with, per converted column, whether
+    the conversion made its value NULL (``LOST``)."""
+    query = exp.select(*(exp.alias_(_value(f), identifier_node(f.column)) for f in columns),
+                       *(exp.alias_(_nulled(f), identifier_node(LOST + f.column)) for f in columns if f.cast))
+    return query.from_(table_node(source)).sql(dialect=DIALECT)
+
+
+def moved(source: str, columns: Sequence[Filled]) -> exp.Expression:
+    """``flagged`` as a relation to verify."""
+    return exp.Subquery(this=exp.maybe_parse(flagged(source, columns), dialect=DIALECT),
+                        alias=exp.TableAlias(this=identifier_node(MOVED)))
 
 
 def stored(key: str) -> exp.Expression:
     """The rows the table ``key`` holds, as a relation to verify."""
     return table_node(key)
-
-
-def lost(source: str, columns: Sequence[Filled]) -> str | None:
-    """How many values of each converted column the cast turns into NULL (None: no column is converted)."""
-    casts = [f for f in columns if f.cast]
-    if not casts:
-        return None
-    counts = []
-    for f in casts:
-        column = exp.column(identifier_node(f.source or ""))
-        nulled = exp.and_(exp.Not(this=exp.Is(this=column, expression=exp.Null())),
-                          exp.Is(this=exp.TryCast(this=column.copy(), to=exp.DataType.build(f.type, dialect=DIALECT), safe=True),
-                                 expression=exp.Null()))
-        counts.append(exp.alias_(exp.Sum(this=exp.If(this=nulled, true=exp.Literal.number(1),
-                                                     false=exp.Literal.number(0))),
-                                 identifier_node(f.column)))
-    return exp.select(*counts).from_(table_node(source)).sql(dialect=DIALECT)
