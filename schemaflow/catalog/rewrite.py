@@ -53,7 +53,8 @@ def rewrite(client: HiveClient, key: str, table: Table, create: str, columns: Se
         if found != expected:
             raise ConcurrentChange(key, expected, found)
         _copy(client, source, table, create, columns, staging, claim)
-        _rename(client, source, split_key(backup)[1], expected, {BACKUP_OF: key}, ())
+        # Read again: what else changed in its entry meanwhile is kept (its version is the guard's to check).
+        _rename(client, _table(client, database, name), split_key(backup)[1], expected, {BACKUP_OF: key}, ())
     else:
         kept = _table(client, database, split_key(backup)[1])
         if kept.getParameters().get(BACKUP_OF) != key:

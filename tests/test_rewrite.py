@@ -1,0 +1,56 @@
+"""A rewrite step as the plan builds it: what it says, what it runs, and the one that finishes a stopped cut-over."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from schemaflow.model import Catalog, Column, DropColumn, Migration, RenameColumn, Table
+from schemaflow.plan.plan import build_plan
+from schemaflow.plan.rewrite import REWRITE_BLOCK
+from schemaflow.plan.steps import RewriteRows
+
+LIVE = Table("retail", "orders", (Column("id", "int"), Column("name", "string"), Column("amount", "string")),
+             (Column("ds", "string"),), data_source=True, version="v1")
+WANT = Table("retail", "orders", (Column("id", "bigint"), Column("full_name", "string"), Column("note", "string")),
+             (Column("ds", "string"),), data_source=True)
+MIGRATIONS = (Migration("0001_rename", "", (RenameColumn("retail.orders", "name", "full_name"),)),
+              Migration("0002_drop", "", (DropColumn("retail.orders", "amount"),)))
+
+
+def plan(live: Catalog, allow: bool = True):
+    return build_plan(Catalog(("retail",), {WANT.key: WANT}, migrations=MIGRATIONS), live, allow_destructive=allow,
+                      count_partitions=lambda key: 12)
+
+
+def test_a_rewrite_says_what_it_copies_where_and_what_it_leaves_behind():
+    [step] = plan(Catalog(("retail",), {LIVE.key: LIVE})).steps
+    assert step.summary == ("rewrite table retail.orders: rename name to full_name (0001_rename); drop amount "
+                            "(0002_drop); change type of id from int to bigint; add note string")
+    assert step.notes[0].startswith("copies the rows of 12 partitions of retail.orders into retail.orders_rewrite_")
+    assert "new column note: NULL in every row copied" in step.notes
+    assert "not copied: amount (its values stay in retail.orders_backup_)" in step.notes
+    assert "applies migration 0001_rename, 0002_drop" in step.notes
+    assert step.values[0] == "column name: renamed to full_name"
+    assert step.hazards == ()  # int to bigint loses nothing
+    [copy] = step.body
+    assert isinstance(copy, RewriteRows) and not copy.resumed
+    assert copy.copy.endswith("SELECT TRY_CAST(`id` AS BIGINT) AS `id`, `name` AS `full_name`, CAST(NULL AS STRING) "
+                              "AS `note`, `ds` AS `ds` FROM `retail`.`orders`")
+    assert copy.create.startswith("CREATE TABLE `retail`.`orders_rewrite_` (")
+    assert step.stamp is not None and {"schemaflow.migration.0001_rename", "schemaflow.migration.0002_drop"} <= set(
+        step.stamp.set)
+    assert plan(Catalog(("retail",), {LIVE.key: LIVE}), allow=False).steps[0].blocked == REWRITE_BLOCK
+
+
+def test_a_cut_over_a_stopped_apply_left_half_done_is_finished_and_nothing_copied_again():
+    backup = replace(LIVE, name="orders_backup_", backup_of="retail.orders")
+    staging = replace(WANT, name="orders_rewrite_", rewrite_of="retail.orders", version="claimed")
+    [step] = plan(Catalog(("retail",), {backup.key: backup, staging.key: staging})).steps
+    assert step.summary == "rewrite table retail.orders: finish the cut-over"
+    assert step.notes[0] == ("finishes the rewrite a stopped apply began: retail.orders is retail.orders_backup_ "
+                             "already, and retail.orders_rewrite_ holds the verified copy")
+    [copy] = step.body
+    assert isinstance(copy, RewriteRows) and copy.resumed
+    assert copy.describe().startswith("-- finish the rewrite of retail.orders (guarded)")
+    # The copy a rewrite is filling is its own, never a table to drop: the rewrite is made again.
+    again = plan(Catalog(("retail",), {LIVE.key: LIVE, staging.key: staging}))
+    assert [(s.kind, s.object) for s in again.steps] == [("rewrite_table", "retail.orders")]
