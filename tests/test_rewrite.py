@@ -54,3 +54,17 @@ def test_a_cut_over_a_stopped_apply_left_half_done_is_finished_and_nothing_copie
     # The copy a rewrite is filling is its own, never a table to drop: the rewrite is made again.
     again = plan(Catalog(("retail",), {LIVE.key: LIVE, staging.key: staging}))
     assert [(s.kind, s.object) for s in again.steps] == [("rewrite_table", "retail.orders")]
+
+
+def test_a_rewrite_whose_backup_name_another_table_holds_is_refused_with_the_way_out():
+    other = Table("retail", "orders_backup_", (Column("id", "int"),))
+    [step] = [s for s in plan(Catalog(("retail",), {LIVE.key: LIVE, other.key: other})).steps
+              if s.object == "retail.orders"]
+    assert step.kind == "unsupported" and step.blocked.endswith(
+        "a rewrite keeps the old table as retail.orders_backup_ and fills the new one as retail.orders_rewrite_, and "
+        "retail.orders_backup_ is another table already: rename or drop it first")
+    # The backup an earlier rewrite of the same table left is dropped first, by the plan allowed to rewrite.
+    earlier = replace(LIVE, name="orders_backup_", backup_of="retail.orders")
+    steps = plan(Catalog(("retail",), {LIVE.key: LIVE, earlier.key: earlier})).steps
+    assert [(s.kind, s.object) for s in steps] == [("drop_table", "retail.orders_backup_"),
+                                                   ("rewrite_table", "retail.orders")]

@@ -197,6 +197,18 @@ def test_a_cut_over_stopped_between_its_renames_is_finished_by_the_next_apply(tm
         [(i, n) for i, n, *_ in ROWS], key=repr)
     assert plan(project, metastore).is_empty
 
+    # A second rewrite of the table: the plan allowed to run it drops the first one's backup before it.
+    widened = AFTER["renamed"].replace("{name: id, type: int}", "{name: id, type: bigint}")
+    project = project_of(tmp_path, db, {"renamed": widened}, migration=True)
+    second = plan(project, metastore, allow_destructive=True)
+    assert [(s.kind, s.object) for s in second.steps] == [("drop_table", f"{db}.renamed_backup_"),
+                                                          ("rewrite_table", f"{db}.renamed")]
+    apply_plan(second, metastore)
+    assert rows(spark, f"SELECT id, full_name FROM {db}.renamed_backup_") == rows(
+        spark, f"SELECT id, full_name FROM {db}.renamed")
+    assert metastore.read((db,)).get(f"{db}.renamed").columns[0].type == "bigint"
+    assert plan(project, metastore).is_empty
+
 
 def _to_orc_while(tmp_path, spark, metastore, db: str, monkeypatch, meanwhile) -> ApplyError:
     """The rewrite of a filled table to ORC, with ``meanwhile(table, staging)`` run as the copy ends: its failure."""

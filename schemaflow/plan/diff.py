@@ -70,7 +70,8 @@ def diff(desired: Catalog, live: Catalog, type_rule: bool = True) -> list[Change
             changes += [DropTable(have) if isinstance(have, Table) else DropView(have), create(want)]
         elif isinstance(want, Table):
             assert isinstance(have, Table)  # the same kind
-            changes += diff_table(want, have, desired.migrations, type_rule, backup_name(key) in live.objects)
+            changes += [_where_free(c, live) for c in diff_table(want, have, desired.migrations, type_rule,
+                                                                 backup_name(key) in live.objects)]
         else:
             assert isinstance(have, View)  # the same kind
             changes += diff_view(want, have)
@@ -242,6 +243,21 @@ def _unmovable(want: Table, have: Table) -> list[str]:
     if want.external and not same_location(want.location, have.location):
         changed.append(f"location {have.location!r} -> {want.location!r}")
     return changed
+
+
+def _where_free(change: Change, live: Catalog) -> Change:
+    """``change``, or, for a rewrite whose backup or staging name another table holds, why it cannot run. A backup
+    of the same table an earlier rewrite left is no obstacle: a plan allowed to rewrite drops it first."""
+    if not isinstance(change, RewriteTable):
+        return change
+    key = change.key
+    taken = [name for name, mark in ((backup_name(key), "backup_of"), (staging_name(key), "rewrite_of"))
+             if name in live.objects and getattr(live.objects[name], mark, None) != key]
+    if not taken:
+        return change
+    return Unsupported(key, "table", "; ".join(change.reasons), f"a rewrite keeps the old table as "
+                       f"{backup_name(key)} and fills the new one as {staging_name(key)}, and {' and '.join(taken)} "
+                       "is another table already: rename or drop it first")
 
 
 def _resume(want: Table, backup: Table, live: Catalog) -> Change:
