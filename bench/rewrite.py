@@ -7,8 +7,9 @@ it a rewrite (``plan.rewrite``). Side by side, in one Spark session on one machi
   (a) the bare alternative: ``CREATE TABLE`` of the new definition and ``INSERT INTO ... SELECT`` of the rows,
       cast, from the table: what a team following the old recipe runs (without checking or swapping anything);
   (b) schemaflow's rewrite, planned and applied as ``apply`` does: the copy (the same statement as (a), into
-      the staging table), the verification (row counts and a checksum of every column per partition, on both
-      sides), the cut-over and the stamp. Its phases are timed from the progress it reports;
+      the staging table, chunk by chunk, its totals observed as it writes), the verification of each chunk (the
+      same totals read back from the copy), the journal and the looks at the table's files that find what to
+      copy (again), the cut-over and the stamp. Its phases are timed by wrapping the functions that run them;
   (a) again, from the backup (b) leaves, so that (b) sits between two runs of its alternative.
 
 Afterwards the new table's rows are counted and must be the source's. The ratios compare (b) with the mean of
@@ -25,12 +26,16 @@ import argparse
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import positive, private_session, progress, ratio  # noqa: E402
 from schemaflow.apply.executor import apply_plan  # noqa: E402
+from schemaflow.catalog import rewrite_copy  # noqa: E402
 from schemaflow.catalog.live import Live  # noqa: E402
 from schemaflow.project import load_project  # noqa: E402
 from schemaflow.workflow import make_plan  # noqa: E402
@@ -76,18 +81,17 @@ def main() -> None:
         plan = make_plan(project, Live(project, connected=metastore), allow_destructive=True)
         [step] = plan.steps
         assert step.kind == "rewrite_table", step.summary
-        marks: list[tuple[str, float]] = []
-        metastore.progress = lambda message: marks.append((message.split(" ")[0], time.monotonic()))
+        spent = {"copy": 0.0, "verify": 0.0, "look": 0.0, "journal": 0.0}
+        chunks: list[str] = []
+        metastore.progress = lambda message: chunks.append(message) if " partitions copied (" in message else None
         progress("schemaflow's rewrite: copy, verification, cut-over")
-        began = time.monotonic()
-        apply_plan(plan, metastore)
-        ended = time.monotonic()
+        with timed(spent, "copy", "_write"), timed(spent, "verify", "_differences"), timed(spent, "look", "_listing"), \
+                timed(spent, "journal", "_mark"), timed(spent, "journal", "_journal"):
+            began = time.monotonic()
+            apply_plan(plan, metastore)
+            total = time.monotonic() - began
         metastore.progress = None
         bare.append(copy_by_hand(spark, "events_backup_"))
-        (copying, copy_began), (verifying, verify_began) = marks
-        assert (copying, verifying) == ("copying", "verifying"), marks
-        total, copy = ended - began, verify_began - copy_began
-        verification = ended - verify_began  # up to the cut-over's two metastore calls and the stamp
         rows = spark.sql(f"SELECT count(*) FROM {DB}.events").collect()[0][0]
         assert rows == args.rows, (rows, args.rows)
         assert make_plan(project, Live(project, connected=metastore)).is_empty
@@ -97,11 +101,31 @@ def main() -> None:
               f"({session.machine}; metastore: {session.where})")
         print(f"  (a) bare INSERT ... SELECT into a new table:  {bare[0]:.1f} s, {bare[1]:.1f} s (mean {baseline:.1f} s)")
         print(f"  (b) schemaflow's rewrite, whole:              {total:.1f} s   {ratio(total, baseline)} than (a)")
-        print(f"      the copy:                                 {copy:.1f} s")
-        print(f"      the verification and the cut-over:        {verification:.1f} s")
-        print(f"      without the verification:                 {total - verification:.1f} s   "
-              f"{ratio(total - verification, baseline)} than (a)")
+        print(f"      the copy, in {len(chunks)} chunks:                  {spent['copy']:.1f} s")
+        print(f"      the verification of each chunk:           {spent['verify']:.1f} s")
+        print(f"      looking at the table's files:             {spent['look']:.1f} s")
+        print(f"      the journal (reading and marking):        {spent['journal']:.1f} s")
+        print(f"      without the verification:                 {total - spent['verify']:.1f} s   "
+              f"{ratio(total - spent['verify'], baseline)} than (a)")
 
+
+@contextmanager
+def timed(spent: dict[str, float], phase: str, function: str) -> Iterator[None]:
+    """Add the time ``catalog.rewrite_copy.<function>`` takes to ``spent[phase]`` while inside."""
+    real = getattr(rewrite_copy, function)
+
+    def run(*args: Any) -> Any:
+        started = time.monotonic()
+        try:
+            return real(*args)
+        finally:
+            spent[phase] += time.monotonic() - started
+
+    setattr(rewrite_copy, function, run)
+    try:
+        yield
+    finally:
+        setattr(rewrite_copy, function, real)
 
 def write_project(root: Path, id_type: str):
     (root / "schemas" / DB).mkdir(parents=True, exist_ok=True)

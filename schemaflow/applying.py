@@ -22,7 +22,8 @@ from schemaflow.project import Project
 from schemaflow import workflow
 from schemaflow.wording import DIRTY, short_commit
 
-# Stops a run at a point (``planned``, ``claimed`` or ``<step>.<action>``): tests of crashes and races.
+# Stops a run at a point (``planned``, ``claimed``, ``<step>.<action>``, or a long step's report of its progress):
+# tests of crashes and races.
 Pause = Callable[[str], None]
 
 
@@ -63,7 +64,7 @@ def apply_project(project: Project, live: Live, options: ApplyOptions, *, show: 
     if not confirm(plan):
         return ApplyOutcome(plan, ran=False)
     writer = live.writer()
-    writer.progress = report
+    writer.progress = report if pause is None else _paused(report, pause)
     if pause:
         pause("planned")
     apply_plan(plan, writer, progress=progress, pause=pause)
@@ -71,6 +72,14 @@ def apply_project(project: Project, live: Live, options: ApplyOptions, *, show: 
     warnings = refresh(cached_before(plan), writer.run_sql) + _uncommitted(plan)
     failures = run_hooks(project.settings.after_apply, changed, str(project.root))
     return ApplyOutcome(plan, ran=True, changed=changed, warnings=tuple(warnings), failures=tuple(failures))
+
+
+def _paused(report: Callable[[str], None], pause: Pause) -> Callable[[str], None]:
+    """``report``, then ``pause`` at the report: a point inside a long step."""
+    def reported(message: str) -> None:
+        report(message)
+        pause(message)
+    return reported
 
 
 def _uncommitted(plan: Plan) -> list[str]:

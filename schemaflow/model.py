@@ -38,6 +38,8 @@ METADATA_LOCATION = "metadata_location"
 BACKUP_OF = "schemaflow.backup_of"
 # On the table a rewrite fills (see plan.rewrite) until it takes the name: the table it is to become.
 REWRITE_OF = "schemaflow.rewrite_of"
+# A NULL partition value, as the metastore names its partition (and Hive its folder).
+HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 # The folder in a converted table's folder that holds its Iceberg metadata and new data files.
 CONVERTED_FOLDER = "_iceberg"
 # The metastore setting that refuses column type changes Hive cannot convert implicitly (on by default).
@@ -179,6 +181,9 @@ class Table:
     bucketing: Bucketing | None = None
     partition_spec: tuple[PartitionField, ...] = ()
     sort_order: tuple[SortTerm, ...] = ()
+    # Declared only (``rewrite: when_values_hide``): rewrite the rows where a change in place would hide existing
+    # values from readers (see plan.diff), not only where no change in place exists.
+    rewrite_hiding: bool = field(default=False, compare=False)
     # Live state only: an Iceberg table's metadata (None: not an Iceberg table, or a declared one), and why
     # the metadata file of one was not read (None: it was, or it is not one).
     iceberg: IcebergState | None = field(default=None, compare=False)
@@ -408,12 +413,13 @@ _STORAGE_DETAILS = frozenset({"data_source", "serde", "input_format", "output_fo
 _DERIVED_LATER = frozenset({"output"})
 # An Iceberg table's layout, left out likewise: a Hive table's data and fingerprint are what they were.
 _ICEBERG_LAYOUT = frozenset({"partition_spec", "sort_order"})
-_LEFT_OUT_AT_DEFAULT = _STORAGE_DETAILS | _DERIVED_LATER | _ICEBERG_LAYOUT | {"iceberg", "unreadable", "backup_of", "rewrite_of"}
+_LEFT_OUT_AT_DEFAULT = _STORAGE_DETAILS | _DERIVED_LATER | _ICEBERG_LAYOUT | {"iceberg", "unreadable", "backup_of", "rewrite_of",
+                                                                              "rewrite_hiding"}
 # Fields left out of the plain data (where the object was declared, the stars of its SQL), and those that are no part of an
 # object's definition, so not of its fingerprint: those and live-only bookkeeping, what is derived
 # from a view's SQL, and a view's partitions (its contents, see ``fingerprint``).
 _NOT_DATA = frozenset({"source", "stars"})
-_NOT_DEFINITION = _NOT_DATA | {"iceberg", "unreadable", "backup_of", "rewrite_of", "managed_keys", "version", "reads", "uses", "lineage", "output", "schema_mode",
+_NOT_DEFINITION = _NOT_DATA | {"iceberg", "unreadable", "backup_of", "rewrite_of", "rewrite_hiding", "managed_keys", "version", "reads", "uses", "lineage", "output", "schema_mode",
                                "migrations", "partitions"}
 # The fields of a Table and a View that their plain data holds, in order, found once per class; and
 # those of them that take part in a fingerprint.

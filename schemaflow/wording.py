@@ -35,6 +35,14 @@ def duration(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
 
 
+def size(count: int) -> str:
+    """A number of bytes as a plan or a progress line shows it, in decimal units: "512 B", "3.4 MB", "1.8 GB"."""
+    for unit, scale in (("TB", 10**12), ("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
+        if count >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return f"{count} B"
+
+
 def short_commit(commit: str | None) -> str:
     """A commit as git shows it in a log line: 10 hex digits (and ``+dirty`` for a work tree with changes)."""
     if not commit:

@@ -1,7 +1,7 @@
 """``schemaflow`` with a pause injected, for tests of crashes and races: ``python paused_apply.py POINT
 MARKER ARGS...`` runs the command line on ARGS, and an apply that reaches POINT (``planned``,
-``claimed`` or ``<step>.<action>``) creates the file MARKER and waits until it is removed, so that a
-test can kill it or race another apply there."""
+``claimed``, ``<step>.<action>``, or ``~TEXT``: a progress report holding TEXT) creates the file MARKER and
+waits until it is removed, so that a test can kill it or race another apply there."""
 from __future__ import annotations
 
 import os
@@ -15,7 +15,7 @@ from schemaflow.cli import main
 
 def pause_at(point: str, marker: Path) -> Pause:
     def pause(reached: str) -> None:
-        if reached != point:
+        if reached != point and not (point.startswith("~") and point[1:] in reached):
             return
         marker.write_text(str(os.getpid()))
         while marker.exists():

@@ -148,6 +148,7 @@ COVERED = {
     ("guides/adopting.md", 0): VALIDATED,
     ("concepts/cascade.md", 0): VALIDATED,
     ("guides/cluster.md", 0): VALIDATED,
+    ("concepts/rewrites.md", 0): VALIDATED,
     ("reference/metastore-versions.md", 0): RELEASE_RUN,
 }
 
@@ -240,6 +241,7 @@ VALIDATE: dict[tuple[str, int], Callable[[str], dict[str, str]]] = {
                                               .replace("sales.tmp_*", "retail.tmp_*")},
     ("concepts/cascade.md", 0): _migration,
     ("guides/cluster.md", 0): _settings,
+    ("concepts/rewrites.md", 0): lambda block: {"schemas/retail/contacts.yaml": block},
 }
 
 

@@ -65,7 +65,8 @@ def test_the_issue_example_renames_drops_and_widens_in_one_cascading_alter():
     assert step.notes[:2] == ("applies migration 0003_customer_rename",
                               "cascade: the column lists of 1200 partitions follow the table (estimate: 3 s)")
     assert step.hazards == (
-        "rename cust_id -> customer_id: parquet files find columns by name, so customer_id reads NULL in existing data",
+        "rename cust_id -> customer_id: parquet files find columns by name, so customer_id reads NULL in existing data "
+        "(declare 'rewrite: when_values_hide' on the table to copy them under the new name)",
         "drop legacy_flag: its values stay in the files but no reader sees them")
     assert step.destructive  # a column is dropped, but the migration that names it is the permission
     assert list(columns_written.parameters) == [MIGRATION_PREFIX + "0003_customer_rename"]

@@ -2,8 +2,16 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
-from schemaflow.model import Catalog, Column, DropColumn, Migration, RenameColumn, Table
+import pytest
+
+from schemaflow.errors import SpecError
+from schemaflow.spec.loader import load_catalog
+
+from schemaflow.model import Bucketing, Catalog, Column, DropColumn, Migration, RenameColumn, Table
+from schemaflow.plan.changes import AlterColumns, SetStorage
+from schemaflow.plan.diff import diff_table
 from schemaflow.plan.plan import build_plan
 from schemaflow.plan.rewrite import REWRITE_BLOCK
 from schemaflow.plan.steps import RewriteRows
@@ -68,3 +76,45 @@ def test_a_rewrite_whose_backup_name_another_table_holds_is_refused_with_the_way
     steps = plan(Catalog(("retail",), {LIVE.key: LIVE, earlier.key: earlier})).steps
     assert [(s.kind, s.object) for s in steps] == [("drop_table", "retail.orders_backup_"),
                                                    ("rewrite_table", "retail.orders")]
+
+
+def test_a_table_declared_to_keep_its_values_readable_is_rewritten_where_a_change_in_place_would_hide_them():
+    hive = Table("retail", "people", (Column("id", "int"), Column("name", "string")), (Column("ds", "string"),),
+                 format="parquet", bucketing=Bucketing(("id",), 4), version="v1")
+    renamed = replace(hive, columns=(Column("id", "int"), Column("full_name", "string")), version=None)
+    migration = (Migration("0001_rename", "", (RenameColumn("retail.people", "name", "full_name"),)),)
+    # By default in place, with the hazard offering the rewrite.
+    [in_place] = diff_table(renamed, hive, migration)
+    assert isinstance(in_place, AlterColumns)
+    [hazard] = in_place.to_step().hazards
+    assert hazard.endswith("reads NULL in existing data (declare 'rewrite: when_values_hide' on the table to copy "
+                           "them under the new name)")
+    # Declared, a rewrite that copies the values under the new name.
+    [rewrite] = diff_table(replace(renamed, rewrite_hiding=True), hive, migration)
+    step = rewrite.to_step()
+    assert step.summary == "rewrite table retail.people: rename name to full_name: parquet files find columns by name"
+    [copy] = step.body
+    assert isinstance(copy, RewriteRows) and "`name` AS `full_name`" in copy.copy
+    # A new bucket count and a SerDe setting the files were not written with, likewise; a setting that does not
+    # change how rows read (compression) stays in place.
+    rebucketed = replace(hive, bucketing=Bucketing(("id",), 8), serde_properties={"field.delim": ","}, version=None,
+                         rewrite_hiding=True)
+    [both] = diff_table(rebucketed, hive)
+    assert both.to_step().summary == ("rewrite table retail.people: bucket count 4 -> 8: the files are bucketed into "
+                                      "4; SERDEPROPERTIES field.delim: the files were written with the old ones")
+    compressed = replace(hive, serde_properties={"parquet.compression": "zstd"}, version=None, rewrite_hiding=True)
+    assert [type(c) for c in diff_table(compressed, hive)] == [SetStorage]
+    # Nothing hidden, nothing rewritten.
+    assert diff_table(replace(hive, version=None, rewrite_hiding=True), hive) == []
+
+
+def test_the_choice_is_declared_on_the_table_and_a_misspelt_one_is_an_error_that_says_where(tmp_path: Path):
+    (tmp_path / "schemas" / "retail").mkdir(parents=True)
+    table = tmp_path / "schemas" / "retail" / "people.yaml"
+    table.write_text("table: retail.people\nformat: parquet\ncolumns: [{name: id, type: int}]\n"
+                     "rewrite: when_values_hide\n")
+    assert load_catalog(tmp_path).get("retail.people").rewrite_hiding
+    table.write_text(table.read_text().replace("when_values_hide", "always"))
+    with pytest.raises(SpecError) as raised:
+        load_catalog(tmp_path)
+    assert "schemas/retail/people.yaml:4:10" in str(raised.value) and "when_values_hide" in str(raised.value)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from schemaflow.apply.executor import ApplyError, apply_plan
-from schemaflow.catalog import rewrite
+from schemaflow.catalog import rewrite, rewrite_copy
 from schemaflow.workflow import hash_migrations
 from tests.test_apply_spark import plan, write_project
 
@@ -210,45 +210,112 @@ def test_a_cut_over_stopped_between_its_renames_is_finished_by_the_next_apply(tm
     assert plan(project, metastore).is_empty
 
 
-def _to_orc_while(tmp_path, spark, metastore, db: str, monkeypatch, meanwhile) -> ApplyError:
-    """The rewrite of a filled table to ORC, with ``meanwhile(table, staging)`` run as the copy ends: its failure."""
+def _to_orc_while(tmp_path, spark, metastore, db: str, monkeypatch, meanwhile) -> tuple[list[str], list[str]]:
+    """The rewrite of a filled table to ORC (one partition a chunk), with ``meanwhile(table, staging)`` run once, as
+    its first chunk ends: the partitions each chunk copied, and the progress reported."""
     apply_plan(plan(project_of(tmp_path, db, {"to_orc": BEFORE["to_orc"]}), metastore), metastore)
     fill(spark, f"{db}.to_orc")
     result = plan(project_of(tmp_path, db, {"to_orc": AFTER["to_orc"]}), metastore, allow_destructive=True)
-    real = rewrite._write
+    real, chunks, reports = rewrite_copy._copy_chunk, [], []
 
-    def write(client, key, columns, staging):
-        written = real(client, key, columns, staging)
-        meanwhile(key, staging)
-        return written
+    def copy_chunk(client, copying, chunk):
+        real(client, copying, chunk)
+        chunks.append(",".join(str(v) for unit in chunk for v in unit))
+        if len(chunks) == 1:
+            meanwhile(f"{db}.to_orc", f"{db}.to_orc_rewrite_")
 
-    monkeypatch.setattr(rewrite, "_write", write)
-    with pytest.raises(ApplyError) as raised:
-        apply_plan(result, metastore)
-    return raised.value
+    monkeypatch.setattr(rewrite_copy, "_copy_chunk", copy_chunk)
+    monkeypatch.setattr(metastore, "progress", reports.append)
+    apply_plan(result, metastore)
+    return chunks, reports
 
 
 def test_a_copy_that_differs_from_the_rows_moved_stops_the_rewrite_and_says_where(tmp_path, spark, metastore, fresh_db,
                                                                                  monkeypatch):
     db = fresh_db()
-    def stray(key: str, staging: str) -> None:  # as if a writer slipped a row into the copy
-        spark.sql(f"INSERT INTO {staging} VALUES (99, 'x', '1.00', 'eu', '2024-01-02')")
+    def stray(key: str, staging: str) -> None:  # as if a writer slipped a row into the chunk being copied
+        spark.sql(f"INSERT INTO {staging} VALUES (99, 'x', '1.00', 'eu', '2024-01-01')")
 
-    error = _to_orc_while(tmp_path, spark, metastore, db, monkeypatch, stray)
-    assert ("the copy differs from the rows moved in ds=2024-01-02: 1 rows moved, 2 copied, checksums of id, name, "
-            "amount, region, ds differ") in str(error)
+    real = rewrite_copy._write
+    monkeypatch.setattr(rewrite_copy, "_write", lambda client, copying, where: (
+        real(client, copying, where), stray("", copying.staging))[0])
+    with pytest.raises(ApplyError) as raised:
+        _to_orc_while(tmp_path, spark, metastore, db, monkeypatch, lambda key, staging: None)
+    assert ("the copy differs from the rows moved in ds=2024-01-01: 2 rows moved, 3 copied, checksums of id, name, "
+            "amount, region, ds differ") in str(raised.value)
     assert rows(spark, f"SELECT id, name, amount, region, ds FROM {db}.to_orc") == sorted(
         [(i, n, a, r, d) for i, n, a, d, r in ROWS], key=repr)
     assert {t.name for t in spark.catalog.listTables(db)} == {"to_orc"}
 
 
-def test_rows_written_to_the_table_during_the_copy_stop_the_rewrite_before_the_cut_over(tmp_path, spark, metastore,
-                                                                                        fresh_db, monkeypatch):
+def test_partitions_written_to_during_the_copy_are_copied_again_before_the_cut_over(tmp_path, spark, metastore,
+                                                                                     fresh_db, monkeypatch):
     db = fresh_db()
-    def append(key: str, staging: str) -> None:  # another job's INSERT lands during the copy
+    def write(key: str, staging: str) -> None:  # other jobs overwrite a partition copied already, and add one
+        spark.sql(f"INSERT OVERWRITE {key} PARTITION (ds='2024-01-01') VALUES (6, 'eve', '3.00', 'eu')")
         spark.sql(f"INSERT INTO {key} VALUES (5, 'dee', '1.00', 'eu', '2024-01-04')")
 
-    error = _to_orc_while(tmp_path, spark, metastore, db, monkeypatch, append)
-    assert f"{db}.to_orc was written to during the copy (its files or partitions changed)" in str(error)
-    assert len(rows(spark, f"SELECT * FROM {db}.to_orc")) == len(ROWS) + 1
-    assert {t.name for t in spark.catalog.listTables(db)} == {"to_orc"}
+    chunks, reports = _to_orc_while(tmp_path, spark, metastore, db, monkeypatch, write)
+    # Each partition once, then the two written to again, before the cut-over.
+    assert chunks == ["2024-01-01", "2024-01-02", "2024-01-03", "2024-01-01", "2024-01-04"]
+    assert f"copying again what was written to {db}.to_orc during the copy: 2 partitions" in reports
+    want = sorted([(6, "eve", "3.00", "eu", "2024-01-01"), (5, "dee", "1.00", "eu", "2024-01-04")]
+                  + [(i, n, a, r, d) for i, n, a, d, r in ROWS if d != "2024-01-01"], key=repr)
+    assert rows(spark, f"SELECT id, name, amount, region, ds FROM {db}.to_orc") == want
+    assert metastore.read((db,)).get(f"{db}.to_orc").format == "orc"
+
+
+def test_a_copy_stopped_half_way_is_resumed_from_its_first_unfinished_partition(tmp_path, spark, metastore, fresh_db,
+                                                                                monkeypatch):
+    db = fresh_db()
+    apply_plan(plan(project_of(tmp_path, db, {"renamed": BEFORE["renamed"]}), metastore), metastore)
+    fill(spark, f"{db}.renamed")
+    project = project_of(tmp_path, db, {"renamed": AFTER["renamed"]}, migration=True)
+    real, chunks, reports = rewrite_copy._copy_chunk, [], []
+
+    def stops_at_the_third(client, copying, chunk):
+        if len(chunks) == 2:
+            raise RuntimeError("the process stopped here")
+        real(client, copying, chunk)
+        chunks.append(chunk)
+
+    monkeypatch.setattr(rewrite_copy, "_copy_chunk", stops_at_the_third)
+    with pytest.raises(ApplyError):
+        apply_plan(plan(project, metastore, allow_destructive=True), metastore)
+    assert rows(spark, f"SELECT count(*) FROM {db}.renamed_rewrite_") == [(3,)]  # two partitions of three
+
+    monkeypatch.setattr(rewrite_copy, "_copy_chunk", lambda client, copying, chunk: (
+        chunks.append(chunk), real(client, copying, chunk)))
+    monkeypatch.setattr(metastore, "progress", reports.append)
+    apply_plan(plan(project, metastore, allow_destructive=True), metastore)
+    assert chunks == [[("2024-01-01",)], [("2024-01-02",)], [("2024-01-03",)]]  # the third, once
+    assert reports[0] == f"resuming the copy of {db}.renamed: 2 of 3 partitions copied by a stopped run"
+    assert reports[1].startswith(f"{db}.renamed: 3 of 3 partitions copied (")
+    assert rows(spark, f"SELECT id, full_name, amount, region, ds FROM {db}.renamed") == sorted(
+        [(i, n, a, r, d) for i, n, a, d, r in ROWS], key=repr)
+    assert plan(project, metastore).is_empty
+
+
+def test_a_table_declared_to_keep_its_values_readable_is_rewritten_where_in_place_would_hide_them(
+        tmp_path, spark, metastore, fresh_db):
+    db = fresh_db()
+    keep = "\nrewrite: when_values_hide"
+    before = {"renamed": table(DB, "renamed", "format: parquet" + keep),
+              "rebucketed": table(DB, "rebucketed", "using: parquet\nbuckets: {clustered_by: [id], count: 4}" + keep)}
+    apply_plan(plan(project_of(tmp_path, db, before), metastore), metastore)
+    for name in before:
+        fill(spark, f"{db}.{name}")
+    after = {"renamed": AFTER["renamed"].replace("using: parquet", "format: parquet" + keep),
+             "rebucketed": before["rebucketed"].replace("count: 4", "count: 8")}
+    project = project_of(tmp_path, db, after, migration=True)
+    result = plan(project, metastore, allow_destructive=True)
+    assert sorted(s.summary for s in result.steps if s.object_type == "table") == [
+        f"rewrite table {db}.rebucketed: bucket count 4 -> 8: the files are bucketed into 4",
+        f"rewrite table {db}.renamed: rename name to full_name: parquet files find columns by name"]
+    apply_plan(result, metastore)
+    # In place, full_name would read NULL in every existing row: rewritten, it holds the names.
+    assert rows(spark, f"SELECT id, full_name FROM {db}.renamed") == sorted([(i, n) for i, n, *_ in ROWS], key=repr)
+    live = metastore.read((db,))
+    assert live.get(f"{db}.rebucketed").bucketing.count == 8
+    assert rows(spark, f"SELECT id FROM {db}.rebucketed WHERE id = 3") == [(3,)]
+    assert plan(project, metastore).is_empty

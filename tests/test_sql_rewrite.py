@@ -6,8 +6,9 @@ import sqlglot
 
 from schemaflow.model import Column, Table
 from schemaflow.sql.dialect import DIALECT
-from schemaflow.sql.rewrite import (Filled, checksums, convertible, filling, flagged, insert, lossless, moved, select,
-                                    stored, totals)
+from schemaflow.sql.rewrite import (Filled, checksums, convertible, filling, flagged, insert, lossless, moved,
+                                    one_to_one, select, stored, totals, within)
+from schemaflow.wording import size
 
 HAVE = Table("db", "t", (Column("id", "int"), Column("name", "string"), Column("amount", "string"),
                          Column("tags", "map<string,int>")), (Column("ds", "date"),))
@@ -80,3 +81,40 @@ def test_a_conversion_that_can_lose_values_is_told_apart(old: str, new: str, kee
 ])
 def test_spark_casts_a_nested_value_only_to_a_type_of_the_same_shape(old: str, new: str, casts: bool) -> None:
     assert convertible(old, new) is casts
+
+
+def test_a_chunk_of_partitions_is_selected_by_its_values_typed_as_its_columns_null_as_is_null() -> None:
+    one = within([("ds", "date")], [("2024-01-01",), (None,), ("2024-01-02",)])
+    assert one.sql(dialect=DIALECT) == ("`ds` IN (CAST('2024-01-01' AS DATE), CAST('2024-01-02' AS DATE)) "
+                                        "OR `ds` IS NULL")
+    two = within([("region", "string"), ("n`", "int")], [("eu'; DROP", "1"), ("us", None)])
+    assert two.sql(dialect=DIALECT) == ("(`region` = 'eu\\'; DROP' AND `n``` = CAST('1' AS INT)) "
+                                        "OR (`region` = 'us' AND `n``` IS NULL)")
+    assert sqlglot.parse_one(flagged("db.t", filling(WANT, HAVE, {}), one), dialect=DIALECT).find(sqlglot.exp.Where)
+    assert stored("db.t", two).sql(dialect=DIALECT).startswith("(SELECT * FROM `db`.`t` WHERE (`region` = ")
+
+
+@pytest.mark.parametrize("want, have, each", [
+    ({"ds": "ds"}, ["ds"], True),
+    ({"day": "ds"}, ["ds"], True),                            # renamed: the same values
+    ({"ds": "ds", "region": "region"}, ["ds"], False),        # another partition column: rows move between partitions
+    ({"region": "region", "ds": "ds"}, ["ds", "region"], False),  # reordered
+    ({}, ["ds"], False),
+    ({"ds": "ds"}, [], False),
+])
+def test_a_table_is_copied_partition_by_partition_only_where_each_partition_stays_one(
+        want: dict[str, str], have: list[str], each: bool) -> None:
+    """``want`` maps each new partition column to the live column it is filled from."""
+    columns = (Filled("id", "int", "id", "int"), *(Filled(new, "string", old, "string") for new, old in want.items()))
+    assert one_to_one(columns, list(want), have) is each
+
+
+def test_a_partition_column_whose_type_changes_is_copied_whole() -> None:
+    columns = (Filled("id", "int", "id", "int"), Filled("ds", "date", "ds", "string"))
+    assert not one_to_one(columns, ["ds"], ["ds"])  # '2024-1-1' and '2024-01-01' would become one partition
+
+
+@pytest.mark.parametrize("count, shown", [(0, "0 B"), (999, "999 B"), (1000, "1.0 kB"), (3_400_000, "3.4 MB"),
+                                          (1_780_000_000, "1.8 GB"), (2 * 10**12, "2.0 TB")])
+def test_sizes_are_shown_in_decimal_units(count: int, shown: str) -> None:
+    assert size(count) == shown

@@ -148,7 +148,7 @@ def test_settings_and_bucket_count_change_in_place_with_their_hazards() -> None:
     assert step.summary == "change storage of raw.t: SERDEPROPERTIES field.delim: '|' -> ','; buckets 4 -> 8"
     assert step.notes == ("existing partitions keep their own storage settings (their files were written with "
                           "them); new partitions take the table's",)
-    assert len(step.hazards) == 2 and "INSERT OVERWRITE" in step.hazards[0] and "8" in step.hazards[1]
+    assert len(step.hazards) == 2 and "to rewrite its rows with the new ones" in step.hazards[0] and "8" in step.hazards[1]
     # Other bucket columns cannot come in place: the files are bucketed by the old ones, and are rewritten.
     moved = diff_table(Table("raw", "t", (ID, LINE), (DS,), format="textfile", serde_properties={"field.delim": "|"},
                              bucketing=Bucketing(("line",), 4)), have)
@@ -281,8 +281,8 @@ def test_only_a_setting_that_changes_how_rows_read_warns_that_they_may_come_apar
     assert "their rows may come apart or read NULL" in apart
     [pruned] = hazards({}, {}, buckets=8)
     assert pruned == ("existing files were bucketed into 4, and Spark reads them as 8: a filter on the bucket columns "
-                      "prunes by the new count and returns fewer rows or none, and bucketed joins pair the wrong files; "
-                      "rewrite the data (INSERT OVERWRITE) before it is read")
+                      "prunes by the new count and returns fewer rows or none, and bucketed joins pair the wrong files "
+                      "(declare 'rewrite: when_values_hide' on the table to rewrite its rows into the new buckets)")
 
 
 AVRO_CLASSES = ("input_format: org.apache.hadoop.hive.ql.io.avro.AvroContainerInputFormat\n"

@@ -31,12 +31,11 @@ from schemaflow.catalog.backend import HiveClient
 from schemaflow.catalog.iceberg_commit import METADATA_PATH, first_metadata, register
 from schemaflow.catalog.thrift_data import to_model
 from schemaflow.errors import ConcurrentChange, SchemaflowError
-from schemaflow.model import (APPLIED_STATE_KEY, BACKUP_OF, CONVERTED_FOLDER, VERSION_KEY, Table, split_key,
-                              state_digest)
+from schemaflow.model import (APPLIED_STATE_KEY, BACKUP_OF, CONVERTED_FOLDER, HIVE_DEFAULT_PARTITION, VERSION_KEY,
+                              Table, split_key, state_digest)
 
 DATA_PATH = "write.data.path"
 NAME_MAPPING = "schema.name-mapping.default"  # Iceberg's: how a file without field ids is read, by column name
-HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"  # a null partition value, as Hive names its folder
 
 
 def convert(client: HiveClient, table: Table, backup: str, set: Mapping[str, str], expected: str | None) -> None:

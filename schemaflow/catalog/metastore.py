@@ -57,10 +57,12 @@ DO_NOT_UPDATE_STATS = "DO_NOT_UPDATE_STATS"
 T = TypeVar("T")
 # How the metastore's compare-and-swap refuses a write (HiveAlterHandler).
 CAS_REFUSED = "The table has been modified"
+FAILURE_RETRIES = "hive.metastore.failure.retries"  # how often Hive's client repeats a call whose connection broke
 
 
 class Metastore:
-    """A Hive metastore reached through a SparkSession's own Thrift client."""
+    """A Hive metastore reached through a SparkSession's JVM: Spark's own client (embedded), or a Thrift connection of
+    schemaflow's own beside Spark's (a metastore server)."""
 
     def __init__(self, spark: SparkSession, msc: Any, endpoint: str, conf: Any = None) -> None:
         self.spark = spark
@@ -88,7 +90,16 @@ class Metastore:
         endpoint = describe_endpoint(spark.sparkContext._jsc.hadoopConfiguration())
         with java_errors(f"cannot reach the Hive metastore ({endpoint})", endpoint):
             conf = shared_state.externalCatalog().unwrapped().client().conf()
-            msc = jvm_view(spark).org.apache.hadoop.hive.ql.metadata.Hive.get(conf).getMSC()
+            jvm = jvm_view(spark)
+            if not conf.get("hive.metastore.uris"):
+                return cls(spark, jvm.org.apache.hadoop.hive.ql.metadata.Hive.get(conf).getMSC(), endpoint, conf)
+            # A connection of schemaflow's own, apart from Spark's: Hive's client would repeat any call whose
+            # connection broke, writes included, so on this one that is off (schemaflow retries reads itself and
+            # reads a write's outcome back). Spark's keeps Hive's retries, which also reconnect it when Hive closes
+            # its connection under it (the first INSERT into a partitioned data-source table of a session).
+            own = jvm.org.apache.hadoop.hive.conf.HiveConf(conf)
+            own.set(FAILURE_RETRIES, "0")
+            msc = jvm.org.apache.hadoop.hive.metastore.RetryingMetaStoreClient.getProxy(own, True)
         return cls(spark, msc, endpoint, conf)
 
     @contextmanager

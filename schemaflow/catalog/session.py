@@ -168,9 +168,6 @@ def spark_conf(settings: Settings) -> dict[str, str]:
         conf["spark.sql.warehouse.dir"] = settings.warehouse_dir
     if settings.metastore_uri:
         conf[METASTORE_URIS_KEY] = settings.metastore_uri
-        # Hive's client would repeat any call whose connection broke, writes included; schemaflow
-        # retries reads itself and checks a write's outcome instead (catalog.metastore).
-        conf["spark.hadoop.hive.metastore.failure.retries"] = "0"
     else:
         conf["spark.hadoop.javax.jdo.option.ConnectionURL"] = (
             f"jdbc:derby:;databaseName={state_dir / 'metastore_db'};create=true"

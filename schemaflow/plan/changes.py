@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from schemaflow.model import COMMENT_KEY, MIGRATION_PREFIX, SCHEMAFLOW_PREFIX, Column, Database, PartitionValues, Table, View
 from schemaflow.plan.evolution import ALTER, APPEND, SAME, Evolution
-from schemaflow.plan.hazards import appended_note, column_hazards, restrict_hazard
+from schemaflow.plan.hazards import OFFER, appended_note, column_hazards, restrict_hazard
 from schemaflow.plan.kinds import StepKind
 from schemaflow.plan.iceberg import AlterIcebergTable, ConvertToIceberg
 from schemaflow.plan.rewrite import RewriteTable
@@ -326,11 +326,11 @@ class SetStorage:
         if any(key.lower() not in ROW_NEUTRAL_SETTINGS for key in self.old.keys() ^ self.new.keys()
                | {key for key in self.old.keys() & self.new.keys() if self.old[key] != self.new[key]}):
             hazards.append(f"{existing} were written with the old {what}; read with the new ones, their rows may "
-                           "come apart or read NULL: rewrite them (INSERT OVERWRITE) if they differ")
+                           f"come apart or read NULL ({OFFER} to rewrite its rows with the new ones)")
         if self.buckets != self.old_buckets:
             hazards.append(f"{existing} were bucketed into {self.old_buckets}, and Spark reads them as {self.buckets}: "
                            "a filter on the bucket columns prunes by the new count and returns fewer rows or none, and "
-                           "bucketed joins pair the wrong files; rewrite the data (INSERT OVERWRITE) before it is read")
+                           f"bucketed joins pair the wrong files ({OFFER} to rewrite its rows into the new buckets)")
         return Step(StepKind.SET_STORAGE, self.key, "table", f"change storage of {self.key}: {'; '.join(parts)}",
                     (SetStorageAction(self.key, dict(sorted(self.new.items())), self.buckets),),
                     notes=tuple(notes), hazards=tuple(hazards))

@@ -19,14 +19,14 @@ from typing import assert_never
 from schemaflow.model import Catalog, Column, Migration, Object, Table, View
 from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateDatabase, CreateTable, CreateView,
                                      DropTable, DropView, ReplaceView, SetColumnComments, SetDatabaseProperties,
-                                     SetStorage, SetTableComment, Unsupported)
+                                     ROW_NEUTRAL_SETTINGS, SetStorage, SetTableComment, Unsupported)
 from schemaflow.plan.evolution import ALTER, APPEND, SAME, Evolution, evolve
 from schemaflow.plan.hazards import unexplained_hazards
 from schemaflow.plan.iceberg import ConvertToIceberg, backup_name, conversion, iceberg_change
 from schemaflow.plan.rewrite import RewriteTable, staging_name
 from schemaflow.sql.rewrite import convertible, filling
 from schemaflow.sql.storage import SCHEMA_FROM_SERDE, same_location
-from schemaflow.sql.table_kinds import ColumnChanges, TableKind, kind_of, table_kind
+from schemaflow.sql.table_kinds import ColumnChanges, Resolution, TableKind, kind_of, table_kind
 from schemaflow.sql.ddl import stores_view, view_text
 from schemaflow.sql.views import normalize_sql
 from schemaflow.sql.types import nests_char_or_varchar
@@ -132,6 +132,8 @@ def diff_table(want: Table, have: Table, migrations: Sequence[Migration] = (), t
         reasons += _data_source_refusals(want, have, free, kind)
     if not reasons and evolution.problems and (have.data_source or not free.problems):
         reasons += [p.what for p in evolution.problems]  # what the metastore's positional rule (or Spark) refuses
+    if not reasons and not evolution.problems and want.rewrite_hiding:
+        reasons += _hiding(want, have, evolution)
     if reasons:
         # The rows are moved by name into a new table: the order of its columns is free, and where partition columns
         # change, a column may move between the data and the partition columns.
@@ -234,6 +236,25 @@ def _storage_changes(want: Table, have: Table) -> list[str]:
         ("output format", have.output_format, want.output_format),
         ("bucketed by", _bucket_columns(have), _bucket_columns(want)),
     ) if old != new]
+
+
+def _hiding(want: Table, have: Table, evolution: Evolution) -> list[str]:
+    """What a change in place would hide of the existing values, for a table declared to be rewritten instead
+    (``rewrite: when_values_hide``): a rename its files resolve by name (the new name reads NULL), another bucket
+    count (a lookup prunes by the new count), and storage settings that change how the files' rows are read."""
+    kind = table_kind(have.format, have.data_source)
+    by_name = kind is not None and kind.resolution is Resolution.BY_NAME
+    reasons = [f"rename {old} to {new}: {have.format} files find columns by name" for old, new in evolution.renamed
+               if by_name and not have.data_source]
+    if have.bucketing and want.bucketing and have.bucketing.count != want.bucketing.count:
+        reasons.append(f"bucket count {have.bucketing.count} -> {want.bucketing.count}: the files are bucketed into "
+                       f"{have.bucketing.count}")
+    old, new = have.serde_properties, want.serde_properties
+    read = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k) and k.lower() not in ROW_NEUTRAL_SETTINGS)
+    if read:
+        reasons.append(f"{'options' if have.data_source else 'SERDEPROPERTIES'} {', '.join(read)}: the files were "
+                       "written with the old ones")
+    return reasons
 
 
 def _unmovable(want: Table, have: Table) -> list[str]:

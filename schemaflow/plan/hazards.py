@@ -61,6 +61,10 @@ def _keeps_stored_type(old: str, new: str) -> bool:
     return before[1] == after[1] and before[0] <= after[0] and width(before[0]) == width(after[0])
 
 
+# What a hazard of values hidden by a change in place offers instead (see plan.diff).
+OFFER = "declare 'rewrite: when_values_hide' on the table"
+
+
 def unexplained_hazards(evolution: Evolution) -> tuple[str, ...]:
     """A hazard for each migration change that names a column the table neither has nor declares: the plan
     cannot tell a column schemas/ added since the last apply from a misspelt one, and apply records it as done."""
@@ -80,7 +84,8 @@ def column_hazards(evolution: Evolution, format: str, release: SparkVersion | No
     returning = set(evolution.returning)
     if by_name:
         hazards += [f"rename {old} -> {new}: {format} files find columns by name, so {new} reads NULL "
-                    f"in existing data" for old, new in evolution.renamed if new not in returning]
+                    f"in existing data ({OFFER} to copy them under the new name)" for old, new in evolution.renamed
+                    if new not in returning]
         hazards += [f"{name} is declared again after a migration took it away: {format} files find columns by "
                     f"name, so {name} shows the old {name} values in existing data" for name in evolution.returning]
     live_names = [c.name for c in evolution.old]

@@ -22,7 +22,7 @@ from schemaflow.plan.evolution import Evolution
 from schemaflow.plan.iceberg import backup_name
 from schemaflow.plan.kinds import StepKind
 from schemaflow.plan.steps import RewriteRows, Step
-from schemaflow.sql.rewrite import filling, lossless
+from schemaflow.sql.rewrite import filling, lossless, one_to_one
 from schemaflow.wording import plural
 
 REWRITE_BLOCK = ("a rewrite copies every row of the table into a new one: plan with --allow-destructive (in a pull "
@@ -63,10 +63,15 @@ class RewriteTable:
                          "holds the verified copy")
         else:
             read = f"{plural(self.partition_count, 'partition')} of " if self.partition_count is not None else ""
+            chunks = ("partition by partition, in chunks" if one_to_one(
+                columns, [c.name for c in self.want.partition_columns], [c.name for c in self.have.partition_columns])
+                else "the whole table at once")
             notes.append(f"copies the rows of {read}{key} into {staging} through Spark (on the configured master), "
-                         "and compares what it wrote with what the copy holds (row counts, a checksum of each column) "
-                         "before anything changes for readers; any difference, or a write to the table meanwhile, stops "
-                         "it with the table untouched")
+                         f"{chunks}, and compares what each chunk wrote with what the copy holds (row counts, a checksum "
+                         "of each column) before anything changes for readers; any difference stops it with the table "
+                         f"untouched. Progress is journaled on {staging}: a stopped apply is resumed from its first "
+                         "unfinished chunk, and what is written to the table meanwhile is copied again before the "
+                         "cut-over")
         notes.append(f"cut-over: {key} is renamed to {backup}, then {staging} to {key}; readers see the old table "
                      "until then, and the name is missing only between the two renames")
         notes.append(f"the new files go to the folder of {key}, as before; {backup} keeps the old ones, and is kept "

@@ -357,9 +357,9 @@ class IcebergCommit:
 class RewriteRows:
     """A table's rows moved into a new definition of it (``plan.rewrite``), verified, then swapped in.
 
-    The new table is created as ``staging`` (claimed), filled by ``INSERT INTO staging <select>``, and compared
-    with the rows the query moves, partition by partition; then the table is renamed to ``backup`` (kept, its
-    files untouched) and ``staging`` to the table's name. ``describe`` shows the statements ``catalog.rewrite``
+    The new table is created as ``staging`` (claimed), filled by ``INSERT INTO staging <select>`` in verified,
+    journaled chunks (``catalog.rewrite_copy``); then the table is renamed to ``backup`` (kept, its files untouched)
+    and ``staging`` to the table's name. ``describe`` shows the statements ``catalog.rewrite``
     runs, made by the same functions.
     """
 
@@ -394,8 +394,10 @@ class RewriteRows:
                     f"the verified copy {self.staging} to {self.object}")
         where = f", per partition ({keys}) where they differ" if keys else ""
         return (f"-- rewrite {self.object} through {self.staging}\n{self.create};\n{self.copy};\n"
-                f"-- verify: the row count and a checksum of each column of the rows as they are written, against "
-                f"{self.staging} read back{where}{lost}; and that nothing was written to {self.object} meanwhile\n"
+                f"-- run in chunks (of partitions, where each stays one), each verified as it lands: the row count and a "
+                f"checksum of each column of the rows as they are written, against what {self.staging} holds of them"
+                f"{where}{lost}; journaled on {self.staging}, so a stopped apply resumes; what is written to "
+                f"{self.object} meanwhile is copied again\n"
                 f"-- cut-over (guarded): rename {self.object} to {self.backup}, then {self.staging} to {self.object}")
 
     def to_data(self) -> dict[str, Any]:

@@ -178,6 +178,7 @@ def read_table(doc: Document, data: dict[str, Any], problems: list[Problem]) -> 
         properties=properties,
         bucketing=None if own_metadata else _bucketing(doc, data.get("buckets"), names,
                                                        {c.name for c in partition_columns}, problems),
+        rewrite_hiding=data.get("rewrite") == "when_values_hide",
         source=doc.key("table"),
         **storage,
         **layout,

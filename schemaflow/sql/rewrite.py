@@ -26,6 +26,7 @@ WIDENS = ("tinyint", "smallint", "int", "bigint")
 INTEGER_DIGITS = {"tinyint": 3, "smallint": 5, "int": 10, "bigint": 19}
 ROWS = "rows"          # the column of a verification query's row count
 MOVED = "moved"        # the alias of the rows the query moves, in the verification of the source
+STORED = "stored"      # the alias of some partitions of the copy, in its verification
 # + a converted column's name: in the verification of the source, whether the conversion made a value NULL (no
 # declared column has a space in its name).
 LOST = "lost "
@@ -58,6 +59,15 @@ def filling(want: Table, have: Table, renamed: Mapping[str, str]) -> tuple[Fille
         source = renamed.get(column.name, column.name if column.name in live else None)
         filled.append(Filled(column.name, column_type(column), source, live.get(source) if source else None))
     return tuple(filled)
+
+
+def one_to_one(columns: Sequence[Filled], want: Sequence[str], have: Sequence[str]) -> bool:
+    """Whether each partition of a table partitioned by ``have`` becomes exactly one partition of the new table
+    (partitioned by ``want``, filled by ``columns``): the same partition columns in the same order, renamed at most,
+    their types unchanged. A rewrite then copies it, and copies it again, partition by partition."""
+    filled = {f.column: f for f in columns}
+    return bool(have) and len(have) == len(want) and all(
+        (filled[w].source or "").lower() == h.lower() and not filled[w].cast for w, h in zip(want, have, strict=True))
 
 
 def lossless(old: str, new: str) -> bool:
@@ -172,20 +182,46 @@ def checksums(relation: exp.Expression, columns: Sequence[Filled], keys: Sequenc
     return query.sql(dialect=DIALECT)
 
 
-def flagged(source: str, columns: Sequence[Filled]) -> str:
+def flagged(source: str, columns: Sequence[Filled], where: exp.Condition | None = None) -> str:
     """The rows the rewrite moves out of the table ``source`` (``select``), each with, per converted column, whether
-    the conversion made its value NULL (``LOST``)."""
+    the conversion made its value NULL (``LOST``); with ``where``, only those of the partitions it selects."""
     query = exp.select(*(exp.alias_(_value(f), identifier_node(f.column)) for f in columns),
                        *(exp.alias_(_nulled(f), identifier_node(LOST + f.column)) for f in columns if f.cast))
-    return query.from_(table_node(source)).sql(dialect=DIALECT)
+    query = query.from_(table_node(source))
+    return (query.where(where) if where is not None else query).sql(dialect=DIALECT)
 
 
-def moved(source: str, columns: Sequence[Filled]) -> exp.Expression:
+def moved(source: str, columns: Sequence[Filled], where: exp.Condition | None = None) -> exp.Expression:
     """``flagged`` as a relation to verify."""
-    return exp.Subquery(this=exp.maybe_parse(flagged(source, columns), dialect=DIALECT),
+    return exp.Subquery(this=exp.maybe_parse(flagged(source, columns, where), dialect=DIALECT),
                         alias=exp.TableAlias(this=identifier_node(MOVED)))
 
 
-def stored(key: str) -> exp.Expression:
-    """The rows the table ``key`` holds, as a relation to verify."""
-    return table_node(key)
+def stored(key: str, where: exp.Condition | None = None) -> exp.Expression:
+    """The rows the table ``key`` holds (with ``where``, of the partitions it selects), as a relation to verify."""
+    if where is None:
+        return table_node(key)
+    return exp.Subquery(this=exp.select(exp.Star()).from_(table_node(key)).where(where),
+                        alias=exp.TableAlias(this=identifier_node(STORED)))
+
+
+def within(keys: Sequence[tuple[str, str]], partitions: Sequence[Sequence[str | None]]) -> exp.Condition:
+    """The condition that selects the ``partitions`` (each the text of its values, None for NULL, as the metastore
+    lists them) of a table partitioned by ``keys`` (each a name and a type): one ``IN`` list for a single column,
+    else one conjunction per partition. A value is converted to its column's type, as Spark's partition pruning
+    compares it."""
+    def value(text: str | None, type_: str) -> exp.Expression:
+        literal = exp.Literal.string(text or "")
+        return literal if type_ == "string" else exp.Cast(this=literal, to=exp.DataType.build(type_, dialect=DIALECT))
+
+    def equal(name: str, type_: str, text: str | None) -> exp.Expression:
+        column = exp.column(identifier_node(name))
+        return exp.Is(this=column, expression=exp.Null()) if text is None else exp.EQ(this=column,
+                                                                                         expression=value(text, type_))
+
+    if len(keys) == 1:
+        (name, type_), texts = keys[0], [p[0] for p in partitions]
+        listed = [value(t, type_) for t in texts if t is not None]
+        among: list[exp.Expression] = [exp.In(this=exp.column(identifier_node(name)), expressions=listed)] if listed else []
+        return exp.or_(*among, *(equal(name, type_, None) for t in texts if t is None))
+    return exp.or_(*(exp.and_(*(equal(n, t, v) for (n, t), v in zip(keys, p, strict=True))) for p in partitions))

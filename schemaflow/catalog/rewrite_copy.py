@@ -1,0 +1,370 @@
+"""The copy a rewrite fills its staging table with: in chunks, each verified as it lands and journaled on the staging
+table, so that a stopped run resumes where it stopped and what writers change meanwhile is copied again.
+
+**Units.** Where each partition of the table becomes exactly one partition of the new table (the same partition
+columns in the same order, renamed at most, their types unchanged), a unit is one partition, and a chunk of them is
+written with Spark's dynamic partition overwrite: copying a unit again replaces what it wrote before. Otherwise (an
+unpartitioned table, partition columns that change) the whole table is the one unit, written into a new staging table.
+
+**Fingerprints.** What a write to a unit changes: the bytes and files under its folder and the folder's modification
+time (a new file, a partition overwritten), read from the file system; for the whole table, those of its folder and of
+every partition kept elsewhere.
+
+**Journal.** In the metastore, beside the claims a stopped apply leaves, on the staging table: a digest of what
+fills it (its definition and the query; a staging table filled for another plan is made again), and, appended as each
+chunk is verified, its units with the fingerprint each source had when it was read (``schemaflow.copied.<n>``).
+
+**Rounds.** Each round copies, a chunk at a time, the units whose fingerprint differs from the journal's: every unit at
+first, after a stop those left, then those writers changed during the copy (and drops what the copy holds of units
+gone meanwhile), until a round finds nothing to copy, when the cut-over follows at once. Writers that keep writing
+through ``ROUNDS`` rounds stop the rewrite; what was copied is kept for the next apply.
+
+**Verification.** A chunk's rows are counted and checksummed as Spark writes them (``Dataset.observe``: the table is
+read once) and compared with the same totals read back from what it wrote; a difference, or a value a conversion
+turned into NULL, drops the staging table and stops the rewrite, the table untouched.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from py4j.protocol import Py4JJavaError
+from sqlglot import exp
+
+from schemaflow.catalog.backend import HiveClient
+from schemaflow.catalog.jvm import jvm_view
+from schemaflow.catalog.thrift_data import parse_name
+from schemaflow.errors import SchemaflowError
+from schemaflow.model import HIVE_DEFAULT_PARTITION, REWRITE_OF, VERSION_KEY, Table, split_key
+from schemaflow.sql import ddl
+from schemaflow.sql.rewrite import (HIGH, LOST, LOW, ROWS, Filled, checksums, flagged, moved, one_to_one, stored,
+                                    totals, within)
+from schemaflow.wording import duration, plural, size
+
+# On the staging table: a digest of the statements that fill it (a copy made for another plan is made again).
+PLANNED = "schemaflow.rewrite_plan"
+# + a sequence number, on the staging table: units copied and verified, each with the fingerprint its source had
+# when read (JSON); a later entry for a unit replaces an earlier one, "" unmarks it. The journal a stopped run is
+# resumed from: appended to, one parameter per chunk (or more: a metastore keeps a parameter's value within
+# 32,672 characters, Derby's VARCHAR).
+COPIED_PREFIX = "schemaflow.copied."
+MARK_CHARACTERS = 30_000
+# Spark's checks on an INSERT with dynamic partitions into a Hive table, lifted for the copy (a table may have any
+# number of partitions), and the overwrite of only the partitions a chunk writes; put back as they were after.
+DYNAMIC_PARTITIONS = {"hive.exec.dynamic.partition": "true", "hive.exec.dynamic.partition.mode": "nonstrict",
+                      "hive.exec.max.dynamic.partitions": "100000000",
+                      "hive.exec.max.dynamic.partitions.pernode": "100000000",
+                      "spark.sql.sources.partitionOverwriteMode": "dynamic"}
+SPLIT_BYTES = 128 * 1024 * 1024  # what one Spark task reads (spark.sql.files.maxPartitionBytes' default)
+MOST_CHUNKS = 200    # chunks of at least a 200th of the table: a job each, its overhead small beside the copy
+LEAST_CHUNKS = 8     # and at most an eighth of it: progress, and a point to resume from, every eighth
+CHUNK_UNITS = 1000   # partitions named in one chunk's condition
+ROUNDS = 4           # the first copy and three catch-ups of what writers changed meanwhile
+SHOWN_DIFFERENCES = 10  # partitions a failed verification lists; the rest are counted
+
+Unit = tuple[str | None, ...]  # a partition's values (None: NULL), () the whole table
+
+
+@dataclass(frozen=True)
+class Copying:
+    """What the copy of ``key`` into ``staging`` moves, and how it is divided into units."""
+
+    key: str
+    staging: str
+    table: Table                             # the new definition
+    columns: tuple[Filled, ...]
+    source_keys: tuple[tuple[str, str], ...]  # partition columns (name, type) copied unit by unit; () the whole
+    target_keys: tuple[tuple[str, str], ...]  # the same columns in the new table
+
+    def where(self, units: Sequence[Unit]) -> tuple[exp.Condition | None, exp.Condition | None]:
+        """The conditions selecting ``units`` in the table and in the copy (None, None: the whole table)."""
+        if not self.source_keys:
+            return None, None
+        return within(self.source_keys, units), within(self.target_keys, units)
+
+
+def copying(source: Any, key: str, staging: str, table: Table, columns: Sequence[Filled]) -> Copying:
+    """How the table ``source`` (its metastore entry) is copied into ``staging`` as ``table``: partition by
+    partition where each of its partitions becomes one of the new table's (``sql.rewrite.one_to_one``), else whole."""
+    have = tuple((c.getName().lower(), c.getType().lower()) for c in source.getPartitionKeys())
+    want = [c.name for c in table.partition_columns]
+    if not one_to_one(columns, want, [name for name, _ in have]):
+        return Copying(key, staging, table, tuple(columns), (), ())
+    filled = {f.column: f for f in columns}
+    return Copying(key, staging, table, tuple(columns), have, tuple((w, filled[w].type) for w in want))
+
+
+def copy(client: HiveClient, source: Any, plan: Copying, create: str, claim: str) -> None:
+    """Fill ``plan.staging`` from ``source`` in rounds (see the module docstring); return once the last round found
+    nothing to copy, for the cut-over to follow at once. ``create`` is the staging table's CREATE, ``claim`` the claim
+    it is born with."""
+    digest = hashlib.sha256(f"{create.replace(claim, '')}\n{flagged(plan.key, plan.columns)}".encode()).hexdigest()
+    _prepared(client, plan, create, claim, digest, keep=True)
+    copied_bytes, started = 0, time.monotonic()
+    for round_ in range(ROUNDS):
+        listing = _listing(client, source, bool(plan.source_keys))
+        marks, held = _journal(client, plan)
+        stale = sorted((u for u in listing if marks.get(u) != listing[u][1]), key=_order)
+        orphans = sorted((held | marks.keys()) - listing.keys(), key=_order)
+        total = sum(b for b, _ in listing.values())
+        done = len(listing) - len(stale)
+        if round_ == 0 and done:
+            client.report(f"resuming the copy of {plan.key}: {_done(plan, done, len(listing))} by a stopped run")
+        elif round_ == 0:
+            client.report(f"copying the rows of {plan.key} into {plan.staging}: {_units(plan, len(listing))}, "
+                          f"{size(total)}")
+        elif stale or orphans:
+            client.report(f"copying again what was written to {plan.key} during the copy: {_units(plan, len(stale))}")
+        if not stale and not orphans:
+            return
+        _drop_partitions(client, plan, [u for u in orphans if u in held])
+        _mark(client, plan, {u: "" for u in orphans if u in marks})
+        if not plan.source_keys and marks:
+            _prepared(client, plan, create, claim, digest, keep=False)  # the whole table again, anew
+        for chunk in _chunks(client, stale, listing, total):
+            _drop_partitions(client, plan, [u for u in chunk if u in held])  # copied before, or by a stopped chunk
+            _copy_chunk(client, plan, chunk)
+            # Marked with what its source was before the copy: one written to meanwhile differs at the next look.
+            _mark(client, plan, {u: listing[u][1] for u in chunk})
+            done += len(chunk)
+            copied_bytes += sum(listing[u][0] for u in chunk)
+            left = sum(listing[u][0] for u in stale) - copied_bytes if round_ == 0 else 0
+            eta = f", about {duration((time.monotonic() - started) / copied_bytes * left)} left" if (
+                copied_bytes and left > 0) else ""
+            client.report(f"{plan.key}: {_done(plan, done, len(listing))}"
+                          f" ({size(copied_bytes)} this run){eta}")
+    raise SchemaflowError(f"the rewrite of {plan.key} stopped before the cut-over: writers kept changing it through "
+                          f"{ROUNDS} rounds of copying. {plan.key} is unchanged; what was copied is kept in "
+                          f"{plan.staging}, and the next apply copies only the rest: apply again when its writers pause")
+
+
+def _done(plan: Copying, done: int, count: int) -> str:
+    """How much of the table is copied: "3 of 12 partitions copied", "the whole table copied"."""
+    return f"{done} of {plural(count, 'partition')} copied" if plan.source_keys else "the whole table copied"
+
+
+def _units(plan: Copying, count: int) -> str:
+    return plural(count, "partition") if plan.source_keys else "the whole table"
+
+
+def _order(unit: Unit) -> tuple[tuple[bool, str], ...]:
+    return tuple((v is None, v or "") for v in unit)
+
+
+def _prepared(client: HiveClient, plan: Copying, create: str, claim: str, digest: str, keep: bool) -> None:
+    """The staging table: a stopped run's, kept when ``keep`` and it was filled by the same statements (``digest``)
+    and, copied whole, completely; else created anew."""
+    database, name = split_key(plan.staging)
+    if client.retrying(lambda: client.msc.tableExists(database, name)):
+        parameters = client.retrying(lambda: client.msc.getTable(database, name)).getParameters()
+        if parameters.get(REWRITE_OF) != plan.key:
+            raise SchemaflowError(f"{plan.staging} exists and is no copy of {plan.key} a rewrite began: rename or drop "
+                                  "it, then apply again. Nothing was changed")
+        if keep and parameters.get(PLANNED) == digest and (plan.source_keys or _marks(parameters)):
+            return
+        client.spark.sql(ddl.drop("table", plan.staging))
+    client.spark.sql(create)
+    made = client.retrying(lambda: client.msc.getTable(database, name))
+    made.getParameters().put(REWRITE_OF, plan.key)
+    made.getParameters().put(PLANNED, digest)
+    client.alter(made, claim)
+
+
+def _journal(client: HiveClient, plan: Copying) -> tuple[dict[Unit, str], set[Unit]]:
+    """The units the copy holds verified, each with the fingerprint marked for it, and the partitions it holds (of
+    those, the ones not marked a stopped chunk wrote)."""
+    database, name = split_key(plan.staging)
+    marks = _marks(client.retrying(lambda: client.msc.getTable(database, name)).getParameters())
+    if not plan.source_keys:
+        return marks, set()
+    names = jvm_view(client.spark).java.lang.String.join(
+        "\n", client.retrying(lambda: client.msc.listPartitionNames(database, name, -1)))
+    return marks, {_unit(parse_name(n)) for n in names.split("\n") if n}
+
+
+def _marks(parameters: Any) -> dict[Unit, str]:
+    """The journal in the staging table's ``parameters``: the last mark of each unit, unmarked ones left out."""
+    found: dict[Unit, str] = {}
+    for key in sorted(k for k in parameters.keySet() if k.startswith(COPIED_PREFIX)):
+        found.update((tuple(unit), fingerprint) for unit, fingerprint in json.loads(parameters.get(key)))
+    return {u: f for u, f in found.items() if f}
+
+
+def _unit(values: Sequence[str]) -> Unit:
+    return tuple(None if v == HIVE_DEFAULT_PARTITION else v for v in values)
+
+
+def _mark(client: HiveClient, plan: Copying, marks: Mapping[Unit, str]) -> None:
+    """Append ``marks`` (a unit's fingerprint, or "" to unmark it) to the journal on the staging table, in one write
+    guarded by the staging table's own stamp."""
+    if not marks:
+        return
+    database, name = split_key(plan.staging)
+    staged = client.retrying(lambda: client.msc.getTable(database, name))
+    parameters = staged.getParameters()
+    count = sum(1 for k in parameters.keySet() if k.startswith(COPIED_PREFIX))
+    entries = [json.dumps([list(u), f], separators=(",", ":")) for u, f in sorted(marks.items(),
+                                                                                  key=lambda m: _order(m[0]))]
+    piece: list[str] = []
+    for entry in [*entries, None]:
+        if piece and (entry is None or sum(map(len, piece)) + len(piece) + len(entry) + 2 > MARK_CHARACTERS):
+            parameters.put(f"{COPIED_PREFIX}{count:06d}", f"[{','.join(piece)}]")
+            count, piece = count + 1, []
+        if entry is not None:
+            piece.append(entry)
+    client.alter(staged, parameters.get(VERSION_KEY))
+
+
+def journal_keys(parameters: Any) -> list[str]:
+    """The parameters of the journal on a staging table, to unset as it takes the table's name."""
+    return sorted(k for k in parameters.keySet() if k.startswith(COPIED_PREFIX) or k == PLANNED)
+
+
+def _drop_partitions(client: HiveClient, plan: Copying, units: Sequence[Unit]) -> None:
+    """Drop the copy's partitions ``units``, with their files (nothing, copied whole: the copy is made anew)."""
+    database, name = split_key(plan.staging)
+    jvm = client.spark._jvm
+    for unit in units if plan.source_keys else ():
+        values = [HIVE_DEFAULT_PARTITION if v is None else v for v in unit]
+        client.retrying(partial(client.msc.dropPartition, database, name, jvm.java.util.ArrayList(values), True))
+
+
+def _listing(client: HiveClient, source: Any, by_partition: bool) -> dict[Unit, tuple[int, str]]:
+    """Each unit of the table ``source`` with its bytes and fingerprint."""
+    location = source.getSd().getLocation().rstrip("/")
+    if not source.getPartitionKeys():
+        return {(): _fingerprint(client, [location])}
+    batch = client.api.AddPartitionsResult()  # a struct holding a list of partitions: read in one call
+    batch.setPartitions(client.retrying(lambda: client.msc.listPartitions(source.getDbName(), source.getTableName(),
+                                                                          -1)))
+    folders = {_unit(p["values"]): p["sd"]["location"].rstrip("/") for p in client.to_data(batch).get("partitions", [])}
+    if by_partition:
+        return {u: _fingerprint(client, [folder]) for u, folder in folders.items()}
+    elsewhere = sorted(f for f in folders.values() if not f.startswith(location + "/"))
+    bytes_, text = _fingerprint(client, [location, *elsewhere])
+    return {(): (bytes_, f"{len(folders)}|{text}")}
+
+
+def _fingerprint(client: HiveClient, folders: Sequence[str]) -> tuple[int, str]:
+    """The bytes under ``folders`` and a text that changes with a file written, replaced or removed there."""
+    jvm, conf = client.spark._jvm, client.spark._jsc.hadoopConfiguration()
+    total, parts = 0, []
+    for folder in folders:
+        path = jvm.org.apache.hadoop.fs.Path(folder)
+        try:
+            system = path.getFileSystem(conf)
+            summary, status = system.getContentSummary(path), system.getFileStatus(path)
+        except Py4JJavaError:  # no folder (yet): no rows
+            parts.append("-")
+            continue
+        total += int(summary.getLength())
+        parts.append(f"{summary.getLength()}:{summary.getFileCount()}:{status.getModificationTime()}")
+    text = ",".join(parts)
+    return total, text if len(text) <= 64 else hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _chunks(client: HiveClient, units: Sequence[Unit], listing: Mapping[Unit, tuple[int, str]],
+            total: int) -> Iterator[list[Unit]]:
+    """``units`` in chunks of about the bytes one job of the session should copy (see the constants)."""
+    parallelism = int(client.spark.sparkContext.defaultParallelism)
+    budget = min(max(parallelism * SPLIT_BYTES, total // MOST_CHUNKS), max(total // LEAST_CHUNKS, 1))
+    chunk: list[Unit] = []
+    held = 0
+    for unit in units:
+        chunk.append(unit)
+        held += listing[unit][0]
+        if held >= budget or len(chunk) >= CHUNK_UNITS:
+            yield chunk
+            chunk, held = [], 0
+    if chunk:
+        yield chunk
+
+
+def _copy_chunk(client: HiveClient, plan: Copying, chunk: Sequence[Unit]) -> None:
+    """Copy the units of ``chunk`` into the staging table and verify them; a difference drops it and stops."""
+    source_where, target_where = plan.where(chunk)
+    hive_partitioned = bool(plan.table.partition_columns) and not plan.table.data_source
+    with _settings(client, DYNAMIC_PARTITIONS if hive_partitioned or plan.source_keys else {}):
+        written = _write(client, plan, source_where)
+    differences = _differences(client, plan, written, source_where, target_where)
+    if differences:
+        client.spark.sql(ddl.drop("table", plan.staging))
+        raise SchemaflowError(f"the rewrite of {plan.key} stopped before the cut-over: {differences}. {plan.key} is "
+                              "unchanged and the copy was dropped")
+
+
+def _write(client: HiveClient, plan: Copying, where: exp.Condition | None) -> dict[str, int | None]:
+    """Write the rows the rewrite's query moves out of the table (those ``where`` selects) into the staging table,
+    as ``INSERT [OVERWRITE] staging <select>`` does (by position; overwriting the partitions written, copied unit
+    by unit), observing their totals (``sql.rewrite.totals``) as they are written."""
+    from pyspark.sql import Observation, functions
+
+    observation = Observation(f"schemaflow rewrite {time.monotonic_ns()}")
+    rows = client.spark.sql(flagged(plan.key, plan.columns, where))
+    observed = rows.observe(observation, *(functions.expr(total) for total in totals(plan.columns, nulled=True)))
+    observed.select(*(observed[f.column] for f in plan.columns)).write.insertInto(
+        plan.staging, overwrite=bool(plan.source_keys))
+    return dict(observation.get)
+
+
+def _differences(client: HiveClient, plan: Copying, written: dict[str, int | None],
+                 source_where: exp.Condition | None, target_where: exp.Condition | None) -> str:
+    """What differs between the rows written (their totals, ``written``) and those the copy holds of them, per
+    partition where any does, and the values a conversion turned into NULL ("": nothing)."""
+    columns = plan.columns
+    nulled = {f.column: int(written.pop(LOST + f.column) or 0) for f in columns if f.cast}
+    problems = []
+    if client.spark.sql(checksums(stored(plan.staging, target_where), columns, ())).collect()[0].asDict() != written:
+        keys = [c.name for c in plan.table.partition_columns]
+        want = _by_partition(client.spark.sql(checksums(moved(plan.key, columns, source_where), columns, keys))
+                             .collect(), keys)
+        have = _by_partition(client.spark.sql(checksums(stored(plan.staging, target_where), columns, keys)).collect(),
+                             keys)
+        found = []
+        for partition in sorted(want.keys() | have.keys()):
+            a, b = want.get(partition, {ROWS: 0}), have.get(partition, {ROWS: 0})
+            if a != b:
+                where = ", ".join(f"{k}={v}" for k, v in zip(keys, partition, strict=True)) or "the table"
+                differing = [c.column for c in columns if any(a.get(half + c.column) != b.get(half + c.column)
+                                                              for half in (HIGH, LOW))]
+                found.append(f"{where}: {a[ROWS]} rows moved, {b[ROWS]} copied"
+                             + (f", checksums of {', '.join(differing)} differ" if differing else ""))
+        more = f" and {len(found) - SHOWN_DIFFERENCES} more" if len(found) > SHOWN_DIFFERENCES else ""
+        problems.append("the copy differs from the rows moved" + (" in " + "; ".join(found[:SHOWN_DIFFERENCES]) + more
+                                                                  if found else " (the source changed meanwhile)"))
+    by_column = {f.column: f for f in columns}
+    problems += [f"{count} values of {column} ({by_column[column].old_type}) became NULL as {by_column[column].type}"
+                 for column, count in sorted(nulled.items()) if count]
+    return "; ".join(problems)
+
+
+def _by_partition(rows: Sequence[Any], keys: Sequence[str]) -> dict[tuple[str, ...], dict[str, int]]:
+    """Each row of a checksum query by the text of its partition values."""
+    found = {}
+    for row in rows:
+        values = row.asDict()
+        found[tuple(str(values.pop(k)) for k in keys)] = values
+    return found
+
+
+@contextmanager
+def _settings(client: HiveClient, values: Mapping[str, str]) -> Iterator[None]:
+    """The session's SQL settings ``values`` set for the duration, then put back as they were."""
+    conf = client.spark.conf
+    before = {k: conf.get(k, None) for k in values}
+    for k, v in values.items():
+        conf.set(k, v)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                conf.unset(k)
+            else:
+                conf.set(k, v)
