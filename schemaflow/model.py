@@ -215,6 +215,19 @@ PartitionValues = tuple[str, ...]  # one partition: its values, in the order of 
 
 
 @dataclass(frozen=True)
+class Stored:
+    """What a table's files hold, as a rewrite reads them: the metastore's statistics of each partition (of the
+    table, unpartitioned), and a listing of the folders of those that keep none where a listing can be made.
+    ``unknown`` counts the units (partitions, or the table) neither could measure: their bytes are not in ``bytes``."""
+
+    bytes: int
+    files: int | None         # None: the statistics kept only a byte count (Spark's own)
+    partitions: int | None    # None: not partitioned
+    listed: int = 0           # units measured by a listing of their folders
+    unknown: int = 0
+
+
+@dataclass(frozen=True)
 class ViewPartitions:
     """The partitions a partitioned view should have: listed in its file, or derived from a base table's.
 

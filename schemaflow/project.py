@@ -39,6 +39,10 @@ ENV_TARGET = "SCHEMAFLOW_TARGET"
 _METASTORE_URIS = re.compile(r"thrift://[A-Za-z0-9.\-]+(?::\d{1,5})?(?:,\s*thrift://[A-Za-z0-9.\-]+(?::\d{1,5})?)*")
 
 
+# local, local[4], local[*], local[4,2] (its retries after the comma)
+_LOCAL_MASTER = re.compile(r"local(?:\[(\d+|\*)(?:,\s*\d+)?\])?")
+
+
 @dataclass(frozen=True)
 class Settings:
     metastore_uri: str | None = None          # None: embedded Derby under .schemaflow/
@@ -67,6 +71,20 @@ class Settings:
     def spark_code(self) -> tuple[CodeSetting, ...]:
         """The Spark settings among ``code``: those that run code as Spark starts."""
         return code_settings((), self.spark_conf, self.code_files)
+
+    @property
+    def spark_cores(self) -> int | None:
+        """The cores the configured master runs Spark's tasks on, where the settings say: ``local[N]``, ``local[*]``
+        (this machine's), ``spark.cores.max``, or executors times their cores; None where they do not."""
+        local = _LOCAL_MASTER.fullmatch(self.spark_master.strip())
+        if local:
+            threads = local.group(1) or "1"
+            return (os.cpu_count() or 1) if threads == "*" else int(threads)
+        conf = self.spark_conf
+        if conf.get("spark.cores.max", "").isdigit():
+            return int(conf["spark.cores.max"])
+        executors, cores = conf.get("spark.executor.instances", ""), conf.get("spark.executor.cores", "")
+        return int(executors) * int(cores) if executors.isdigit() and cores.isdigit() else None
 
     @property
     def code_files(self) -> Mapping[str, str]:

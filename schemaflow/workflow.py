@@ -22,13 +22,14 @@ from schemaflow.claims import ELSEWHERE, RUNNING, parse_claim, standing
 from schemaflow.errors import Problem, SchemaflowError, SpecError
 from schemaflow.catalog.iceberg_metadata import INSTALL
 from schemaflow.catalog.live import Live
-from schemaflow.catalog.thrift_reader import partition_counter
+from schemaflow.catalog.thrift_reader import Hints, lenient
 from schemaflow.gitsource import commit_of
 from schemaflow.model import Catalog, Object, Source, Table, View, catalog_digest, split_key
 from schemaflow.plan.invalidation import created_schema_mode
 from schemaflow.plan.kinds import VIEW_DEFINITIONS, StepKind
 from schemaflow.sql.ddl import view_text
 from schemaflow.plan.plan import Plan, applied, build_plan
+from schemaflow.plan.rewrite import Sizing
 from schemaflow.plan.view_code import plan_code
 from schemaflow.plan.settings_changes import applied_part, recorded, recording, settings_digest, with_settings
 from schemaflow.project import Project
@@ -133,7 +134,8 @@ def review_live(project: Project, live: Live, *, allow_destructive: bool = False
                       unfinished_partitions=partial(live.stale_partitions, exact=True), commit=commit_of(project.root),
                       check_partitions=check_partitions, invalidation=project.settings.invalidation,
                       recompile=recompile, list_partitions=reader.partition_values,
-                      type_rule=reader.enforces_type_rule())
+                      type_rule=reader.enforces_type_rule(),
+                      sizing=Sizing(lenient(reader.stored), project.settings.spark_cores))
     against = f"target {project.settings.target}" if project.settings.target else None
     plan = replace(plan, metastore=reader.endpoint, target=project.settings.target, against=against,
                    warnings=left_alone + plan.warnings + _unapproved_code(project))
@@ -268,12 +270,14 @@ def review_refs(project: Project, base: str, head: str | None = None, *, allow_d
     # As against the metastore: a table the base managed and the head declares as a source is left alone.
     before, left_alone = owned(project, applied, desired)
     uri = project.settings.metastore_uri
-    counts = partition_counter(uri) if uri and uri.startswith("thrift://") else None
+    hints = Hints(uri) if uri and uri.startswith("thrift://") else None
     plan = build_plan(desired, before, allow_destructive=allow_destructive, commit=commit_of(project.root, head),
-                      count_partitions=counts, basis="git", invalidation=project.settings.invalidation)
+                      count_partitions=hints.count_partitions if hints else None, basis="git",
+                      invalidation=project.settings.invalidation,
+                      sizing=Sizing(hints.stored, project.settings.spark_cores) if hints else None)
     plan = with_settings(replace(plan, warnings=left_alone + plan.warnings, against=base,
                                  settings=settings_digest(settings)), settings_at(project.root, base), settings)
-    return Review(plan, head=head or "the working tree", counts_from=uri if counts else None,
+    return Review(plan, head=head or "the working tree", counts_from=uri if hints else None,
                   reads=_reads(before, desired))
 
 

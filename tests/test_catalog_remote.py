@@ -14,7 +14,7 @@ from collections.abc import Callable
 import pytest
 
 from schemaflow.catalog.snapshot import read_snapshot
-from schemaflow.model import Column, Table, View
+from schemaflow.model import Column, Stored, Table, View
 from tests.metastore_server import NewServer, free_port
 
 pytestmark = pytest.mark.remote
@@ -169,16 +169,21 @@ def test_an_unreachable_metastore_is_one_clear_line(run_python: RunPython, tmp_p
 def test_partition_counts_come_from_the_server_without_a_jvm(
     metastore_server: str, run_python: RunPython, tmp_path: Path,
 ) -> None:
-    from schemaflow.catalog.thrift_reader import ThriftError, partition_counter
+    from schemaflow.catalog.thrift_reader import Hints, ThriftError
 
     made = run_python(PARTITIONED, metastore_server, str(tmp_path / "warehouse"), str(tmp_path / "state"), "counted", "7")
     assert made.returncode == 0, made.stderr
-    count = partition_counter(metastore_server)
-    assert (count("counted.events"), count("counted.missing")) == (7, None)
-    unreachable = partition_counter(f"thrift://127.0.0.1:{free_port()}", timeout=1)
-    assert unreachable("counted.events") is None
+    hints = Hints(metastore_server)
+    assert (hints.count_partitions("counted.events"), hints.count_partitions("counted.missing")) == (7, None)
+    # What a rewrite would read, from the statistics the server keeps of each partition: the files Spark wrote.
+    written = [f for f in (tmp_path / "warehouse").rglob("*") if f.is_file() and "events" in f.parts
+               and not f.name.startswith((".", "_"))]
+    assert hints.stored("counted.events") == Stored(sum(f.stat().st_size for f in written), len(written), 7)
+    assert hints.stored("counted.missing") is None
+    unreachable = Hints(f"thrift://127.0.0.1:{free_port()}", timeout=1)
+    assert unreachable.count_partitions("counted.events") is None
     with pytest.raises(ThriftError):
-        partition_counter("jdbc:derby:nope")
+        Hints("jdbc:derby:nope")
 
 
 def test_plan_between_refs_shows_partition_counts_from_a_configured_metastore(

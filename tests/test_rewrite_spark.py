@@ -8,11 +8,13 @@ renames of the cut-over is finished by the next apply.
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 
 from schemaflow.apply.executor import ApplyError, apply_plan
 from schemaflow.catalog import rewrite, rewrite_copy
+from schemaflow.wording import size
 from schemaflow.workflow import hash_migrations
 from tests.test_apply_spark import plan, write_project
 
@@ -106,6 +108,12 @@ def test_every_change_a_table_cannot_take_in_place_is_a_verified_rewrite(tmp_pat
     assert {s.kind for s in blocked.steps if s.object_type == "table"} == {"rewrite_table"}, [(s.summary, s.blocked) for s in blocked.steps if s.kind == "unsupported"]
     result = plan(project, metastore, allow_destructive=True)
     assert not result.blocked
+    # What each rewrite reads, from the statistics the metastore keeps of the partitions Spark added.
+    folder = Path(urlparse(metastore.msc.getTable(db, "renamed").getSd().getLocation()).path)
+    files = [f for f in folder.rglob("*") if f.is_file() and not f.name.startswith((".", "_"))]
+    assert (f"reads 3 partitions, {len(files)} files, {size(sum(f.stat().st_size for f in files))} of {db}.renamed (the "
+            "metastore's statistics of 3): about 1 s on 2 cores, at the 8.0 MB/s a core bench/rewrite.py measured on "
+            "a laptop") in {s.object: s.notes for s in result.steps}[f"{db}.renamed"]
     apply_plan(result, metastore)
 
     everything = "id, name, amount, region, ds"

@@ -1,6 +1,7 @@
 """What schemaflow asks of Spark before starting it, and how it tells a failed start: no JVM needed."""
 from __future__ import annotations
 
+import os
 import socket
 from pathlib import Path
 
@@ -81,3 +82,17 @@ def test_apply_against_an_unreachable_metastore_fails_at_once_without_starting_s
             "schemaflow.yaml or SCHEMAFLOW_METASTORE_URI): ") in ran.err
     assert "nothing was run" in ran.err
     assert not (tmp_path / ".schemaflow" / "jvm.log").exists()  # no JVM was started
+
+
+@pytest.mark.parametrize(("master", "conf", "cores"), [
+    ("local", {}, 1),
+    ("local[3]", {}, 3),
+    ("local[4, 2]", {}, 4),
+    ("local[*]", {}, os.cpu_count()),
+    ("spark://h:7077", {"spark.cores.max": "16"}, 16),
+    ("yarn", {"spark.executor.instances": "5", "spark.executor.cores": "4"}, 20),
+    ("yarn", {"spark.executor.instances": "5"}, None),  # the cores each executor gets are the cluster's to say
+    ("spark://h:7077", {"spark.cores.max": "all"}, None),
+])
+def test_the_cores_a_rewrite_is_estimated_on_are_those_the_settings_give_spark(master, conf, cores):
+    assert Settings(spark_master=master, spark_conf=conf).spark_cores == cores

@@ -1,7 +1,7 @@
 """What a catalog backend offers the rest of schemaflow: a reader of the live state and a writer of it.
 
 Planning needs a ``CatalogReader``: the live catalog of some databases as the model, the partition
-counts and values a plan shows, and whether the backend refuses positional type changes. Applying
+counts and values and the sizes a plan shows, and whether the backend refuses positional type changes. Applying
 needs a ``CatalogWriter``: the actions of a plan (SQL, parameters written under the metastore's
 compare-and-swap, column lists, view partitions), each raising ``ConcurrentChange`` when the guard
 refuses. The Hive metastore is one backend: ``catalog.metastore.Metastore`` is both, through a
@@ -19,7 +19,7 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol, TypeVar
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
-from schemaflow.model import VERSION_KEY, Catalog, Column, Database, IcebergState, PartitionValues, Table
+from schemaflow.model import VERSION_KEY, Catalog, Column, Database, IcebergState, PartitionValues, Stored, Table
 from schemaflow.sql.rewrite import Filled
 
 T = TypeVar("T")
@@ -46,6 +46,9 @@ class CatalogReader(LiveSource, Protocol):
     def count_partitions(self, key: str) -> int: ...
 
     def partition_values(self, key: str) -> tuple[PartitionValues, ...]: ...
+
+    def stored(self, key: str) -> Stored:
+        """What the table ``key`` holds in files (``model.Stored``)."""
 
     def enforces_type_rule(self) -> bool:
         """Whether the metastore refuses a column type change that its positional rule forbids."""

@@ -21,7 +21,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 
 from pyspark.sql import SparkSession
 
-from schemaflow.catalog import iceberg_commit, iceberg_convert, rewrite
+from schemaflow.catalog import iceberg_commit, iceberg_convert, rewrite, table_files
 from schemaflow.catalog.columns import set_columns, stale_partitions
 from schemaflow.catalog.iceberg_metadata import is_iceberg
 from schemaflow.catalog.jvm import JAVA_ERRORS, java_errors, java_message, jvm_view, unreachable
@@ -43,6 +43,7 @@ from schemaflow.model import (
     IcebergState,
     PartitionValues,
     LIVE_STATE,
+    Stored,
     Table,
     split_key,
     state_digest,
@@ -150,6 +151,11 @@ class Metastore:
         database, name = split_key(key)
         with self._errors(f"counting the partitions of {key}"):
             return int(self.retrying(lambda: self.msc.getNumPartitionsByFilter(database, name, "")))
+
+    def stored(self, key: str) -> Stored:
+        """What the table ``key`` holds in files (``catalog.table_files``)."""
+        with self._errors(f"measuring the files of {key}"):
+            return table_files.stored(self, key)
 
     def set_parameters(self, key: str, set: Mapping[str, str], unset: Sequence[str],
                        expected: str | None = None) -> None:

@@ -34,11 +34,11 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from py4j.protocol import Py4JJavaError
 from sqlglot import exp
 
 from schemaflow.catalog.backend import HiveClient
 from schemaflow.catalog.jvm import jvm_view
+from schemaflow.catalog.table_files import partitions_data, summary
 from schemaflow.catalog.thrift_data import parse_name
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import HIVE_DEFAULT_PARTITION, REWRITE_OF, VERSION_KEY, Table, split_key
@@ -240,10 +240,7 @@ def _listing(client: HiveClient, source: Any, by_partition: bool) -> dict[Unit, 
     location = source.getSd().getLocation().rstrip("/")
     if not source.getPartitionKeys():
         return {(): _fingerprint(client, [location])}
-    batch = client.api.AddPartitionsResult()  # a struct holding a list of partitions: read in one call
-    batch.setPartitions(client.retrying(lambda: client.msc.listPartitions(source.getDbName(), source.getTableName(),
-                                                                          -1)))
-    folders = {_unit(p["values"]): p["sd"]["location"].rstrip("/") for p in client.to_data(batch).get("partitions", [])}
+    folders = {_unit(p["values"]): p["sd"]["location"].rstrip("/") for p in partitions_data(client, source)}
     if by_partition:
         return {u: _fingerprint(client, [folder]) for u, folder in folders.items()}
     elsewhere = sorted(f for f in folders.values() if not f.startswith(location + "/"))
@@ -253,20 +250,10 @@ def _listing(client: HiveClient, source: Any, by_partition: bool) -> dict[Unit, 
 
 def _fingerprint(client: HiveClient, folders: Sequence[str]) -> tuple[int, str]:
     """The bytes under ``folders`` and a text that changes with a file written, replaced or removed there."""
-    jvm, conf = client.spark._jvm, client.spark._jsc.hadoopConfiguration()
-    total, parts = 0, []
-    for folder in folders:
-        path = jvm.org.apache.hadoop.fs.Path(folder)
-        try:
-            system = path.getFileSystem(conf)
-            summary, status = system.getContentSummary(path), system.getFileStatus(path)
-        except Py4JJavaError:  # no folder (yet): no rows
-            parts.append("-")
-            continue
-        total += int(summary.getLength())
-        parts.append(f"{summary.getLength()}:{summary.getFileCount()}:{status.getModificationTime()}")
-    text = ",".join(parts)
-    return total, text if len(text) <= 64 else hashlib.sha256(text.encode()).hexdigest()[:32]
+    found = [summary(client, folder) for folder in folders]
+    text = ",".join("-" if s is None else ":".join(map(str, s)) for s in found)  # "-": no folder (yet), no rows
+    return (sum(s[0] for s in found if s is not None),
+            text if len(text) <= 64 else hashlib.sha256(text.encode()).hexdigest()[:32])
 
 
 def _chunks(client: HiveClient, units: Sequence[Unit], listing: Mapping[Unit, tuple[int, str]],

@@ -31,6 +31,7 @@ from schemaflow.model import (
     Database,
     Object,
     PartitionValues,
+    Stored,
     Table,
     View,
     recorded,
@@ -193,3 +194,38 @@ def parse_name(name: str) -> PartitionValues:
     """The values of a partition name as the metastore writes it: ``ds=2024-01-01/hr=00``, each
     value escaped as Hive escapes path names (``%2F`` for ``/``, ``%3D`` for ``=``, ...)."""
     return tuple(_ESCAPED.sub(lambda m: chr(int(m.group(1), 16)), part.split("=", 1)[1]) for part in name.split("/"))
+
+
+# What the metastore keeps of a table's (or a partition's) files, updated as Hive writes rows (its fast statistics),
+# and Spark's own byte count of a table (``ANALYZE TABLE ... COMPUTE STATISTICS NOSCAN``, or kept up to date with
+# ``spark.sql.statistics.size.autoUpdate.enabled``).
+STATISTICS = ("totalSize", "numFiles")
+SPARK_SIZE = "spark.sql.statistics.totalSize"
+
+
+def statistics(table: Mapping[str, Any], partitions: Sequence[Mapping[str, Any]] | None) -> tuple[Stored, list[str]]:
+    """What the statistics of ``table`` (a Thrift Table as data) and of its ``partitions`` (None: unpartitioned) say
+    its files hold, and the folders of the units that keep none, for a listing to measure (``unknown`` counts them).
+    No files is no statistic: a metastore server records 0 files for a table it creates, and Spark writes a
+    data-source table's files without updating the count."""
+    total, files, missing, only_bytes = 0, 0, [], False
+    for unit in [table] if partitions is None else partitions:
+        parameters = unit.get("parameters") or {}
+        size, count = (_number(parameters.get(k)) for k in STATISTICS)
+        spark = _number(parameters.get(SPARK_SIZE)) if partitions is None else None
+        if size is not None and count:
+            total, files = total + size, files + count
+        elif spark:
+            total, only_bytes = total + spark, True
+        else:
+            missing.append(str((unit.get("sd") or {}).get("location") or ""))
+    return Stored(total, None if only_bytes else files, None if partitions is None else len(partitions),
+                  unknown=len(missing)), missing
+
+
+def _number(value: Any) -> int | None:
+    """A statistic's value, None where it is missing or no count."""
+    try:
+        return int(value) if value is not None and int(value) >= 0 else None
+    except ValueError:
+        return None

@@ -4,7 +4,7 @@ Starting Spark costs seconds before the first byte is read, and a plan with noth
 no Spark at all: only the metastore's tables. This reader asks the metastore server the same Thrift
 calls Spark's bundled Hive 2.3 client makes (``get_all_databases``, ``get_database``,
 ``get_all_tables``, ``get_table_objects_by_name`` in batches, ``get_config_value``,
-``get_num_partitions_by_filter``, ``get_partition_names``), over Thrift's binary protocol
+``get_num_partitions_by_filter``, ``get_partition_names``, ``get_partitions``), over Thrift's binary protocol
 (``catalog.thrift_wire``), and hands the structs, named as Thrift's simple JSON names them, to
 ``catalog.thrift_data``: the same data the JVM reader gets, turned into the model by the same code.
 
@@ -18,17 +18,18 @@ where Spark would fail at the first table, after creating the databases before i
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, TypeVar
 from collections.abc import Callable, Iterator, Sequence
 from urllib.parse import urlparse
 
 from schemaflow.catalog.thrift_data import (READ_ATTEMPTS, READ_BACKOFF_SECONDS, database_of, parse_name,
-                                            read_catalog)
+                                            read_catalog, statistics)
 from schemaflow.catalog.thrift_wire import I16, LIST, STRING, Argument, Connection, NotPlainThrift, Shape, ThriftError
 from schemaflow.errors import SchemaflowError, Unreachable
-from schemaflow.model import TYPE_RULE, Catalog, Database, PartitionValues, split_key
+from schemaflow.model import TYPE_RULE, Catalog, Database, PartitionValues, Stored, split_key
 
 BATCH_SIZE = 100
+T = TypeVar("T")
 DEFAULT_PORT = 9083
 # The names of the Thrift fields that the model is made from (hive_metastore.thrift); others are skipped.
 FIELD_SCHEMA: Shape = {1: "name", 2: "type", 3: "comment"}
@@ -42,6 +43,7 @@ TABLE: Shape = {
     7: ("sd", STORAGE), 8: ("partitionKeys", FIELD_SCHEMA), 9: "parameters", 10: "viewOriginalText",
     11: "viewExpandedText", 12: "tableType", 14: "temporary", 15: "rewriteEnabled",
 }
+PARTITION: Shape = {1: "values", 6: ("sd", {2: "location"}), 7: "parameters"}
 DATABASE: Shape = {1: "name", 2: "description", 3: "locationUri", 4: "parameters", 6: "ownerName", 7: "ownerType"}
 
 
@@ -139,6 +141,16 @@ class ThriftReader:
         return int(self._call(f"counting the partitions of {key}", "get_num_partitions_by_filter",
                               [(1, STRING, database), (2, STRING, name), (3, STRING, "")]))
 
+    def stored(self, key: str) -> Stored:
+        """What the table ``key`` holds in files, as the metastore's statistics say (no listing without a JVM: the
+        units that keep none are ``unknown``)."""
+        database, name = split_key(key)
+        doing = f"reading the statistics of {key}"
+        table = self._call(doing, "get_table", [(1, STRING, database), (2, STRING, name)], TABLE)
+        partitions = self._call(doing, "get_partitions", [(1, STRING, database), (2, STRING, name), (3, I16, -1)],
+                                PARTITION) if table.get("partitionKeys") else None
+        return statistics(table, partitions)[0]
+
     def partition_values(self, key: str) -> tuple[PartitionValues, ...]:
         """The partitions of table or view ``key``, each as its values in partition-column order, sorted."""
         database, name = split_key(key)
@@ -203,15 +215,22 @@ def check_server(uri: str) -> None:
         reader.close()
 
 
-def partition_counter(uri: str, timeout: float = 5.0) -> Callable[[str], int | None]:
-    """A function from ``db.table`` to its partition count, or None when the metastore does not answer
-    (down, SASL, no such table): for ``plan --base``, where counts are a help, not a need."""
-    reader = ThriftReader(uri, timeout=timeout, connect_timeout=timeout, attempts=1)
+class Hints:
+    """Reads of a ``thrift://`` metastore that help a plan made between git refs and that it does without: each
+    answers None when the metastore does not (down, SASL, no such table)."""
 
-    def count(key: str) -> int | None:
+    def __init__(self, uri: str, timeout: float = 5.0) -> None:
+        reader = ThriftReader(uri, timeout=timeout, connect_timeout=timeout, attempts=1)
+        self.count_partitions = lenient(reader.count_partitions)
+        self.stored = lenient(reader.stored)
+
+
+def lenient(read: Callable[[str], T]) -> Callable[[str], T | None]:
+    """``read``, answering None where the metastore does not answer or refuses: for what a plan shows and does
+    without."""
+    def answer(key: str) -> T | None:
         try:
-            return reader.count_partitions(key)
+            return read(key)
         except (SchemaflowError, ThriftError):
             return None
-
-    return count
+    return answer

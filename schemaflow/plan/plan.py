@@ -27,7 +27,7 @@ from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateTab
 from schemaflow.plan.diff import diff, property_delta
 from schemaflow.plan.evolution import Evolution
 from schemaflow.plan.iceberg import AlterIcebergTable, ConvertToIceberg
-from schemaflow.plan.rewrite import REWRITE_BLOCK, RewriteTable
+from schemaflow.plan.rewrite import REWRITE_BLOCK, RewriteTable, Sizing
 from schemaflow.plan.invalidation import STRICT, resolve
 from schemaflow.plan.kinds import VIEW_DEFINITIONS, StepKind
 from schemaflow.plan.steps import APPLIED_AT, Step
@@ -124,7 +124,8 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
                count_partitions: PartitionCounter | None = None, stale_partitions: PartitionCounter | None = None,
                unfinished_partitions: PartitionCounter | None = None, commit: str | None = None, check_partitions: bool = False, basis: str = "metastore",
                invalidation: str = STRICT, recompile: tuple[str, ...] = (),
-               list_partitions: PartitionLister | None = None, type_rule: bool = True) -> Plan:
+               list_partitions: PartitionLister | None = None, type_rule: bool = True,
+               sizing: Sizing | None = None) -> Plan:
     """Plan the changes that turn ``live`` into ``desired`` (both restricted to the managed databases).
 
     ``invalidation`` says what happens to views a change breaks (``plan.invalidation``); ``recompile``
@@ -138,7 +139,7 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
     recorded on every object written. ``list_partitions`` lists the live partitions of a table or
     view, for the partitions of partitioned views (None: no metastore; see ``plan.view_partitions``).
     ``type_rule``: whether the metastore refuses incompatible column type changes, as its server
-    says (on when unknown).
+    says (on when unknown). ``sizing`` measures the tables the plan rewrites (None: not measured).
     """
     # Several parts of the plan ask about one table; each metastore count is made once.
     count_partitions, stale_partitions = _once(count_partitions), _once(stale_partitions)
@@ -149,7 +150,7 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
     changes = _recompiled(changes, desired, recompile)
     outcome = resolve(changes, desired, live, invalidation)
     changes = outcome.changes + _resumed(desired, live, outcome.changes, _once(unfinished_partitions) or stale_partitions)
-    changes = [_with_partition_facts(c, count_partitions, stale_partitions) for c in changes]
+    changes = [_with_partition_facts(c, count_partitions, stale_partitions, sizing) for c in changes]
     changes = [_with_records(c, desired, commit) for c in changes]
     changes += _stamps(desired, live, changes, commit)
     # After the stamps: a view's partitions are its contents, not its definition, and need no stamp.
@@ -253,14 +254,17 @@ def _stale_elsewhere(desired: Catalog, live: Catalog, changes: list[Change], cou
     return tuple(warnings)
 
 
-def _with_partition_facts(change: Change, count: PartitionCounter | None, stale: PartitionCounter | None) -> Change:
+def _with_partition_facts(change: Change, count: PartitionCounter | None, stale: PartitionCounter | None,
+                          sizing: Sizing | None) -> Change:
     if isinstance(change, AddColumns) and change.partitioned and count:
         return replace(change, partition_count=count(change.key))
     if isinstance(change, AlterColumns) and change.partition_columns:
         return replace(change, partition_count=count(change.key) if count else None,
                        stale_partitions=stale(change.key) if stale else None)
-    if isinstance(change, RewriteTable) and change.have.partition_columns and count and not change.resumed:
-        return replace(change, partition_count=count(change.key))
+    if isinstance(change, RewriteTable) and not change.resumed:
+        counted = count(change.key) if count and change.have.partition_columns else None
+        return replace(change, partition_count=counted, stored=sizing.measure(change.key) if sizing else None,
+                       cores=sizing.cores if sizing else None)
     return change
 
 
