@@ -125,8 +125,12 @@ def chosen_plan(project: Project, live: Live, options: ApplyOptions) -> Plan:
     return plan
 
 
-def sync_view_partitions(live: Live, plan: Plan, progress: TextIO, report: Callable[[str], None]) -> None:
-    """Run the view-partition steps of ``plan`` (``workflow.view_partitions_plan``), confirmed already."""
+def run_plan(live: Live, plan: Plan, progress: TextIO, report: Callable[[str], None],
+             pause: Pause | None = None) -> None:
+    """Run a plan of a command of its own (``workflow.view_partitions_plan``, ``workflow.restoring``), confirmed
+    already, after the checks an apply makes first."""
+    check_runnable(plan)
+    workflow.check_claims(plan)
     writer = live.writer()
-    writer.progress = report
-    apply_plan(plan, writer, progress=progress)
+    writer.progress = report if pause is None else _paused(report, pause)
+    apply_plan(plan, writer, progress=progress, pause=pause)

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 
 from schemaflow import __version__
 from schemaflow.apply.after import CHANGED_VARIABLE
-from schemaflow.applying import ApplyOptions, Pause, apply_project, sync_view_partitions
+from schemaflow.applying import ApplyOptions, Pause, apply_project, run_plan
 from schemaflow.catalog.class_archive import write_at_exit
 from schemaflow.catalog.live import Live
 from schemaflow.code_settings import APPROVAL_VARIABLE
@@ -233,7 +233,7 @@ def _exit_code(plan: Plan) -> int:
 
 
 # The arguments that name an object of the project (db.name): completion offers the project's objects.
-_OBJECT_METAVARS = ("OBJECT", "VIEW")
+_OBJECT_METAVARS = ("OBJECT", "VIEW", "TABLE")
 
 
 def _completable(parser: argparse.ArgumentParser, help: str = "") -> Completable:
@@ -492,8 +492,25 @@ def _view_partitions(call: _Invocation) -> int:
     if not args.auto_approve and not _confirm(plan):
         print("Not applied.", file=sys.stderr)
         return EXIT_ERROR
-    sync_view_partitions(live, plan, progress=sys.stdout, report=_report)
+    run_plan(live, plan, progress=sys.stdout, report=_report)
     print(f"\nSynced the partitions of {plural(len(plan.steps), 'view')}.")
+    return EXIT_OK
+
+
+def _restore(call: _Invocation) -> int:
+    """``restore TABLE``: exit 0 restored, 1 an error or not confirmed (nothing restored)."""
+    args = call.args
+    if not args.auto_approve and not sys.stdin.isatty():
+        raise SchemaflowError("not a terminal, so no one can confirm: pass --auto-approve to restore")
+    live = Live(call.project)
+    plan = workflow.restoring(call.project, live, args.table)
+    sys.stdout.write(render(Review(plan), "text", **_display(args)))
+    if not args.auto_approve and not _confirm(plan):
+        print("Not restored.", file=sys.stderr)
+        return EXIT_ERROR
+    run_plan(live, plan, progress=sys.stdout, report=_report, pause=call.pause)
+    print(f"\nRestored {plan.steps[0].object}. Revert the change that rewrote it in git, or the next plan rewrites it "
+          "again.")
     return EXIT_OK
 
 
@@ -626,6 +643,12 @@ def _view_partitions_arguments(command: argparse.ArgumentParser) -> None:
                          help="show what would change, change nothing (exit 2 when something would)")
 
 
+def _restore_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("table", metavar="TABLE", help="the rewritten table, as database.table")
+    command.add_argument("--auto-approve", action="store_true", help="do not ask for confirmation")
+    _add_display_options(command)
+
+
 def _completion_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument("shell", nargs="?", choices=SHELLS, metavar="SHELL",
                          help=f"the shell to complete in: {', '.join(SHELLS)}")
@@ -683,6 +706,9 @@ COMMANDS = (
              "schemaflow snapshot --out live.json", _snapshot_arguments, _snapshot),
     _Command("view-partitions", "the partitions of partitioned views", "0 done, 2 changes with --dry-run, 1 error",
              "schemaflow view-partitions sync --dry-run", _view_partitions_arguments, _view_partitions),
+    _Command("restore", "swap back in the table a rewrite kept as its backup, no row copied (the rewritten table "
+             "becomes the backup)", "0 restored, 1 error or not confirmed (nothing restored)",
+             "schemaflow restore retail.orders", _restore_arguments, _restore),
     _Command("completion", "print a shell completion script (bash, zsh or fish)", "0",
              "schemaflow completion bash >> ~/.bashrc", _completion_arguments, _completion_script, targeted=False),
 )

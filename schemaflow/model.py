@@ -36,8 +36,11 @@ SETTINGS_KEY = "schemaflow.settings"
 METADATA_LOCATION = "metadata_location"
 # On the Parquet table a table was converted from (kept beside it, see plan.iceberg): the table it became.
 BACKUP_OF = "schemaflow.backup_of"
-# On the table a rewrite fills (see plan.rewrite) until it takes the name: the table it is to become.
+# On a table that is to take another's name (see plan.rewrite): the copy a rewrite fills, a backup being restored
+# (plan.restore), until it takes it: that table.
 REWRITE_OF = "schemaflow.rewrite_of"
+# On a backup being restored: the version the table it replaces had, which that table keeps as the new backup.
+RESTORE_VERSION = "schemaflow.restore_version"
 # A NULL partition value, as the metastore names its partition (and Hive its folder).
 HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 # The folder in a converted table's folder that holds its Iceberg metadata and new data files.

@@ -286,6 +286,20 @@ def _reads(live: Catalog, desired: Catalog) -> dict[str, tuple[str, ...]]:
     return {view.key: view.reads for catalog in (live, desired) for view in catalog.views()}
 
 
+def restoring(project: Project, live: Live, key: str) -> Plan:
+    """The plan that swaps the backup a rewrite kept of the table ``key`` (the project's name for it) back in
+    (``plan.restore``), against the live metastore, on the project's target."""
+    from schemaflow.plan.restore import restore_plan
+
+    database, _, name = key.lower().partition(".")
+    if not name:
+        raise SchemaflowError(f"{key!r}: name the table as database.table")
+    on = on_target(Catalog(databases=(database,)), project.settings.database_names).databases[0]
+    plan = restore_plan(live.read((on,)), f"{on}.{name}")
+    return replace(plan, metastore=live.reader.endpoint, target=project.settings.target,
+                   commit=commit_of(project.root))
+
+
 def history(project: Project, live: Live, objects: tuple[str, ...] = ()) -> list[Applied]:
     """What schemaflow applied to the project's databases, of the ``objects`` globs if any (see ``catalog.history``)."""
     return live.history(desired_state(project).databases, objects)

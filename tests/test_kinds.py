@@ -14,7 +14,7 @@ from schemaflow.plan.kinds import EFFECTS, ActionKind, Effect, StepKind
 from schemaflow.plan.plan import Plan, build_plan
 from schemaflow.plan.settings_changes import recording
 from schemaflow.plan.steps import (ACTION_CLASSES, Action, AddDatabase, ChangeViewPartitions, IcebergCommit, RewriteRows,
-                                   KeepViewPartitions,
+                                   KeepViewPartitions, RestoreBackup,
                                    PartitionView, SetColumns, SetDatabaseParameters, SetParameters, SetStorageAction,
                                    SqlAction, Step, action_from_data)
 from schemaflow.render.summary import BLOCKED, MARKERS, step_marker
@@ -43,6 +43,8 @@ ONE_OF_EACH: tuple[Action, ...] = (
                  Filled("ds", "date", None, None)), "db.t_rewrite_", "db.t_backup_"),
     RewriteRows(Table("db", "t", (Column("id", "bigint"),)), (Filled("id", "bigint", "id", "bigint"),), "db.t_rewrite_",
                 "db.t_backup_", resumed=True),
+    RestoreBackup("db.t", "db.t_backup_", "db.t_restore_", "v1"),
+    RestoreBackup("db.t", "db.t_backup_", "db.t_restore_", None),
 )
 
 

@@ -14,8 +14,10 @@ import pytest
 
 from schemaflow.apply.executor import ApplyError, apply_plan
 from schemaflow.catalog import rewrite, rewrite_copy
+from schemaflow.catalog.history import read_history
 from schemaflow.wording import size
 from schemaflow.workflow import hash_migrations
+from tests.inprocess import schemaflow
 from tests.test_apply_spark import plan, write_project
 
 pytestmark = pytest.mark.spark
@@ -327,3 +329,75 @@ def test_a_table_declared_to_keep_its_values_readable_is_rewritten_where_in_plac
     assert live.get(f"{db}.rebucketed").bucketing.count == 8
     assert rows(spark, f"SELECT id FROM {db}.rebucketed WHERE id = 3") == [(3,)]
     assert plan(project, metastore).is_empty
+
+
+def test_restore_swaps_the_backup_back_in_without_a_copy_and_a_stopped_restore_is_finished(
+        tmp_path, spark, metastore, fresh_db, monkeypatch):
+    db = fresh_db()
+    (tmp_path / "schemaflow.yaml").write_text(f"databases: [{db}]\n")
+    before = project_of(tmp_path, db, {"renamed": BEFORE["renamed"]})
+    apply_plan(plan(before, metastore), metastore)
+    fill(spark, f"{db}.renamed")
+    version = metastore.read((db,)).get(f"{db}.renamed").version
+    apply_plan(plan(project_of(tmp_path, db, {"renamed": AFTER["renamed"]}, migration=True), metastore,
+                    allow_destructive=True), metastore)
+    spark.sql(f"INSERT INTO {db}.renamed (id, full_name, amount, region, ds) VALUES (5, 'dee', '1.00', 'eu', "
+              "'2024-01-04')")  # written after the rewrite: the restore leaves it in the new backup
+    old = sorted([(i, n) for i, n, *_ in ROWS], key=repr)
+
+    # Stopped after its first rename, then after its second: each next run finishes what is left.
+    renames, real = [], rewrite._rename
+
+    def stops_after(count: int):
+        def rename(client, table, name, *args):
+            if len(renames) == count:
+                raise RuntimeError("the process stopped here")
+            renames.append(name)
+            real(client, table, name, *args)
+        return rename
+
+    monkeypatch.setattr(rewrite, "_rename", stops_after(1))
+    ran = schemaflow("--project", str(tmp_path), "restore", f"{db}.renamed", "--auto-approve")
+    assert ran.code == 1 and renames == ["renamed_restore_"], ran.said
+    out = ran.out
+    assert f"~ 1. restore table {db}.renamed from {db}.renamed_backup_: the table as it was before its rewrite" in out
+    assert (f"hazard: rows written to {db}.renamed since its rewrite are not in the restored table: they stay in "
+            f"{db}.renamed_backup_") in out
+    assert "column full_name: string -> (none)" in out and "column name: (none) -> string" in out
+    reverted = tmp_path / "reverted"  # the project with the change that rewrote the table reverted
+    (reverted / "schemaflow.yaml").parent.mkdir()
+    (reverted / "schemaflow.yaml").write_text(f"databases: [{db}]\n")
+    blocked = plan(project_of(reverted, db, {"renamed": BEFORE["renamed"]}), metastore)
+    [step] = [s for s in blocked.steps if s.object == f"{db}.renamed"]
+    assert step.blocked == (f"the restore from its backup a stopped run began is unfinished: run `schemaflow restore "
+                            f"{db}.renamed` to finish it, then plan again")
+
+    monkeypatch.setattr(rewrite, "_rename", stops_after(2))
+    assert schemaflow("--project", str(tmp_path), "restore", f"{db}.renamed", "--auto-approve").code == 1
+    assert renames == ["renamed_restore_", "renamed_backup_"]
+    assert spark.sql(f"SHOW TABLES IN {db} LIKE 'renamed'").count() == 0
+
+    monkeypatch.setattr(rewrite, "_rename", real)
+    finished = schemaflow("--project", str(tmp_path), "restore", f"{db}.renamed", "--auto-approve")
+    assert finished.code == 0, finished.said
+    assert f"finishes the restore a stopped run began: {db}.renamed_restore_ is the backup being restored" in finished.out
+    assert f"Restored {db}.renamed. Revert the change that rewrote it in git" in finished.out
+
+    # The table as it was, its version too; the rewritten one, with the row written since, is the backup.
+    assert rows(spark, f"SELECT id, name FROM {db}.renamed") == old
+    assert rows(spark, f"SELECT id, full_name FROM {db}.renamed_backup_") == sorted([*old, (5, "dee")], key=repr)
+    live = metastore.read((db,))
+    assert live.get(f"{db}.renamed").version == version and live.get(f"{db}.renamed").backup_of is None
+    assert live.get(f"{db}.renamed_backup_").backup_of == f"{db}.renamed"
+    assert live.get(f"{db}.renamed_restore_") is None
+    assert not metastore.msc.getTable(db, "renamed").getParameters().containsKey("schemaflow.restore_version")
+    last = read_history(metastore, (db,), (f"{db}.renamed",))[-1]
+    assert (last.change, last.what) == ("change", f"version {version}")
+    # The project as it was plans nothing; as it is, the rewrite again.
+    assert plan(project_of(reverted, db, {"renamed": BEFORE["renamed"]}), metastore).is_empty
+    again = plan(project_of(tmp_path, db, {"renamed": AFTER["renamed"]}, migration=True), metastore,
+                 allow_destructive=True)
+    assert [(s.kind, s.object) for s in again.steps] == [("drop_table", f"{db}.renamed_backup_"),
+                                                         ("rewrite_table", f"{db}.renamed")]
+    nothing = schemaflow("--project", str(tmp_path), "restore", f"{db}.widened", "--auto-approve")
+    assert nothing.code == 1 and f"{db}.widened has no backup to restore" in nothing.err

@@ -38,7 +38,7 @@ from schemaflow.model import (DROPPED_PREFIX, HISTORY_PREFIX, VERSION_KEY, Colum
 from schemaflow.plan.kinds import EFFECTS, Effect
 from schemaflow.plan.plan import Plan
 from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, IcebergCommit, KeepViewPartitions,
-                                   PartitionView, RewriteRows, SetColumns, SetDatabaseParameters, SetParameters,
+                                   PartitionView, RestoreBackup, RewriteRows, SetColumns, SetDatabaseParameters, SetParameters,
                                    SetStorageAction, SqlAction, Step, fill_applied_at)
 from schemaflow.sql import ddl
 from schemaflow.sql.rewrite import Filled
@@ -109,8 +109,13 @@ class RecordingTarget:
         self.guards.append(expected)
 
     def rewrite_table(self, key: str, table: Table, create: str, columns: Sequence[Filled], staging: str, backup: str,
-                      expected: str | None, claim: str) -> None:
+                      expected: str | None, version: str | None, claim: str) -> None:
         self.actions.append(RewriteRows(table, tuple(columns), staging, backup))
+        self.guards.append(expected)
+
+    def restore_table(self, key: str, backup: str, temporary: str, backup_version: str | None, expected: str | None,
+                      version: str | None, claim: str) -> None:
+        self.actions.append(RestoreBackup(key, backup, temporary, backup_version))
         self.guards.append(expected)
 
     def beside(self) -> AbstractContextManager[RecordingTarget | None]:
@@ -145,6 +150,7 @@ class Run:
         self.started: set[str] = set()  # objects this run has begun to change
         self.stamped: dict[str, str] = {}  # when each object's stamp or drop record was written
         self.kept: dict[str, Any] = {}  # the partitions of each view it re-creates, read just before
+        self.guards = plan.guards  # the version each object had when planned, before this run claimed it
         kinds: dict[str, list[str]] = {}
         cascade: set[str] = set()
         for step in plan.steps:
@@ -249,7 +255,14 @@ class Run:
                 # The new table is born with the run's claim, and takes the name: the step's stamp is guarded by it.
                 token = self.tokens[action.object]
                 writer.rewrite_table(action.object, action.table, ddl.fill_claim(action.create, token), action.columns,
-                                     action.staging, action.backup, self.held.get(action.object), token)
+                                     action.staging, action.backup, self.held.get(action.object),
+                                     self.guards.get(action.object), token)
+                self.held[action.object] = token
+            case RestoreBackup():
+                # The backup takes the name and the run's claim, which the step's stamp then swaps for its version.
+                token = self.tokens[action.object]
+                writer.restore_table(action.object, action.backup, action.temporary, action.backup_version,
+                                     self.held.get(action.object), self.guards.get(action.object), token)
                 self.held[action.object] = token
             case _ as unreachable:
                 assert_never(unreachable)
@@ -430,7 +443,8 @@ def _writes(action: Action) -> bool:
         case KeepViewPartitions():
             return False
         case (AddDatabase() | SetDatabaseParameters() | SetParameters() | SetColumns() | ChangeViewPartitions()
-              | PartitionView() | SetStorageAction() | IcebergCommit() | RewriteRows()):
+              | PartitionView() | SetStorageAction() | IcebergCommit() | RewriteRows()
+              | RestoreBackup()):
             return True
         case _ as unreachable:
             assert_never(unreachable)

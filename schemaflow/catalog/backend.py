@@ -106,11 +106,17 @@ class CatalogWriter(Protocol):
         table of the same name (stamped ``expected``) and keeps it as ``backup`` (``catalog.iceberg_convert``)."""
 
     def rewrite_table(self, key: str, table: Table, create: str, columns: Sequence[Filled], staging: str, backup: str,
-                      expected: str | None, claim: str) -> None:
+                      expected: str | None, version: str | None, claim: str) -> None:
         """Make ``key`` (stamped ``expected``) anew as ``table``: ``create`` the table ``staging`` (stamped ``claim``),
         fill each of its ``columns`` from the live column it names, verify it against the rows moved, rename ``key``
-        to ``backup`` and ``staging`` to ``key``; with ``key`` renamed already (a stopped run's), only the last
-        rename. See ``catalog.rewrite``."""
+        to ``backup`` (with ``version``, the stamp it had when planned) and ``staging`` to ``key``; with ``key``
+        renamed already (a stopped run's), only the last rename. See ``catalog.rewrite``."""
+
+    def restore_table(self, key: str, backup: str, temporary: str, backup_version: str | None, expected: str | None,
+                      version: str | None, claim: str) -> None:
+        """Swap the table ``backup`` (stamped ``backup_version``) in as ``key`` (stamped ``expected``; it had
+        ``version`` when planned, and keeps it as the new ``backup``), through ``temporary``; it takes ``claim``.
+        Resumes the swap a stopped run left. See ``catalog.rewrite``."""
 
     def beside(self) -> AbstractContextManager[CatalogWriter | None]:
         """A second writer on the same metastore, on which a write may run while this one runs the next

@@ -197,9 +197,14 @@ class Metastore:
                 iceberg_commit.commit(self, table.key, table, sources, requires, set, unset, expected)
 
     def rewrite_table(self, key: str, table: Table, create: str, columns: Sequence[Filled], staging: str, backup: str,
-                      expected: str | None, claim: str) -> None:
+                      expected: str | None, version: str | None, claim: str) -> None:
         with self._errors(f"rewriting the table {key}"):
-            rewrite.rewrite(self, key, table, create, columns, staging, backup, expected, claim)
+            rewrite.rewrite(self, key, table, create, columns, staging, backup, expected, version, claim)
+
+    def restore_table(self, key: str, backup: str, temporary: str, backup_version: str | None, expected: str | None,
+                      version: str | None, claim: str) -> None:
+        with self._errors(f"restoring the table {key} from {backup}"):
+            rewrite.restore(self, key, backup, temporary, backup_version, expected, version, claim)
 
     def context(self, **properties: str) -> Any:
         """An environment context for alter calls; it spares the table a listing of its files."""

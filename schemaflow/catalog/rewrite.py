@@ -14,6 +14,9 @@ the new one is proved:
 
 A run stopped after the first rename left the name free, the backup marked and the staging table verified: the
 next plan finds them and finishes the cut-over (``plan.diff``).
+
+The backup is swapped back in (``restore``, the ``schemaflow restore`` command) by three renames, which a stopped
+run's next one finishes from the names and marks it finds.
 """
 from __future__ import annotations
 
@@ -23,16 +26,17 @@ from typing import Any
 from schemaflow.catalog import rewrite_copy
 from schemaflow.catalog.backend import HiveClient
 from schemaflow.errors import ConcurrentChange, SchemaflowError
-from schemaflow.model import BACKUP_OF, REWRITE_OF, VERSION_KEY, Table, split_key
+from schemaflow.model import BACKUP_OF, RESTORE_VERSION, REWRITE_OF, VERSION_KEY, Table, split_key
 from schemaflow.sql.rewrite import Filled
 from schemaflow.sql.storage import PATH_OPTION
 from schemaflow.sql.table_kinds import PROVIDER, data_source_provider
 
 
 def rewrite(client: HiveClient, key: str, table: Table, create: str, columns: Sequence[Filled], staging: str,
-            backup: str, expected: str | None, claim: str) -> None:
+            backup: str, expected: str | None, version: str | None, claim: str) -> None:
     """Make ``key`` anew as ``table`` (see the module docstring); ``create`` is the staging table's claimed CREATE,
-    ``columns`` what fills each of its columns, ``expected`` the table's stamp and ``claim`` the staging table's."""
+    ``columns`` what fills each of its columns, ``expected`` the table's stamp (this run's claim), ``version`` the one
+    it had when planned, which it keeps as the backup, and ``claim`` the staging table's."""
     database, name = split_key(key)
     if _exists(client, database, name):
         source = _table(client, database, name)
@@ -41,7 +45,8 @@ def rewrite(client: HiveClient, key: str, table: Table, create: str, columns: Se
             raise ConcurrentChange(key, expected, found)
         rewrite_copy.copy(client, source, rewrite_copy.copying(source, key, staging, table, columns), create, claim)
         # Read again: what else changed in its entry meanwhile is kept (its version is the guard's to check).
-        _rename(client, _table(client, database, name), split_key(backup)[1], expected, {BACKUP_OF: key}, ())
+        _rename(client, _table(client, database, name), split_key(backup)[1], expected,
+                {BACKUP_OF: key, **({VERSION_KEY: version} if version else {})}, () if version else (VERSION_KEY,))
         client.report(f"renamed {key} to {backup}; renaming {staging} to {key}")
     else:
         kept = _table(client, database, split_key(backup)[1])
@@ -54,6 +59,34 @@ def rewrite(client: HiveClient, key: str, table: Table, create: str, columns: Se
     _rename(client, staged, name, staged.getParameters().get(VERSION_KEY), {VERSION_KEY: claim},
             (REWRITE_OF, *rewrite_copy.journal_keys(staged.getParameters())))
     # Spark keeps what it read of a table by name; both names now hold other tables.
+    client.spark._jsparkSession.sessionState().catalog().invalidateAllCachedTables()
+
+
+def restore(client: HiveClient, key: str, backup: str, temporary: str, backup_version: str | None,
+            expected: str | None, version: str | None, claim: str) -> None:
+    """Swap the backup a rewrite kept in as ``key``, no row copied (``plan.restore``), from wherever a stopped run
+    left it: rename ``backup`` to ``temporary`` (guarded by ``backup_version``; marked as becoming ``key``, with the
+    ``version`` the table had), ``key`` to ``backup`` (guarded by ``expected``; it gets that version back and is marked
+    as the backup), then ``temporary`` to ``key`` (taking ``claim``). The name is missing only between the last two."""
+    database, name = split_key(key)
+    temporary_name = split_key(temporary)[1]
+    if not _exists(client, database, temporary_name):
+        kept = _table(client, database, split_key(backup)[1])
+        if kept.getParameters().get(BACKUP_OF) != key:
+            raise SchemaflowError(f"{backup} is not the table {key} was before its rewrite: nothing was restored")
+        _rename(client, kept, temporary_name, backup_version, {REWRITE_OF: key, RESTORE_VERSION: version or ""},
+                (BACKUP_OF,))
+    restoring = _table(client, database, temporary_name)
+    if restoring.getParameters().get(REWRITE_OF) != key:
+        raise SchemaflowError(f"{temporary} is not the backup of {key} a restore began: rename or drop it, then "
+                              "restore again")
+    if _exists(client, database, name):
+        client.report(f"renaming {key} to {backup}, then {temporary} to {key}")
+        previous = restoring.getParameters().get(RESTORE_VERSION)
+        _rename(client, _table(client, database, name), split_key(backup)[1], expected,
+                {BACKUP_OF: key, **({VERSION_KEY: previous} if previous else {})}, () if previous else (VERSION_KEY,))
+    _rename(client, restoring, name, restoring.getParameters().get(VERSION_KEY), {VERSION_KEY: claim},
+            (REWRITE_OF, RESTORE_VERSION))
     client.spark._jsparkSession.sessionState().catalog().invalidateAllCachedTables()
 
 

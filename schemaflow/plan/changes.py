@@ -465,12 +465,13 @@ class Unsupported:
     what: str
     way_out: str
     values: tuple[str, ...] = ()  # what else the same change would make, each "what: old -> new"
+    why: str = "is not supported in place"
     destructive = False
     reshapes = False
 
     def to_step(self) -> Step:
         return Step(StepKind.UNSUPPORTED, self.key, self.object_type, f"{self.what} on {self.key}", (),
-                    blocked=f"{self.what} is not supported in place: {self.way_out}", values=self.values)
+                    blocked=f"{self.what} {self.why}: {self.way_out}", values=self.values)
 
 
 @dataclass(frozen=True)

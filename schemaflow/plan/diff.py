@@ -23,7 +23,7 @@ from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateDat
 from schemaflow.plan.evolution import ALTER, APPEND, SAME, Evolution, evolve
 from schemaflow.plan.hazards import unexplained_hazards
 from schemaflow.plan.iceberg import ConvertToIceberg, backup_name, conversion, iceberg_change
-from schemaflow.plan.rewrite import RewriteTable, staging_name
+from schemaflow.plan.rewrite import RewriteTable, restore_name, staging_name
 from schemaflow.sql.rewrite import convertible, filling
 from schemaflow.sql.storage import SCHEMA_FROM_SERDE, same_location
 from schemaflow.sql.table_kinds import ColumnChanges, Resolution, TableKind, kind_of, table_kind
@@ -54,7 +54,10 @@ def diff(desired: Catalog, live: Catalog, type_rule: bool = True) -> list[Change
             changes.append(CreateDatabase(database, desired.database_details.get(database)))
     for key in sorted(desired.objects.keys() | live.objects.keys()):
         want, have = desired.get(key), live.get(key)
-        if have is None:
+        restoring = live.get(restore_name(key))
+        if isinstance(want, Table) and isinstance(restoring, Table) and restoring.rewrite_of == key:
+            changes.append(_unfinished_restore(key))
+        elif have is None:
             backup = live.get(backup_name(key))
             if isinstance(want, Table) and isinstance(backup, Table) and backup.backup_of == key:
                 changes.append(_resume(want, backup, live))  # a stopped apply renamed it: finish that
@@ -63,8 +66,9 @@ def diff(desired: Catalog, live: Catalog, type_rule: bool = True) -> list[Change
         elif want is None:
             if isinstance(have, Table) and have.backup_of and have.backup_of not in live.objects:
                 continue  # its conversion or rewrite is still to finish, from it
-            if isinstance(have, Table) and have.rewrite_of and key == staging_name(have.rewrite_of):
-                continue  # the copy a rewrite is filling: the rewrite's own (catalog.rewrite)
+            if isinstance(have, Table) and have.rewrite_of and key in (staging_name(have.rewrite_of),
+                                                                       restore_name(have.rewrite_of)):
+                continue  # the copy a rewrite is filling, or a backup being restored: theirs (catalog.rewrite)
             changes.append(DropTable(have) if isinstance(have, Table) else DropView(have))
         elif want.kind != have.kind:
             changes += [DropTable(have) if isinstance(have, Table) else DropView(have), create(want)]
@@ -279,6 +283,12 @@ def _where_free(change: Change, live: Catalog) -> Change:
     return Unsupported(key, "table", "; ".join(change.reasons), f"a rewrite keeps the old table as "
                        f"{backup_name(key)} and fills the new one as {staging_name(key)}, and {' and '.join(taken)} "
                        "is another table already: rename or drop it first")
+
+
+def _unfinished_restore(key: str) -> Unsupported:
+    """What a plan says of the table ``key`` whose restore (``plan.restore``) a stopped run left half done."""
+    return Unsupported(key, "table", "the restore from its backup a stopped run began",
+                       f"run `schemaflow restore {key}` to finish it, then plan again", why="is unfinished")
 
 
 def _resume(want: Table, backup: Table, live: Catalog) -> Change:

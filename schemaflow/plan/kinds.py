@@ -25,6 +25,7 @@ class StepKind(StrEnum):
     ALTER_ICEBERG_TABLE = "alter_iceberg_table"  # an Iceberg table's schema, spec, sort order, comment: one commit
     CONVERT_TO_ICEBERG = "convert_to_iceberg"  # a Parquet table's files registered in a new Iceberg table
     REWRITE_TABLE = "rewrite_table"  # the rows copied into a new definition of the table, verified, swapped in
+    RESTORE_TABLE = "restore_table"  # the backup a rewrite kept swapped back in under the table's name (no copy)
     CREATE_VIEW = "create_view"
     REPLACE_VIEW = "replace_view"
     DROP_VIEW = "drop_view"
@@ -56,6 +57,7 @@ EFFECTS: Mapping[StepKind, Effect] = {
     StepKind.ALTER_ICEBERG_TABLE: Effect.CHANGE,
     StepKind.CONVERT_TO_ICEBERG: Effect.CHANGE,
     StepKind.REWRITE_TABLE: Effect.CHANGE,
+    StepKind.RESTORE_TABLE: Effect.CHANGE,
     StepKind.CREATE_VIEW: Effect.CREATE,
     StepKind.REPLACE_VIEW: Effect.CHANGE,  # in place, under its name: the summary counts re-created views apart
     StepKind.DROP_VIEW: Effect.DROP,
@@ -82,3 +84,4 @@ class ActionKind(StrEnum):
     CHANGE_VIEW_PARTITIONS = "change_view_partitions"
     ICEBERG_COMMIT = "iceberg_commit"
     REWRITE_ROWS = "rewrite_rows"
+    RESTORE_BACKUP = "restore_backup"

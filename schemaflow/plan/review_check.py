@@ -19,7 +19,7 @@ from schemaflow.model import APPLIED_COMMIT_KEY, DROPPED_PREFIX
 from schemaflow.plan.kinds import StepKind
 from schemaflow.plan.plan import Plan
 from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, IcebergCommit, KeepViewPartitions, PartitionView,
-                                   RewriteRows, SetColumns, SetDatabaseParameters, SetParameters, SetStorageAction, SqlAction, Step)
+                                   RestoreBackup, RewriteRows, SetColumns, SetDatabaseParameters, SetParameters, SetStorageAction, SqlAction, Step)
 
 
 def _comparable(step: Step, unversioned: frozenset[str] = frozenset()) -> tuple[Any, ...]:
@@ -40,7 +40,7 @@ def _comparable_action(action: Action, unversioned: frozenset[str]) -> Action:
                 k: _drop_record(v, versioned=k not in unversioned) if k.startswith(DROPPED_PREFIX) else v
                 for k, v in action.properties.items()})
         case (SqlAction() | AddDatabase() | SetParameters() | PartitionView() | ChangeViewPartitions()
-              | KeepViewPartitions() | SetStorageAction() | RewriteRows()):
+              | KeepViewPartitions() | SetStorageAction() | RewriteRows() | RestoreBackup()):
             return action
         case _ as unreachable:
             assert_never(unreachable)

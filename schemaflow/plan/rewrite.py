@@ -39,6 +39,12 @@ def staging_name(key: str) -> str:
     return f"{key}_rewrite_"
 
 
+def restore_name(key: str) -> str:
+    """Where a restore of the backup (``plan.restore``) keeps it between its first and last rename:
+    ``<name>_restore_``."""
+    return f"{key}_restore_"
+
+
 @dataclass(frozen=True)
 class Sizing:
     """What a plan learns of the tables it rewrites: what each holds in files (None: not known), and the cores the

@@ -414,8 +414,35 @@ class RewriteRows:
                    bool(data.get("resumed", False)))
 
 
+@dataclass(frozen=True)
+class RestoreBackup:
+    """The backup a rewrite kept swapped back in under the table's name, no row copied (``plan.restore``): the
+    backup is renamed to ``temporary`` (guarded by ``backup_version``), the table to ``backup`` (guarded by the run's
+    claim; as the new backup, it gets back the version it had when planned), then ``temporary`` to the table's
+    name."""
+
+    kind: ClassVar[ActionKind] = ActionKind.RESTORE_BACKUP
+    object: str
+    backup: str
+    temporary: str
+    backup_version: str | None  # the backup's stamp when planned
+
+    def describe(self) -> str:
+        return (f"-- restore {self.object} from {self.backup}, no rows copied (each rename guarded): rename "
+                f"{self.backup} to {self.temporary}, {self.object} to {self.backup}, then {self.temporary} to "
+                f"{self.object}")
+
+    def to_data(self) -> dict[str, Any]:
+        return {"action": self.kind, "object": self.object, "backup": self.backup, "temporary": self.temporary,
+                "backup_version": self.backup_version}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> RestoreBackup:
+        return cls(data["object"], data["backup"], data["temporary"], data["backup_version"])
+
+
 Action = (SqlAction | AddDatabase | SetDatabaseParameters | SetParameters | PartitionView | SetColumns
-          | ChangeViewPartitions | KeepViewPartitions | SetStorageAction | IcebergCommit | RewriteRows)
+          | ChangeViewPartitions | KeepViewPartitions | SetStorageAction | IcebergCommit | RewriteRows | RestoreBackup)
 
 
 # The one map from what plan JSON calls an action to its class, from the classes' own kinds.
