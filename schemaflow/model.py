@@ -343,7 +343,20 @@ class PartitionsMode:
         return f"partitions: {self.mode}"
 
 
-MigrationChange = RenameColumn | DropColumn | ReorderColumns | PartitionsMode
+@dataclass(frozen=True)
+class AcceptLoss:
+    """Values of ``column`` (as the table then names it) that its conversion in a rewrite cannot hold become NULL
+    as intended, instead of stopping the rewrite (see ``plan.rewrite``)."""
+
+    table: str
+    column: str
+    source: Source | None = field(default=None, compare=False, repr=False)
+
+    def describe(self) -> str:
+        return f"accept values of {self.column} its conversion makes NULL"
+
+
+MigrationChange = RenameColumn | DropColumn | ReorderColumns | PartitionsMode | AcceptLoss
 
 
 @dataclass(frozen=True)

@@ -149,6 +149,7 @@ COVERED = {
     ("concepts/cascade.md", 0): VALIDATED,
     ("guides/cluster.md", 0): VALIDATED,
     ("concepts/rewrites.md", 0): VALIDATED,
+    ("concepts/rewrites.md", 1): VALIDATED,
     ("reference/metastore-versions.md", 0): RELEASE_RUN,
 }
 
@@ -242,6 +243,7 @@ VALIDATE: dict[tuple[str, int], Callable[[str], dict[str, str]]] = {
     ("concepts/cascade.md", 0): _migration,
     ("guides/cluster.md", 0): _settings,
     ("concepts/rewrites.md", 0): lambda block: {"schemas/retail/contacts.yaml": block},
+    ("concepts/rewrites.md", 1): lambda block: {"migrations/0004_numeric_amounts.yaml": block.split("\n", 1)[1]},
 }
 
 

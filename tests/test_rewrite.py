@@ -9,7 +9,7 @@ import pytest
 from schemaflow.errors import SpecError
 from schemaflow.spec.loader import load_catalog
 
-from schemaflow.model import Bucketing, Catalog, Column, DropColumn, Migration, RenameColumn, Stored, Table
+from schemaflow.model import AcceptLoss, Bucketing, Catalog, Column, DropColumn, Migration, RenameColumn, Stored, Table
 from schemaflow.plan.changes import AlterColumns, SetStorage
 from schemaflow.plan.diff import diff_table
 from schemaflow.plan.plan import build_plan
@@ -142,3 +142,22 @@ def test_a_rewrite_says_how_much_it_reads_where_the_figures_come_from_and_about_
             "COMPUTE STATISTICS NOSCAN records them), and a plan made without Spark lists no files"
             ) in measured(Stored(0, 0, None, unknown=1))
     assert not any(n.startswith("reads") for n in measured(None))  # not measured: nothing said
+
+
+def test_a_conversion_a_migration_accepts_loss_in_is_a_hazard_that_says_so_and_its_copy_counts_rather_than_stops():
+    want = replace(WANT, columns=(Column("id", "bigint"), Column("full_name", "string"), Column("amount", "int")))
+    accepting = Migration("0003_amounts", "", (AcceptLoss("retail.orders", "amount"),))
+    renaming = Migration("0001_rename", "", (RenameColumn("retail.orders", "name", "full_name"),))
+    [step] = build_plan(Catalog(("retail",), {want.key: want}, migrations=(renaming, accepting)),
+                        Catalog(("retail",), {LIVE.key: LIVE}), allow_destructive=True).steps
+    assert step.hazards == ("amount: string -> int can lose values (a value int cannot hold becomes NULL, as a migration "
+                            "accepts: the copy counts them)",)
+    [copy] = step.body
+    assert [f.column for f in copy.columns if f.accepts_loss] == ["amount"]
+    assert "values a conversion makes NULL counted in id, amount (accepted)" in copy.describe()
+    assert step.stamp is not None and "schemaflow.migration.0003_amounts" in step.stamp.set
+    # Without it, the same conversion stops the rewrite.
+    [step] = build_plan(Catalog(("retail",), {want.key: want}, migrations=(renaming,)),
+                        Catalog(("retail",), {LIVE.key: LIVE}), allow_destructive=True).steps
+    assert step.hazards == ("amount: string -> int can lose values (a value int cannot hold becomes NULL, and then the "
+                            "rewrite stops before the cut-over)",)

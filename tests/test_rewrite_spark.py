@@ -156,7 +156,8 @@ def test_every_change_a_table_cannot_take_in_place_is_a_verified_rewrite(tmp_pat
     assert sum("as it was before its rewrite" in w for w in again.warnings) == len(AFTER)
 
 
-def test_a_conversion_that_loses_values_stops_with_the_table_untouched(tmp_path, spark, metastore, fresh_db):
+def test_a_conversion_that_loses_values_stops_with_the_table_untouched_unless_a_migration_accepts_it(
+        tmp_path, spark, metastore, fresh_db, monkeypatch):
     db = fresh_db()
     before = {"widened": BEFORE["widened"]}
     apply_plan(plan(project_of(tmp_path, db, before), metastore), metastore)
@@ -168,11 +169,30 @@ def test_a_conversion_that_loses_values_stops_with_the_table_untouched(tmp_path,
     assert any("amount: string -> decimal(10,2) can lose values" in h for h in step.hazards)
     with pytest.raises(ApplyError) as raised:
         apply_plan(result, metastore)
-    assert "1 values of amount (string) became NULL as decimal(10,2)" in str(raised.value)
+    assert "1 value of amount (string) became NULL as decimal(10,2)" in str(raised.value)
     assert f"{db}.widened is unchanged" in str(raised.value)
     assert rows(spark, f"SELECT * FROM {db}.widened") == kept
     names = {t.name for t in spark.catalog.listTables(db)}
     assert names == {"widened", "totals"}
+
+    # The project says that loss is intended: the rewrite runs, the value it cannot hold is NULL, and counted.
+    (tmp_path / "migrations").mkdir(exist_ok=True)
+    (tmp_path / "migrations" / "0002_amounts.yaml").write_text(
+        f"description: Amounts that are no numbers are dropped\nchanges:\n"
+        f"  - accept_loss: {{table: {db}.widened, column: amount}}\n")
+    project = project_of(tmp_path, db, {"widened": AFTER["widened"]})
+    hash_migrations(project)
+    accepted = plan(project, metastore, allow_destructive=True)
+    [step] = [s for s in accepted.steps if s.object == f"{db}.widened"]
+    assert ("amount: string -> decimal(10,2) can lose values (a value decimal(10,2) cannot hold becomes NULL, as a "
+            "migration accepts: the copy counts them)") in step.hazards
+    reports: list[str] = []
+    monkeypatch.setattr(metastore, "progress", reports.append)
+    apply_plan(accepted, metastore)
+    assert f"{db}.widened: 1 value of amount (string) became NULL as decimal(10,2), as a migration accepts" in reports
+    assert rows(spark, f"SELECT id, amount FROM {db}.widened WHERE id = 5") == [(5, None)]
+    assert list(metastore.read((db,)).get(f"{db}.widened").migrations) == ["0002_amounts"]
+    assert plan(project, metastore).is_empty
 
 
 def test_a_cut_over_stopped_between_its_renames_is_finished_by_the_next_apply(tmp_path, spark, metastore, fresh_db,

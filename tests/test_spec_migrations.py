@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from schemaflow.errors import SpecError
-from schemaflow.model import DropColumn, PartitionsMode, RenameColumn, ReorderColumns
+from schemaflow.model import AcceptLoss, DropColumn, PartitionsMode, RenameColumn, ReorderColumns
 from schemaflow.spec import load_catalog
 from schemaflow.project import load_project
 from schemaflow.spec.migrations import checksum
@@ -65,3 +65,31 @@ def test_the_migrations_of_a_dropped_table_are_still_checked_on_their_own(tmp_pa
         load_catalog(write_stage(tmp_path, broken, len(broken) - 1))
     assert str(caught.value) == ("migrations/0002_step.yaml:3:22: reorders retail.t to (a, c, a), which names a more "
                                  "than once: name each column once")
+
+
+def test_a_migration_accepts_loss_in_a_column_as_the_table_then_names_it_and_says_where_when_it_has_none(
+        tmp_path: Path) -> None:
+    (tmp_path / "schemas/retail").mkdir(parents=True)
+    (tmp_path / "schemas/retail/orders.yaml").write_text(
+        "table: retail.orders\ncolumns:\n  - {name: order_id, type: bigint}\n  - {name: total, type: 'decimal(12,2)'}\n")
+    (tmp_path / "migrations").mkdir()
+    (tmp_path / "migrations/0001_totals.yaml").write_text(
+        "description: Amounts are totals, numbers only\nchanges:\n"
+        "  - rename_column: {table: retail.orders, from: amount, to: total}\n"
+        "  - accept_loss: {table: retail.orders, column: total}\n")
+    hash_migrations(load_project(tmp_path, env={}))
+    [migration] = load_catalog(tmp_path).migrations
+    assert migration.changes[1] == AcceptLoss("retail.orders", "total")
+    assert str(migration.changes[1].source) == "migrations/0001_totals.yaml:4:18"
+
+    (tmp_path / "migrations/0001_totals.yaml").write_text(
+        "description: Amounts are totals, numbers only\nchanges:\n"
+        "  - rename_column: {table: retail.orders, from: amount, to: total}\n"
+        "  - accept_loss: {table: retail.orders, column: amount}\n")
+    hash_migrations(load_project(tmp_path, env={}))
+    with pytest.raises(SpecError) as refused:
+        load_catalog(tmp_path)
+    assert str(refused.value) == (
+        "migrations/0001_totals.yaml:4:18: accepts values of amount its conversion makes NULL, but retail.orders then "
+        "has no column amount (its columns then: order_id, total): name the column as the table has it after the "
+        "migration's renames")

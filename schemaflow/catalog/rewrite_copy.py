@@ -326,9 +326,12 @@ def _differences(client: HiveClient, plan: Copying, written: dict[str, int | Non
         problems.append("the copy differs from the rows moved" + (" in " + "; ".join(found[:SHOWN_DIFFERENCES]) + more
                                                                   if found else " (the source changed meanwhile)"))
     by_column = {f.column: f for f in columns}
-    problems += [f"{count} values of {column} ({by_column[column].old_type}) became NULL as {by_column[column].type}"
-                 for column, count in sorted(nulled.items()) if count]
-    return "; ".join(problems)
+    lost = {column: f"{plural(count, 'value')} of {column} ({by_column[column].old_type}) became NULL as "
+                    f"{by_column[column].type}" for column, count in sorted(nulled.items()) if count}
+    for column, said in lost.items():
+        if by_column[column].accepts_loss:
+            client.report(f"{plan.key}: {said}, as a migration accepts")
+    return "; ".join(problems + [said for column, said in lost.items() if not by_column[column].accepts_loss])
 
 
 def _by_partition(rows: Sequence[Any], keys: Sequence[str]) -> dict[tuple[str, ...], dict[str, int]]:

@@ -22,7 +22,8 @@ import json
 from dataclasses import dataclass, field, replace
 from collections.abc import Sequence
 
-from schemaflow.model import Column, DropColumn, Migration, MigrationChange, RenameColumn, ReorderColumns, Table
+from schemaflow.model import (AcceptLoss, Column, DropColumn, Migration, MigrationChange, RenameColumn, ReorderColumns,
+                              Table)
 from schemaflow.plan.compatibility import Incompatibility, incompatibilities
 
 SAME, APPEND, ALTER = "same", "append", "alter"
@@ -53,6 +54,7 @@ class Evolution:
     returning: tuple[str, ...] = ()
     migrations: tuple[str, ...] = ()           # ids of the migrations this change applies
     mode: str | None = None                    # "cascade" or "restrict" when a migration says so
+    accepted: tuple[str, ...] = ()             # columns (last names) whose values a conversion may make NULL
     problems: tuple[Problem, ...] = field(default=())
     # changes that name a column the table neither has nor declares (``_Replay.unexplained``), when nothing blocks
     unexplained: tuple[Problem, ...] = field(default=())
@@ -134,8 +136,8 @@ def replayed(live: Table, desired: Table, migrations: Sequence[Migration], type_
     wanted, names = [c.name for c in desired.columns], {c.name for c in current}
     moved = by_id and [c.name for c in current if c.name in wanted] != [n for n in wanted if n in names]
     return Evolution(key, live.columns, desired.columns, tuple(operations), renamed, tuple(replay.dropped),
-                     replay.reordered or moved, retyped, lost, returning, tuple(applied), replay.mode, tuple(problems),
-                     () if problems else tuple(replay.unexplained))
+                     replay.reordered or moved, retyped, lost, returning, tuple(applied), replay.mode,
+                     tuple(sorted(replay.accepted)), tuple(problems), () if problems else tuple(replay.unexplained))
 
 
 def _for_readers(live: Table, desired: Table, current: list[Column],
@@ -180,6 +182,7 @@ class _Replay:
     dropped: list[str] = field(default_factory=list)   # live names
     reordered: bool = False
     mode: str | None = None
+    accepted: set[str] = field(default_factory=set)    # current names
     problems: list[Problem] = field(default_factory=list)
     unexplained: list[Problem] = field(default_factory=list)
 
@@ -199,9 +202,14 @@ class _Replay:
             index = self.names().index(change.old)
             self.columns[index] = replace(self.columns[index], name=change.new)
             self._take_away(change.old, change.new, f"migration {migration_id} renames to {change.new}")
+            if change.old in self.accepted:
+                self.accepted = self.accepted - {change.old} | {change.new}
         elif isinstance(change, DropColumn):
             del self.columns[self.names().index(change.column)]
             self._take_away(change.column, None, f"migration {migration_id} drops")
+            self.accepted.discard(change.column)
+        elif isinstance(change, AcceptLoss):
+            self.accepted.add(change.column)
         elif isinstance(change, ReorderColumns):
             if sorted(change.order) != sorted(self.names()):
                 self.problems.append(Problem(f"{where}: the order must name every column of {self.key} once",
@@ -252,6 +260,8 @@ def _named(change: MigrationChange) -> Sequence[str]:
         return (change.column,)
     if isinstance(change, ReorderColumns):
         return change.order
+    if isinstance(change, AcceptLoss):
+        return (change.column,)
     return ()
 
 

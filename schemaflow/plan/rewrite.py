@@ -101,7 +101,8 @@ class RewriteTable:
 
     def to_step(self) -> Step:
         key, staging, backup = self.key, staging_name(self.key), backup_name(self.key)
-        columns = filling(self.want, self.have, {new: old for old, new in self.evolution.renamed})
+        columns = filling(self.want, self.have, {new: old for old, new in self.evolution.renamed},
+                          self.evolution.accepted)
         notes = []
         if self.resumed:
             notes.append(f"finishes the rewrite a stopped apply began: {key} is {backup} already, and {staging} "
@@ -132,7 +133,8 @@ class RewriteTable:
         if dropped and not self.resumed:
             notes.append(f"not copied: {', '.join(dropped)} (its values stay in {backup})")
         hazards = tuple(f"{f.column}: {f.old_type} -> {f.type} can lose values (a value {f.type} cannot hold becomes "
-                        "NULL, and then the rewrite stops before the cut-over)" for f in columns
+                        + ("NULL, as a migration accepts: the copy counts them)" if f.accepts_loss else
+                           "NULL, and then the rewrite stops before the cut-over)") for f in columns
                         if f.cast and f.old_type and not lossless(f.old_type, f.type) and not self.resumed)
         return Step(StepKind.REWRITE_TABLE, key, "table", f"rewrite table {key}: {'; '.join(self.reasons)}",
                     (RewriteRows(self.want, columns, staging, backup, self.resumed),), notes=tuple(notes), hazards=hazards,

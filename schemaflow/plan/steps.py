@@ -386,7 +386,7 @@ class RewriteRows:
         return rewrite.insert(self.staging, rewrite.select(self.object, self.columns))
 
     def describe(self) -> str:
-        converted = [f.column for f in self.columns if f.cast]
+        converted = [f.column + " (accepted)" * f.accepts_loss for f in self.columns if f.cast]
         lost = f"; values a conversion makes NULL counted in {', '.join(converted)}" if converted else ""
         keys = ", ".join(c.name for c in self.table.partition_columns)
         if self.resumed:
@@ -402,8 +402,8 @@ class RewriteRows:
 
     def to_data(self) -> dict[str, Any]:
         return {"action": self.kind, "table": to_data(self.table),
-                "columns": [{"column": f.column, "type": f.type, "source": f.source, "old_type": f.old_type}
-                            for f in self.columns],
+                "columns": [{"column": f.column, "type": f.type, "source": f.source, "old_type": f.old_type,
+                             **({"accepts_loss": True} if f.accepts_loss else {})} for f in self.columns],
                 "staging": self.staging, "backup": self.backup, **({"resumed": True} if self.resumed else {})}
 
     @classmethod

@@ -23,7 +23,8 @@ from typing import Any
 from collections.abc import Mapping, Sequence
 
 from schemaflow.errors import Problem
-from schemaflow.model import (DropColumn, Migration, MigrationChange, PartitionsMode, RenameColumn, ReorderColumns,
+from schemaflow.model import (AcceptLoss, DropColumn, Migration, MigrationChange, PartitionsMode, RenameColumn,
+                              ReorderColumns,
                               Source, Table, View)
 from schemaflow.spec.schema import check_shape
 from schemaflow.spec.yamlpos import Document
@@ -94,6 +95,8 @@ def _change(doc: Document, index: int, item: Mapping[str, Any]) -> MigrationChan
         return DropColumn(table, args["column"].lower(), source)
     if kind == "reorder_columns":
         return ReorderColumns(table, tuple(n.lower() for n in args["order"]), source)
+    if kind == "accept_loss":
+        return AcceptLoss(table, args["column"].lower(), source)
     return PartitionsMode(table, args["mode"], source)
 
 
@@ -218,6 +221,10 @@ def _walk_back(table: Table, changes: Sequence[MigrationChange]) -> list[Problem
         elif isinstance(change, ReorderColumns):
             problem = _reorder_problem(table.key, change.order, ordered, present)
             ordered, loose = [], set(present if problem else change.order)
+        elif isinstance(change, AcceptLoss) and change.column not in present:
+            problem = (f"accepts values of {change.column} its conversion makes NULL, but {table.key} then has no "
+                       f"column {change.column} (its columns then: {', '.join(present)}): name the column as the table "
+                       "has it after the migration's renames")
         if problem:
             problems.append(_problem(change, problem))
     return problems

@@ -13,7 +13,7 @@ say where. Every statement is a sqlglot tree written in Spark's dialect.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -38,26 +38,30 @@ HIGH, LOW = "high ", "low "
 @dataclass(frozen=True)
 class Filled:
     """Where one column of the new table takes its values from: a live column (``source``), converted
-    from ``old_type`` when that differs from the new type; None: a new column, NULL in every row."""
+    from ``old_type`` when that differs from the new type; None: a new column, NULL in every row.
+    ``accepts_loss``: values the conversion cannot hold become NULL as intended (a migration's ``accept_loss``)."""
 
     column: str
     type: str
     source: str | None
     old_type: str | None
+    accepts_loss: bool = False
 
     @property
     def cast(self) -> bool:
         return self.source is not None and self.old_type != self.type
 
 
-def filling(want: Table, have: Table, renamed: Mapping[str, str]) -> tuple[Filled, ...]:
+def filling(want: Table, have: Table, renamed: Mapping[str, str], accepted: Collection[str] = ()) -> tuple[Filled, ...]:
     """Each column of ``want`` (data, then partition columns) with the live column of ``have`` it is filled from;
-    ``renamed`` maps a new name to the live column a migration renamed into it."""
+    ``renamed`` maps a new name to the live column a migration renamed into it, ``accepted`` names the columns whose
+    conversion may make values NULL."""
     live = {c.name: column_type(c) for c in have.all_columns}
     filled = []
     for column in want.all_columns:
         source = renamed.get(column.name, column.name if column.name in live else None)
-        filled.append(Filled(column.name, column_type(column), source, live.get(source) if source else None))
+        filled.append(Filled(column.name, column_type(column), source, live.get(source) if source else None,
+                             column.name in accepted))
     return tuple(filled)
 
 
