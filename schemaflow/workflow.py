@@ -15,21 +15,21 @@ from functools import partial
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from schemaflow.code_settings import check_approved, unapproved
 from schemaflow.claims import ELSEWHERE, RUNNING, parse_claim, standing
 from schemaflow.errors import Problem, SchemaflowError, SpecError
 from schemaflow.catalog.iceberg_metadata import INSTALL
 from schemaflow.catalog.live import Live
+from schemaflow.catalog import registrable
 from schemaflow.catalog.thrift_reader import Hints, lenient
 from schemaflow.gitsource import commit_of
-from schemaflow.model import Catalog, Object, Source, Table, View, catalog_digest, split_key
+from schemaflow.model import Catalog, Object, Source, Stored, Table, View, catalog_digest, split_key
 from schemaflow.plan.invalidation import created_schema_mode
 from schemaflow.plan.kinds import VIEW_DEFINITIONS, StepKind
 from schemaflow.sql.ddl import view_text
-from schemaflow.plan.plan import Plan, applied, build_plan
-from schemaflow.plan.rewrite import Sizing
+from schemaflow.plan.plan import LiveFiles, Plan, applied, build_plan
 from schemaflow.plan.view_code import plan_code
 from schemaflow.plan.settings_changes import applied_part, recorded, recording, settings_digest, with_settings
 from schemaflow.project import Project
@@ -135,12 +135,22 @@ def review_live(project: Project, live: Live, *, allow_destructive: bool = False
                       check_partitions=check_partitions, invalidation=project.settings.invalidation,
                       recompile=recompile, list_partitions=reader.partition_values,
                       type_rule=reader.enforces_type_rule(),
-                      sizing=Sizing(lenient(reader.stored), project.settings.spark_cores))
+                      files=_live_files(project, lenient(reader.stored), lenient(reader.data_folders)))
     against = f"target {project.settings.target}" if project.settings.target else None
     plan = replace(plan, metastore=reader.endpoint, target=project.settings.target, against=against,
                    warnings=left_alone + plan.warnings + _unapproved_code(project))
     plan = _check_view_sql(_with_applied_settings(plan, project, read), desired, live)
     return Review(plan, reads=_reads(current, desired))
+
+
+def _live_files(project: Project, stored: Callable[[str], Stored | None],
+                folders: Callable[[str], tuple[str, ...] | None]) -> LiveFiles:
+    """What a plan reads of the files of the live tables it rewrites or converts: through ``stored`` and
+    ``folders``, each None where the metastore does not answer (the apply meets what they would have found)."""
+    def unregistrable(table: Table) -> str | None:
+        found = folders(table.key)
+        return None if found is None else registrable.unregistrable(found, {c.name for c in table.all_columns})
+    return LiveFiles(stored, project.settings.spark_cores, unregistrable)
 
 
 def _with_applied_settings(plan: Plan, project: Project, live: Catalog) -> Plan:
@@ -274,7 +284,7 @@ def review_refs(project: Project, base: str, head: str | None = None, *, allow_d
     plan = build_plan(desired, before, allow_destructive=allow_destructive, commit=commit_of(project.root, head),
                       count_partitions=hints.count_partitions if hints else None, basis="git",
                       invalidation=project.settings.invalidation,
-                      sizing=Sizing(hints.stored, project.settings.spark_cores) if hints else None)
+                      files=_live_files(project, hints.stored, hints.data_folders) if hints else None)
     plan = with_settings(replace(plan, warnings=left_alone + plan.warnings, against=base,
                                  settings=settings_digest(settings)), settings_at(project.root, base), settings)
     return Review(plan, head=head or "the working tree", counts_from=uri if hints else None,

@@ -180,6 +180,10 @@ def test_partition_counts_come_from_the_server_without_a_jvm(
                and not f.name.startswith((".", "_"))]
     assert hints.stored("counted.events") == Stored(sum(f.stat().st_size for f in written), len(written), 7)
     assert hints.stored("counted.missing") is None
+    # Where a conversion's footers are read at plan time: each partition's folder.
+    folders = hints.data_folders("counted.events")
+    assert [f.rsplit("/", 1)[1] for f in folders] == sorted(f"ds={i}" for i in range(7))
+    assert all(Path(f.removeprefix("file:")).is_dir() for f in folders)
     unreachable = Hints(f"thrift://127.0.0.1:{free_port()}", timeout=1)
     assert unreachable.count_partitions("counted.events") is None
     with pytest.raises(ThriftError):

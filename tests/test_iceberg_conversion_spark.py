@@ -8,10 +8,14 @@ import os
 from collections import defaultdict
 from decimal import Decimal
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyiceberg.table import StaticTable
 
 from schemaflow.apply.executor import ApplyError, apply_plan
+from schemaflow.catalog.registrable import WAY_OUT
+from schemaflow.errors import SchemaflowError
 from schemaflow.catalog import iceberg_convert
 from schemaflow.catalog.iceberg_metadata import read_metadata
 from schemaflow.model import Table, View
@@ -159,24 +163,38 @@ def test_a_conversion_stopped_after_the_rename_is_finished_by_the_next_apply(tmp
     assert plan(project, metastore).is_empty
 
 
-def test_files_iceberg_cannot_register_fail_the_step_before_anything_changes(tmp_path, spark, metastore, fresh_db):
+def test_files_iceberg_cannot_register_are_named_for_every_table_in_one_plan_before_anything_changes(
+        tmp_path, spark, metastore, fresh_db):
     db = fresh_db()
     key = f"{db}.visits"
-    files = _table(db, "visits", "format: parquet", "id smallint", "at timestamp")
+    files = {**_table(db, "visits", "format: parquet", "id smallint", "at timestamp"),
+             **_table(db, "managers", "format: parquet", "id int", "s_manager string")}
     plan_and_apply(write_project(tmp_path, files), metastore)
     spark.sql(f"INSERT INTO {key} VALUES (1, TIMESTAMP '2024-01-01 10:00:00'), (2, NULL)")  # INT96, Spark's default
     location = metastore.msc.getTable(db, "visits").getSd().getLocation().removeprefix("file:")
+    # A file as Hive writes one from DDL that spells a column with capitals (hive-testbench's S_manager).
+    managers = metastore.msc.getTable(db, "managers").getSd().getLocation().removeprefix("file:")
+    pq.write_table(pa.table({"id": pa.array([1], pa.int32()), "S_manager": ["ann"]}), f"{managers}/000000_0")
+    assert sorted(tuple(r) for r in spark.sql(f"SELECT * FROM {db}.managers").collect()) == [(1, "ann")]
     # Iceberg has no smallint: the column is an int there, as Iceberg reads it.
-    files[f"schemas/{db}/visits.yaml"] = files[f"schemas/{db}/visits.yaml"].replace(
-        "format: parquet", "format: iceberg").replace("smallint", "int")
+    for name in ("visits", "managers"):
+        files[f"schemas/{db}/{name}.yaml"] = files[f"schemas/{db}/{name}.yaml"].replace(
+            "format: parquet", "format: iceberg").replace("smallint", "int")
     project = write_project(tmp_path, files)
-    with pytest.raises(ApplyError) as failed:
-        apply_plan(plan(project, metastore), metastore)
-    assert "its timestamps are INT96, as Spark writes a Hive table's by default" in str(failed.value)
-    assert "Nothing was changed" in str(failed.value) and "applied (0):" in str(failed.value)
+    refused = plan(project, metastore)
+    blocked = {s.object: s.blocked for s in refused.steps if s.blocked}
+    assert blocked[key].startswith(f"converting to Iceberg in place is refused: file:{location}/")
+    assert "holds timestamps as INT96 (at), as Spark writes a Hive table's by default" in blocked[key]
+    assert blocked[f"{db}.managers"] == (
+        f"converting to Iceberg in place is refused: file:{managers}/000000_0 spells S_manager with capitals, and Iceberg "
+        f"registers a file's columns only by the table's names (s_manager) (1 footer read); {WAY_OUT}")
+    with pytest.raises(SchemaflowError, match="nothing was applied"):
+        apply_plan(refused, metastore)
     table = metastore.msc.getTable(db, "visits")
     assert table.getTableType() == "MANAGED_TABLE" and not metastore.msc.tableExists(db, "visits_backup_")
     assert not os.path.exists(os.path.join(location, "_iceberg"))
+    files.update(_table(db, "managers", "format: parquet", "id int", "s_manager string"))  # left as it is
+    project = write_project(tmp_path, files)
 
     # The way out the error names: the files rewritten with microsecond timestamps, then the conversion again.
     copy = f"{fresh_db()}.copy"  # in a database the project does not manage

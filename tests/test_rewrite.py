@@ -12,8 +12,8 @@ from schemaflow.spec.loader import load_catalog
 from schemaflow.model import AcceptLoss, Bucketing, Catalog, Column, DropColumn, Migration, RenameColumn, Stored, Table
 from schemaflow.plan.changes import AlterColumns, SetStorage
 from schemaflow.plan.diff import diff_table
-from schemaflow.plan.plan import build_plan
-from schemaflow.plan.rewrite import REWRITE_BLOCK, Sizing
+from schemaflow.plan.plan import LiveFiles, build_plan
+from schemaflow.plan.rewrite import REWRITE_BLOCK
 from schemaflow.plan.steps import RewriteRows
 
 LIVE = Table("retail", "orders", (Column("id", "int"), Column("name", "string"), Column("amount", "string")),
@@ -123,7 +123,8 @@ def test_the_choice_is_declared_on_the_table_and_a_misspelt_one_is_an_error_that
 def measured(stored: Stored | None, cores: int | None = 2):
     return build_plan(Catalog(("retail",), {WANT.key: WANT}, migrations=MIGRATIONS),
                       Catalog(("retail",), {LIVE.key: LIVE}), allow_destructive=True, count_partitions=lambda key: 12,
-                      sizing=Sizing(lambda key: stored if key == "retail.orders" else None, cores)).steps[0].notes
+                      files=LiveFiles(lambda key: stored if key == "retail.orders" else None, cores,
+                                      lambda table: None)).steps[0].notes
 
 
 def test_a_rewrite_says_how_much_it_reads_where_the_figures_come_from_and_about_how_long_it_takes():

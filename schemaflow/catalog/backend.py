@@ -50,6 +50,9 @@ class CatalogReader(LiveSource, Protocol):
     def stored(self, key: str) -> Stored:
         """What the table ``key`` holds in files (``model.Stored``)."""
 
+    def data_folders(self, key: str) -> tuple[str, ...]:
+        """The folders of the table ``key``'s files: its own, or each of its partitions'."""
+
     def enforces_type_rule(self) -> bool:
         """Whether the metastore refuses a column type change that its positional rule forbids."""
 

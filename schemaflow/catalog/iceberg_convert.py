@@ -29,6 +29,7 @@ from typing import Any
 
 from schemaflow.catalog.backend import HiveClient
 from schemaflow.catalog.iceberg_commit import METADATA_PATH, first_metadata, register
+from schemaflow.catalog.registrable import data_files
 from schemaflow.catalog.thrift_data import to_model
 from schemaflow.errors import ConcurrentChange, SchemaflowError
 from schemaflow.model import (APPLIED_STATE_KEY, BACKUP_OF, CONVERTED_FOLDER, HIVE_DEFAULT_PARTITION, VERSION_KEY,
@@ -95,7 +96,11 @@ def _data_files(client: HiveClient, source: Any, metadata: Any, io: Any, locatio
     for folder, values in folders:
         record = pyiceberg.Record(*(_partition_value(schema, field, value)
                                     for field, value in zip(spec.fields, values, strict=True)))
-        for path in _files(folder):
+        try:
+            paths = data_files(folder)
+        except SchemaflowError as error:
+            raise SchemaflowError(f"{error}. Nothing was changed") from None
+        for path in paths:
             try:
                 data_file = pyiceberg.parquet_file_to_data_file(io, unpartitioned, path)
             except (TypeError, ValueError, pyiceberg.UnsupportedType) as error:
@@ -122,23 +127,6 @@ def _partition_value(schema: Any, field: Any, value: str | None) -> Any:
         return None
     field_type = schema.find_field(field.source_id).field_type
     return _pyiceberg().literal(value).to(field_type).value
-
-
-def _files(folder: str) -> list[str]:
-    """The data files in ``folder``, by name: what Hive reads of it (hidden files, ``_`` and ``.``, are not)."""
-    from pyarrow import fs  # type: ignore[import-untyped]
-    filesystem, path = fs.FileSystem.from_uri(folder)
-    found = filesystem.get_file_info(fs.FileSelector(path, allow_not_found=True))
-    files = []
-    for info in sorted(found, key=lambda i: i.base_name):
-        if info.base_name.startswith(("_", ".")):
-            continue
-        if info.type != fs.FileType.File:
-            raise SchemaflowError(f"{folder} holds the folder {info.base_name!r}, which Iceberg cannot register as a "
-                                  "data file: nothing was changed. Move its files up into the partition's folder, "
-                                  "or convert by copying (create a new Iceberg table and INSERT ... SELECT)")
-        files.append(f"{folder}/{info.base_name}")
-    return files
 
 
 def _keep_as_backup(client: HiveClient, source: Any, backup_name: str, key: str, version: str | None,

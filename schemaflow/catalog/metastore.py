@@ -157,6 +157,11 @@ class Metastore:
         with self._errors(f"measuring the files of {key}"):
             return table_files.stored(self, key)
 
+    def data_folders(self, key: str) -> tuple[str, ...]:
+        """The folders of the table ``key``'s files: its own, or each of its partitions'."""
+        with self._errors(f"listing the folders of {key}"):
+            return table_files.data_folders(self, key)
+
     def set_parameters(self, key: str, set: Mapping[str, str], unset: Sequence[str],
                        expected: str | None = None) -> None:
         """Set and remove table parameters of ``key`` with one ``alter_table``.

@@ -11,7 +11,7 @@ from typing import Any
 from py4j.protocol import Py4JJavaError
 
 from schemaflow.catalog.backend import HiveClient
-from schemaflow.catalog.thrift_data import statistics
+from schemaflow.catalog.thrift_data import folders, statistics
 from schemaflow.model import Stored, split_key
 
 
@@ -34,6 +34,14 @@ def summary(client: HiveClient, folder: str) -> tuple[int, int, int] | None:
     except Py4JJavaError:
         return None
     return int(content.getLength()), int(content.getFileCount()), int(status.getModificationTime())
+
+
+def data_folders(client: HiveClient, key: str) -> tuple[str, ...]:
+    """Where the table ``key``'s files are: its folder, or each of its partitions'."""
+    database, name = split_key(key)
+    table = client.retrying(lambda: client.msc.getTable(database, name))
+    data = client.to_data(table)
+    return folders(data, partitions_data(client, table) if data.get("partitionKeys") else None)
 
 
 def stored(client: HiveClient, key: str) -> Stored:

@@ -223,6 +223,13 @@ def statistics(table: Mapping[str, Any], partitions: Sequence[Mapping[str, Any]]
                   unknown=len(missing)), missing
 
 
+def folders(table: Mapping[str, Any], partitions: Sequence[Mapping[str, Any]] | None) -> tuple[str, ...]:
+    """Where the files of ``table`` (a Thrift Table as data) are: its folder, or each of its ``partitions``'
+    (None: unpartitioned), sorted."""
+    units = [table] if partitions is None else partitions
+    return tuple(sorted(str((u.get("sd") or {}).get("location") or "").rstrip("/") for u in units))
+
+
 def _number(value: Any) -> int | None:
     """A statistic's value, None where it is missing or no count."""
     try:

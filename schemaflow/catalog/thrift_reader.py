@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 from collections.abc import Callable, Iterator, Sequence
 from urllib.parse import urlparse
 
-from schemaflow.catalog.thrift_data import (READ_ATTEMPTS, READ_BACKOFF_SECONDS, database_of, parse_name,
+from schemaflow.catalog.thrift_data import (READ_ATTEMPTS, READ_BACKOFF_SECONDS, database_of, folders, parse_name,
                                             read_catalog, statistics)
 from schemaflow.catalog.thrift_wire import I16, LIST, STRING, Argument, Connection, NotPlainThrift, Shape, ThriftError
 from schemaflow.errors import SchemaflowError, Unreachable
@@ -144,12 +144,19 @@ class ThriftReader:
     def stored(self, key: str) -> Stored:
         """What the table ``key`` holds in files, as the metastore's statistics say (no listing without a JVM: the
         units that keep none are ``unknown``)."""
+        return statistics(*self._with_partitions(key, f"reading the statistics of {key}"))[0]
+
+    def data_folders(self, key: str) -> tuple[str, ...]:
+        """The folders of the table ``key``'s files: its own, or each of its partitions'."""
+        return folders(*self._with_partitions(key, f"listing the folders of {key}"))
+
+    def _with_partitions(self, key: str, doing: str) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
+        """The table ``key`` and its partitions (None: not partitioned), as Thrift data."""
         database, name = split_key(key)
-        doing = f"reading the statistics of {key}"
         table = self._call(doing, "get_table", [(1, STRING, database), (2, STRING, name)], TABLE)
         partitions = self._call(doing, "get_partitions", [(1, STRING, database), (2, STRING, name), (3, I16, -1)],
                                 PARTITION) if table.get("partitionKeys") else None
-        return statistics(table, partitions)[0]
+        return table, partitions
 
     def partition_values(self, key: str) -> tuple[PartitionValues, ...]:
         """The partitions of table or view ``key``, each as its values in partition-column order, sorted."""
@@ -223,6 +230,7 @@ class Hints:
         reader = ThriftReader(uri, timeout=timeout, connect_timeout=timeout, attempts=1)
         self.count_partitions = lenient(reader.count_partitions)
         self.stored = lenient(reader.stored)
+        self.data_folders = lenient(reader.data_folders)
 
 
 def lenient(read: Callable[[str], T]) -> Callable[[str], T | None]:

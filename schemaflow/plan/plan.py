@@ -18,16 +18,16 @@ from collections.abc import Callable, Collection, Mapping
 
 from schemaflow.claims import ELSEWHERE, RUNNING, STOPPED, parse_claim, standing
 from schemaflow.model import (APPLIED_AT_KEY, APPLIED_COMMIT_KEY, APPLIED_STATE_KEY, LIVE_STATE, MANAGED_KEYS_KEY,
-                              DROPPED_PREFIX, MIGRATION_PREFIX, VERSION_KEY, Catalog, Migration, Object, Table, View, catalog_digest,
+                              DROPPED_PREFIX, MIGRATION_PREFIX, VERSION_KEY, Catalog, Migration, Object, Stored, Table, View, catalog_digest,
                               fingerprint, recorded, state_digest)
 from schemaflow.errors import SchemaflowError
 from schemaflow.plan import deps
 from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateTable, CreateView, DropTable, DropView,
-                                     ReplaceView, Stamp, SyncViewPartitions)
+                                     ReplaceView, Stamp, SyncViewPartitions, Unsupported)
 from schemaflow.plan.diff import diff, property_delta
 from schemaflow.plan.evolution import Evolution
 from schemaflow.plan.iceberg import AlterIcebergTable, ConvertToIceberg
-from schemaflow.plan.rewrite import REWRITE_BLOCK, RewriteTable, Sizing
+from schemaflow.plan.rewrite import REWRITE_BLOCK, RewriteTable
 from schemaflow.plan.invalidation import STRICT, resolve
 from schemaflow.plan.kinds import VIEW_DEFINITIONS, StepKind
 from schemaflow.plan.steps import APPLIED_AT, Step
@@ -42,6 +42,17 @@ PartitionCounter = Callable[[str], "int | None"]
 # What a view's old SQL is, by what the plan was made against: the header of its diff says so.
 _OLD_LABELS = {"metastore": "live", "snapshot": "snapshot", "git": "base"}
 BREAKING = (AlterColumns, AlterIcebergTable, RewriteTable, DropTable, DropView, ReplaceView)  # the changes that can break the views over them
+
+
+@dataclass(frozen=True)
+class LiveFiles:
+    """What a plan reads of the files of the live tables it moves: what each holds (a rewrite reads it all; None: not
+    known), the cores the configured master copies on (None: the settings do not say), and why a table's files
+    cannot be registered in an Iceberg table as they are (a conversion in place; None: they can)."""
+
+    measure: Callable[[str], Stored | None]
+    cores: int | None
+    unregistrable: Callable[[Table], str | None]
 
 
 @dataclass(frozen=True)
@@ -125,7 +136,7 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
                unfinished_partitions: PartitionCounter | None = None, commit: str | None = None, check_partitions: bool = False, basis: str = "metastore",
                invalidation: str = STRICT, recompile: tuple[str, ...] = (),
                list_partitions: PartitionLister | None = None, type_rule: bool = True,
-               sizing: Sizing | None = None) -> Plan:
+               files: LiveFiles | None = None) -> Plan:
     """Plan the changes that turn ``live`` into ``desired`` (both restricted to the managed databases).
 
     ``invalidation`` says what happens to views a change breaks (``plan.invalidation``); ``recompile``
@@ -139,7 +150,7 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
     recorded on every object written. ``list_partitions`` lists the live partitions of a table or
     view, for the partitions of partitioned views (None: no metastore; see ``plan.view_partitions``).
     ``type_rule``: whether the metastore refuses incompatible column type changes, as its server
-    says (on when unknown). ``sizing`` measures the tables the plan rewrites (None: not measured).
+    says (on when unknown). ``files`` reads the files of the tables the plan rewrites or converts (None: not read).
     """
     # Several parts of the plan ask about one table; each metastore count is made once.
     count_partitions, stale_partitions = _once(count_partitions), _once(stale_partitions)
@@ -150,7 +161,7 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
     changes = _recompiled(changes, desired, recompile)
     outcome = resolve(changes, desired, live, invalidation)
     changes = outcome.changes + _resumed(desired, live, outcome.changes, _once(unfinished_partitions) or stale_partitions)
-    changes = [_with_partition_facts(c, count_partitions, stale_partitions, sizing) for c in changes]
+    changes = [_with_partition_facts(c, count_partitions, stale_partitions, files) for c in changes]
     changes = [_with_records(c, desired, commit) for c in changes]
     changes += _stamps(desired, live, changes, commit)
     # After the stamps: a view's partitions are its contents, not its definition, and need no stamp.
@@ -255,7 +266,7 @@ def _stale_elsewhere(desired: Catalog, live: Catalog, changes: list[Change], cou
 
 
 def _with_partition_facts(change: Change, count: PartitionCounter | None, stale: PartitionCounter | None,
-                          sizing: Sizing | None) -> Change:
+                          files: LiveFiles | None) -> Change:
     if isinstance(change, AddColumns) and change.partitioned and count:
         return replace(change, partition_count=count(change.key))
     if isinstance(change, AlterColumns) and change.partition_columns:
@@ -263,8 +274,12 @@ def _with_partition_facts(change: Change, count: PartitionCounter | None, stale:
                        stale_partitions=stale(change.key) if stale else None)
     if isinstance(change, RewriteTable) and not change.resumed:
         counted = count(change.key) if count and change.have.partition_columns else None
-        return replace(change, partition_count=counted, stored=sizing.measure(change.key) if sizing else None,
-                       cores=sizing.cores if sizing else None)
+        return replace(change, partition_count=counted, stored=files.measure(change.key) if files else None,
+                       cores=files.cores if files else None)
+    if isinstance(change, ConvertToIceberg) and files:
+        why = files.unregistrable(change.have)
+        if why:
+            return Unsupported(change.key, "table", "converting to Iceberg in place", why, why="is refused")
     return change
 
 

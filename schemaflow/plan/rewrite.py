@@ -15,7 +15,6 @@ its rewrite is not planned (a later change may move them).
 """
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from schemaflow.model import Stored, Table
@@ -43,15 +42,6 @@ def restore_name(key: str) -> str:
     """Where a restore of the backup (``plan.restore``) keeps it between its first and last rename:
     ``<name>_restore_``."""
     return f"{key}_restore_"
-
-
-@dataclass(frozen=True)
-class Sizing:
-    """What a plan learns of the tables it rewrites: what each holds in files (None: not known), and the cores the
-    configured master copies on (None: the settings do not say)."""
-
-    measure: Callable[[str], Stored | None]
-    cores: int | None
 
 
 def reads(key: str, stored: Stored, cores: int | None) -> str:

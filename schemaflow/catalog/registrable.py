@@ -1,0 +1,82 @@
+"""Whether a Parquet table's files can be registered in an Iceberg table as they are, read from their footers
+when the conversion is planned: what a conversion in place (``catalog.iceberg_convert``) would otherwise meet file by
+file at apply, one table at a time, is found for every table of a plan at once.
+
+Iceberg's Python implementation registers a Parquet file by its columns' exact names (through the table's name
+mapping) and reads timestamps in microseconds. So a file that holds timestamps as INT96 (as Spark writes a Hive
+table's by default), or that spells a column otherwise than the table does (Hive writes the capitals of its DDL into
+the files; the metastore keeps names in lower case), cannot be registered; neither can a folder inside a table's or
+a partition's folder, nor a file that is not Parquet.
+"""
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+from schemaflow.errors import SchemaflowError
+from schemaflow.wording import plural
+
+# How to get files Iceberg can register, whatever kept a file from it.
+WAY_OUT = ("rewrite the table's files first (with spark.sql.parquet.outputTimestampType=TIMESTAMP_MICROS set, INSERT "
+           "OVERWRITE it from a copy of its rows), or convert by copying: a new Iceberg table filled by INSERT ... "
+           "SELECT")
+
+
+def data_files(folder: str) -> list[str]:
+    """The data files in ``folder``, by name: what Hive reads of it (hidden files, ``_`` and ``.``, are not); a
+    ``SchemaflowError`` for a folder in it, which Iceberg cannot register as a data file."""
+    from pyarrow import fs  # type: ignore[import-untyped]
+    filesystem, path = fs.FileSystem.from_uri(folder)
+    found = filesystem.get_file_info(fs.FileSelector(path, allow_not_found=True))
+    files = []
+    for info in sorted(found, key=lambda i: i.base_name):
+        if info.base_name.startswith(("_", ".")):
+            continue
+        if info.type != fs.FileType.File:
+            raise SchemaflowError(f"{folder} holds the folder {info.base_name!r}, which Iceberg cannot register as a "
+                                  "data file: move its files up into the partition's folder, or convert by copying "
+                                  "(a new Iceberg table filled by INSERT ... SELECT)")
+        files.append(f"{folder}/{info.base_name}")
+    return files
+
+
+def unregistrable(folders: Sequence[str], columns: Collection[str]) -> str | None:
+    """Why the files under ``folders`` (a table's, or each of its partitions') cannot be registered in an Iceberg
+    table whose columns are ``columns``, with the way out; None when every footer allows it."""
+    from pyarrow import fs
+
+    read = 0
+    for folder in folders:
+        try:
+            files = data_files(folder)
+        except SchemaflowError as error:
+            return str(error)
+        except OSError as error:  # no such file system, no permission: the apply would meet it too
+            return f"its folder {folder} cannot be listed ({error})"
+        for path in files:
+            filesystem, inside = fs.FileSystem.from_uri(path)
+            why = _footer(filesystem, inside, path, columns)
+            read += 1
+            if why:
+                return f"{why} ({plural(read, 'footer')} read); {WAY_OUT}"
+    return None
+
+
+def _footer(filesystem: object, inside: str, path: str, columns: Collection[str]) -> str | None:
+    """What in the footer of the Parquet file at ``path`` keeps Iceberg from registering it, if anything."""
+    from pyarrow import ArrowException, parquet
+
+    try:
+        with filesystem.open_input_file(inside) as file:  # type: ignore[attr-defined]
+            metadata = parquet.read_metadata(file)
+    except (OSError, ArrowException) as error:
+        return f"{path} is not a Parquet file Iceberg can read ({error})"
+    schema = metadata.schema
+    int96 = sorted({schema.column(i).path for i in range(len(schema)) if schema.column(i).physical_type == "INT96"})
+    if int96:
+        return (f"{path} holds timestamps as INT96 ({', '.join(int96)}), as Spark writes a Hive table's by default, "
+                "which Iceberg's Python implementation cannot register")
+    spelt = [name for name in schema.to_arrow_schema().names if name not in columns and name.lower() in columns]
+    if spelt:
+        return (f"{path} spells {', '.join(spelt)} with capitals, and Iceberg registers a file's columns only by the "
+                f"table's names ({', '.join(name.lower() for name in spelt)})")
+    return None
