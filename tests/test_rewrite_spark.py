@@ -138,6 +138,17 @@ def test_every_change_a_table_cannot_take_in_place_is_a_verified_rewrite(tmp_pat
             [(i, n, a, r, d) for i, n, a, d, r in ROWS], key=repr), name
         assert live.get(f"{db}.{name}_backup_").backup_of == f"{db}.{name}"
         assert live.get(f"{db}.{name}_rewrite_") is None
+    # The rewritten Hive table through Hive's own reader (its input format and SerDe, not Spark's native ORC reader).
+    spark.conf.set("spark.sql.hive.convertMetastoreOrc", "false")
+    try:
+        spark.catalog.refreshTable(f"{db}.hive_to_orc")
+        plan_text = spark.sql(f"EXPLAIN SELECT * FROM {db}.hive_to_orc").collect()[0][0]
+        assert "Scan hive" in plan_text and "org.apache.hadoop.hive.ql.io.orc.OrcSerde" in plan_text, plan_text
+        assert rows(spark, f"SELECT {everything} FROM {db}.hive_to_orc") == sorted(
+            [(i, n, a, r, d) for i, n, a, d, r in ROWS], key=repr)
+    finally:
+        spark.conf.unset("spark.sql.hive.convertMetastoreOrc")
+        spark.catalog.refreshTable(f"{db}.hive_to_orc")
     assert live.get(f"{db}.widened").columns[0].type == "bigint"
     assert live.get(f"{db}.to_orc").format == "orc" and live.get(f"{db}.hive_to_orc").format == "orc"
     assert [c.name for c in live.get(f"{db}.hive_to_orc").partition_columns] == ["region", "ds"]
