@@ -169,7 +169,7 @@ def _command(argv: Sequence[str] | None, pause: Pause | None) -> int:
         return command.run(_Invocation(args, pause))
     except SpecError as error:
         print(error, file=sys.stderr)
-        print(f"{len(error.problems)} problem(s) found; nothing was planned or applied.", file=sys.stderr)
+        print(f"{plural(len(error.problems), 'problem')} found; nothing was planned or applied.", file=sys.stderr)
         return EXIT_ERROR
     except SchemaflowError as error:
         print(f"error: {error}", file=sys.stderr)

@@ -35,7 +35,7 @@ def test_validate_reports_every_problem_with_its_position(example, capsys):
     assert main(["--project", str(example), "validate"]) == 1
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("schemas/retail/orders.yaml:6:31: unknown type 'bigitn'")
-    assert err[-1] == "1 problem(s) found; nothing was planned or applied."
+    assert err[-1] == "1 problem found; nothing was planned or applied."
 
 
 def test_plan_exit_codes_against_snapshots(example, tmp_path, capsys):

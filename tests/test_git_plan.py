@@ -170,7 +170,7 @@ def test_a_problem_at_a_ref_is_placed_at_that_ref(repo, capsys):
 
     err = capsys.readouterr().err.splitlines()
     assert err[1].startswith("main:schemas/retail/orders.yaml:6:31: unknown type 'bigitn'")
-    assert err[-1] == "1 problem(s) found; nothing was planned or applied."
+    assert err[-1] == "1 problem found; nothing was planned or applied."
 
 
 def test_a_problem_in_the_settings_at_a_ref_is_placed_at_that_ref(repo, capsys):
