@@ -142,6 +142,7 @@ def test_a_rewrite_says_how_much_it_reads_where_the_figures_come_from_and_about_
     assert ("reads files of a size not known: retail.orders keeps no statistics of them (ANALYZE TABLE retail.orders "
             "COMPUTE STATISTICS NOSCAN records them), and a plan made without Spark lists no files"
             ) in measured(Stored(0, 0, None, unknown=1))
+    assert "reads no file: retail.orders has no partitions" in measured(Stored(0, 0, 0))
     assert not any(n.startswith("reads") for n in measured(None))  # not measured: nothing said
 
 

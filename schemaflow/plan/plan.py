@@ -219,8 +219,8 @@ def _backups(changes: list[Change], allow_destructive: bool) -> tuple[list[Chang
     kept = [c.table for c in changes if isinstance(c, DropTable) and c.table.backup_of]
     warnings = tuple(f"{t.key} keeps the Parquet table {t.backup_of} was converted from; plan with --allow-destructive "
                      "to drop its entry (its files are the Iceberg table's and stay)" if t.external else
-                     f"{t.key} keeps {t.backup_of} as it was before its rewrite, rows and files; plan with "
-                     "--allow-destructive to drop it and its files" for t in kept)
+                     f"{t.key} keeps {t.backup_of} as it was before its last rewrite (or restore), rows and files; plan "
+                     "with --allow-destructive to drop it and its files" for t in kept)
     return [c for c in changes if not (isinstance(c, DropTable) and c.table.backup_of)], warnings
 
 

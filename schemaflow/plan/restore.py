@@ -42,8 +42,8 @@ def restore_plan(live: Catalog, key: str) -> Plan:
              f"and {key} as it is now becomes {backup_name(key)}, kept until a plan with --allow-destructive drops it",
              "readers see the restored table from the last of three renames; the name is missing only between the "
              "last two",
-             f"the project's files still declare {key} as they do: unless the change that rewrote it is reverted in git, "
-             "the next plan rewrites it again"]
+             f"a restore changes no file of the project: unless the change that rewrote {key} is reverted in git, the "
+             "next plan rewrites it again"]
     if resumed:
         notes.insert(0, f"finishes the restore a stopped run began: {restore_name(key)} is the backup being restored")
     hazards = (f"rows written to {key} since its rewrite are not in the restored table: they stay in "

@@ -49,6 +49,8 @@ def reads(key: str, stored: Stored, cores: int | None) -> str:
     counted = [plural(stored.partitions, "partition")] if stored.partitions is not None else []
     counted += [plural(stored.files, "file")] if stored.files is not None else []
     units = stored.partitions if stored.partitions is not None else 1
+    if not units:
+        return f"reads no file: {key} has no partitions"
     if stored.unknown == units:
         return (f"reads files of a size not known: {key} keeps no statistics of them (ANALYZE TABLE {key} COMPUTE "
                 "STATISTICS NOSCAN records them), and a plan made without Spark lists no files")
