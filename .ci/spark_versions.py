@@ -9,8 +9,8 @@ reference venv's, byte for byte.
     .venv/bin/python .ci/spark_versions.py --write --none   # only the newest's row (the others kept)
 
 A release takes 10 to 16 minutes on two cores (a venv, 264 Spark and metastore-server tests, the
-quickstart): CI runs the Spark tests of 3.5 and 4.0, and 3.5's server tests on Derby (CI_RELEASES),
-on every change, within its time; all of them are run here before a release and after a change to
+quickstart): CI runs the Spark tests and server tests (on Derby) of 3.5 (CI_RELEASES), on every change, within
+its time; all of them are run here before a release and after a change to
 catalog/ or spark_compat, and written into the README's table.
 
 Spark 3.5's jars hold the Hive 2.3.9 metastore, without the compare-and-swap guard schemaflow requires
@@ -34,13 +34,13 @@ ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / ".venv"
 # Beside the reference (the newest release the pin admits): the newest patch of each other minor release.
 RELEASES = ("3.5.9", "4.0.5", "4.1.4", "4.2.1")
-# What CI runs beside the full suite on the newest (16 minutes in a fresh clone here), within its 60 minutes:
-# the Spark tests on the oldest release of each line (about 6 minutes each; the newest of 4.x is the
-# reference's), and the metastore-server tests too on 3.5, whose Hive client and readers differ most. 4.1 and
-# 4.2 sit between 4.0 and the reference, with the same Hive client: they are run with the others by --write,
-# before a release and after a change to catalog/, spark_compat or the SQL a step runs. A release's Spark and
-# server tests take 10 to 16 minutes here.
-CI_RELEASES = {"3.5.9": "spark or remote", "4.0.5": "spark"}
+# What CI runs beside the full suite on the newest (21 minutes in a fresh clone here), within its 60 minutes:
+# the Spark and metastore-server tests on 3.5, whose Hive client, readers and SQL differ most from the newest's
+# (14 minutes). 4.0, 4.1 and 4.2 sit between 3.5 and the reference, with the reference's Hive client: they are
+# run with the others by --write, before a release and after a change to catalog/, spark_compat or the SQL a step
+# runs (4.0's Spark tests left CI when it reached 58 of its 60 minutes). A release's Spark and server tests take
+# 10 to 16 minutes here.
+CI_RELEASES = {"3.5.9": "spark or remote"}
 # In CI the server tests of another release run on Derby alone: the database behind the server is the server's
 # business, the same jars on either Spark; the full suite runs them on PostgreSQL too, and --write on both.
 CI_ENVIRONMENT = {"SCHEMAFLOW_TEST_BACKENDS": "derby"}
