@@ -7,7 +7,8 @@ from dataclasses import replace
 
 from schemaflow.model import Catalog, Column, IcebergState, PartitionField, SortTerm, Table
 from schemaflow.plan.plan import Plan, build_plan
-from schemaflow.plan.steps import IcebergCommit, Step
+from schemaflow.plan.rewrite import REWRITE_BLOCK
+from schemaflow.plan.steps import IcebergCommit, RewriteRows, Step
 
 DATA = (Column("id", "bigint", "Order id"), Column("amount", "decimal(10,2)"))
 DT = Column("dt", "date")
@@ -65,12 +66,56 @@ def test_an_unpartitioned_data_source_parquet_table_converts_too():
                              "mapping), and every row reads back as before")
 
 
-def test_what_cannot_convert_is_refused_with_the_way_out():
+def test_an_orc_table_is_converted_by_copying_its_rows_into_parquet_files_iceberg_then_registers():
     orc = replace(HIVE, format="orc")
     assert _blocked(_plan(ICEBERG, orc)) == [
-        "converting a STORED AS orc table to Iceberg on shop.orders: converting a STORED AS orc table to Iceberg is "
-        "not supported in place: only Parquet files are registered in an Iceberg table without rewriting them: create "
-        "a new Iceberg table beside it, copy the rows (INSERT ... SELECT), and swap the names"]
+        "rewrite table shop.orders: convert to Iceberg by copying: Iceberg registers Parquet files only, and the table "
+        f"is STORED AS orc: {REWRITE_BLOCK}"]
+    [step] = _plan(ICEBERG, orc, allow_destructive=True).steps
+    assert step.kind == "rewrite_table" and step.destructive and not step.blocked
+    rows, convert, stamp = step.actions
+    assert isinstance(rows, RewriteRows) and rows.registrable and rows.staging == "shop.orders_rewrite_"
+    # The copy: a Parquet table partitioned as the Iceberg table is by identity, its columns the Iceberg table's.
+    assert (rows.table.format, rows.table.data_source) == ("parquet", True)
+    assert [(c.name, c.type) for c in rows.table.all_columns] == [(c.name, c.type) for c in ICEBERG.columns]
+    assert [c.name for c in rows.table.partition_columns] == ["dt"]
+    assert ("-- with spark.sql.parquet.outputTimestampType = TIMESTAMP_MICROS (not INT96), so that Iceberg can "
+            "register the files\nINSERT INTO") in rows.describe()
+    assert isinstance(convert, IcebergCommit) and convert.create and not convert.keep
+    assert convert.backup == "shop.orders_rewrite_" and convert.table == ICEBERG
+    assert convert.describe().endswith("its Parquet files registered, the Parquet table's entry moved to "
+                                       "shop.orders_rewrite_, then dropped (its files are the Iceberg table's)")
+    assert ("shop.orders_rewrite_ is a Parquet table written with timestamps in microseconds, so that Iceberg can "
+            "register its files: after the cut-over they become the Iceberg table shop.orders's, none copied again, "
+            "and the Parquet table's entry is dropped") in step.notes
+    assert step.hazards[-1] == "readers of shop.orders (and of the views over it) need Iceberg's runtime from now on"
+    assert stamp.set["format-version"] == "2"
+    assert Step.from_data(step.to_data()) == step
+
+
+def test_a_parquet_table_a_rewrite_kept_a_backup_of_converts_in_place_without_a_second_backup():
+    """As a conversion by copying stopped after its cut-over leaves it: the next plan registers the copy's files."""
+    backup = replace(HIVE, name="orders_backup_", format="orc", backup_of="shop.orders")
+    copy = Table("shop", "orders", DATA, (DT,), data_source=True, version="claim-1")
+    [step] = _plan(ICEBERG, copy, backup).steps
+    # Allowed to drop, the plan still keeps the rewrite's backup: the conversion keeps no other.
+    assert [s.summary for s in _plan(ICEBERG, copy, backup, allow_destructive=True).steps] == [step.summary]
+    assert step.kind == "convert_to_iceberg" and not step.blocked
+    assert step.summary == "convert table shop.orders to Iceberg: register its Parquet files, keep shop.orders_backup_, from its rewrite"
+    [convert, _] = step.actions
+    assert isinstance(convert, IcebergCommit) and (convert.backup, convert.keep) == ("shop.orders_rewrite_", False)
+    assert step.notes[3] == ("shop.orders_rewrite_'s entry is dropped once the Iceberg table is registered (its files "
+                             "are the Iceberg table's): shop.orders_backup_, the table before its rewrite, is the backup "
+                             "kept")
+    # The name it moves the entry to must be free.
+    other = Table("shop", "orders_rewrite_", DATA)
+    assert _blocked(_plan(ICEBERG, copy, backup, other))[-1] == (
+        "converting to Iceberg while shop.orders_rewrite_ exists on shop.orders: converting to Iceberg while "
+        "shop.orders_rewrite_ exists is not supported in place: the Parquet table's entry waits as shop.orders_rewrite_ "
+        "while the Iceberg table is registered: drop or rename that one first")
+
+
+def test_what_cannot_convert_is_refused_with_the_way_out():
     renamed = replace(ICEBERG, columns=(Column("order_id", "bigint"), DATA[1], DT), partition_spec=(
         PartitionField("month", "dt"),))
     assert _blocked(_plan(renamed, HIVE)) == [

@@ -14,11 +14,12 @@ import pytest
 from pyiceberg.table import StaticTable
 
 from schemaflow.apply.executor import ApplyError, apply_plan
-from schemaflow.catalog.registrable import WAY_OUT
+from schemaflow.catalog.registrable import unregistrable
 from schemaflow.errors import SchemaflowError
 from schemaflow.catalog import iceberg_convert
 from schemaflow.catalog.iceberg_metadata import read_metadata
 from schemaflow.model import Table, View
+from schemaflow.plan.rewrite import REWRITE_BLOCK
 from tests.test_apply_spark import plan, plan_and_apply, write_project
 
 pytestmark = pytest.mark.spark
@@ -163,52 +164,105 @@ def test_a_conversion_stopped_after_the_rename_is_finished_by_the_next_apply(tmp
     assert plan(project, metastore).is_empty
 
 
-def test_files_iceberg_cannot_register_are_named_for_every_table_in_one_plan_before_anything_changes(
+def test_tables_iceberg_cannot_register_are_converted_by_copying_their_rows_all_in_one_plan(
         tmp_path, spark, metastore, fresh_db):
     db = fresh_db()
-    key = f"{db}.visits"
     files = {**_table(db, "visits", "format: parquet", "id smallint", "at timestamp"),
-             **_table(db, "managers", "format: parquet", "id int", "s_manager string")}
+             **_table(db, "managers", "format: parquet", "id int", "s_manager string"),
+             **{path: text.replace("format: parquet", "format: orc") for path, text in _hive(db).items()}}
     plan_and_apply(write_project(tmp_path, files), metastore)
-    spark.sql(f"INSERT INTO {key} VALUES (1, TIMESTAMP '2024-01-01 10:00:00'), (2, NULL)")  # INT96, Spark's default
-    location = metastore.msc.getTable(db, "visits").getSd().getLocation().removeprefix("file:")
+    spark.sql(f"INSERT INTO {db}.visits VALUES (1, TIMESTAMP '2024-01-01 10:00:00'), (2, NULL)")  # INT96, by default
     # A file as Hive writes one from DDL that spells a column with capitals (hive-testbench's S_manager).
     managers = metastore.msc.getTable(db, "managers").getSd().getLocation().removeprefix("file:")
     pq.write_table(pa.table({"id": pa.array([1], pa.int32()), "S_manager": ["ann"]}), f"{managers}/000000_0")
-    assert sorted(tuple(r) for r in spark.sql(f"SELECT * FROM {db}.managers").collect()) == [(1, "ann")]
+    for day, rows in (("2024-01-01", "(1, 10.50, 'a'), (2, -3.00, NULL)"), ("2024-01-02", "(3, 7.25, 'c')")):
+        spark.sql(f"INSERT INTO {db}.orders PARTITION (dt='{day}') VALUES {rows}")
+    before = {name: sorted(tuple(r) for r in spark.sql(f"SELECT * FROM {db}.{name}").collect())
+              for name in ("visits", "managers", "orders")}
+    assert before["managers"] == [(1, "ann")]
     # Iceberg has no smallint: the column is an int there, as Iceberg reads it.
+    files.update({path: text.replace("smallint", "int") for path, text in _iceberg(db).items()})
     for name in ("visits", "managers"):
         files[f"schemas/{db}/{name}.yaml"] = files[f"schemas/{db}/{name}.yaml"].replace(
             "format: parquet", "format: iceberg").replace("smallint", "int")
     project = write_project(tmp_path, files)
+
+    # Every table Iceberg cannot register as it is: a rewrite each, said why in one plan, gated as rewrites are.
     refused = plan(project, metastore)
-    blocked = {s.object: s.blocked for s in refused.steps if s.blocked}
-    assert blocked[key].startswith(f"converting to Iceberg in place is refused: file:{location}/")
-    assert "holds timestamps as INT96 (at), as Spark writes a Hive table's by default" in blocked[key]
-    assert blocked[f"{db}.managers"] == (
-        f"converting to Iceberg in place is refused: file:{managers}/000000_0 spells S_manager with capitals, and Iceberg "
-        f"registers a file's columns only by the table's names (s_manager) (1 footer read); {WAY_OUT}")
+    blocked = {s.object: s for s in refused.steps if s.blocked}
+    assert sorted(blocked) == [f"{db}.managers", f"{db}.orders", f"{db}.visits"]
+    assert all(s.kind == "rewrite_table" and s.blocked == REWRITE_BLOCK for s in blocked.values())
+    location = metastore.msc.getTable(db, "visits").getSd().getLocation()
+    assert blocked[f"{db}.visits"].summary.startswith(
+        f"rewrite table {db}.visits: convert to Iceberg by copying: {location}/")
+    assert "holds timestamps as INT96 (at), as Spark writes a Hive table's by default" in blocked[f"{db}.visits"].summary
+    assert blocked[f"{db}.managers"].summary == (
+        f"rewrite table {db}.managers: convert to Iceberg by copying: file:{managers}/000000_0 spells S_manager with "
+        "capitals, and Iceberg registers a file's columns only by the table's names (s_manager) (1 footer read)")
+    assert blocked[f"{db}.orders"].summary == (
+        f"rewrite table {db}.orders: convert to Iceberg by copying: Iceberg registers Parquet files only, and the "
+        "table is STORED AS orc")
     with pytest.raises(SchemaflowError, match="nothing was applied"):
         apply_plan(refused, metastore)
-    table = metastore.msc.getTable(db, "visits")
-    assert table.getTableType() == "MANAGED_TABLE" and not metastore.msc.tableExists(db, "visits_backup_")
-    assert not os.path.exists(os.path.join(location, "_iceberg"))
-    files.update(_table(db, "managers", "format: parquet", "id int", "s_manager string"))  # left as it is
-    project = write_project(tmp_path, files)
+    assert metastore.msc.getTable(db, "visits").getTableType() == "MANAGED_TABLE"
 
-    # The way out the error names: the files rewritten with microsecond timestamps, then the conversion again.
-    copy = f"{fresh_db()}.copy"  # in a database the project does not manage
-    spark.sql(f"CREATE TABLE {copy} USING parquet AS SELECT * FROM {key}")
-    spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
-    try:
-        spark.sql(f"INSERT OVERWRITE TABLE {key} SELECT * FROM {copy}")
-    finally:
-        spark.conf.unset("spark.sql.parquet.outputTimestampType")
-    before = sorted((r.id, r.at) for r in spark.sql(f"SELECT id, at FROM {key}").collect())
-    apply_plan(plan(project, metastore), metastore)
-    rows = sorted((r["id"], r["at"].replace(tzinfo=None) if r["at"] else None)
-                  for r in _iceberg_rows(metastore, db, "visits"))
-    assert rows == before
+    apply_plan(plan(project, metastore, allow_destructive=True), metastore)
+    live = metastore.read((db,))
+    for name in ("visits", "managers", "orders"):
+        converted, backup = live.get(f"{db}.{name}"), live.get(f"{db}.{name}_backup_")
+        assert isinstance(converted, Table) and converted.format == "iceberg" and converted.iceberg is not None
+        assert isinstance(backup, Table) and backup.backup_of == f"{db}.{name}" and backup.format != "iceberg"
+        assert f"{db}.{name}_rewrite_" not in live.objects
+        # The table as it was, rows and files, under the backup's name.
+        assert sorted(tuple(r) for r in spark.sql(f"SELECT * FROM {db}.{name}_backup_").collect()) == before[name]
+    assert sorted((r["id"], r["at"].replace(tzinfo=None) if r["at"] else None)
+                  for r in _iceberg_rows(metastore, db, "visits")) == before["visits"]
+    assert [(r["id"], r["s_manager"]) for r in _iceberg_rows(metastore, db, "managers")] == before["managers"]
+    assert _by_partition(_iceberg_rows(metastore, db, "orders")) == _by_partition(
+        [{"id": i, "amount": a, "note": n, "dt": d} for i, a, n, d in before["orders"]])
+    # The files Iceberg registered are the copy's, in the table's own folder: Parquet, no INT96, lower-case names.
+    metadata = read_metadata(metastore.msc.getTable(db, "orders").getParameters().get("metadata_location"))
+    orders = metadata["location"]
+    assert orders.endswith(f"/{db}.db/orders") and metadata["properties"]["write.metadata.path"] == (
+        f"{orders}/_iceberg/metadata")
+    assert unregistrable([metastore.msc.getTable(db, "visits").getSd().getLocation()], {"id", "at"}) is None
+    view = live.get(f"{db}.paid")
+    assert isinstance(view, View) and f"{db}.orders" in view.sql
+    again = plan(project, metastore)
+    assert again.is_empty and len(again.warnings) == 3
+
+
+@pytest.mark.parametrize("stop_at", ["convert", "register"])
+def test_a_conversion_by_copying_stopped_after_its_cut_over_is_finished_by_the_next_apply(
+        tmp_path, spark, metastore, fresh_db, monkeypatch, stop_at):
+    db = fresh_db()
+    key = f"{db}.orders"
+    files = {path: text.replace("format: parquet", "format: orc") for path, text in _hive(db).items()}
+    plan_and_apply(write_project(tmp_path, files), metastore)
+    spark.sql(f"INSERT INTO {key} PARTITION (dt='2024-01-01') VALUES (1, 10.50, 'a'), (2, -3.00, NULL)")
+    before = _by_partition(_spark_rows(spark, key))
+    project = write_project(tmp_path, _iceberg(db))
+
+    def stop(*args, **kwargs):
+        raise RuntimeError("the apply stopped here")
+    with monkeypatch.context() as patched:
+        patched.setattr(iceberg_convert, stop_at, stop)
+        with pytest.raises(ApplyError):
+            apply_plan(plan(project, metastore, allow_destructive=True), metastore)
+    live = metastore.read((db,))
+    assert live.get(f"{key}_backup_").format == "orc"
+    # Stopped before the conversion: the copy holds the name; during it: its entry waits under the staging name.
+    waiting = live.get(key) if stop_at == "convert" else live.get(f"{key}_rewrite_")
+    assert isinstance(waiting, Table) and waiting.format == "parquet" and waiting.data_source
+    assert (key in live.objects) == (stop_at == "convert")
+
+    finishing = plan(project, metastore, allow_destructive=True)
+    [step] = finishing.steps
+    assert step.kind == ("convert_to_iceberg" if stop_at == "convert" else "rewrite_table")
+    apply_plan(finishing, metastore)
+    assert _by_partition(_iceberg_rows(metastore, db, "orders")) == before
+    assert not metastore.msc.tableExists(db, "orders_rewrite_")
+    assert plan(project, metastore).is_empty
 
 
 def test_a_conversion_reviewed_from_the_pull_request_is_what_apply_runs(tmp_path, spark, metastore, fresh_db,

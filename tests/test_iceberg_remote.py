@@ -148,12 +148,33 @@ partitioned_by:
 """
 
 
-def test_a_partitioned_parquet_table_is_converted_to_iceberg_on_a_server(server: str, tmp_path: Path, spark) -> None:
+def _write_partitions(spark, server: str, name: str, days: int, format: str) -> dict:
+    """Rows of ``conv_db.<name>`` in ``days`` partitions (day d holds d rows), written as a job writes them: a file
+    of ``format`` in each partition's folder, the partition registered. The rows by day, sorted."""
     import datetime
     from decimal import Decimal
 
     import pyarrow as pa
     import pyarrow.parquet as pq
+    from pyarrow import orc
+
+    written = {}
+    schema = pa.schema([("id", pa.int64()), ("amount", pa.decimal128(10, 2)), ("note", pa.string())])
+    with other_client(spark, server) as other:
+        for day in range(1, days + 1):
+            partition = other.msc.appendPartition("conv_db", name, [f"2024-01-0{day}"])
+            rows = [{"id": 10 * day + n, "amount": Decimal(f"{day}.{n}0"), "note": f"n{n}"} for n in range(day)]
+            folder = partition.getSd().getLocation().removeprefix("file:")
+            table = pa.Table.from_pylist(rows, schema=schema)
+            if format == "orc":
+                orc.write_table(table, f"{folder}/part-00000.orc")
+            else:
+                pq.write_table(table, f"{folder}/part-00000.parquet")
+            written[datetime.date(2024, 1, day)] = sorted((r["id"], r["amount"], r["note"]) for r in rows)
+    return written
+
+
+def test_a_partitioned_parquet_table_is_converted_to_iceberg_on_a_server(server: str, tmp_path: Path, spark) -> None:
     from pyiceberg.table import StaticTable
 
     project = tmp_path / "project"
@@ -162,16 +183,7 @@ def test_a_partitioned_parquet_table_is_converted_to_iceberg_on_a_server(server:
     env = {"SCHEMAFLOW_METASTORE_URI": server, "SCHEMAFLOW_WAREHOUSE_DIR": str(tmp_path / "warehouse")}
     assert schemaflow(project, "apply", "--auto-approve", env=env).returncode == 0
     # Rows in three partitions, as a job writes them: Parquet files in each partition's folder, registered.
-    with other_client(spark, server) as other:
-        client = other.msc
-        written = {}
-        schema = pa.schema([("id", pa.int64()), ("amount", pa.decimal128(10, 2)), ("note", pa.string())])
-        for day in (1, 2, 3):
-            partition = client.appendPartition("conv_db", "orders", [f"2024-01-0{day}"])
-            rows = [{"id": 10 * day + n, "amount": Decimal(f"{day}.{n}0"), "note": f"n{n}"} for n in range(day)]
-            pq.write_table(pa.Table.from_pylist(rows, schema=schema),
-                           partition.getSd().getLocation().removeprefix("file:") + "/part-00000.parquet")
-            written[datetime.date(2024, 1, day)] = sorted((r["id"], r["amount"], r["note"]) for r in rows)
+    written = _write_partitions(spark, server, "orders", 3, "parquet")
 
     (project / "schemas" / "conv_db" / "orders.yaml").write_text(
         ORDERS.replace("format: parquet", "format: iceberg").replace(
@@ -437,3 +449,37 @@ def test_iceberg_tables_another_client_points_at_hostile_metadata_are_refused_on
     live = reader.read(("ice_db",))
     assert sorted(live.objects) == ["ice_db.clicks", *sorted(f"ice_db.{name}" for name in HOSTILE_METADATA)]
     assert all(not obj.version for key, obj in live.objects.items() if key != "ice_db.clicks")  # none was written
+
+
+def test_an_orc_table_is_converted_to_iceberg_by_copying_on_a_server(server: str, tmp_path: Path, spark) -> None:
+    """Converted by copying: rows Spark copied into Parquet files Iceberg registered, read back by Iceberg's Java
+    library; the ORC table kept as the backup."""
+    project = tmp_path / "project"
+    (project / "schemas" / "conv_db").mkdir(parents=True)
+    declared = ORDERS.replace("conv_db.orders", "conv_db.orc_orders").replace("format: parquet", "format: orc")
+    (project / "schemas" / "conv_db" / "orc_orders.yaml").write_text(declared)
+    env = {"SCHEMAFLOW_METASTORE_URI": server, "SCHEMAFLOW_WAREHOUSE_DIR": str(tmp_path / "warehouse")}
+    assert schemaflow(project, "apply", "--auto-approve", env=env).returncode == 0
+    written = _write_partitions(spark, server, "orc_orders", 2, "orc")
+
+    (project / "schemas" / "conv_db" / "orc_orders.yaml").write_text(
+        declared.replace("format: orc", "format: iceberg").replace(
+            "partitioned_by:\n  - {name: dt, type: date}\n", "  - {name: dt, type: date}\npartitioned_by: [dt]\n"))
+    planned = schemaflow(project, "plan", "--allow-destructive", "--format", "json", env=env)
+    [step] = json.loads(planned.stdout)["steps"]
+    assert (step["kind"], [a["action"] for a in step["actions"]][:2]) == (
+        "rewrite_table", ["rewrite_rows", "iceberg_commit"]), planned.stdout + planned.stderr
+    applied = schemaflow(project, "apply", "--auto-approve", "--allow-destructive", env=env)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+
+    live = ThriftReader(server).read(("conv_db",))
+    orders, backup = live.get("conv_db.orc_orders"), live.get("conv_db.orc_orders_backup_")
+    assert isinstance(orders, Table) and orders.iceberg is not None
+    assert isinstance(backup, Table) and backup.format == "orc" and backup.backup_of == "conv_db.orc_orders"
+    java = iceberg_java.read(server, "conv_db.orc_orders")
+    assert [(name, kind) for _, name, kind in java.fields()] == [
+        ("id", "long"), ("amount", "decimal(10, 2)"), ("note", "string"), ("dt", "date")]
+    assert java.rows == tuple(sorted(f"Record({i}, {amount}, {note}, {dt.isoformat()})"
+                                     for dt, rows in written.items() for i, amount, note in rows))
+    again = schemaflow(project, "plan", env=env)
+    assert again.returncode == 0 and "No changes" in again.stdout, again.stdout + again.stderr

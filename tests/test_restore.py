@@ -53,6 +53,9 @@ def test_a_restore_a_stopped_run_began_is_finished_from_the_backup_being_restore
     ((KEPT,), "retail.orders has no backup to restore"),
     ((replace(NOW, format="iceberg"), replace(KEPT, external=True)),
      "retail.orders_backup_ is the Parquet table retail.orders was converted to Iceberg from"),
+    ((replace(NOW, format="iceberg"), replace(KEPT, format="orc")),
+     r"retail.orders is an Iceberg table now, converted by copying: .* Rename retail.orders \(its files stay where "
+     "they are\\), then restore. Nothing was restored"),
 ])
 def test_a_restore_without_a_backup_a_rewrite_kept_is_refused_saying_why(tables, says):
     with pytest.raises(SchemaflowError, match=says):

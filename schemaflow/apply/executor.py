@@ -247,7 +247,7 @@ class Run:
                 values = fill_applied_at(action.set, now)
                 writer.commit_iceberg(action.table, action.sources, action.requires, action.create, values,
                                       action.unset, None if action.create and not action.backup
-                                      else self.held.get(action.object), action.backup)
+                                      else self.held.get(action.object), action.backup, action.keep)
                 if VERSION_KEY in values:
                     self.held[action.object] = values[VERSION_KEY]
                     self.stamped[action.object] = now
@@ -256,7 +256,7 @@ class Run:
                 token = self.tokens[action.object]
                 writer.rewrite_table(action.object, action.table, ddl.fill_claim(action.create, token), action.columns,
                                      action.staging, action.backup, self.held.get(action.object),
-                                     self.guards.get(action.object), token)
+                                     self.guards.get(action.object), token, action.registrable)
                 self.held[action.object] = token
             case RestoreBackup():
                 # The backup takes the name and the run's claim, which the step's stamp then swaps for its version.

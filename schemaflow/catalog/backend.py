@@ -101,19 +101,21 @@ class CatalogWriter(Protocol):
 
     def commit_iceberg(self, table: Table, sources: Mapping[str, str], requires: IcebergState | None, create: bool,
                        set: Mapping[str, str], unset: Sequence[str], expected: str | None = None,
-                       backup: str | None = None) -> None:
+                       backup: str | None = None, keep: bool = True) -> None:
         """Create the Iceberg table ``table`` (``create``), or commit it as ``table`` says, each column named in
         ``sources`` keeping that live column's field id, with the properties ``set`` and ``unset`` in the same
         commit: only while the table is as ``requires`` says and its stamp is ``expected``, else
         ``ConcurrentChange``. See ``catalog.iceberg_commit``. A create with a ``backup`` converts the Parquet
-        table of the same name (stamped ``expected``) and keeps it as ``backup`` (``catalog.iceberg_convert``)."""
+        table of the same name (stamped ``expected``) and keeps it as ``backup`` (``catalog.iceberg_convert``), or,
+        not to ``keep``, moves its entry there, then drops it (its files are the Iceberg table's)."""
 
     def rewrite_table(self, key: str, table: Table, create: str, columns: Sequence[Filled], staging: str, backup: str,
-                      expected: str | None, version: str | None, claim: str) -> None:
+                      expected: str | None, version: str | None, claim: str, registrable: bool = False) -> None:
         """Make ``key`` (stamped ``expected``) anew as ``table``: ``create`` the table ``staging`` (stamped ``claim``),
         fill each of its ``columns`` from the live column it names, verify it against the rows moved, rename ``key``
         to ``backup`` (with ``version``, the stamp it had when planned) and ``staging`` to ``key``; with ``key``
-        renamed already (a stopped run's), only the last rename. See ``catalog.rewrite``."""
+        renamed already (a stopped run's), only the last rename. ``registrable``: write files Iceberg can register
+        (timestamps in microseconds). See ``catalog.rewrite``."""
 
     def restore_table(self, key: str, backup: str, temporary: str, backup_version: str | None, expected: str | None,
                       version: str | None, claim: str) -> None:

@@ -32,19 +32,25 @@ from schemaflow.catalog.iceberg_commit import METADATA_PATH, first_metadata, reg
 from schemaflow.catalog.registrable import data_files
 from schemaflow.catalog.thrift_data import to_model
 from schemaflow.errors import ConcurrentChange, SchemaflowError
-from schemaflow.model import (APPLIED_STATE_KEY, BACKUP_OF, CONVERTED_FOLDER, HIVE_DEFAULT_PARTITION, VERSION_KEY,
-                              Table, split_key, state_digest)
+from schemaflow.model import (APPLIED_STATE_KEY, BACKUP_OF, CONVERTED_FOLDER, HIVE_DEFAULT_PARTITION, REWRITE_OF,
+                              VERSION_KEY, Table, split_key, state_digest)
 
 DATA_PATH = "write.data.path"
 NAME_MAPPING = "schema.name-mapping.default"  # Iceberg's: how a file without field ids is read, by column name
 
 
-def convert(client: HiveClient, table: Table, backup: str, set: Mapping[str, str], expected: str | None) -> None:
+def convert(client: HiveClient, table: Table, backup: str, set: Mapping[str, str], expected: str | None,
+            keep: bool = True) -> None:
     """Make ``table`` (an Iceberg table) of the Parquet table of the same name, whose stamp is ``expected``,
     keeping that one as ``backup``; ``set`` (the step's stamp) is written in the Iceberg table's first commit.
-    A Parquet table a stopped run already renamed to ``backup`` is converted from there."""
+    A Parquet table a stopped run already renamed to ``backup`` is converted from there.
+
+    Not to ``keep`` (a conversion by copying, whose rewrite kept the table as it was): ``backup`` is where the Parquet
+    table's entry waits, marked as the copy of ``table`` a rewrite made (a stopped run's next plan finishes it as
+    such), until the Iceberg table is registered; then the entry is dropped, its files left to the Iceberg table."""
     database, name = split_key(table.key)
     backup_name = split_key(backup)[1]
+    mark = BACKUP_OF if keep else REWRITE_OF
     if client.retrying(lambda: client.msc.tableExists(database, name)):
         source = client.retrying(lambda: client.msc.getTable(database, name))
         found = source.getParameters().get(VERSION_KEY)
@@ -52,13 +58,15 @@ def convert(client: HiveClient, table: Table, backup: str, set: Mapping[str, str
             raise ConcurrentChange(table.key, expected, found)
     else:
         source = client.retrying(lambda: client.msc.getTable(database, backup_name))
-        if source.getParameters().get(BACKUP_OF) != table.key:
+        if source.getParameters().get(mark) != table.key:
             raise SchemaflowError(f"{backup} is not the Parquet table {table.key} was converted from: plan again")
     location = source.getSd().getLocation().rstrip("/")
     metadata = _metadata(client, table, source, location, set)
     if source.getTableName() == name:
-        _keep_as_backup(client, source, backup_name, table.key, set.get(VERSION_KEY), expected)
+        _keep_as_backup(client, source, backup_name, table.key, set.get(VERSION_KEY), expected, mark)
     register(client, table.key, metadata)
+    if not keep:  # external: the metastore deletes no file of it
+        client.retrying(lambda: client.msc.dropTable(database, backup_name, False, True))
 
 
 def _metadata(client: HiveClient, table: Table, source: Any, location: str, set: Mapping[str, str]) -> Any:
@@ -114,11 +122,10 @@ def _unregistrable(path: str, error: Exception) -> str:
     """Why the Parquet file at ``path`` cannot be registered, and the way out; nothing was changed yet."""
     why = f"Iceberg cannot register the Parquet file {path}: {error}. Nothing was changed"
     if "timestamp[ns]" in str(error):
-        return (why + ": its timestamps are INT96, as Spark writes a Hive table's by default, which Iceberg's Python "
-                "implementation cannot read. Rewrite the table's files with microsecond timestamps (with "
-                "spark.sql.parquet.outputTimestampType=TIMESTAMP_MICROS set, INSERT OVERWRITE the table from a copy of "
-                "its rows), or convert by copying (a new Iceberg table and INSERT ... SELECT)")
-    return why + ": rewrite the file, or convert by copying (a new Iceberg table and INSERT ... SELECT)"
+        why += (": its timestamps are INT96, as Spark writes a Hive table's by default, which Iceberg's Python "
+                "implementation cannot read")
+    return why + (". Plan again against the metastore: a plan that reads the files' footers converts such a table by "
+                  "copying its rows")
 
 
 def _partition_value(schema: Any, field: Any, value: str | None) -> Any:
@@ -130,15 +137,16 @@ def _partition_value(schema: Any, field: Any, value: str | None) -> Any:
 
 
 def _keep_as_backup(client: HiveClient, source: Any, backup_name: str, key: str, version: str | None,
-                    expected: str | None) -> None:
-    """Rename the Parquet table to ``backup_name``, external first so that the metastore moves no file."""
+                    expected: str | None, mark: str) -> None:
+    """Rename the Parquet table to ``backup_name``, marked by ``mark`` as ``key``'s, external first so that the
+    metastore moves no file."""
     name, parameters = source.getTableName(), source.getParameters()
     if source.getTableType() != "EXTERNAL_TABLE":
         source.setTableType("EXTERNAL_TABLE")
         parameters.put("EXTERNAL", "TRUE")
         client.alter(source, expected)
     source.setTableName(backup_name)
-    parameters.put(BACKUP_OF, key)
+    parameters.put(mark, key)
     if version is not None:
         parameters.put(VERSION_KEY, version)
     parameters.put(APPLIED_STATE_KEY, state_digest(to_model(client.to_data(source))))

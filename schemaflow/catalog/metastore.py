@@ -192,19 +192,19 @@ class Metastore:
 
     def commit_iceberg(self, table: Table, sources: Mapping[str, str], requires: IcebergState | None, create: bool,
                        set: Mapping[str, str], unset: Sequence[str], expected: str | None = None,
-                       backup: str | None = None) -> None:
+                       backup: str | None = None, keep: bool = True) -> None:
         with self._errors(f"committing the Iceberg table {table.key}"):
             if backup:
-                iceberg_convert.convert(self, table, backup, set, expected)
+                iceberg_convert.convert(self, table, backup, set, expected, keep)
             elif create:
                 iceberg_commit.create(self, table, set)
             else:
                 iceberg_commit.commit(self, table.key, table, sources, requires, set, unset, expected)
 
     def rewrite_table(self, key: str, table: Table, create: str, columns: Sequence[Filled], staging: str, backup: str,
-                      expected: str | None, version: str | None, claim: str) -> None:
+                      expected: str | None, version: str | None, claim: str, registrable: bool = False) -> None:
         with self._errors(f"rewriting the table {key}"):
-            rewrite.rewrite(self, key, table, create, columns, staging, backup, expected, version, claim)
+            rewrite.rewrite(self, key, table, create, columns, staging, backup, expected, version, claim, registrable)
 
     def restore_table(self, key: str, backup: str, temporary: str, backup_version: str | None, expected: str | None,
                       version: str | None, claim: str) -> None:

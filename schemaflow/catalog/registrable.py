@@ -6,7 +6,7 @@ Iceberg's Python implementation registers a Parquet file by its columns' exact n
 mapping) and reads timestamps in microseconds. So a file that holds timestamps as INT96 (as Spark writes a Hive
 table's by default), or that spells a column otherwise than the table does (Hive writes the capitals of its DDL into
 the files; the metastore keeps names in lower case), cannot be registered; neither can a folder inside a table's or
-a partition's folder, nor a file that is not Parquet.
+a partition's folder, nor a file that is not Parquet. Such a table is converted by copying (``plan.rewrite``).
 """
 from __future__ import annotations
 
@@ -15,15 +15,18 @@ from collections.abc import Collection, Sequence
 from schemaflow.errors import SchemaflowError
 from schemaflow.wording import plural
 
-# How to get files Iceberg can register, whatever kept a file from it.
-WAY_OUT = ("rewrite the table's files first (with spark.sql.parquet.outputTimestampType=TIMESTAMP_MICROS set, INSERT "
-           "OVERWRITE it from a copy of its rows), or convert by copying: a new Iceberg table filled by INSERT ... "
-           "SELECT")
-
-
 def data_files(folder: str) -> list[str]:
     """The data files in ``folder``, by name: what Hive reads of it (hidden files, ``_`` and ``.``, are not); a
     ``SchemaflowError`` for a folder in it, which Iceberg cannot register as a data file."""
+    files, nested = _listed(folder)
+    if nested:
+        raise SchemaflowError(f"{nested}: move its files up into the partition's folder, or plan the conversion again "
+                              "(it then copies the rows)")
+    return files
+
+
+def _listed(folder: str) -> tuple[list[str], str | None]:
+    """The data files in ``folder``, and why it cannot be registered if it holds a folder."""
     from pyarrow import fs  # type: ignore[import-untyped]
     filesystem, path = fs.FileSystem.from_uri(folder)
     found = filesystem.get_file_info(fs.FileSelector(path, allow_not_found=True))
@@ -32,32 +35,30 @@ def data_files(folder: str) -> list[str]:
         if info.base_name.startswith(("_", ".")):
             continue
         if info.type != fs.FileType.File:
-            raise SchemaflowError(f"{folder} holds the folder {info.base_name!r}, which Iceberg cannot register as a "
-                                  "data file: move its files up into the partition's folder, or convert by copying "
-                                  "(a new Iceberg table filled by INSERT ... SELECT)")
+            return [], f"{folder} holds the folder {info.base_name!r}, which Iceberg cannot register as a data file"
         files.append(f"{folder}/{info.base_name}")
-    return files
+    return files, None
 
 
 def unregistrable(folders: Sequence[str], columns: Collection[str]) -> str | None:
     """Why the files under ``folders`` (a table's, or each of its partitions') cannot be registered in an Iceberg
-    table whose columns are ``columns``, with the way out; None when every footer allows it."""
+    table whose columns are ``columns``; None when every footer allows it."""
     from pyarrow import fs
 
     read = 0
     for folder in folders:
         try:
-            files = data_files(folder)
-        except SchemaflowError as error:
-            return str(error)
+            files, nested = _listed(folder)
         except OSError as error:  # no such file system, no permission: the apply would meet it too
             return f"its folder {folder} cannot be listed ({error})"
+        if nested:
+            return nested
         for path in files:
             filesystem, inside = fs.FileSystem.from_uri(path)
             why = _footer(filesystem, inside, path, columns)
             read += 1
             if why:
-                return f"{why} ({plural(read, 'footer')} read); {WAY_OUT}"
+                return f"{why} ({plural(read, 'footer')} read)"
     return None
 
 

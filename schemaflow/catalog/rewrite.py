@@ -27,23 +27,25 @@ from schemaflow.catalog import rewrite_copy
 from schemaflow.catalog.backend import HiveClient
 from schemaflow.errors import ConcurrentChange, SchemaflowError
 from schemaflow.model import BACKUP_OF, RESTORE_VERSION, REWRITE_OF, VERSION_KEY, Table, split_key
-from schemaflow.sql.rewrite import Filled
+from schemaflow.sql.rewrite import MICROS, TIMESTAMP_TYPE, Filled
 from schemaflow.sql.storage import PATH_OPTION
 from schemaflow.sql.table_kinds import PROVIDER, data_source_provider
 
 
 def rewrite(client: HiveClient, key: str, table: Table, create: str, columns: Sequence[Filled], staging: str,
-            backup: str, expected: str | None, version: str | None, claim: str) -> None:
+            backup: str, expected: str | None, version: str | None, claim: str, registrable: bool = False) -> None:
     """Make ``key`` anew as ``table`` (see the module docstring); ``create`` is the staging table's claimed CREATE,
     ``columns`` what fills each of its columns, ``expected`` the table's stamp (this run's claim), ``version`` the one
-    it had when planned, which it keeps as the backup, and ``claim`` the staging table's."""
+    it had when planned, which it keeps as the backup, and ``claim`` the staging table's; ``registrable``: its files
+    written as Iceberg can register them (timestamps in microseconds)."""
     database, name = split_key(key)
     if _exists(client, database, name):
         source = _table(client, database, name)
         found = source.getParameters().get(VERSION_KEY)
         if found != expected:
             raise ConcurrentChange(key, expected, found)
-        rewrite_copy.copy(client, source, rewrite_copy.copying(source, key, staging, table, columns), create, claim)
+        copying = rewrite_copy.copying(source, key, staging, table, columns, {TIMESTAMP_TYPE: MICROS} if registrable else {})
+        rewrite_copy.copy(client, source, copying, create, claim)
         # Read again: what else changed in its entry meanwhile is kept (its version is the guard's to check).
         _rename(client, _table(client, database, name), split_key(backup)[1], expected,
                 {BACKUP_OF: key, **({VERSION_KEY: version} if version else {})}, () if version else (VERSION_KEY,))

@@ -30,7 +30,7 @@ import json
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -81,6 +81,7 @@ class Copying:
     columns: tuple[Filled, ...]
     source_keys: tuple[tuple[str, str], ...]  # partition columns (name, type) copied unit by unit; () the whole
     target_keys: tuple[tuple[str, str], ...]  # the same columns in the new table
+    settings: Mapping[str, str] = field(default_factory=dict)  # Spark settings the copy writes with
 
     def where(self, units: Sequence[Unit]) -> tuple[exp.Condition | None, exp.Condition | None]:
         """The conditions selecting ``units`` in the table and in the copy (None, None: the whole table)."""
@@ -89,15 +90,17 @@ class Copying:
         return within(self.source_keys, units), within(self.target_keys, units)
 
 
-def copying(source: Any, key: str, staging: str, table: Table, columns: Sequence[Filled]) -> Copying:
-    """How the table ``source`` (its metastore entry) is copied into ``staging`` as ``table``: partition by
-    partition where each of its partitions becomes one of the new table's (``sql.rewrite.one_to_one``), else whole."""
+def copying(source: Any, key: str, staging: str, table: Table, columns: Sequence[Filled],
+            settings: Mapping[str, str]) -> Copying:
+    """How the table ``source`` (its metastore entry) is copied into ``staging`` as ``table``, written with the Spark
+    ``settings``: partition by partition where each of its partitions becomes one of the new table's
+    (``sql.rewrite.one_to_one``), else whole."""
     have = tuple((c.getName().lower(), c.getType().lower()) for c in source.getPartitionKeys())
     want = [c.name for c in table.partition_columns]
     if not one_to_one(columns, want, [name for name, _ in have]):
-        return Copying(key, staging, table, tuple(columns), (), ())
+        return Copying(key, staging, table, tuple(columns), (), (), settings)
     filled = {f.column: f for f in columns}
-    return Copying(key, staging, table, tuple(columns), have, tuple((w, filled[w].type) for w in want))
+    return Copying(key, staging, table, tuple(columns), have, tuple((w, filled[w].type) for w in want), settings)
 
 
 def copy(client: HiveClient, source: Any, plan: Copying, create: str, claim: str) -> None:
@@ -277,7 +280,7 @@ def _copy_chunk(client: HiveClient, plan: Copying, chunk: Sequence[Unit]) -> Non
     """Copy the units of ``chunk`` into the staging table and verify them; a difference drops it and stops."""
     source_where, target_where = plan.where(chunk)
     hive_partitioned = bool(plan.table.partition_columns) and not plan.table.data_source
-    with _settings(client, DYNAMIC_PARTITIONS if hive_partitioned or plan.source_keys else {}):
+    with _settings(client, {**(DYNAMIC_PARTITIONS if hive_partitioned or plan.source_keys else {}), **plan.settings}):
         written = _write(client, plan, source_where)
     differences = _differences(client, plan, written, source_where, target_where)
     if differences:

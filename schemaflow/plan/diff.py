@@ -22,8 +22,8 @@ from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateDat
                                      ROW_NEUTRAL_SETTINGS, SetStorage, SetTableComment, Unsupported)
 from schemaflow.plan.evolution import ALTER, APPEND, SAME, Evolution, evolve
 from schemaflow.plan.hazards import unexplained_hazards
-from schemaflow.plan.iceberg import ConvertToIceberg, backup_name, conversion, iceberg_change
-from schemaflow.plan.rewrite import RewriteTable, restore_name, staging_name
+from schemaflow.plan.iceberg import ConvertToIceberg, backup_name, conversion, iceberg_change, staging_name
+from schemaflow.plan.rewrite import RewriteTable, by_copying, flat, registrable_copy, restore_name
 from schemaflow.sql.rewrite import convertible, filling
 from schemaflow.sql.storage import SCHEMA_FROM_SERDE, same_location
 from schemaflow.sql.table_kinds import ColumnChanges, Resolution, TableKind, kind_of, table_kind
@@ -74,8 +74,8 @@ def diff(desired: Catalog, live: Catalog, type_rule: bool = True) -> list[Change
             changes += [DropTable(have) if isinstance(have, Table) else DropView(have), create(want)]
         elif isinstance(want, Table):
             assert isinstance(have, Table)  # the same kind
-            changes += [_where_free(c, live) for c in diff_table(want, have, desired.migrations, type_rule,
-                                                                 backup_name(key) in live.objects)]
+            changes += [where_free(c, live) for c in diff_table(want, have, desired.migrations, type_rule,
+                                                                 live.get(backup_name(key)))]
         else:
             assert isinstance(have, View)  # the same kind
             changes += diff_view(want, have)
@@ -111,14 +111,14 @@ def create(obj: Object) -> Change:
 
 
 def diff_table(want: Table, have: Table, migrations: Sequence[Migration] = (), type_rule: bool = True,
-               backup_taken: bool = False) -> list[Change]:
-    """What turns the live table ``have`` into ``want``; ``backup_taken``: whether the name a conversion to
-    Iceberg would keep ``have`` under is taken."""
+               backup: Object | None = None) -> list[Change]:
+    """What turns the live table ``have`` into ``want``; ``backup``: what holds the name a conversion to Iceberg
+    would keep ``have`` under."""
     key = want.key
     kind = kind_of(want)
     had = table_kind(have.format, have.data_source)
     if kind.column_changes is ColumnChanges.ICEBERG or (had and had.column_changes is ColumnChanges.ICEBERG):
-        return _iceberg(want, have, had, migrations, type_rule, backup_taken)
+        return _iceberg(want, have, had, migrations, type_rule, backup)
     # What the table cannot take in place blocks it; its comment is still shown (the plan marks it waiting).
     comment = [SetTableComment(key, have.comment, want.comment, through_metastore=want.serde in SCHEMA_FROM_SERDE)
                ] if want.comment != have.comment else []
@@ -142,7 +142,7 @@ def diff_table(want: Table, have: Table, migrations: Sequence[Migration] = (), t
         # The rows are moved by name into a new table: the order of its columns is free, and where partition columns
         # change, a column may move between the data and the partition columns.
         keys_change = _shape(want.partition_columns) != _shape(have.partition_columns)
-        moved = evolve(_flat(have) if keys_change else have, _flat(want) if keys_change else want, migrations,
+        moved = evolve(flat(have) if keys_change else have, flat(want) if keys_change else want, migrations,
                        type_rule=False, by_id=True)
         if not moved.problems and have.external:
             return [Unsupported(key, "table", "; ".join(reasons), "an external table's files are not rewritten by "
@@ -191,11 +191,6 @@ def column_values(old: Sequence[Column], new: Sequence[Column]) -> tuple[str, ..
     return tuple(values)
 
 
-def _flat(table: Table) -> Table:
-    """``table`` with its partition columns among its columns, as a rewrite moves its rows."""
-    return replace(table, columns=table.all_columns, partition_columns=())
-
-
 def _rewritten_values(want: Table, have: Table, renamed: dict[str, str]) -> tuple[str, ...]:
     """What a rewrite's new definition changes of the columns (each renamed one under its new name), the comment
     and the properties, as a plan shows values."""
@@ -208,13 +203,20 @@ def _rewritten_values(want: Table, have: Table, renamed: dict[str, str]) -> tupl
 
 
 def _iceberg(want: Table, have: Table, had: TableKind | None, migrations: Sequence[Migration], type_rule: bool,
-             backup_taken: bool) -> list[Change]:
-    """An Iceberg table's change (``plan.iceberg``); a Parquet table becoming one is converted, every other change
-    of kind cannot be made in place. ``had``: the live table's kind."""
+             backup: Object | None) -> list[Change]:
+    """An Iceberg table's change (``plan.iceberg``); a table becoming one is converted (in place, or by copying
+    files Iceberg cannot register), every other change of kind cannot be made in place. ``had``: the live table's
+    kind; ``backup``: what holds the backup's name. The backup an earlier rewrite kept of the table stays, and an
+    in-place conversion keeps no other."""
     if kind_of(want).column_changes is ColumnChanges.ICEBERG and not (had and had.own_metadata):
-        conversion_ = conversion(want, have, backup_taken)
+        rewritten = isinstance(backup, Table) and backup.backup_of == want.key
+        by_copy = have.format != "parquet"
+        conversion_ = conversion(want, have, backup is not None and not rewritten and not by_copy, keep=not rewritten)
         if isinstance(conversion_, tuple):
             return [Unsupported(want.key, "table", p.what, p.way_out) for p in conversion_]
+        if by_copy:
+            how = f"USING {have.format}" if have.data_source else f"STORED AS {have.format}"
+            return [by_copying(want.key, want, have, f"Iceberg registers Parquet files only, and the table is {how}")]
         return [conversion_]
     if want.format != have.format or want.data_source != have.data_source:
         kind = (f"USING {have.format}" if have.data_source else f"STORED AS {have.format}") + " -> " + (
@@ -270,9 +272,14 @@ def _unmovable(want: Table, have: Table) -> list[str]:
     return changed
 
 
-def _where_free(change: Change, live: Catalog) -> Change:
+def where_free(change: Change, live: Catalog) -> Change:
     """``change``, or, for a rewrite whose backup or staging name another table holds, why it cannot run. A backup
-    of the same table an earlier rewrite left is no obstacle: a plan allowed to rewrite drops it first."""
+    of the same table an earlier rewrite left is no obstacle: a plan allowed to rewrite drops it first. A conversion
+    that keeps no backup of its own needs the staging name."""
+    if isinstance(change, ConvertToIceberg) and not change.keep and staging_name(change.key) in live.objects:
+        return Unsupported(change.key, "table", f"converting to Iceberg while {staging_name(change.key)} exists",
+                           f"the Parquet table's entry waits as {staging_name(change.key)} while the Iceberg table is "
+                           "registered: drop or rename that one first")
     if not isinstance(change, RewriteTable):
         return change
     key = change.key
@@ -295,6 +302,10 @@ def _resume(want: Table, backup: Table, live: Catalog) -> Change:
     """What finishes the conversion or rewrite a stopped apply left with the table renamed to ``backup``."""
     staging = live.get(staging_name(want.key))
     if isinstance(staging, Table) and staging.rewrite_of == want.key:
+        if kind_of(want).column_changes is ColumnChanges.ICEBERG:  # a conversion by copying
+            copy = registrable_copy(want)
+            return RewriteTable(want.key, copy, backup, ("finish the cut-over, then the conversion to Iceberg",),
+                                evolve(backup, copy, ()), iceberg=want)
         return RewriteTable(want.key, want, backup, ("finish the cut-over",), evolve(backup, want, ()))
     return ConvertToIceberg(want.key, want, backup)
 

@@ -141,13 +141,14 @@ class ConvertToIceberg:
     key: str
     want: Table
     have: Table
+    keep: bool = True  # else the Parquet table's entry goes: an earlier rewrite's backup holds the table as it was
     object_type = "table"
     destructive = False
     reshapes = False  # the same columns, the same rows: a view reads it as before
 
     @property
     def backup(self) -> str:
-        return backup_name(self.key)
+        return backup_name(self.key) if self.keep else staging_name(self.key)
 
     def to_step(self) -> Step:
         key, backup = self.key, self.backup
@@ -160,18 +161,27 @@ class ConvertToIceberg:
                  "deletes the files the Iceberg table reads" if not resumed else
                  f"finishes the conversion a stopped apply began: {backup} is the Parquet table, already renamed",
                  f"Iceberg's metadata and new data files go to {CONVERTED_FOLDER}/ in the table's folder "
-                 f"(write.metadata.path, write.data.path), which readers of {backup} skip",
-                 f"{backup} is kept until a plan with --allow-destructive drops its entry; its files stay. Until "
-                 f"then, expire no snapshot of {key} after rewriting its files (Iceberg would delete the Parquet "
-                 f"files {backup} reads)"]
+                 f"(write.metadata.path, write.data.path), which readers of {backup} skip"]
+        notes.append(f"{backup} is kept until a plan with --allow-destructive drops its entry; its files stay. Until "
+                     f"then, expire no snapshot of {key} after rewriting its files (Iceberg would delete the Parquet "
+                     f"files {backup} reads)" if self.keep else
+                     f"{backup}'s entry is dropped once the Iceberg table is registered (its files are the Iceberg "
+                     f"table's): {backup_name(key)}, the table before its rewrite, is the backup kept")
         if self.have.bucketing:
             notes.append("Hive's bucketing is not carried over: Iceberg's is bucket(N, column) in partitioned_by")
         hazards = (f"readers of {key} (and of the views over it) need Iceberg's runtime from now on; a job that still "
                    f"writes Parquet files into its folders writes into {backup}, which the Iceberg table does not see",)
-        action = IcebergCommit(self.want, create=True, backup=backup)
+        action = IcebergCommit(self.want, create=True, backup=backup, keep=self.keep)
+        kept = f"keep the Parquet table as {backup}" if self.keep else f"keep {backup_name(key)}, from its rewrite"
         return Step(StepKind.CONVERT_TO_ICEBERG, key, "table",
-                    f"convert table {key} to Iceberg: register its Parquet files, keep the Parquet table as {backup}",
-                    (action,), notes=tuple(notes), hazards=hazards)
+                    f"convert table {key} to Iceberg: register its Parquet files, {kept}", (action,), notes=tuple(notes),
+                    hazards=hazards)
+
+
+def staging_name(key: str) -> str:
+    """Where a rewrite fills the new table before it takes the name (``plan.rewrite``), and where a conversion that
+    keeps no backup of its own moves the Parquet table's entry meanwhile: ``<name>_rewrite_``."""
+    return f"{key}_rewrite_"
 
 
 def backup_name(key: str) -> str:
@@ -179,14 +189,10 @@ def backup_name(key: str) -> str:
     return f"{key}_backup_"
 
 
-def conversion(want: Table, have: Table, taken: bool) -> ConvertToIceberg | tuple[Problem, ...]:
-    """The conversion of the Parquet table ``have`` into the Iceberg table ``want``, or why it cannot be made;
-    ``taken``: whether another object has the backup's name."""
-    if have.format != "parquet":
-        how = f"USING {have.format}" if have.data_source else f"STORED AS {have.format}"
-        return (Problem(f"converting a {how} table to Iceberg",
-                        "only Parquet files are registered in an Iceberg table without rewriting them: create a new "
-                        "Iceberg table beside it, copy the rows (INSERT ... SELECT), and swap the names"),)
+def conversion(want: Table, have: Table, taken: bool, keep: bool = True) -> ConvertToIceberg | tuple[Problem, ...]:
+    """The conversion of the table ``have`` into the Iceberg table ``want`` in place (its files registered), or why
+    it cannot be made; ``taken``: whether another object has the backup's name; ``keep``: whether the conversion keeps
+    the Parquet table as its backup (not when a rewrite's backup of the table holds that name)."""
     problems = []
     shape = [(c.name, iceberg_equivalent(c.type or "")) for c in have.all_columns]
     if [(c.name, c.type) for c in want.columns] != shape:
@@ -211,7 +217,7 @@ def conversion(want: Table, have: Table, taken: bool) -> ConvertToIceberg | tupl
     if taken:
         problems.append(Problem(f"converting to Iceberg while {backup_name(have.key)} exists",
                                 f"the Parquet table is kept as {backup_name(have.key)}: drop or rename that one first"))
-    return tuple(problems) if problems else ConvertToIceberg(want.key, want, have)
+    return tuple(problems) if problems else ConvertToIceberg(want.key, want, have, keep)
 
 
 def _terms(terms: Sequence[PartitionField | SortTerm]) -> str:

@@ -23,11 +23,11 @@ from schemaflow.model import (APPLIED_AT_KEY, APPLIED_COMMIT_KEY, APPLIED_STATE_
 from schemaflow.errors import SchemaflowError
 from schemaflow.plan import deps
 from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateTable, CreateView, DropTable, DropView,
-                                     ReplaceView, Stamp, SyncViewPartitions, Unsupported)
-from schemaflow.plan.diff import diff, property_delta
+                                     ReplaceView, Stamp, SyncViewPartitions)
+from schemaflow.plan.diff import diff, property_delta, where_free
 from schemaflow.plan.evolution import Evolution
 from schemaflow.plan.iceberg import AlterIcebergTable, ConvertToIceberg
-from schemaflow.plan.rewrite import REWRITE_BLOCK, RewriteTable
+from schemaflow.plan.rewrite import REWRITE_BLOCK, RewriteTable, by_copying
 from schemaflow.plan.invalidation import STRICT, resolve
 from schemaflow.plan.kinds import VIEW_DEFINITIONS, StepKind
 from schemaflow.plan.steps import APPLIED_AT, Step
@@ -155,7 +155,7 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
     # Several parts of the plan ask about one table; each metastore count is made once.
     count_partitions, stale_partitions = _once(count_partitions), _once(stale_partitions)
     live = deps.with_live_reads(live)
-    changes = [replace(c, old_label=_OLD_LABELS[basis]) if isinstance(c, ReplaceView) else c
+    changes = [replace(c, old_label=_OLD_LABELS[basis]) if isinstance(c, ReplaceView) else _registering(c, live, files)
                for c in diff(desired, live, type_rule)]
     changes, kept = _backups(changes, allow_destructive)
     changes = _recompiled(changes, desired, recompile)
@@ -213,9 +213,11 @@ def _waiting(steps: list[Step]) -> list[Step]:
 
 def _backups(changes: list[Change], allow_destructive: bool) -> tuple[list[Change], tuple[str, ...]]:
     """The changes, and a warning for each Parquet table kept after its conversion to Iceberg that they would drop:
-    the backup stays (it blocks nothing) until a plan with ``allow_destructive`` drops it."""
+    the backup stays (it blocks nothing) until a plan with ``allow_destructive`` drops it. A plan that converts the
+    table in place keeping no backup of its own (the copy a rewrite made) keeps the rewrite's."""
+    converting = {c.key for c in changes if isinstance(c, ConvertToIceberg) and not c.keep}
     if allow_destructive:
-        return changes, ()
+        return [c for c in changes if not (isinstance(c, DropTable) and c.table.backup_of in converting)], ()
     kept = [c.table for c in changes if isinstance(c, DropTable) and c.table.backup_of]
     warnings = tuple(f"{t.key} keeps the Parquet table {t.backup_of} was converted from; plan with --allow-destructive "
                      "to drop its entry (its files are the Iceberg table's and stay)" if t.external else
@@ -265,6 +267,15 @@ def _stale_elsewhere(desired: Catalog, live: Catalog, changes: list[Change], cou
     return tuple(warnings)
 
 
+def _registering(change: Change, live: Catalog, files: LiveFiles | None) -> Change:
+    """A conversion in place whose files Iceberg cannot register, as their footers show: a conversion by copying."""
+    why = files.unregistrable(change.have) if isinstance(change, ConvertToIceberg) and files else None
+    if not why:
+        return change
+    assert isinstance(change, ConvertToIceberg)
+    return where_free(by_copying(change.key, change.want, change.have, why), live)
+
+
 def _with_partition_facts(change: Change, count: PartitionCounter | None, stale: PartitionCounter | None,
                           files: LiveFiles | None) -> Change:
     if isinstance(change, AddColumns) and change.partitioned and count:
@@ -276,10 +287,6 @@ def _with_partition_facts(change: Change, count: PartitionCounter | None, stale:
         counted = count(change.key) if count and change.have.partition_columns else None
         return replace(change, partition_count=counted, stored=files.measure(change.key) if files else None,
                        cores=files.cores if files else None)
-    if isinstance(change, ConvertToIceberg) and files:
-        why = files.unregistrable(change.have)
-        if why:
-            return Unsupported(change.key, "table", "converting to Iceberg in place", why, why="is refused")
     return change
 
 

@@ -37,6 +37,10 @@ def restore_plan(live: Catalog, key: str) -> Plan:
         raise SchemaflowError(f"{backup_name(key)} is the Parquet table {key} was converted to Iceberg from: its files "
                               "are the Iceberg table's now, and schemaflow restores only what a rewrite kept. Nothing "
                               "was restored")
+    if isinstance(table, Table) and table.format == "iceberg" and not resumed:
+        raise SchemaflowError(f"{key} is an Iceberg table now, converted by copying: its files are in the folder "
+                              f"{backup_name(key)}'s would move back to. Rename {key} (its files stay where they are), "
+                              "then restore. Nothing was restored")
     current = table if isinstance(table, Table) else None
     notes = [f"swaps the names, no row copied: {backup_name(key)} becomes {key} again, as it was before its rewrite, "
              f"and {key} as it is now becomes {backup_name(key)}, kept until a plan with --allow-destructive drops it",

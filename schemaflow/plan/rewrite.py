@@ -9,19 +9,25 @@ from the live column it was (by name, or by the rename a migration states; ``sql
 copy partition by partition, and swaps it in under the table's name. The live table is kept as its backup
 (``<name>_backup_``), files and all, until a plan with ``--allow-destructive`` drops it.
 
+A conversion to Iceberg whose files Iceberg cannot register as they are (ORC, Avro or text files, Parquet with INT96
+timestamps or columns spelt with capitals) is a rewrite too, by copying: the staging table is a Parquet table
+(``registrable_copy``) filled as Iceberg can register its files (timestamps in microseconds, the metastore's
+lower-case names), swapped in as any rewrite, then converted in place (``catalog.iceberg_convert``), its entry not
+kept: the backup is the table as it was.
+
 A rewrite moves every row, so it runs only when allowed, as a drop does: a plan without
 ``--allow-destructive`` shows it blocked. An external table's files belong to whoever wrote them there:
 its rewrite is not planned (a later change may move them).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from schemaflow.model import Stored, Table
-from schemaflow.plan.evolution import Evolution
-from schemaflow.plan.iceberg import backup_name
+from schemaflow.plan.evolution import Evolution, evolve
+from schemaflow.plan.iceberg import backup_name, staging_name
 from schemaflow.plan.kinds import StepKind
-from schemaflow.plan.steps import RewriteRows, Step
+from schemaflow.plan.steps import IcebergCommit, RewriteRows, Step
 from schemaflow.sql.rewrite import filling, lossless, one_to_one
 from schemaflow.wording import duration, plural, size
 
@@ -31,11 +37,6 @@ COPY_RATE = 8_000_000
 
 REWRITE_BLOCK = ("a rewrite copies every row of the table into a new one: plan with --allow-destructive (in a pull "
                  "request, the schemaflow-allow-destructive label) to run it")
-
-
-def staging_name(key: str) -> str:
-    """Where a rewrite fills the new table before it takes the name: ``<name>_rewrite_``."""
-    return f"{key}_rewrite_"
 
 
 def restore_name(key: str) -> str:
@@ -69,6 +70,14 @@ def reads(key: str, stored: Stored, cores: int | None) -> str:
             f"{size(COPY_RATE)}/s a core bench/rewrite.py measured on a laptop")
 
 
+def registrable_copy(want: Table) -> Table:
+    """The Parquet table a conversion by copying fills, whose files the Iceberg table ``want`` then registers: its
+    columns, those it is partitioned by (by identity: ``plan.iceberg.conversion`` refuses others) as Hive partitions."""
+    keys = [f.column for f in want.partition_spec]
+    return Table(want.database, want.name, tuple(c for c in want.columns if c.name not in keys),
+                 tuple(c for name in keys for c in want.columns if c.name == name), format="parquet", data_source=True)
+
+
 @dataclass(frozen=True)
 class RewriteTable:
     """The table ``key`` made anew as ``want`` from the rows of ``have``: the live table, or, when a stopped apply
@@ -83,6 +92,7 @@ class RewriteTable:
     values: tuple[str, ...] = ()             # what else the new definition changes, each "what: old -> new"
     stored: Stored | None = None             # what the live table holds in files; None: not measured
     cores: int | None = None                 # what the configured master copies on; None: not known
+    iceberg: Table | None = None             # converting by copying: the Iceberg table, ``want`` its Parquet copy
     object_type = "table"
     reshapes = True
     destructive = True                       # it moves every row: run only when allowed
@@ -114,6 +124,10 @@ class RewriteTable:
             notes.append(reads(key, self.stored, self.cores))
         notes.append(f"cut-over: {key} is renamed to {backup}, then {staging} to {key}; readers see the old table "
                      "until then, and the name is missing only between the two renames")
+        if self.iceberg:
+            notes.append(f"{staging} is a Parquet table written with timestamps in microseconds, so that Iceberg can "
+                         f"register its files: after the cut-over they become the Iceberg table {key}'s, none copied "
+                         f"again, and the Parquet table's entry is dropped")
         notes.append(f"the new files go to the folder of {key}, as before; {backup} keeps the old ones, and is kept "
                      "until a plan with --allow-destructive drops it")
         if self.evolution.migrations:
@@ -128,6 +142,23 @@ class RewriteTable:
                         + ("NULL, as a migration accepts: the copy counts them)" if f.accepts_loss else
                            "NULL, and then the rewrite stops before the cut-over)") for f in columns
                         if f.cast and f.old_type and not lossless(f.old_type, f.type) and not self.resumed)
+        rows = RewriteRows(self.want, columns, staging, backup, self.resumed, registrable=self.iceberg is not None)
+        if self.iceberg is None:
+            return Step(StepKind.REWRITE_TABLE, key, "table", f"rewrite table {key}: {'; '.join(self.reasons)}",
+                        (rows,), notes=tuple(notes), hazards=hazards, destructive=True, values=self.values)
+        hazards += (f"readers of {key} (and of the views over it) need Iceberg's runtime from now on",)
         return Step(StepKind.REWRITE_TABLE, key, "table", f"rewrite table {key}: {'; '.join(self.reasons)}",
-                    (RewriteRows(self.want, columns, staging, backup, self.resumed),), notes=tuple(notes), hazards=hazards,
-                    destructive=True, values=self.values)
+                    (rows, IcebergCommit(self.iceberg, create=True, backup=staging, keep=False)), notes=tuple(notes),
+                    hazards=hazards, destructive=True, values=self.values)
+
+
+def by_copying(key: str, want: Table, have: Table, why: str) -> RewriteTable:
+    """The conversion of ``have`` into the Iceberg table ``want`` by copying its rows, since ``why``."""
+    copy = registrable_copy(want)
+    return RewriteTable(key, copy, have, (f"convert to Iceberg by copying: {why}",),
+                        evolve(flat(have), flat(copy), (), type_rule=False, by_id=True), iceberg=want)
+
+
+def flat(table: Table) -> Table:
+    """``table`` with its partition columns among its columns, as a rewrite moves its rows."""
+    return replace(table, columns=table.all_columns, partition_columns=())

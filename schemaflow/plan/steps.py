@@ -15,7 +15,7 @@ from schemaflow.model import (SCHEMAFLOW_PREFIX, SETTINGS_KEY, VERSION_KEY, Colu
                               PartitionValues, Table, column_data, from_data, partition_name, split_key, to_data)
 from schemaflow.plan.kinds import EFFECTS, ActionKind, Effect, StepKind
 from schemaflow.sql import ddl, rewrite
-from schemaflow.sql.rewrite import Filled
+from schemaflow.sql.rewrite import MICROS, TIMESTAMP_TYPE, Filled
 from schemaflow.wording import plural
 
 
@@ -310,6 +310,7 @@ class IcebergCommit:
     set: Mapping[str, str] = field(default_factory=dict)
     unset: tuple[str, ...] = ()
     backup: str | None = None
+    keep: bool = True  # a conversion's Parquet entry kept as ``backup``; else moved there, then dropped (its files stay)
 
     @property
     def object(self) -> str:
@@ -329,8 +330,10 @@ class IcebergCommit:
         layout += f"; sorted by ({', '.join(map(str, table.sort_order))})" if table.sort_order else ""
         comment = f"; comment {table.comment!r}" if table.comment else ""
         if self.create and self.backup:
+            kept = (f"the Parquet table kept as {self.backup}" if self.keep else
+                    f"the Parquet table's entry moved to {self.backup}, then dropped (its files are the Iceberg table's)")
             return (f"-- iceberg convert {self.object}: columns ({columns}){layout}{comment}; its Parquet files "
-                    f"registered, the Parquet table kept as {self.backup}")
+                    f"registered, {kept}")
         if self.create:
             where = f"; at {table.location!r}" if table.location else "; in its database's folder"
             return f"-- iceberg create {self.object}: columns ({columns}){layout}{comment}{where}"
@@ -343,14 +346,15 @@ class IcebergCommit:
         return {"action": self.kind, "table": to_data(self.table), "sources": dict(sorted(self.sources.items())),
                 "requires": self.requires.to_data() if self.requires else None, "create": self.create,
                 **({"set": dict(sorted(self.set.items())), "unset": list(self.unset)} if self.set or self.unset else {}),
-                **({"backup": self.backup} if self.backup else {})}
+                **({"backup": self.backup} if self.backup else {}), **({} if self.keep else {"keep": False})}
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> IcebergCommit:
         table = from_data(data["table"])
         assert isinstance(table, Table)
         return cls(table, dict(data["sources"]), IcebergState.from_data(data["requires"]) if data["requires"] else None,
-                   bool(data["create"]), dict(data.get("set", {})), tuple(data.get("unset", ())), data.get("backup"))
+                   bool(data["create"]), dict(data.get("set", {})), tuple(data.get("unset", ())), data.get("backup"),
+                   bool(data.get("keep", True)))
 
 
 @dataclass(frozen=True)
@@ -369,6 +373,7 @@ class RewriteRows:
     staging: str
     backup: str
     resumed: bool = False            # a stopped run renamed the table already: only the cut-over is left
+    registrable: bool = False        # files Iceberg can register: timestamps in microseconds, not Spark's INT96
 
     @property
     def object(self) -> str:
@@ -393,7 +398,9 @@ class RewriteRows:
             return (f"-- finish the rewrite of {self.object} (guarded): {self.object} is {self.backup} already; rename "
                     f"the verified copy {self.staging} to {self.object}")
         where = f", per partition ({keys}) where they differ" if keys else ""
-        return (f"-- rewrite {self.object} through {self.staging}\n{self.create};\n{self.copy};\n"
+        micros = (f"-- with {TIMESTAMP_TYPE} = {MICROS} (not INT96), so that Iceberg can register the files\n"
+                  if self.registrable else "")
+        return (f"-- rewrite {self.object} through {self.staging}\n{self.create};\n{micros}{self.copy};\n"
                 f"-- run in chunks (of partitions, where each stays one), each verified as it lands: the row count and a "
                 f"checksum of each column of the rows as they are written, against what {self.staging} holds of them"
                 f"{where}{lost}; journaled on {self.staging}, so a stopped apply resumes; what is written to "
@@ -404,14 +411,15 @@ class RewriteRows:
         return {"action": self.kind, "table": to_data(self.table),
                 "columns": [{"column": f.column, "type": f.type, "source": f.source, "old_type": f.old_type,
                              **({"accepts_loss": True} if f.accepts_loss else {})} for f in self.columns],
-                "staging": self.staging, "backup": self.backup, **({"resumed": True} if self.resumed else {})}
+                "staging": self.staging, "backup": self.backup, **({"resumed": True} if self.resumed else {}),
+                **({"registrable": True} if self.registrable else {})}
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> RewriteRows:
         table = from_data(data["table"])
         assert isinstance(table, Table)
         return cls(table, tuple(Filled(**f) for f in data["columns"]), data["staging"], data["backup"],
-                   bool(data.get("resumed", False)))
+                   bool(data.get("resumed", False)), bool(data.get("registrable", False)))
 
 
 @dataclass(frozen=True)

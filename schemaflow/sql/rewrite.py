@@ -24,6 +24,10 @@ from schemaflow.sql.quoting import identifier_node, table_node
 
 WIDENS = ("tinyint", "smallint", "int", "bigint")
 INTEGER_DIGITS = {"tinyint": 3, "smallint": 5, "int": 10, "bigint": 19}
+# Spark's setting for how Parquet files hold timestamps, and the value Iceberg can register: Spark's default (INT96)
+# is read by Spark and Hive, but not registered by Iceberg's Python implementation.
+TIMESTAMP_TYPE = "spark.sql.parquet.outputTimestampType"
+MICROS = "TIMESTAMP_MICROS"
 ROWS = "rows"          # the column of a verification query's row count
 MOVED = "moved"        # the alias of the rows the query moves, in the verification of the source
 STORED = "stored"      # the alias of some partitions of the copy, in its verification
