@@ -17,7 +17,7 @@ the two (a) runs: whole, and without the verification.
 
 Run from the repository root::
 
-    .venv/bin/python bench/rewrite.py                          # 1,000 partitions, 20,000,000 rows
+    .venv/bin/python bench/rewrite.py                          # 1,000 partitions, 50,000,000 rows (3.5 GB)
     .venv/bin/python bench/rewrite.py --partitions 200 --rows 1000000
 """
 from __future__ import annotations
@@ -57,7 +57,7 @@ partitioned_by: [{{name: ds, type: string}}]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--partitions", type=positive, default=1000)
-    parser.add_argument("--rows", type=positive, default=20_000_000)
+    parser.add_argument("--rows", type=positive, default=50_000_000)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="schemaflow-rewrite-project-") as folder, \
             private_session("rewrite", remote=False) as session:

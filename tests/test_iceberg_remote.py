@@ -148,8 +148,27 @@ partitioned_by:
 """
 
 
-def _write_partitions(spark, server: str, name: str, days: int, format: str) -> dict:
-    """Rows of ``conv_db.<name>`` in ``days`` partitions (day d holds d rows), written as a job writes them: a file
+def _filled(tmp_path: Path, spark, server: str, key: str, format: str, days: int) -> tuple[Path, dict, dict]:
+    """A project whose table ``key`` (ORDERS, stored as ``format``) is applied on ``server`` and filled
+    with rows in ``days`` partitions (day d holds d rows), as a job writes them: a file of ``format`` in each
+    partition's folder, the partition registered; then declared as Iceberg. The project, the environment that
+    points schemaflow at the server, and the rows by day, sorted."""
+    database, name = key.split(".")
+    project = tmp_path / "project"
+    (project / "schemas" / database).mkdir(parents=True)
+    declared = ORDERS.replace("conv_db.orders", key).replace("format: parquet", f"format: {format}")
+    (project / "schemas" / database / f"{name}.yaml").write_text(declared)
+    env = {"SCHEMAFLOW_METASTORE_URI": server, "SCHEMAFLOW_WAREHOUSE_DIR": str(tmp_path / "warehouse")}
+    assert schemaflow(project, "apply", "--auto-approve", env=env).returncode == 0
+    written = _write_partitions(spark, server, key, days, format)
+    (project / "schemas" / database / f"{name}.yaml").write_text(
+        declared.replace(f"format: {format}", "format: iceberg").replace(
+            "partitioned_by:\n  - {name: dt, type: date}\n", "  - {name: dt, type: date}\npartitioned_by: [dt]\n"))
+    return project, env, written
+
+
+def _write_partitions(spark, server: str, key: str, days: int, format: str) -> dict:
+    """Rows of ``key`` in ``days`` partitions (day d holds d rows), written as a job writes them: a file
     of ``format`` in each partition's folder, the partition registered. The rows by day, sorted."""
     import datetime
     from decimal import Decimal
@@ -162,7 +181,7 @@ def _write_partitions(spark, server: str, name: str, days: int, format: str) -> 
     schema = pa.schema([("id", pa.int64()), ("amount", pa.decimal128(10, 2)), ("note", pa.string())])
     with other_client(spark, server) as other:
         for day in range(1, days + 1):
-            partition = other.msc.appendPartition("conv_db", name, [f"2024-01-0{day}"])
+            partition = other.msc.appendPartition(*key.split("."), [f"2024-01-0{day}"])
             rows = [{"id": 10 * day + n, "amount": Decimal(f"{day}.{n}0"), "note": f"n{n}"} for n in range(day)]
             folder = partition.getSd().getLocation().removeprefix("file:")
             table = pa.Table.from_pylist(rows, schema=schema)
@@ -177,17 +196,8 @@ def _write_partitions(spark, server: str, name: str, days: int, format: str) -> 
 def test_a_partitioned_parquet_table_is_converted_to_iceberg_on_a_server(server: str, tmp_path: Path, spark) -> None:
     from pyiceberg.table import StaticTable
 
-    project = tmp_path / "project"
-    (project / "schemas" / "conv_db").mkdir(parents=True)
-    (project / "schemas" / "conv_db" / "orders.yaml").write_text(ORDERS)
-    env = {"SCHEMAFLOW_METASTORE_URI": server, "SCHEMAFLOW_WAREHOUSE_DIR": str(tmp_path / "warehouse")}
-    assert schemaflow(project, "apply", "--auto-approve", env=env).returncode == 0
     # Rows in three partitions, as a job writes them: Parquet files in each partition's folder, registered.
-    written = _write_partitions(spark, server, "orders", 3, "parquet")
-
-    (project / "schemas" / "conv_db" / "orders.yaml").write_text(
-        ORDERS.replace("format: parquet", "format: iceberg").replace(
-            "partitioned_by:\n  - {name: dt, type: date}\n", "  - {name: dt, type: date}\npartitioned_by: [dt]\n"))
+    project, env, written = _filled(tmp_path, spark, server, "conv_db.orders", "parquet", 3)
     planned = schemaflow(project, "plan", "--format", "json", env=env)
     [step] = json.loads(planned.stdout)["steps"]
     assert (step["kind"], step["blocked"]) == ("convert_to_iceberg", None), planned.stdout + planned.stderr
@@ -454,17 +464,7 @@ def test_iceberg_tables_another_client_points_at_hostile_metadata_are_refused_on
 def test_an_orc_table_is_converted_to_iceberg_by_copying_on_a_server(server: str, tmp_path: Path, spark) -> None:
     """Converted by copying: rows Spark copied into Parquet files Iceberg registered, read back by Iceberg's Java
     library; the ORC table kept as the backup."""
-    project = tmp_path / "project"
-    (project / "schemas" / "conv_db").mkdir(parents=True)
-    declared = ORDERS.replace("conv_db.orders", "conv_db.orc_orders").replace("format: parquet", "format: orc")
-    (project / "schemas" / "conv_db" / "orc_orders.yaml").write_text(declared)
-    env = {"SCHEMAFLOW_METASTORE_URI": server, "SCHEMAFLOW_WAREHOUSE_DIR": str(tmp_path / "warehouse")}
-    assert schemaflow(project, "apply", "--auto-approve", env=env).returncode == 0
-    written = _write_partitions(spark, server, "orc_orders", 2, "orc")
-
-    (project / "schemas" / "conv_db" / "orc_orders.yaml").write_text(
-        declared.replace("format: orc", "format: iceberg").replace(
-            "partitioned_by:\n  - {name: dt, type: date}\n", "  - {name: dt, type: date}\npartitioned_by: [dt]\n"))
+    project, env, written = _filled(tmp_path, spark, server, "conv_orc.orders", "orc", 2)
     planned = schemaflow(project, "plan", "--allow-destructive", "--format", "json", env=env)
     [step] = json.loads(planned.stdout)["steps"]
     assert (step["kind"], [a["action"] for a in step["actions"]][:2]) == (
@@ -472,11 +472,11 @@ def test_an_orc_table_is_converted_to_iceberg_by_copying_on_a_server(server: str
     applied = schemaflow(project, "apply", "--auto-approve", "--allow-destructive", env=env)
     assert applied.returncode == 0, applied.stdout + applied.stderr
 
-    live = ThriftReader(server).read(("conv_db",))
-    orders, backup = live.get("conv_db.orc_orders"), live.get("conv_db.orc_orders_backup_")
+    live = ThriftReader(server).read(("conv_orc",))
+    orders, backup = live.get("conv_orc.orders"), live.get("conv_orc.orders_backup_")
     assert isinstance(orders, Table) and orders.iceberg is not None
-    assert isinstance(backup, Table) and backup.format == "orc" and backup.backup_of == "conv_db.orc_orders"
-    java = iceberg_java.read(server, "conv_db.orc_orders")
+    assert isinstance(backup, Table) and backup.format == "orc" and backup.backup_of == "conv_orc.orders"
+    java = iceberg_java.read(server, "conv_orc.orders")
     assert [(name, kind) for _, name, kind in java.fields()] == [
         ("id", "long"), ("amount", "decimal(10, 2)"), ("note", "string"), ("dt", "date")]
     assert java.rows == tuple(sorted(f"Record({i}, {amount}, {note}, {dt.isoformat()})"

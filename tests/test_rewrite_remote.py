@@ -44,8 +44,10 @@ def test_a_rewrite_killed_in_its_copy_and_in_its_cut_over_is_finished_by_the_nex
     project = tmp_path / "project"
     schemas = project / "schemas" / DB
     schemas.mkdir(parents=True)
+    # Tasks of 16 bytes: a chunk (at least eight waves of them) is one partition of these few rows.
     (project / "schemaflow.yaml").write_text(f"metastore: {{uri: '{metastore_server}'}}\n"
-                                             f"warehouse_dir: {tmp_path / 'warehouse'}\n")
+                                             f"warehouse_dir: {tmp_path / 'warehouse'}\n"
+                                             "spark: {conf: {spark.sql.files.maxPartitionBytes: '16'}}\n")
     (schemas / "events.yaml").write_text(EVENTS.format(name="name"))
     applied = schemaflow(project, "apply", "--auto-approve")
     assert applied.returncode == 0, applied.stdout + applied.stderr

@@ -114,7 +114,7 @@ def test_every_change_a_table_cannot_take_in_place_is_a_verified_rewrite(tmp_pat
     folder = Path(urlparse(metastore.msc.getTable(db, "renamed").getSd().getLocation()).path)
     files = [f for f in folder.rglob("*") if f.is_file() and not f.name.startswith((".", "_"))]
     assert (f"reads 3 partitions, {len(files)} files, {size(sum(f.stat().st_size for f in files))} of {db}.renamed (the "
-            "metastore's statistics of 3): about 1 s on 2 cores, at the 8.0 MB/s a core bench/rewrite.py measured on "
+            "metastore's statistics of 3): about 1 s on 2 cores, at the 11.0 MB/s a core bench/rewrite.py measured on "
             "a laptop") in {s.object: s.notes for s in result.steps}[f"{db}.renamed"]
     apply_plan(result, metastore)
 
@@ -251,6 +251,15 @@ def test_a_cut_over_stopped_between_its_renames_is_finished_by_the_next_apply(tm
     assert plan(project, metastore).is_empty
 
 
+@pytest.fixture
+def one_partition_a_chunk(spark):
+    """Chunks of one partition each, in tables of a few rows: a chunk is at least eight waves of the session's tasks,
+    each reading at most spark.sql.files.maxPartitionBytes (here 16 bytes)."""
+    spark.conf.set(rewrite_copy.SPLIT, "16")
+    yield
+    spark.conf.unset(rewrite_copy.SPLIT)
+
+
 def _to_orc_while(tmp_path, spark, metastore, db: str, monkeypatch, meanwhile) -> tuple[list[str], list[str]]:
     """The rewrite of a filled table to ORC (one partition a chunk), with ``meanwhile(table, staging)`` run once, as
     its first chunk ends: the partitions each chunk copied, and the progress reported."""
@@ -271,6 +280,7 @@ def _to_orc_while(tmp_path, spark, metastore, db: str, monkeypatch, meanwhile) -
     return chunks, reports
 
 
+@pytest.mark.usefixtures("one_partition_a_chunk")
 def test_a_copy_that_differs_from_the_rows_moved_stops_the_rewrite_and_says_where(tmp_path, spark, metastore, fresh_db,
                                                                                  monkeypatch):
     db = fresh_db()
@@ -289,6 +299,7 @@ def test_a_copy_that_differs_from_the_rows_moved_stops_the_rewrite_and_says_wher
     assert {t.name for t in spark.catalog.listTables(db)} == {"to_orc"}
 
 
+@pytest.mark.usefixtures("one_partition_a_chunk")
 def test_partitions_written_to_during_the_copy_are_copied_again_before_the_cut_over(tmp_path, spark, metastore,
                                                                                      fresh_db, monkeypatch):
     db = fresh_db()
@@ -306,6 +317,7 @@ def test_partitions_written_to_during_the_copy_are_copied_again_before_the_cut_o
     assert metastore.read((db,)).get(f"{db}.to_orc").format == "orc"
 
 
+@pytest.mark.usefixtures("one_partition_a_chunk")
 def test_a_copy_stopped_half_way_is_resumed_from_its_first_unfinished_partition(tmp_path, spark, metastore, fresh_db,
                                                                                 monkeypatch):
     db = fresh_db()

@@ -31,9 +31,9 @@ from schemaflow.plan.steps import IcebergCommit, RewriteRows, Step
 from schemaflow.sql.rewrite import filling, lossless, one_to_one
 from schemaflow.wording import duration, plural, size
 
-# What one core of Spark copies, verifies and journals a second, as bench/rewrite.py measured it: 1.78 GB in 109 s on
-# 2 local cores (8.2 MB/s a core). A cluster's disks and network give another figure: the plan names this one.
-COPY_RATE = 8_000_000
+# What one core of Spark copies, verifies and journals a second, as bench/rewrite.py measured it: 3.55 GB in 159 s on
+# 2 local cores (11.2 MB/s a core). A cluster's disks and network give another figure: the plan names this one.
+COPY_RATE = 11_000_000
 
 REWRITE_BLOCK = ("a rewrite copies every row of the table into a new one: plan with --allow-destructive (in a pull "
                  "request, the schemaflow-allow-destructive label) to run it")
