@@ -10,6 +10,7 @@ from importlib.metadata import metadata, version
 from pathlib import Path
 from types import ModuleType
 
+import yaml
 from packaging.requirements import Requirement
 
 import schemaflow
@@ -72,3 +73,23 @@ def test_the_pyspark_pin_admits_each_minor_release_ci_runs_and_the_readme_table_
     newest = ".".join(listed[0].split(".")[:2])
     assert admitted == tested | {newest}, (admitted, tested, newest)
     assert sorted(listed[1:]) == sorted(ci.RELEASES)
+
+
+def test_a_tag_is_built_as_ci_builds_every_change_then_published_by_trusted_publishing_with_no_token() -> None:
+    workflow = yaml.safe_load((ROOT / ".github/workflows/release.yml").read_text())
+    assert workflow.pop(True) == {"push": {"tags": ["v[0-9]+.[0-9]+.[0-9]+"]}}  # YAML 1.1 reads `on` as true
+    assert workflow["permissions"] == {"contents": "read"}
+    build, publish = workflow["jobs"]["build"], workflow["jobs"]["publish"]
+    # The build the tag gets is the one .ci/run gives every change, with the tag's version required of both files.
+    assert [s["run"] for s in build["steps"] if "run" in s] == ['bash .ci/release_build "${GITHUB_REF_NAME#v}"']
+    assert ".ci/release_build\n" in (ROOT / ".ci/run").read_text()
+    assert build["steps"][0]["with"] == {"persist-credentials": False, "fetch-depth": 0}  # the tag, in the history
+    assert "permissions" not in build and "environment" not in build
+    # Only the job that publishes what the build kept may ask for an identity, in the environment the index trusts.
+    assert (publish["needs"], publish["environment"], publish["permissions"]) == ("build", "pypi", {"id-token": "write"})
+    assert [s["uses"].split("@")[0] for s in publish["steps"]] == ["actions/download-artifact",
+                                                                 "pypa/gh-action-pypi-publish"]
+    assert all("with" not in s or not {"password", "user"} & s["with"].keys() for s in publish["steps"])
+    for job in (build, publish):
+        for step in job["steps"]:
+            assert "run" in step or re.fullmatch(r"(actions|pypa)/[\w-]+@[0-9a-f]{40}", step["uses"]), step
