@@ -21,6 +21,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -208,10 +210,10 @@ def _type(node: dict[str, Any], within: str) -> str:
 
 
 def _rule(node: dict[str, Any]) -> str:
-    """What the schema says of a value: its description, and the bounds it sets."""
+    """What the schema says of a value: its description, its default, the bounds it sets and an example, as YAML."""
     said = [node["description"]] if "description" in node else []
     if "default" in node:
-        said.append(f"default: `{node['default']}`")
+        said.append(f"default: `{_yaml(node['default'])}`")
     for keyword, words in (("minLength", "at least {} characters"), ("minimum", "at least {}"),
                            ("minItems", "at least {} items"), ("maxProperties", "at most {} keys")):
         if node.get(keyword) == 1 and keyword != "minimum":
@@ -220,7 +222,15 @@ def _rule(node: dict[str, Any]) -> str:
             said.append(words.format(node[keyword]))
     if node.get("uniqueItems"):
         said.append("no repeats")
+    said += [f"e.g. `{_yaml(example)}`" for example in node.get("examples", ())[:1]]
     return "; ".join(said)
+
+
+def _yaml(value: Any) -> str:
+    """``value`` as it is written in a YAML file, on one line (a control character escaped, in double quotes)."""
+    if isinstance(value, str) and any(character < " " for character in value):
+        return json.dumps(value)
+    return yaml.safe_dump(value, default_flow_style=True, width=1000).strip().removesuffix("\n...").strip()
 
 
 def _text(text: str) -> str:

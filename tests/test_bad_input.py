@@ -115,6 +115,8 @@ def _schema_keywords() -> set[str]:
     def walk(value: object) -> None:
         if isinstance(value, dict):
             for key, item in value.items():
+                if key in ("default", "examples"):  # annotations holding values, not keywords
+                    continue
                 if key not in ignored:
                     found.add(key)
                 walk(list(item.values()) if key in ("properties", "$defs") and isinstance(item, dict) else item)

@@ -87,6 +87,21 @@ def test_the_yaml_reference_has_every_key_of_every_schema() -> None:
     assert "| `changes[].partitions.mode` | one of `cascade`, `restrict` | yes |" in reference
 
 
+def test_every_yaml_key_says_what_it_means_and_the_examples_are_valid_yaml_of_its_type() -> None:
+    """Each key's row says more than its bounds (a description, from the schema or the one its reference names);
+    a default and an example are shown as they are written in YAML."""
+    module = hooks()
+    for schema in module.FILE_FORMATS:
+        for key, _, _, rule in module._keys(module._load(schema), schema, ""):
+            assert rule and not rule.startswith(("not empty", "at least", "at most", "no repeats", "default", "e.g.")), (
+                schema, key, rule)
+    reference = module.yaml_reference()
+    assert "| `spark.master` | text |  | any Spark master URL: local[N], spark://host:port, yarn, k8s://...; default: " \
+           "`local[2]`; not empty; e.g. `local[*]` |" in reference
+    assert 'e.g. `"\\n"`' in reference  # lines_terminated_by: a newline, escaped, not a line break in the table
+    assert "e.g. `{header: 'true', sep: ;}`" in reference
+
+
 def test_the_commands_reference_has_each_commands_parser_and_exit_codes() -> None:
     page = hooks().commands_reference((DOCS / "reference" / "commands.md").read_text())
     for command in COMMANDS:
