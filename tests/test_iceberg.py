@@ -37,7 +37,8 @@ sorted_by:
 properties: {format-version: 2, write.format.default: parquet}
 """
 REFUSED = ("schemas/retail/clicks.yaml:1:1: retail.clicks is an Iceberg table, and creating or changing one needs "
-           "pyiceberg, which is not installed here: pip install 'schemaflow-hive[iceberg]'; nothing was planned or "
+           "pyiceberg, which is not installed here: install schemaflow with its extra iceberg (pip install '<where "
+           "schemaflow comes from>[iceberg]'); nothing was planned or "
            "applied")
 CREATED = ("create Iceberg table retail.clicks (4 columns, partitioned by (day(ts), bucket(16, id), truncate(4, code), "
            "region), sorted by (ts DESC NULLS LAST, id ASC NULLS FIRST))")

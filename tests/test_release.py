@@ -93,3 +93,19 @@ def test_a_tag_is_built_as_ci_builds_every_change_then_published_by_trusted_publ
     for job in (build, publish):
         for step in job["steps"]:
             assert "run" in step or re.fullmatch(r"(actions|pypa)/[\w-]+@[0-9a-f]{40}", step["uses"]), step
+
+
+def test_the_docs_site_is_built_strict_from_main_and_deployed_by_a_job_alone_allowed_to_write_pages() -> None:
+    workflow = yaml.safe_load((ROOT / ".github/workflows/docs.yml").read_text())
+    assert workflow.pop(True) == {"push": {"branches": ["main"]}}
+    assert workflow["permissions"] == {"contents": "read"}
+    build, deploy = workflow["jobs"]["build"], workflow["jobs"]["deploy"]
+    assert [s["run"] for s in build["steps"] if "run" in s] == [
+        "python3 -m venv .venv && .venv/bin/pip install -e '.[docs]'", ".venv/bin/mkdocs build --strict"]
+    assert "docs" in PROJECT["optional-dependencies"] and "permissions" not in build
+    assert build["steps"][0]["with"] == {"persist-credentials": False}
+    assert (deploy["needs"], deploy["permissions"]) == ("build", {"pages": "write", "id-token": "write"})
+    assert deploy["environment"]["name"] == "github-pages"
+    for job in (build, deploy):
+        for step in job["steps"]:
+            assert "run" in step or re.fullmatch(r"actions/[\w-]+@[0-9a-f]{40}", step["uses"]), step

@@ -37,7 +37,9 @@ PREVIOUS_METADATA_LOCATION = "previous_metadata_location"
 _OWN_PROPERTIES = frozenset({COMMENT_KEY, "uuid", "snapshot-count", "current-snapshot-id", "current-snapshot-summary",
                              "current-snapshot-timestamp-ms", "current-schema", "default-partition-spec",
                              "default-sort-order", "format-version"})
-INSTALL = "pip install 'schemaflow-hive[iceberg]'"
+# Until a release is on the package index, schemaflow is installed from a clone, a wheel or a git pin: the extra
+# is named on whatever that was.
+INSTALL = "install schemaflow with its extra iceberg (pip install '<where schemaflow comes from>[iceberg]')"
 # A metadata file larger than this is not read (a table's with thousands of snapshots is a few MiB).
 MAX_METADATA_BYTES = 64 * 2**20
 # How long a read from object storage may wait to connect and for each request, in seconds (pyiceberg's
