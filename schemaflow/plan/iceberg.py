@@ -33,7 +33,7 @@ from schemaflow.sql.storage import same_location
 from schemaflow.wording import value_change
 
 _UNREADABLE = ("its Iceberg metadata file could not be read here ({}): plan where the table's storage is reachable "
-               "(for s3:// or hdfs://, with pyiceberg's file IO: pip install 'schemaflow-hive[iceberg]'), and see that "
+               "(for s3:// or hdfs://, with pyiceberg's file IO: schemaflow's extra iceberg), and see that "
                "its metastore entry names its own metadata file")
 _RETYPE = ("Iceberg changes a column's type in place only from int to bigint, from float to double, by raising "
            "a decimal's precision at the same scale, or by adding fields to a struct (keeping each of its fields): "
