@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import positive, private_session, progress, ratio  # noqa: E402
 from schemaflow.apply.executor import apply_plan  # noqa: E402
-from schemaflow.catalog import rewrite_copy  # noqa: E402
+from schemaflow.catalog import rewrite, rewrite_copy  # noqa: E402
 from schemaflow.catalog.live import Live  # noqa: E402
 from schemaflow.project import load_project  # noqa: E402
 from schemaflow.workflow import make_plan  # noqa: E402
@@ -81,12 +81,13 @@ def main() -> None:
         plan = make_plan(project, Live(project, connected=metastore), allow_destructive=True)
         [step] = plan.steps
         assert step.kind == "rewrite_table", step.summary
-        spent = {"copy": 0.0, "verify": 0.0, "look": 0.0, "journal": 0.0}
+        spent = {"copy": 0.0, "verify": 0.0, "look": 0.0, "journal": 0.0, "cut-over": 0.0}
         chunks: list[str] = []
         metastore.progress = lambda message: chunks.append(message) if " partitions copied (" in message else None
         progress("schemaflow's rewrite: copy, verification, cut-over")
         with timed(spent, "copy", "_write"), timed(spent, "verify", "_differences"), timed(spent, "look", "_listing"), \
-                timed(spent, "journal", "_mark"), timed(spent, "journal", "_journal"):
+                timed(spent, "journal", "_mark"), timed(spent, "journal", "_journal"), \
+                timed(spent, "cut-over", "_rename", rewrite):
             began = time.monotonic()
             apply_plan(plan, metastore)
             total = time.monotonic() - began
@@ -105,14 +106,16 @@ def main() -> None:
         print(f"      the verification of each chunk:           {spent['verify']:.1f} s")
         print(f"      looking at the table's files:             {spent['look']:.1f} s")
         print(f"      the journal (reading and marking):        {spent['journal']:.1f} s")
+        print(f"      the cut-over (two renames):               {spent['cut-over']:.1f} s")
         print(f"      without the verification:                 {total - spent['verify']:.1f} s   "
               f"{ratio(total - spent['verify'], baseline)} than (a)")
 
 
 @contextmanager
-def timed(spent: dict[str, float], phase: str, function: str) -> Iterator[None]:
-    """Add the time ``catalog.rewrite_copy.<function>`` takes to ``spent[phase]`` while inside."""
-    real = getattr(rewrite_copy, function)
+def timed(spent: dict[str, float], phase: str, function: str, module: Any = rewrite_copy) -> Iterator[None]:
+    """Add the time ``<module>.<function>`` (of ``catalog.rewrite_copy`` unless given) takes to ``spent[phase]``
+    while inside."""
+    real = getattr(module, function)
 
     def run(*args: Any) -> Any:
         started = time.monotonic()
@@ -121,11 +124,12 @@ def timed(spent: dict[str, float], phase: str, function: str) -> Iterator[None]:
         finally:
             spent[phase] += time.monotonic() - started
 
-    setattr(rewrite_copy, function, run)
+    setattr(module, function, run)
     try:
         yield
     finally:
-        setattr(rewrite_copy, function, real)
+        setattr(module, function, real)
+
 
 def write_project(root: Path, id_type: str):
     (root / "schemas" / DB).mkdir(parents=True, exist_ok=True)
