@@ -97,7 +97,8 @@ def chosen_plan(project: Project, live: Live, options: ApplyOptions) -> Plan:
     now; else one made now, which must make the changes of the reviewed plan if one is given."""
     workflow.check_code(project, "in apply")
     reviewed = workflow.load_plan(options.reviewed) if options.reviewed else None
-    if reviewed:  # before the metastore is read: the reviewed plan says what would run
+    if reviewed:  # before the metastore is read (and Spark started): the reviewed plan says what would run
+        check_runnable(reviewed)
         workflow.check_plan_code(reviewed, project)
     if reviewed and options.reviewed:
         workflow.check_settings(reviewed, options.reviewed, project)

@@ -286,7 +286,8 @@ def _init(call: _Invocation) -> int:
           f"  schemaflow {here}validate     # the files, without a metastore\n"
           f"  schemaflow {here}plan         # what apply would do (embedded metastore: .schemaflow/)\n"
           f"  schemaflow {here}apply\n"
-          "Then set SCHEMAFLOW_PACKAGE in .github/workflows/ to review and apply every change in CI.")
+          "Then set SCHEMAFLOW_PACKAGE in .github/workflows/ (and PYSPARK_VERSION in the apply workflow) to review "
+          "and apply every change in CI.")
     return EXIT_OK
 
 

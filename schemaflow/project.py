@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from schemaflow.code_settings import APPROVAL_VARIABLE, CODE_FILES, CodeSetting, approvals, code_settings
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import Database
+from schemaflow.spark_version import SparkVersion, parse_release, spark_version
 from schemaflow.spec.settings import SETTINGS_FILE, read_settings
 from schemaflow.spec.source import Directory
 
@@ -49,6 +50,7 @@ class Settings:
     warehouse_dir: str = ""                   # "": the metastore server's own (embedded: .schemaflow/warehouse)
     spark_master: str = "local[2]"
     spark_conf: Mapping[str, str] = field(default_factory=dict)
+    spark_release: SparkVersion | None = None  # declared (spark.release); None: the installed pyspark's
     databases: tuple[str, ...] = ()           # empty: the databases named in schemas/
     database_details: Mapping[str, Database] = field(default_factory=dict)  # declared comment, location, properties
     derby_dir: str = ""                       # where the embedded metastore lives
@@ -71,6 +73,12 @@ class Settings:
     def spark_code(self) -> tuple[CodeSetting, ...]:
         """The Spark settings among ``code``: those that run code as Spark starts."""
         return code_settings((), self.spark_conf, self.code_files)
+
+    @property
+    def release(self) -> SparkVersion:
+        """The Spark release plans are made for: the installed pyspark's, else the declared one
+        (``spark_version``)."""
+        return spark_version(self.spark_release)
 
     @property
     def spark_cores(self) -> int | None:
@@ -136,6 +144,7 @@ def load_project(root: str | Path, env: Mapping[str, str] | None = None, target:
         warehouse_dir=_absolute(root, warehouse_dir) if warehouse_dir else "",
         spark_master=env.get(ENV_SPARK_MASTER) or spark.get("master") or "local[2]",
         spark_conf={str(k): str(v) for k, v in sorted((spark.get("conf") or {}).items())},
+        spark_release=parse_release(spark["release"]) if spark.get("release") else None,
         databases=managed_databases(raw),
         database_details=declared_databases(raw),
         derby_dir=str(state),

@@ -36,7 +36,7 @@ from schemaflow.project import Project
 from schemaflow.scope import Scope
 from schemaflow.target import check_targets, from_target, on_target, target_patterns
 from schemaflow.render.review import Review
-from schemaflow.spark_version import spark_version
+from schemaflow.spark_version import SparkVersion, spark_version
 from schemaflow.spec import load_catalog
 from schemaflow.sql.table_kinds import table_kind
 
@@ -101,8 +101,9 @@ def owned(project: Project, live: Catalog, desired: Catalog) -> tuple[Catalog, t
     return _scope(project).owned(live, desired)
 
 
-def applied_state(desired: Catalog) -> Catalog:
-    """The live catalog that a complete apply of ``desired`` leaves behind.
+def applied_state(desired: Catalog, release: SparkVersion | None = None) -> Catalog:
+    """The live catalog that a complete apply of ``desired`` through Spark ``release`` (the installed pyspark's
+    unless given) leaves behind.
 
     Every object carries what its stamp writes (``plan.applied``: the version, the managed property
     keys, so a property later removed from the schemas is planned as unset, and a table's migrations).
@@ -110,7 +111,7 @@ def applied_state(desired: Catalog) -> Catalog:
     def applied_object(obj: Object) -> Object:
         stamped = applied(obj, desired.migrations)
         if isinstance(stamped, View):  # created through Spark SQL, which stores its release's mode by default,
-            return replace(stamped, schema_mode=created_schema_mode(spark_version()),
+            return replace(stamped, schema_mode=created_schema_mode(release or spark_version()),
                            sql=view_text(stamped))  # with the text apply stores
         return stamped
     return replace(desired, objects={key: applied_object(obj) for key, obj in desired.objects.items()})
@@ -121,6 +122,7 @@ def review_live(project: Project, live: Live, *, allow_destructive: bool = False
                 desired: Catalog | None = None) -> Review:
     """Plan the project's desired state (``desired``, when the caller has read it already) against its
     live metastore (see ``build_plan``)."""
+    release = project.settings.release  # before Spark starts: a pyspark of another release than declared is refused
     if desired is None:
         live.read_ahead(_named_databases(project))
         desired = desired_state(project)
@@ -134,7 +136,7 @@ def review_live(project: Project, live: Live, *, allow_destructive: bool = False
                       unfinished_partitions=partial(live.stale_partitions, exact=True), commit=commit_of(project.root),
                       check_partitions=check_partitions, invalidation=project.settings.invalidation,
                       recompile=recompile, list_partitions=reader.partition_values,
-                      type_rule=reader.enforces_type_rule(),
+                      type_rule=reader.enforces_type_rule(), release=release,
                       files=_live_files(project, lenient(reader.stored), lenient(reader.data_folders)))
     against = f"target {project.settings.target}" if project.settings.target else None
     plan = replace(plan, metastore=reader.endpoint, target=project.settings.target, against=against,
@@ -255,7 +257,7 @@ def review_snapshot(project: Project, snapshot: Path, *, allow_destructive: bool
     current, left_alone = owned(project, saved.catalog.in_databases(desired.databases), desired)
     plan = build_plan(desired, current, allow_destructive=allow_destructive,
                       count_partitions=saved.partition_counts.get, basis="snapshot",
-                      invalidation=project.settings.invalidation)
+                      invalidation=project.settings.invalidation, release=project.settings.release)
     plan = _with_applied_settings(replace(plan, warnings=left_alone + plan.warnings,
                                           against=f"the snapshot {snapshot}"), project, saved.catalog)
     return Review(plan, counts_from=str(snapshot) if saved.partition_counts else None,
@@ -275,7 +277,7 @@ def review_refs(project: Project, base: str, head: str | None = None, *, allow_d
     desired = desired_state(project) if head is None else _on_target(project, desired_at(project.root, head))
     settings = project.settings.declared if head is None else settings_at(project.root, head)
     applied = applied_state(_on_target(project, desired_at(project.root, base), check=False)
-                            .in_databases(desired.databases))
+                            .in_databases(desired.databases), project.settings.release)
     _plannable(desired, applied)
     # As against the metastore: a table the base managed and the head declares as a source is left alone.
     before, left_alone = owned(project, applied, desired)
@@ -283,7 +285,7 @@ def review_refs(project: Project, base: str, head: str | None = None, *, allow_d
     hints = Hints(uri) if uri and uri.startswith("thrift://") else None
     plan = build_plan(desired, before, allow_destructive=allow_destructive, commit=commit_of(project.root, head),
                       count_partitions=hints.count_partitions if hints else None, basis="git",
-                      invalidation=project.settings.invalidation,
+                      invalidation=project.settings.invalidation, release=project.settings.release,
                       files=_live_files(project, hints.stored, hints.data_folders) if hints else None)
     plan = with_settings(replace(plan, warnings=left_alone + plan.warnings, against=base,
                                  settings=settings_digest(settings)), settings_at(project.root, base), settings)

@@ -115,20 +115,41 @@ def test_a_command_leaves_the_archive_and_the_next_command_s_jvm_maps_spark_s_cl
     folder = tmp_path / "archive"
     env = {**os.environ, ARCHIVE_SETTING: str(folder)}
 
-    def snapshot(*settings: str) -> None:
+    def snapshot(*settings: str) -> str:
         (project / "schemaflow.yaml").write_text("".join(settings))
         done = subprocess.run([sys.executable, "-m", "schemaflow", "snapshot", "--out", str(tmp_path / "live.json")],
                               cwd=project, env=env, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
+        return done.stderr
 
-    snapshot()  # a Spark session on the embedded metastore, whose JVM writes the archive as the command ends
+    # A Spark session on the embedded metastore, whose JVM writes the archive as the command ends, saying so.
+    said = snapshot().splitlines()
+    assert said[-2].startswith("Writing the JVM's class archive for faster Spark starts, once for this environment")
+    assert said[-1].startswith("Written in ") and said[-1].endswith(" s: later commands start Spark faster.")
     [archive] = folder.iterdir()
     assert archive.name.startswith("spark-") and archive.suffix == ".jsa" and archive.stat().st_size > 10_000_000
 
     loaded = tmp_path / "classes.log"
     logging = f"-Xlog:class+load=info:file={loaded}"
     env[APPROVAL_VARIABLE] = code_settings((), {JAVA_OPTIONS: logging})[0].id  # a JVM option runs only as approved
-    snapshot(f"spark: {{conf: {{{JAVA_OPTIONS}: '{logging}'}}}}\n")
+    assert "class archive" not in snapshot(f"spark: {{conf: {{{JAVA_OPTIONS}: '{logging}'}}}}\n")
     spark_classes = [line for line in loaded.read_text().splitlines() if " org.apache.spark.SparkContext " in line]
     assert spark_classes and "source: shared objects file (top)" in spark_classes[0], spark_classes
     assert list(folder.iterdir()) == [archive]  # used, not written again
+
+
+def test_a_new_archive_leaves_those_of_the_installations_used_last_and_marks_each_it_maps(tmp_path, writing):
+    others = [tmp_path / f"spark-{n:012d}-0123456789ab.jsa" for n in range(5)]  # other virtual environments'
+    for age, other in enumerate(others):
+        other.write_bytes(b"theirs")
+        os.utime(other, (1_000_000 + age, 1_000_000 + age))  # others[4] used last
+    archive = class_archive.class_archive({}, environ(tmp_path))
+    assert archive is not None and archive.writing is not None
+    archive.writing.write_bytes(b"whole")
+    archive.finish(Ended(0))
+    assert sorted(tmp_path.iterdir()) == sorted([archive.path, others[3], others[4]])
+    # Mapping it again marks it used: kept before an archive used since it was written, but not since.
+    before = archive.path.stat().st_mtime
+    os.utime(archive.path, (before - 100, before - 100))
+    assert class_archive.class_archive({}, environ(tmp_path)) == ClassArchive(archive.path)
+    assert archive.path.stat().st_mtime >= before

@@ -97,6 +97,11 @@ def test_apply_refuses_a_blocked_saved_plan_without_starting_spark(example, tmp_
     assert "the plan has 1 blocked step; nothing was applied:\n  analytics.marketing_spend: destructive: run with " \
            "--allow-destructive to allow it" in err
     assert "Starting Spark" not in err
+    # As the reviewed plan of a merge (apply --reviewed): refused before the metastore is read, Spark not started.
+    assert main(["--project", str(example), "apply", "--reviewed", str(out), "--auto-approve"]) == 1
+    err = capsys.readouterr().err
+    assert "the plan has 1 blocked step; nothing was applied:\n  analytics.marketing_spend: destructive" in err
+    assert "Starting Spark" not in err
     assert main(["--project", str(example), "apply", str(out), "--allow-destructive", "--auto-approve"]) == 1
     assert "a saved plan runs as reviewed" in capsys.readouterr().err
     assert main(["--project", str(example), "apply", str(out), "--recompile", "retail.daily_revenue",

@@ -14,7 +14,7 @@ from schemaflow.model import (MIGRATION_PREFIX, Catalog, Column, DropColumn, Mig
 from schemaflow.plan.diff import diff
 from schemaflow.plan.evolution import SAME, evolve, replayed
 from schemaflow.plan.hazards import column_hazards
-from schemaflow.plan.plan import build_plan
+from schemaflow.plan.plan import HIDING_BLOCK, build_plan
 from schemaflow.plan.rewrite import REWRITE_BLOCK
 from schemaflow.plan.steps import APPLIED_AT, RewriteRows, SetColumns
 from schemaflow.spec import load_catalog
@@ -41,9 +41,11 @@ def desired(*tables: Table, migrations: tuple[Migration, ...] = ()) -> Catalog:
     return Catalog(("retail",), {t.key: t for t in tables}, migrations)
 
 
-def plan_for(want: Table, have: Table, *migrations: Migration, count: int | None = 1200, stale: int | None = 0):
+def plan_for(want: Table, have: Table, *migrations: Migration, count: int | None = 1200, stale: int | None = 0,
+             allow_destructive: bool = False):
     return build_plan(desired(want, migrations=migrations), live(have), commit="abc123",
-                      count_partitions=lambda key: count, stale_partitions=lambda key: stale)
+                      count_partitions=lambda key: count, stale_partitions=lambda key: stale,
+                      allow_destructive=allow_destructive)
 
 
 def test_a_cascade_too_short_to_estimate_shows_no_estimate():
@@ -52,9 +54,13 @@ def test_a_cascade_too_short_to_estimate_shows_no_estimate():
 
 
 def test_the_issue_example_renames_drops_and_widens_in_one_cascading_alter():
-    plan = plan_for(DESIRED, LIVE, RENAME)
+    # cust_id's values would read NULL as customer_id: as a drop, it needs the plan's permission.
+    [blocked] = plan_for(DESIRED, LIVE, RENAME).steps
+    assert blocked.blocked == HIDING_BLOCK and blocked.destructive
+    plan = plan_for(DESIRED, LIVE, RENAME, allow_destructive=True)
     [step] = plan.steps
     assert step.kind == "alter_columns" and not step.blocked
+    assert replace(blocked, blocked=None) == step
     assert step.summary == ("alter columns of retail.orders: rename cust_id to customer_id (0003_customer_rename); "
                             "drop legacy_flag (0003_customer_rename); reorder to (order_id, customer_id, amount) "
                             "(0003_customer_rename); change type of amount from decimal(10,2) to decimal(12,2)")
@@ -334,13 +340,14 @@ def test_random_histories_plan_from_every_commit(tmp_path):
     ("two_reorders_of_one_table", 0, [
         "alter columns of retail.t: reorder to (c, a, b) (0001_step); reorder to (b, c, a) (0002_step)"]),
     ("two_reorders_of_one_table", 1, ["alter columns of retail.t: reorder to (b, c, a) (0002_step)"]),
+    # A rename in Parquet files hides the existing values: blocked unless the plan allows what is destructive.
     ("dropped_then_added_back_with_another_type", 0, [
-        "alter columns of retail.t: drop x (0001_step); rename a to b (0003_step); partitions: restrict (0004_step); "
+        "blocked: alter columns of retail.t: drop x (0001_step); rename a to b (0003_step); partitions: restrict (0004_step); "
         "add x string"]),
     ("dropped_then_added_back_with_another_type", 1, [
-        "alter columns of retail.t: rename a to b (0003_step); partitions: restrict (0004_step); add x string"]),
+        "blocked: alter columns of retail.t: rename a to b (0003_step); partitions: restrict (0004_step); add x string"]),
     ("dropped_then_added_back_with_another_type", 2, [
-        "alter columns of retail.t: rename a to b (0003_step); partitions: restrict (0004_step)"]),
+        "blocked: alter columns of retail.t: rename a to b (0003_step); partitions: restrict (0004_step)"]),
     ("dropped_then_added_back_with_another_type", 3, ["record migration 0004_step on retail.t"]),
     ("dropped_and_added_back_in_one_commit", 0, ["alter columns of retail.t: drop x (0001_step); add x string"]),
     # The table's removal is a drop like any other; the migration that named it stays as history.
@@ -350,16 +357,16 @@ def test_random_histories_plan_from_every_commit(tmp_path):
     ("table_replaced_by_a_view", 1, ["blocked: drop table retail.t", "create view retail.t"]),
     # A table that never saw the drop keeps its data: the declaration can be reached in place.
     ("table_declared_again_after_a_drop", 0, [
-        "alter columns of retail.t: rename b to c (0001_step); add d string", "create table retail.u (1 column, parquet)"]),
+        "blocked: alter columns of retail.t: rename b to c (0001_step); add d string", "create table retail.u (1 column, parquet)"]),
     ("table_declared_again_after_a_drop", 1, [
         "add 1 column to retail.t: d string", "create table retail.u (1 column, parquet)"]),
     ("table_declared_again_after_a_drop", 2, ["create table retail.t (3 columns, parquet)"]),
     ("renamed_there_and_back", 0, ["record migration 0001_step, 0002_step on retail.t"]),
-    ("renamed_there_and_back", 1, ["alter columns of retail.t: rename b to a (0002_step)"]),
+    ("renamed_there_and_back", 1, ["blocked: alter columns of retail.t: rename b to a (0002_step)"]),
     ("renamed_then_dropped", 0, ["alter columns of retail.t: rename y to z (0001_step); drop z (0002_step)"]),
     ("renamed_then_dropped", 1, ["alter columns of retail.t: drop z (0002_step)"]),
     ("name_a_rename_freed_added_back_then_dropped", 0, [
-        "alter columns of retail.t: rename a to c (0001_step); "
+        "blocked: alter columns of retail.t: rename a to c (0001_step); "
         "drop a (0003_step; not yet on the table, added by schemas/ since: a)"]),
     ("name_a_rename_freed_added_back_then_dropped", 1, ["record migration 0003_step on retail.t"]),
     ("name_a_rename_freed_added_back_then_dropped", 2, ["alter columns of retail.t: drop a (0003_step)"]),
@@ -370,7 +377,7 @@ def test_random_histories_plan_from_every_commit(tmp_path):
     ("reordered_then_dropped", 1, ["alter columns of retail.t: drop a (0002_step)"]),
     # c was added after the table was last applied, then renamed: the table gets d, and the record.
     ("added_then_renamed", 0, ["add 1 column to retail.t: d string"]),
-    ("added_then_renamed", 1, ["alter columns of retail.t: rename c to d (0002_step)"]),
+    ("added_then_renamed", 1, ["blocked: alter columns of retail.t: rename c to d (0002_step)"]),
     ("dropped_twice", 0, [
         "alter columns of retail.t: drop x (0001_step); drop x (0003_step; not yet on the table, added by schemas/ "
         "since: x)"]),

@@ -17,9 +17,9 @@ PACKAGE = Path(__file__).resolve().parent.parent / "schemaflow"
 # Bottom first. A unit (a top-level module or a package) imports only units of the layers below its
 # own; units of one layer do not import each other.
 LAYERS: list[tuple[str, ...]] = [
-    ("model", "wording", "output_safety", "graph", "background", "spark_version"),
+    ("model", "wording", "output_safety", "graph", "background"),
     ("errors",),
-    ("claims", "code_settings"),
+    ("claims", "code_settings", "spark_version"),
     ("sql",),
     ("spec",),
     ("project", "scope", "target"),

@@ -63,7 +63,7 @@ def test_the_pyspark_pin_admits_each_minor_release_ci_runs_and_the_readme_table_
     """The pin, the releases .ci/spark_versions.py runs beside the newest, and the README's table agree:
     a release the pin admits and no run tests (or a table left from other runs) fails here."""
     ci = _spark_versions()
-    (pin,) = [Requirement(d) for d in PROJECT["dependencies"] if Requirement(d).name == "pyspark"]
+    (pin,) = [Requirement(d) for d in PROJECT["optional-dependencies"]["spark"] if Requirement(d).name == "pyspark"]
     minors = {f"3.5.{n}" for n in range(10)} | {f"4.{m}.{n}" for m in range(6) for n in range(10)}
     admitted = {".".join(v.split(".")[:2]) for v in minors if pin.specifier.contains(v)}
     tested = {".".join(v.split(".")[:2]) for v in ci.RELEASES}

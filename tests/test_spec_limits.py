@@ -246,12 +246,12 @@ def test_every_schema_pattern_ends_at_the_end_of_the_text() -> None:
             found += re.findall(r'"pattern": ("(?:[^"\\]|\\.)*")', text)
             assert '$"' not in text, resource.name
     patterns = [json.loads(p) for p in found]
-    assert len(patterns) == 5
+    assert len(patterns) == 6
     for pattern in patterns:
         assert pattern.startswith("^") and pattern.endswith("(?![\\s\\S])")
-    glob, java_class, identifier, object_name, uri = sorted(patterns)
+    release, glob, java_class, identifier, object_name, uri = sorted(patterns)
     for pattern, good in ((identifier, "a_1"), (object_name, "db.t"), (uri, "thrift://h:9083"), (glob, "db.tmp_*"),
-                          (java_class, "org.apache.hadoop.hive.serde2.OpenCSVSerde")):
+                          (java_class, "org.apache.hadoop.hive.serde2.OpenCSVSerde"), (release, "3.5")):
         assert re.search(pattern, good) and not re.search(pattern, good + "\n")
 
 

@@ -89,7 +89,9 @@ def test_one_project_is_applied_to_two_targets_under_their_own_database_names(
     customers.write_text(customers.read_text().replace("signup_date", "signed_up"))
     assert schemaflow("--project", project, "hash-migrations").code == 0
     monkeypatch.setenv("SCHEMAFLOW_TARGET", "dev")
-    planned = schemaflow("--project", project, "plan", "--no-color", "--out", str(tmp_path / "dev.json"))
+    # The rename makes signup_date's values read NULL as signed_up: allowed as a drop is.
+    planned = schemaflow("--project", project, "plan", "--no-color", "--allow-destructive", "--out",
+                         str(tmp_path / "dev.json"))
     assert planned.code == 2, planned.said
     assert "rename signup_date to signed_up" in planned.out and f"{dev}.customers" in planned.out
     assert prod not in planned.out and "shop." not in planned.out
@@ -107,7 +109,7 @@ def test_one_project_is_applied_to_two_targets_under_their_own_database_names(
     assert [c.name for c in metastore.read((dev,)).objects[f"{dev}.customers"].columns] == ["customer_id", "signed_up"]
     assert [c.name for c in metastore.read((prod,)).objects[f"{prod}.customers"].columns] == [
         "customer_id", "signup_date"]
-    prod_plan = schemaflow("--project", project, "--target", "prod", "plan", "--no-color")
+    prod_plan = schemaflow("--project", project, "--target", "prod", "plan", "--no-color", "--allow-destructive")
     assert prod_plan.code == 2 and f"{prod}.customers" in prod_plan.out and dev not in prod_plan.out
 
     # import reads the target's database and writes the project's names.

@@ -211,21 +211,35 @@ def test_the_plan_workflow_posts_a_blocked_plan_then_fails(tmp_path):
 def test_both_workflows_install_only_schemaflow_pinned_never_a_name_from_the_index(tmp_path):
     sha = "0123456789abcdef0123456789abcdef01234567"
     accepted = [f"git+https://git.example.com/data/schemaflow@{sha}",
-                "https://artifacts.example.com/schemaflow-0.1.0-py3-none-any.whl"]
-    refused = ["", "schemaflow", "schemaflow==0.1.0", "git+https://git.example.com/data/schemaflow",
+                "https://artifacts.example.com/schemaflow-0.1.0-py3-none-any.whl", "schemaflow-hive==0.2.0"]
+    refused = ["", "schemaflow", "schemaflow==0.1.0", "schemaflow-hive", "schemaflow-hive>=0.2",
+               "schemaflow-hive==0.2.0 pyspark", "git+https://git.example.com/data/schemaflow",
                "git+https://git.example.com/data/schemaflow@main", f"git+https://x/schemaflow@{sha} ; rm -rf /",
                "http://artifacts.example.com/schemaflow-0.1.0-py3-none-any.whl"]
-    for workflow in (load(PLAN), load(APPLY)):
+    # The plan job installs schemaflow alone; apply's adds the pyspark of the team's Spark (the extra "spark").
+    for workflow, spark in ((load(PLAN), {}), (load(APPLY), {"PYSPARK_VERSION": "4.0.1"})):
         assert workflow["env"]["SCHEMAFLOW_PACKAGE"] == ""  # set by whoever copies it
+        assert {k: workflow["env"][k] for k in spark} == {k: "" for k in spark}
         script = named(workflow, "Install schemaflow")["run"]
         for package in accepted + refused:
             # pip stands in as a function that says what it was asked to install.
             ran = subprocess.run(["bash", "-e", "-c", 'pip() { echo "pip $*"; }\n' + script], cwd=tmp_path,
-                                 env={"SCHEMAFLOW_PACKAGE": package}, capture_output=True, text=True)
+                                 env={"SCHEMAFLOW_PACKAGE": package, **spark}, capture_output=True, text=True)
             if package in accepted:
-                assert (ran.returncode, ran.stdout) == (0, f"pip install {package}\n"), package
+                wanted = f"pip install {package}" + "".join(f" pyspark=={v}" for v in spark.values())
+                assert (ran.returncode, ran.stdout) == (0, wanted + "\n"), package
             else:
                 assert ran.returncode == 1 and "the name schemaflow on the package index" in ran.stdout, package
+
+
+def test_the_apply_workflow_installs_only_a_pinned_pyspark(tmp_path):
+    script = named(load(APPLY), "Install schemaflow")["run"]
+    package = "schemaflow-hive==0.2.0"
+    for version in ("", "4.0", "4", "pyspark==4.0.1", "4.0.1 ; rm -rf /", "4.0.1rc1", "4.0.*"):
+        ran = subprocess.run(["bash", "-e", "-c", 'pip() { echo "pip $*"; }\n' + script], cwd=tmp_path,
+                             env={"SCHEMAFLOW_PACKAGE": package, "PYSPARK_VERSION": version}, capture_output=True,
+                             text=True)
+        assert ran.returncode == 1 and "Set PYSPARK_VERSION" in ran.stdout and "pip install" not in ran.stdout, version
 
 
 def test_the_plan_workflow_replaces_the_comment_with_the_error_when_nothing_could_be_planned(tmp_path):

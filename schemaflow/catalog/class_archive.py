@@ -13,7 +13,8 @@ writing leaves nothing in use. A long-lived process (a notebook, a test run) onl
 archive's name is a digest of pyspark's installation, then of what else the JVM's class path and
 classes come from (the ``java`` that ``spark-submit`` runs, pyspark's version, the settings and
 folders that add to the class path), so a change to any of them makes a new one, and the installation's
-old one is removed; another installation's (another virtual environment) is left to it.
+old one is removed. Other installations' (other virtual environments) are kept while they are used: a JVM that
+maps one marks it used, and a new archive leaves the ``KEPT`` used last (each is 110-180 MB), the rest removed.
 
 ``SCHEMAFLOW_CLASS_ARCHIVE`` names the folder, or is ``off``. By default it is the user's cache
 (``$XDG_CACHE_HOME/schemaflow``, else ``~/.cache/schemaflow``), except in CI (``CI`` set), whose
@@ -38,6 +39,7 @@ CLASS_PATH_VARIABLES = ("SPARK_HOME", "SPARK_CONF_DIR", "HADOOP_CONF_DIR", "YARN
 # Java options of the user's that already choose what the JVM shares: then schemaflow adds none.
 SHARING_OPTIONS = ("-Xshare", "SharedArchiveFile", "ArchiveClassesAtExit")
 PREFIX, SUFFIX, PART = "spark-", ".jsa", ".part"
+KEPT = 3  # archives kept in the folder: those of the installations used last
 EXIT_SECONDS = 120  # how long the process waits at its exit for the JVM to write the archive
 _writing_allowed = False
 
@@ -76,6 +78,9 @@ class ClassArchive:
             for other in self.path.parent.glob(f"{PREFIX}{installation}-*{SUFFIX}"):
                 if other != self.path:
                     other.unlink(missing_ok=True)
+            kept = sorted(self.path.parent.glob(f"{PREFIX}*{SUFFIX}"), key=_last_used, reverse=True)
+            for unused in [p for p in kept if p != self.path][KEPT - 1:]:
+                unused.unlink(missing_ok=True)
         else:
             self.writing.unlink(missing_ok=True)
 
@@ -90,6 +95,10 @@ def class_archive(conf: Mapping[str, str], environ: Mapping[str, str] = os.envir
         return None
     path = folder / f"{PREFIX}{_digest(java, conf, environ)}{SUFFIX}"
     if path.exists():
+        try:
+            os.utime(path)  # used: kept before those of installations not used since (KEPT)
+        except OSError:  # another user's, in a shared folder
+            pass
         return ClassArchive(path)
     if not _writing_allowed:
         return None
@@ -128,6 +137,13 @@ def _digest(java: Path, conf: Mapping[str, str], environ: Mapping[str, str]) -> 
                "settings": {key: conf.get(key) for key in CLASS_PATH_SETTINGS},
                "environment": {name: environ.get(name) for name in CLASS_PATH_VARIABLES}}
     return f"{_short(str(Path(pyspark.__file__).parent))}-{_short(json.dumps(content, sort_keys=True))}"
+
+
+def _last_used(archive: Path) -> float:
+    try:
+        return archive.stat().st_mtime
+    except FileNotFoundError:  # removed meanwhile by another process
+        return 0.0
 
 
 def _short(text: str) -> str:

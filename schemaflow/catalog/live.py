@@ -19,6 +19,7 @@ from schemaflow.catalog.backend import CatalogReader
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import Catalog
 from schemaflow.project import Project, Settings, no_target_chosen
+from schemaflow.spark_version import INSTALL, installed
 
 if TYPE_CHECKING:  # pyspark loads only when a command needs the live metastore
     from schemaflow.catalog.history import Applied
@@ -57,6 +58,9 @@ class Live:
     def metastore(self) -> Metastore:
         if self.connected is None:
             # Imported here: pyspark loads only when a command needs the live metastore.
+            if installed() is None:
+                raise SchemaflowError(f"this command runs Spark, and pyspark is not installed: {INSTALL} (pyspark "
+                                      "is an extra: a plan --base needs none)")
             from schemaflow.catalog.metastore import Metastore
             from schemaflow.catalog.session import spark_session
 

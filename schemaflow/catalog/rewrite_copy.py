@@ -6,8 +6,8 @@ columns in the same order, renamed at most, their types unchanged), a unit is on
 written with Spark's dynamic partition overwrite: copying a unit again replaces what it wrote before. Otherwise (an
 unpartitioned table, partition columns that change) the whole table is the one unit, written into a new staging table.
 
-**Fingerprints.** What a write to a unit changes: the bytes and files under its folder and the folder's modification
-time (a new file, a partition overwritten), read from the file system; for the whole table, those of its folder and of
+**Fingerprints.** What a write to a unit changes: the name, length and modification time of each file under its folder
+(``table_files.held``: a new file, a partition overwritten); for the whole table, those under its folder and under
 every partition kept elsewhere.
 
 **Journal.** In the metastore, beside the claims a stopped apply leaves, on the staging table: a digest of what
@@ -38,7 +38,7 @@ from sqlglot import exp
 
 from schemaflow.catalog.backend import HiveClient
 from schemaflow.catalog.jvm import jvm_view
-from schemaflow.catalog.table_files import partitions_data, summary
+from schemaflow.catalog.table_files import held, partitions_data
 from schemaflow.catalog.thrift_data import parse_name
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import HIVE_DEFAULT_PARTITION, REWRITE_OF, VERSION_KEY, Table, split_key
@@ -244,24 +244,20 @@ def _drop_partitions(client: HiveClient, plan: Copying, units: Sequence[Unit]) -
 
 
 def _listing(client: HiveClient, source: Any, by_partition: bool) -> dict[Unit, tuple[int, str]]:
-    """Each unit of the table ``source`` with its bytes and fingerprint."""
+    """Each unit of the table ``source`` with its bytes and fingerprint, from one listing of its folder
+    (``table_files.held``)."""
     location = source.getSd().getLocation().rstrip("/")
     if not source.getPartitionKeys():
-        return {(): _fingerprint(client, [location])}
+        found = held(client, location, [location])[location]
+        return {(): (found.bytes, found.digest)}
     folders = {_unit(p["values"]): p["sd"]["location"].rstrip("/") for p in partitions_data(client, source)}
     if by_partition:
-        return {u: _fingerprint(client, [folder]) for u, folder in folders.items()}
-    elsewhere = sorted(f for f in folders.values() if not f.startswith(location + "/"))
-    bytes_, text = _fingerprint(client, [location, *elsewhere])
-    return {(): (bytes_, f"{len(folders)}|{text}")}
-
-
-def _fingerprint(client: HiveClient, folders: Sequence[str]) -> tuple[int, str]:
-    """The bytes under ``folders`` and a text that changes with a file written, replaced or removed there."""
-    found = [summary(client, folder) for folder in folders]
-    text = ",".join("-" if s is None else ":".join(map(str, s)) for s in found)  # "-": no folder (yet), no rows
-    return (sum(s[0] for s in found if s is not None),
-            text if len(text) <= 64 else hashlib.sha256(text.encode()).hexdigest()[:32])
+        listed = held(client, location, sorted(set(folders.values())))
+        return {u: (listed[folder].bytes, listed[folder].digest) for u, folder in folders.items()}
+    elsewhere = sorted({f for f in folders.values() if not f.startswith(location + "/")} - {location})
+    whole = held(client, location, [location, *elsewhere])
+    digest = hashlib.sha256(",".join(whole[f].digest for f in [location, *elsewhere]).encode()).hexdigest()[:32]
+    return {(): (sum(h.bytes for h in whole.values()), f"{len(folders)}|{digest}")}
 
 
 def _chunks(client: HiveClient, units: Sequence[Unit], listing: Mapping[Unit, tuple[int, str]],

@@ -24,6 +24,7 @@ import logging
 import re
 import shlex
 import socket
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -108,8 +109,15 @@ def _stop_for_archive(gateway: Any, archive: ClassArchive) -> None:
     context = SparkContext._active_spark_context
     if context is not None:
         context.stop()
+    started = time.monotonic()
+    sys.stderr.write("Writing the JVM's class archive for faster Spark starts, once for this environment (about 10 s "
+                     "on a quiet machine; see Troubleshooting) ...\n")
+    sys.stderr.flush()
     gateway.proc.stdin.close()
     archive.finish(gateway.proc)
+    sys.stderr.write(f"Written in {time.monotonic() - started:.0f} s: later commands start Spark faster.\n"
+                     if archive.path.exists() else "No archive was written: later commands start Spark as this one "
+                     "did.\n")
 
 
 def check_driver_settings(conf: Mapping[str, str]) -> None:

@@ -13,7 +13,8 @@ from collections.abc import Mapping
 
 from schemaflow.model import COMMENT_KEY, MIGRATION_PREFIX, SCHEMAFLOW_PREFIX, Column, Database, PartitionValues, Table, View
 from schemaflow.plan.evolution import ALTER, APPEND, SAME, Evolution
-from schemaflow.plan.hazards import OFFER, appended_note, column_hazards, restrict_hazard
+from schemaflow.spark_version import SparkVersion
+from schemaflow.plan.hazards import OFFER, appended_note, column_hazards, hidden_by_renames, restrict_hazard
 from schemaflow.plan.kinds import StepKind
 from schemaflow.plan.iceberg import AlterIcebergTable, ConvertToIceberg
 from schemaflow.plan.rewrite import RewriteTable
@@ -179,6 +180,7 @@ class AlterColumns:
     stale_partitions: int | None = None     # partitions whose column list already differs from the table's
     records: Mapping[str, str] = field(default_factory=dict)  # migration records written with the columns
     live_partition_columns: tuple[Column, ...] = ()  # as the table has them (comments to compare; () if unknown)
+    release: SparkVersion | None = None  # the Spark release apply runs with (None: the installed pyspark's)
     object_type = "table"
 
     @property
@@ -202,8 +204,14 @@ class AlterColumns:
 
     @property
     def destructive(self) -> bool:
-        # Columns are dropped only by a migration that names them: that is the permission.
-        return bool(self.evolution.dropped)
+        # Columns are dropped only by a migration that names them: that is the permission. A rename that hides
+        # existing values needs the plan's (plan.plan).
+        return bool(self.evolution.dropped or self.hides_values)
+
+    @property
+    def hides_values(self) -> bool:
+        """Whether existing rows lose what readers see of them: a column renamed in files read by name."""
+        return bool(hidden_by_renames(self.evolution, self.format))
 
     def to_step(self) -> Step:
         keys = tuple(f"change comment of partition column {name}" for name, _, _ in self.key_comments)
@@ -214,7 +222,7 @@ class AlterColumns:
         if self.stale_partitions:
             notes.append(f"{self.stale_partitions} of {self.partition_count} partitions have a stale column list"
                          + ("; this cascade repairs them" if self.cascade else ""))
-        hazards = column_hazards(self.evolution, self.format)
+        hazards = column_hazards(self.evolution, self.format, self.release)
         if self.partition_columns and self.cascade:
             if self.partition_count is None:
                 notes.append("cascade: every partition's column list follows the table (partition count unknown)")

@@ -73,6 +73,16 @@ def unexplained_hazards(evolution: Evolution) -> tuple[str, ...]:
                  for problem in evolution.unexplained)
 
 
+def hidden_by_renames(evolution: Evolution, format: str) -> tuple[tuple[str, str], ...]:
+    """The renames of ``evolution`` (old, new) that hide existing values in a Hive-format table stored as
+    ``format``: its files find columns by name, so the new name reads NULL where the rows were written before."""
+    kind = table_kind(format)
+    if kind is None or kind.resolution is not Resolution.BY_NAME:
+        return ()
+    returning = set(evolution.returning)
+    return tuple((old, new) for old, new in evolution.renamed if new not in returning)
+
+
 def column_hazards(evolution: Evolution, format: str, release: SparkVersion | None = None) -> tuple[str, ...]:
     """The hazards of ``evolution`` to existing data in a Hive-format table stored as ``format``, read by
     Spark ``release`` (the installed pyspark's unless given)."""
@@ -82,10 +92,10 @@ def column_hazards(evolution: Evolution, format: str, release: SparkVersion | No
     by_name, by_position = kind.resolution is Resolution.BY_NAME, kind.resolution is Resolution.BY_POSITION
     hazards = list(unexplained_hazards(evolution))
     returning = set(evolution.returning)
+    hazards += [f"rename {old} -> {new}: {format} files find columns by name, so {new} reads NULL "
+                f"in existing data ({OFFER} to copy them under the new name)"
+                for old, new in hidden_by_renames(evolution, format)]
     if by_name:
-        hazards += [f"rename {old} -> {new}: {format} files find columns by name, so {new} reads NULL "
-                    f"in existing data ({OFFER} to copy them under the new name)" for old, new in evolution.renamed
-                    if new not in returning]
         hazards += [f"{name} is declared again after a migration took it away: {format} files find columns by "
                     f"name, so {name} shows the old {name} values in existing data" for name in evolution.returning]
     live_names = [c.name for c in evolution.old]

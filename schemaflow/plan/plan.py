@@ -26,6 +26,7 @@ from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateTab
                                      ReplaceView, Stamp, SyncViewPartitions)
 from schemaflow.plan.diff import diff, property_delta, where_free
 from schemaflow.plan.evolution import Evolution
+from schemaflow.plan.hazards import OFFER
 from schemaflow.plan.iceberg import AlterIcebergTable, ConvertToIceberg
 from schemaflow.plan.rewrite import REWRITE_BLOCK, RewriteTable, by_copying
 from schemaflow.plan.invalidation import STRICT, resolve
@@ -33,10 +34,14 @@ from schemaflow.plan.kinds import VIEW_DEFINITIONS, StepKind
 from schemaflow.plan.steps import APPLIED_AT, Step
 from schemaflow.plan.view_code import with_code_hazard
 from schemaflow.plan.view_partitions import PartitionLister, partition_changes
+from schemaflow.spark_version import SparkVersion
 
 FORMAT_VERSION = 3
 ABSENT = "absent"  # the fingerprint of an object that does not exist yet
 DESTRUCTIVE_BLOCK = "destructive: run with --allow-destructive to allow it"
+# A rename in files read by name: existing rows read NULL under the new name, as lost as a dropped column's.
+HIDING_BLOCK = (f"existing values would read NULL: plan with --allow-destructive (in a pull request, the "
+                f"schemaflow-allow-destructive label) to allow it, or {OFFER} to copy them under the new name")
 
 PartitionCounter = Callable[[str], "int | None"]
 # What a view's old SQL is, by what the plan was made against: the header of its diff says so.
@@ -136,7 +141,7 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
                unfinished_partitions: PartitionCounter | None = None, commit: str | None = None, check_partitions: bool = False, basis: str = "metastore",
                invalidation: str = STRICT, recompile: tuple[str, ...] = (),
                list_partitions: PartitionLister | None = None, type_rule: bool = True,
-               files: LiveFiles | None = None) -> Plan:
+               files: LiveFiles | None = None, release: SparkVersion | None = None) -> Plan:
     """Plan the changes that turn ``live`` into ``desired`` (both restricted to the managed databases).
 
     ``invalidation`` says what happens to views a change breaks (``plan.invalidation``); ``recompile``
@@ -162,6 +167,7 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
     outcome = resolve(changes, desired, live, invalidation)
     changes = outcome.changes + _resumed(desired, live, outcome.changes, _once(unfinished_partitions) or stale_partitions)
     changes = [_with_partition_facts(c, count_partitions, stale_partitions, files) for c in changes]
+    changes = [replace(c, release=release) if isinstance(c, AlterColumns) else c for c in changes]
     changes = [_with_records(c, desired, commit) for c in changes]
     changes += _stamps(desired, live, changes, commit)
     # After the stamps: a view's partitions are its contents, not its definition, and need no stamp.
@@ -173,6 +179,8 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
         if (step.destructive and not allow_destructive and not step.blocked
                 and not isinstance(change, (AlterColumns, AlterIcebergTable))):
             step = replace(step, blocked=REWRITE_BLOCK if isinstance(change, RewriteTable) else DESTRUCTIVE_BLOCK)
+        elif isinstance(change, AlterColumns) and change.hides_values and not allow_destructive and not step.blocked:
+            step = replace(step, blocked=HIDING_BLOCK)
         if isinstance(change, BREAKING):  # what it does to the views over it
             step = replace(step, notes=step.notes + outcome.notes.get(change.key, ()),
                            blocked=step.blocked or outcome.blocked.get(change.key))

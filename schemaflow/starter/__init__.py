@@ -12,6 +12,7 @@ from pathlib import Path
 from string import Template
 
 from schemaflow.errors import SchemaflowError
+from schemaflow.spark_version import installed, release_text
 
 # Where each starter file goes in the project (``{database}`` filled in), and where it comes from.
 FILES = {
@@ -41,4 +42,13 @@ def write_starter(root: Path, database: str, overwrite: bool = False) -> list[Pa
 def _text(source: str, database: str) -> str:
     text = (files("schemaflow.starter") / "files" / source).read_text(encoding="utf-8")
     # The workflows are copied as they are: their shell and GitHub expressions use $ of their own.
-    return text if source.startswith("workflows/") else Template(text).substitute(database=database)
+    return text if source.startswith("workflows/") else Template(text).substitute(database=database,
+                                                                                  release=_release())
+
+
+def _release() -> str:
+    """The settings' line declaring the Spark release: the installed pyspark's, else one to fill in. Pull
+    requests' plans run without pyspark and plan for it."""
+    found = installed()
+    line = f'release: "{release_text(found[0])}"' if found else '# release: "4.0"'
+    return f"  {line}  # the Spark release apply runs with (pull requests plan for it without pyspark)"
