@@ -6,7 +6,8 @@ reports, at each size asked for, side by side in one run:
 
 - ``schemaflow validate`` as a user runs it (a new process, Python's start included), and the
   same validation in-process with libyaml composing, side by side with PyYAML's pure-Python
-  composer (the path schemaflow took before);
+  composer (the path schemaflow took before), and with libyaml's compose alone of the same files
+  (each read and composed into a node tree, nothing checked: the floor any validation stands on);
 - ``schemaflow plan --base`` between two commits that differ in a few files, in the repository
   they were made in (their objects loose, as git leaves new commits) and in a clone of it (packed,
   as a pull request's CI has them); validate and the two take turns for a few rounds (``--rounds``),
@@ -160,6 +161,17 @@ def load_with(project: Path, pure: bool) -> float:
         return timed(lambda: load_catalog(project))
     finally:
         yamlpos.compose = saved
+
+
+def compose_only(project: Path) -> float:
+    """libyaml composing every YAML file of ``project`` (read included) into node trees, nothing checked."""
+    import yaml
+
+    paths = sorted(project.rglob("*.yaml"))
+    def compose() -> None:
+        for path in paths:  # each tree dropped, as a reader that checks it and moves on drops it
+            yaml.compose(path.read_bytes(), Loader=yaml.CSafeLoader)
+    return timed(compose)
 
 
 def fmt_check(project: Path, *how: str) -> None:
@@ -324,9 +336,9 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",") if s] + ([11_000] if args.large else [])
     if sizes:
         print("| objects (tables + views) | validate (command) | per object | in-process: libyaml | pure-Python "
-              "composer | ratio | plan --base (command), where committed | / validate | plan --base in a clone "
-              "| / validate |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
+              "composer | ratio | libyaml's compose alone | validate / compose | plan --base (command), where "
+              "committed | / validate | plan --base in a clone | / validate |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     formatted: dict[int, tuple[float, float, float, float]] = {}
     for size in sizes:
         with tempfile.TemporaryDirectory(prefix="schemaflow-scale-") as scratch:
@@ -335,13 +347,15 @@ def main() -> None:
             progress(f"{size} objects: {tables} tables, {views} views generated; in-process validation")
             fast = load_with(project, pure=False)
             pure = load_with(project, pure=True)
+            composed = compose_only(project)
             clone = plan_base_commits(project)
             progress(f"{size} objects: validate, plan --base where committed and in a clone, "
                      f"{args.rounds} rounds of each in turn")
             command, base, cloned = medians(args.rounds, partial(validate_command, project),
                                             partial(plan_base, project), partial(plan_base, clone))
             print(f"| {size:,} ({tables:,} + {views:,}) | {command:.2f} s | {command / size * 1000:.2f} ms "
-                  f"| {fast:.2f} s | {pure:.2f} s | {pure / fast:.1f}x | {base:.2f} s | {base / command:.2f}x "
+                  f"| {fast:.2f} s | {pure:.2f} s | {pure / fast:.1f}x | {composed:.2f} s | {command / composed:.1f}x "
+                  f"| {base:.2f} s | {base / command:.2f}x "
                   f"| {cloned:.2f} s | {cloned / command:.2f}x |", flush=True)
             progress(f"{size} objects: fmt --check, then formatting in one process both ways")
             formatted[size] = (timed(partial(fmt_check, project)), timed(partial(fmt_check, project, "events")),

@@ -380,12 +380,13 @@ def _columns(doc: Document, data: dict[str, Any], field: str, problems: list[Pro
     name_limit, comment_limit = ((_PARTITION_COLUMN_NAME, _PARTITION_COLUMN_COMMENT) if partition
                                  else (_COLUMN_NAME, _COLUMN_COMMENT))
     columns = []
+    type_rule = _type_rule(data)  # the table's: once, not per column
     for i, column in enumerate(data.get(field, ())):
         if not isinstance(column, dict):
             continue  # an Iceberg table's partition field (spec.iceberg), or a transform on another table (_not_hive)
         path: NodePath = (field, i)
         name = _column_name(doc, path, column, name_limit, problems)
-        type_ = _column_type(doc.at(*path, "type"), column["type"], partition, _type_rule(data), problems)
+        type_ = _column_type(doc.at(*path, "type"), column["type"], partition, type_rule, problems)
         comment = _comment(doc, column, path, comment_limit, problems)
         columns.append(Column(name, type_, comment, source=doc.at(*path)))
     return tuple(columns)
