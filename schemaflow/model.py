@@ -147,6 +147,14 @@ class IcebergState:
     sort_order_id: int
     format_version: int
     metadata_location: str
+    # Each current column whose field id had other names in the table's earlier schemas: those names, latest
+    # first. It tells a column another writer renamed from one dropped and one added; read for messages only,
+    # not part of what a commit requires, nor of a plan's JSON.
+    former_names: tuple[tuple[str, tuple[str, ...]], ...] = field(default=(), compare=False)
+
+    def former(self, name: str) -> tuple[str, ...]:
+        """The earlier names of the current column ``name``'s field id, latest first."""
+        return dict(self.former_names).get(name, ())
 
     def to_data(self) -> dict[str, Any]:
         return {"table_uuid": self.table_uuid, "schema_id": self.schema_id, "spec_id": self.spec_id,

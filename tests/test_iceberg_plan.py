@@ -64,6 +64,37 @@ def test_renames_and_drops_come_from_migrations_and_a_promotion_changes_no_data(
     assert blocked.blocked and blocked.blocked.startswith("column v of db.clicks disappears is not supported in place")
 
 
+def test_a_column_another_writer_renamed_is_offered_back_by_its_field_id():
+    # Live, v became value (and code became label) in another writer's commits; the schemas still declare v and code.
+    renamed = replace(LIVE, columns=(*COLUMNS[:2], Column("value", "int"), Column("label", "string")),
+                      iceberg=replace(STATE, former_names=(("value", ("v",)), ("label", ("code",)))))
+    [blocked, *_] = _plan(_want(*COLUMNS), renamed, type_rule=False).steps
+    assert blocked.summary == "column value of db.clicks was v (the same Iceberg field id), and v is declared on db.clicks"
+    assert blocked.blocked.endswith(
+        "declare it as value to keep the rename, or rename it back with a migration: - rename_column: "
+        "{table: db.clicks, from: value, to: v}")
+    migration = Migration("0002_back", "", (RenameColumn("db.clicks", "value", "v"),
+                                            RenameColumn("db.clicks", "label", "code")))
+    [step] = _plan(_want(*COLUMNS), renamed, (migration,), type_rule=False).steps
+    assert not step.blocked and step.actions[0].sources == {  # type: ignore[union-attr]
+        "code": "label", "id": "id", "ts": "ts", "v": "value"}
+
+
+def test_each_disappearing_column_is_offered_its_own_target():
+    # Without field-id history (a Hive table, or an Iceberg table's first schema), the twins pair up in order.
+    live = replace(LIVE, columns=(*COLUMNS[:2], Column("a", "int"), Column("b", "int")))
+    problems = [s.summary for s in _plan(_want(*COLUMNS[:2], Column("c", "int"), Column("d", "int")), live,
+                                         type_rule=False).steps]
+    assert problems[:2] == ["column a of db.clicks disappears and c (int) appears on db.clicks",
+                            "column b of db.clicks disappears and d (int) appears on db.clicks"]
+    # A field id's earlier name comes first: b was d, so a is offered c.
+    history = replace(live, iceberg=replace(STATE, former_names=(("b", ("d",)),)))
+    problems = [s.summary for s in _plan(_want(*COLUMNS[:2], Column("c", "int"), Column("d", "int")), history,
+                                         type_rule=False).steps]
+    assert problems[:2] == ["column a of db.clicks disappears and c (int) appears on db.clicks",
+                            "column b of db.clicks was d (the same Iceberg field id), and d is declared on db.clicks"]
+
+
 @pytest.mark.parametrize(("old", "new", "allowed"), [
     ("int", "bigint", True), ("float", "double", True), ("decimal(10,2)", "decimal(12,2)", True),
     ("bigint", "int", False), ("int", "string", False), ("decimal(10,2)", "decimal(12,3)", False),
@@ -218,6 +249,9 @@ def test_a_commit_evolves_the_metadata_by_field_id_and_reads_back_as_declared():
     assert data["default-sort-order-id"] == 0  # Iceberg's unsorted order
     assert after.version == "v1"
     assert metadata.properties["schemaflow.applied_state"] == state_digest(after)
+    # The metadata keeps every schema: what a field id was called before is read back with the table.
+    assert after.iceberg is not None and after.iceberg.former_names == (("val", ("v",)),)
+    assert after.iceberg == replace(after.iceberg, former_names=())  # no part of what a commit requires
 
 
 def test_a_snapshot_keeps_where_the_live_metadata_stands():

@@ -262,6 +262,26 @@ def test_an_iceberg_table_made_elsewhere_is_imported_then_planned_and_its_drift_
         f"drop it with a migration (- drop_column: {{table: {key}, column: theirs}})")
     assert [r["kind"] for r in _rows(metastore, key)] == ["open"]
 
+    # Another writer renames a column (its field id stays) and adds a partition field: drift speaks Iceberg.
+    with other.load_table(key).update_schema() as update:
+        update.rename_column("note", "remark")
+    with other.load_table(key).update_spec() as spec:
+        spec.add_identity("kind")
+    lines = schemaflow("--project", project, "drift").out.splitlines()
+    assert lines[0].startswith(f"{key}: columns, layout changed since schemaflow applied it at ")
+    assert lines[1:] == [
+        f"  column note renamed to remark (its Iceberg field id kept, so its values): declare it as remark in "
+        f"schemas/{db}/events.yaml, or rename it back with a migration (- rename_column: {{table: {key}, from: remark, "
+        "to: note})",
+        f"  column theirs string added: declare it in schemas/{db}/events.yaml ({{name: theirs, type: string}}), or "
+        f"drop it with a migration (- drop_column: {{table: {key}, column: theirs}})",
+        "  partition spec: 'day(ts), bucket(4, id)' -> 'day(ts), bucket(4, id), kind': the next apply sets the "
+        f"declared one again (for data written after it), or declare this one in schemas/{db}/events.yaml"]
+    blocked = schemaflow("--project", project, "plan")
+    assert blocked.code == 1
+    assert f"column remark of {key} was note (the same Iceberg field id), and note is declared" in blocked.said
+    assert f"- rename_column: {{table: {key}, from: remark, to: note}}" in blocked.said
+
 
 def test_a_format_version_1_spec_evolves_with_removed_fields_void_in_their_place(tmp_path, metastore, fresh_db):
     db = fresh_db()

@@ -6,7 +6,9 @@ reads each object again and names the aspects whose hash is no longer the record
 job's ``ADD COLUMNS``, a hand-made property change. While the schemas still declare what was
 applied (the object's version is their fingerprint), the declared object is what schemaflow left,
 so each changed aspect is spelt out against it: the column added, the property's old and new
-value, with what to do about it. A declared object whose records are gone (re-created from a
+value, with what to do about it. An Iceberg table speaks Iceberg: a column another writer renamed keeps its
+field id (its earlier names are in the table's metadata), so it is a rename, not a drop and an add; a new
+partition spec or sort order is named. A declared object whose records are gone (re-created from a
 notebook, which drops every parameter) or that is missing is reported as such, and so is an object
 made in a managed database outside schemaflow (unless the project leaves it alone, see ``scope``).
 """
@@ -20,8 +22,8 @@ import yaml
 
 from schemaflow.catalog.backend import LiveSource
 from schemaflow.catalog.thrift_data import to_model
-from schemaflow.model import (APPLIED_AT_KEY, APPLIED_COMMIT_KEY, APPLIED_STATE_KEY, Column, Object, Table, View,
-                              changed_aspects, column_type, fingerprint, state_digest)
+from schemaflow.model import (APPLIED_AT_KEY, APPLIED_COMMIT_KEY, APPLIED_STATE_KEY, Column, Object, PartitionField,
+                              SortTerm, Table, View, changed_aspects, column_type, fingerprint, state_digest)
 from schemaflow.wording import short_commit, value_change
 
 MISSING = "missing"          # declared, but not in the metastore
@@ -91,11 +93,14 @@ def explain(declared: Object, live: Object, aspects: Sequence[str]) -> tuple[str
     lines: list[str] = []
     if isinstance(declared, Table) and isinstance(live, Table):
         if "columns" in aspects:
-            lines += _columns(declared, declared.columns, live.columns, "column")
+            lines += _columns(declared, declared.columns, live.columns, "column",
+                              live.iceberg.former if live.iceberg else lambda name: ())
         if "partitions" in aspects:
             lines += _columns(declared, declared.partition_columns, live.partition_columns, "partition column")
         if "storage" in aspects:
             lines += _storage(declared, live)
+        if "layout" in aspects:
+            lines += _layout(declared, live)
     if isinstance(declared, View) and isinstance(live, View):
         if "columns" in aspects:
             lines.append(value_change("columns", ", ".join(c.name for c in declared.columns) or None,
@@ -115,13 +120,24 @@ def explain(declared: Object, live: Object, aspects: Sequence[str]) -> tuple[str
     return tuple(lines)
 
 
-def _columns(declared: Table, want: Sequence[Column], have: Sequence[Column], what: str) -> list[str]:
-    """Columns added, removed, retyped, re-commented or reordered since the apply, with the ways back."""
+def _columns(declared: Table, want: Sequence[Column], have: Sequence[Column], what: str,
+             former: Callable[[str], tuple[str, ...]] = lambda name: ()) -> list[str]:
+    """Columns added, removed, renamed (``former``: an Iceberg field id's earlier names), retyped, re-commented or
+    reordered since the apply, with the ways back."""
     wanted = {c.name: c for c in want}
     there = {c.name: c for c in have}
+    # A live column whose field id had a declared name that is no longer there: another writer renamed it.
+    renamed = {c.name: old for c in have if c.name not in wanted
+               for old in former(c.name)[:1] if old in wanted and old not in there}
+    as_declared = {renamed.get(c.name, c.name): c for c in have}
     lines = []
     for column in have:
-        if column.name not in wanted:
+        if column.name in renamed:
+            old = renamed[column.name]
+            lines.append(f"{what} {old} renamed to {column.name} (its Iceberg field id kept, so its values): declare "
+                         f"it as {column.name} in {_file(declared)}, or rename it back with a migration "
+                         f"(- rename_column: {{table: {_declared_key(declared)}, from: {column.name}, to: {old}}})")
+        elif column.name not in wanted:
             # As a schema file writes a column: one flow mapping, quoted where YAML needs it ("decimal(5,2)").
             entry = yaml.safe_dump({"name": column.name, "type": column_type(column)}, default_flow_style=True,
                                    sort_keys=False, width=1_000_000).strip()
@@ -129,18 +145,31 @@ def _columns(declared: Table, want: Sequence[Column], have: Sequence[Column], wh
                          f"({entry}), or drop it with a migration (- drop_column: {{table: {_declared_key(declared)}, "
                          f"column: {column.name}}})")
     for column in want:
-        now = there.get(column.name)
+        now = as_declared.get(column.name)
         if now is None:
             lines.append(f"{what} {column.name} removed: the next apply adds it back, empty")
             continue
         if column_type(column) != column_type(now):
-            lines.append(value_change(f"type of {what} {column.name}", column_type(column), column_type(now)))
+            lines.append(value_change(f"type of {what} {now.name}", column_type(column), column_type(now)))
         if column.comment != now.comment:
-            lines.append(value_change(f"comment of {what} {column.name}", column.comment, now.comment))
-    common = [c.name for c in have if c.name in wanted]
-    if common != [c.name for c in want if c.name in there]:
-        lines.append(value_change(f"order of the {what}s", ", ".join(c.name for c in want), ", ".join(common)))
+            lines.append(value_change(f"comment of {what} {now.name}", column.comment, now.comment))
+    common = [renamed.get(c.name, c.name) for c in have if renamed.get(c.name, c.name) in wanted]
+    if common != [c.name for c in want if c.name in as_declared]:
+        lines.append(value_change(f"order of the {what}s", ", ".join(c.name for c in want),
+                                  ", ".join(c.name for c in have if renamed.get(c.name, c.name) in wanted)))
     return lines
+
+
+def _layout(declared: Table, live: Table) -> list[str]:
+    """An Iceberg table's partition spec and sort order, where another writer changed them, with the way back."""
+    back = f"the next apply sets the declared one again (for data written after it), or declare this one in {_file(declared)}"
+    return [f"{value_change(what, _terms(want), _terms(have))}: {back}"
+            for what, want, have in (("partition spec", declared.partition_spec, live.partition_spec),
+                                     ("sort order", declared.sort_order, live.sort_order)) if want != have]
+
+
+def _terms(terms: Sequence[PartitionField | SortTerm]) -> str | None:
+    return ", ".join(map(str, terms)) or None
 
 
 def _storage(declared: Table, live: Table) -> list[str]:

@@ -158,9 +158,21 @@ def _iceberg_table(database: str, name: str, metadata: Mapping[str, Any], metada
         sort_order=tuple(SortTerm(_field(f["transform"], by_id[f["source-id"]]), f["direction"] == "desc",
                                   f["null-order"] == "nulls-first") for f in order["fields"]),
         iceberg=IcebergState(metadata["table-uuid"], schema.get("schema-id", 0), spec.get("spec-id", 0),
-                             order.get("order-id", 0), version, metadata_location),
+                             order.get("order-id", 0), version, metadata_location, _former_names(metadata, schema)),
         **recorded(properties),
     )
+
+
+def _former_names(metadata: Mapping[str, Any], schema: Mapping[str, Any]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Each field of the current ``schema`` that had other names in the file's earlier schemas: those, latest first."""
+    earlier: dict[int, list[str]] = {}
+    for older in sorted(metadata.get("schemas", ()), key=lambda s: s.get("schema-id", 0), reverse=True):
+        for field in older["fields"]:
+            names = earlier.setdefault(field["id"], [])
+            if field["name"] not in names:
+                names.append(field["name"])
+    return tuple((field["name"], tuple(n for n in earlier.get(field["id"], ()) if n != field["name"]))
+                 for field in schema["fields"] if any(n != field["name"] for n in earlier.get(field["id"], ())))
 
 
 def current(metadata: Mapping[str, Any], listed: str, current_id: str, own_id: str, v1: Any) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from schemaflow.model import (AcceptLoss, Column, DropColumn, Migration, MigrationChange, RenameColumn, ReorderColumns,
                               Table)
@@ -125,8 +125,10 @@ def replayed(live: Table, desired: Table, migrations: Sequence[Migration], type_
     current = [replay.wanted.get(c.name, c) if c.name in replay.added else c for c in replay.columns
                if c.name not in replay.floating]
     operations = replay.operations
+    former = live.iceberg.former if live.iceberg else (lambda name: ())
     problems += replay.problems + _inferred(key, current, desired.columns, operations,
-                                            replay.added - replay.floating, by_id)
+                                            replay.added - replay.floating, by_id,
+                                            lambda name: former(replay.origin.get(name, "")))
     if problems:
         problems = replay.unexplained + problems
     elif type_rule:
@@ -274,28 +276,43 @@ def _applied_checksum(record: str) -> str | None:
 
 
 def _inferred(key: str, current: list[Column], desired: Sequence[Column], operations: list[str],
-              added: set[str], by_id: bool = False) -> list[Problem]:
+              added: set[str], by_id: bool = False,
+              former: Callable[[str], tuple[str, ...]] = lambda name: ()) -> list[Problem]:
     """What the diff infers after the migrations (appends, type and comment changes), or why it cannot.
 
     The ``added`` columns of ``current`` are in place already, but are new to the table. ``by_id``: a
-    column may be added anywhere, and the order of the others changes as declared.
+    column may be added anywhere, and the order of the others changes as declared. ``former``: the earlier
+    names of a current column's Iceberg field id, which say what another writer renamed.
     """
     names = [c.name for c in current]
     wanted = [c.name for c in desired]
     problems = []
     appearing = [c for c in desired if c.name not in names]
-    for gone in (c for c in current if c.name not in wanted):
-        twins = [c.name for c in appearing if c.type == gone.type]
-        if twins:
+    gone = [c for c in current if c.name not in wanted]
+    # Each disappearing column is offered one target: the declared name its field id had, else a column of its
+    # type that appears and that no other disappearing column was offered.
+    was = {c.name: old for c in gone for old in former(c.name)[:1] if old in {a.name for a in appearing}}
+    offered = set(was.values())
+    for column in gone:
+        if column.name in was:
             problems.append(Problem(
-                f"column {gone.name} of {key} disappears and {twins[0]} ({gone.type}) appears",
-                f"if it is a rename, add a migration: - rename_column: {{table: {key}, from: {gone.name}, to: {twins[0]}}}; "
-                f"if not, acknowledge the loss: - drop_column: {{table: {key}, column: {gone.name}}}"))
+                f"column {column.name} of {key} was {was[column.name]} (the same Iceberg field id), and "
+                f"{was[column.name]} is declared",
+                f"declare it as {column.name} to keep the rename, or rename it back with a migration: - rename_column: "
+                f"{{table: {key}, from: {column.name}, to: {was[column.name]}}}"))
+            continue
+        twins = [c.name for c in appearing if c.type == column.type and c.name not in offered]
+        if twins:
+            offered.add(twins[0])
+            problems.append(Problem(
+                f"column {column.name} of {key} disappears and {twins[0]} ({column.type}) appears",
+                f"if it is a rename, add a migration: - rename_column: {{table: {key}, from: {column.name}, to: {twins[0]}}}; "
+                f"if not, acknowledge the loss: - drop_column: {{table: {key}, column: {column.name}}}"))
         else:
             problems.append(Problem(
-                f"column {gone.name} of {key} disappears",
+                f"column {column.name} of {key} disappears",
                 f"dropping it loses its data for readers; acknowledge that with a migration: "
-                f"- drop_column: {{table: {key}, column: {gone.name}}}"))
+                f"- drop_column: {{table: {key}, column: {column.name}}}"))
     if problems:
         return problems
     kept = [n for n in wanted if n in names]
