@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import http.server
 import io
+import re
 import tarfile
 import threading
 from collections.abc import Iterator
@@ -104,3 +105,18 @@ def test_the_cache_is_the_users_unless_the_run_names_another():
     assert cache_dir({"SCHEMAFLOW_TEST_CACHE": "/c"}) == Path("/c")
     assert cache_dir({"XDG_CACHE_HOME": "/x"}) == Path("/x/schemaflow-tests")
     assert cache_dir({}) == Path.home() / ".cache" / "schemaflow-tests"
+
+
+def test_the_iceberg_engine_is_pinned_by_hash_and_installed_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests import iceberg_spark
+
+    lines = [line for line in iceberg_spark.REQUIREMENTS.read_text().splitlines() if line and not line.startswith("#")]
+    assert [line.split("==")[0] for line in lines] == ["pyspark", "py4j"]
+    assert all(re.fullmatch(r"[a-z0-9]+==[\d.]+ --hash=sha256:[0-9a-f]{64}", line) for line in lines)
+    assert iceberg_spark.ENGINE == "pyspark-" + lines[0].split("==")[1].split()[0]
+    # Installed (its marker written last), it is used as it is: nothing runs pip again.
+    home = tmp_path / "engines" / iceberg_spark.ENGINE
+    home.mkdir(parents=True)
+    (home / iceberg_spark.INSTALLED).write_text("")
+    monkeypatch.setattr(iceberg_spark.subprocess, "run", lambda *a, **k: pytest.fail("pip ran again"))
+    assert iceberg_spark.engine_home(tmp_path) == home

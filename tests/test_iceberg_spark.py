@@ -3,6 +3,7 @@ outcome read back from the table's metadata and its rows read back through pyice
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -11,7 +12,7 @@ from pyiceberg.types import StringType
 
 from schemaflow.apply.executor import ApplyError, apply_plan
 from schemaflow.catalog.iceberg_metadata import read_metadata
-from schemaflow.errors import ConcurrentChange
+from schemaflow.errors import ConcurrentChange, SchemaflowError
 from schemaflow.model import Table, fingerprint
 from schemaflow.workflow import desired_state, hash_migrations
 from tests.iceberg_writer import OtherWriter
@@ -176,6 +177,53 @@ def test_rows_appended_after_the_plan_survive_its_commit(tmp_path, metastore, fr
     apply_plan(planned, metastore)
     assert [(r["id"], r["extra"]) for r in _rows(metastore, key)] == [(1, None)]
     assert plan(project, metastore).is_empty
+
+
+def _appended_at_each_swap(monkeypatch, tmp_path, metastore, fresh_db, times: int):
+    """db.clicks applied, a plan that adds a column to it, and another writer that appends a row between each of the
+    first ``times`` commits' read and swap. Returns the key, the project, the plan and the metadata files written."""
+    from schemaflow.catalog import iceberg_commit
+
+    key = f"{fresh_db()}.clicks"
+    db = key.split(".")[0]
+    plan_and_apply(write_project(tmp_path, _clicks(db, BEFORE, LAYOUT)), metastore)
+    project = write_project(tmp_path, _clicks(db, BEFORE + "\n          - {name: extra, type: string}", LAYOUT))
+    planned = plan(project, metastore)
+    write, swaps = iceberg_commit._write, []
+
+    def appended_meanwhile(metadata, location):
+        write(metadata, location)
+        swaps.append(location)
+        if len(swaps) <= times:
+            _append(metastore, key, [{"ts": datetime(2024, 1, 1, tzinfo=UTC), "id": len(swaps), "v": 1,
+                                      "code": "a", "region": "eu"}])
+
+    monkeypatch.setattr(iceberg_commit, "_write", appended_meanwhile)
+    monkeypatch.setattr(iceberg_commit, "_BACKOFF_SECONDS", 0.0)
+    return key, project, planned, swaps
+
+
+def test_a_commit_that_loses_the_swap_to_appends_is_made_again_on_them(tmp_path, metastore, fresh_db, monkeypatch):
+    key, project, planned, swaps = _appended_at_each_swap(monkeypatch, tmp_path, metastore, fresh_db, times=2)
+    apply_plan(planned, metastore)
+    # The claim is a commit too: it lost twice, then landed; then the change, with its stamp, in one commit.
+    assert len(swaps) == 2 + 2
+    assert [(r["id"], r["extra"]) for r in _rows(metastore, key)] == [(1, None), (2, None)]
+    assert not any(Path(location.removeprefix("file:")).exists() for location in swaps[:2])  # the losers' files
+    assert plan(project, metastore).is_empty
+
+
+def test_a_commit_that_keeps_losing_the_swap_stops_with_nothing_changed(tmp_path, metastore, fresh_db, monkeypatch):
+    from schemaflow.catalog import iceberg_commit
+
+    key, project, planned, swaps = _appended_at_each_swap(monkeypatch, tmp_path, metastore, fresh_db, times=99)
+    version = metastore.read((key.split(".")[0],)).get(key).version
+    with pytest.raises(SchemaflowError, match="modified concurrently: its metadata_location is .*; nothing was applied"):
+        apply_plan(planned, metastore)
+    assert len(swaps) == iceberg_commit.RETRIES + 1  # the claim, tried five times
+    live = metastore.read((key.split(".")[0],)).get(key)
+    assert "extra" not in [c.name for c in live.columns] and live.version == version
+    assert len(_rows(metastore, key)) == len(swaps)  # every append kept
 
 
 def test_a_type_iceberg_cannot_promote_is_refused_at_plan_time_with_the_way_out(tmp_path, metastore, fresh_db):

@@ -6,7 +6,9 @@ order) and the stamp it expects (``schemaflow.version``, as every guarded write 
 writes the next metadata file beside it, and swaps the metastore's ``metadata_location`` from the file it
 read to the new one with the metastore's compare-and-swap (HIVE-26882, the guard Iceberg's own Hive
 catalog uses without a lock). A writer that committed in between moved ``metadata_location`` on: the
-swap is refused, ``ConcurrentChange`` is raised and the file written is deleted; nothing changed. Where
+swap is refused and the file written is deleted; the commit is made again on that writer's metadata, as
+Iceberg retries its own, as long as it still meets what the plan requires (a writer that only appended
+rows); otherwise ``ConcurrentChange`` is raised and nothing changed. Where
 the metastore keeps locks, the commit also holds its table lock (``catalog.table_lock``), as Iceberg's
 Hive catalog does by default, so that a writer relying on that lock alone cannot overwrite it.
 
@@ -47,44 +49,77 @@ _INPUT_FORMAT, _OUTPUT_FORMAT = "org.apache.hadoop.mapred.FileInputFormat", "org
 # Iceberg's default names of partition fields, by transform (``id_bucket``, ``ts_day``).
 _SUFFIX = {"bucket": "_bucket", "truncate": "_trunc", "year": "_year", "month": "_month", "day": "_day", "hour": "_hour"}
 _PARTITION_IDS_FROM = 1000  # Iceberg numbers partition fields from 1000
+# A commit that lost the swap to another writer is made again this many times, waiting 0.1 s, then twice as long
+# each time: Iceberg's own defaults (commit.retry.num-retries, commit.retry.min-wait-ms).
+RETRIES = 4
+_BACKOFF_SECONDS = 0.1
 
 
 def commit(client: HiveClient, key: str, table: Table | None, sources: Mapping[str, str], requires: IcebergState | None,
            set: Mapping[str, str], unset: Sequence[str], expected: str | None, hms: Any = None) -> None:
     """Commit the Iceberg table ``key`` as ``table`` says (None: its properties alone), each column named in
     ``sources`` keeping that live column's field id, with ``set`` and ``unset`` among its properties. ``hms``:
-    its metastore entry, when the caller has just read it (the compare-and-swap still checks it is current)."""
+    its metastore entry, when the caller has just read it (the compare-and-swap still checks it is current).
+
+    A commit that loses the swap to another writer's (a Spark job appending rows) is made again on the metadata
+    that writer committed, up to ``RETRIES`` times, as Iceberg's own commits are: what the plan requires and the
+    stamp are checked again each time, so a writer that changed the schema, the spec or the sort order, or another
+    apply, still stops it with ``ConcurrentChange``."""
     with table_lock(client, key):
-        database, name = split_key(key)
-        if hms is None:
-            hms = client.retrying(lambda: client.msc.getTable(database, name))
-        parameters = hms.getParameters()
-        if not is_iceberg(parameters):
-            raise SchemaflowError(f"{key} is no longer an Iceberg table in the metastore: plan again")
-        base_location = parameters.get(METADATA_LOCATION)
-        try:
-            base = read_metadata(base_location, (client.msc.getDatabase(database).getLocationUri(),))
-            found = iceberg_table(database, name, base, base_location)
-        except Unreadable as unread:
-            raise SchemaflowError(f"{key}: {unread}; nothing was committed") from None
-        assert found.iceberg is not None  # read from its metadata
-        if requires is not None and _required(found.iceberg) != _required(requires):
-            raise ConcurrentChange(key, _required(requires), _required(found.iceberg), "Iceberg metadata")
-        if expected is not None and found.version != expected:
-            raise ConcurrentChange(key, expected, found.version)
-        updates = _layout_updates(base, table, sources) if table is not None else []
-        properties, removals, upgrade = _properties(base, table, set, unset)
-        metadata = _evolved(base, base_location, updates, properties, removals, upgrade, key)
-        location = _next_location(metadata.location, metadata.properties, base_location)
-        _write(metadata, location)
-        _mirror(client, hms, metadata, removals)
-        hms.getParameters().put(PREVIOUS_METADATA_LOCATION, base_location)
-        hms.getParameters().put(METADATA_LOCATION, location)
-        try:
-            client.alter(hms, base_location, guarded_by=METADATA_LOCATION)
-        except Exception:
-            _delete(location)  # never named by the metastore: nobody reads it
-            raise
+        for attempt in range(RETRIES + 1):
+            try:
+                _commit_once(client, key, table, sources, requires, set, unset, expected, hms)
+                return
+            except _LostSwap as lost:
+                if attempt == RETRIES:
+                    raise lost.change from None
+                hms = None  # read the entry the winner left
+                time.sleep(_BACKOFF_SECONDS * 2 ** attempt)
+
+
+class _LostSwap(Exception):
+    """Another writer moved ``metadata_location`` between this commit's read and its swap."""
+
+    def __init__(self, change: ConcurrentChange) -> None:
+        self.change = change
+
+
+def _commit_once(client: HiveClient, key: str, table: Table | None, sources: Mapping[str, str],
+                 requires: IcebergState | None, set: Mapping[str, str], unset: Sequence[str], expected: str | None,
+                 hms: Any) -> None:
+    database, name = split_key(key)
+    if hms is None:
+        hms = client.retrying(lambda: client.msc.getTable(database, name))
+    parameters = hms.getParameters()
+    if not is_iceberg(parameters):
+        raise SchemaflowError(f"{key} is no longer an Iceberg table in the metastore: plan again")
+    base_location = parameters.get(METADATA_LOCATION)
+    try:
+        base = read_metadata(base_location, (client.msc.getDatabase(database).getLocationUri(),))
+        found = iceberg_table(database, name, base, base_location)
+    except Unreadable as unread:
+        raise SchemaflowError(f"{key}: {unread}; nothing was committed") from None
+    assert found.iceberg is not None  # read from its metadata
+    if requires is not None and _required(found.iceberg) != _required(requires):
+        raise ConcurrentChange(key, _required(requires), _required(found.iceberg), "Iceberg metadata")
+    if expected is not None and found.version != expected:
+        raise ConcurrentChange(key, expected, found.version)
+    updates = _layout_updates(base, table, sources) if table is not None else []
+    properties, removals, upgrade = _properties(base, table, set, unset)
+    metadata = _evolved(base, base_location, updates, properties, removals, upgrade, key)
+    location = _next_location(metadata.location, metadata.properties, base_location)
+    _write(metadata, location)
+    _mirror(client, hms, metadata, removals)
+    hms.getParameters().put(PREVIOUS_METADATA_LOCATION, base_location)
+    hms.getParameters().put(METADATA_LOCATION, location)
+    try:
+        client.alter(hms, base_location, guarded_by=METADATA_LOCATION)
+    except ConcurrentChange as change:
+        _delete(location)  # never named by the metastore: nobody reads it
+        raise _LostSwap(change) from None
+    except Exception:
+        _delete(location)
+        raise
 
 
 def create(client: HiveClient, table: Table, set: Mapping[str, str]) -> None:

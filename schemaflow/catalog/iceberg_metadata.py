@@ -33,10 +33,12 @@ from schemaflow.sql.table_kinds import ICEBERG
 
 TABLE_TYPE = "table_type"
 PREVIOUS_METADATA_LOCATION = "previous_metadata_location"
-# Properties Iceberg keeps of its own in a table's properties, not the user's.
-_OWN_PROPERTIES = frozenset({COMMENT_KEY, "uuid", "snapshot-count", "current-snapshot-id", "current-snapshot-summary",
-                             "current-snapshot-timestamp-ms", "current-schema", "default-partition-spec",
-                             "default-sort-order", "format-version"})
+# Properties Iceberg keeps of its own in a table's properties, not the user's; ``owner`` is the metastore entry's
+# owner, which Iceberg's Hive catalog writes at create (the user Spark ran as) and schemaflow does not manage.
+OWNER = "owner"
+_OWN_PROPERTIES = frozenset({COMMENT_KEY, OWNER, "uuid", "snapshot-count", "current-snapshot-id",
+                             "current-snapshot-summary", "current-snapshot-timestamp-ms", "current-schema",
+                             "default-partition-spec", "default-sort-order", "format-version"})
 # Until a release is on the package index, schemaflow is installed from a clone, a wheel or a git pin: the extra
 # is named on whatever that was.
 INSTALL = "install schemaflow with its extra iceberg (pip install '<where schemaflow comes from>[iceberg]')"

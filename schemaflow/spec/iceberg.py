@@ -140,7 +140,11 @@ def check_properties(doc: Document, properties: dict[str, str], location: str | 
                 f"({location!r} as declared)" if location else
                 f"'{key}' puts the table's files at {value!r}, and the table declares no location it would be inside")
                 + ": declare 'location:' and keep the path below it, or remove the property"))
-        if key.lower() in _RESERVED:
+        if key.lower() == "owner":
+            problems.append(Problem(doc.key("properties", key), (
+                "property 'owner' is the metastore entry's owner, which Iceberg's Hive catalog keeps here when it "
+                "creates a table; schemaflow manages no table's owner: remove it")))
+        elif key.lower() in _RESERVED:
             problems.append(Problem(doc.key("properties", key), (
                 f"property '{key}' is reserved: Iceberg (or its Hive catalog) writes it for each commit: remove it")))
         elif key == "format-version" and value not in _FORMAT_VERSIONS:
