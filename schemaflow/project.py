@@ -47,6 +47,7 @@ _LOCAL_MASTER = re.compile(r"local(?:\[(\d+|\*)(?:,\s*\d+)?\])?")
 @dataclass(frozen=True)
 class Settings:
     metastore_uri: str | None = None          # None: embedded Derby under .schemaflow/
+    lock_guards: bool = False                 # metastore.guard: lock (the table lock, not compare-and-swap)
     warehouse_dir: str = ""                   # "": the metastore server's own (embedded: .schemaflow/warehouse)
     spark_master: str = "local[2]"
     spark_conf: Mapping[str, str] = field(default_factory=dict)
@@ -141,6 +142,7 @@ def load_project(root: str | Path, env: Mapping[str, str] | None = None, target:
         warehouse_dir = str(state / "warehouse")
     settings = Settings(
         metastore_uri=metastore_uri,
+        lock_guards=metastore.get("guard") == "lock",
         warehouse_dir=_absolute(root, warehouse_dir) if warehouse_dir else "",
         spark_master=env.get(ENV_SPARK_MASTER) or spark.get("master") or "local[2]",
         spark_conf={str(k): str(v) for k, v in sorted((spark.get("conf") or {}).items())},

@@ -7,6 +7,7 @@ file and by the environment. Outcomes are read back through ``schemaflow snapsho
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -41,9 +42,13 @@ def test_example_project_plan_apply_replan_with_embedded_metastore(tmp_path):
     assert planned.returncode == 2, planned.stderr
     assert planned.stdout.startswith("12 steps on 12 objects, 0 destructive.\n")
     # The user sees schemaflow's own words, not Spark's or Hive's logging.
-    assert planned.stderr.splitlines() == [
-        f"Starting Spark (local[2]) and connecting to the embedded metastore in {tmp_path}/.schemaflow ...",
-        "Saved the plan to plan.json; apply it with: schemaflow apply plan.json"]
+    said = planned.stderr.splitlines()
+    assert said[0] == f"Starting Spark (local[2]) and connecting to the embedded metastore in {tmp_path}/.schemaflow ..."
+    assert re.fullmatch(r"Spark is up \(\d+\.\d s\)", said[1]), said
+    # Progress while Spark reads: the databases, then how many objects it found (none yet) and how long it took.
+    assert said[2] == "Reading analytics, retail through Spark ..."
+    assert re.fullmatch(r"Read 0 objects in \d+\.\d s", said[3]), said
+    assert said[4:] == ["Saved the plan to plan.json; apply it with: schemaflow apply plan.json"]
 
     refused = schemaflow(tmp_path, "apply", "plan.json")
     assert refused.returncode == 1

@@ -165,7 +165,8 @@ COVERED = {
     ("guides/cluster.md", 0): VALIDATED,
     ("concepts/rewrites.md", 0): VALIDATED,
     ("concepts/rewrites.md", 1): VALIDATED,
-    ("reference/metastore-versions.md", 0): RELEASE_RUN,
+    ("reference/metastore-versions.md", 0): VALIDATED,
+    ("reference/metastore-versions.md", 1): RELEASE_RUN,
 }
 
 
@@ -257,6 +258,7 @@ VALIDATE: dict[tuple[str, int], Callable[[str], dict[str, str]]] = {
                                               .replace("sales.tmp_*", "retail.tmp_*")},
     ("concepts/cascade.md", 0): _migration,
     ("guides/cluster.md", 0): _settings,
+    ("reference/metastore-versions.md", 0): _settings,
     ("concepts/rewrites.md", 0): lambda block: {"schemas/retail/contacts.yaml": block},
     ("concepts/rewrites.md", 1): lambda block: {"migrations/0004_numeric_amounts.yaml": block.split("\n", 1)[1]},
 }

@@ -253,6 +253,7 @@ def _metastore(client: _FlakyClient, waits: list[float]) -> Metastore:
     metastore = Metastore.__new__(Metastore)
     metastore.msc, metastore.endpoint, metastore.sleep = client, "thrift://metastore:9083", waits.append
     metastore.conf = {"hive.metastore.uris": "thrift://metastore:9083"}  # the HiveConf it connected with
+    metastore.lock_guards, metastore.held_locks = False, set()
     return metastore
 
 

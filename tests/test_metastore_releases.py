@@ -8,7 +8,8 @@ client, as a team on that server would, each outcome read back from the server w
 
 - Hive 3.1 creates everything and plans "No changes" again, but lacks the compare-and-swap guard
   (HIVE-26882 came with 2.3.10 and 4.0, never to 3.1): a change to an existing table is refused with
-  the reason, before anything is written.
+  the reason, before anything is written, unless the project guards by the metastore's table lock
+  (``metastore.guard: lock``): then it lands, and a plan another apply overtook is refused.
 - Hive 4.0 removed ``get_table``, the call Spark's built-in Hive client reads every table with: plan and
   apply refuse it in one line, before Spark starts or any database is created.
 """
@@ -70,9 +71,50 @@ def test_hive_3_1_creates_the_example_and_refuses_changes_it_cannot_guard(tmp_pa
             f"error: the metastore ({hive.uri}) ignores compare-and-swap guards on alter_table: it lacks HIVE-26882 "
             "(in Hive 2.3.10 and later 2.3 releases, the metastore bundled with pyspark 4 among them; no Hive 3.1 "
             "release has it), so schemaflow cannot make sure it overwrites nothing it did not see; nothing was "
-            "applied. Run a metastore server of Hive 2.3.10 or later 2.3.")
+            "applied. Run a metastore server of Hive 2.3.10 or later 2.3, or set metastore.guard: lock in "
+            "schemaflow.yaml to guard each write with the metastore's table lock (safe against writers that take "
+            "it: schemaflow, Iceberg, Hive's transactions; not against a plain Spark ALTER TABLE).")
         live = ThriftReader.connect(hive.uri).read(("retail",)).objects["retail.customers"]
         assert [column.name for column in live.columns] == ["customer_id", "name", "segment", "country", "signed_up"]
+
+        # Guarded by the table lock instead, the change lands (what the lock guards: the test below).
+        settings = project / "schemaflow.yaml"
+        settings.write_text(settings.read_text() + "metastore: {guard: lock}\n")
+        applied = schemaflow(project, hive.uri, "apply", "--auto-approve")
+        assert applied.returncode == 0, applied.stdout + applied.stderr
+        live = ThriftReader.connect(hive.uri).read(("retail",)).objects["retail.customers"]
+        assert [column.name for column in live.columns][-1] == "tier"
+        again = schemaflow(project, hive.uri, "plan")
+        assert (again.returncode, again.stderr) == (0, f"Reading {hive.uri} ...\n"), again.stdout + again.stderr
+
+
+@pytest.mark.spark
+def test_on_hive_3_1_the_lock_guard_refuses_the_write_its_ignored_compare_and_swap_lets_through(
+        spark, tmp_path: Path) -> None:
+    from schemaflow.catalog.metastore import Metastore
+    from schemaflow.errors import ConcurrentChange
+    from tests.test_iceberg_remote import other_client
+
+    with server("3.1", tmp_path) as hive:
+        project = example(tmp_path)
+        assert schemaflow(project, hive.uri, "apply", "--auto-approve").returncode == 0
+        with other_client(spark, hive.uri) as plain:
+            guarded = Metastore(spark, plain.msc, hive.uri, lock_guards=True)
+
+            def parameters() -> dict[str, str]:
+                return dict(plain.msc.getTable("retail", "customers").getParameters())
+
+            version = parameters()["schemaflow.version"]
+            with pytest.raises(ConcurrentChange, match="its schemaflow.version is"):
+                guarded.set_parameters("retail.customers", {"note": "guarded"}, [], expected="another version")
+            assert "note" not in parameters()
+            # Without the lock, the compare-and-swap a 3.1 server ignores lets the same write through.
+            plain.set_parameters("retail.customers", {"note": "unguarded"}, [], expected="another version")
+            assert parameters()["note"] == "unguarded"
+            # With the version the table holds, the guarded write lands, and its lock is let go.
+            guarded.set_parameters("retail.customers", {"note": "guarded"}, [], expected=version)
+            guarded.set_parameters("retail.customers", {"note": "again"}, [], expected=version)
+            assert parameters()["note"] == "again" and not guarded.held_locks
 
 
 def test_hive_4_0_is_refused_before_spark_starts_or_anything_is_created(tmp_path: Path) -> None:

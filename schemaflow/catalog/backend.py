@@ -136,6 +136,8 @@ class HiveClient(Protocol):
     msc: Any    # Hive's IMetaStoreClient
     api: Any    # the package org.apache.hadoop.hive.metastore.api
     takes_locks: bool | None  # whether the metastore keeps table locks (None: not asked yet; see catalog.table_lock)
+    held_locks: set[str]      # the tables whose lock this client holds now
+    lock_guards: bool         # whether guarded writes hold the table lock (metastore.guard: lock)
 
     def retrying(self, read: Callable[[], T]) -> T: ...
 

@@ -10,6 +10,7 @@ client, in a JVM started on first use; read without a JVM where the settings all
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TextIO
@@ -71,7 +72,9 @@ class Live:
 
                 check_server(uri)
             self._say(f"Starting Spark ({settings.spark_master}) and connecting to {self._where()} ...")
-            self.connected = Metastore.connect(spark_session(settings))
+            started = time.monotonic()
+            self.connected = Metastore.connect(spark_session(settings), lock_guards=settings.lock_guards)
+            self._say(f"Spark is up ({time.monotonic() - started:.1f} s)")
         return self.connected
 
     @property
@@ -112,7 +115,13 @@ class Live:
             return ahead.catalog.result()
         if ahead is not None:  # a read of other databases: it is on the reader's connection, one read at a time
             ahead.catalog.wait()
-        return reader.read(databases)
+        if reader is not self.connected:  # the JVM-free reader said where it reads
+            return reader.read(databases)
+        self._say(f"Reading {', '.join(databases) or 'no database'} through Spark ...")
+        started = time.monotonic()
+        catalog = reader.read(databases)
+        self._say(f"Read {len(catalog.objects):,} objects in {time.monotonic() - started:.1f} s")
+        return catalog
 
     def writer(self) -> Metastore:
         """What the executor runs actions against: the metastore client and its Spark session."""

@@ -29,6 +29,7 @@ from schemaflow.catalog.session import VARIABLE_SUBSTITUTION
 from schemaflow.catalog.spark_compat import (EXPECTED_PARAMETER_KEY, EXPECTED_PARAMETER_VALUE, derby_embedded,
                                              enforces_guards)
 from schemaflow.catalog.spark_schema import NUM_BUCKETS
+from schemaflow.catalog.table_lock import table_lock
 from schemaflow.catalog.thrift_data import READ_ATTEMPTS, READ_BACKOFF_SECONDS, database_of, read_catalog, to_model
 from schemaflow.catalog.view_partitions import (KeptPartitions, change_view_partitions, partition_values,
                                                 read_view_partitions)
@@ -65,11 +66,14 @@ class Metastore:
     """A Hive metastore reached through a SparkSession's JVM: Spark's own client (embedded), or a Thrift connection of
     schemaflow's own beside Spark's (a metastore server)."""
 
-    def __init__(self, spark: SparkSession, msc: Any, endpoint: str, conf: Any = None) -> None:
+    def __init__(self, spark: SparkSession, msc: Any, endpoint: str, conf: Any = None, lock_guards: bool = False) -> None:
         self.spark = spark
         self.msc = msc
         self.endpoint = endpoint
         self.conf = conf  # the HiveConf of Spark's client, which ``beside`` connects with
+        # Guard each write by the metastore's table lock and a read-compare-write under it (metastore.guard: lock).
+        self.lock_guards = lock_guards
+        self.held_locks: set[str] = set()
         self.progress: Callable[[str], None] | None = None
         self.sleep: Callable[[float], None] = time.sleep
         self._guards_checked = False
@@ -83,8 +87,9 @@ class Metastore:
         self._deserializer = jvm.org.apache.thrift.TDeserializer(jvm.org.apache.thrift.protocol.TJSONProtocol.Factory())
 
     @classmethod
-    def connect(cls, spark: SparkSession) -> Metastore:
-        """Open the metastore that ``spark`` is configured with; fails if it cannot be reached."""
+    def connect(cls, spark: SparkSession, lock_guards: bool = False) -> Metastore:
+        """Open the metastore that ``spark`` is configured with; fails if it cannot be reached. ``lock_guards``:
+        guard writes with the table lock (``alter``)."""
         # A session built elsewhere (a notebook's, a test's) may substitute variables in SQL text.
         spark.conf.set(VARIABLE_SUBSTITUTION, "false")
         shared_state = spark._jsparkSession.sharedState()  # loads hive-site.xml into the Hadoop conf
@@ -92,7 +97,7 @@ class Metastore:
         with java_errors(f"cannot reach the Hive metastore ({endpoint})", endpoint):
             conf = shared_state.externalCatalog().unwrapped().client().conf()
             jvm = jvm_view(spark)
-            if not conf.get("hive.metastore.uris"):
+            if not conf.get("hive.metastore.uris"):  # its Derby database is this process's alone: no lock to guard by
                 return cls(spark, jvm.org.apache.hadoop.hive.ql.metadata.Hive.get(conf).getMSC(), endpoint, conf)
             # A connection of schemaflow's own, apart from Spark's: Hive's client would repeat any call whose
             # connection broke, writes included, so on this one that is off (schemaflow retries reads itself and
@@ -101,7 +106,7 @@ class Metastore:
             own = jvm.org.apache.hadoop.hive.conf.HiveConf(conf)
             own.set(FAILURE_RETRIES, "0")
             msc = jvm.org.apache.hadoop.hive.metastore.RetryingMetaStoreClient.getProxy(own, True)
-        return cls(spark, msc, endpoint, conf)
+        return cls(spark, msc, endpoint, conf, lock_guards)
 
     @contextmanager
     def beside(self) -> Iterator[Metastore | None]:
@@ -117,7 +122,7 @@ class Metastore:
             return
         with self._errors(f"opening a second connection to the Hive metastore ({self.endpoint})"):
             msc = jvm_view(self.spark).org.apache.hadoop.hive.metastore.RetryingMetaStoreClient.getProxy(self.conf, True)
-        second = Metastore(self.spark, msc, self.endpoint)
+        second = Metastore(self.spark, msc, self.endpoint, lock_guards=self.lock_guards)
         second.sleep = self.sleep
         try:
             yield second
@@ -223,13 +228,22 @@ class Metastore:
         an Iceberg table's ``metadata_location``) is ``expected`` (its compare-and-swap), else
         ``ConcurrentChange``. Hive's client retries a call whose connection broke, so a guarded write that
         landed may come back refused: the value read back then is the one this write set, and that is success.
-        ``renames``: the entry's name now, when ``table`` gives it another.
+        ``renames``: the entry's name now, when ``table`` gives it another. With ``lock_guards``, a guarded write
+        holds the table's lock and reads the parameter under it first (the compare-and-swap is sent as well).
         """
         database, name = table.getDbName(), renames or table.getTableName()
+        if expected is not None and self.lock_guards:
+            with table_lock(self, f"{database}.{name}"):
+                self._alter(table, database, name, expected, guarded_by, renames, True, context)
+        else:
+            self._alter(table, database, name, expected, guarded_by, renames, self.guards_in_process, context)
+
+    def _alter(self, table: Any, database: str, name: str, expected: str | None, guarded_by: str, renames: str | None,
+               compare_first: bool, context: dict[str, str]) -> None:
         key, wrote = f"{database}.{name}", table.getParameters().get(guarded_by)
         if expected is not None:
             context = {**self._guard(expected, guarded_by), **context}
-            if self.guards_in_process:  # no other process can write between this read and the write
+            if compare_first:  # no other writer can write between this read and the write (one process, or a lock)
                 found = self.retrying(lambda: self.msc.getTable(database, name)).getParameters().get(guarded_by)
                 if found != expected:
                     raise ConcurrentChange(key, expected, found, guarded_by)
@@ -264,6 +278,10 @@ class Metastore:
         """
         if self._guards_checked or self.guards_in_process:
             return
+        if self.lock_guards:  # the lock guards each write: the metastore must keep locks
+            with table_lock(self, key):
+                self._guards_checked = True
+            return
         database, name = split_key(key)
         guard = self._guard("schemaflow: a version no object holds")
         with self._errors(f"checking that the metastore enforces guards on {key}"):
@@ -279,7 +297,9 @@ class Metastore:
             f"the metastore ({self.endpoint}) ignores compare-and-swap guards on alter_table: it lacks HIVE-26882 "
             "(in Hive 2.3.10 and later 2.3 releases, the metastore bundled with pyspark 4 among them; no Hive 3.1 "
             "release has it), so schemaflow cannot make sure it overwrites nothing it did not see; nothing was "
-            "applied. Run a metastore server of Hive 2.3.10 or later 2.3.")
+            "applied. Run a metastore server of Hive 2.3.10 or later 2.3, or set metastore.guard: lock in "
+            "schemaflow.yaml to guard each write with the metastore's table lock (safe against writers that take "
+            "it: schemaflow, Iceberg, Hive's transactions; not against a plain Spark ALTER TABLE).")
 
     def _guard(self, expected: str, guarded_by: str = VERSION_KEY) -> dict[str, str]:
         """The environment-context entries of the metastore's compare-and-swap on the parameter ``guarded_by``."""

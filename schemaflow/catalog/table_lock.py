@@ -33,8 +33,14 @@ def table_lock(client: HiveClient, key: str, wait: float = WAIT_SECONDS) -> Iter
     """Hold the metastore's exclusive lock on the table ``key`` (``db.name``), where the metastore keeps locks.
 
     Another writer's lock is waited for, up to ``wait`` seconds; past that, nothing was done and the
-    error says so."""
+    error says so. A lock this client holds already is held on (the metastore's locks are not re-entrant:
+    a second request would wait for the first). Where the client guards its writes with the lock
+    (``lock_guards``), a metastore that keeps none is refused: nothing would guard them."""
+    if key in client.held_locks:
+        yield
+        return
     if client.takes_locks is False:
+        _unguarded(client, key)
         yield
         return
     database, name = split_key(key)
@@ -50,15 +56,27 @@ def table_lock(client: HiveClient, key: str, wait: float = WAIT_SECONDS) -> Iter
         if unreachable(error):
             raise
         client.takes_locks = False  # it keeps no locks: the compare-and-swap alone guards the commit
+        _unguarded(client, key)
         yield
         return
     client.takes_locks = True
     lock_id = response.getLockid()
     try:
         _acquire(client, key, lock_id, str(response.getState().toString()), wait)
+        client.held_locks.add(key)
         yield
     finally:
+        client.held_locks.discard(key)
         client.msc.unlock(lock_id)
+
+
+def _unguarded(client: HiveClient, key: str) -> None:
+    if client.lock_guards:
+        raise SchemaflowError(
+            f"{key}: the metastore keeps no locks (its database lacks the transaction tables, or its server has no "
+            "connection pool for them), and metastore.guard: lock guards every write with one; nothing was "
+            "written. Give the metastore its transaction tables (Hive's schema tool creates them), or guard with "
+            "its compare-and-swap (Hive 2.3.10 and later 2.3, 4.0)")
 
 
 def _acquire(client: HiveClient, key: str, lock_id: int, state: str, wait: float) -> None:

@@ -173,6 +173,9 @@ def _hazards(path: tuple[str, ...], old: Any, new: Any, files: Mapping[str, str]
     for tail, what in _CONNECTIONS.items():
         if path[-len(tail):] == tail and old is not _MISSING:  # moved, not set where there was none
             hazards.append(f"changes {what} (the operator's SCHEMAFLOW_* variables, where set, still win)")
+    if path[-2:] == ("metastore", "guard") and new == "lock":
+        hazards.append("guards each write with the metastore's table lock instead of its compare-and-swap: a writer "
+                       "that alters a table without taking the lock (a plain Spark ALTER TABLE) is not seen")
     return tuple(hazards)
 
 
