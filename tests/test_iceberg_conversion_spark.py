@@ -232,7 +232,7 @@ def test_tables_iceberg_cannot_register_are_converted_by_copying_their_rows_all_
     assert again.is_empty and len(again.warnings) == 3
 
 
-@pytest.mark.parametrize("stop_at", ["convert", "register"])
+@pytest.mark.parametrize("stop_at", ["convert", "register", "drop"])
 def test_a_conversion_by_copying_stopped_after_its_cut_over_is_finished_by_the_next_apply(
         tmp_path, spark, metastore, fresh_db, monkeypatch, stop_at):
     db = fresh_db()
@@ -243,10 +243,14 @@ def test_a_conversion_by_copying_stopped_after_its_cut_over_is_finished_by_the_n
     before = _by_partition(_spark_rows(spark, key))
     project = write_project(tmp_path, _iceberg(db))
 
+    register = iceberg_convert.register
+
     def stop(*args, **kwargs):
+        if stop_at == "drop":  # the Iceberg table registered, the copy's entry not dropped yet
+            register(*args, **kwargs)
         raise RuntimeError("the apply stopped here")
     with monkeypatch.context() as patched:
-        patched.setattr(iceberg_convert, stop_at, stop)
+        patched.setattr(iceberg_convert, "register" if stop_at == "drop" else stop_at, stop)
         with pytest.raises(ApplyError):
             apply_plan(plan(project, metastore, allow_destructive=True), metastore)
     live = metastore.read((db,))
@@ -254,11 +258,16 @@ def test_a_conversion_by_copying_stopped_after_its_cut_over_is_finished_by_the_n
     # Stopped before the conversion: the copy holds the name; during it: its entry waits under the staging name.
     waiting = live.get(key) if stop_at == "convert" else live.get(f"{key}_rewrite_")
     assert isinstance(waiting, Table) and waiting.format == "parquet" and waiting.data_source
-    assert (key in live.objects) == (stop_at == "convert")
+    assert (key in live.objects) == (stop_at != "register")
 
-    finishing = plan(project, metastore, allow_destructive=True)
+    # Without --allow-destructive: finishing a conversion by dropping the copy's entry loses nothing.
+    finishing = plan(project, metastore, allow_destructive=stop_at != "drop")
     [step] = finishing.steps
-    assert step.kind == ("convert_to_iceberg" if stop_at == "convert" else "rewrite_table")
+    assert step.kind == {"convert": "convert_to_iceberg", "register": "rewrite_table", "drop": "drop_table"}[stop_at]
+    if stop_at == "drop":
+        assert (step.summary, step.destructive, step.blocked) == (f"drop table {key}_rewrite_", False, None)
+        assert step.notes == (f"finishes the conversion of {key} to Iceberg that a stopped apply began: the copy's "
+                              "entry goes; its files are the Iceberg table's and are kept",)
     apply_plan(finishing, metastore)
     assert _by_partition(_iceberg_rows(metastore, db, "orders")) == before
     assert not metastore.msc.tableExists(db, "orders_rewrite_")

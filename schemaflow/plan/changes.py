@@ -135,6 +135,21 @@ class DropTable(_OfTable):
                     notes=(note,), destructive=True)
 
 
+@dataclass(frozen=True)
+class DropLeftover(DropTable):
+    """The entry a conversion to Iceberg by copying moves its copy's table to (``<name>_rewrite_``, external, its files
+    the Iceberg table's) while it registers the Iceberg table, left by an apply stopped before it dropped it. Dropping
+    it finishes that conversion, and loses nothing: not destructive."""
+
+    destructive = False
+
+    def to_step(self) -> Step:
+        return Step(StepKind.DROP_TABLE, self.key, "table", f"drop table {self.key}",
+                    (SqlAction(ddl.drop("table", self.key)),) + _recorded(self.table.database, self.record),
+                    notes=(f"finishes the conversion of {self.table.rewrite_of} to Iceberg that a stopped apply began: "
+                           "the copy's entry goes; its files are the Iceberg table's and are kept",))
+
+
 def _recorded(database: str, record: Mapping[str, str]) -> tuple[Action, ...]:
     """The write of a drop's record on its database, after the drop: none without a record."""
     return (SetDatabaseParameters(database, dict(record)),) if record else ()

@@ -18,7 +18,7 @@ from typing import assert_never
 
 from schemaflow.model import Catalog, Column, Migration, Object, Table, View
 from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateDatabase, CreateTable, CreateView,
-                                     DropTable, DropView, ReplaceView, SetColumnComments, SetDatabaseProperties,
+                                     DropLeftover, DropTable, DropView, ReplaceView, SetColumnComments, SetDatabaseProperties,
                                      ROW_NEUTRAL_SETTINGS, SetStorage, SetTableComment, Unsupported)
 from schemaflow.plan.evolution import ALTER, APPEND, SAME, Evolution, evolve
 from schemaflow.plan.hazards import unexplained_hazards
@@ -68,6 +68,8 @@ def diff(desired: Catalog, live: Catalog, type_rule: bool = True) -> list[Change
                 continue  # its conversion or rewrite is still to finish, from it
             if isinstance(have, Table) and have.rewrite_of and key in (staging_name(have.rewrite_of),
                                                                        restore_name(have.rewrite_of)):
+                if _left_by_a_conversion(have, live):
+                    changes.append(DropLeftover(have))
                 continue  # the copy a rewrite is filling, or a backup being restored: theirs (catalog.rewrite)
             changes.append(DropTable(have) if isinstance(have, Table) else DropView(have))
         elif want.kind != have.kind:
@@ -290,6 +292,15 @@ def where_free(change: Change, live: Catalog) -> Change:
     return Unsupported(key, "table", "; ".join(change.reasons), f"a rewrite keeps the old table as "
                        f"{backup_name(key)} and fills the new one as {staging_name(key)}, and {' and '.join(taken)} "
                        "is another table already: rename or drop it first")
+
+
+def _left_by_a_conversion(staging: Table, live: Catalog) -> bool:
+    """Whether ``staging`` is the copy's entry a conversion to Iceberg by copying left when it stopped after registering
+    the Iceberg table it was the copy of (``catalog.iceberg_convert``): external, beside that Iceberg table."""
+    owner = live.get(staging.rewrite_of or "")
+    kind = table_kind(owner.format, owner.data_source) if isinstance(owner, Table) else None
+    return (staging.external and staging.key == staging_name(staging.rewrite_of or "") and kind is not None
+            and kind.column_changes is ColumnChanges.ICEBERG)
 
 
 def _unfinished_restore(key: str) -> Unsupported:
