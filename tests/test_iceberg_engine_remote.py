@@ -98,14 +98,17 @@ def test_tables_spark_made_are_imported_unchanged_then_evolved_and_read_back_by_
         0, f"No changes: the metastore matches the schemas (databases: {db}).\n"), unchanged.stderr
 
     # Evolved by schemaflow: a rename by migration, a column added in the middle, a widening, a new partition
-    # field on the format-version 1 table (appended, as version 1 keeps fields in place), a comment, a view.
+    # field and a column dropped by migration on the format-version 1 table (the field appended, as version 1 keeps
+    # fields in place), a comment, a view.
     (project / "migrations").mkdir()
     (project / "migrations" / "0001_category.yaml").write_text(
-        f"description: kind is a category\nchanges:\n  - rename_column: {{table: {db}.events, from: kind, to: category}}\n")
+        f"description: kind is a category\nchanges:\n  - rename_column: {{table: {db}.events, from: kind, to: category}}\n"
+        f"  - drop_column: {{table: {db}.legacy, column: amount}}\n")
     _edit(events, "  - {name: kind, type: string}\n  - {name: v, type: int}\n",
           "  - {name: category, type: string}\n  - {name: note, type: string}\n  - {name: v, type: bigint}\n")
-    _edit(project / "schemas" / db / "legacy.yaml", "partitioned_by: ['truncate(2, name)']",
-          "partitioned_by: ['truncate(2, name)', 'bucket(2, id)']")
+    legacy = project / "schemas" / db / "legacy.yaml"
+    _edit(legacy, "partitioned_by: ['truncate(2, name)']", "partitioned_by: ['truncate(2, name)', 'bucket(2, id)']")
+    _edit(legacy, "  - {name: amount, type: 'decimal(10,2)'}\n", "")
     _edit(project / "schemas" / db / "summary.yaml", f"table: {db}.summary\n",
           f"table: {db}.summary\ncomment: Events per kind\n")
     (project / "schemas" / db / "categories.yaml").write_text(
@@ -124,9 +127,9 @@ def test_tables_spark_made_are_imported_unchanged_then_evolved_and_read_back_by_
     assert engine.sql(f"SELECT id, category, note, v FROM {db}.events ORDER BY id") == [
         {"id": 1, "category": "open", "note": None, "v": 7}, {"id": 2, "category": "click", "note": None, "v": 8},
         {"id": 3, "category": "open", "note": None, "v": 9}]
-    assert _described(engine, f"{db}.legacy")[1] == ["truncate(2, name)", "bucket(2, id)"]
-    assert engine.sql(f"SELECT id, name, amount FROM {db}.legacy ORDER BY id") == [
-        {"id": 1, "name": "alpha", "amount": "1.50"}, {"id": 2, "name": "beta", "amount": "2.25"}]
+    assert _described(engine, f"{db}.legacy") == ([("id", "bigint"), ("name", "string")],
+                                                  ["truncate(2, name)", "bucket(2, id)"])
+    assert engine.sql(f"SELECT * FROM {db}.legacy ORDER BY id") == [{"id": 1, "name": "alpha"}, {"id": 2, "name": "beta"}]
     comment = [r for r in engine.sql(f"DESCRIBE TABLE EXTENDED {db}.summary") if r["col_name"] == "Comment"]
     assert comment == [{"col_name": "Comment", "comment": "", "data_type": "Events per kind"}]
     # Spark writes the evolved table, and the view over it reads both writers' rows.
