@@ -119,16 +119,17 @@ def applied_state(desired: Catalog, release: SparkVersion | None = None) -> Cata
 
 def review_live(project: Project, live: Live, *, allow_destructive: bool = False,
                 check_partitions: bool = False, recompile: tuple[str, ...] = (),
-                desired: Catalog | None = None) -> Review:
+                desired: Catalog | None = None, read: Catalog | None = None) -> Review:
     """Plan the project's desired state (``desired``, when the caller has read it already) against its
-    live metastore (see ``build_plan``)."""
+    live metastore (see ``build_plan``), as ``read`` holds it when the caller has read it already."""
     release = project.settings.release  # before Spark starts: a pyspark of another release than declared is refused
     if desired is None:
         live.read_ahead(_named_databases(project))
         desired = desired_state(project)
     _plannable(desired)
     reader = live.reader
-    read = live.read(desired.databases)
+    if read is None:
+        read = live.read(desired.databases)
     current, left_alone = owned(project, read, desired)
     plan = build_plan(desired, current, allow_destructive=allow_destructive,
                       count_partitions=reader.count_partitions,
@@ -225,10 +226,10 @@ def _sql_source(project: Project, view: Object) -> Source | None:
 
 
 def make_plan(project: Project, live: Live, *, allow_destructive: bool = False,
-              recompile: tuple[str, ...] = (), desired: Catalog | None = None) -> Plan:
+              recompile: tuple[str, ...] = (), desired: Catalog | None = None, read: Catalog | None = None) -> Plan:
     """The plan of :func:`review_live`; ``recompile`` names views to re-create from their declared SQL."""
     return review_live(project, live, allow_destructive=allow_destructive, recompile=recompile,
-                       desired=desired).plan
+                       desired=desired, read=read).plan
 
 
 def view_partitions_plan(project: Project, live: Live) -> tuple[Plan, tuple[str, ...]]:
@@ -494,8 +495,9 @@ def check_saved(plan: Plan, path: Path, project: Project, live: Live) -> None:
     if plan.metastore != live.metastore.endpoint:
         raise SchemaflowError(f"{refused} it was planned against the metastore {plan.metastore}, and this project "
                               f"reaches {live.metastore.endpoint}. Plan again here.")
-    now = make_plan(project, live, allow_destructive=plan.allow_destructive, desired=desired)
-    stale = stale_objects(plan, live.read(plan.databases)) + stale_counts(plan, live.metastore.count_partitions)
+    read = live.read(plan.databases)  # one read, for both the staleness and the plan made again
+    now = make_plan(project, live, allow_destructive=plan.allow_destructive, desired=desired, read=read)
+    stale = stale_objects(plan, read) + stale_counts(plan, live.metastore.count_partitions)
     if stale:
         raise SchemaflowError(f"{path} is stale: the metastore changed since it was planned; nothing was applied. "
                               "Plan again.\n  " + "\n  ".join(stale))

@@ -1,7 +1,7 @@
 """Pinned components from Maven Central, fetched once into a cache and checked, for the tests to start.
 
 The tests start what no Python package carries (the Hive metastore servers of the 3.1 and 4.0 lines and
-the Hadoop jars they expect beside them). ``tests/artifacts.lock`` pins each by its path in the
+the Hadoop jars they expect beside them, Iceberg's Spark runtime, PostgreSQL's JDBC driver). ``tests/artifacts.lock`` pins each by its path in the
 repository and its SHA-256; ``files(name)`` returns the named set's files, downloading only those not
 yet in the cache, each to a temporary name, checked, then renamed, so a second run downloads nothing
 and a failed or altered download never counts as fetched. Test processes running side by side take a

@@ -3,8 +3,8 @@
 Production metastores run on PostgreSQL or MySQL, not Derby, so the remote tests run against a
 metastore server backed by PostgreSQL too. The server comes from the machine's PostgreSQL binaries
 (Debian's ``postgresql`` package, or ``SCHEMAFLOW_TEST_POSTGRES_BIN``) and the metastore reaches it
-through PostgreSQL's JDBC driver (Debian's ``libpostgresql-jdbc-java``, or
-``SCHEMAFLOW_TEST_POSTGRES_JDBC``); the README's set-up installs both.
+through PostgreSQL's JDBC driver, pinned in ``tests/artifacts.lock`` and fetched from Maven Central once
+(or the jar ``SCHEMAFLOW_TEST_POSTGRES_JDBC`` names); the README's set-up installs the server.
 
 The metastore's tables are created once per run, in a template database, by DataNucleus's
 SchemaTool over the ``package.jdo`` of the pyspark wheel's ``hive-metastore`` jar: a metastore
@@ -28,12 +28,12 @@ from pathlib import Path
 from types import TracebackType
 from collections.abc import Sequence
 
+from tests.artifacts import files
 from tests.metastore_server import RELEASES, Release, free_port, java_binary, pyspark_jars
 
 BIN_VARIABLE = "SCHEMAFLOW_TEST_POSTGRES_BIN"
 JDBC_VARIABLE = "SCHEMAFLOW_TEST_POSTGRES_JDBC"
-DEBIAN_JDBC = "/usr/share/java/postgresql.jar"
-INSTALL = "apt-get install -y postgresql libpostgresql-jdbc-java"
+INSTALL = "apt-get install -y postgresql"
 USER = "metastore"
 # The metastore's transaction tables in PostgreSQL's SQL (Hive 2.3's hive-txn-schema for PostgreSQL): what its
 # lock calls need. (On Derby, tests/TransactionTables.java has Hive create them itself.)
@@ -225,9 +225,12 @@ def postgres_bin() -> Path:
 
 
 def jdbc_jar() -> Path:
-    """PostgreSQL's JDBC driver, for the metastore server."""
-    jar = Path(os.environ.get(JDBC_VARIABLE, DEBIAN_JDBC))
+    """PostgreSQL's JDBC driver, for the metastore server: the pinned one, unless the run names another."""
+    if JDBC_VARIABLE not in os.environ:
+        [jar] = files("postgresql-jdbc")
+        return jar
+    jar = Path(os.environ[JDBC_VARIABLE])
     if not jar.exists():
-        raise RuntimeError(f"no PostgreSQL JDBC driver at {jar}: install it ({INSTALL}) or set {JDBC_VARIABLE} to the jar")
+        raise RuntimeError(f"no PostgreSQL JDBC driver at {jar}: unset {JDBC_VARIABLE} for the pinned one")
     return jar
 

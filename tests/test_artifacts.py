@@ -88,7 +88,7 @@ def test_an_archive_unpacks_once_into_its_top_folder(tmp_path):
 
 def test_the_lock_file_pins_every_set_the_servers_need_by_digest():
     sets = pinned(LOCK_FILE.read_text())
-    assert sorted(sets) == ["hadoop", "hive-metastore-3.1", "hive-metastore-4.0", "iceberg-java"]
+    assert sorted(sets) == ["hadoop", "hive-metastore-3.1", "hive-metastore-4.0", "iceberg-java", "postgresql-jdbc"]
     assert [a.path.rsplit("/", 1)[1] for a in sets["hive-metastore-3.1"] + sets["hive-metastore-4.0"]] == [
         "hive-standalone-metastore-3.1.3-bin.tar.gz", "hive-standalone-metastore-server-4.0.1-bin.tar.gz"]
     every = [artifact for artifacts in sets.values() for artifact in artifacts]
