@@ -54,6 +54,9 @@ class Release:
     distribution: str | None = None  # the set of tests/artifacts.lock holding its binary distribution
     schema_tool: str | None = None
     settings: Mapping[str, str] = field(default_factory=dict)
+    # How schemaflow's projects on it guard their writes: "lock" where the server ignores the compare-and-swap
+    # (no HIVE-26882: every 3.1 release), as a team on it must declare.
+    guard: str = "compare-and-swap"
 
     def home(self) -> Path:
         """The unpacked binary distribution (fetched first if it is not in the cache)."""
@@ -92,7 +95,7 @@ STANDALONE = {
 RELEASES = {
     "2.3": Release("2.3"),
     "3.1": Release("3.1", "hive-metastore-3.1", "org.apache.hadoop.hive.metastore.tools.MetastoreSchemaTool",
-                   STANDALONE),
+                   STANDALONE, guard="lock"),
     "4.0": Release("4.0", "hive-metastore-4.0",
                    "org.apache.hadoop.hive.metastore.tools.schematool.MetastoreSchemaTool", STANDALONE),
 }
@@ -104,6 +107,18 @@ def release_under_test() -> Release:
     if name not in RELEASES:
         raise RuntimeError(f"{RELEASE_VARIABLE}={name!r}: the tests start Hive {', '.join(RELEASES)}")
     return RELEASES[name]
+
+
+def metastore_setting(uri: str | None = None, release: Release | None = None) -> str:
+    """The settings file's ``metastore`` line of a project on a server of ``release`` (default: the one under
+    test) at ``uri`` (None: the environment names it): its guard declared where the server needs the lock."""
+    fields = ([f"uri: '{uri}'"] if uri else []) + (["guard: lock"] if lock_guards(release) else [])
+    return f"metastore: {{{', '.join(fields)}}}\n" if fields else ""
+
+
+def lock_guards(release: Release | None = None) -> bool:
+    """Whether schemaflow's writes to a server of ``release`` (default: the one under test) take the table lock."""
+    return (release or release_under_test()).guard == "lock"
 
 
 class MetastoreServer:

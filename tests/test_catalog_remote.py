@@ -15,7 +15,7 @@ import pytest
 
 from schemaflow.catalog.snapshot import read_snapshot
 from schemaflow.model import Column, Stored, Table, View
-from tests.metastore_server import NewServer, free_port
+from tests.metastore_server import NewServer, free_port, metastore_setting
 
 pytestmark = pytest.mark.remote
 RunPython = Callable[..., subprocess.CompletedProcess[str]]  # the run_python fixture
@@ -59,7 +59,8 @@ import threading
 from schemaflow.errors import ConcurrentChange
 spark.sql("CREATE DATABASE beside_db")
 spark.sql("CREATE TABLE beside_db.t (id BIGINT) STORED AS PARQUET TBLPROPERTIES ('schemaflow.version'='claim')")
-metastore = Metastore.connect(spark)
+from tests.metastore_server import lock_guards
+metastore = Metastore.connect(spark, lock_guards=lock_guards())
 with metastore.beside() as second:
     outcomes = []
     def stamp():
@@ -203,7 +204,7 @@ def test_plan_between_refs_shows_partition_counts_from_a_configured_metastore(
     table = project / "schemas/reviewed/events.yaml"
     table.parent.mkdir(parents=True)
     table.write_text("table: reviewed.events\ncolumns: [{name: id, type: int}]\npartitioned_by: [{name: ds, type: string}]\n")
-    (project / "schemaflow.yaml").write_text(f"metastore: {{uri: '{metastore_server}'}}\n")
+    (project / "schemaflow.yaml").write_text(metastore_setting(metastore_server))
     commit(repo, "base")
     table.write_text(table.read_text().replace("[{name: id, type: int}]", "[{name: id, type: int}, {name: b, type: string}]"))
 
@@ -239,7 +240,7 @@ def test_a_server_that_allows_any_type_change_gets_plans_that_do_not_block_it(
     (project / "schemas" / "typed").mkdir(parents=True)
     table = project / "schemas" / "typed" / "t.yaml"
     with new_metastore_server("derby", tmp_path / "lenient", {TYPE_RULE: "false"}) as server:
-        (project / "schemaflow.yaml").write_text(f"metastore: {{uri: '{server.uri}'}}\n")
+        (project / "schemaflow.yaml").write_text(metastore_setting(server.uri))
         table.write_text("table: typed.t\ncolumns: [{name: a, type: int}, {name: b, type: string}]\n")
         done = run_python(EVOLVE, server.uri, "", str(tmp_path / "state1"), str(project))
         assert done.returncode == 0, done.stderr
@@ -249,7 +250,7 @@ def test_a_server_that_allows_any_type_change_gets_plans_that_do_not_block_it(
         assert done.returncode == 0, done.stderr
         assert said(done.stdout) == ["rule False", "plan 2", "apply 0", "again 0", "type ['boolean', 'string']"]
     # The shared server keeps Hive's default: the same change is blocked there, before anything runs.
-    (project / "schemaflow.yaml").write_text(f"metastore: {{uri: '{metastore_server}'}}\n")
+    (project / "schemaflow.yaml").write_text(metastore_setting(metastore_server))
     table.write_text("table: typed.t\ncolumns: [{name: a, type: int}, {name: b, type: string}]\n")
     assert run_python(EVOLVE, metastore_server, "", str(tmp_path / "state3"), str(project)).returncode == 0
     table.write_text("table: typed.t\ncolumns: [{name: a, type: boolean}, {name: b, type: string}]\n")

@@ -21,6 +21,7 @@ import pytest
 
 from schemaflow.catalog.snapshot import read_snapshot
 from schemaflow.model import Table
+from tests.metastore_server import accepts_connections, free_port, metastore_setting
 
 ROOT = Path(__file__).resolve().parent.parent
 ARCHIVE_LINES = ("Writing the JVM's class archive ", "Written in ", "No archive was written")
@@ -90,7 +91,7 @@ def test_own_project_against_a_thrift_metastore_server(metastore_server, tmp_pat
     (project / "schemas" / "sales" / "big_orders.yaml").write_text(
         "view: sales.big_orders\nsql: SELECT id, ds FROM orders WHERE id > 100\n")
     (project / "schemaflow.yaml").write_text(
-        f"metastore: {{uri: '{metastore_server}'}}\nwarehouse_dir: {tmp_path / 'warehouse'}\n")
+        metastore_setting(metastore_server) + f"warehouse_dir: {tmp_path / 'warehouse'}\n")
 
     applied = schemaflow(project, "apply", "--auto-approve")
     assert applied.returncode == 0, applied.stderr
@@ -100,6 +101,8 @@ def test_own_project_against_a_thrift_metastore_server(metastore_server, tmp_pat
     # Another checkout, pointed at the same server through the environment only.
     other = tmp_path / "other"
     shutil.copytree(project / "schemas", other / "schemas")
+    if metastore_setting():  # the guard the server needs is the project's, in every checkout
+        (other / "schemaflow.yaml").write_text(metastore_setting())
     env = {"SCHEMAFLOW_METASTORE_URI": metastore_server, "SCHEMAFLOW_WAREHOUSE_DIR": str(tmp_path / "warehouse")}
     replanned = schemaflow(other, "plan", env=env)
     assert replanned.returncode == 0, replanned.stdout + replanned.stderr
@@ -118,8 +121,6 @@ def test_own_project_against_a_thrift_metastore_server(metastore_server, tmp_pat
 def standalone_cluster(workdir: Path) -> Iterator[str]:
     """A Spark standalone master and one worker, started from pyspark's own spark-class; yields the master URL."""
     import pyspark
-
-    from tests.metastore_server import accepts_connections, free_port
 
     home = Path(pyspark.__file__).parent
     env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOG_DIR": str(workdir), "SPARK_WORKER_DIR": str(workdir)}
@@ -157,7 +158,7 @@ def test_plan_apply_plan_through_a_standalone_spark_cluster_on_a_postgresql_meta
     (project / "schemas" / "on_cluster" / "orders.yaml").write_text(
         "table: on_cluster.orders\ncolumns:\n  - {name: id, type: bigint}\npartitioned_by: [{name: ds, type: string}]\n")
     (project / "schemas" / "on_cluster" / "recent.yaml").write_text("view: on_cluster.recent\nsql: SELECT id, ds FROM orders\n")
-    (project / "schemaflow.yaml").write_text("databases: [on_cluster]\n")
+    (project / "schemaflow.yaml").write_text("databases: [on_cluster]\n" + metastore_setting())
     with standalone_cluster(tmp_path) as master:
         env = {"SCHEMAFLOW_METASTORE_URI": postgres_metastore_server, "SCHEMAFLOW_WAREHOUSE_DIR": str(tmp_path / "warehouse"),
                "SCHEMAFLOW_SPARK_MASTER": master}
@@ -194,7 +195,6 @@ def test_plan_apply_plan_through_a_standalone_spark_cluster_on_a_postgresql_meta
 
 @pytest.mark.remote
 def test_an_unreachable_metastore_is_a_clear_error(tmp_path):
-    from tests.metastore_server import free_port
 
     shutil.copytree(ROOT / "schemas", tmp_path / "schemas")
     uri = f"thrift://127.0.0.1:{free_port()}"
@@ -210,7 +210,7 @@ def test_with_a_metastore_server_and_no_warehouse_dir_a_new_database_goes_where_
     project = tmp_path / "project"
     (project / "schemas" / "placed").mkdir(parents=True)
     (project / "schemas" / "placed" / "t.yaml").write_text("table: placed.t\ncolumns: [{name: id, type: int}]\n")
-    (project / "schemaflow.yaml").write_text(f"metastore: {{uri: '{metastore_server}'}}\n")
+    (project / "schemaflow.yaml").write_text(metastore_setting(metastore_server))
 
     applied = schemaflow(project, "apply", "--auto-approve")
     assert applied.returncode == 0, applied.stderr

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.iceberg_spark import IcebergSpark
+from tests.metastore_server import lock_guards, metastore_setting
 from tests.test_thrift_reader_remote import schemaflow
 
 pytestmark = pytest.mark.remote
@@ -34,7 +35,7 @@ def engine(metastore_server: str, tmp_path_factory: pytest.TempPathFactory) -> I
 def _project(tmp_path: Path, database: str) -> Path:
     project = tmp_path / "project"
     (project / "schemas").mkdir(parents=True)
-    (project / "schemaflow.yaml").write_text(f"databases: [{database}]\n")
+    (project / "schemaflow.yaml").write_text(f"databases: [{database}]\n" + metastore_setting())
     return project
 
 
@@ -140,7 +141,14 @@ def test_tables_spark_made_are_imported_unchanged_then_evolved_and_read_back_by_
     assert engine.sql(f"SELECT count(*) AS n FROM {db}.events.snapshots") == [{"n": 2}]  # Spark's two appends
 
 
-@pytest.mark.parametrize("lock", [True, False], ids=["lock", "no-lock"])
+# Iceberg's writers without its lock (engine.hive.lock-enabled=false) rely on the server's compare-and-swap, which
+# Iceberg requires for it (HIVE-26882): on a server without it (3.1), they are run with the lock alone. Run there
+# without it, such a writer lost an append to schemaflow's commit (.ci/metastore_versions.py), as it would to another
+# Iceberg writer's: docs/reference/metastore-versions.md says so.
+WRITER_LOCKS = [pytest.param(True, id="lock")] + ([] if lock_guards() else [pytest.param(False, id="no-lock")])
+
+
+@pytest.mark.parametrize("lock", WRITER_LOCKS)
 def test_a_spark_writer_appending_while_schemaflow_commits_loses_nothing(
         lock: bool, metastore_server: str, tmp_path: Path) -> None:
     db = f"race_{'lock' if lock else 'nolock'}"

@@ -18,7 +18,7 @@ from schemaflow.catalog.thrift_reader import ThriftReader
 from schemaflow.model import Table
 from tests import test_safe_apply_remote as safe
 from tests import iceberg_java
-from tests.metastore_server import BACKENDS
+from tests.metastore_server import BACKENDS, Release, metastore_setting
 from tests.test_thrift_reader_remote import schemaflow
 
 pytestmark = pytest.mark.remote
@@ -40,6 +40,16 @@ def server(request: pytest.FixtureRequest) -> str:
     return str(request.getfixturevalue("metastore_server" if request.param == "derby" else "postgres_metastore_server"))
 
 
+def on_server(project: Path, uri: str, tmp_path: Path, release: Release | None = None) -> dict[str, str]:
+    """The environment that points the ``project`` at the server ``uri`` (of ``release``; default: the one under
+    test), its guard declared where the server needs the lock (``metastore_setting``)."""
+    settings = project / "schemaflow.yaml"
+    existing = settings.read_text() if settings.exists() else ""
+    if metastore_setting(release=release):
+        settings.write_text(existing + metastore_setting(release=release))
+    return {"SCHEMAFLOW_METASTORE_URI": uri, "SCHEMAFLOW_WAREHOUSE_DIR": str(tmp_path / "warehouse")}
+
+
 @contextmanager
 def other_client(spark, uri: str) -> Iterator[Metastore]:
     """Another writer's connection to the server ``uri``, from the test JVM: a metastore client of its own."""
@@ -58,7 +68,7 @@ def test_an_iceberg_table_is_applied_on_a_server_and_planned_again_without_a_jvm
     (project / "schemas" / "ice_db").mkdir(parents=True)
     (project / "schemas" / "ice_db" / "clicks.yaml").write_text(CLICKS)
     (project / "schemaflow.yaml").write_text("databases: [ice_db]\n")  # still managed once its last file goes
-    env = {"SCHEMAFLOW_METASTORE_URI": server, "SCHEMAFLOW_WAREHOUSE_DIR": str(tmp_path / "warehouse")}
+    env = on_server(project, server, tmp_path)
     applied = schemaflow(project, "apply", "--auto-approve", env=env)
     assert applied.returncode == 0, applied.stdout + applied.stderr
     assert "create Iceberg table ice_db.clicks" in applied.stdout
@@ -110,7 +120,7 @@ def test_an_apply_killed_between_iceberg_commits_is_finished_by_the_next_run(met
     db = "ice_kill_" + where.replace(".", "_")
     project = tmp_path / "project"
     (project / "schemas" / db).mkdir(parents=True)
-    (project / "schemaflow.yaml").write_text(f"metastore: {{uri: '{metastore_server}'}}\n"
+    (project / "schemaflow.yaml").write_text(metastore_setting(metastore_server) +
                                              f"warehouse_dir: {tmp_path / 'warehouse'}\n")
     for name in ("a", "b"):
         (project / "schemas" / db / f"{name}.yaml").write_text(
@@ -148,7 +158,8 @@ partitioned_by:
 """
 
 
-def _filled(tmp_path: Path, spark, server: str, key: str, format: str, days: int) -> tuple[Path, dict, dict]:
+def _filled(tmp_path: Path, spark, server: str, key: str, format: str, days: int,
+            release: Release | None = None) -> tuple[Path, dict, dict]:
     """A project whose table ``key`` (ORDERS, stored as ``format``) is applied on ``server`` and filled
     with rows in ``days`` partitions (day d holds d rows), as a job writes them: a file of ``format`` in each
     partition's folder, the partition registered; then declared as Iceberg. The project, the environment that
@@ -158,8 +169,9 @@ def _filled(tmp_path: Path, spark, server: str, key: str, format: str, days: int
     (project / "schemas" / database).mkdir(parents=True)
     declared = ORDERS.replace("conv_db.orders", key).replace("format: parquet", f"format: {format}")
     (project / "schemas" / database / f"{name}.yaml").write_text(declared)
-    env = {"SCHEMAFLOW_METASTORE_URI": server, "SCHEMAFLOW_WAREHOUSE_DIR": str(tmp_path / "warehouse")}
-    assert schemaflow(project, "apply", "--auto-approve", env=env).returncode == 0
+    env = on_server(project, server, tmp_path, release)
+    created = schemaflow(project, "apply", "--auto-approve", env=env)
+    assert created.returncode == 0, created.stdout + created.stderr
     written = _write_partitions(spark, server, key, days, format)
     (project / "schemas" / database / f"{name}.yaml").write_text(
         declared.replace(f"format: {format}", "format: iceberg").replace(
@@ -240,7 +252,7 @@ def test_a_struct_gains_fields_on_a_server_without_the_positional_rule(new_metas
     # The metastore's positional rule refuses any change of a complex type on its mirror: this server has it off,
     # as Iceberg's documentation asks of a metastore holding Iceberg tables.
     with new_metastore_server("derby", tmp_path / "lenient", {TYPE_RULE: "false"}) as server:
-        env = {"SCHEMAFLOW_METASTORE_URI": server.uri, "SCHEMAFLOW_WAREHOUSE_DIR": str(tmp_path / "warehouse")}
+        env = on_server(project, server.uri, tmp_path)
         assert schemaflow(project, "apply", "--auto-approve", env=env).returncode == 0
         with other_client(spark, server.uri) as other:
             table = OtherWriter(other).load_table("nest_db.events")
@@ -281,7 +293,7 @@ def test_a_commit_waits_for_the_metastore_lock_another_writer_holds(server: str,
     project = tmp_path / "project"
     (project / "schemas" / db).mkdir(parents=True)
     (project / "schemas" / db / "clicks.yaml").write_text(CLICKS.replace("ice_db", db))
-    env = {"SCHEMAFLOW_METASTORE_URI": server, "SCHEMAFLOW_WAREHOUSE_DIR": str(tmp_path / "warehouse")}
+    env = on_server(project, server, tmp_path)
     assert schemaflow(project, "apply", "--auto-approve", env=env).returncode == 0
     (project / "schemas" / db / "clicks.yaml").write_text(
         CLICKS.replace("ice_db", db).replace("  - {name: v, type: int}\n", "  - {name: v, type: int}\n"
@@ -334,7 +346,7 @@ def test_every_evolution_kind_on_a_server_and_a_plan_another_writer_made_stale(s
     project = tmp_path / "project"
     (project / "schemas" / db).mkdir(parents=True)
     (project / "schemas" / db / "clicks.yaml").write_text(CLICKS.replace("ice_db", db))
-    env = {"SCHEMAFLOW_METASTORE_URI": server, "SCHEMAFLOW_WAREHOUSE_DIR": str(tmp_path / "warehouse")}
+    env = on_server(project, server, tmp_path)
     assert schemaflow(project, "apply", "--auto-approve", env=env).returncode == 0
     day = datetime(2024, 1, 1, 12, tzinfo=UTC)
     with other_client(spark, server) as other:
@@ -420,7 +432,7 @@ def test_iceberg_tables_another_client_points_at_hostile_metadata_are_refused_on
     project = tmp_path / "project"
     (project / "schemas" / "ice_db").mkdir(parents=True)
     (project / "schemas" / "ice_db" / "clicks.yaml").write_text(CLICKS)
-    env = {"SCHEMAFLOW_METASTORE_URI": metastore_server, "SCHEMAFLOW_WAREHOUSE_DIR": str(tmp_path / "warehouse")}
+    env = on_server(project, metastore_server, tmp_path)
     assert schemaflow(project, "apply", "--auto-approve", env=env).returncode == 0
     os.mkfifo(tmp_path / "pipe.metadata.json")
     with (tmp_path / "huge.metadata.json").open("wb") as huge:
@@ -483,3 +495,4 @@ def test_an_orc_table_is_converted_to_iceberg_by_copying_on_a_server(server: str
                                      for dt, rows in written.items() for i, amount, note in rows))
     again = schemaflow(project, "plan", env=env)
     assert again.returncode == 0 and "No changes" in again.stdout, again.stdout + again.stderr
+

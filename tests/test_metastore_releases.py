@@ -10,6 +10,8 @@ client, as a team on that server would, each outcome read back from the server w
   (HIVE-26882 came with 2.3.10 and 4.0, never to 3.1): a change to an existing table is refused with
   the reason, before anything is written, unless the project guards by the metastore's table lock
   (``metastore.guard: lock``): then it lands, and a plan another apply overtook is refused.
+- Hive 3.1 on PostgreSQL selects no partitions by a key that is not a string: a rewrite of a table partitioned
+  by a date still copies every row (Spark selects them).
 - Hive 4.0 removed ``get_table``, the call Spark's built-in Hive client reads every table with: plan and
   apply refuse it in one line, before Spark starts or any database is created.
 """
@@ -25,6 +27,7 @@ import pytest
 
 from schemaflow.catalog.thrift_reader import ThriftReader
 from tests.metastore_server import RELEASES, TEST_JAVA_OPTIONS, MetastoreServer, derby_with_transaction_tables
+from tests.postgres_server import PostgresServer
 
 pytestmark = pytest.mark.remote
 ROOT = Path(__file__).resolve().parent.parent
@@ -115,6 +118,28 @@ def test_on_hive_3_1_the_lock_guard_refuses_the_write_its_ignored_compare_and_sw
             guarded.set_parameters("retail.customers", {"note": "guarded"}, [], expected=version)
             guarded.set_parameters("retail.customers", {"note": "again"}, [], expected=version)
             assert parameters()["note"] == "again" and not guarded.held_locks
+
+
+@pytest.mark.spark
+def test_hive_3_1_on_postgresql_selects_no_partitions_by_date_so_spark_selects_those_a_rewrite_copies(
+        postgres: PostgresServer, spark, tmp_path: Path) -> None:
+    """Hive 3.1 on PostgreSQL refuses to select partitions by a key that is not a string ("Filtering is supported
+    only on partition keys of type string"), as a rewrite's chunks do (2.3, and 3.1 on Derby, select them): Spark
+    selects them itself, and the ORC table partitioned by a date is converted to Iceberg by copying, every row kept."""
+    from tests import iceberg_java
+    from tests.test_iceberg_remote import _filled
+
+    release = RELEASES["3.1"]
+    with MetastoreServer(tmp_path / "server", settings=postgres.metastore_settings(postgres.new_database(release=release)),
+                         classpath=[postgres.jdbc_jar], java_options=TEST_JAVA_OPTIONS, release=release) as hive:
+        project, env, written = _filled(tmp_path, spark, hive.uri, "dates.orders", "orc", 2, release)
+        applied = subprocess.run([sys.executable, "-m", "schemaflow", "apply", "--auto-approve", "--allow-destructive"],
+                                 cwd=project, capture_output=True, text=True, timeout=600,
+                                 env={**os.environ, "PYTHONPATH": str(ROOT), **env})
+        assert applied.returncode == 0, applied.stdout + applied.stderr
+        assert "copying the rows of dates.orders into dates.orders_rewrite_: 2 partitions" in applied.stdout
+        assert iceberg_java.read(hive.uri, "dates.orders").rows == tuple(sorted(
+            f"Record({i}, {amount}, {note}, {dt.isoformat()})" for dt, rows in written.items() for i, amount, note in rows))
 
 
 def test_hive_4_0_is_refused_before_spark_starts_or_anything_is_created(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from schemaflow.project import load_project
+from tests.metastore_server import metastore_setting
 from tests.test_safe_apply_remote import done_steps, paused, schemaflow
 from schemaflow.workflow import hash_migrations
 
@@ -45,7 +46,7 @@ def test_a_rewrite_killed_in_its_copy_and_in_its_cut_over_is_finished_by_the_nex
     schemas = project / "schemas" / DB
     schemas.mkdir(parents=True)
     # Tasks of 16 bytes: a chunk (at least eight waves of them) is one partition of these few rows.
-    (project / "schemaflow.yaml").write_text(f"metastore: {{uri: '{metastore_server}'}}\n"
+    (project / "schemaflow.yaml").write_text(metastore_setting(metastore_server) +
                                              f"warehouse_dir: {tmp_path / 'warehouse'}\n"
                                              "spark: {conf: {spark.sql.files.maxPartitionBytes: '16'}}\n")
     (schemas / "events.yaml").write_text(EVENTS.format(name="name"))

@@ -24,7 +24,7 @@ from schemaflow.claims import parse_claim
 from schemaflow.model import Catalog, Table, state_digest
 from schemaflow.project import load_project
 from schemaflow.workflow import hash_migrations
-from tests.metastore_server import BACKENDS, NewServer
+from tests.metastore_server import BACKENDS, NewServer, metastore_setting
 
 PAUSED_APPLY = Path(__file__).with_name("paused_apply.py")  # the command line with a pause injected
 
@@ -56,7 +56,7 @@ def write_project(root: Path, db: str, uri: str, warehouse: Path, version: int) 
     change set touching five objects."""
     schemas = root / "schemas" / db
     schemas.mkdir(parents=True, exist_ok=True)
-    (root / "schemaflow.yaml").write_text(f"metastore: {{uri: '{uri}'}}\nwarehouse_dir: {warehouse}\n")
+    (root / "schemaflow.yaml").write_text(metastore_setting(uri) + f"warehouse_dir: {warehouse}\n")
     more = "  - {name: channel, type: string}\n" if version == 2 else ""
     (schemas / "orders.yaml").write_text(ORDERS.format(db=db, more=more))
     (schemas / "customers.yaml").write_text(CUSTOMERS.format(db=db, name="full_name" if version == 2 else "name"))

@@ -61,6 +61,10 @@ DYNAMIC_PARTITIONS = {"hive.exec.dynamic.partition": "true", "hive.exec.dynamic.
                       "hive.exec.max.dynamic.partitions": "100000000",
                       "hive.exec.max.dynamic.partitions.pernode": "100000000",
                       "spark.sql.sources.partitionOverwriteMode": "dynamic"}
+# A metastore may refuse to select partitions by a key that is not a string (Hive 3.1 on PostgreSQL: "Filtering is
+# supported only on partition keys of type string"), where a chunk's reads select them: Spark then lists the table's
+# partitions and selects them itself.
+FILTER_FALLBACK = {"spark.sql.hive.metastorePartitionPruningFallbackOnException": "true"}
 # A chunk is at least WAVES waves of the session's tasks (its cores, each reading what Spark gives a task,
 # spark.sql.files.maxPartitionBytes), so that a job's fixed costs (its listing, its commit, the partitions it
 # registers, the read-back) stay small beside its copying: about two minutes of work at the rate bench/rewrite.py
@@ -284,9 +288,11 @@ def _copy_chunk(client: HiveClient, plan: Copying, chunk: Sequence[Unit]) -> Non
     """Copy the units of ``chunk`` into the staging table and verify them; a difference drops it and stops."""
     source_where, target_where = plan.where(chunk)
     hive_partitioned = bool(plan.table.partition_columns) and not plan.table.data_source
-    with _settings(client, {**(DYNAMIC_PARTITIONS if hive_partitioned or plan.source_keys else {}), **plan.settings}):
-        written = _write(client, plan, source_where)
-    differences = _differences(client, plan, written, source_where, target_where)
+    with _settings(client, FILTER_FALLBACK):
+        with _settings(client, {**(DYNAMIC_PARTITIONS if hive_partitioned or plan.source_keys else {}),
+                                **plan.settings}):
+            written = _write(client, plan, source_where)
+        differences = _differences(client, plan, written, source_where, target_where)
     if differences:
         client.spark.sql(ddl.drop("table", plan.staging))
         raise SchemaflowError(f"the rewrite of {plan.key} stopped before the cut-over: {differences}. {plan.key} is "
