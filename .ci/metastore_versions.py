@@ -9,8 +9,9 @@ docs/reference/metastore-versions.md rewritten from the runs.
 
 A line takes about 7 minutes on two cores. Each project the tests write declares the guard its server
 needs (``tests/metastore_server.py``: ``metastore.guard: lock`` on 3.1, which ignores the compare-and-swap).
-Hive 4.0 is not run through the suite: Spark's built-in client cannot read it, and schemaflow refuses it
-before anything is written (``tests/test_metastore_releases.py``, in every run of the suite); its row says so.
+Hive 4.0 is not run through the suite: Spark's built-in client cannot read it, so schemaflow reads it without
+Spark (import, plan, drift, history) and refuses to apply to it before anything is written
+(``tests/test_metastore_releases.py``, in every run of the suite); its row says so.
 """
 from __future__ import annotations
 
@@ -74,8 +75,8 @@ def table(runs: dict[str, str], kept: dict[str, str]) -> str:
         elif name in SUITE:
             rows.append(kept.get(server_version(RELEASES[name])) or row(name, "not run yet"))
         else:
-            rows.append(f"| {server_version(RELEASES[name])} | - | not run: refused before anything is read or "
-                        "written (see below) |")
+            rows.append(f"| {server_version(RELEASES[name])} | - | not run: read without Spark; apply refused "
+                        "before anything is written (see below) |")
     return "\n".join([HEADER, *rows])
 
 

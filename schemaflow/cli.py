@@ -422,7 +422,7 @@ def _import(call: _Invocation) -> int:
     project = call.project
     out = args.out or project.schemas_dir
     database = args.database.lower()
-    imported = workflow.import_database(project, Live(project), database, out, args.force)
+    imported = workflow.import_database(project, Live(project, direct=True), database, out, args.force)
     for path in imported.written:
         print(f"wrote {path}")
     for path in imported.sources:

@@ -12,8 +12,9 @@ client, as a team on that server would, each outcome read back from the server w
   (``metastore.guard: lock``): then it lands, and a plan another apply overtook is refused.
 - Hive 3.1 on PostgreSQL selects no partitions by a key that is not a string: a rewrite of a table partitioned
   by a date still copies every row (Spark selects them).
-- Hive 4.0 removed ``get_table``, the call Spark's built-in Hive client reads every table with: plan and
-  apply refuse it in one line, before Spark starts or any database is created.
+- Hive 4.0 removed ``get_table``, the call Spark's built-in Hive client reads every table with, and kept
+  ``get_table_req``: tables Hive 4's own client made (``tests/HiveTables.java``) are imported, planned and checked
+  for drift without Spark, and apply refuses the server in one line, before Spark starts or anything is changed.
 """
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ from pathlib import Path
 import pytest
 
 from schemaflow.catalog.thrift_reader import ThriftReader
-from tests.metastore_server import RELEASES, TEST_JAVA_OPTIONS, MetastoreServer, derby_with_transaction_tables
+from tests.metastore_server import (RELEASES, TEST_JAVA_OPTIONS, MetastoreServer, derby_with_transaction_tables,
+                                    java_binary)
 from tests.postgres_server import PostgresServer
 
 pytestmark = pytest.mark.remote
@@ -142,16 +144,46 @@ def test_hive_3_1_on_postgresql_selects_no_partitions_by_date_so_spark_selects_t
             f"Record({i}, {amount}, {note}, {dt.isoformat()})" for dt, rows in written.items() for i, amount, note in rows))
 
 
-def test_hive_4_0_is_refused_before_spark_starts_or_anything_is_created(tmp_path: Path) -> None:
+def test_hive_4_0_is_read_without_spark_and_apply_is_refused_before_spark_starts(tmp_path: Path) -> None:
     with server("4.0", tmp_path) as hive:
-        project = example(tmp_path)
+        made = subprocess.run([java_binary(), *TEST_JAVA_OPTIONS, "-cp", os.pathsep.join(RELEASES["4.0"].classpath()),
+                               str(ROOT / "tests" / "HiveTables.java"), hive.uri, "sales"],
+                              capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+        assert made.returncode == 0, made.stdout + made.stderr
+        # Import, plan, drift and history read it without Spark, through the calls Hive 4 kept.
+        project = tmp_path / "adopted"
+        (project / "schemas").mkdir(parents=True)
+        imported = schemaflow(project, hive.uri, "import", "--database", "sales")
+        assert imported.returncode == 0, imported.stdout + imported.stderr
+        assert "Imported 2 of 2 objects of sales." in imported.stdout
+        orders = project / "schemas" / "sales" / "orders.yaml"
+        assert orders.read_text().splitlines()[4:] == [
+            "columns:", "  - {name: id, type: bigint}", "  - {name: amount, type: 'decimal(10,2)', comment: in euros}",
+            "partitioned_by:", "  - {name: dt, type: string}"]
+        assert (project / "schemas" / "sales" / "big_orders.yaml").read_text() == (
+            "view: sales.big_orders\ncolumns:\n  - {name: id}\nsql: |\n  SELECT id FROM sales.orders WHERE amount > 100\n")
+        for command, code, said in (
+                ("plan", 0, "No changes: the metastore matches the schemas (databases: sales).\n"),
+                ("history", 0, "Nothing applied by schemaflow in these databases yet.\n"),
+                ("drift", 2, "sales.big_orders: no record of what schemaflow applied (re-created outside schemaflow, or "
+                             "never applied): plan shows how it differs\n")):
+            ran = schemaflow(project, hive.uri, command)
+            assert (ran.returncode, ran.stderr) == (code, f"Reading {hive.uri} ...\n"), ran.stdout + ran.stderr
+            assert ran.stdout.startswith(said), ran.stdout
+
+        orders.write_text(orders.read_text() + "comment: Orders\n")
+        planned = schemaflow(project, hive.uri, "plan")
+        assert planned.returncode == 2, planned.stdout + planned.stderr
+        assert "~ 1. comment on table sales.orders: (none) -> 'Orders'" in planned.stdout, planned.stdout
         refusal = (f"error: the metastore {hive.uri} does not know get_table (Invalid method name: 'get_table'), the "
                    "call Spark's built-in Hive client reads every table with: it is a Hive 4 server, which removed "
-                   "it. schemaflow works with metastore servers of Hive 2.3 and 3.1; nothing was read or applied")
-        # plan reads without a JVM, and its reader refuses; apply reads through Spark, and is refused before it.
-        for command, said in ((("plan",), [f"Reading {hive.uri} ...", refusal]),
-                              (("apply", "--auto-approve"), [refusal])):
-            refused = schemaflow(project, hive.uri, *command)
-            assert (refused.returncode, refused.stderr.splitlines()) == (1, said), refused.stdout + refused.stderr
-        reader = ThriftReader(hive.uri)
-        assert reader.databases() == ("default",)
+                   "it. schemaflow applies changes to metastore servers of Hive 2.3 and 3.1 (import, plan, drift and "
+                   "history read a Hive 4 server without Spark); nothing was applied")
+        # apply is refused before Spark starts: nothing is created or changed.
+        for folder in (project, example(tmp_path)):
+            refused = schemaflow(folder, hive.uri, "apply", "--auto-approve")
+            assert (refused.returncode, refused.stderr.splitlines()[-1]) == (1, refusal), refused.stdout + refused.stderr
+            assert "Starting Spark" not in refused.stderr
+        reader = ThriftReader.connect(hive.uri)
+        assert reader.databases() == ("default", "sales")
+        assert reader.read(("sales",)).objects["sales.orders"].comment is None

@@ -12,7 +12,7 @@ import re
 import threading
 import pytest
 
-from schemaflow.catalog.thrift_reader import Hints, ThriftReader, UnsupportedMetastore
+from schemaflow.catalog.thrift_reader import Hints, ThriftReader, UnsupportedMetastore, check_server
 from schemaflow.catalog.thrift_wire import (EXCEPTION, I32, LIST, MAP, REPLY, STOP, STRING, STRUCT, VERSION_1,
                                             Connection, NotPlainThrift, ThriftError)
 from schemaflow.errors import SchemaflowError
@@ -96,14 +96,15 @@ def databases(*names: str) -> bytes:
         + listed + bytes([STOP])
 
 
-def test_a_server_without_get_table_is_refused_as_hive_4_in_one_line() -> None:
+def test_a_server_without_get_table_is_refused_as_hive_4_in_one_line_before_spark_starts() -> None:
     server = Server(databases("default"), unknown_method("get_table"))
     with pytest.raises(UnsupportedMetastore) as refused:
-        ThriftReader.connect(f"thrift://127.0.0.1:{server.port}")
+        check_server(f"thrift://127.0.0.1:{server.port}")
     assert str(refused.value) == (
         f"the metastore thrift://127.0.0.1:{server.port} does not know get_table (Invalid method name: 'get_table'), "
         "the call Spark's built-in Hive client reads every table with: it is a Hive 4 server, which removed it. "
-        "schemaflow works with metastore servers of Hive 2.3 and 3.1; nothing was read or applied")
+        "schemaflow applies changes to metastore servers of Hive 2.3 and 3.1 (import, plan, drift and history read a "
+        "Hive 4 server without Spark); nothing was applied")
     assert server.calls[1].startswith(struct.pack(">I", VERSION_1 | 1) + string("get_table"))
 
 
@@ -111,8 +112,25 @@ def test_a_server_that_has_no_such_table_knows_get_table() -> None:
     no_such_table = header("get_table") + struct.pack(">bh", STRUCT, 2) + struct.pack(">bh", STRING, 1) \
         + string("default. table not found") + bytes([STOP, STOP])
     server = Server(databases("default"), no_such_table)
-    assert ThriftReader.connect(f"thrift://127.0.0.1:{server.port}").endpoint == f"thrift://127.0.0.1:{server.port}"
+    check_server(f"thrift://127.0.0.1:{server.port}")
     assert len(server.calls) == 2
+
+
+def test_tables_are_read_with_the_request_struct_every_release_from_hive_2_3_to_4_answers() -> None:
+    names = header("get_all_tables") + struct.pack(">bh", LIST, 0) + struct.pack(">bi", STRING, 1) + string("orders") \
+        + bytes([STOP])
+    tables = header("get_table_objects_by_name_req") + struct.pack(">bh", STRUCT, 0) \
+        + struct.pack(">bh", LIST, 1) + struct.pack(">bi", STRUCT, 1) + struct.pack(">bh", STRING, 1) + string("orders") \
+        + bytes([STOP, STOP, STOP])
+    server = Server(names, tables)
+    got = list(ThriftReader(f"thrift://127.0.0.1:{server.port}").table_data("db"))
+    assert got == [{"tableName": "orders"}]
+    # GetTablesRequest: dbName (1), tblNames (2), in the call's one argument (1).
+    assert server.calls[1] == (struct.pack(">I", VERSION_1 | 1) + string("get_table_objects_by_name_req")
+                               + struct.pack(">i", 2) + struct.pack(">bh", STRUCT, 1)
+                               + struct.pack(">bh", STRING, 1) + string("db")
+                               + struct.pack(">bh", LIST, 2) + struct.pack(">bi", STRING, 1) + string("orders")
+                               + bytes([STOP, STOP]))
 
 
 def test_a_sasl_answer_or_a_hang_up_on_the_first_call_is_not_plain_thrift() -> None:

@@ -67,7 +67,7 @@ class Live:
 
             settings = self.project.settings
             uri = direct_uri(settings)
-            if uri is not None and self._reader is None:  # the JVM-free reader's connect checked it already
+            if uri is not None:
                 from schemaflow.catalog.thrift_reader import check_server
 
                 check_server(uri)

@@ -1,19 +1,20 @@
 """The live state read from a ``thrift://`` metastore without a JVM: what ``plan`` needs, in seconds.
 
 Starting Spark costs seconds before the first byte is read, and a plan with nothing to do needs
-no Spark at all: only the metastore's tables. This reader asks the metastore server the same Thrift
-calls Spark's bundled Hive 2.3 client makes (``get_all_databases``, ``get_database``,
-``get_all_tables``, ``get_table_objects_by_name`` in batches, ``get_config_value``,
-``get_num_partitions_by_filter``, ``get_partition_names``, ``get_partitions``), over Thrift's binary protocol
-(``catalog.thrift_wire``), and hands the structs, named as Thrift's simple JSON names them, to
+no Spark at all: only the metastore's tables. This reader asks the metastore server the Thrift calls
+every server from Hive 2.3 to 4.x answers (``get_all_databases``, ``get_database``, ``get_all_tables``,
+``get_table_objects_by_name_req`` in batches, ``get_config_value``, ``get_num_partitions_by_filter``,
+``get_partition_names``, ``get_partitions``; Hive 4 removed the ``get_table`` and ``get_table_objects_by_name``
+that Spark's built-in Hive 2.3 client makes, and kept their ``_req`` forms, which came with 2.3), over Thrift's
+binary protocol (``catalog.thrift_wire``), and hands the structs, named as Thrift's simple JSON names them, to
 ``catalog.thrift_data``: the same data the JVM reader gets, turned into the model by the same code.
 
 It only reads. A metastore that wants SASL (Kerberos), framing or TLS does not answer a plain call:
 ``connect`` raises ``NotPlainThrift`` and the caller reads through Spark's client instead. A
-connection that breaks is made again and the read repeated, as the JVM reader does. A Hive 4 server
-answers, but no longer knows ``get_table``, which Spark's built-in client reads every table with:
-``connect`` refuses it in one line (``UnsupportedMetastore``) before anything is read or changed,
-where Spark would fail at the first table, after creating the databases before it.
+connection that breaks is made again and the read repeated, as the JVM reader does. So ``plan`` reads a
+Hive 4 server; ``apply``, which writes through Spark's built-in client, would fail at the first table, after
+creating the databases before it: ``check_server`` refuses it in one line (``UnsupportedMetastore``) before
+Spark starts.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from urllib.parse import urlparse
 
 from schemaflow.catalog.thrift_data import (READ_ATTEMPTS, READ_BACKOFF_SECONDS, database_of, folders, parse_name,
                                             read_catalog, statistics)
-from schemaflow.catalog.thrift_wire import I16, LIST, STRING, Argument, Connection, NotPlainThrift, Shape, ThriftError
+from schemaflow.catalog.thrift_wire import I16, LIST, STRING, STRUCT, Argument, Connection, NotPlainThrift, Shape, ThriftError
 from schemaflow.errors import SchemaflowError, Unreachable
 from schemaflow.model import TYPE_RULE, Catalog, Database, PartitionValues, Stored, split_key
 
@@ -43,6 +44,9 @@ TABLE: Shape = {
     7: ("sd", STORAGE), 8: ("partitionKeys", FIELD_SCHEMA), 9: "parameters", 10: "viewOriginalText",
     11: "viewExpandedText", 12: "tableType", 14: "temporary", 15: "rewriteEnabled",
 }
+# The answers of the calls that take a request struct (Hive 2.3 and later; Hive 4 keeps only these).
+TABLES: Shape = {1: ("tables", TABLE)}
+ONE_TABLE: Shape = {1: ("table", TABLE)}
 PARTITION: Shape = {1: "values", 6: ("sd", {2: "location"}), 7: "parameters"}
 DATABASE: Shape = {1: "name", 2: "description", 3: "locationUri", 4: "parameters", 6: "ownerName", 7: "ownerType"}
 
@@ -83,11 +87,9 @@ class ThriftReader:
 
     @classmethod
     def connect(cls, uri: str) -> ThriftReader:
-        """A reader of ``uri`` that has had an answer from it; ``NotPlainThrift`` if it speaks something else,
-        ``UnsupportedMetastore`` if it lacks the calls Spark's Hive client makes."""
+        """A reader of ``uri`` that has had an answer from it; ``NotPlainThrift`` if it speaks something else."""
         reader = cls(uri)
         reader.databases()
-        reader.check_client_calls()
         return reader
 
     def check_client_calls(self) -> None:
@@ -99,8 +101,9 @@ class ThriftReader:
         except NotPlainThrift as error:
             raise UnsupportedMetastore(
                 f"the metastore {self.endpoint} does not know get_table ({error}), the call Spark's built-in Hive "
-                "client reads every table with: it is a Hive 4 server, which removed it. schemaflow works with "
-                "metastore servers of Hive 2.3 and 3.1; nothing was read or applied") from None
+                "client reads every table with: it is a Hive 4 server, which removed it. schemaflow applies changes "
+                "to metastore servers of Hive 2.3 and 3.1 (import, plan, drift and history read a Hive 4 server "
+                "without Spark); nothing was applied") from None
         except SchemaflowError:
             return  # it knows the call: there is no such table
 
@@ -127,7 +130,8 @@ class ThriftReader:
         names = self._call(doing, "get_all_tables", [(1, STRING, database)])
         for start in range(0, len(names), BATCH_SIZE):
             batch = names[start:start + BATCH_SIZE]
-            yield from self._call(doing, "get_table_objects_by_name", [(1, STRING, database), (2, LIST, batch)], TABLE)
+            yield from self._call(doing, "get_table_objects_by_name_req",
+                                  [(1, STRUCT, [(1, STRING, database), (2, LIST, batch)])], TABLES)["tables"]
 
     def enforces_type_rule(self) -> bool:
         """Whether the metastore server refuses incompatible column type changes (its own setting)."""
@@ -153,7 +157,8 @@ class ThriftReader:
     def _with_partitions(self, key: str, doing: str) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
         """The table ``key`` and its partitions (None: not partitioned), as Thrift data."""
         database, name = split_key(key)
-        table = self._call(doing, "get_table", [(1, STRING, database), (2, STRING, name)], TABLE)
+        table = self._call(doing, "get_table_req", [(1, STRUCT, [(1, STRING, database), (2, STRING, name)])],
+                           ONE_TABLE)["table"]
         partitions = self._call(doing, "get_partitions", [(1, STRING, database), (2, STRING, name), (3, I16, -1)],
                                 PARTITION) if table.get("partitionKeys") else None
         return table, partitions

@@ -40,7 +40,7 @@ MAX_ANSWER_BYTES = 512 * 1024 * 1024
 MAX_NESTING = 64
 
 Shape = Mapping[int, str | tuple[str, "Shape"]]
-# An argument: field id, Thrift type, value (a list is a list of strings).
+# An argument: field id, Thrift type, value (a list is a list of strings; a struct, a sequence of arguments).
 Argument = tuple[int, int, Any]
 
 
@@ -80,10 +80,8 @@ class Connection:
         """Call ``method``; its value, structs in it named by ``answer``. Raises ``ThriftError`` if the
         server raised, ``NotPlainThrift`` if it does not answer in Thrift, ``OSError`` if the socket broke."""
         self.sequence += 1
-        message = [struct.pack(">I", VERSION_1 | CALL), _string(method), struct.pack(">i", self.sequence)]
-        for field, kind, value in arguments:
-            message += [struct.pack(">bh", kind, field), _value(kind, value)]
-        message.append(bytes([STOP]))
+        message = [struct.pack(">I", VERSION_1 | CALL), _string(method), struct.pack(">i", self.sequence),
+                   _fields(arguments)]
         self._deadline = time.monotonic() + self.timeout
         self.sock.settimeout(self.timeout)
         self.sock.sendall(b"".join(message))
@@ -204,11 +202,18 @@ def _string(text: str) -> bytes:
     return struct.pack(">i", len(data)) + data
 
 
+def _fields(arguments: Sequence[Argument]) -> bytes:
+    """A struct's fields and its end: the call's arguments, or a struct among them."""
+    return b"".join(struct.pack(">bh", kind, field) + _value(kind, value) for field, kind, value in arguments) + bytes([STOP])
+
+
 def _value(kind: int, value: Any) -> bytes:
     if kind == STRING:
         return _string(value)
     if kind == LIST:
         return struct.pack(">bi", STRING, len(value)) + b"".join(_string(v) for v in value)
+    if kind == STRUCT:
+        return _fields(value)
     if kind in _FIXED:
         return struct.pack(_FIXED[kind], value)
     raise ValueError(f"no encoding here for Thrift type {kind}")
