@@ -166,7 +166,8 @@ COVERED = {
     ("concepts/rewrites.md", 0): VALIDATED,
     ("concepts/rewrites.md", 1): VALIDATED,
     ("reference/metastore-versions.md", 0): VALIDATED,
-    ("reference/metastore-versions.md", 1): RELEASE_RUN,
+    ("reference/metastore-versions.md", 1): VALIDATED,
+    ("reference/metastore-versions.md", 2): RELEASE_RUN,
 }
 
 
@@ -259,6 +260,7 @@ VALIDATE: dict[tuple[str, int], Callable[[str], dict[str, str]]] = {
     ("concepts/cascade.md", 0): _migration,
     ("guides/cluster.md", 0): _settings,
     ("reference/metastore-versions.md", 0): _settings,
+    ("reference/metastore-versions.md", 1): _settings,
     ("concepts/rewrites.md", 0): lambda block: {"schemas/retail/contacts.yaml": block},
     ("concepts/rewrites.md", 1): lambda block: {"migrations/0004_numeric_amounts.yaml": block.split("\n", 1)[1]},
 }

@@ -14,7 +14,9 @@ client, as a team on that server would, each outcome read back from the server w
   by a date still copies every row (Spark selects them).
 - Hive 4.0 removed ``get_table``, the call Spark's built-in Hive client reads every table with, and kept
   ``get_table_req``: tables Hive 4's own client made (``tests/HiveTables.java``) are imported, planned and checked
-  for drift without Spark, and apply refuses the server in one line, before Spark starts or anything is changed.
+  for drift without Spark; apply with Spark's built-in client refuses the server in one line, before Spark starts
+  or anything is changed, and says how to give Spark Hive 4's client, with which it takes every step (on
+  PostgreSQL; Hive 4.0.1 on Derby fails its own compare-and-swap).
 """
 from __future__ import annotations
 
@@ -27,6 +29,8 @@ from pathlib import Path
 import pytest
 
 from schemaflow.catalog.thrift_reader import ThriftReader
+from schemaflow.project import load_project
+from tests.artifacts import files
 from tests.metastore_server import (RELEASES, TEST_JAVA_OPTIONS, MetastoreServer, derby_with_transaction_tables,
                                     java_binary)
 from tests.postgres_server import PostgresServer
@@ -50,9 +54,9 @@ def example(workdir: Path) -> Path:
     return project
 
 
-def schemaflow(project: Path, uri: str, *args: str) -> subprocess.CompletedProcess[str]:
+def schemaflow(project: Path, uri: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "SCHEMAFLOW_METASTORE_URI": uri,
-           "SCHEMAFLOW_WAREHOUSE_DIR": str(project.parent / "warehouse")}
+           "SCHEMAFLOW_WAREHOUSE_DIR": str(project.parent / "warehouse"), **(env or {})}
     return subprocess.run([sys.executable, "-m", "schemaflow", *args], cwd=project, capture_output=True, text=True,
                           env=env, timeout=600)
 
@@ -144,7 +148,7 @@ def test_hive_3_1_on_postgresql_selects_no_partitions_by_date_so_spark_selects_t
             f"Record({i}, {amount}, {note}, {dt.isoformat()})" for dt, rows in written.items() for i, amount, note in rows))
 
 
-def test_hive_4_0_is_read_without_spark_and_apply_is_refused_before_spark_starts(tmp_path: Path) -> None:
+def test_hive_4_0_is_read_without_spark_and_apply_with_spark_s_built_in_client_is_refused_before_it_starts(tmp_path: Path) -> None:
     with server("4.0", tmp_path) as hive:
         made = subprocess.run([java_binary(), *TEST_JAVA_OPTIONS, "-cp", os.pathsep.join(RELEASES["4.0"].classpath()),
                                str(ROOT / "tests" / "HiveTables.java"), hive.uri, "sales"],
@@ -177,8 +181,9 @@ def test_hive_4_0_is_read_without_spark_and_apply_is_refused_before_spark_starts
         assert "~ 1. comment on table sales.orders: (none) -> 'Orders'" in planned.stdout, planned.stdout
         refusal = (f"error: the metastore {hive.uri} does not know get_table (Invalid method name: 'get_table'), the "
                    "call Spark's built-in Hive client reads every table with: it is a Hive 4 server, which removed "
-                   "it. schemaflow applies changes to metastore servers of Hive 2.3 and 3.1 (import, plan, drift and "
-                   "history read a Hive 4 server without Spark); nothing was applied")
+                   "it; nothing was applied. Give Spark (4.0 or later) Hive 4's client in schemaflow.yaml: spark.conf "
+                   "spark.sql.hive.metastore.version: 4.0.1, spark.sql.hive.metastore.jars: path and "
+                   "spark.sql.hive.metastore.jars.path: its jars")
         # apply is refused before Spark starts: nothing is created or changed.
         for folder in (project, example(tmp_path)):
             refused = schemaflow(folder, hive.uri, "apply", "--auto-approve")
@@ -187,3 +192,71 @@ def test_hive_4_0_is_read_without_spark_and_apply_is_refused_before_spark_starts
         reader = ThriftReader.connect(hive.uri)
         assert reader.databases() == ("default", "sales")
         assert reader.read(("sales",)).objects["sales.orders"].comment is None
+
+def test_hive_4_0_on_postgresql_takes_every_step_through_spark_s_hive_4_client(postgres: PostgresServer,
+                                                                               tmp_path: Path) -> None:
+    """With Hive 4's client jars (``spark.sql.hive.metastore.version`` and ``jars`` in the project's Spark settings),
+    Spark 4 reaches a Hive 4 server, and so does schemaflow: the example is created, planned "No changes" without
+    Spark, and changed, each write guarded by the server's own compare-and-swap (apply probes that the server
+    refuses a stale guard before it writes). Hive 4 makes each managed table Spark creates an external one that
+    purges its files; read back, it is the managed table the project declares."""
+    release = RELEASES["4.0"]
+    with MetastoreServer(tmp_path / "server", settings=postgres.metastore_settings(postgres.new_database(release=release)),
+                         classpath=[postgres.jdbc_jar], java_options=TEST_JAVA_OPTIONS, release=release) as hive:
+        project = example(tmp_path)
+        approved = hive_4_client(project)
+        applied = schemaflow(project, hive.uri, "apply", "--auto-approve", env=approved)
+        assert applied.returncode == 0, applied.stdout + applied.stderr
+        assert "Applied 12 steps." in applied.stdout
+        for command, said in (("plan", "No changes: the metastore matches the schemas (databases: analytics, retail).\n"),
+                              ("drift", "No drift: every object schemaflow applied is as it left it.\n")):
+            again = schemaflow(project, hive.uri, command, env=approved)
+            assert (again.returncode, again.stderr) == (0, f"Reading {hive.uri} ...\n"), again.stdout + again.stderr
+            assert again.stdout.startswith(said), again.stdout
+        reader = ThriftReader.connect(hive.uri)
+        [stored] = [t for t in reader.table_data("retail") if t["tableName"] == "customers"]
+        assert (stored["tableType"], stored["parameters"]["TRANSLATED_TO_EXTERNAL"]) == ("EXTERNAL_TABLE", "TRUE")
+        assert reader.read(("retail",)).objects["retail.customers"].external is False
+
+        customers = project / "schemas" / "retail" / "customers.yaml"
+        customers.write_text(customers.read_text().replace(
+            "  - {name: signed_up, type: date}\n", "  - {name: signed_up, type: date}\n  - {name: tier, type: string}\n"))
+        changed = schemaflow(project, hive.uri, "apply", "--auto-approve", env=approved)
+        assert changed.returncode == 0, changed.stdout + changed.stderr
+        assert "[1/1] add 1 column to retail.customers: tier string ... done" in changed.stdout
+        assert [c.name for c in reader.read(("retail",)).objects["retail.customers"].columns][-1] == "tier"
+        again = schemaflow(project, hive.uri, "plan", env=approved)
+        assert again.returncode == 0 and again.stdout.startswith("No changes"), again.stdout + again.stderr
+
+
+def test_hive_4_0_on_derby_fails_its_own_compare_and_swap_and_the_apply_says_why_and_what_it_applied(
+        tmp_path: Path) -> None:
+    """Hive 4.0's schema keeps table parameters in a CLOB column on Derby, which Derby cannot compare, so the
+    server fails every guarded write ("Comparisons between 'CLOB (UCS_BASIC)' and 'CLOB (UCS_BASIC)' are not
+    supported", in its log): the first one, the stamp of the first table created, stops the apply with the reason."""
+    with server("4.0", tmp_path) as hive:
+        project = example(tmp_path)
+        applied = schemaflow(project, hive.uri, "apply", "--auto-approve", env=hive_4_client(project))
+        assert applied.returncode == 1, applied.stdout + applied.stderr
+        assert ("error: step 3 failed (create table analytics.marketing_spend (3 columns, parquet)): the metastore "
+                f"({hive.uri}) cannot run the compare-and-swap that guards the write of analytics.marketing_spend: its database cannot compare table parameters (a "
+                "Hive 4 metastore on Derby keeps them in a CLOB column, which Derby cannot compare), so it fails every "
+                "guarded write. Run the metastore on PostgreSQL, MySQL or another database Hive supports") \
+            in applied.stderr.splitlines()
+        assert "applied (2):\n  1. create database analytics\n  2. create database retail\n" in applied.stderr
+        assert "Comparisons between 'CLOB (UCS_BASIC)' and 'CLOB (UCS_BASIC)' are not supported" in \
+            (hive.workdir / "derby.log").read_text()
+
+
+def hive_4_client(project: Path) -> dict[str, str]:
+    """Give ``project`` Spark settings for Hive 4's client (the pinned jars), as a team on a Hive 4 server does;
+    returns the environment that approves them (jars are code: the operator approves them)."""
+    jars = ",".join(path.as_uri() for path in files("hive-client-4.0"))
+    settings = project / "schemaflow.yaml"
+    settings.write_text(settings.read_text().replace(
+        '  conf: {spark.sql.shuffle.partitions: "4"}\n',
+        f'  conf: {{spark.sql.shuffle.partitions: "4", spark.sql.hive.metastore.version: "4.0.1", '
+        f'spark.sql.hive.metastore.jars: path, spark.sql.hive.metastore.jars.path: "{jars}"}}\n'))
+    code = load_project(project, env={}).settings.code
+    assert len(code) == 2, code
+    return {"SCHEMAFLOW_APPROVED_CODE": " ".join(setting.id for setting in code)}

@@ -102,9 +102,10 @@ def test_a_server_without_get_table_is_refused_as_hive_4_in_one_line_before_spar
         check_server(f"thrift://127.0.0.1:{server.port}")
     assert str(refused.value) == (
         f"the metastore thrift://127.0.0.1:{server.port} does not know get_table (Invalid method name: 'get_table'), "
-        "the call Spark's built-in Hive client reads every table with: it is a Hive 4 server, which removed it. "
-        "schemaflow applies changes to metastore servers of Hive 2.3 and 3.1 (import, plan, drift and history read a "
-        "Hive 4 server without Spark); nothing was applied")
+        "the call Spark's built-in Hive client reads every table with: it is a Hive 4 server, which removed it; "
+        "nothing was applied. Give Spark (4.0 or later) Hive 4's client in schemaflow.yaml: spark.conf "
+        "spark.sql.hive.metastore.version: 4.0.1, spark.sql.hive.metastore.jars: path and "
+        "spark.sql.hive.metastore.jars.path: its jars")
     assert server.calls[1].startswith(struct.pack(">I", VERSION_1 | 1) + string("get_table"))
 
 

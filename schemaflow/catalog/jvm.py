@@ -1,4 +1,10 @@
-"""Failures in the JVM, told as one readable line instead of a Java stack trace.
+"""The JVM as py4j reaches it: Hive's classes where Spark loads them apart, and failures told as one line.
+
+Spark's built-in Hive client (2.3) is on Spark's own class path, where py4j finds every class by name.
+Hive client jars of another release (``spark.sql.hive.metastore.jars``, as a Hive 4 metastore needs) are
+loaded by a class loader of their own, which py4j does not search: ``loaded_by`` and ``HivePackage`` find
+Hive's classes through it, so that what schemaflow makes (a table, a client of its own) is of the classes
+Spark's client uses.
 
 A py4j call that fails raises ``Py4JJavaError``, or one of PySpark's own exception classes when
 PySpark recognises the Java class. Either way the Java throwable and its causes are there; the
@@ -9,11 +15,13 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
+from py4j.java_gateway import JavaClass
 from py4j.protocol import Py4JError, Py4JNetworkError
 from pyspark.errors import PySparkException
 
+from schemaflow.catalog.spark_compat import HIVE_JARS_KEY
 from schemaflow.errors import SchemaflowError, Unreachable
 
 if TYPE_CHECKING:
@@ -31,6 +39,66 @@ def jvm_view(spark: SparkSession) -> Any:
     # and never clears it, so a session always has one.
     assert view is not None, "a SparkSession without a JVM"
     return view
+
+
+def hive_class_loader(spark: SparkSession, client: Any) -> Any | None:
+    """The class loader of Spark's Hive ``client`` (a ``HiveClientImpl``) where it is not Spark's own (Hive client
+    jars named by ``spark.sql.hive.metastore.jars``); None for the built-in client."""
+    if spark.conf.get(HIVE_JARS_KEY, "builtin") == "builtin":
+        return None
+    # A field, not a method: py4j lists a class's methods to call one, and some of HiveClientImpl's name Hive
+    # classes that later releases removed (api.Index), which fails.
+    reflect = jvm_view(spark).org.apache.commons.lang3.reflect.FieldUtils
+    return reflect.readField(client, "clientLoader", True).classLoader()
+
+
+def hive_conf(spark: SparkSession, client: Any) -> Any:
+    """The HiveConf of Spark's Hive ``client``."""
+    if hive_class_loader(spark, client) is None:
+        return client.conf()
+    return jvm_view(spark).org.apache.commons.lang3.reflect.FieldUtils.readField(client, "state", True).getConf()
+
+
+@contextmanager
+def loaded_by(spark: SparkSession, loader: Any | None) -> Iterator[Any]:
+    """py4j's view of the JVM, finding classes by name through ``loader`` within the block (py4j looks a name up
+    with the thread's context class loader); the view as it is for None."""
+    view = jvm_view(spark)
+    if loader is None:
+        yield view
+        return
+    thread = view.java.lang.Thread.currentThread()
+    before = thread.getContextClassLoader()
+    thread.setContextClassLoader(loader)
+    try:
+        yield view
+    finally:
+        thread.setContextClassLoader(before)
+
+
+class HivePackage:
+    """A package of Hive's classes (``org.apache.hadoop.hive.metastore.api``) whose classes are made through
+    ``loader``: ``package.Table()`` as py4j's own package would."""
+
+    def __init__(self, spark: SparkSession, loader: Any, name: str) -> None:
+        self.spark, self.loader, self.name = spark, loader, name
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        def make(*arguments: Any) -> Any:
+            with loaded_by(self.spark, self.loader) as view:
+                # By its full name: py4j resolves it when it is called, through the thread's class loader.
+                return JavaClass(f"{self.name}.{name}", view._gateway_client)(*arguments)
+        return make
+
+
+def hive_package(spark: SparkSession, loader: Any | None, name: str) -> Any:
+    """The package ``name`` of Hive's classes as Spark's Hive client loads them (``loader``: ``hive_class_loader``)."""
+    if loader is None:
+        package = jvm_view(spark)
+        for part in name.split("."):
+            package = getattr(package, part)
+        return package
+    return HivePackage(spark, loader, name)
 
 
 @contextmanager

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from schemaflow.background import Background
 from schemaflow.catalog.backend import CatalogReader
+from schemaflow.catalog.spark_compat import CLIENT_CHOICE, HIVE_JARS_KEY
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import Catalog
 from schemaflow.project import Project, Settings, no_target_chosen
@@ -67,7 +68,7 @@ class Live:
 
             settings = self.project.settings
             uri = direct_uri(settings)
-            if uri is not None:
+            if uri is not None and settings.spark_conf.get(HIVE_JARS_KEY, "builtin") == "builtin":
                 from schemaflow.catalog.thrift_reader import check_server
 
                 check_server(uri)
@@ -165,6 +166,6 @@ def direct_uri(settings: Settings) -> str | None:
     (a Spark setting of Hive's metastore client, such as SASL, is only honoured by Spark's client)."""
     uri = settings.metastore_uri
     tuned = any(key.startswith(("spark.hadoop.hive.metastore.", "spark.sql.hive.metastore.", "spark.hive.metastore."))
-                for key in settings.spark_conf)
+                and key not in CLIENT_CHOICE for key in settings.spark_conf)
     return uri if uri and uri.startswith("thrift://") and not tuned else None
 

@@ -24,7 +24,8 @@ from pyspark.sql import SparkSession
 from schemaflow.catalog import iceberg_commit, iceberg_convert, rewrite, table_files
 from schemaflow.catalog.columns import set_columns, stale_partitions
 from schemaflow.catalog.iceberg_metadata import is_iceberg
-from schemaflow.catalog.jvm import JAVA_ERRORS, java_errors, java_message, jvm_view, unreachable
+from schemaflow.catalog.jvm import (JAVA_ERRORS, hive_class_loader, hive_conf, hive_package, java_errors, java_message,
+                                   jvm_view, loaded_by, unreachable)
 from schemaflow.catalog.session import VARIABLE_SUBSTITUTION
 from schemaflow.catalog.spark_compat import (EXPECTED_PARAMETER_KEY, EXPECTED_PARAMETER_VALUE, derby_embedded,
                                              enforces_guards)
@@ -59,6 +60,8 @@ DO_NOT_UPDATE_STATS = "DO_NOT_UPDATE_STATS"
 T = TypeVar("T")
 # How the metastore's compare-and-swap refuses a write (HiveAlterHandler).
 CAS_REFUSED = "The table has been modified"
+# How it fails one it cannot run: its UPDATE compares the parameter's value, which Hive 4's Derby schema makes a CLOB.
+GUARD_FAILS = 'update "TABLE_PARAMS" set "PARAM_VALUE"=? where'
 FAILURE_RETRIES = "hive.metastore.failure.retries"  # how often Hive's client repeats a call whose connection broke
 
 
@@ -66,11 +69,13 @@ class Metastore:
     """A Hive metastore reached through a SparkSession's JVM: Spark's own client (embedded), or a Thrift connection of
     schemaflow's own beside Spark's (a metastore server)."""
 
-    def __init__(self, spark: SparkSession, msc: Any, endpoint: str, conf: Any = None, lock_guards: bool = False) -> None:
+    def __init__(self, spark: SparkSession, msc: Any, endpoint: str, conf: Any = None, lock_guards: bool = False,
+                 loader: Any | None = None) -> None:
         self.spark = spark
         self.msc = msc
         self.endpoint = endpoint
         self.conf = conf  # the HiveConf of Spark's client, which ``beside`` connects with
+        self.loader = loader  # the class loader of Spark's Hive client jars; None: Spark's built-in client
         # Guard each write by the metastore's table lock and a read-compare-write under it (metastore.guard: lock).
         self.lock_guards = lock_guards
         self.held_locks: set[str] = set()
@@ -78,13 +83,12 @@ class Metastore:
         self.sleep: Callable[[float], None] = time.sleep
         self._guards_checked = False
         self.takes_locks: bool | None = None
-        jvm = jvm_view(spark)
-        self.api = jvm.org.apache.hadoop.hive.metastore.api
-        self._serializer = jvm.org.apache.thrift.TSerializer(
-            jvm.org.apache.thrift.protocol.TSimpleJSONProtocol.Factory()
-        )
-        # TJSONProtocol (with field ids and types) is the JSON that Thrift can also read.
-        self._deserializer = jvm.org.apache.thrift.TDeserializer(jvm.org.apache.thrift.protocol.TJSONProtocol.Factory())
+        self.api = hive_package(spark, loader, "org.apache.hadoop.hive.metastore.api")
+        with loaded_by(spark, loader) as jvm:  # the Thrift that Hive's classes are built on
+            self._serializer = jvm.org.apache.thrift.TSerializer(jvm.org.apache.thrift.protocol.TSimpleJSONProtocol.Factory())
+            # TJSONProtocol (with field ids and types) is the JSON that Thrift can also read.
+            self._deserializer = jvm.org.apache.thrift.TDeserializer(
+                jvm.org.apache.thrift.protocol.TJSONProtocol.Factory())
 
     @classmethod
     def connect(cls, spark: SparkSession, lock_guards: bool = False) -> Metastore:
@@ -95,18 +99,20 @@ class Metastore:
         shared_state = spark._jsparkSession.sharedState()  # loads hive-site.xml into the Hadoop conf
         endpoint = describe_endpoint(spark.sparkContext._jsc.hadoopConfiguration())
         with java_errors(f"cannot reach the Hive metastore ({endpoint})", endpoint):
-            conf = shared_state.externalCatalog().unwrapped().client().conf()
-            jvm = jvm_view(spark)
-            if not conf.get("hive.metastore.uris"):  # its Derby database is this process's alone: no lock to guard by
-                return cls(spark, jvm.org.apache.hadoop.hive.ql.metadata.Hive.get(conf).getMSC(), endpoint, conf)
-            # A connection of schemaflow's own, apart from Spark's: Hive's client would repeat any call whose
-            # connection broke, writes included, so on this one that is off (schemaflow retries reads itself and
-            # reads a write's outcome back). Spark's keeps Hive's retries, which also reconnect it when Hive closes
-            # its connection under it (the first INSERT into a partitioned data-source table of a session).
-            own = jvm.org.apache.hadoop.hive.conf.HiveConf(conf)
-            own.set(FAILURE_RETRIES, "0")
-            msc = jvm.org.apache.hadoop.hive.metastore.RetryingMetaStoreClient.getProxy(own, True)
-        return cls(spark, msc, endpoint, conf, lock_guards)
+            client = shared_state.externalCatalog().unwrapped().client()
+            loader, conf = hive_class_loader(spark, client), hive_conf(spark, client)
+            with loaded_by(spark, loader) as jvm:
+                if not conf.get("hive.metastore.uris"):  # its Derby database is this process's alone: no lock to guard
+                    msc = jvm.org.apache.hadoop.hive.ql.metadata.Hive.get(conf).getMSC()
+                    return cls(spark, msc, endpoint, conf, loader=loader)
+                # A connection of schemaflow's own, apart from Spark's: Hive's client would repeat any call whose
+                # connection broke, writes included, so on this one that is off (schemaflow retries reads itself and
+                # reads a write's outcome back). Spark's keeps Hive's retries, which also reconnect it when Hive
+                # closes its connection under it (the first INSERT into a partitioned data-source table of a session).
+                own = jvm.org.apache.hadoop.hive.conf.HiveConf(conf)
+                own.set(FAILURE_RETRIES, "0")
+                msc = jvm.org.apache.hadoop.hive.metastore.RetryingMetaStoreClient.getProxy(own, True)
+        return cls(spark, msc, endpoint, conf, lock_guards, loader)
 
     @contextmanager
     def beside(self) -> Iterator[Metastore | None]:
@@ -121,8 +127,9 @@ class Metastore:
             yield None
             return
         with self._errors(f"opening a second connection to the Hive metastore ({self.endpoint})"):
-            msc = jvm_view(self.spark).org.apache.hadoop.hive.metastore.RetryingMetaStoreClient.getProxy(self.conf, True)
-        second = Metastore(self.spark, msc, self.endpoint, lock_guards=self.lock_guards)
+            with loaded_by(self.spark, self.loader) as jvm:
+                msc = jvm.org.apache.hadoop.hive.metastore.RetryingMetaStoreClient.getProxy(self.conf, True)
+        second = Metastore(self.spark, msc, self.endpoint, lock_guards=self.lock_guards, loader=self.loader)
         second.sleep = self.sleep
         try:
             yield second
@@ -250,6 +257,12 @@ class Metastore:
         try:
             self.msc.alter_table_with_environmentContext(database, name, table, self.context(**context))
         except Exception as error:
+            if expected is not None and GUARD_FAILS in java_message(error):
+                raise SchemaflowError(
+                    f"the metastore ({self.endpoint}) cannot run the compare-and-swap that guards the write of {key}: "
+                    "its database cannot compare table parameters (a Hive 4 metastore on Derby keeps them in a CLOB "
+                    "column, which Derby cannot compare), so it fails every guarded write. Run the metastore on "
+                    "PostgreSQL, MySQL or another database Hive supports") from None
             lost = unreachable(error)
             if not (lost or expected is not None and CAS_REFUSED in java_message(error)):
                 raise
@@ -316,7 +329,8 @@ class Metastore:
 
     def hive_version(self) -> str:
         """The version of the Hive metastore classes in this JVM (the embedded metastore's own)."""
-        version: str = jvm_view(self.spark).org.apache.hive.common.util.HiveVersionInfo.getVersion()
+        with loaded_by(self.spark, self.loader) as jvm:
+            version: str = jvm.org.apache.hive.common.util.HiveVersionInfo.getVersion()
         return version
 
     def retrying(self, read: Callable[[], T]) -> T:

@@ -38,7 +38,7 @@ from pyspark.sql import SparkSession
 
 from schemaflow.catalog.class_archive import ClassArchive, class_archive
 from schemaflow.catalog.jvm import java_message
-from schemaflow.catalog.spark_compat import silence_error_loggers
+from schemaflow.catalog.spark_compat import HIVE_JARS_KEY, silence_error_loggers
 from schemaflow.code_settings import check_approved
 from schemaflow.errors import SchemaflowError
 from schemaflow.project import STATE_DIR, Settings
@@ -154,6 +154,11 @@ def _answers(addresses: str, scheme: str, what: str, way_out: str) -> None:
     raise SchemaflowError(f"cannot reach {what}: {reason}; {way_out}")
 
 
+SHARED_PREFIXES_KEY = "spark.sql.hive.metastore.sharedPrefixes"
+# Spark's default for it: the JDBC drivers a metastore's database needs, shared with Hive's classes.
+SPARK_SHARED_PREFIXES = "com.mysql.jdbc,org.postgresql,com.microsoft.sqlserver,oracle.jdbc"
+
+
 def spark_conf(settings: Settings) -> dict[str, str]:
     """The Spark configuration for ``settings``: schemaflow's entries, then the user's on top,
     except variable substitution, which is always off.
@@ -191,6 +196,11 @@ def spark_conf(settings: Settings) -> dict[str, str]:
     conf[JAVA_OPTIONS_KEY] = " ".join(([user_java] if user_java else []) + ours)
     conf.update(user_conf)
     conf[VARIABLE_SUBSTITUTION] = "false"
+    if conf.get(HIVE_JARS_KEY, "builtin") != "builtin":
+        # Hive client jars of their own are loaded apart, and schemaflow makes Hive's objects through their class
+        # loader (``jvm.loaded_by``): py4j's classes must be found there too, for a Java failure to reach Python.
+        shared = conf.get(SHARED_PREFIXES_KEY, SPARK_SHARED_PREFIXES)
+        conf[SHARED_PREFIXES_KEY] = ",".join(filter(None, [shared, "py4j."]))
     return conf
 
 

@@ -46,6 +46,10 @@ BOOKKEEPING_KEYS = frozenset({
     "rawDataSize", "COLUMN_STATS_ACCURATE", "numFilesErasureCoded", "bucketing_version",
 })
 BOOKKEEPING_PREFIXES = ("spark.sql.", "last_modified_", "view.", SCHEMAFLOW_PREFIX)
+# Hive 4's default metadata transformer makes a managed table that a client without Hive's capabilities creates
+# (Spark's, schemaflow's) an external one whose files are deleted with it, and says so in these parameters: such a
+# table is the managed table its client asked for.
+TRANSLATED = {"TRANSLATED_TO_EXTERNAL": "TRUE", "external.table.purge": "TRUE"}
 
 VIEW_SCHEMA_MODE = "view.schemaMode"  # Spark 4: what a view does when the types of what it reads change
 FROM_DESERIALIZER = "from deserializer"
@@ -100,7 +104,7 @@ def to_model(data: Mapping[str, Any], storage: Sequence[str | None] = ()) -> Obj
         )
     if is_iceberg(parameters):
         return _iceberg(data, columns, storage)
-    external = data.get("tableType") == "EXTERNAL_TABLE"
+    external = data.get("tableType") == "EXTERNAL_TABLE" and not translated(parameters)
     provider = data_source_provider(parameters.get(PROVIDER))
     stored = (data_source_storage(provider, sd, parameters) if provider
               else {**hive_storage(sd), "partition_columns": partition_keys})
@@ -163,10 +167,16 @@ def data_source_storage(provider: str, sd: Mapping[str, Any], parameters: Mappin
 
 def user_properties(parameters: Mapping[str, str]) -> dict[str, str]:
     """The table parameters that are the user's, not bookkeeping."""
+    kept = set(TRANSLATED) if translated(parameters) else set()
     return {
         key: value for key, value in sorted(parameters.items())
-        if key not in BOOKKEEPING_KEYS and not key.startswith(BOOKKEEPING_PREFIXES)
+        if key not in BOOKKEEPING_KEYS and not key.startswith(BOOKKEEPING_PREFIXES) and key not in kept
     }
+
+
+def translated(parameters: Mapping[str, str]) -> bool:
+    """Whether Hive 4 made the managed table a client created external (``TRANSLATED``)."""
+    return all(parameters.get(key, "").upper() == value for key, value in TRANSLATED.items())
 
 
 def _column(data: Mapping[str, Any]) -> Column:

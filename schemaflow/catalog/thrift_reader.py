@@ -12,9 +12,9 @@ binary protocol (``catalog.thrift_wire``), and hands the structs, named as Thrif
 It only reads. A metastore that wants SASL (Kerberos), framing or TLS does not answer a plain call:
 ``connect`` raises ``NotPlainThrift`` and the caller reads through Spark's client instead. A
 connection that breaks is made again and the read repeated, as the JVM reader does. So ``plan`` reads a
-Hive 4 server; ``apply``, which writes through Spark's built-in client, would fail at the first table, after
-creating the databases before it: ``check_server`` refuses it in one line (``UnsupportedMetastore``) before
-Spark starts.
+Hive 4 server; ``apply`` through Spark's built-in client would fail at the first table, after creating the
+databases before it: ``check_server`` refuses it in one line (``UnsupportedMetastore``) before Spark starts,
+unless the project gives Spark Hive client jars of its own (``spark.sql.hive.metastore.jars``).
 """
 from __future__ import annotations
 
@@ -101,9 +101,9 @@ class ThriftReader:
         except NotPlainThrift as error:
             raise UnsupportedMetastore(
                 f"the metastore {self.endpoint} does not know get_table ({error}), the call Spark's built-in Hive "
-                "client reads every table with: it is a Hive 4 server, which removed it. schemaflow applies changes "
-                "to metastore servers of Hive 2.3 and 3.1 (import, plan, drift and history read a Hive 4 server "
-                "without Spark); nothing was applied") from None
+                "client reads every table with: it is a Hive 4 server, which removed it; nothing was applied. Give "
+                "Spark (4.0 or later) Hive 4's client in schemaflow.yaml: spark.conf spark.sql.hive.metastore.version: "
+                "4.0.1, spark.sql.hive.metastore.jars: path and spark.sql.hive.metastore.jars.path: its jars") from None
         except SchemaflowError:
             return  # it knows the call: there is no such table
 
