@@ -24,6 +24,8 @@ from types import TracebackType
 from collections.abc import Callable, Mapping, Sequence
 from xml.sax.saxutils import escape
 
+import yaml
+
 from tests.artifacts import files, unpacked
 
 # Without this selector the server dies with NoClassDefFoundError: com/lmax/disruptor.
@@ -57,6 +59,9 @@ class Release:
     # How schemaflow's projects on it guard their writes: "lock" where the server ignores the compare-and-swap
     # (no HIVE-26882: every 3.1 release), as a team on it must declare.
     guard: str = "compare-and-swap"
+    # The Hive client Spark needs for it where its built-in one (2.3) cannot talk to it: its version, and the set of
+    # tests/artifacts.lock holding its jars.
+    client: tuple[str, str] | None = None
 
     def home(self) -> Path:
         """The unpacked binary distribution (fetched first if it is not in the cache)."""
@@ -69,6 +74,15 @@ class Release:
         if self.distribution is None:
             return [f"{pyspark_jars()}/*"]
         return [f"{self.home() / 'lib'}/*", *map(str, files("hadoop"))]
+
+    def client_settings(self) -> dict[str, str]:
+        """The Spark settings of a project on a server of this line: Hive's client jars where Spark's own cannot
+        talk to it (fetched first if they are not in the cache), as a team on it sets them; none for the others."""
+        if self.client is None:
+            return {}
+        version, jars = self.client
+        return {"spark.sql.hive.metastore.version": version, "spark.sql.hive.metastore.jars": "path",
+                "spark.sql.hive.metastore.jars.path": ",".join(path.as_uri() for path in files(jars))}
 
     def create_schema(self, url: str, db_type: str, classpath: Sequence[Path] = (), user: str = "APP",
                       java_options: Sequence[str] = (), timeout: float = 300.0) -> None:
@@ -97,7 +111,8 @@ RELEASES = {
     "3.1": Release("3.1", "hive-metastore-3.1", "org.apache.hadoop.hive.metastore.tools.MetastoreSchemaTool",
                    STANDALONE, guard="lock"),
     "4.0": Release("4.0", "hive-metastore-4.0",
-                   "org.apache.hadoop.hive.metastore.tools.schematool.MetastoreSchemaTool", STANDALONE),
+                   "org.apache.hadoop.hive.metastore.tools.schematool.MetastoreSchemaTool", STANDALONE,
+                   client=("4.0.1", "hive-client-4.0")),
 }
 
 
@@ -114,6 +129,19 @@ def metastore_setting(uri: str | None = None, release: Release | None = None) ->
     test) at ``uri`` (None: the environment names it): its guard declared where the server needs the lock."""
     fields = ([f"uri: '{uri}'"] if uri else []) + (["guard: lock"] if lock_guards(release) else [])
     return f"metastore: {{{', '.join(fields)}}}\n" if fields else ""
+
+
+def give_client(project: Path, release: Release) -> dict[str, str]:
+    """Add ``release``'s ``client_settings`` to ``project``'s schemaflow.yaml; returns the environment in which the
+    operator approves them (jars are code schemaflow runs only when approved)."""
+    from schemaflow.project import load_project
+
+    settings_file = project / "schemaflow.yaml"
+    settings = yaml.safe_load(settings_file.read_text()) if settings_file.exists() else None
+    settings = settings or {}
+    settings.setdefault("spark", {}).setdefault("conf", {}).update(release.client_settings())
+    settings_file.write_text(yaml.safe_dump(settings, sort_keys=False))
+    return {"SCHEMAFLOW_APPROVED_CODE": " ".join(setting.id for setting in load_project(project, env={}).settings.code)}
 
 
 def lock_guards(release: Release | None = None) -> bool:

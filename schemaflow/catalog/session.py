@@ -38,10 +38,11 @@ from pyspark.sql import SparkSession
 
 from schemaflow.catalog.class_archive import ClassArchive, class_archive
 from schemaflow.catalog.jvm import java_message
-from schemaflow.catalog.spark_compat import HIVE_JARS_KEY, silence_error_loggers
+from schemaflow.catalog.spark_compat import HIVE_JARS_KEY, HIVE_VERSION_KEY, silence_error_loggers
 from schemaflow.code_settings import check_approved
 from schemaflow.errors import SchemaflowError
 from schemaflow.project import STATE_DIR, Settings
+from schemaflow.spark_version import installed
 
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 JAVA_OPTIONS_KEY = "spark.driver.extraJavaOptions"
@@ -131,6 +132,11 @@ def check_driver_settings(conf: Mapping[str, str]) -> None:
     if conf.get(DEPLOY_MODE, "client") != "client":
         raise SchemaflowError(f"{DEPLOY_MODE}={conf[DEPLOY_MODE]} in spark.conf: schemaflow is the Spark driver "
                               "and runs in client mode; remove that setting (executors may still run on the cluster)")
+    client = conf.get(HIVE_VERSION_KEY, "")
+    found = installed()
+    if client.split(".")[0].isdigit() and int(client.split(".")[0]) >= 4 and found and found[0] < (4, 0):
+        raise SchemaflowError(f"{HIVE_VERSION_KEY}: {client} in spark.conf: Hive 4's client came with Spark 4.0, and "
+                              f"this is pyspark {found[1]}; apply with Spark 4.0 or later; nothing was run")
     master = conf["spark.master"]
     if master.startswith("spark://"):
         _answers(master, "spark://", f"the Spark master {master} ({MASTER_SETTING})",

@@ -26,8 +26,9 @@ EXPECTED_PARAMETER_KEY = "expected_parameter_key"
 EXPECTED_PARAMETER_VALUE = "expected_parameter_value"
 # Which Hive client jars Spark loads ("builtin": its own, Hive 2.3; a Hive 4 metastore needs Hive 4's, Spark 4.0+).
 HIVE_JARS_KEY = "spark.sql.hive.metastore.jars"
+HIVE_VERSION_KEY = "spark.sql.hive.metastore.version"  # their Hive release (Hive 4's came with Spark 4.0)
 # The settings that choose that client (its release, its jars, what it shares with Spark), not how it connects.
-CLIENT_CHOICE = frozenset({"spark.sql.hive.metastore.version", HIVE_JARS_KEY, "spark.sql.hive.metastore.jars.path",
+CLIENT_CHOICE = frozenset({HIVE_VERSION_KEY, HIVE_JARS_KEY, "spark.sql.hive.metastore.jars.path",
                            "spark.sql.hive.metastore.sharedPrefixes", "spark.sql.hive.metastore.barrierPrefixes"})
 # PySpark 4 logs every SQL error as a JSON line on stderr through these loggers.
 PYSPARK_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
