@@ -1,12 +1,13 @@
 """Planning against each Hive metastore line: the generated project, read without a JVM from servers of 2.3, 3.1 and 4.0.
 
 For each release the tests start (``tests/metastore_server.py``), in one run, side by side: a server on
-Derby, its schema made as the tests make it; ``schemaflow apply`` of the whole generated project of
-``bench/scale.py`` (every object created; what 3.1 takes without the compare-and-swap guard); then a
-cold ``schemaflow plan`` with nothing to do, read without a JVM (median of ``--rounds``), and its ratio to
-2.3's. A server that schemaflow refuses (4.0) shows how long the refusal takes instead.
+Derby or PostgreSQL (``--database``), its schema made as the tests make it; ``schemaflow apply`` of the whole
+generated project of ``bench/scale.py`` (every object created; what 3.1 takes without the compare-and-swap
+guard; on 4.0, through Spark's Hive 4 client, as a team on it sets it up); then a cold ``schemaflow plan`` with
+nothing to do, read without a JVM (median of ``--rounds``), and its ratio to 2.3's. An apply that stops (4.0 on
+Derby, whose server fails its own compare-and-swap) shows how long it took and why instead.
 
-    .venv/bin/python bench/releases.py [--objects 5500] [--rounds 3]
+    .venv/bin/python bench/releases.py [--objects 5500] [--rounds 3] [--database derby|postgresql]
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,7 +26,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench.scale import generate, progress  # noqa: E402  (after the path is set)
 from tests.metastore_server import (RELEASES, TEST_JAVA_OPTIONS, MetastoreServer,  # noqa: E402
-                                    derby_with_transaction_tables)
+                                    derby_with_transaction_tables, give_client)
+from tests.postgres_server import PostgresServer  # noqa: E402
 
 SCHEMAFLOW = str(Path(sys.executable).with_name("schemaflow"))
 
@@ -37,20 +40,28 @@ def schemaflow(project: Path, env: dict[str, str], *args: str) -> tuple[float, i
     return time.perf_counter() - started, done.returncode, lines[-1] if lines else ""
 
 
-def row(release: str, objects: int, rounds: int, scratch: Path) -> tuple[str, float | None]:
-    """The table's row for ``release``, and its median cold plan (None when schemaflow refuses the server)."""
+def row(release: str, objects: int, rounds: int, scratch: Path, postgres: PostgresServer | None) -> tuple[str, float | None]:
+    """The table's row for ``release``, and its median cold plan (None when the apply stops); its server's
+    metastore in ``postgres``, else on Derby."""
     work = scratch / release
     project = work / "project"
     generate(project, objects)
+    approved = give_client(project, RELEASES[release])
     progress(f"Hive {release}: the schema, then the server")
-    template = derby_with_transaction_tables(work / "template", release=RELEASES[release])
-    with MetastoreServer(work / "server", derby_from=template, release=RELEASES[release],
-                         settings={"datanucleus.connectionPoolingType": "HikariCP"}) as server:
-        env = {**os.environ, "SCHEMAFLOW_METASTORE_URI": server.uri, "SCHEMAFLOW_WAREHOUSE_DIR": str(server.warehouse)}
+    if postgres is not None:
+        server = MetastoreServer(work / "server", release=RELEASES[release], classpath=[postgres.jdbc_jar],
+                                 settings=postgres.metastore_settings(postgres.new_database(release=RELEASES[release])))
+    else:
+        template = derby_with_transaction_tables(work / "template", release=RELEASES[release])
+        server = MetastoreServer(work / "server", derby_from=template, release=RELEASES[release],
+                                 settings={"datanucleus.connectionPoolingType": "HikariCP"})
+    with server:
+        env = {**os.environ, "SCHEMAFLOW_METASTORE_URI": server.uri, "SCHEMAFLOW_WAREHOUSE_DIR": str(server.warehouse),
+               **approved}
         progress(f"Hive {release}: apply of {objects:,} objects")
         applied, code, said = schemaflow(project, env, "apply", "--auto-approve")
         if code != 0:
-            return f"| {release} | refused in {applied:.1f} s: {said[:160]} | | | |", None
+            return f"| {release} | {server.startup_seconds:.1f} s | stopped after {applied:.1f} s: {said[:200]} | | |", None
         plans = []
         for turn in range(rounds):
             progress(f"Hive {release}: cold plan {turn + 1} of {rounds}, nothing to do")
@@ -66,15 +77,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--objects", type=int, default=5500, help="objects in the generated project")
     parser.add_argument("--rounds", type=int, default=3, help="cold plans per release; the median is shown")
+    parser.add_argument("--database", choices=("derby", "postgresql"), default="derby",
+                        help="what each server keeps its metastore in")
     args = parser.parse_args()
     os.environ.setdefault("SPARK_SUBMIT_OPTS", " ".join(TEST_JAVA_OPTIONS))  # as the tests run schemaflow
-    print(f"| Hive metastore server (Derby) | server start | apply, {args.objects:,} objects created "
-          "| cold plan, nothing to do (median) | / 2.3 |")
+    print(f"| Hive metastore server ({'PostgreSQL' if args.database == 'postgresql' else 'Derby'}) | server start "
+          f"| apply, {args.objects:,} objects created | cold plan, nothing to do (median) | / 2.3 |")
     print("|---|---|---|---|---|")
     baseline: float | None = None
-    with tempfile.TemporaryDirectory(prefix="schemaflow-releases-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="schemaflow-releases-") as scratch, ExitStack() as stack:
+        postgres = (stack.enter_context(PostgresServer(java_options=TEST_JAVA_OPTIONS))
+                    if args.database == "postgresql" else None)
         for release in RELEASES:
-            line, plan = row(release, args.objects, args.rounds, Path(scratch))
+            line, plan = row(release, args.objects, args.rounds, Path(scratch), postgres)
             baseline = baseline if baseline is not None else plan
             ratio = f" {plan / baseline:.2f}x |" if plan is not None and baseline else ""
             print(line + ratio, flush=True)
