@@ -197,18 +197,22 @@ def test_hive_4_0_on_postgresql_takes_every_step_through_spark_s_hive_4_client(p
     """With Hive 4's client jars (``spark.sql.hive.metastore.version`` and ``jars`` in the project's Spark settings),
     Spark 4 reaches a Hive 4 server, and so does schemaflow: the example is created, planned "No changes" without
     Spark, and changed, each write guarded by the server's own compare-and-swap (apply probes that the server
-    refuses a stale guard before it writes). Hive 4 makes each managed table Spark creates an external one that
-    purges its files; read back, it is the managed table the project declares."""
+    refuses a stale guard before it writes), an Iceberg table's commits under the server's lock as well. Hive 4
+    makes each managed table Spark creates an external one that purges its files; read back, it is the managed table
+    the project declares."""
     release = RELEASES["4.0"]
     with MetastoreServer(tmp_path / "server", settings=postgres.metastore_settings(postgres.new_database(release=release)),
                          classpath=[postgres.jdbc_jar], java_options=TEST_JAVA_OPTIONS, release=release) as hive:
         project = example(tmp_path)
+        clicks = project / "schemas" / "retail" / "clicks.yaml"
+        clicks.write_text("table: retail.clicks\nformat: iceberg\ncolumns:\n  - {name: ts, type: timestamp}\n"
+                          "  - {name: id, type: bigint}\npartitioned_by: [day(ts)]\n")
         approved = give_client(project, release)
         applied = schemaflow(project, hive.uri, "apply", "--auto-approve", env=approved)
         if refused_on_spark_3_5(applied, hive.uri):
             return
         assert applied.returncode == 0, applied.stdout + applied.stderr
-        assert "Applied 12 steps." in applied.stdout
+        assert "Applied 13 steps." in applied.stdout
         for command, said in (("plan", "No changes: the metastore matches the schemas (databases: analytics, retail).\n"),
                               ("drift", "No drift: every object schemaflow applied is as it left it.\n")):
             again = schemaflow(project, hive.uri, command, env=approved)
@@ -222,10 +226,14 @@ def test_hive_4_0_on_postgresql_takes_every_step_through_spark_s_hive_4_client(p
         customers = project / "schemas" / "retail" / "customers.yaml"
         customers.write_text(customers.read_text().replace(
             "  - {name: signed_up, type: date}\n", "  - {name: signed_up, type: date}\n  - {name: tier, type: string}\n"))
+        clicks.write_text(clicks.read_text().replace("type: bigint}\n", "type: bigint}\n  - {name: page, type: string}\n"))
         changed = schemaflow(project, hive.uri, "apply", "--auto-approve", env=approved)
         assert changed.returncode == 0, changed.stdout + changed.stderr
-        assert "[1/1] add 1 column to retail.customers: tier string ... done" in changed.stdout
-        assert [c.name for c in reader.read(("retail",)).objects["retail.customers"].columns][-1] == "tier"
+        assert "] add 1 column to retail.customers: tier string ... done" in changed.stdout
+        assert "] alter Iceberg table retail.clicks: add page string ... done" in changed.stdout
+        live = reader.read(("retail",)).objects
+        assert [c.name for c in live["retail.customers"].columns][-1] == "tier"
+        assert [c.name for c in live["retail.clicks"].columns] == ["ts", "id", "page"]
         again = schemaflow(project, hive.uri, "plan", env=approved)
         assert again.returncode == 0 and again.stdout.startswith("No changes"), again.stdout + again.stderr
 

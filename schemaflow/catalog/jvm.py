@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 from py4j.java_gateway import JavaClass
 from py4j.protocol import Py4JError, Py4JNetworkError
@@ -77,18 +77,30 @@ def loaded_by(spark: SparkSession, loader: Any | None) -> Iterator[Any]:
 
 
 class HivePackage:
-    """A package of Hive's classes (``org.apache.hadoop.hive.metastore.api``) whose classes are made through
-    ``loader``: ``package.Table()`` as py4j's own package would."""
+    """A package of Hive's classes (``org.apache.hadoop.hive.metastore.api``) found through ``loader``: its classes
+    made and their constants read (``package.Table()``, ``package.LockType.EXCLUSIVE``) as py4j's own package would."""
 
     def __init__(self, spark: SparkSession, loader: Any, name: str) -> None:
         self.spark, self.loader, self.name = spark, loader, name
 
-    def __getattr__(self, name: str) -> Callable[..., Any]:
-        def make(*arguments: Any) -> Any:
-            with loaded_by(self.spark, self.loader) as view:
-                # By its full name: py4j resolves it when it is called, through the thread's class loader.
-                return JavaClass(f"{self.name}.{name}", view._gateway_client)(*arguments)
-        return make
+    def __getattr__(self, name: str) -> HiveClass:
+        return HiveClass(self.spark, self.loader, f"{self.name}.{name}")
+
+
+class HiveClass:
+    """One of Hive's classes found through ``loader``: called, a new object; an attribute, its static field."""
+
+    def __init__(self, spark: SparkSession, loader: Any, name: str) -> None:
+        self.spark, self.loader, self.name = spark, loader, name
+
+    def __call__(self, *arguments: Any) -> Any:
+        with loaded_by(self.spark, self.loader) as view:
+            # By its full name: py4j resolves it when it is called, through the thread's class loader.
+            return JavaClass(self.name, view._gateway_client)(*arguments)
+
+    def __getattr__(self, member: str) -> Any:
+        with loaded_by(self.spark, self.loader) as view:
+            return getattr(JavaClass(self.name, view._gateway_client), member)
 
 
 def hive_package(spark: SparkSession, loader: Any | None, name: str) -> Any:
