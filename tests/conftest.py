@@ -27,8 +27,8 @@ import pytest
 
 from schemaflow.catalog.class_archive import ARCHIVE_SETTING
 from schemaflow.project import Settings
-from tests.metastore_server import (TEST_JAVA_OPTIONS, MetastoreServer, NewServer, derby_with_transaction_tables,
-                                    release_under_test)
+from tests.metastore_server import (TEST_JAVA_OPTIONS, MetastoreServer, NewServer, default_backend,
+                                    derby_with_transaction_tables, release_under_test, site_defaults)
 from tests.postgres_server import PostgresServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,6 +51,12 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("SPARK_SUBMIT_OPTS", " ".join(TEST_JAVA_OPTIONS))
     # Every process a test starts imports this checkout's schemaflow, whatever copy is installed beside it.
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    release = release_under_test()
+    if release.client is not None and "SPARK_CONF_DIR" not in os.environ:
+        # A site on this line gives its Spark the line's Hive client in spark-defaults.conf, for every job: so do
+        # the schemaflow processes of the run (the test process's own Spark keeps its embedded metastore, ``spark``).
+        os.environ["SPARK_CONF_DIR"] = site_defaults(Path(tempfile.mkdtemp(prefix="schemaflow-spark-conf-")), release)
+        config.add_cleanup(lambda: shutil.rmtree(os.environ.pop("SPARK_CONF_DIR"), ignore_errors=True))
     if os.environ.get("CI") and ARCHIVE_SETTING not in os.environ:
         os.environ[ARCHIVE_SETTING] = tempfile.mkdtemp(prefix="schemaflow-class-archive-")
         config.add_cleanup(lambda: shutil.rmtree(os.environ.pop(ARCHIVE_SETTING), ignore_errors=True))
@@ -76,7 +82,12 @@ def spark(spark_settings: Settings) -> Iterator[SparkSession]:
     """The one SparkSession of the test run, built the way schemaflow builds it."""
     from schemaflow.catalog.session import spark_session
 
-    session = spark_session(spark_settings)
+    site = os.environ.pop("SPARK_CONF_DIR", None)  # the site's Hive client is for metastore servers, not embedded
+    try:
+        session = spark_session(spark_settings)
+    finally:
+        if site is not None:
+            os.environ["SPARK_CONF_DIR"] = site
     yield session
     session.stop()
 
@@ -147,8 +158,9 @@ def new_metastore_server(request: pytest.FixtureRequest) -> NewServer:
 
 @pytest.fixture(scope="session")
 def metastore_server(new_metastore_server: NewServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A standalone Thrift metastore server on Derby for the run; yields its thrift:// URI."""
-    with new_metastore_server("derby", tmp_path_factory.mktemp("metastore_server")) as server:
+    """A standalone Thrift metastore server for the run, on Derby (on PostgreSQL for a release whose servers on
+    Derby cannot run schemaflow's guards); yields its thrift:// URI."""
+    with new_metastore_server(default_backend(), tmp_path_factory.mktemp("metastore_server")) as server:
         yield server.uri
 
 

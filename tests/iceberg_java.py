@@ -3,7 +3,8 @@
 pyiceberg writes schemaflow's Iceberg commits and, elsewhere in the tests, reads them back: a metadata
 file it accepts and Iceberg's Java library (what Spark, Trino and Flink read with) misreads would pass.
 ``read`` runs ``tests/IcebergRead.java`` on Iceberg's pinned runtime jar (``tests/artifacts.py``) and the
-installed pyspark's Hadoop and Hive client jars, against the metastore server the table is in.
+installed pyspark's Hadoop and Hive client jars (the metastore client of the server's line first, where it needs
+one), against the metastore server the table is in.
 """
 from __future__ import annotations
 
@@ -15,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from tests.artifacts import files
-from tests.metastore_server import java_binary, pyspark_jars
+from tests.metastore_server import java_binary, pyspark_jars, release_under_test
 
 PROGRAM = Path(__file__).with_name("IcebergRead.java")
+METASTORE_CLIENT = "hive-standalone-metastore-common-"  # the jar of Hive 3 and 4's metastore client
 
 
 @dataclass(frozen=True)
@@ -37,7 +39,11 @@ class IcebergView:
 
 def read(uri: str, key: str, timeout: float = 300.0) -> IcebergView:
     [runtime] = files("iceberg-java")
-    done = subprocess.run([java_binary(), "-cp", os.pathsep.join([str(runtime), f"{pyspark_jars()}/*"]),
+    # The metastore client of the server's line where Hive 2.3's cannot read it (Hive 4 removed the call it makes for a
+    # table), before pyspark's; the rest of Hive stays 2.3's, as Iceberg's catalog reads HiveConf fields Hive 4 renamed.
+    client = release_under_test().client
+    hive = [str(jar) for jar in files(client[1]) if jar.name.startswith(METASTORE_CLIENT)] if client else []
+    done = subprocess.run([java_binary(), "-cp", os.pathsep.join([str(runtime), *hive, f"{pyspark_jars()}/*"]),
                            str(PROGRAM), uri, key], capture_output=True, text=True, timeout=timeout,
                           stdin=subprocess.DEVNULL)
     if done.returncode != 0:

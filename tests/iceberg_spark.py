@@ -24,7 +24,7 @@ from types import TracebackType
 from typing import Any
 
 from tests.artifacts import _locked, cache_dir, files
-from tests.metastore_server import TEST_JAVA_OPTIONS, java_binary
+from tests.metastore_server import TEST_JAVA_OPTIONS, java_binary, release_under_test
 
 ENGINE = "pyspark-3.5.9"
 REQUIREMENTS = Path(__file__).with_name("engine-requirements.txt")
@@ -84,10 +84,15 @@ class IcebergSpark:
         self._answers: queue.Queue[str] = queue.Queue()
 
     def __enter__(self) -> IcebergSpark:
+        unreachable = release_under_test().no_iceberg_engine
+        if unreachable:
+            raise RuntimeError(f"Spark with Iceberg's runtime cannot reach a Hive {release_under_test().name} server: "
+                               f"{unreachable}; run the remote tests with -m 'remote and not iceberg_engine'")
         self.workdir.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "PYTHONPATH": str(engine_home()), "JAVA_HOME": str(Path(java_binary()).parent.parent),
-               "PYSPARK_PYTHON": sys.executable, "SPARK_HOME": ""}
-        del env["SPARK_HOME"]
+        # Its own Spark's settings alone: not another pyspark's home, nor the Hive client a run's site gives schemaflow.
+        env = {**{key: value for key, value in os.environ.items() if key not in ("SPARK_HOME", "SPARK_CONF_DIR")},
+               "PYTHONPATH": str(engine_home()), "JAVA_HOME": str(Path(java_binary()).parent.parent),
+               "PYSPARK_PYTHON": sys.executable}
         with self.log.open("w") as log:
             self._process = subprocess.Popen(
                 [sys.executable, "-S", str(DRIVER), json.dumps(self.settings)], cwd=self.workdir, env=env,

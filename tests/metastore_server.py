@@ -21,23 +21,23 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 from xml.sax.saxutils import escape
 
 import yaml
 
 from tests.artifacts import files, unpacked
 
+if TYPE_CHECKING:
+    from schemaflow.catalog.metastore import Metastore
+
 # Without this selector the server dies with NoClassDefFoundError: com/lmax/disruptor.
 LOG4J_SELECTOR = "-Dlog4j2.contextSelector=org.apache.logging.log4j.core.selector.ClassLoaderContextSelector"
 MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
-# The databases a server can keep its metastore in (conftest's ``new_metastore_server`` makes either), and
-# those the tests run against: SCHEMAFLOW_TEST_BACKENDS=derby runs each backend-parametrised test on Derby
-# alone, as CI does for other Spark releases, whose clients meet the same server code either way.
+# The databases a server can keep its metastore in (conftest's ``new_metastore_server`` makes either).
 ALL_BACKENDS = ("derby", "postgresql")
-BACKENDS = tuple(os.environ.get("SCHEMAFLOW_TEST_BACKENDS", ",".join(ALL_BACKENDS)).split(","))
-if not set(BACKENDS) <= set(ALL_BACKENDS):
-    raise RuntimeError(f"SCHEMAFLOW_TEST_BACKENDS={','.join(BACKENDS)}: the tests know {', '.join(ALL_BACKENDS)}")
 # The JVMs of a test run (Spark's, through SPARK_SUBMIT_OPTS, and these servers, through conftest) live
 # for seconds and do little: the client compiler alone and the serial collector spend far less of two
 # cores than the JVM's defaults (measured: two remote apply tests 70 s -> 54 s). The benchmarks keep
@@ -62,6 +62,14 @@ class Release:
     # The Hive client Spark needs for it where its built-in one (2.3) cannot talk to it: its version, and the set of
     # tests/artifacts.lock holding its jars.
     client: tuple[str, str] | None = None
+    # The databases its servers keep a metastore in that schemaflow can guard its writes on (its apply refuses the
+    # others, saying why).
+    backends: tuple[str, ...] = ALL_BACKENDS
+    # The type its servers store a managed table Spark creates as (Hive 4's default transformer makes it external).
+    stores_managed_as: str = "MANAGED_TABLE"
+    # Why Spark with Iceberg's runtime (tests/iceberg_spark.py) cannot reach its servers, if it cannot: the tests
+    # that need that engine (marked ``iceberg_engine``) are then not run on it.
+    no_iceberg_engine: str | None = None
 
     def home(self) -> Path:
         """The unpacked binary distribution (fetched first if it is not in the cache)."""
@@ -112,7 +120,11 @@ RELEASES = {
                    STANDALONE, guard="lock"),
     "4.0": Release("4.0", "hive-metastore-4.0",
                    "org.apache.hadoop.hive.metastore.tools.schematool.MetastoreSchemaTool", STANDALONE,
-                   client=("4.0.1", "hive-client-4.0")),
+                   client=("4.0.1", "hive-client-4.0"),
+                   # Its schema keeps table parameters as a CLOB on Derby, which its compare-and-swap cannot compare.
+                   backends=("postgresql",), stores_managed_as="EXTERNAL_TABLE",
+                   no_iceberg_engine="Iceberg's catalog in Spark reads tables with Spark's built-in Hive 2.3 client, "
+                                     "whose get_table Hive 4 removed (apache/iceberg#12878)"),
 }
 
 
@@ -122,6 +134,22 @@ def release_under_test() -> Release:
     if name not in RELEASES:
         raise RuntimeError(f"{RELEASE_VARIABLE}={name!r}: the tests start Hive {', '.join(RELEASES)}")
     return RELEASES[name]
+
+
+def default_backend() -> str:
+    """The database a test's own server keeps its metastore in: Derby, unless the release under test cannot guard
+    writes on it."""
+    return release_under_test().backends[0]
+
+
+# The databases the tests run servers on: those of the release under test, or fewer (SCHEMAFLOW_TEST_BACKENDS=derby
+# runs each backend-parametrised test on Derby alone, as CI does for other Spark releases, whose clients meet the
+# same server code either way).
+BACKENDS = tuple(name for name in os.environ.get("SCHEMAFLOW_TEST_BACKENDS", ",".join(ALL_BACKENDS)).split(",")
+                 if name in release_under_test().backends)
+if not set(os.environ.get("SCHEMAFLOW_TEST_BACKENDS", "derby").split(",")) <= set(ALL_BACKENDS):
+    raise RuntimeError(f"SCHEMAFLOW_TEST_BACKENDS={os.environ['SCHEMAFLOW_TEST_BACKENDS']}: the tests know "
+                       f"{', '.join(ALL_BACKENDS)}")
 
 
 def metastore_setting(uri: str | None = None, release: Release | None = None) -> str:
@@ -142,6 +170,59 @@ def give_client(project: Path, release: Release) -> dict[str, str]:
     settings.setdefault("spark", {}).setdefault("conf", {}).update(release.client_settings())
     settings_file.write_text(yaml.safe_dump(settings, sort_keys=False))
     return {"SCHEMAFLOW_APPROVED_CODE": " ".join(setting.id for setting in load_project(project, env={}).settings.code)}
+
+
+def site_defaults(folder: Path, release: Release) -> str:
+    """Write a ``spark-defaults.conf`` in ``folder`` giving Spark ``release``'s ``client_settings``, as a site's
+    operator does for every job on its cluster; returns the folder, for ``SPARK_CONF_DIR``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "spark-defaults.conf").write_text("".join(f"{key} {value}\n"
+                                                        for key, value in release.client_settings().items()))
+    return str(folder)
+
+
+_CLIENT_LOADERS: dict[str, Any] = {}  # by release: the class loader of its Hive client in the test process's JVM
+
+
+@contextmanager
+def other_client(spark: Any, uri: str, release: Release | None = None) -> Iterator[Metastore]:
+    """Another writer's connection to the server ``uri`` of ``release`` (default: the one under test), from the test
+    process's JVM (``spark``'s): a metastore client of its own, of Spark's built-in Hive or, where the line needs
+    another (``Release.client``), of that one, its jars loaded before Spark's own as Spark loads them."""
+    from schemaflow.catalog.jvm import jvm_view, loaded_by
+    from schemaflow.catalog.metastore import Metastore
+
+    release = release or release_under_test()
+    view = jvm_view(spark)
+    loader = view.java.lang.ClassLoader.getSystemClassLoader()  # Spark's own classes, Hive 2.3's among them
+    if release.client is not None:
+        if release.name not in _CLIENT_LOADERS:  # one per JVM, as Spark makes one per client
+            jars = files(release.client[1])
+            urls = spark.sparkContext._gateway.new_array(view.java.net.URL, len(jars))
+            for index, jar in enumerate(jars):
+                urls[index] = view.java.net.URL(jar.as_uri())
+            _CLIENT_LOADERS[release.name] = view.org.apache.spark.util.ChildFirstURLClassLoader(urls, loader)
+        loader = _CLIENT_LOADERS[release.name]
+    # Through Java's reflection on the loader's own classes: py4j keeps a static method or constructor it called by its
+    # class's name, so that calling it by name would reach the first loader's class of that name in this JVM.
+    # Within the block, the thread's class loader is ``loader``: Hive's client and its HiveConf find classes by name
+    # through it.
+    with loaded_by(spark, loader):
+        no_values = spark.sparkContext._gateway.new_array(view.java.lang.Object, 0)
+        hive_conf = loader.loadClass("org.apache.hadoop.hive.conf.HiveConf")
+        conf = hive_conf.getConstructor(spark.sparkContext._gateway.new_array(view.java.lang.Class, 0)).newInstance(
+            no_values)
+        conf.set("hive.metastore.uris", uri)
+        [get_proxy] = [method for method in loader.loadClass("org.apache.hadoop.hive.metastore.RetryingMetaStoreClient")
+                       .getMethods() if method.getName() == "getProxy" and method.getParameterCount() == 2
+                       and method.getParameterTypes()[1].getName() == "boolean"]
+        arguments = spark.sparkContext._gateway.new_array(view.java.lang.Object, 2)
+        arguments[0], arguments[1] = conf, True
+        client = get_proxy.invoke(None, arguments)
+    try:
+        yield Metastore(spark, client, uri, loader=loader)
+    finally:
+        client.close()
 
 
 def lock_guards(release: Release | None = None) -> bool:

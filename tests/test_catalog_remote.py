@@ -15,7 +15,7 @@ import pytest
 
 from schemaflow.catalog.snapshot import read_snapshot
 from schemaflow.model import Column, Stored, Table, View
-from tests.metastore_server import NewServer, free_port, metastore_setting
+from tests.metastore_server import NewServer, default_backend, free_port, metastore_setting
 
 pytestmark = pytest.mark.remote
 RunPython = Callable[..., subprocess.CompletedProcess[str]]  # the run_python fixture
@@ -239,7 +239,7 @@ def test_a_server_that_allows_any_type_change_gets_plans_that_do_not_block_it(
     project = tmp_path / "project"
     (project / "schemas" / "typed").mkdir(parents=True)
     table = project / "schemas" / "typed" / "t.yaml"
-    with new_metastore_server("derby", tmp_path / "lenient", {TYPE_RULE: "false"}) as server:
+    with new_metastore_server(default_backend(), tmp_path / "lenient", {TYPE_RULE: "false"}) as server:
         (project / "schemaflow.yaml").write_text(metastore_setting(server.uri))
         table.write_text("table: typed.t\ncolumns: [{name: a, type: int}, {name: b, type: string}]\n")
         done = run_python(EVOLVE, server.uri, "", str(tmp_path / "state1"), str(project))

@@ -21,7 +21,7 @@ import pytest
 
 from schemaflow.catalog.snapshot import read_snapshot
 from schemaflow.model import Table
-from tests.metastore_server import accepts_connections, free_port, metastore_setting
+from tests.metastore_server import accepts_connections, free_port, metastore_setting, release_under_test
 
 ROOT = Path(__file__).resolve().parent.parent
 ARCHIVE_LINES = ("Writing the JVM's class archive ", "Written in ", "No archive was written")
@@ -189,8 +189,9 @@ def test_plan_apply_plan_through_a_standalone_spark_cluster_on_a_postgresql_meta
     stamped = postgres.query_metastores(
         'SELECT d."NAME", t."TBL_NAME", t."TBL_TYPE" FROM "TBLS" t JOIN "DBS" d ON d."DB_ID" = t."DB_ID" '
         'JOIN "TABLE_PARAMS" p ON p."TBL_ID" = t."TBL_ID" WHERE p."PARAM_KEY" = \'schemaflow.version\'')
+    managed = release_under_test().stores_managed_as
     assert sorted(row for row in stamped if row.startswith("on_cluster|")) == [
-        "on_cluster|orders_backup_|MANAGED_TABLE", "on_cluster|orders|MANAGED_TABLE", "on_cluster|recent|VIRTUAL_VIEW"]
+        f"on_cluster|orders_backup_|{managed}", f"on_cluster|orders|{managed}", "on_cluster|recent|VIRTUAL_VIEW"]
 
 
 @pytest.mark.remote

@@ -21,7 +21,7 @@ from tests.iceberg_spark import IcebergSpark
 from tests.metastore_server import lock_guards, metastore_setting
 from tests.test_thrift_reader_remote import schemaflow
 
-pytestmark = pytest.mark.remote
+pytestmark = [pytest.mark.remote, pytest.mark.iceberg_engine]
 
 
 @pytest.fixture(scope="module")

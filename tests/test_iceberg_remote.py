@@ -5,20 +5,17 @@ from __future__ import annotations
 import json
 import os
 import signal
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from schemaflow.catalog.iceberg_metadata import read_metadata
-from schemaflow.catalog.metastore import Metastore
 from schemaflow.claims import parse_claim
 from schemaflow.catalog.thrift_reader import ThriftReader
 from schemaflow.model import Table
 from tests import test_safe_apply_remote as safe
 from tests import iceberg_java
-from tests.metastore_server import BACKENDS, Release, metastore_setting
+from tests.metastore_server import BACKENDS, Release, default_backend, metastore_setting, other_client, site_defaults
 from tests.test_thrift_reader_remote import schemaflow
 
 pytestmark = pytest.mark.remote
@@ -47,20 +44,10 @@ def on_server(project: Path, uri: str, tmp_path: Path, release: Release | None =
     existing = settings.read_text() if settings.exists() else ""
     if metastore_setting(release=release):
         settings.write_text(existing + metastore_setting(release=release))
-    return {"SCHEMAFLOW_METASTORE_URI": uri, "SCHEMAFLOW_WAREHOUSE_DIR": str(tmp_path / "warehouse")}
-
-
-@contextmanager
-def other_client(spark, uri: str) -> Iterator[Metastore]:
-    """Another writer's connection to the server ``uri``, from the test JVM: a metastore client of its own."""
-    jvm = spark.sparkContext._jvm
-    conf = jvm.org.apache.hadoop.hive.conf.HiveConf()
-    conf.set("hive.metastore.uris", uri)
-    client = jvm.org.apache.hadoop.hive.metastore.RetryingMetaStoreClient.getProxy(conf, True)
-    try:
-        yield Metastore(spark, client, uri)
-    finally:
-        client.close()
+    env = {"SCHEMAFLOW_METASTORE_URI": uri, "SCHEMAFLOW_WAREHOUSE_DIR": str(tmp_path / "warehouse")}
+    if release is not None:  # Spark given that line's Hive client, not the one the run's site gives it
+        env["SPARK_CONF_DIR"] = site_defaults(tmp_path / "spark-conf", release)
+    return env
 
 
 def test_an_iceberg_table_is_applied_on_a_server_and_planned_again_without_a_jvm(server: str, tmp_path: Path) -> None:
@@ -172,16 +159,17 @@ def _filled(tmp_path: Path, spark, server: str, key: str, format: str, days: int
     env = on_server(project, server, tmp_path, release)
     created = schemaflow(project, "apply", "--auto-approve", env=env)
     assert created.returncode == 0, created.stdout + created.stderr
-    written = _write_partitions(spark, server, key, days, format)
+    written = _write_partitions(spark, server, key, days, format, release)
     (project / "schemas" / database / f"{name}.yaml").write_text(
         declared.replace(f"format: {format}", "format: iceberg").replace(
             "partitioned_by:\n  - {name: dt, type: date}\n", "  - {name: dt, type: date}\npartitioned_by: [dt]\n"))
     return project, env, written
 
 
-def _write_partitions(spark, server: str, key: str, days: int, format: str) -> dict:
+def _write_partitions(spark, server: str, key: str, days: int, format: str, release: Release | None = None) -> dict:
     """Rows of ``key`` in ``days`` partitions (day d holds d rows), written as a job writes them: a file
-    of ``format`` in each partition's folder, the partition registered. The rows by day, sorted."""
+    of ``format`` in each partition's folder, the partition registered, on ``server`` (of ``release``; default: the
+    one under test). The rows by day, sorted."""
     import datetime
     from decimal import Decimal
 
@@ -191,7 +179,7 @@ def _write_partitions(spark, server: str, key: str, days: int, format: str) -> d
 
     written = {}
     schema = pa.schema([("id", pa.int64()), ("amount", pa.decimal128(10, 2)), ("note", pa.string())])
-    with other_client(spark, server) as other:
+    with other_client(spark, server, release) as other:
         for day in range(1, days + 1):
             partition = other.msc.appendPartition(*key.split("."), [f"2024-01-0{day}"])
             rows = [{"id": 10 * day + n, "amount": Decimal(f"{day}.{n}0"), "note": f"n{n}"} for n in range(day)]
@@ -251,7 +239,7 @@ def test_a_struct_gains_fields_on_a_server_without_the_positional_rule(new_metas
     (project / "schemas" / "nest_db" / "events.yaml").write_text(events)
     # The metastore's positional rule refuses any change of a complex type on its mirror: this server has it off,
     # as Iceberg's documentation asks of a metastore holding Iceberg tables.
-    with new_metastore_server("derby", tmp_path / "lenient", {TYPE_RULE: "false"}) as server:
+    with new_metastore_server(default_backend(), tmp_path / "lenient", {TYPE_RULE: "false"}) as server:
         env = on_server(project, server.uri, tmp_path)
         assert schemaflow(project, "apply", "--auto-approve", env=env).returncode == 0
         with other_client(spark, server.uri) as other:
@@ -299,9 +287,8 @@ def test_a_commit_waits_for_the_metastore_lock_another_writer_holds(server: str,
         CLICKS.replace("ice_db", db).replace("  - {name: v, type: int}\n", "  - {name: v, type: int}\n"
                                                                            "  - {name: extra, type: string}\n"))
     jvm = spark.sparkContext._jvm
-    api = jvm.org.apache.hadoop.hive.metastore.api
     with other_client(spark, server) as other:
-        client = other.msc
+        client, api = other.msc, other.api  # Hive's classes as the other client loads them
         component = api.LockComponent(api.LockType.EXCLUSIVE, api.LockLevel.TABLE, db)
         component.setTablename("clicks")
         components = jvm.java.util.ArrayList()

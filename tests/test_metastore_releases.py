@@ -31,7 +31,7 @@ import pytest
 from schemaflow.catalog.thrift_reader import ThriftReader
 from schemaflow.spark_version import installed
 from tests.metastore_server import (RELEASES, TEST_JAVA_OPTIONS, MetastoreServer, derby_with_transaction_tables,
-                                    give_client, java_binary)
+                                    give_client, java_binary, other_client)
 from tests.postgres_server import PostgresServer
 
 pytestmark = pytest.mark.remote
@@ -54,7 +54,9 @@ def example(workdir: Path) -> Path:
 
 
 def schemaflow(project: Path, uri: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "SCHEMAFLOW_METASTORE_URI": uri,
+    # Each test here names its server's line and gives the Hive client it needs itself: not the run's site client.
+    env = {**{key: value for key, value in os.environ.items() if key != "SPARK_CONF_DIR"},
+           "PYTHONPATH": str(ROOT), "SCHEMAFLOW_METASTORE_URI": uri,
            "SCHEMAFLOW_WAREHOUSE_DIR": str(project.parent / "warehouse"), **(env or {})}
     return subprocess.run([sys.executable, "-m", "schemaflow", *args], cwd=project, capture_output=True, text=True,
                           env=env, timeout=600)
@@ -101,12 +103,11 @@ def test_on_hive_3_1_the_lock_guard_refuses_the_write_its_ignored_compare_and_sw
         spark, tmp_path: Path) -> None:
     from schemaflow.catalog.metastore import Metastore
     from schemaflow.errors import ConcurrentChange
-    from tests.test_iceberg_remote import other_client
 
     with server("3.1", tmp_path) as hive:
         project = example(tmp_path)
         assert schemaflow(project, hive.uri, "apply", "--auto-approve").returncode == 0
-        with other_client(spark, hive.uri) as plain:
+        with other_client(spark, hive.uri, RELEASES["3.1"]) as plain:
             guarded = Metastore(spark, plain.msc, hive.uri, lock_guards=True)
 
             def parameters() -> dict[str, str]:
@@ -182,7 +183,7 @@ def test_hive_4_0_is_read_without_spark_and_apply_with_spark_s_built_in_client_i
                    "call Spark's built-in Hive client reads every table with: it is a Hive 4 server, which removed "
                    "it; nothing was applied. Give Spark (4.0 or later) Hive 4's client in schemaflow.yaml: spark.conf "
                    "spark.sql.hive.metastore.version: 4.0.1, spark.sql.hive.metastore.jars: path and "
-                   "spark.sql.hive.metastore.jars.path: its jars")
+                   "spark.sql.hive.metastore.jars.path: its jars (or the same in your Spark's spark-defaults.conf)")
         # apply is refused before Spark starts: nothing is created or changed.
         for folder in (project, example(tmp_path)):
             refused = schemaflow(folder, hive.uri, "apply", "--auto-approve")
@@ -207,12 +208,14 @@ def test_hive_4_0_on_postgresql_takes_every_step_through_spark_s_hive_4_client(p
         clicks = project / "schemas" / "retail" / "clicks.yaml"
         clicks.write_text("table: retail.clicks\nformat: iceberg\ncolumns:\n  - {name: ts, type: timestamp}\n"
                           "  - {name: id, type: bigint}\npartitioned_by: [day(ts)]\n")
+        archive = project / "schemas" / "retail" / "archive.yaml"
+        archive.write_text("table: retail.archive\nformat: parquet\ncolumns:\n  - {name: id, type: bigint}\n")
         approved = give_client(project, release)
         applied = schemaflow(project, hive.uri, "apply", "--auto-approve", env=approved)
         if refused_on_spark_3_5(applied, hive.uri):
             return
         assert applied.returncode == 0, applied.stdout + applied.stderr
-        assert "Applied 13 steps." in applied.stdout
+        assert "Applied 14 steps." in applied.stdout
         for command, said in (("plan", "No changes: the metastore matches the schemas (databases: analytics, retail).\n"),
                               ("drift", "No drift: every object schemaflow applied is as it left it.\n")):
             again = schemaflow(project, hive.uri, command, env=approved)
@@ -227,6 +230,7 @@ def test_hive_4_0_on_postgresql_takes_every_step_through_spark_s_hive_4_client(p
         customers.write_text(customers.read_text().replace(
             "  - {name: signed_up, type: date}\n", "  - {name: signed_up, type: date}\n  - {name: tier, type: string}\n"))
         clicks.write_text(clicks.read_text().replace("type: bigint}\n", "type: bigint}\n  - {name: page, type: string}\n"))
+        archive.write_text(archive.read_text().replace("format: parquet", "format: iceberg"))
         changed = schemaflow(project, hive.uri, "apply", "--auto-approve", env=approved)
         assert changed.returncode == 0, changed.stdout + changed.stderr
         assert "] add 1 column to retail.customers: tier string ... done" in changed.stdout
@@ -234,6 +238,11 @@ def test_hive_4_0_on_postgresql_takes_every_step_through_spark_s_hive_4_client(p
         live = reader.read(("retail",)).objects
         assert [c.name for c in live["retail.customers"].columns][-1] == "tier"
         assert [c.name for c in live["retail.clicks"].columns] == ["ts", "id", "page"]
+        # The Parquet table converted in place is kept as an external backup over the Iceberg table's files: without
+        # Hive 4's purge flag, which would delete them with it.
+        assert live["retail.archive"].iceberg is not None and live["retail.archive_backup_"].external
+        [backup] = [t for t in reader.table_data("retail") if t["tableName"] == "archive_backup_"]
+        assert (backup["tableType"], "external.table.purge" in backup["parameters"]) == ("EXTERNAL_TABLE", False)
         again = schemaflow(project, hive.uri, "plan", env=approved)
         assert again.returncode == 0 and again.stdout.startswith("No changes"), again.stdout + again.stderr
 

@@ -105,7 +105,7 @@ def test_a_server_without_get_table_is_refused_as_hive_4_in_one_line_before_spar
         "the call Spark's built-in Hive client reads every table with: it is a Hive 4 server, which removed it; "
         "nothing was applied. Give Spark (4.0 or later) Hive 4's client in schemaflow.yaml: spark.conf "
         "spark.sql.hive.metastore.version: 4.0.1, spark.sql.hive.metastore.jars: path and "
-        "spark.sql.hive.metastore.jars.path: its jars")
+        "spark.sql.hive.metastore.jars.path: its jars (or the same in your Spark's spark-defaults.conf)")
     assert server.calls[1].startswith(struct.pack(">I", VERSION_1 | 1) + string("get_table"))
 
 

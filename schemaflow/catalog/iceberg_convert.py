@@ -30,7 +30,7 @@ from typing import Any
 from schemaflow.catalog.backend import HiveClient
 from schemaflow.catalog.iceberg_commit import METADATA_PATH, first_metadata, register
 from schemaflow.catalog.registrable import data_files
-from schemaflow.catalog.thrift_data import to_model
+from schemaflow.catalog.thrift_data import TRANSLATED, to_model, translated
 from schemaflow.errors import ConcurrentChange, SchemaflowError
 from schemaflow.model import (APPLIED_STATE_KEY, BACKUP_OF, CONVERTED_FOLDER, HIVE_DEFAULT_PARTITION, REWRITE_OF,
                               VERSION_KEY, Table, split_key, state_digest)
@@ -139,11 +139,14 @@ def _partition_value(schema: Any, field: Any, value: str | None) -> Any:
 def _keep_as_backup(client: HiveClient, source: Any, backup_name: str, key: str, version: str | None,
                     expected: str | None, mark: str) -> None:
     """Rename the Parquet table to ``backup_name``, marked by ``mark`` as ``key``'s, external first so that the
-    metastore moves no file."""
+    metastore moves no file, and dropping it deletes none: the Iceberg table reads them now. A table Hive 4 made
+    external in place of managed (``thrift_data.translated``) would delete them, and says so: it no longer does."""
     name, parameters = source.getTableName(), source.getParameters()
-    if source.getTableType() != "EXTERNAL_TABLE":
+    if source.getTableType() != "EXTERNAL_TABLE" or translated(dict(parameters)):
         source.setTableType("EXTERNAL_TABLE")
         parameters.put("EXTERNAL", "TRUE")
+        for parameter in TRANSLATED:
+            parameters.remove(parameter)
         client.alter(source, expected)
     source.setTableName(backup_name)
     parameters.put(mark, key)

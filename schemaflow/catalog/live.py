@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, TextIO
 from schemaflow.background import Background
 from schemaflow.catalog.backend import CatalogReader
 from schemaflow.catalog.spark_compat import CLIENT_CHOICE, HIVE_JARS_KEY
+from schemaflow.catalog.spark_defaults import spark_defaults
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import Catalog
 from schemaflow.project import Project, Settings, no_target_chosen
@@ -68,7 +69,7 @@ class Live:
 
             settings = self.project.settings
             uri = direct_uri(settings)
-            if uri is not None and settings.spark_conf.get(HIVE_JARS_KEY, "builtin") == "builtin":
+            if uri is not None and {**spark_defaults(), **settings.spark_conf}.get(HIVE_JARS_KEY, "builtin") == "builtin":
                 from schemaflow.catalog.thrift_reader import check_server
 
                 check_server(uri)

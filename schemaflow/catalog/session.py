@@ -39,6 +39,7 @@ from pyspark.sql import SparkSession
 from schemaflow.catalog.class_archive import ClassArchive, class_archive
 from schemaflow.catalog.jvm import java_message
 from schemaflow.catalog.spark_compat import HIVE_JARS_KEY, HIVE_VERSION_KEY, silence_error_loggers
+from schemaflow.catalog.spark_defaults import defaults_file, spark_defaults
 from schemaflow.code_settings import check_approved
 from schemaflow.errors import SchemaflowError
 from schemaflow.project import STATE_DIR, Settings
@@ -132,10 +133,11 @@ def check_driver_settings(conf: Mapping[str, str]) -> None:
     if conf.get(DEPLOY_MODE, "client") != "client":
         raise SchemaflowError(f"{DEPLOY_MODE}={conf[DEPLOY_MODE]} in spark.conf: schemaflow is the Spark driver "
                               "and runs in client mode; remove that setting (executors may still run on the cluster)")
-    client = conf.get(HIVE_VERSION_KEY, "")
+    client = {**spark_defaults(), **conf}.get(HIVE_VERSION_KEY, "")
     found = installed()
     if client.split(".")[0].isdigit() and int(client.split(".")[0]) >= 4 and found and found[0] < (4, 0):
-        raise SchemaflowError(f"{HIVE_VERSION_KEY}: {client} in spark.conf: Hive 4's client came with Spark 4.0, and "
+        where = "spark.conf" if HIVE_VERSION_KEY in conf else defaults_file()
+        raise SchemaflowError(f"{HIVE_VERSION_KEY}: {client} in {where}: Hive 4's client came with Spark 4.0, and "
                               f"this is pyspark {found[1]}; apply with Spark 4.0 or later; nothing was run")
     master = conf["spark.master"]
     if master.startswith("spark://"):
@@ -202,10 +204,11 @@ def spark_conf(settings: Settings) -> dict[str, str]:
     conf[JAVA_OPTIONS_KEY] = " ".join(([user_java] if user_java else []) + ours)
     conf.update(user_conf)
     conf[VARIABLE_SUBSTITUTION] = "false"
-    if conf.get(HIVE_JARS_KEY, "builtin") != "builtin":
+    chosen = {**spark_defaults(), **conf}  # the site's spark-defaults.conf may choose the Hive client
+    if chosen.get(HIVE_JARS_KEY, "builtin") != "builtin":
         # Hive client jars of their own are loaded apart, and schemaflow makes Hive's objects through their class
         # loader (``jvm.loaded_by``): py4j's classes must be found there too, for a Java failure to reach Python.
-        shared = conf.get(SHARED_PREFIXES_KEY, SPARK_SHARED_PREFIXES)
+        shared = chosen.get(SHARED_PREFIXES_KEY, SPARK_SHARED_PREFIXES)
         conf[SHARED_PREFIXES_KEY] = ",".join(filter(None, [shared, "py4j."]))
     return conf
 

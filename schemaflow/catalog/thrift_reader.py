@@ -14,7 +14,8 @@ It only reads. A metastore that wants SASL (Kerberos), framing or TLS does not a
 connection that breaks is made again and the read repeated, as the JVM reader does. So ``plan`` reads a
 Hive 4 server; ``apply`` through Spark's built-in client would fail at the first table, after creating the
 databases before it: ``check_server`` refuses it in one line (``UnsupportedMetastore``) before Spark starts,
-unless the project gives Spark Hive client jars of its own (``spark.sql.hive.metastore.jars``).
+unless the project or the site's ``spark-defaults.conf`` gives Spark Hive client jars of its own
+(``spark.sql.hive.metastore.jars``).
 """
 from __future__ import annotations
 
@@ -103,7 +104,8 @@ class ThriftReader:
                 f"the metastore {self.endpoint} does not know get_table ({error}), the call Spark's built-in Hive "
                 "client reads every table with: it is a Hive 4 server, which removed it; nothing was applied. Give "
                 "Spark (4.0 or later) Hive 4's client in schemaflow.yaml: spark.conf spark.sql.hive.metastore.version: "
-                "4.0.1, spark.sql.hive.metastore.jars: path and spark.sql.hive.metastore.jars.path: its jars") from None
+                "4.0.1, spark.sql.hive.metastore.jars: path and spark.sql.hive.metastore.jars.path: its jars (or the "
+                "same in your Spark's spark-defaults.conf)") from None
         except SchemaflowError:
             return  # it knows the call: there is no such table
 
