@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from schemaflow.catalog.thrift_data import BOOKKEEPING_KEYS, BOOKKEEPING_PREFIXES, user_properties
+from schemaflow.catalog.thrift_data import user_properties
+from schemaflow.sql.table_parameters import RESERVED_KEYS, RESERVED_PREFIXES
 from schemaflow.errors import SpecError
 from schemaflow.model import Catalog, Table, View, ViewPartitions
 from schemaflow.spec import load_catalog
@@ -299,7 +300,7 @@ def test_keys_near_the_reserved_ones_are_the_users(tmp_path: Path) -> None:
 
 def test_whatever_the_live_reader_leaves_out_cannot_be_declared(tmp_path: Path) -> None:
     """A key ``user_properties`` hides from the live state would be planned again on every run."""
-    hidden = sorted(BOOKKEEPING_KEYS) + [prefix + "x" for prefix in BOOKKEEPING_PREFIXES]
+    hidden = sorted(RESERVED_KEYS) + [prefix + "x" for prefix in RESERVED_PREFIXES]
     assert user_properties(dict.fromkeys(hidden, "x")) == {}
     text = "table: bad.t\ncolumns: [{name: a, type: int}]\nproperties:\n" + "".join(f"  {k}: x\n" for k in hidden)
     assert len([p for p in problems(tmp_path, t=text) if "is reserved" in p]) == len(hidden)

@@ -24,7 +24,6 @@ from schemaflow.model import (
     COMMENT_KEY,
     METADATA_LOCATION,
     REWRITE_OF,
-    SCHEMAFLOW_PREFIX,
     Bucketing,
     Catalog,
     Column,
@@ -38,14 +37,9 @@ from schemaflow.model import (
 )
 from schemaflow.sql.storage import PATH_OPTION, serde_properties
 from schemaflow.sql.table_kinds import CUSTOM, ICEBERG, PROVIDER, data_source_provider, default_serde, hive_kind
+from schemaflow.sql.table_parameters import written_by_others
 from schemaflow.sql.types import InvalidType, canonical_type
 
-# Table parameters that the metastore, Hive or Spark keep for themselves.
-BOOKKEEPING_KEYS = frozenset({
-    "comment", "transient_lastDdlTime", "EXTERNAL", "numFiles", "totalSize", "numRows",
-    "rawDataSize", "COLUMN_STATS_ACCURATE", "numFilesErasureCoded", "bucketing_version",
-})
-BOOKKEEPING_PREFIXES = ("spark.sql.", "last_modified_", "view.", SCHEMAFLOW_PREFIX)
 # Hive 4's default metadata transformer makes a managed table that a client without Hive's capabilities creates
 # (Spark's, schemaflow's) an external one whose files are deleted with it, and says so in these parameters: such a
 # table is the managed table its client asked for.
@@ -170,7 +164,7 @@ def user_properties(parameters: Mapping[str, str]) -> dict[str, str]:
     kept = set(TRANSLATED) if translated(parameters) else set()
     return {
         key: value for key, value in sorted(parameters.items())
-        if key not in BOOKKEEPING_KEYS and not key.startswith(BOOKKEEPING_PREFIXES) and key not in kept
+        if not written_by_others(key) and key not in kept
     }
 
 

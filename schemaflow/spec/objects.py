@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from schemaflow.errors import Problem
-from schemaflow.model import SCHEMAFLOW_PREFIX, Bucketing, Column, Source, Table, View, ViewPartitions, partition_name
+from schemaflow.model import Bucketing, Column, Source, Table, View, ViewPartitions, partition_name
 from schemaflow.spec import iceberg
 from schemaflow.spec.yamlpos import Document, NodePath
 from schemaflow.sql.storage import (MAX_BUCKETS, PATH_OPTION, REGEX_PROPERTY, REGEX_SERDES, ROW_FORMAT,
@@ -28,6 +28,7 @@ from schemaflow.sql.storage import (MAX_BUCKETS, PATH_OPTION, REGEX_PROPERTY, RE
 from schemaflow.sql.table_kinds import (CUSTOM, LAZY_SIMPLE_SERDE, TypeRule, default_serde, format_kind, hive_kind,
                                         names, serde_kind, table_kind)
 from schemaflow.sql.types import InvalidType, canonical_type, is_primitive
+from schemaflow.sql.table_parameters import why_reserved
 from schemaflow.wording import plural
 
 
@@ -77,28 +78,6 @@ _VIEW_TEXT = Limit("view SQL", 32700, "TBLS.VIEW_ORIGINAL_TEXT and VIEW_EXPANDED
 
 # Characters Hive writes as %XX in a partition's name, as in a path (FileUtils.escapePathName).
 _ESCAPED = frozenset('"#%\'*/:=?\\{[]^\x7f') | frozenset(map(chr, range(0x20)))
-
-# Table parameters that the metastore, Hive or Spark write themselves, and what to do instead. Their
-# owners match them exactly; they are refused whatever their case, since a key spelt otherwise is
-# still someone reaching for the reserved one. The live reader leaves them out of the properties
-# (catalog.thrift_data.user_properties), so a declared one would be planned again on every run.
-_STATISTICS = "the metastore keeps the table's statistics there (ANALYZE TABLE computes them): remove it"
-_OWNED_KEYS = {
-    "comment": "the comment is kept under that key: declare it with 'comment:' instead",
-    "external": "Hive reads it to tell an external table: declare 'external: true' instead",
-    "transient_lastddltime": "the metastore stamps the time of every change there: remove it",
-    "bucketing_version": "Hive writes it for a table's bucketing: remove it",
-    **dict.fromkeys(("numfiles", "numrows", "rawdatasize", "totalsize", "numpartitions", "numfileserasurecoded",
-                     "column_stats_accurate"), _STATISTICS),
-}
-_OWNED_PREFIXES = {
-    "spark.sql.": "Spark keeps a table's provider and its own copy of the schema under 'spark.sql.' (a hand-written "
-                  "'spark.sql.sources.provider' turns a Hive table into a broken data-source table): declare "
-                  "'format:' and 'columns:' instead",
-    "view.": "Spark writes a view's output columns, schema mode and SQL settings under 'view.': remove it",
-    "last_modified_": "Hive records who changed an object last, and when, under 'last_modified_': remove it",
-    SCHEMAFLOW_PREFIX: f"schemaflow writes the '{SCHEMAFLOW_PREFIX}' properties itself",
-}
 
 
 def _object_name(doc: Document, kind: str, written: str, problems: list[Problem]) -> tuple[str, str]:
@@ -446,9 +425,7 @@ def _properties(doc: Document, data: dict[str, Any], problems: list[Problem]) ->
     properties = {key: str(value) for key, value in sorted(data.get("properties", {}).items())}
     for key, value in properties.items():
         where = doc.key("properties", key)
-        folded = key.lower()
-        reason = _OWNED_KEYS.get(folded) or next(
-            (why for prefix, why in _OWNED_PREFIXES.items() if folded.startswith(prefix)), None)
+        reason = why_reserved(key)
         if reason:
             problems.append(Problem(where, f"property '{key}' is reserved: {reason}"))
         if not key.strip() or "," in key:
