@@ -12,6 +12,7 @@ import hashlib
 import json
 import weakref
 from dataclasses import dataclass, field, fields, replace
+from enum import StrEnum
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -47,6 +48,13 @@ HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 CONVERTED_FOLDER = "_iceberg"
 # The metastore setting that refuses column type changes Hive cannot convert implicitly (on by default).
 TYPE_RULE = "hive.metastore.disallow.incompatible.col.type.changes"
+
+
+class Invalidation(StrEnum):
+    """What a change that breaks a live view does (``invalidation:`` in schemaflow.yaml; ``plan.invalidation``)."""
+    STRICT = "strict"    # the plan blocks the change until the views are changed with it
+    LENIENT = "lenient"  # the change goes through; the views are left broken, with a warning
+    CASCADE = "cascade"  # the views are re-created after the change
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 
 from schemaflow.code_settings import APPROVAL_VARIABLE, CODE_FILES, CodeSetting, approvals, code_settings
 from schemaflow.errors import SchemaflowError
-from schemaflow.model import Database
+from schemaflow.model import Database, Invalidation
 from schemaflow.spark_version import SparkVersion, parse_release, spark_version
 from schemaflow.spec.settings import SETTINGS_FILE, read_settings
 from schemaflow.spec.source import Directory
@@ -55,7 +55,7 @@ class Settings:
     databases: tuple[str, ...] = ()           # empty: the databases named in schemas/
     database_details: Mapping[str, Database] = field(default_factory=dict)  # declared comment, location, properties
     derby_dir: str = ""                       # where the embedded metastore lives
-    invalidation: str = "strict"              # what a change that breaks a view does: strict, lenient, cascade
+    invalidation: Invalidation = Invalidation.STRICT  # what a change that breaks a view does
     exclude: tuple[str, ...] = ()             # globs on db.name of objects schemaflow leaves alone (see scope)
     after_apply: tuple[str, ...] = ()         # shell commands run after an apply (see apply.after)
     target: str | None = None                 # the chosen target's name; None: none chosen
@@ -150,7 +150,7 @@ def load_project(root: str | Path, env: Mapping[str, str] | None = None, target:
         databases=managed_databases(raw),
         database_details=declared_databases(raw),
         derby_dir=str(state),
-        invalidation=raw.get("invalidation") or "strict",
+        invalidation=Invalidation(raw.get("invalidation") or Invalidation.STRICT),
         exclude=tuple(str(pattern).lower() for pattern in raw.get("exclude") or ()),
         after_apply=tuple(raw.get("after_apply") or ()),
         target=chosen,

@@ -26,17 +26,17 @@ every other failing view the mode decides:
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import assert_never
 from collections.abc import Mapping
 
 from schemaflow.graph import CycleError, topological_order
-from schemaflow.model import Catalog, Column, Object, View
+from schemaflow.model import Catalog, Column, Invalidation, Object, View
 from schemaflow.plan.changes import AlterColumns, Change, CreateView, DropTable, DropView, ReplaceView
 from schemaflow.plan.iceberg import AlterIcebergTable
 from schemaflow.plan.rewrite import RewriteTable
 from schemaflow.spark_version import SparkVersion
 from schemaflow.wording import listed, plural
 
-STRICT, LENIENT, CASCADE = "strict", "lenient", "cascade"
 BINDING, COMPENSATION = "BINDING", "COMPENSATION"
 WHOLE = None  # the column key of an effect on the whole object
 
@@ -81,7 +81,7 @@ class Outcome:
     warnings: tuple[str, ...] = ()
 
 
-def resolve(changes: list[Change], desired: Catalog, live: Catalog, mode: str) -> Outcome:
+def resolve(changes: list[Change], desired: Catalog, live: Catalog, mode: Invalidation) -> Outcome:
     """Find the views ``changes`` break in ``live`` and apply ``mode`` (see the module docstring).
 
     ``live`` must carry each view's ``uses`` and ``lineage`` (``deps.with_live_reads``).
@@ -106,23 +106,29 @@ def resolve(changes: list[Change], desired: Catalog, live: Catalog, mode: str) -
         if hits and not (change and change.deliberate):
             broken[key] = hits
         # Lenient leaves a broken view as it is; cascade re-creates it.
-        recreated = mode == CASCADE if key in broken else change is not None
+        recreated = mode == Invalidation.CASCADE if key in broken else change is not None
         effects[key] = _passed_on(view, desired.get(key), hits, retypes, recreated,
                                   deliberate=change is not None and change.deliberate)
     changes = list(changes)
     warnings: tuple[str, ...] = ()
     blocked: dict[str, list[Breakage]] = {}
     for key, hits in sorted(broken.items()):
-        if mode == STRICT:
-            for hit in hits:
-                blocked.setdefault(hit.effect.cause, []).append(hit)
-        elif mode == CASCADE and key not in replaced:
-            declared = desired.get(key)
-            # A live view that the changes do not drop is still declared, as a view.
-            assert isinstance(declared, View)
-            changes.append(ReplaceView(declared, (f"re-created after {hits[0].effect.cause} changed: "
-                                                  + "; ".join(h.describe() for h in hits),)))
-    if mode == LENIENT and broken:
+        match mode:
+            case Invalidation.STRICT:
+                for hit in hits:
+                    blocked.setdefault(hit.effect.cause, []).append(hit)
+            case Invalidation.CASCADE:
+                if key not in replaced:
+                    declared = desired.get(key)
+                    # A live view that the changes do not drop is still declared, as a view.
+                    assert isinstance(declared, View)
+                    changes.append(ReplaceView(declared, (f"re-created after {hits[0].effect.cause} changed: "
+                                                          + "; ".join(h.describe() for h in hits),)))
+            case Invalidation.LENIENT:
+                pass  # below, once every broken view is known
+            case _:
+                assert_never(mode)
+    if mode == Invalidation.LENIENT and broken:
         # A view the plan creates reads through the views it reads when it is created: those it would
         # leave broken are re-created first, or the creation would fail half-way through the apply.
         for key, reader in sorted(_read_by_creations(changes, desired, broken).items()):

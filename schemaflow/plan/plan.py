@@ -18,7 +18,7 @@ from collections.abc import Callable, Collection, Mapping
 
 from schemaflow.claims import ELSEWHERE, RUNNING, STOPPED, parse_claim, standing
 from schemaflow.model import (APPLIED_AT_KEY, APPLIED_COMMIT_KEY, APPLIED_STATE_KEY, LIVE_STATE, MANAGED_KEYS_KEY,
-                              DROPPED_PREFIX, MIGRATION_PREFIX, VERSION_KEY, Catalog, Migration, Object, Stored, Table, View, catalog_digest,
+                              DROPPED_PREFIX, MIGRATION_PREFIX, VERSION_KEY, Catalog, Invalidation, Migration, Object, Stored, Table, View, catalog_digest,
                               fingerprint, recorded, state_digest)
 from schemaflow.errors import SchemaflowError
 from schemaflow.plan import deps
@@ -29,7 +29,7 @@ from schemaflow.plan.evolution import Evolution
 from schemaflow.plan.hazards import OFFER
 from schemaflow.plan.iceberg import AlterIcebergTable, ConvertToIceberg
 from schemaflow.plan.rewrite import REWRITE_BLOCK, RewriteTable, by_copying
-from schemaflow.plan.invalidation import STRICT, resolve
+from schemaflow.plan.invalidation import resolve
 from schemaflow.plan.kinds import VIEW_DEFINITIONS, StepKind
 from schemaflow.plan.steps import APPLIED_AT, Step
 from schemaflow.plan.view_code import with_code_hazard
@@ -139,7 +139,7 @@ def _checksum(content: Mapping[str, Any]) -> str:
 def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = False,
                count_partitions: PartitionCounter | None = None, stale_partitions: PartitionCounter | None = None,
                unfinished_partitions: PartitionCounter | None = None, commit: str | None = None, check_partitions: bool = False, basis: str = "metastore",
-               invalidation: str = STRICT, recompile: tuple[str, ...] = (),
+               invalidation: Invalidation = Invalidation.STRICT, recompile: tuple[str, ...] = (),
                list_partitions: PartitionLister | None = None, type_rule: bool = True,
                files: LiveFiles | None = None, release: SparkVersion | None = None) -> Plan:
     """Plan the changes that turn ``live`` into ``desired`` (both restricted to the managed databases).
