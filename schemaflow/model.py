@@ -347,12 +347,18 @@ class ReorderColumns:
         return f"reorder to ({', '.join(self.order)})"
 
 
+class Partitions(StrEnum):
+    """What a column change does to a partitioned table's partitions, where a migration chooses (``partitions:``)."""
+    CASCADE = "cascade"    # every partition's columns follow the table's
+    RESTRICT = "restrict"  # the table's alone: the partitions keep the columns they were written with
+
+
 @dataclass(frozen=True)
 class PartitionsMode:
-    """Overrides the planner's choice for a table's partitions: ``cascade`` or ``restrict``."""
+    """Overrides the planner's choice for a table's partitions (``Partitions``)."""
 
     table: str
-    mode: str
+    mode: Partitions
     source: Source | None = field(default=None, compare=False, repr=False)
 
     def describe(self) -> str:

@@ -19,7 +19,7 @@ from schemaflow.catalog import columns as metastore_columns
 from schemaflow.catalog.jvm import JAVA_ERRORS, jvm_view
 from schemaflow.plan import changes as plan_changes
 from schemaflow.errors import SchemaflowError
-from schemaflow.model import Catalog, Column, DropColumn, Migration, PartitionsMode, RenameColumn, ReorderColumns, Table
+from schemaflow.model import Catalog, Column, DropColumn, Migration, Partitions, PartitionsMode, RenameColumn, ReorderColumns, Table
 from schemaflow.plan.plan import Plan, build_plan
 from schemaflow.plan.rewrite import REWRITE_BLOCK
 from schemaflow.spark_version import spark_name, spark_version
@@ -85,7 +85,7 @@ def test_cascade_every_partition_follows_each_step(spark, metastore, cascade_tab
     ]
     for number, (columns, changes) in enumerate(steps, 1):
         want = replace(t, columns=columns)
-        mode = (PartitionsMode(t.key, "cascade"),) if number == 1 else ()  # an append cascades only when asked
+        mode = (PartitionsMode(t.key, Partitions.CASCADE),) if number == 1 else ()  # an append cascades only when asked
         evolve(metastore, want, migration(number, *changes, *mode))
         expected = [f"{c.name}:{c.type}" for c in columns]
         assert table_columns(metastore, t) == expected, number
@@ -101,13 +101,13 @@ def test_a_partition_key_comment_changes_the_table_alone_and_keeps_what_restrict
     Hive read the old partitions with the new types)."""
     t = cascade_table
     want = replace(t, columns=cols("key:string", "value2:string"))
-    evolve(metastore, want, migration(1, RenameColumn(t.key, "value", "value2"), PartitionsMode(t.key, "restrict")))
+    evolve(metastore, want, migration(1, RenameColumn(t.key, "value", "value2"), PartitionsMode(t.key, Partitions.RESTRICT)))
     old = ["key:string", "value:string"]
     assert partition_columns(metastore, t) == {"2008-04-08": old, "2008-04-09": old}
 
     commented = replace(want, partition_columns=(Column("ds", "string", "Load date"),))
     [step] = evolve(metastore, commented, migration(1, RenameColumn(t.key, "value", "value2"),
-                                                    PartitionsMode(t.key, "restrict"))).steps
+                                                    PartitionsMode(t.key, Partitions.RESTRICT))).steps
     assert not any(getattr(action, "cascade", False) for action in step.actions)
     keys = metastore.msc.getTable(t.database, t.name).getPartitionKeys()
     assert [(k.getName(), k.getComment()) for k in keys] == [("ds", "Load date")]  # read back
@@ -121,7 +121,7 @@ def test_a_partition_key_comment_changes_the_table_alone_and_keeps_what_restrict
     appended = replace(commented, columns=commented.columns + cols("c3:int"),
                        partition_columns=(Column("ds", "string", "Day loaded"),))
     [step] = evolve(metastore, appended, migration(1, RenameColumn(t.key, "value", "value2"),
-                                                   PartitionsMode(t.key, "restrict"))).steps
+                                                   PartitionsMode(t.key, Partitions.RESTRICT))).steps
     assert step.summary == f"alter columns of {t.key}: add c3 int; change comment of partition column ds"
     assert "comment of partition column ds: 'Load date' -> 'Day loaded'" in step.values
     assert not any(getattr(action, "cascade", False) for action in step.actions)
@@ -167,7 +167,7 @@ def test_partitions_an_append_left_behind_are_not_stale_and_others_still_are(tmp
 def test_restrict_changes_the_table_only_and_later_partitions_carry_the_new_list(spark, metastore, cascade_table):
     t = cascade_table
     want = replace(t, columns=cols("key:string", "value2:string", "c1:int"))
-    result = evolve(metastore, want, migration(1, RenameColumn(t.key, "value", "value2"), PartitionsMode(t.key, "restrict")))
+    result = evolve(metastore, want, migration(1, RenameColumn(t.key, "value", "value2"), PartitionsMode(t.key, Partitions.RESTRICT)))
     assert "restrict: 2 partitions keep their old column list" in result.steps[0].hazards[-1]
     assert table_columns(metastore, t) == ["key:string", "value2:string", "c1:int"]
     old = ["key:string", "value:string"]
@@ -176,13 +176,13 @@ def test_restrict_changes_the_table_only_and_later_partitions_carry_the_new_list
     assert partition_columns(metastore, t)["2008-04-10"] == ["key:string", "value2:string", "c1:int"]
 
     # A plan that changes nothing finds them when asked to check every table's partitions.
-    checked = plan(metastore, want, migration(1, RenameColumn(t.key, "value", "value2"), PartitionsMode(t.key, "restrict")),
+    checked = plan(metastore, want, migration(1, RenameColumn(t.key, "value", "value2"), PartitionsMode(t.key, Partitions.RESTRICT)),
                    check_partitions=True)
     assert checked.warnings == (f"{t.key}: 2 of 3 partitions have a stale column list (left by restrict changes or "
                                 f"other tools); repair them with a migration: - partitions: {{table: {t.key}, mode: cascade}}",)
     # The planner now sees stale partitions; a cascade migration repairs them (the metastore's own
     # CASCADE ignores a table whose columns do not change, so the batched path does it).
-    repair = plan(metastore, want, migration(2, PartitionsMode(t.key, "cascade")))
+    repair = plan(metastore, want, migration(2, PartitionsMode(t.key, Partitions.CASCADE)))
     assert "2 of 3 partitions have a stale column list; this cascade repairs them" in repair.steps[0].notes
     apply_plan(repair, metastore)
     new = ["key:string", "value2:string", "c1:int"]

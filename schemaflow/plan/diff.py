@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import assert_never
 
-from schemaflow.model import Catalog, Column, Migration, Object, Table, View
+from schemaflow.model import Catalog, Column, Migration, Object, Partitions, Table, View
 from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateDatabase, CreateTable, CreateView,
                                      DropLeftover, DropTable, DropView, ReplaceView, SetColumnComments, SetDatabaseProperties,
                                      ROW_NEUTRAL_SETTINGS, SetStorage, SetTableComment, Unsupported)
@@ -377,17 +377,17 @@ def _hive_columns(want: Table, have: Table, evolution: Evolution) -> list[Change
     keys_commented = want.partition_columns != have.partition_columns or any(
         o.comment != n.comment for o, n in zip(have.partition_columns, want.partition_columns, strict=False))
     partitioned = bool(want.partition_columns)
-    if evolution.kind == APPEND and not keys_commented and evolution.mode != "cascade":
+    if evolution.kind == APPEND and not keys_commented and evolution.mode != Partitions.CASCADE:
         changes.append(AddColumns(key, want.columns[len(have.columns):], partitioned=partitioned,
                                   hazards=unexplained_hazards(evolution)))
-    elif evolution.kind != SAME or keys_commented or evolution.mode == "cascade":
+    elif evolution.kind != SAME or keys_commented or evolution.mode == Partitions.CASCADE:
         # A partition key's comment is the table's alone (partitions keep no keys): it cascades nothing,
         # and a cascade would undo the column lists an earlier restrict change left on purpose.
         # Appended columns follow no more than a key's comment does (Hive's prefix rule): only a change to the
         # columns partitions hold, or a migration that asks, makes them follow.
-        follows = evolution.kind == ALTER or evolution.mode == "cascade"
+        follows = evolution.kind == ALTER or evolution.mode == Partitions.CASCADE
         changes.append(AlterColumns(key, evolution, want.partition_columns, want.format,
-                                    cascade=partitioned and follows and evolution.mode != "restrict",
+                                    cascade=partitioned and follows and evolution.mode != Partitions.RESTRICT,
                                     live_partition_columns=have.partition_columns))
     return changes
 

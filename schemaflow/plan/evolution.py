@@ -22,7 +22,7 @@ import json
 from dataclasses import dataclass, field, replace
 from collections.abc import Callable, Sequence
 
-from schemaflow.model import (AcceptLoss, Column, DropColumn, Migration, MigrationChange, RenameColumn, ReorderColumns,
+from schemaflow.model import (AcceptLoss, Column, DropColumn, Migration, MigrationChange, Partitions, RenameColumn, ReorderColumns,
                               Table)
 from schemaflow.plan.compatibility import Incompatibility, incompatibilities
 
@@ -53,7 +53,7 @@ class Evolution:
     # live columns a migration took away whose name the table declares again: by name, their old values
     returning: tuple[str, ...] = ()
     migrations: tuple[str, ...] = ()           # ids of the migrations this change applies
-    mode: str | None = None                    # "cascade" or "restrict" when a migration says so
+    mode: Partitions | None = None             # when a migration says so
     accepted: tuple[str, ...] = ()             # columns (last names) whose values a conversion may make NULL
     problems: tuple[Problem, ...] = field(default=())
     # changes that name a column the table neither has nor declares (``_Replay.unexplained``), when nothing blocks
@@ -183,7 +183,7 @@ class _Replay:
     operations: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)   # live names
     reordered: bool = False
-    mode: str | None = None
+    mode: Partitions | None = None
     accepted: set[str] = field(default_factory=set)    # current names
     problems: list[Problem] = field(default_factory=list)
     unexplained: list[Problem] = field(default_factory=list)

@@ -18,7 +18,7 @@ from collections.abc import Callable, Collection, Mapping
 
 from schemaflow.claims import ELSEWHERE, RUNNING, STOPPED, parse_claim, standing
 from schemaflow.model import (APPLIED_AT_KEY, APPLIED_COMMIT_KEY, APPLIED_STATE_KEY, LIVE_STATE, MANAGED_KEYS_KEY,
-                              DROPPED_PREFIX, MIGRATION_PREFIX, VERSION_KEY, Catalog, Invalidation, Migration, Object, Stored, Table, View, catalog_digest,
+                              DROPPED_PREFIX, MIGRATION_PREFIX, VERSION_KEY, Catalog, Invalidation, Migration, Partitions, Object, Stored, Table, View, catalog_digest,
                               fingerprint, recorded, state_digest)
 from schemaflow.errors import SchemaflowError
 from schemaflow.plan import deps
@@ -397,7 +397,7 @@ def _resumed(desired: Catalog, live: Catalog, changes: list[Change],
             extra.append(ReplaceView(want, (f"finishing the re-creation that {claim.describe()} began",)))
         elif isinstance(want, Table) and claim.cascade and want.partition_columns and unfinished and unfinished(key):
             finish = ("finish giving every partition the table's columns",)
-            evolution = Evolution(key, have.columns, have.columns, finish, mode="cascade")
+            evolution = Evolution(key, have.columns, have.columns, finish, mode=Partitions.CASCADE)
             extra.append(AlterColumns(key, evolution, want.partition_columns, want.format, cascade=True))
     return extra
 

@@ -23,7 +23,7 @@ from typing import Any
 from collections.abc import Mapping, Sequence
 
 from schemaflow.errors import Problem
-from schemaflow.model import (AcceptLoss, DropColumn, Migration, MigrationChange, PartitionsMode, RenameColumn,
+from schemaflow.model import (AcceptLoss, DropColumn, Migration, MigrationChange, Partitions, PartitionsMode, RenameColumn,
                               ReorderColumns,
                               Source, Table, View)
 from schemaflow.spec.schema import check_shape
@@ -97,7 +97,7 @@ def _change(doc: Document, index: int, item: Mapping[str, Any]) -> MigrationChan
         return ReorderColumns(table, tuple(n.lower() for n in args["order"]), source)
     if kind == "accept_loss":
         return AcceptLoss(table, args["column"].lower(), source)
-    return PartitionsMode(table, args["mode"], source)
+    return PartitionsMode(table, Partitions(args["mode"]), source)
 
 
 def order_problems(migrations: Sequence[Migration]) -> list[Problem]:
