@@ -30,7 +30,7 @@ import sys
 from dataclasses import dataclass
 from collections.abc import Callable, Mapping, Sequence
 
-from schemaflow.plan.kinds import Effect
+from schemaflow.plan.kinds import Effect, ObjectType
 from schemaflow.plan.plan import Plan
 from schemaflow.plan.steps import Step
 from schemaflow.sql.session import refresh_table
@@ -48,7 +48,7 @@ OUTPUT_TAIL = 500  # characters of a failed hook's output worth showing
 
 def changed_objects(plan: Plan) -> tuple[str, ...]:
     """The tables and views a plan changes (its databases aside), sorted."""
-    return tuple(sorted({s.object for s in plan.steps if s.object_type in ("table", "view")}))
+    return tuple(sorted({s.object for s in plan.steps if s.object_type in (ObjectType.TABLE, ObjectType.VIEW)}))
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ def cached_before(plan: Plan) -> tuple[str, ...]:
     created by it (no earlier metadata to hold) nor, last, dropped (gone: nothing left to refresh)."""
     steps: dict[str, list[Step]] = {}
     for step in plan.steps:
-        if step.object_type in ("table", "view"):
+        if step.object_type in (ObjectType.TABLE, ObjectType.VIEW):
             steps.setdefault(step.object, []).append(step)
     return tuple(sorted(key for key, of in steps.items()
                         if of[0].effect != Effect.CREATE and of[-1].effect != Effect.DROP))

@@ -35,7 +35,7 @@ from schemaflow.errors import ConcurrentChange, SchemaflowError, Unreachable
 from schemaflow.catalog.history import Entry, with_entries
 from schemaflow.model import (DROPPED_PREFIX, HISTORY_PREFIX, VERSION_KEY, Column, Database, IcebergState, PartitionValues,
                               Table, split_key)
-from schemaflow.plan.kinds import EFFECTS, Effect
+from schemaflow.plan.kinds import EFFECTS, Effect, ObjectType
 from schemaflow.plan.plan import Plan
 from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, IcebergCommit, KeepViewPartitions,
                                    PartitionView, RestoreBackup, RewriteRows, SetColumns, SetDatabaseParameters, SetParameters,
@@ -154,7 +154,7 @@ class Run:
         kinds: dict[str, list[str]] = {}
         cascade: set[str] = set()
         for step in plan.steps:
-            if step.object_type != "database":
+            if step.object_type != ObjectType.DATABASE:
                 kinds.setdefault(step.object, []).append(step.kind)
                 if any(isinstance(a, SetColumns) and a.cascade for a in step.actions):
                     cascade.add(step.object)
@@ -315,7 +315,7 @@ def _record_history(plan: Plan, run: Run) -> None:
     lines: dict[str, dict[str, list[Entry]]] = {}
     for step in plan.steps:
         at = run.stamped.get(step.object)
-        dropped = EFFECTS[step.kind] == Effect.DROP and step.object_type != "database"
+        dropped = EFFECTS[step.kind] == Effect.DROP and step.object_type != ObjectType.DATABASE
         if at is None or not (step.stamp or dropped):
             continue
         change = "drop" if dropped else "create" if step.object in created else "change"

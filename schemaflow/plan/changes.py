@@ -15,7 +15,7 @@ from schemaflow.model import COMMENT_KEY, MIGRATION_PREFIX, SCHEMAFLOW_PREFIX, C
 from schemaflow.plan.evolution import ALTER, APPEND, SAME, Evolution
 from schemaflow.spark_version import SparkVersion
 from schemaflow.plan.hazards import OFFER, appended_note, column_hazards, hidden_by_renames, restrict_hazard
-from schemaflow.plan.kinds import StepKind
+from schemaflow.plan.kinds import ObjectType, StepKind
 from schemaflow.plan.iceberg import AlterIcebergTable, ConvertToIceberg
 from schemaflow.plan.rewrite import RewriteTable
 from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, IcebergCommit, KeepViewPartitions, PartitionView, SetColumns,
@@ -29,7 +29,7 @@ from schemaflow.wording import duration, listed, plural, value_change
 class _OfTable:
     """A change that carries the whole table it is about."""
 
-    object_type = "table"
+    object_type = ObjectType.TABLE
     table: Table
 
     @property
@@ -40,7 +40,7 @@ class _OfTable:
 class _OfView:
     """A change that carries the whole view it is about."""
 
-    object_type = "view"
+    object_type = ObjectType.VIEW
     view: View
 
     @property
@@ -51,7 +51,7 @@ class _OfView:
 class _OfDatabase:
     """A change to a database itself: it breaks no reader."""
 
-    object_type = "database"
+    object_type = ObjectType.DATABASE
     destructive = False
     reshapes = False
     database: str
@@ -67,7 +67,7 @@ class CreateDatabase(_OfDatabase):
     details: Database | None = None  # the declared comment, location and properties
 
     def to_step(self) -> Step:
-        return Step(StepKind.CREATE_DATABASE, self.database, "database", f"create database {self.database}",
+        return Step(StepKind.CREATE_DATABASE, self.database, ObjectType.DATABASE, f"create database {self.database}",
                     (AddDatabase(self.details or Database(self.database)),))
 
 
@@ -81,7 +81,7 @@ class SetDatabaseProperties(_OfDatabase):
 
     def to_step(self) -> Step:
         changes = "; ".join(value_change(k, self.old.get(k), v) for k, v in sorted(self.new.items()))
-        return Step(StepKind.SET_DATABASE_PROPERTIES, self.database, "database",
+        return Step(StepKind.SET_DATABASE_PROPERTIES, self.database, ObjectType.DATABASE,
                     f"properties of database {self.database}: {changes}",
                     (SetDatabaseParameters(self.database, dict(sorted(self.new.items()))),))
 
@@ -101,12 +101,12 @@ class CreateTable(_OfTable):
         if kind_of(t).own_metadata:
             layout = f", partitioned by ({', '.join(map(str, t.partition_spec))})" if t.partition_spec else ""
             layout += f", sorted by ({', '.join(map(str, t.sort_order))})" if t.sort_order else ""
-            return Step(StepKind.CREATE_TABLE, t.key, "table", f"create Iceberg table {t.key} ({shape}{layout})",
+            return Step(StepKind.CREATE_TABLE, t.key, ObjectType.TABLE, f"create Iceberg table {t.key} ({shape}{layout})",
                         (IcebergCommit(t, create=True),))
         storage = f"USING {t.format}" if t.data_source else t.format
         if t.bucketing:
             storage += f", {plural(t.bucketing.count, 'bucket')}"
-        return Step(StepKind.CREATE_TABLE, t.key, "table", f"create {kind} {t.key} ({shape}, {storage})",
+        return Step(StepKind.CREATE_TABLE, t.key, ObjectType.TABLE, f"create {kind} {t.key} ({shape}, {storage})",
                     (SqlAction(ddl.create_table(t), claims=t.key),))
 
 
@@ -130,7 +130,7 @@ class DropTable(_OfTable):
             note = f"external table: its data files at {self.table.location} are kept"
         else:
             note = "managed table: its data files are deleted with it"
-        return Step(StepKind.DROP_TABLE, self.key, "table", f"drop table {self.key}",
+        return Step(StepKind.DROP_TABLE, self.key, ObjectType.TABLE, f"drop table {self.key}",
                     (SqlAction(ddl.drop("table", self.key)),) + _recorded(self.table.database, self.record),
                     notes=(note,), destructive=True)
 
@@ -144,7 +144,7 @@ class DropLeftover(DropTable):
     destructive = False
 
     def to_step(self) -> Step:
-        return Step(StepKind.DROP_TABLE, self.key, "table", f"drop table {self.key}",
+        return Step(StepKind.DROP_TABLE, self.key, ObjectType.TABLE, f"drop table {self.key}",
                     (SqlAction(ddl.drop("table", self.key)),) + _recorded(self.table.database, self.record),
                     notes=(f"finishes the conversion of {self.table.rewrite_of} to Iceberg that a stopped apply began: "
                            "the copy's entry goes; its files are the Iceberg table's and are kept",))
@@ -162,7 +162,7 @@ class AddColumns:
     partitioned: bool
     partition_count: int | None = None  # None: not counted (no metastore at hand)
     hazards: tuple[str, ...] = ()  # the migrations' (``plan.hazards.unexplained_hazards``)
-    object_type = "table"
+    object_type = ObjectType.TABLE
     destructive = False
     reshapes = True
 
@@ -171,7 +171,7 @@ class AddColumns:
         notes: tuple[str, ...] = ()
         if self.partitioned:
             notes = (appended_note(self.partition_count),)
-        return Step(StepKind.ADD_COLUMNS, self.key, "table", f"add {plural(len(self.columns), 'column')} to {self.key}: {names}",
+        return Step(StepKind.ADD_COLUMNS, self.key, ObjectType.TABLE, f"add {plural(len(self.columns), 'column')} to {self.key}: {names}",
                     (SqlAction(ddl.add_columns(self.key, self.columns)),), notes=notes, hazards=self.hazards)
 
 
@@ -196,7 +196,7 @@ class AlterColumns:
     records: Mapping[str, str] = field(default_factory=dict)  # migration records written with the columns
     live_partition_columns: tuple[Column, ...] = ()  # as the table has them (comments to compare; () if unknown)
     release: SparkVersion | None = None  # the Spark release apply runs with (None: the installed pyspark's)
-    object_type = "table"
+    object_type = ObjectType.TABLE
 
     @property
     def key_comments(self) -> tuple[tuple[str, str | None, str | None], ...]:
@@ -258,7 +258,7 @@ class AlterColumns:
         values = tuple(value_change(f"comment of {name}", old, new) for name, old, new in self.evolution.comments)
         values += tuple(value_change(f"comment of partition column {name}", old, new)
                         for name, old, new in self.key_comments)
-        return Step(StepKind.ALTER_COLUMNS, self.key, "table", f"alter columns of {self.key}: {'; '.join(operations)}",
+        return Step(StepKind.ALTER_COLUMNS, self.key, ObjectType.TABLE, f"alter columns of {self.key}: {'; '.join(operations)}",
                     (SetColumns(self.key, self.evolution.new, self.partition_columns, self.cascade, self.batched,
                                 self.records),),
                     notes=tuple(notes), hazards=hazards, destructive=self.destructive, values=values)
@@ -273,7 +273,7 @@ class SetTableComment:
     old: str | None
     new: str | None
     through_metastore: bool = False
-    object_type = "table"
+    object_type = ObjectType.TABLE
     destructive = False
     reshapes = False
 
@@ -282,7 +282,7 @@ class SetTableComment:
         if self.through_metastore:
             action = SetParameters(self.key, {COMMENT_KEY: self.new} if self.new else {},
                                    () if self.new else (COMMENT_KEY,))
-        return Step(StepKind.SET_TABLE_COMMENT, self.key, "table", value_change(f"comment on table {self.key}", self.old, self.new),
+        return Step(StepKind.SET_TABLE_COMMENT, self.key, ObjectType.TABLE, value_change(f"comment on table {self.key}", self.old, self.new),
                     (action,))
 
 
@@ -293,13 +293,13 @@ class SetColumnComments:
     key: str
     columns: tuple[Column, ...]  # with their new comments
     old: tuple[str | None, ...]  # their live comments
-    object_type = "table"
+    object_type = ObjectType.TABLE
     destructive = False
     reshapes = False
 
     def to_step(self) -> Step:
         names = ", ".join(c.name for c in self.columns)
-        return Step(StepKind.SET_COLUMN_COMMENTS, self.key, "table", f"comment on columns of {self.key}: {names}",
+        return Step(StepKind.SET_COLUMN_COMMENTS, self.key, ObjectType.TABLE, f"comment on columns of {self.key}: {names}",
                     tuple(SqlAction(ddl.set_column_comment(self.key, c)) for c in self.columns),
                     values=tuple(value_change(f"comment of {c.name}", old, c.comment)
                                  for c, old in zip(self.columns, self.old, strict=True)))
@@ -330,7 +330,7 @@ class SetStorage:
     buckets: int | None
     data_source: bool
     partitioned: bool
-    object_type = "table"
+    object_type = ObjectType.TABLE
     destructive = False
     reshapes = False
 
@@ -354,7 +354,7 @@ class SetStorage:
             hazards.append(f"{existing} were bucketed into {self.old_buckets}, and Spark reads them as {self.buckets}: "
                            "a filter on the bucket columns prunes by the new count and returns fewer rows or none, and "
                            f"bucketed joins pair the wrong files ({OFFER} to rewrite its rows into the new buckets)")
-        return Step(StepKind.SET_STORAGE, self.key, "table", f"change storage of {self.key}: {'; '.join(parts)}",
+        return Step(StepKind.SET_STORAGE, self.key, ObjectType.TABLE, f"change storage of {self.key}: {'; '.join(parts)}",
                     (SetStorageAction(self.key, dict(sorted(self.new.items())), self.buckets),),
                     notes=tuple(notes), hazards=tuple(hazards))
 
@@ -377,7 +377,7 @@ class CreateView(_OfView):
     reshapes = True
 
     def to_step(self) -> Step:
-        return Step(StepKind.CREATE_VIEW, self.key, "view", f"create view {self.key}", _view_actions(self.view, replace=False))
+        return Step(StepKind.CREATE_VIEW, self.key, ObjectType.VIEW, f"create view {self.key}", _view_actions(self.view, replace=False))
 
 
 @dataclass(frozen=True)
@@ -396,7 +396,7 @@ class ReplaceView(_OfView):
         diff = () if self.old_sql is None else tuple(difflib.unified_diff(
             self.old_sql.strip().splitlines(), ddl.view_text(self.view).strip().splitlines(), self.old_label,
             "schemas", lineterm=""))
-        return Step(StepKind.REPLACE_VIEW, self.key, "view", f"re-create view {self.key}: {'; '.join(self.reasons)}",
+        return Step(StepKind.REPLACE_VIEW, self.key, ObjectType.VIEW, f"re-create view {self.key}: {'; '.join(self.reasons)}",
                     _view_actions(self.view, replace=True), sql_diff=diff)
 
 
@@ -408,7 +408,7 @@ class DropView(_OfView):
     reshapes = True
 
     def to_step(self) -> Step:
-        return Step(StepKind.DROP_VIEW, self.key, "view", f"drop view {self.key}",
+        return Step(StepKind.DROP_VIEW, self.key, ObjectType.VIEW, f"drop view {self.key}",
                     (SqlAction(ddl.drop("view", self.key)),) + _recorded(self.view.database, self.record),
                     notes=("queries and views that read it will fail",), destructive=True)
 
@@ -458,7 +458,7 @@ class SyncViewPartitions(_OfView):
             else:
                 summary, note = "decided at apply", (f"{origin}; only the metastore can list those it has: apply, or "
                                                      "schemaflow view-partitions sync, adds and drops them")
-            return Step(StepKind.VIEW_PARTITIONS, self.key, "view", f"partitions of view {self.key}: {summary}", (),
+            return Step(StepKind.VIEW_PARTITIONS, self.key, ObjectType.VIEW, f"partitions of view {self.key}: {summary}", (),
                         notes=(note,), destructive=self.destructive)
         counts = [f"{verb} {len(values)}" for verb, values in (("add", self.add), ("drop", self.drop)) if values]
         notes = []
@@ -475,7 +475,7 @@ class SyncViewPartitions(_OfView):
         summary = f"partitions of view {self.key}: {', '.join(counts) or 'none left'}"
         drop = () if self.replaced else self.drop
         action = ChangeViewPartitions(self.key, columns, self.add, drop)
-        return Step(StepKind.VIEW_PARTITIONS, self.key, "view", summary, (action,) if self.add or drop else (),
+        return Step(StepKind.VIEW_PARTITIONS, self.key, ObjectType.VIEW, summary, (action,) if self.add or drop else (),
                     notes=tuple(notes), destructive=self.destructive)
 
 
@@ -484,7 +484,7 @@ class Unsupported:
     """A difference schemaflow cannot apply in place; the plan shows it blocked, with the way out."""
 
     key: str
-    object_type: str
+    object_type: ObjectType
     what: str
     way_out: str
     values: tuple[str, ...] = ()  # what else the same change would make, each "what: old -> new"
@@ -506,7 +506,7 @@ class Stamp:
     """
 
     key: str
-    object_type: str
+    object_type: ObjectType
     set: Mapping[str, str] = field(default_factory=dict)
     unset: tuple[str, ...] = ()
     # The live values of the properties it changes; None for an object (re)created, whose are all new.

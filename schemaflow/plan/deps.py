@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from schemaflow.graph import topological_order
 from schemaflow.model import Catalog, Table, View
 from schemaflow.plan.changes import Change, CreateView, DropTable, DropView, ReplaceView
+from schemaflow.plan.kinds import ObjectType
 from schemaflow.sql.views import ViewSqlError, analyze_view, tables_read
 
 
@@ -65,7 +66,7 @@ def _phase(change: Change) -> int:
         return 1
     if isinstance(change, DropTable):
         return 2
-    return {"database": 0, "table": 3, "view": 4}[change.object_type]
+    return {ObjectType.DATABASE: 0, ObjectType.TABLE: 3, ObjectType.VIEW: 4}[change.object_type]
 
 
 def order(changes: list[Change], live: Catalog) -> list[Change]:

@@ -22,6 +22,7 @@ from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateDat
                                      ROW_NEUTRAL_SETTINGS, SetStorage, SetTableComment, Unsupported)
 from schemaflow.plan.evolution import ALTER, APPEND, SAME, Evolution, evolve
 from schemaflow.plan.hazards import unexplained_hazards
+from schemaflow.plan.kinds import ObjectType
 from schemaflow.plan.iceberg import ConvertToIceberg, backup_name, conversion, iceberg_change, staging_name
 from schemaflow.plan.rewrite import RewriteTable, by_copying, flat, registrable_copy, restore_name
 from schemaflow.sql.rewrite import convertible, filling
@@ -97,10 +98,10 @@ def diff_database(desired: Catalog, live: Catalog, name: str) -> list[Change]:
     way_out = ("the metastore keeps it as the database was created: declare the live value, or create a new "
                "database and move the tables")
     if want.comment is not None and want.comment != have.comment:
-        changes.append(Unsupported(name, "database", f"changing the comment {have.comment!r} -> {want.comment!r}",
+        changes.append(Unsupported(name, ObjectType.DATABASE, f"changing the comment {have.comment!r} -> {want.comment!r}",
                                    way_out))
     if want.location is not None and not same_location(want.location, have.location):
-        changes.append(Unsupported(name, "database", f"changing the location {have.location!r} -> {want.location!r}",
+        changes.append(Unsupported(name, ObjectType.DATABASE, f"changing the location {have.location!r} -> {want.location!r}",
                                    way_out))
     new = {k: v for k, v in want.properties.items() if have.properties.get(k) != v}
     if new:
@@ -126,7 +127,7 @@ def diff_table(want: Table, have: Table, migrations: Sequence[Migration] = (), t
                ] if want.comment != have.comment else []
     unmovable = _unmovable(want, have)
     if unmovable:
-        return [Unsupported(key, "table", "changing storage (" + ", ".join(unmovable) + ")", _RECREATE), *comment]
+        return [Unsupported(key, ObjectType.TABLE, "changing storage (" + ", ".join(unmovable) + ")", _RECREATE), *comment]
     reasons = [f"storage ({', '.join(storage)})" for storage in [_storage_changes(want, have)] if storage]
     if _shape(want.partition_columns) != _shape(have.partition_columns):
         reasons.append(f"partition columns {listed(_names(have.partition_columns))} -> "
@@ -147,12 +148,12 @@ def diff_table(want: Table, have: Table, migrations: Sequence[Migration] = (), t
         moved = evolve(flat(have) if keys_change else have, flat(want) if keys_change else want, migrations,
                        type_rule=False, by_id=True)
         if not moved.problems and have.external:
-            return [Unsupported(key, "table", "; ".join(reasons), "an external table's files are not rewritten by "
+            return [Unsupported(key, ObjectType.TABLE, "; ".join(reasons), "an external table's files are not rewritten by "
                                 "schemaflow: " + _RECREATE), *comment]
         stuck = [f for f in filling(want, have, {new: old for old, new in moved.renamed})
                  if f.cast and f.old_type and not convertible(f.old_type, f.type)]
         if not moved.problems and stuck:
-            return [Unsupported(key, "table", "; ".join(f"change type of {f.column} from {f.old_type} to {f.type}"
+            return [Unsupported(key, ObjectType.TABLE, "; ".join(f"change type of {f.column} from {f.old_type} to {f.type}"
                                                         for f in stuck), _INCONVERTIBLE), *comment]
         if not moved.problems:
             return [RewriteTable(key, want, have, tuple(reasons), moved,
@@ -163,7 +164,7 @@ def diff_table(want: Table, have: Table, migrations: Sequence[Migration] = (), t
         # The columns change in one write, which waits on the problem: each of its changes is shown with it, and
         # the table's other changes are steps of their own, waiting too.
         values = column_values(have.columns, want.columns)
-        return [*(Unsupported(key, "table", p.what, p.way_out, values if i == 0 else ())
+        return [*(Unsupported(key, ObjectType.TABLE, p.what, p.way_out, values if i == 0 else ())
                   for i, p in enumerate(evolution.problems)), *([settings] if settings else []), *comment]
     changes: list[Change] = []
     if settings:
@@ -215,7 +216,7 @@ def _iceberg(want: Table, have: Table, had: TableKind | None, migrations: Sequen
         by_copy = have.format != "parquet"
         conversion_ = conversion(want, have, backup is not None and not rewritten and not by_copy, keep=not rewritten)
         if isinstance(conversion_, tuple):
-            return [Unsupported(want.key, "table", p.what, p.way_out) for p in conversion_]
+            return [Unsupported(want.key, ObjectType.TABLE, p.what, p.way_out) for p in conversion_]
         if by_copy:
             how = f"USING {have.format}" if have.data_source else f"STORED AS {have.format}"
             return [by_copying(want.key, want, have, f"Iceberg registers Parquet files only, and the table is {how}")]
@@ -223,10 +224,10 @@ def _iceberg(want: Table, have: Table, had: TableKind | None, migrations: Sequen
     if want.format != have.format or want.data_source != have.data_source:
         kind = (f"USING {have.format}" if have.data_source else f"STORED AS {have.format}") + " -> " + (
             f"USING {want.format}" if want.data_source else f"STORED AS {want.format}")
-        return [Unsupported(want.key, "table", f"changing storage (format {kind})", _RECREATE)]
+        return [Unsupported(want.key, ObjectType.TABLE, f"changing storage (format {kind})", _RECREATE)]
     change = iceberg_change(want, have, migrations, type_rule)
     if isinstance(change, tuple):
-        return [Unsupported(want.key, "table", p.what, p.way_out) for p in change]
+        return [Unsupported(want.key, ObjectType.TABLE, p.what, p.way_out) for p in change]
     return [change] if change else []
 
 
@@ -279,7 +280,7 @@ def where_free(change: Change, live: Catalog) -> Change:
     of the same table an earlier rewrite left is no obstacle: a plan allowed to rewrite drops it first. A conversion
     that keeps no backup of its own needs the staging name."""
     if isinstance(change, ConvertToIceberg) and not change.keep and staging_name(change.key) in live.objects:
-        return Unsupported(change.key, "table", f"converting to Iceberg while {staging_name(change.key)} exists",
+        return Unsupported(change.key, ObjectType.TABLE, f"converting to Iceberg while {staging_name(change.key)} exists",
                            f"the Parquet table's entry waits as {staging_name(change.key)} while the Iceberg table is "
                            "registered: drop or rename that one first")
     if not isinstance(change, RewriteTable):
@@ -289,7 +290,7 @@ def where_free(change: Change, live: Catalog) -> Change:
              if name in live.objects and getattr(live.objects[name], mark, None) != key]
     if not taken:
         return change
-    return Unsupported(key, "table", "; ".join(change.reasons), f"a rewrite keeps the old table as "
+    return Unsupported(key, ObjectType.TABLE, "; ".join(change.reasons), f"a rewrite keeps the old table as "
                        f"{backup_name(key)} and fills the new one as {staging_name(key)}, and {' and '.join(taken)} "
                        "is another table already: rename or drop it first")
 
@@ -305,7 +306,7 @@ def _left_by_a_conversion(staging: Table, live: Catalog) -> bool:
 
 def _unfinished_restore(key: str) -> Unsupported:
     """What a plan says of the table ``key`` whose restore (``plan.restore``) a stopped run left half done."""
-    return Unsupported(key, "table", "the restore from its backup a stopped run began",
+    return Unsupported(key, ObjectType.TABLE, "the restore from its backup a stopped run began",
                        f"run `schemaflow restore {key}` to finish it, then plan again", why="is unfinished")
 
 

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from schemaflow.model import CONVERTED_FOLDER, METADATA_LOCATION, Migration, PartitionField, SortTerm, Table
 from schemaflow.plan.compatibility import incompatibilities
 from schemaflow.plan.evolution import SAME, Evolution, Problem, evolve
-from schemaflow.plan.kinds import StepKind
+from schemaflow.plan.kinds import ObjectType, StepKind
 from schemaflow.plan.steps import IcebergCommit, Step
 from schemaflow.sql.iceberg_types import evolves, iceberg_equivalent
 from schemaflow.sql.storage import same_location
@@ -53,7 +53,7 @@ class AlterIcebergTable:
     evolution: Evolution
     want: Table
     have: Table
-    object_type = "table"
+    object_type = ObjectType.TABLE
 
     @property
     def reshapes(self) -> bool:
@@ -84,7 +84,7 @@ class AlterIcebergTable:
             done.append("change the table's comment")
             values += (value_change(f"comment on table {self.key}", have.comment, want.comment),)
         action = IcebergCommit(want, sources(self.evolution, want), have.iceberg)
-        return Step(StepKind.ALTER_ICEBERG_TABLE, self.key, "table",
+        return Step(StepKind.ALTER_ICEBERG_TABLE, self.key, ObjectType.TABLE,
                     f"alter Iceberg table {self.key}: {'; '.join(done)}", (action,), notes=tuple(notes),
                     hazards=hazards, destructive=self.destructive, values=values)
 
@@ -142,7 +142,7 @@ class ConvertToIceberg:
     want: Table
     have: Table
     keep: bool = True  # else the Parquet table's entry goes: an earlier rewrite's backup holds the table as it was
-    object_type = "table"
+    object_type = ObjectType.TABLE
     destructive = False
     reshapes = False  # the same columns, the same rows: a view reads it as before
 
@@ -173,7 +173,7 @@ class ConvertToIceberg:
                    f"writes Parquet files into its folders writes into {backup}, which the Iceberg table does not see",)
         action = IcebergCommit(self.want, create=True, backup=backup, keep=self.keep)
         kept = f"keep the Parquet table as {backup}" if self.keep else f"keep {backup_name(key)}, from its rewrite"
-        return Step(StepKind.CONVERT_TO_ICEBERG, key, "table",
+        return Step(StepKind.CONVERT_TO_ICEBERG, key, ObjectType.TABLE,
                     f"convert table {key} to Iceberg: register its Parquet files, {kept}", (action,), notes=tuple(notes),
                     hazards=hazards)
 

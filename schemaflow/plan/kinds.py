@@ -36,6 +36,14 @@ class StepKind(StrEnum):
     CHANGE_SETTINGS = "change_settings"
 
 
+class ObjectType(StrEnum):
+    """What a step's object is: written into plan JSON and an object's history, so its values never change."""
+    DATABASE = "database"
+    TABLE = "table"
+    VIEW = "view"
+    SETTINGS = "settings"  # schemaflow.yaml (``StepKind.CHANGE_SETTINGS``)
+
+
 class Effect(StrEnum):
     """What a step does to its object, as a reader scans a plan for it."""
 

@@ -30,7 +30,7 @@ from schemaflow.plan.hazards import OFFER
 from schemaflow.plan.iceberg import AlterIcebergTable, ConvertToIceberg
 from schemaflow.plan.rewrite import REWRITE_BLOCK, RewriteTable, by_copying
 from schemaflow.plan.invalidation import resolve
-from schemaflow.plan.kinds import VIEW_DEFINITIONS, StepKind
+from schemaflow.plan.kinds import VIEW_DEFINITIONS, ObjectType, StepKind
 from schemaflow.plan.steps import APPLIED_AT, Step
 from schemaflow.plan.view_code import with_code_hazard
 from schemaflow.plan.view_partitions import PartitionLister, partition_changes
@@ -198,10 +198,10 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
     warnings = outcome.warnings + kept
     if check_partitions:
         warnings += _stale_elsewhere(desired, live, changes, count_partitions, stale_partitions)
-    touched = {s.object for s in steps if s.object_type != "database"}
+    touched = {s.object for s in steps if s.object_type != ObjectType.DATABASE}
     fingerprints = {key: state_digest(live.objects[key]) if key in live.objects else ABSENT for key in sorted(touched)}
     # A view's partitions are contents, synced without a stamp: they alone do not claim the view.
-    claimed = {s.object for s in steps if s.object_type != "database" and s.kind != StepKind.VIEW_PARTITIONS}
+    claimed = {s.object for s in steps if s.object_type != ObjectType.DATABASE and s.kind != StepKind.VIEW_PARTITIONS}
     guards = {key: live.objects[key].version for key in sorted(claimed) if key in live.objects}
     return Plan(steps=tuple(_note_adoptions(steps, guards)), databases=desired.databases,
                 allow_destructive=allow_destructive, warnings=warnings + _resume_warnings(live), basis=basis,
@@ -362,7 +362,7 @@ def _stamp(want: Object, have: Object | None, changed: Mapping[str, str], remove
         to_set[APPLIED_COMMIT_KEY] = commit
     to_set |= _migration_records(migrations, commit)
     was = None if have is None else {k: have.properties[k] for k in (*changed, *removed) if k in have.properties}
-    return Stamp(want.key, want.kind, to_set, to_unset, was)
+    return Stamp(want.key, ObjectType(want.kind), to_set, to_unset, was)
 
 
 def applied(want: Object, migrations: Collection[Migration]) -> Object:

@@ -18,7 +18,7 @@ from schemaflow.errors import SchemaflowError
 from schemaflow.model import VERSION_KEY, Catalog, Table, split_key, state_digest
 from schemaflow.plan.diff import column_values
 from schemaflow.plan.iceberg import backup_name
-from schemaflow.plan.kinds import StepKind
+from schemaflow.plan.kinds import ObjectType, StepKind
 from schemaflow.plan.plan import Plan
 from schemaflow.plan.rewrite import restore_name
 from schemaflow.plan.steps import RestoreBackup, SetParameters, Step
@@ -56,7 +56,7 @@ def restore_plan(live: Catalog, key: str) -> Plan:
     stamp = (SetParameters(key, {VERSION_KEY: restored.version}) if restored.version
              else SetParameters(key, {}, (VERSION_KEY,)))
     action = RestoreBackup(key, backup_name(key), restore_name(key), restored.version)
-    step = Step(StepKind.RESTORE_TABLE, key, "table", f"restore table {key} from {backup_name(key)}: the table as it "
+    step = Step(StepKind.RESTORE_TABLE, key, ObjectType.TABLE, f"restore table {key} from {backup_name(key)}: the table as it "
                 "was before its rewrite", (action,), notes=tuple(notes), hazards=hazards, destructive=True,
                 values=values, stamp=stamp)
     guards = {key: current.version} if current else {}

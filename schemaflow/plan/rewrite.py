@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from schemaflow.model import Stored, Table
 from schemaflow.plan.evolution import Evolution, evolve
 from schemaflow.plan.iceberg import backup_name, staging_name
-from schemaflow.plan.kinds import StepKind
+from schemaflow.plan.kinds import ObjectType, StepKind
 from schemaflow.plan.steps import IcebergCommit, RewriteRows, Step
 from schemaflow.sql.rewrite import filling, lossless, one_to_one
 from schemaflow.wording import duration, plural, size
@@ -93,7 +93,7 @@ class RewriteTable:
     stored: Stored | None = None             # what the live table holds in files; None: not measured
     cores: int | None = None                 # what the configured master copies on; None: not known
     iceberg: Table | None = None             # converting by copying: the Iceberg table, ``want`` its Parquet copy
-    object_type = "table"
+    object_type = ObjectType.TABLE
     reshapes = True
     destructive = True                       # it moves every row: run only when allowed
 
@@ -144,10 +144,10 @@ class RewriteTable:
                         if f.cast and f.old_type and not lossless(f.old_type, f.type) and not self.resumed)
         rows = RewriteRows(self.want, columns, staging, backup, self.resumed, registrable=self.iceberg is not None)
         if self.iceberg is None:
-            return Step(StepKind.REWRITE_TABLE, key, "table", f"rewrite table {key}: {'; '.join(self.reasons)}",
+            return Step(StepKind.REWRITE_TABLE, key, ObjectType.TABLE, f"rewrite table {key}: {'; '.join(self.reasons)}",
                         (rows,), notes=tuple(notes), hazards=hazards, destructive=True, values=self.values)
         hazards += (f"readers of {key} (and of the views over it) need Iceberg's runtime from now on",)
-        return Step(StepKind.REWRITE_TABLE, key, "table", f"rewrite table {key}: {'; '.join(self.reasons)}",
+        return Step(StepKind.REWRITE_TABLE, key, ObjectType.TABLE, f"rewrite table {key}: {'; '.join(self.reasons)}",
                     (rows, IcebergCommit(self.iceberg, create=True, backup=staging, keep=False)), notes=tuple(notes),
                     hazards=hazards, destructive=True, values=self.values)
 

@@ -30,8 +30,8 @@ from collections.abc import Mapping
 from schemaflow.code_settings import CODE_FILES, HOOKS, CodeSetting, code_settings, declared_code
 from schemaflow.model import SETTINGS_KEY, Catalog
 from schemaflow.plan.plan import Plan
-from schemaflow.plan.kinds import StepKind
-from schemaflow.plan.steps import SETTINGS_TYPE, SetDatabaseParameters, Step
+from schemaflow.plan.kinds import ObjectType, StepKind
+from schemaflow.plan.steps import SetDatabaseParameters, Step
 
 SETTINGS_FILE = "schemaflow.yaml"  # the object of a settings step
 
@@ -153,7 +153,7 @@ def _step(path: tuple[str, ...], old: Any, new: Any, files: Mapping[str, str], a
     summary = f"{verb} {name} in {SETTINGS_FILE}"
     if path[0] == CODE_FILES:  # not a setting written, but a file a setting runs
         summary = f"{'add' if verb == 'set' else verb} {path[1]}, which {SETTINGS_FILE} runs as code"
-    return Step(kind=StepKind.CHANGE_SETTINGS, object=SETTINGS_FILE, object_type=SETTINGS_TYPE,
+    return Step(kind=StepKind.CHANGE_SETTINGS, object=SETTINGS_FILE, object_type=ObjectType.SETTINGS,
                 summary=summary, body=(), hazards=_hazards(path, old, new, files, after),
                 values=(f"{name}: {_shown(old)} -> {_shown(new)}",))
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from schemaflow.model import (SCHEMAFLOW_PREFIX, SETTINGS_KEY, VERSION_KEY, Column, Database, IcebergState,
                               PartitionValues, Table, column_data, from_data, partition_name, split_key, to_data)
-from schemaflow.plan.kinds import EFFECTS, ActionKind, Effect, StepKind
+from schemaflow.plan.kinds import EFFECTS, ActionKind, Effect, ObjectType, StepKind
 from schemaflow.sql import ddl, rewrite
 from schemaflow.sql.rewrite import MICROS, TIMESTAMP_TYPE, Filled
 from schemaflow.wording import plural
@@ -209,7 +209,6 @@ class KeepViewPartitions:
         return cls(object=data["object"])
 
 
-SETTINGS_TYPE = "settings"  # the object type of a change to schemaflow.yaml (``StepKind.CHANGE_SETTINGS``)
 
 # How many partitions a step's text names before it says how many more there are (its JSON has them all).
 LISTED = 10
@@ -478,7 +477,7 @@ class Step:
 
     kind: StepKind
     object: str                    # "db.name", or the database name for database steps
-    object_type: str               # "database", "table" or "view"
+    object_type: ObjectType
     summary: str                   # one line a reviewer reads
     body: tuple[Action, ...]       # what it runs for the change itself
     notes: tuple[str, ...] = ()    # consequences worth knowing (partitions left alone, ...)
@@ -513,7 +512,7 @@ class Step:
     def from_data(cls, data: Mapping[str, Any]) -> Step:
         body, stamp, record = _parts(data["object"], tuple(action_from_data(a) for a in data["actions"]))
         return cls(
-            kind=StepKind(data["kind"]), object=data["object"], object_type=data["object_type"],
+            kind=StepKind(data["kind"]), object=data["object"], object_type=ObjectType(data["object_type"]),
             summary=data["summary"], notes=tuple(data.get("notes", ())), hazards=tuple(data.get("hazards", ())),
             destructive=bool(data.get("destructive", False)), blocked=data.get("blocked"),
             sql_diff=tuple(data.get("sql_diff", ())), values=tuple(data.get("values", ())),

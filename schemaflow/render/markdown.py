@@ -16,9 +16,9 @@ import re
 from collections.abc import Mapping
 
 from schemaflow.output_safety import one_line
-from schemaflow.plan.kinds import Effect, StepKind
+from schemaflow.plan.kinds import Effect, ObjectType, StepKind
 from schemaflow.plan.plan import Plan
-from schemaflow.plan.steps import SETTINGS_TYPE, Step
+from schemaflow.plan.steps import Step
 from schemaflow.render.review import Review
 from schemaflow.render.shown import statements_of
 from schemaflow.render.summary import markers, summary
@@ -96,7 +96,7 @@ def _graph(plan: Plan, reads: Mapping[str, tuple[str, ...]]) -> list[str]:
     """The tables (boxes) and views (rounded) the plan touches, each view linked to what it reads."""
     steps: dict[str, list[Step]] = {}
     for step in plan.steps:
-        if step.object_type not in ("database", SETTINGS_TYPE):
+        if step.object_type not in (ObjectType.DATABASE, ObjectType.SETTINGS):
             steps.setdefault(step.object, []).append(step)
     if not steps:
         return []
@@ -108,7 +108,7 @@ def _graph(plan: Plan, reads: Mapping[str, tuple[str, ...]]) -> list[str]:
         state = _state(steps[key])
         blocked = any(step.blocked for step in steps[key])
         label = f"{key} ({state}, blocked)" if blocked else f"{key} ({state})"
-        shape = '("{}")' if steps[key][0].object_type == "view" else '["{}"]'
+        shape = '("{}")' if steps[key][0].object_type == ObjectType.VIEW else '["{}"]'
         lines.append(f"  {ids[key]}{shape.format(label)}")
         states.setdefault("blocked" if blocked else state, []).append(ids[key])
     lines += [f"  {ids[view]} -->|reads| {ids[read]}"
