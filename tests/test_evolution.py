@@ -12,7 +12,7 @@ import pytest
 from schemaflow.model import (MIGRATION_PREFIX, Catalog, Column, DropColumn, Migration, PartitionsMode, RenameColumn,
                               ReorderColumns, Table, fingerprint)
 from schemaflow.plan.diff import diff
-from schemaflow.plan.evolution import SAME, evolve, replayed
+from schemaflow.plan.evolution import ColumnListChange, evolve, replayed
 from schemaflow.plan.hazards import column_hazards
 from schemaflow.plan.plan import HIDING_BLOCK, build_plan
 from schemaflow.plan.rewrite import REWRITE_BLOCK
@@ -91,7 +91,7 @@ def test_unchanged_columns_evolve_as_the_whole_replay_finds_without_running_it()
     for migrations in ((), (elsewhere,)):
         fast = evolve(table, replace(table, comment="another object, the same columns"), migrations)
         assert fast == replayed(table, table, migrations)
-        assert (fast.kind, fast.operations, fast.problems) == (SAME, (), ())
+        assert (fast.kind, fast.operations, fast.problems) == (ColumnListChange.SAME, (), ())
     # A migration of the table itself is replayed, even when the columns look the same.
     assert evolve(live(LIVE).objects["retail.orders"], LIVE, (RENAME,)) == replayed(
         live(LIVE).objects["retail.orders"], LIVE, (RENAME,))

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from collections.abc import Mapping
 
 from schemaflow.model import COMMENT_KEY, MIGRATION_PREFIX, SCHEMAFLOW_PREFIX, Column, Database, PartitionValues, Table, View
-from schemaflow.plan.evolution import ALTER, APPEND, SAME, Evolution
+from schemaflow.plan.evolution import Evolution, ColumnListChange
 from schemaflow.spark_version import SparkVersion
 from schemaflow.plan.hazards import OFFER, appended_note, column_hazards, hidden_by_renames, restrict_hazard
 from schemaflow.plan.kinds import ObjectType, StepKind
@@ -215,7 +215,7 @@ class AlterColumns:
         """Cascade in batches: for very large tables, and to repair stale partitions, which the
         metastore's CASCADE ignores when the table's columns do not change."""
         large = self.partition_count is not None and self.partition_count > BATCHED_CASCADE_ABOVE
-        return bool(self.cascade and self.partition_columns and (large or self.evolution.kind == SAME))
+        return bool(self.cascade and self.partition_columns and (large or self.evolution.kind == ColumnListChange.SAME))
 
     @property
     def destructive(self) -> bool:
@@ -249,9 +249,9 @@ class AlterColumns:
             if self.batched:
                 notes.append("in batches of partitions, rewriting only those whose list differs: "
                              "a stopped run resumes where it was")
-        elif self.partition_columns and self.evolution.kind == ALTER:
+        elif self.partition_columns and self.evolution.kind == ColumnListChange.ALTER:
             hazards += (restrict_hazard(self.partition_count),)
-        elif self.partition_columns and self.evolution.kind == APPEND:
+        elif self.partition_columns and self.evolution.kind == ColumnListChange.APPEND:
             notes.append(appended_note(self.partition_count))
         elif self.partition_columns:  # a partition key's comment is the table's alone: partitions keep no keys
             notes.append("table only: a partition column's comment is the table's; partitions keep their column lists")

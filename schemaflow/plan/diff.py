@@ -20,7 +20,7 @@ from schemaflow.model import Catalog, Column, Migration, Object, Partitions, Tab
 from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateDatabase, CreateTable, CreateView,
                                      DropLeftover, DropTable, DropView, ReplaceView, SetColumnComments, SetDatabaseProperties,
                                      ROW_NEUTRAL_SETTINGS, SetStorage, SetTableComment, Unsupported)
-from schemaflow.plan.evolution import ALTER, APPEND, SAME, Evolution, evolve
+from schemaflow.plan.evolution import Evolution, ColumnListChange, evolve
 from schemaflow.plan.hazards import unexplained_hazards
 from schemaflow.plan.kinds import ObjectType
 from schemaflow.plan.iceberg import ConvertToIceberg, backup_name, conversion, iceberg_change, staging_name
@@ -378,15 +378,15 @@ def _hive_columns(want: Table, have: Table, evolution: Evolution) -> list[Change
     keys_commented = want.partition_columns != have.partition_columns or any(
         o.comment != n.comment for o, n in zip(have.partition_columns, want.partition_columns, strict=False))
     partitioned = bool(want.partition_columns)
-    if evolution.kind == APPEND and not keys_commented and evolution.mode != Partitions.CASCADE:
+    if evolution.kind == ColumnListChange.APPEND and not keys_commented and evolution.mode != Partitions.CASCADE:
         changes.append(AddColumns(key, want.columns[len(have.columns):], partitioned=partitioned,
                                   hazards=unexplained_hazards(evolution)))
-    elif evolution.kind != SAME or keys_commented or evolution.mode == Partitions.CASCADE:
+    elif evolution.kind != ColumnListChange.SAME or keys_commented or evolution.mode == Partitions.CASCADE:
         # A partition key's comment is the table's alone (partitions keep no keys): it cascades nothing,
         # and a cascade would undo the column lists an earlier restrict change left on purpose.
         # Appended columns follow no more than a key's comment does (Hive's prefix rule): only a change to the
         # columns partitions hold, or a migration that asks, makes them follow.
-        follows = evolution.kind == ALTER or evolution.mode == Partitions.CASCADE
+        follows = evolution.kind == ColumnListChange.ALTER or evolution.mode == Partitions.CASCADE
         changes.append(AlterColumns(key, evolution, want.partition_columns, want.format,
                                     cascade=partitioned and follows and evolution.mode != Partitions.RESTRICT,
                                     live_partition_columns=have.partition_columns))

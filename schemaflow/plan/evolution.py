@@ -20,13 +20,20 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from collections.abc import Callable, Sequence
 
 from schemaflow.model import (AcceptLoss, Column, DropColumn, Migration, MigrationChange, Partitions, RenameColumn, ReorderColumns,
                               Table)
 from schemaflow.plan.compatibility import Incompatibility, incompatibilities
 
-SAME, APPEND, ALTER = "same", "append", "alter"
+class ColumnListChange(StrEnum):
+    """What a column change does to the column list, as Hive's ALTER TABLE tells it (see the module docstring)."""
+    SAME = "same"      # the same columns, comments included
+    APPEND = "append"  # the old columns, then new ones: partitions may keep their list
+    ALTER = "alter"    # anything else
+
+
 _Pairs = tuple[tuple[str, str], ...]
 
 
@@ -67,13 +74,13 @@ class Evolution:
         return tuple((c.name, old[c.name], c.comment) for c in self.new if c.name in old and old[c.name] != c.comment)
 
     @property
-    def kind(self) -> str:
-        """SAME, APPEND or ALTER, by Hive's comparison of the old and new column lists."""
+    def kind(self) -> ColumnListChange:
+        """By Hive's comparison of the old and new column lists."""
         if self.new == self.old and _exact(self.new, self.old):
-            return SAME
+            return ColumnListChange.SAME
         if self.new[:len(self.old)] == self.old and _exact(self.new[:len(self.old)], self.old):
-            return APPEND
-        return ALTER
+            return ColumnListChange.APPEND
+        return ColumnListChange.ALTER
 
 
 def _exact(a: Sequence[Column], b: Sequence[Column]) -> bool:

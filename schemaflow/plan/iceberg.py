@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 from schemaflow.model import CONVERTED_FOLDER, METADATA_LOCATION, Migration, PartitionField, SortTerm, Table
 from schemaflow.plan.compatibility import incompatibilities
-from schemaflow.plan.evolution import SAME, Evolution, Problem, evolve
+from schemaflow.plan.evolution import Evolution, ColumnListChange, Problem, evolve
 from schemaflow.plan.kinds import ObjectType, StepKind
 from schemaflow.plan.steps import IcebergCommit, Step
 from schemaflow.sql.iceberg_types import evolves, iceberg_equivalent
@@ -118,7 +118,7 @@ def iceberg_change(want: Table, have: Table, migrations: Sequence[Migration],
         problems += [Problem(i.describe(), _MIRROR) for i in incompatibilities(have.columns, want.columns)]
     if problems:
         return tuple(problems)
-    if (evolution.kind == SAME and want.partition_spec == have.partition_spec and want.sort_order == have.sort_order
+    if (evolution.kind == ColumnListChange.SAME and want.partition_spec == have.partition_spec and want.sort_order == have.sort_order
             and want.comment == have.comment):
         return None
     return AlterIcebergTable(want.key, evolution, want, have)
