@@ -29,7 +29,7 @@ from schemaflow.model import Catalog, Object, Source, Stored, Table, View, catal
 from schemaflow.plan.invalidation import created_schema_mode
 from schemaflow.plan.kinds import VIEW_DEFINITIONS, StepKind
 from schemaflow.sql.ddl import view_text
-from schemaflow.plan.plan import LiveFiles, Plan, applied, build_plan
+from schemaflow.plan.plan import Basis, LiveFiles, Plan, applied, build_plan
 from schemaflow.plan.view_code import plan_code
 from schemaflow.plan.settings_changes import applied_part, recorded, recording, settings_digest, with_settings
 from schemaflow.project import Project
@@ -257,7 +257,7 @@ def review_snapshot(project: Project, snapshot: Path, *, allow_destructive: bool
     saved = load_snapshot(snapshot)
     current, left_alone = owned(project, saved.catalog.in_databases(desired.databases), desired)
     plan = build_plan(desired, current, allow_destructive=allow_destructive,
-                      count_partitions=saved.partition_counts.get, basis="snapshot",
+                      count_partitions=saved.partition_counts.get, basis=Basis.SNAPSHOT,
                       invalidation=project.settings.invalidation, release=project.settings.release)
     plan = _with_applied_settings(replace(plan, warnings=left_alone + plan.warnings,
                                           against=f"the snapshot {snapshot}"), project, saved.catalog)
@@ -285,7 +285,7 @@ def review_refs(project: Project, base: str, head: str | None = None, *, allow_d
     uri = project.settings.metastore_uri
     hints = Hints(uri) if uri and uri.startswith("thrift://") else None
     plan = build_plan(desired, before, allow_destructive=allow_destructive, commit=commit_of(project.root, head),
-                      count_partitions=hints.count_partitions if hints else None, basis="git",
+                      count_partitions=hints.count_partitions if hints else None, basis=Basis.GIT,
                       invalidation=project.settings.invalidation, release=project.settings.release,
                       files=_live_files(project, hints.stored, hints.data_folders) if hints else None)
     plan = with_settings(replace(plan, warnings=left_alone + plan.warnings, against=base,
@@ -480,7 +480,7 @@ def check_saved(plan: Plan, path: Path, project: Project, live: Live) -> None:
     from schemaflow.plan.staleness import stale_counts, stale_objects
 
     refused = f"{path} is refused, nothing was applied:"
-    if plan.basis != "metastore":
+    if plan.basis != Basis.METASTORE:
         raise SchemaflowError(f"{path} was planned against {plan.basis}, not the metastore: apply it with "
                               "apply --reviewed, which plans against the metastore and checks it is the same")
     if plan.target != project.settings.target:

@@ -12,6 +12,7 @@ from schemaflow.catalog.snapshot import write_snapshot
 from schemaflow.cli import main
 from schemaflow.model import Catalog
 from schemaflow.project import load_project
+from schemaflow.plan.plan import Basis
 from schemaflow.workflow import applied_state, desired_state
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -347,7 +348,7 @@ def test_a_saved_plan_made_from_other_files_is_refused_before_any_jvm_starts(exa
     project = load_project(example, env={})
     planned = review_snapshot(project, applied_snapshot(example, tmp_path / "live.json")).plan
     saved = tmp_path / "plan.json"  # as plan --out writes it against the metastore it reaches
-    saved.write_text(replace(planned, basis="metastore", metastore="thrift://metastore.example.com:9083").to_json())
+    saved.write_text(replace(planned, basis=Basis.METASTORE, metastore="thrift://metastore.example.com:9083").to_json())
     orders = example / "schemas/retail/orders.yaml"
     orders.write_text(orders.read_text().replace("type: bigint}", "type: bigint, comment: changed since}", 1))
     args = ["--project", str(example), "apply", str(saved), "--auto-approve"]

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from schemaflow.apply.executor import RecordingTarget, apply_plan
 from schemaflow.model import Catalog, Column, Table, View, ViewPartitions, fingerprint
-from schemaflow.plan.plan import DESTRUCTIVE_BLOCK, Plan, build_plan
+from schemaflow.plan.plan import DESTRUCTIVE_BLOCK, Basis, Plan, build_plan
 from schemaflow.plan.review_check import differences
 from schemaflow.plan.steps import ChangeViewPartitions, PartitionView
 from schemaflow.plan.view_partitions import derive
@@ -137,26 +137,26 @@ def test_without_a_metastore_the_plan_says_what_decides_the_partitions():
     # A re-created view: the note joins its step, which runs nothing more.
     changed = replace(derived, sql="SELECT id, ds FROM retail.orders WHERE id > 0")
     base_ref = catalog(ORDERS, replace(derived, version=fingerprint(derived)))
-    plan = build_plan(catalog(ORDERS, changed), base_ref, basis="git")
+    plan = build_plan(catalog(ORDERS, changed), base_ref, basis=Basis.GIT)
     assert kinds(plan) == [("replace_view", "retail.daily")]
     assert "partitions: decided at apply" in plan.steps[0].notes
     # Partitioned on other columns now: whatever partitions it has are lost, and the plan says so.
     by_id = View("retail", "daily", "SELECT ds, id FROM retail.orders", (Column("ds"), Column("id")),
                  partitioned_on=("id",), reads=("retail.orders",))
-    plan = build_plan(catalog(ORDERS, by_id), live(ORDERS, DAILY), basis="snapshot")
+    plan = build_plan(catalog(ORDERS, by_id), live(ORDERS, DAILY), basis=Basis.SNAPSHOT)
     assert plan.steps[0].notes[-2:] == ("partitions: lost with the re-created view",
                                         "none fits it: partitioned on (ds) -> (id)")
     assert plan.steps[0].destructive and plan.steps[0].blocked == DESTRUCTIVE_BLOCK
     # Listed on both sides: the difference is known without a metastore.
     before = replace(DAILY, partitions=ViewPartitions(values=(("2024-01-01",),)))
     after = replace(DAILY, partitions=ViewPartitions(values=(("2024-01-01",), ("2024-01-02",))))
-    plan = build_plan(catalog(ORDERS, after), catalog(ORDERS, before), basis="git")
+    plan = build_plan(catalog(ORDERS, after), catalog(ORDERS, before), basis=Basis.GIT)
     assert plan.steps[0].actions == (ChangeViewPartitions("retail.daily", ("ds",), add=(("2024-01-02",),)),)
     # From listed to derived: decided at apply, a step of its own.
-    plan = build_plan(catalog(ORDERS, derived), catalog(ORDERS, before), basis="git")
+    plan = build_plan(catalog(ORDERS, derived), catalog(ORDERS, before), basis=Basis.GIT)
     assert [(s.summary, s.actions) for s in plan.steps] == [("partitions of view retail.daily: decided at apply", ())]
     # Unchanged declarations show nothing.
-    assert build_plan(catalog(ORDERS, derived), catalog(ORDERS, derived), basis="git").is_empty
+    assert build_plan(catalog(ORDERS, derived), catalog(ORDERS, derived), basis=Basis.GIT).is_empty
 
 
 def test_view_partition_steps_render_round_trip_run_and_are_left_out_of_review_checks():

@@ -13,7 +13,8 @@ import functools
 import hashlib
 import json
 from dataclasses import dataclass, field, replace
-from typing import Any
+from enum import StrEnum
+from typing import Any, assert_never
 from collections.abc import Callable, Collection, Mapping
 
 from schemaflow.claims import ELSEWHERE, RUNNING, STOPPED, parse_claim, standing
@@ -45,7 +46,28 @@ HIDING_BLOCK = (f"existing values would read NULL: plan with --allow-destructive
 
 PartitionCounter = Callable[[str], "int | None"]
 # What a view's old SQL is, by what the plan was made against: the header of its diff says so.
-_OLD_LABELS = {"metastore": "live", "snapshot": "snapshot", "git": "base"}
+
+
+class Basis(StrEnum):
+    """What a plan was made against: written into plan JSON, so its values never change."""
+    METASTORE = "metastore"  # the live metastore: the only basis apply takes a saved plan of
+    SNAPSHOT = "snapshot"    # a JSON snapshot of a metastore (plan --snapshot)
+    GIT = "git"              # the desired state at a git ref (plan --base)
+
+    @property
+    def old_label(self) -> str:
+        """What a view's SQL diff calls the side it is compared with."""
+        match self:
+            case Basis.METASTORE:
+                return "live"
+            case Basis.SNAPSHOT:
+                return "snapshot"
+            case Basis.GIT:
+                return "base"
+            case _:
+                assert_never(self)
+
+
 BREAKING = (AlterColumns, AlterIcebergTable, RewriteTable, DropTable, DropView, ReplaceView)  # the changes that can break the views over them
 
 
@@ -66,9 +88,9 @@ class Plan:
     databases: tuple[str, ...]
     allow_destructive: bool = False
     warnings: tuple[str, ...] = ()  # findings beside the steps: they change nothing and run nothing
-    # What the plan was made against ("metastore", "snapshot", "git"), the state digest of each
-    # object it touches as it was then (ABSENT for one to be created), and the desired state's commit.
-    basis: str = "metastore"
+    # What the plan was made against, the state digest of each object it touches as it was then (ABSENT for one to
+    # be created), and the desired state's commit.
+    basis: Basis = Basis.METASTORE
     fingerprints: Mapping[str, str] = field(default_factory=dict)
     commit: str | None = None
     # The schemaflow.version each existing object it touches had (None: not managed yet): the apply's
@@ -126,7 +148,7 @@ class Plan:
             raise ValueError("its checksum does not match its content: it was changed after schemaflow wrote it")
         return cls(steps=tuple(Step.from_data(s) for s in data["steps"]), databases=tuple(data["databases"]),
                    allow_destructive=bool(data["allow_destructive"]), warnings=tuple(data["warnings"]),
-                   basis=data["basis"], fingerprints=dict(data["fingerprints"]), commit=data["commit"],
+                   basis=Basis(data["basis"]), fingerprints=dict(data["fingerprints"]), commit=data["commit"],
                    guards=dict(data["guards"]), partition_counts=dict(data["partition_counts"]),
                    project=data["project"], metastore=data["metastore"], target=data.get("target"),
                    against=data.get("against"), settings=data.get("settings"))
@@ -138,7 +160,7 @@ def _checksum(content: Mapping[str, Any]) -> str:
 
 def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = False,
                count_partitions: PartitionCounter | None = None, stale_partitions: PartitionCounter | None = None,
-               unfinished_partitions: PartitionCounter | None = None, commit: str | None = None, check_partitions: bool = False, basis: str = "metastore",
+               unfinished_partitions: PartitionCounter | None = None, commit: str | None = None, check_partitions: bool = False, basis: Basis = Basis.METASTORE,
                invalidation: Invalidation = Invalidation.STRICT, recompile: tuple[str, ...] = (),
                list_partitions: PartitionLister | None = None, type_rule: bool = True,
                files: LiveFiles | None = None, release: SparkVersion | None = None) -> Plan:
@@ -160,7 +182,7 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
     # Several parts of the plan ask about one table; each metastore count is made once.
     count_partitions, stale_partitions = _once(count_partitions), _once(stale_partitions)
     live = deps.with_live_reads(live)
-    changes = [replace(c, old_label=_OLD_LABELS[basis]) if isinstance(c, ReplaceView) else _registering(c, live, files)
+    changes = [replace(c, old_label=basis.old_label) if isinstance(c, ReplaceView) else _registering(c, live, files)
                for c in diff(desired, live, type_rule)]
     changes, kept = _backups(changes, allow_destructive)
     changes = _recompiled(changes, desired, recompile)
