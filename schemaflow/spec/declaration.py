@@ -9,6 +9,7 @@ readers, so none of them imports another to dispatch.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 from collections.abc import Callable
 
@@ -19,9 +20,18 @@ from schemaflow.spec.schema import check_shape
 from schemaflow.spec.sources import read_source
 from schemaflow.spec.yamlpos import Document, NodePath
 
+
+
+class DeclarationKind(StrEnum):
+    """What a schema file declares: the key it starts with, and the name of its JSON Schema."""
+    TABLE = "table"
+    VIEW = "view"
+    SOURCE = "source"
+
+
 # Each kind of schema file, and what reads it once its shape is checked.
-_READERS: dict[str, Callable[[Document, dict[str, Any], list[Problem]], Table | View]] = {
-    "table": read_table, "view": read_view, "source": read_source,
+_READERS: dict[DeclarationKind, Callable[[Document, dict[str, Any], list[Problem]], Table | View]] = {
+    DeclarationKind.TABLE: read_table, DeclarationKind.VIEW: read_view, DeclarationKind.SOURCE: read_source,
 }
 
 
@@ -30,7 +40,7 @@ class Declaration:
     """A schema file's object, the document it came from, and the problems found in it."""
 
     doc: Document
-    kind: str | None               # "table", "view" or "source"; None when the file names no object
+    kind: DeclarationKind | None   # None when the file names no object
     key: str | None                # "db.name", lower-case; None when the file names no object
     obj: Table | View | None       # None when the file has problems
     problems: tuple[Problem, ...]
@@ -44,7 +54,7 @@ class Declaration:
 def read_object(doc: Document) -> Declaration:
     """The table, view or source (``spec.sources``) a schema file declares, or what keeps it from being read."""
     data = doc.data
-    kinds = [kind for kind in ("table", "view", "source") if isinstance(data, dict) and kind in data]
+    kinds = [kind for kind in DeclarationKind if isinstance(data, dict) and kind in data]
     if len(kinds) != 1:
         where = doc.key(kinds[1]) if len(kinds) > 1 else doc.at()
         message = ("a schema file declares one object: start it with 'table: db.name', 'view: db.name' or "

@@ -57,6 +57,7 @@ from ruamel.yaml.scalarstring import (DoubleQuotedScalarString, FoldedScalarStri
 
 from schemaflow.errors import Problem, SpecError
 from schemaflow.model import Source
+from schemaflow.spec.declaration import DeclarationKind
 from schemaflow.spec.loader import SCHEMAS_DIR, SUFFIXES
 from schemaflow.spec.migrations import MIGRATIONS_DIR
 from schemaflow.spec.schema import inlined_schema
@@ -66,7 +67,6 @@ from schemaflow.spec.source import Directory, ReadFile
 from schemaflow.spec.yamlpos import NodePath, load_yaml, read_bytes
 
 LINE_WIDTH = 120  # the longest line a column or free-form mapping may take on one line
-_OBJECT_KINDS = ("table", "view", "source")  # a schemas/ file's kind is its top-level key
 # Whose items are written one a line: columns (a Hive table's partition columns too). An Iceberg table's
 # partition fields and sort terms (text) stay as written: on one line, as Spark writes them, YAML's flow
 # list splits bucket(16, id) at its comma, and the halves written one a line would read as two items.
@@ -266,7 +266,7 @@ def _kind(path: str, data: Any) -> str | None:
         return None
     if kind != "schema":
         return kind
-    declared = [name for name in _OBJECT_KINDS if name in data]
+    declared = [name for name in DeclarationKind if name in data]  # a schemas/ file's kind is its top-level key
     return declared[0] if len(declared) == 1 else None
 
 
@@ -711,7 +711,7 @@ class _Plan:
     def columns(self, path: NodePath) -> bool:
         """Whether ``path`` is a list of columns, written one column a line (unless it holds an Iceberg table's
         partition fields)."""
-        return self.kind in _OBJECT_KINDS and len(path) == 1 and path[0] in _COLUMN_LISTS
+        return self.kind in tuple(DeclarationKind) and len(path) == 1 and path[0] in _COLUMN_LISTS
 
     def style(self, built: CommentedMap | CommentedSeq, node: _Node, path: NodePath, one_line: bool) -> None:
         """Block or flow style: ``one_line`` on one line if it can be, others as written (a list of columns,

@@ -25,7 +25,7 @@ from schemaflow.model import Catalog, Migration, Source, Table
 from schemaflow.spec.analysis import analyze_views
 from schemaflow.spec.migrations import (MIGRATIONS_DIR, SUM_FILE, agreement_problems, order_problems, read_migration,
                                         sum_problems)
-from schemaflow.spec.declaration import Declaration, read_object
+from schemaflow.spec.declaration import Declaration, DeclarationKind, read_object
 from schemaflow.spec.source import Directory, ProjectFile, ProjectFiles, ReadFile
 from schemaflow.spec.yamlpos import load_yaml, project_bounds, read_bytes
 
@@ -95,9 +95,9 @@ def _load(files: ProjectFiles, databases: tuple[str, ...]) -> Catalog:
         problems.extend(declaration.problems)
         problems.extend(_placement_problems(declaration, databases))
     problems.extend(_duplicate_problems(declarations))
-    valid = {d.key: d.obj for d in declarations if d.obj is not None and d.key is not None and d.kind != "source"}
+    valid = {d.key: d.obj for d in declarations if d.obj is not None and d.key is not None and d.kind != DeclarationKind.SOURCE}
     sources = {d.key: d.obj for d in declarations if isinstance(d.obj, Table) and d.key is not None
-               and d.kind == "source"}
+               and d.kind == DeclarationKind.SOURCE}
     broken = {d.key for d in declarations if d.key is not None} - valid.keys() - sources.keys()
     broken |= unread | {_path_key(d.doc.path) for d in declarations if d.key is None}
     broken |= {key for key, obj in valid.items() if databases and obj.database not in databases}
@@ -220,7 +220,7 @@ def _placement_problems(declaration: Declaration, databases: tuple[str, ...]) ->
     if folder != f"{SCHEMAS_DIR}/{database}" or stem != name:
         expected = f"{SCHEMAS_DIR}/{database}/{name}{suffix}"
         problems.append(Problem(where, f"{declaration.key} must be declared in {expected}: rename or move this file"))
-    if databases and database not in databases and declaration.kind != "source":
+    if databases and database not in databases and declaration.kind != DeclarationKind.SOURCE:
         managed = ", ".join(databases)
         message = f"database '{database}' is not managed by this project (databases: {managed})"
         problems.append(Problem(where, f"{message}; add it to 'databases' in schemaflow.yaml"))
