@@ -200,7 +200,8 @@ def test_hive_4_0_on_postgresql_takes_every_step_through_spark_s_hive_4_client(p
     Spark, and changed, each write guarded by the server's own compare-and-swap (apply probes that the server
     refuses a stale guard before it writes), an Iceberg table's commits under the server's lock as well. Hive 4
     makes each managed table Spark creates an external one that purges its files; read back, it is the managed table
-    the project declares."""
+    the project declares. A Parquet table converted to Iceberg in place keeps an external backup over the Iceberg
+    table's files that does not purge them."""
     release = RELEASES["4.0"]
     with MetastoreServer(tmp_path / "server", settings=postgres.metastore_settings(postgres.new_database(release=release)),
                          classpath=[postgres.jdbc_jar], java_options=TEST_JAVA_OPTIONS, release=release) as hive:
