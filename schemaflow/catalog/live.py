@@ -23,6 +23,7 @@ from schemaflow.errors import SchemaflowError
 from schemaflow.model import Catalog
 from schemaflow.project import Project, Settings, no_target_chosen
 from schemaflow.spark_version import INSTALL, installed
+from schemaflow.wording import plural
 
 if TYPE_CHECKING:  # pyspark loads only when a command needs the live metastore
     from schemaflow.catalog.history import Applied
@@ -122,7 +123,7 @@ class Live:
         self._say(f"Reading {', '.join(databases) or 'no database'} through Spark ...")
         started = time.monotonic()
         catalog = reader.read(databases)
-        self._say(f"Read {len(catalog.objects):,} objects in {time.monotonic() - started:.1f} s")
+        self._say(f"Read {plural(len(catalog.objects), 'object')} in {time.monotonic() - started:.1f} s")
         return catalog
 
     def writer(self) -> Metastore:
