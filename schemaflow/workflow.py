@@ -14,7 +14,7 @@ from importlib.util import find_spec
 from functools import partial
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from collections.abc import Callable, Mapping
 
 from schemaflow.code_settings import check_approved, unapproved
@@ -27,11 +27,11 @@ from schemaflow.catalog.thrift_reader import Hints, lenient
 from schemaflow.gitsource import commit_of
 from schemaflow.model import Catalog, Object, Source, Stored, Table, View, catalog_digest, split_key
 from schemaflow.plan.invalidation import created_schema_mode
-from schemaflow.plan.kinds import VIEW_DEFINITIONS, StepKind
+from schemaflow.plan.kinds import StepKind
 from schemaflow.sql.ddl import view_text
-from schemaflow.plan.plan import Basis, LiveFiles, Plan, applied, build_plan
+from schemaflow.plan.plan import Basis, LiveFiles, Plan, PlanBuilder, applied
 from schemaflow.plan.view_code import plan_code
-from schemaflow.plan.settings_changes import applied_part, recorded, recording, settings_digest, with_settings
+from schemaflow.plan.settings_changes import SettingsChange, settings_digest, since_applied
 from schemaflow.project import Project
 from schemaflow.scope import Scope
 from schemaflow.target import check_targets, from_target, on_target, target_patterns
@@ -121,7 +121,16 @@ def review_live(project: Project, live: Live, *, allow_destructive: bool = False
                 check_partitions: bool = False, recompile: tuple[str, ...] = (),
                 desired: Catalog | None = None, read: Catalog | None = None) -> Review:
     """Plan the project's desired state (``desired``, when the caller has read it already) against its
-    live metastore (see ``build_plan``), as ``read`` holds it when the caller has read it already."""
+    live metastore (see ``plan.plan.PlanBuilder``), as ``read`` holds it when the caller has read it already."""
+    builder = _live_builder(project, live, desired, read, allow_destructive=allow_destructive,
+                            check_partitions=check_partitions, recompile=recompile)
+    return Review(builder.build(), reads=_reads(builder.live, builder.desired))
+
+
+def _live_builder(project: Project, live: Live, desired: Catalog | None = None, read: Catalog | None = None,
+                  **options: Any) -> PlanBuilder:
+    """What a plan of the project's desired state against the live metastore is made from (``desired`` and
+    ``read``, the live databases, when the caller has read them already); ``options`` as ``PlanBuilder``'s."""
     release = project.settings.release  # before Spark starts: a pyspark of another release than declared is refused
     if desired is None:
         live.read_ahead(_named_databases(project))
@@ -131,19 +140,17 @@ def review_live(project: Project, live: Live, *, allow_destructive: bool = False
     if read is None:
         read = live.read(desired.databases)
     current, left_alone = owned(project, read, desired)
-    plan = build_plan(desired, current, allow_destructive=allow_destructive,
-                      count_partitions=reader.count_partitions,
-                      stale_partitions=live.stale_partitions,
-                      unfinished_partitions=partial(live.stale_partitions, exact=True), commit=commit_of(project.root),
-                      check_partitions=check_partitions, invalidation=project.settings.invalidation,
-                      recompile=recompile, list_partitions=reader.partition_values,
-                      type_rule=reader.enforces_type_rule(), release=release,
-                      files=_live_files(project, lenient(reader.stored), lenient(reader.data_folders)))
-    against = f"target {project.settings.target}" if project.settings.target else None
-    plan = replace(plan, metastore=reader.endpoint, target=project.settings.target, against=against,
-                   warnings=left_alone + plan.warnings + _unapproved_code(project))
-    plan = _check_view_sql(_with_applied_settings(plan, project, read), desired, live)
-    return Review(plan, reads=_reads(current, desired))
+    target = project.settings.target
+    return PlanBuilder(desired, current, count_partitions=reader.count_partitions,
+                       stale_partitions=live.stale_partitions,
+                       unfinished_partitions=partial(live.stale_partitions, exact=True), commit=commit_of(project.root),
+                       invalidation=project.settings.invalidation, list_partitions=reader.partition_values,
+                       type_rule=reader.enforces_type_rule(), release=release,
+                       files=_live_files(project, lenient(reader.stored), lenient(reader.data_folders)),
+                       metastore=reader.endpoint, target=target, against=f"target {target}" if target else None,
+                       left_alone=left_alone, notices=_unapproved_code(project),
+                       settings=since_applied(project.settings.declared, read, desired.databases),
+                       view_problems=partial(_view_problems, desired, live), **options)
 
 
 def _live_files(project: Project, stored: Callable[[str], Stored | None],
@@ -154,28 +161,6 @@ def _live_files(project: Project, stored: Callable[[str], Stored | None],
         found = folders(table.key)
         return None if found is None else registrable.unregistrable(found, {c.name for c in table.all_columns})
     return LiveFiles(stored, project.settings.spark_cores, unregistrable)
-
-
-def _with_applied_settings(plan: Plan, project: Project, live: Catalog) -> Plan:
-    """``plan`` with a step for each setting changed since the settings the live databases record as
-    last applied (``plan.settings_changes``). Where none are recorded yet (a new warehouse, or one
-    adopted), there is nothing to compare with: the plan records them with its last step, and shows
-    them from then on."""
-    plan = replace(plan, settings=settings_digest(project.settings.declared))
-    applied = applied_part(project.settings.declared)
-    last = recorded(live, plan.databases)
-    if last is not None and last.digest == settings_digest(applied):
-        return plan
-    if last is None:
-        return recording(plan, applied)
-    warning: tuple[str, ...] = ()
-    if last.settings is None:
-        warning = (f"the settings last applied here (from commit {last.commit or 'unknown'}) are not recorded in full: "
-                   "each setting is shown as new",)
-    changed = with_settings(plan, last.settings or {}, applied)
-    if len(changed.steps) == len(plan.steps):  # nothing to show against what is known: recorded all the same
-        changed = recording(plan, applied)
-    return replace(changed, warnings=plan.warnings + warning)
 
 
 def _unapproved_code(project: Project) -> tuple[str, ...]:
@@ -205,15 +190,10 @@ def check_settings(plan: Plan, path: Path, project: Project) -> None:
                               "Plan again, and review what it says of the settings.")
 
 
-def _check_view_sql(plan: Plan, desired: Catalog, live: Live) -> Plan:
-    """The plan with each view Spark refuses blocked at its position (see ``catalog.view_check``),
-    so that apply refuses it before the first write rather than fail at the view."""
-    views = [s.object for s in plan.steps if s.kind in VIEW_DEFINITIONS]
-    if not views:
-        return plan
-    problems = live.view_problems(desired, views)
-    reasons = {key: f"{_sql_source(live.project, desired.objects[key])}: {problem}" for key, problem in problems.items()}
-    return plan.blocking(reasons, VIEW_DEFINITIONS)
+def _view_problems(desired: Catalog, live: Live, views: tuple[str, ...]) -> dict[str, str]:
+    """Why Spark refuses each of ``views`` it does (see ``catalog.view_check``), where its SQL is written."""
+    problems = live.view_problems(desired, list(views))
+    return {key: f"{_sql_source(live.project, desired.objects[key])}: {problem}" for key, problem in problems.items()}
 
 
 def _sql_source(project: Project, view: Object) -> Source | None:
@@ -238,14 +218,11 @@ def view_partitions_plan(project: Project, live: Live) -> tuple[Plan, tuple[str,
     A view that the plan also creates or changes is left out: its partitions follow once ``apply``
     has made the view itself what the schemas say.
     """
-    plan = make_plan(project, live)
-    partitioned = {s.object for s in plan.steps if s.kind == StepKind.VIEW_PARTITIONS}
-    changed = {s.object for s in plan.steps if s.kind != StepKind.VIEW_PARTITIONS}
-    steps = tuple(s for s in plan.steps if s.object in partitioned - changed)
-    objects = {s.object for s in steps}
-    synced = replace(plan, steps=steps, fingerprints={k: v for k, v in plan.fingerprints.items() if k in objects},
-                     guards={k: v for k, v in plan.guards.items() if k in objects})
-    return synced, tuple(sorted(partitioned & changed))
+    builder = _live_builder(project, live)
+    steps = builder.planned.steps
+    partitioned = {s.object for s in steps if s.kind == StepKind.VIEW_PARTITIONS}
+    changed = {s.object for s in steps if s.kind != StepKind.VIEW_PARTITIONS}
+    return builder.build(objects=partitioned - changed), tuple(sorted(partitioned & changed))
 
 
 def review_snapshot(project: Project, snapshot: Path, *, allow_destructive: bool = False) -> Review:
@@ -256,11 +233,11 @@ def review_snapshot(project: Project, snapshot: Path, *, allow_destructive: bool
     _plannable(desired)
     saved = load_snapshot(snapshot)
     current, left_alone = owned(project, saved.catalog.in_databases(desired.databases), desired)
-    plan = build_plan(desired, current, allow_destructive=allow_destructive,
-                      count_partitions=saved.partition_counts.get, basis=Basis.SNAPSHOT,
-                      invalidation=project.settings.invalidation, release=project.settings.release)
-    plan = _with_applied_settings(replace(plan, warnings=left_alone + plan.warnings,
-                                          against=f"the snapshot {snapshot}"), project, saved.catalog)
+    plan = PlanBuilder(desired, current, allow_destructive=allow_destructive,
+                       count_partitions=saved.partition_counts.get, basis=Basis.SNAPSHOT,
+                       invalidation=project.settings.invalidation, release=project.settings.release,
+                       against=f"the snapshot {snapshot}", left_alone=left_alone,
+                       settings=since_applied(project.settings.declared, saved.catalog, desired.databases)).build()
     return Review(plan, counts_from=str(snapshot) if saved.partition_counts else None,
                   reads=_reads(current, desired))
 
@@ -284,12 +261,12 @@ def review_refs(project: Project, base: str, head: str | None = None, *, allow_d
     before, left_alone = owned(project, applied, desired)
     uri = project.settings.metastore_uri
     hints = Hints(uri) if uri and uri.startswith("thrift://") else None
-    plan = build_plan(desired, before, allow_destructive=allow_destructive, commit=commit_of(project.root, head),
-                      count_partitions=hints.count_partitions if hints else None, basis=Basis.GIT,
-                      invalidation=project.settings.invalidation, release=project.settings.release,
-                      files=_live_files(project, hints.stored, hints.data_folders) if hints else None)
-    plan = with_settings(replace(plan, warnings=left_alone + plan.warnings, against=base,
-                                 settings=settings_digest(settings)), settings_at(project.root, base), settings)
+    plan = PlanBuilder(desired, before, allow_destructive=allow_destructive, commit=commit_of(project.root, head),
+                       count_partitions=hints.count_partitions if hints else None, basis=Basis.GIT,
+                       invalidation=project.settings.invalidation, release=project.settings.release,
+                       files=_live_files(project, hints.stored, hints.data_folders) if hints else None,
+                       against=base, left_alone=left_alone,
+                       settings=SettingsChange(settings, settings_at(project.root, base), settings)).build()
     return Review(plan, head=head or "the working tree", counts_from=uri if hints else None,
                   reads=_reads(before, desired))
 
@@ -308,9 +285,8 @@ def restoring(project: Project, live: Live, key: str) -> Plan:
     if not name:
         raise SchemaflowError(f"{key!r}: name the table as database.table")
     on = on_target(Catalog(databases=(database,)), project.settings.database_names).databases[0]
-    plan = restore_plan(live.read((on,)), f"{on}.{name}")
-    return replace(plan, metastore=live.reader.endpoint, target=project.settings.target,
-                   commit=commit_of(project.root))
+    return restore_plan(live.read((on,)), f"{on}.{name}", metastore=live.reader.endpoint,
+                        target=project.settings.target, commit=commit_of(project.root))
 
 
 def history(project: Project, live: Live, objects: tuple[str, ...] = ()) -> list[Applied]:

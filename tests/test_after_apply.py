@@ -9,7 +9,7 @@ from pathlib import Path
 
 
 from schemaflow.apply.after import cached_before, changed_objects, refresh, run_hooks
-from schemaflow.plan.plan import build_plan
+from schemaflow.plan.plan import PlanBuilder
 from tests.test_guards import WIDER
 from tests.test_plan import DESIRED, applied, catalog, table
 
@@ -32,7 +32,7 @@ def test_a_hook_that_hangs_is_stopped_and_reported(tmp_path: Path):
 
 
 def test_what_changed_is_every_table_and_view_the_plan_touches_and_each_is_refreshed():
-    plan = build_plan(WIDER, applied(DESIRED))
+    plan = PlanBuilder(WIDER, applied(DESIRED)).build()
     assert changed_objects(plan) == ("retail.daily", "retail.orders", "retail.top")
     statements: list[str] = []
     assert refresh(changed_objects(plan), statements.append) == []
@@ -43,7 +43,7 @@ def test_what_changed_is_every_table_and_view_the_plan_touches_and_each_is_refre
 def test_only_what_the_session_may_have_read_before_is_refreshed_not_what_it_created_or_dropped():
     wider = next(iter(WIDER.tables()))
     events = table("retail.events", "id:bigint")
-    plan = build_plan(catalog(wider, events), applied(DESIRED), allow_destructive=True)
+    plan = PlanBuilder(catalog(wider, events), applied(DESIRED), allow_destructive=True).build()
     assert sorted((s.object, s.kind) for s in plan.steps) == [
         ("retail.daily", "drop_view"), ("retail.events", "create_table"), ("retail.orders", "add_columns"),
         ("retail.top", "drop_view")]

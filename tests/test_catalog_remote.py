@@ -82,7 +82,7 @@ APPLY_BESIDE = SESSION + """
 import threading
 from schemaflow.apply.executor import apply_plan
 from schemaflow.model import Catalog, Column, Table, fingerprint
-from schemaflow.plan.plan import build_plan
+from schemaflow.plan.plan import PlanBuilder
 desired = Catalog(("lane_db",), {f"lane_db.t{i}": Table("lane_db", f"t{i}", (Column("id", "bigint"),)) for i in range(3)})
 metastore = Metastore.connect(spark)
 stamped = []
@@ -91,7 +91,7 @@ def recorded(self, key, *args, **kwargs):
     stamped.append((key, threading.current_thread().name, self.msc is metastore.msc))
     write(self, key, *args, **kwargs)
 Metastore.set_parameters = recorded
-apply_plan(build_plan(desired, Catalog()), metastore)
+apply_plan(PlanBuilder(desired, Catalog()).build(), metastore)
 print(stamped)
 live = metastore.read(("lane_db",))
 print([live.objects[key].version == fingerprint(table) for key, table in sorted(desired.objects.items())])

@@ -20,7 +20,7 @@ from schemaflow.catalog.jvm import JAVA_ERRORS, jvm_view
 from schemaflow.plan import changes as plan_changes
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import Catalog, Column, DropColumn, Migration, Partitions, PartitionsMode, RenameColumn, ReorderColumns, Table
-from schemaflow.plan.plan import Plan, build_plan
+from schemaflow.plan.plan import Plan, PlanBuilder
 from schemaflow.plan.rewrite import REWRITE_BLOCK
 from schemaflow.spark_version import spark_name, spark_version
 
@@ -34,9 +34,9 @@ def cols(*spec: str) -> tuple[Column, ...]:
 def plan(metastore, want: Table, *migrations: Migration, check_partitions: bool = False,
          allow_destructive: bool = False) -> Plan:
     live = metastore.read((want.database,))
-    return build_plan(Catalog((want.database,), {want.key: want}, migrations), live,
-                      count_partitions=metastore.count_partitions, stale_partitions=metastore.stale_partitions,
-                      check_partitions=check_partitions, allow_destructive=allow_destructive)
+    return PlanBuilder(Catalog((want.database,), {want.key: want}, migrations), live,
+                       count_partitions=metastore.count_partitions, stale_partitions=metastore.stale_partitions,
+                       check_partitions=check_partitions, allow_destructive=allow_destructive).build()
 
 
 def evolve(metastore, want: Table, *migrations: Migration, allow_destructive: bool = False) -> Plan:

@@ -14,7 +14,7 @@ from schemaflow.model import (MIGRATION_PREFIX, Catalog, Column, DropColumn, Mig
 from schemaflow.plan.diff import diff
 from schemaflow.plan.evolution import ColumnListChange, evolve, replayed
 from schemaflow.plan.hazards import column_hazards
-from schemaflow.plan.plan import HIDING_BLOCK, build_plan
+from schemaflow.plan.plan import HIDING_BLOCK, PlanBuilder
 from schemaflow.plan.rewrite import REWRITE_BLOCK
 from schemaflow.plan.steps import APPLIED_AT, RewriteRows, SetColumns
 from schemaflow.spec import load_catalog
@@ -43,9 +43,9 @@ def desired(*tables: Table, migrations: tuple[Migration, ...] = ()) -> Catalog:
 
 def plan_for(want: Table, have: Table, *migrations: Migration, count: int | None = 1200, stale: int | None = 0,
              allow_destructive: bool = False):
-    return build_plan(desired(want, migrations=migrations), live(have), commit="abc123",
-                      count_partitions=lambda key: count, stale_partitions=lambda key: stale,
-                      allow_destructive=allow_destructive)
+    return PlanBuilder(desired(want, migrations=migrations), live(have), commit="abc123",
+                       count_partitions=lambda key: count, stale_partitions=lambda key: stale,
+                       allow_destructive=allow_destructive).build()
 
 
 def test_a_cascade_too_short_to_estimate_shows_no_estimate():
@@ -100,7 +100,7 @@ def test_unchanged_columns_evolve_as_the_whole_replay_finds_without_running_it()
 
 def test_a_recorded_migration_is_never_applied_again():
     applied = replace(DESIRED, migrations={"0003_customer_rename": "{}"})
-    assert build_plan(desired(DESIRED, migrations=(RENAME,)), live(applied)).is_empty
+    assert PlanBuilder(desired(DESIRED, migrations=(RENAME,)), live(applied)).build().is_empty
 
 
 def test_dropping_a_middle_column_when_types_shift_positions_is_a_rewrite():
@@ -223,7 +223,7 @@ def test_a_migration_with_nothing_left_to_do_is_only_recorded():
 
 
 def test_a_new_table_records_the_migrations_that_name_it_as_moot():
-    plan = build_plan(desired(DESIRED, migrations=(RENAME,)), Catalog(("retail",)))
+    plan = PlanBuilder(desired(DESIRED, migrations=(RENAME,)), Catalog(("retail",))).build()
     [step] = plan.steps
     assert step.kind == "create_table"
     assert MIGRATION_PREFIX + "0003_customer_rename" in step.actions[-1].set
@@ -271,26 +271,26 @@ def test_parquet_type_change_hazards_follow_the_spark_release_that_reads(old, ne
 
 
 def test_check_partitions_warns_about_stale_partitions_of_tables_the_plan_leaves_alone():
-    plan = build_plan(desired(DESIRED), live(DESIRED), count_partitions=lambda key: 1200,
-                      stale_partitions=lambda key: 17, check_partitions=True)
+    plan = PlanBuilder(desired(DESIRED), live(DESIRED), count_partitions=lambda key: 1200,
+                       stale_partitions=lambda key: 17, check_partitions=True).build()
     assert plan.is_empty
     assert plan.warnings == ("retail.orders: 17 of 1200 partitions have a stale column list (left by restrict "
                              "changes or other tools); repair them with a migration: "
                              "- partitions: {table: retail.orders, mode: cascade}",)
-    unchecked = build_plan(desired(DESIRED), live(DESIRED), stale_partitions=lambda key: 17)
+    unchecked = PlanBuilder(desired(DESIRED), live(DESIRED), stale_partitions=lambda key: 17).build()
     assert unchecked.warnings == ()
 
 
 def test_a_migration_edited_after_it_was_applied_is_reported():
     applied = replace(DESIRED, migrations={RENAME.id: json.dumps({"checksum": "aaaa", "commit": "c1"})})
     edited = replace(RENAME, checksum="bbbb")
-    [step] = build_plan(desired(DESIRED, migrations=(edited,)), live(applied)).steps
+    [step] = PlanBuilder(desired(DESIRED, migrations=(edited,)), live(applied)).build().steps
     assert step.summary == ("migration 0003_customer_rename was edited after it was applied to retail.orders "
                             "(applied: aaaa, the file now: bbbb) on retail.orders")
     assert step.blocked.endswith("restore the file as it was applied (git log -p migrations/0003_customer_rename.yaml) "
                                  "and put new changes in a new migration")
     unchanged = replace(RENAME, checksum="aaaa")
-    assert build_plan(desired(DESIRED, migrations=(unchanged,)), live(applied)).is_empty
+    assert PlanBuilder(desired(DESIRED, migrations=(unchanged,)), live(applied)).build().is_empty
 
 
 def test_a_saved_plan_goes_stale_only_when_growth_changes_how_its_cascade_runs():
@@ -319,11 +319,11 @@ def assert_plans_from_every_commit(stages: tuple[Stage, ...], tmp_path) -> None:
     commits = [load_catalog(write_stage(tmp_path, stages, upto)) for upto in range(len(stages))]
     for start, live in enumerate(applied_state(commit) for commit in commits[:-1]):
         for target in {start + 1, len(commits) - 1}:
-            plan = build_plan(commits[target], live, allow_destructive=True)
+            plan = PlanBuilder(commits[target], live, allow_destructive=True).build()
             assert not any(step.blocked for step in plan.steps), (start, target, summaries(plan))
             written = [a for step in plan.steps for a in step.actions if isinstance(a, SetColumns)]
             assert all(a.columns == commits[target].objects[a.object].columns for a in written), (start, target)
-    assert build_plan(commits[-1], applied_state(commits[-1])).is_empty
+    assert PlanBuilder(commits[-1], applied_state(commits[-1])).build().is_empty
 
 
 @pytest.mark.parametrize("name", sorted(HISTORIES))
@@ -387,7 +387,7 @@ def test_random_histories_plan_from_every_commit(tmp_path):
 def test_a_table_as_any_commit_left_it_plans_to_the_last(name, start, steps, tmp_path):
     commits = history(name, tmp_path)
     live = applied_state(commits[start])
-    plan = build_plan(commits[-1], live)
+    plan = PlanBuilder(commits[-1], live).build()
     assert summaries(plan) == steps
     table, wanted = live.get("retail.t"), commits[-1].get("retail.t")
     if isinstance(table, Table) and isinstance(wanted, Table):  # changed in place: each pending migration recorded
@@ -399,7 +399,7 @@ def test_a_table_as_any_commit_left_it_plans_to_the_last(name, start, steps, tmp
 
 def test_a_column_dropped_and_declared_again_shows_its_old_values_by_name_with_the_old_type(tmp_path):
     commits = history("dropped_and_added_back_in_one_commit", tmp_path)
-    [step] = build_plan(commits[-1], applied_state(commits[0])).steps
+    [step] = PlanBuilder(commits[-1], applied_state(commits[0])).build().steps
     assert step.hazards == (
         "x is declared again after a migration took it away: parquet files find columns by name, so x shows the "
         "old x values in existing data",
@@ -422,7 +422,7 @@ def test_by_position_a_dropped_last_column_is_harmless_only_if_nothing_takes_its
 
 def test_a_rename_into_a_name_a_drop_freed_reads_the_dropped_columns_values_by_name(tmp_path):
     commits = history("renamed_into_a_name_a_drop_freed", tmp_path)
-    [step] = build_plan(commits[-1], applied_state(commits[0])).steps
+    [step] = PlanBuilder(commits[-1], applied_state(commits[0])).build().steps
     assert step.hazards == ("b is declared again after a migration took it away: parquet files find columns by name, "
                             "so b shows the old b values in existing data",)
 

@@ -20,7 +20,7 @@ from schemaflow.catalog.spark_compat import enforces_guards
 from schemaflow.claims import Claim, new_run, parse_claim
 from schemaflow.errors import ConcurrentChange, SchemaflowError
 from schemaflow.model import VERSION_KEY, Column
-from schemaflow.plan.plan import build_plan
+from schemaflow.plan.plan import PlanBuilder
 from schemaflow.plan.steps import SetColumns
 from schemaflow.workflow import check_claims
 from tests.test_plan import DAILY, DESIRED, ORDERS, TOP, applied, catalog
@@ -76,7 +76,7 @@ def test_the_plan_records_the_version_it_saw_and_says_which_objects_it_adopts():
     live = applied(DESIRED)
     unmanaged = replace(live.objects["retail.top"], version=None)
     live = replace(live, objects={**live.objects, "retail.top": unmanaged})
-    plan = build_plan(WIDER, live)
+    plan = PlanBuilder(WIDER, live).build()
     assert plan.guards == {"retail.daily": live.objects["retail.daily"].version,
                            "retail.orders": live.objects["retail.orders"].version, "retail.top": None}
     [top] = [s for s in plan.steps if s.object == "retail.top"]
@@ -86,7 +86,7 @@ def test_the_plan_records_the_version_it_saw_and_says_which_objects_it_adopts():
 
 def test_every_write_expects_the_claim_and_the_stamp_swaps_it_for_the_version():
     live = applied(DESIRED)
-    plan = build_plan(WIDER, live)
+    plan = PlanBuilder(WIDER, live).build()
     target = VersionedTarget({k: o.version for k, o in live.objects.items()})
     apply_plan(plan, target, claim=RUN)
     claims = target.actions[:3]
@@ -106,7 +106,7 @@ def test_a_claim_that_fails_hands_back_those_taken_and_applies_nothing():
     versions = {k: o.version for k, o in live.objects.items()}
     target = VersionedTarget(versions, refuse="retail.orders")
     with pytest.raises(SchemaflowError) as caught:
-        apply_plan(build_plan(WIDER, live), target, claim=RUN)
+        apply_plan(PlanBuilder(WIDER, live).build(), target, claim=RUN)
     assert str(caught.value).startswith("retail.orders was modified concurrently: its schemaflow.version is "
                                         "'changed-by-someone-else'")
     assert "nothing was applied" in str(caught.value)
@@ -129,7 +129,7 @@ def test_a_failed_step_keeps_the_claims_of_what_it_began_and_hands_back_the_rest
 
     target = FailsOnDailysStamp(versions)
     with pytest.raises(ApplyError):
-        apply_plan(build_plan(WIDER, live), target, claim=RUN)
+        apply_plan(PlanBuilder(WIDER, live).build(), target, claim=RUN)
     assert target.versions["retail.orders"] == applied(WIDER).objects["retail.orders"].version  # finished
     assert parse_claim(target.versions["retail.daily"]).steps == ("replace_view",)  # begun: the journal stays
     assert target.versions["retail.top"] == versions["retail.top"]  # not begun: handed back
@@ -147,7 +147,7 @@ def test_a_step_that_fails_at_its_first_action_hands_back_its_objects_claim():
 
     target = FailsOnDaily(versions)
     with pytest.raises(ApplyError):
-        apply_plan(build_plan(WIDER, live), target, claim=RUN)
+        apply_plan(PlanBuilder(WIDER, live).build(), target, claim=RUN)
     assert target.versions["retail.orders"] == applied(WIDER).objects["retail.orders"].version  # finished
     assert target.versions["retail.daily"] == versions["retail.daily"]  # unchanged: no claim left behind
     assert target.versions["retail.top"] == versions["retail.top"]
@@ -161,8 +161,8 @@ def test_a_plan_after_a_stopped_run_finishes_what_its_claims_say():
                                      "retail.orders": replace(live.objects["retail.orders"],
                                                               version=run.for_object(("alter_columns",), True).token)})
     asked: list[str] = []
-    plan = build_plan(WIDER, stopped, stale_partitions=lambda key: asked.append(key) or 7,
-                      count_partitions=lambda key: 40)
+    plan = PlanBuilder(WIDER, stopped, stale_partitions=lambda key: asked.append(key) or 7,
+                       count_partitions=lambda key: 40).build()
     assert asked == ["retail.orders"]  # listed once, though the resume and the repair both need it
     by_object = {s.object: s for s in plan.steps}
     assert by_object["retail.daily"].kind == "replace_view"
@@ -174,26 +174,26 @@ def test_a_plan_after_a_stopped_run_finishes_what_its_claims_say():
     assert plan.guards["retail.daily"] == left
     # A cascade of an append that stopped leaves partitions that lack only the appended columns: not
     # stale (Hive's prefix rule), but the cascade was asked for, so the next plan finishes it.
-    prefix_only = build_plan(WIDER, stopped, stale_partitions=lambda key: 0, unfinished_partitions=lambda key: 5,
-                             count_partitions=lambda key: 40)
+    prefix_only = PlanBuilder(WIDER, stopped, stale_partitions=lambda key: 0, unfinished_partitions=lambda key: 5,
+                              count_partitions=lambda key: 40).build()
     assert [s.summary for s in prefix_only.steps if s.object == "retail.orders"] == [
         "alter columns of retail.orders: finish giving every partition the table's columns"]
-    finished = build_plan(WIDER, stopped, stale_partitions=lambda key: 0, unfinished_partitions=lambda key: 0,
-                          count_partitions=lambda key: 40)
+    finished = PlanBuilder(WIDER, stopped, stale_partitions=lambda key: 0, unfinished_partitions=lambda key: 0,
+                           count_partitions=lambda key: 40).build()
     assert [s.summary for s in finished.steps if s.object == "retail.orders"] == [
         "record schemaflow.version on retail.orders"]
     # A claim from another host may belong to a run still going; one from a live process is one.
     elsewhere = replace(stopped, objects={**stopped.objects, "retail.daily": replace(
         stopped.objects["retail.daily"], version=RUN.for_object(("replace_view",), False).token)})
-    assert build_plan(WIDER, elsewhere).warnings[0] == (
+    assert PlanBuilder(WIDER, elsewhere).build().warnings[0] == (
         "retail.daily: claimed by run run1 on ci-host (pid 4242) since 2026-01-01T00:00:00Z; if that apply has "
         "stopped, apply --take-over finishes its work")
     running = new_run()
     busy = replace(stopped, objects={**stopped.objects, "retail.daily": replace(
         stopped.objects["retail.daily"], version=running.token)})
-    assert build_plan(WIDER, busy).warnings[0].startswith(f"retail.daily: being applied right now by {running.describe()}")
+    assert PlanBuilder(WIDER, busy).build().warnings[0].startswith(f"retail.daily: being applied right now by {running.describe()}")
     # With nothing stale, the half-done table only gets its final stamp.
-    quiet = build_plan(WIDER, stopped, stale_partitions=lambda key: 0)
+    quiet = PlanBuilder(WIDER, stopped, stale_partitions=lambda key: 0).build()
     assert [s.kind for s in quiet.steps if s.object == "retail.orders"] == ["set_properties"]
 
 
@@ -201,7 +201,7 @@ def test_another_runs_claims_are_taken_over_only_when_it_is_gone():
     live = applied(DESIRED)
     def plan_with(claim: Claim):
         held = replace(live.objects["retail.orders"], version=claim.token)
-        return build_plan(WIDER, replace(live, objects={**live.objects, "retail.orders": held}))
+        return PlanBuilder(WIDER, replace(live, objects={**live.objects, "retail.orders": held})).build()
 
     with pytest.raises(SchemaflowError, match="retail.orders is being modified concurrently by another schemaflow apply"):
         check_claims(plan_with(new_run()))
@@ -389,10 +389,10 @@ def test_the_guard_probe_uses_an_object_that_holds_a_version():
     imported = replace(live, objects={k: replace(o, version=None) if k == "retail.daily" else o
                                       for k, o in live.objects.items()})
     target = Probed({k: v for k, v in versions.items() if k != "retail.daily"})
-    apply_plan(build_plan(WIDER, imported), target, claim=RUN)
+    apply_plan(PlanBuilder(WIDER, imported).build(), target, claim=RUN)
     assert target.probed == "retail.orders"  # the first object, retail.daily, holds no version
 
     nothing_stamped = replace(live, objects={k: replace(o, version=None) for k, o in live.objects.items()})
     target = Probed({})
-    apply_plan(build_plan(WIDER, nothing_stamped), target, claim=RUN)
+    apply_plan(PlanBuilder(WIDER, nothing_stamped).build(), target, claim=RUN)
     assert target.probed == "retail.daily"  # probed once it holds this run's claim

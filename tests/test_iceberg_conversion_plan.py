@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from schemaflow.model import Catalog, Column, IcebergState, PartitionField, SortTerm, Table
-from schemaflow.plan.plan import Plan, build_plan
+from schemaflow.plan.plan import Plan, PlanBuilder
 from schemaflow.plan.rewrite import REWRITE_BLOCK
 from schemaflow.plan.steps import IcebergCommit, RewriteRows, Step
 
@@ -19,8 +19,8 @@ ICEBERG = Table("shop", "orders", DATA + (DT,), format="iceberg", data_source=Tr
 
 def _plan(want: Table, *live: Table, allow_destructive: bool = False) -> Plan:
     desired = Catalog(databases=("shop",), objects={want.key: want})
-    return build_plan(desired, Catalog(databases=("shop",), objects={t.key: t for t in live}),
-                      allow_destructive=allow_destructive)
+    return PlanBuilder(desired, Catalog(databases=("shop",), objects={t.key: t for t in live}),
+                       allow_destructive=allow_destructive).build()
 
 
 def _blocked(plan: Plan) -> list[str]:

@@ -13,7 +13,7 @@ from schemaflow.catalog import iceberg_commit
 from schemaflow.catalog.iceberg_metadata import iceberg_table
 from schemaflow.model import (LIVE_STATE, Catalog, Column, DropColumn, IcebergState, Migration, PartitionField,
                               RenameColumn, SortTerm, Table, from_data, state_digest, to_data)
-from schemaflow.plan.plan import build_plan
+from schemaflow.plan.plan import PlanBuilder
 from schemaflow.plan.review_check import differences
 from schemaflow.plan.steps import IcebergCommit
 from schemaflow.sql.iceberg_types import evolved_type, evolves, iceberg_type, promotes, spark_type
@@ -27,7 +27,7 @@ LIVE = Table("db", "clicks", COLUMNS, format="iceberg", data_source=True, proper
 
 def _plan(want: Table, live: Table = LIVE, migrations: tuple[Migration, ...] = (), type_rule: bool = True):
     desired = Catalog(databases=("db",), objects={want.key: want}, migrations=migrations)
-    return build_plan(desired, Catalog(databases=("db",), objects={live.key: live}), type_rule=type_rule)
+    return PlanBuilder(desired, Catalog(databases=("db",), objects={live.key: live}), type_rule=type_rule).build()
 
 
 def _want(*columns: Column, **changes: object) -> Table:

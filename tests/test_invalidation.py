@@ -16,7 +16,7 @@ from schemaflow.cli import main
 from schemaflow.catalog.snapshot import write_snapshot
 from schemaflow.errors import SchemaflowError, SpecError
 from schemaflow.model import Catalog
-from schemaflow.plan.plan import Plan, build_plan
+from schemaflow.plan.plan import Plan, PlanBuilder
 from schemaflow.project import load_project
 from schemaflow.workflow import applied_state, desired_state, hash_migrations
 
@@ -55,7 +55,7 @@ def plan_change(tmp_path: Path, base: dict[str, str], head: dict[str, str], mode
     live = applied_state(project(tmp_path / "base", base))
     desired = project(tmp_path / "head", {**base, **head}, mode)
     assert load_project(tmp_path / "head", env={}).settings.invalidation == mode
-    return build_plan(desired, live, invalidation=mode, **kw)
+    return PlanBuilder(desired, live, invalidation=mode, **kw).build()
 
 
 def steps(plan: Plan) -> list[tuple[str, str, bool]]:
@@ -131,7 +131,7 @@ def plan_retype(tmp_path: Path, mode: str, schema_modes: dict[str, str | None]) 
     live = applied_state(project(tmp_path / "base", RETYPE_BASE))
     live = replace(live, objects={k: replace(o, schema_mode=schema_modes[k]) if k in schema_modes else o
                                   for k, o in live.objects.items()})
-    return build_plan(project(tmp_path / "head", {**RETYPE_BASE, **WIDEN_KEY}), live, invalidation=mode)
+    return PlanBuilder(project(tmp_path / "head", {**RETYPE_BASE, **WIDEN_KEY}), live, invalidation=mode).build()
 
 
 def test_a_type_change_breaks_binding_views_whose_output_it_reaches_and_compensation_views_cast(tmp_path):

@@ -11,8 +11,8 @@ import pytest
 from schemaflow.model import (VERSION_KEY, Catalog, Column, Database, IcebergState, PartitionField, SortTerm,
                               Table)
 from schemaflow.plan.kinds import EFFECTS, ActionKind, Effect, StepKind
-from schemaflow.plan.plan import Plan, build_plan
-from schemaflow.plan.settings_changes import recording
+from schemaflow.plan.plan import Plan, PlanBuilder
+from schemaflow.plan.settings_changes import SettingsChange
 from schemaflow.plan.steps import (ACTION_CLASSES, Action, AddDatabase, ChangeViewPartitions, IcebergCommit, RewriteRows,
                                    KeepViewPartitions, RestoreBackup,
                                    PartitionView, SetColumns, SetDatabaseParameters, SetParameters, SetStorageAction,
@@ -80,10 +80,10 @@ def test_stamps_and_the_settings_record_come_back_from_json_as_they_were_planned
     orders = Table("db", "orders", (Column("id", "bigint"),), properties={"owner": "a"})
     live = replace(orders, properties={"owner": "b"}, managed_keys=("owner",), version="v0")
     stale = Table("db", "stale", (Column("id", "bigint"),))
-    plan = build_plan(Catalog(databases=("db",), objects={"db.orders": orders, "db.new": replace(orders, name="new")}),
-                      Catalog(databases=("db",), objects={"db.orders": live, "db.stale": stale}),
-                      allow_destructive=True)
-    plan = recording(plan, {"invalidation": "strict"})
+    recorded = {"invalidation": "strict"}
+    plan = PlanBuilder(Catalog(databases=("db",), objects={"db.orders": orders, "db.new": replace(orders, name="new")}),
+                       Catalog(databases=("db",), objects={"db.orders": live, "db.stale": stale}),
+                       allow_destructive=True, settings=SettingsChange(recorded, recorded, recorded, record=True)).build()
     assert [(s.kind, s.stamp is not None, bool(s.settings_record)) for s in plan.steps] == [
         (StepKind.DROP_TABLE, False, False), (StepKind.CREATE_TABLE, True, False),
         (StepKind.SET_PROPERTIES, True, True)]

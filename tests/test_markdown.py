@@ -14,7 +14,7 @@ import pytest
 
 from schemaflow.cli import main
 from schemaflow.model import Catalog, Column, Table
-from schemaflow.plan.plan import build_plan
+from schemaflow.plan.plan import PlanBuilder
 from schemaflow.render.markdown import MARKER, MAX_CHARACTERS, render
 from schemaflow.render.review import Review
 from tests.gitrepos import commit, init_repo, put_project
@@ -55,7 +55,7 @@ def test_a_comment_too_long_for_github_leaves_the_statements_out():
     columns = tuple(Column(f"column_{i:03d}", "string", "a comment long enough to count") for i in range(60))
     desired = Catalog(("big",), {f"big.t{i:03d}": Table("big", f"t{i:03d}", columns) for i in range(20)})
 
-    text = render(Review(build_plan(desired, Catalog())))
+    text = render(Review(PlanBuilder(desired, Catalog()).build()))
 
     assert len(text) <= MAX_CHARACTERS
     assert "<details><summary>Statements" not in text
@@ -72,7 +72,7 @@ def test_a_plan_too_long_for_even_its_table_shows_the_rows_that_fit_and_says_whe
     columns = (Column("id", "bigint", "identifier"),)
     names = [f"t{i:04d}_{'long_name_' * 10}" for i in range(700)]  # a row of about 270 characters
     desired = Catalog(("big",), {f"big.{name}": Table("big", name, columns) for name in names})
-    plan = build_plan(desired, Catalog())
+    plan = PlanBuilder(desired, Catalog()).build()
 
     text = render(Review(plan))
 

@@ -260,17 +260,17 @@ def test_an_after_apply_command_read_as_a_mapping_is_told_how_to_quote_it(exampl
 def test_confirmation_words_agree_with_their_counts(monkeypatch, capsys):
     from schemaflow.cli import _confirm
     from schemaflow.model import Column, Table
-    from schemaflow.plan.plan import build_plan
+    from schemaflow.plan.plan import PlanBuilder
 
     table = Table("retail", "t", (Column("a", "int"),))
     asked: list[str] = []
     monkeypatch.setattr("builtins.input", lambda prompt: asked.append(prompt) or "yes")
-    drop = build_plan(Catalog(("retail",)), Catalog(("retail",), {table.key: table}), allow_destructive=True)
+    drop = PlanBuilder(Catalog(("retail",)), Catalog(("retail",), {table.key: table}), allow_destructive=True).build()
     assert _confirm(drop)
     assert capsys.readouterr().out == "\nData destroyed or at risk in 1 step:\n  retail.t: destructive\n"
     assert asked == ["\nApply this step? Only 'yes' is accepted: "]
     two = Table("retail", "u", (Column("a", "int"),))
-    assert _confirm(build_plan(Catalog(("retail",)), Catalog(("retail",), {table.key: table, two.key: two}),
-                               allow_destructive=True))
+    assert _confirm(PlanBuilder(Catalog(("retail",)), Catalog(("retail",), {table.key: table, two.key: two}),
+                                allow_destructive=True).build())
     assert capsys.readouterr().out.startswith("\nData destroyed or at risk in 2 steps:\n")
     assert asked[-1] == "\nApply these 2 steps? Only 'yes' is accepted: "

@@ -11,7 +11,7 @@ from schemaflow.apply.executor import ApplyError, RecordingTarget, apply_plan
 from schemaflow.claims import Claim
 from schemaflow.errors import ConcurrentChange, SchemaflowError, Unreachable
 from schemaflow.model import APPLIED_AT_KEY, APPLIED_STATE_KEY, LIVE_STATE, MANAGED_KEYS_KEY, VERSION_KEY, Catalog, Column, Table, View, fingerprint
-from schemaflow.plan.plan import DESTRUCTIVE_BLOCK, Plan, build_plan
+from schemaflow.plan.plan import DESTRUCTIVE_BLOCK, Plan, PlanBuilder
 from schemaflow.plan.rewrite import REWRITE_BLOCK
 from schemaflow.plan.steps import (APPLIED_AT, KeepViewPartitions, PartitionView, RewriteRows, SetColumns, SetParameters,
                                    SqlAction)
@@ -55,7 +55,7 @@ def kinds(plan: Plan) -> list[tuple[str, str]]:
 
 
 def test_everything_new_is_created_in_dependency_order():
-    plan = build_plan(DESIRED, Catalog())
+    plan = PlanBuilder(DESIRED, Catalog()).build()
     assert kinds(plan) == [("create_database", "retail"), ("create_table", "retail.orders"),
                            ("create_view", "retail.daily"), ("create_view", "retail.top")]
     # Each object's last write, folded into its step, stamps its properties and version.
@@ -71,13 +71,13 @@ def test_everything_new_is_created_in_dependency_order():
 
 def test_a_view_on_a_view_waits_for_its_base_even_when_its_name_sorts_first():
     early = view("retail.aaa", "SELECT order_id FROM retail.top", ("order_id",), ("retail.top",))
-    plan = build_plan(catalog(ORDERS, DAILY, TOP, early), Catalog())
+    plan = PlanBuilder(catalog(ORDERS, DAILY, TOP, early), Catalog()).build()
     views = [s.object for s in plan.steps if s.kind == "create_view"]
     assert views == ["retail.daily", "retail.top", "retail.aaa"]
 
 
 def test_applied_state_plans_nothing():
-    assert build_plan(DESIRED, applied(DESIRED)).is_empty
+    assert PlanBuilder(DESIRED, applied(DESIRED)).build().is_empty
 
 
 def test_the_state_an_apply_leaves_is_what_the_stamps_of_a_plan_write():
@@ -87,7 +87,7 @@ def test_the_state_an_apply_leaves_is_what_the_stamps_of_a_plan_write():
     renamed = Migration("0001_rename", "", (RenameColumn("retail.orders", "id", "order_id"),), checksum="abc")
     elsewhere = Migration("0002_other", "", (RenameColumn("retail.other", "a", "b"),), checksum="def")
     desired = replace(DESIRED, migrations=(renamed, elsewhere))
-    stamps = {s.object: s.stamp for s in build_plan(desired, Catalog()).steps if s.stamp}
+    stamps = {s.object: s.stamp for s in PlanBuilder(desired, Catalog()).build().steps if s.stamp}
     left = applied_state(desired)
     assert sorted(stamps) == sorted(left.objects)
     for key, obj in left.objects.items():
@@ -95,12 +95,12 @@ def test_the_state_an_apply_leaves_is_what_the_stamps_of_a_plan_write():
         assert (obj.version, obj.managed_keys) == (written["version"], written["managed_keys"]) != (None, ())
         if isinstance(obj, Table):
             assert obj.migrations == written["migrations"] and list(obj.migrations) == ["0001_rename"]
-    assert build_plan(desired, left).is_empty
+    assert PlanBuilder(desired, left).build().is_empty
 
 
 def test_appended_column_on_partitioned_table_is_table_only_and_leaves_views_that_name_their_columns():
     wider = replace(ORDERS, columns=ORDERS.columns + (Column("coupon", "string", "Coupon code"),))
-    plan = build_plan(catalog(wider, DAILY, TOP), applied(DESIRED), count_partitions={"retail.orders": 120}.get)
+    plan = PlanBuilder(catalog(wider, DAILY, TOP), applied(DESIRED), count_partitions={"retail.orders": 120}.get).build()
     assert kinds(plan) == [("add_columns", "retail.orders")]
     add = plan.steps[0]
     assert add.actions[0] == SqlAction("ALTER TABLE `retail`.`orders` ADD COLUMNS (\n"
@@ -117,7 +117,7 @@ def test_comment_and_property_changes_touch_only_what_changed():
         live.objects["retail.orders"], managed_keys=("owner", "stale"))})
     desired_orders = replace(ORDERS, comment="new", columns=(
         Column("order_id", "bigint", "The id"), ORDERS.columns[1]), properties={"owner": "data-eng"})
-    plan = build_plan(catalog(desired_orders, DAILY, TOP), live)
+    plan = PlanBuilder(catalog(desired_orders, DAILY, TOP), live).build()
     assert kinds(plan) == [("alter_columns", "retail.orders"), ("set_table_comment", "retail.orders")]
     # Hive counts a comment change as "not the same columns": the partitions follow by default.
     assert plan.steps[0].actions == (SetColumns("retail.orders", desired_orders.columns, ORDERS.partition_columns,
@@ -137,24 +137,24 @@ def test_comment_and_property_changes_touch_only_what_changed():
 def test_a_property_value_shown_in_a_plan_is_cut_short_and_a_new_objects_are_not_listed():
     live = applied(DESIRED)
     long = "x" * 500
-    plan = build_plan(catalog(replace(ORDERS, properties={"owner": "sales-eng", "note": long}), DAILY, TOP), live)
+    plan = PlanBuilder(catalog(replace(ORDERS, properties={"owner": "sales-eng", "note": long}), DAILY, TOP), live).build()
     [value] = plan.steps[0].values
     assert value == "note: (none) -> '" + "x" * 115 + "...'" and len(value) == len("note: (none) -> ") + 120
-    created = build_plan(DESIRED, Catalog(databases=("retail",)))
+    created = PlanBuilder(DESIRED, Catalog(databases=("retail",))).build()
     assert all(step.values == () for step in created.steps)
 
 
 def test_property_only_change_is_planned():
     live = applied(DESIRED)
     desired = catalog(replace(ORDERS, properties={"owner": "data-eng"}), DAILY, TOP)
-    plan = build_plan(desired, live)
+    plan = PlanBuilder(desired, live).build()
     assert kinds(plan) == [("set_properties", "retail.orders")]
     assert plan.steps[0].summary == "set owner on retail.orders"
 
 
 def test_removing_every_property_unsets_them_and_the_managed_key_list():
     live = applied(DESIRED)
-    plan = build_plan(catalog(replace(ORDERS, properties={}), DAILY, TOP), live)
+    plan = PlanBuilder(catalog(replace(ORDERS, properties={}), DAILY, TOP), live).build()
     assert plan.steps[0].summary == "unset owner on retail.orders"
     assert plan.steps[0].actions == (SetParameters(
         "retail.orders", {VERSION_KEY: fingerprint(replace(ORDERS, properties={})), **STAMPED},
@@ -164,12 +164,12 @@ def test_removing_every_property_unsets_them_and_the_managed_key_list():
 def test_drops_are_blocked_unless_allowed_and_views_go_before_their_tables():
     live = applied(DESIRED)
     only_orders = catalog(ORDERS)
-    blocked = build_plan(only_orders, live)
+    blocked = PlanBuilder(only_orders, live).build()
     assert kinds(blocked) == [("drop_view", "retail.top"), ("drop_view", "retail.daily")]
     assert all(s.blocked == DESTRUCTIVE_BLOCK and s.destructive for s in blocked.steps)
     with pytest.raises(SchemaflowError, match="2 blocked step"):
         apply_plan(blocked, RecordingTarget())
-    everything = build_plan(Catalog(databases=("retail",)), live, allow_destructive=True)
+    everything = PlanBuilder(Catalog(databases=("retail",)), live, allow_destructive=True).build()
     assert kinds(everything) == [("drop_view", "retail.top"), ("drop_view", "retail.daily"),
                                  ("drop_table", "retail.orders")]
     assert not everything.blocked
@@ -184,7 +184,7 @@ def test_drops_are_blocked_unless_allowed_and_views_go_before_their_tables():
      "the columns of retail.orders are in another order than live (order_id, amount)"),
 ])
 def test_changes_that_cannot_be_made_in_place_are_blocked(change, what):
-    plan = build_plan(catalog(change(ORDERS), DAILY, TOP), applied(DESIRED))
+    plan = PlanBuilder(catalog(change(ORDERS), DAILY, TOP), applied(DESIRED)).build()
     unsupported = [s for s in plan.steps if s.kind == "unsupported"]
     assert [s.summary for s in unsupported] == [f"{what} on retail.orders"]
     assert unsupported[0].blocked.startswith(what + " is not supported in place")
@@ -198,12 +198,12 @@ def test_changes_that_cannot_be_made_in_place_are_blocked(change, what):
     (lambda t: replace(t, format="orc"), "storage (format 'parquet' -> 'orc')"),
 ])
 def test_changes_the_files_cannot_take_in_place_are_rewrites_run_only_when_allowed(change, why):
-    plan = build_plan(catalog(change(ORDERS), DAILY, TOP), applied(DESIRED))
+    plan = PlanBuilder(catalog(change(ORDERS), DAILY, TOP), applied(DESIRED)).build()
     [rewrite] = [s for s in plan.steps if s.object == "retail.orders"]
     assert (rewrite.kind, rewrite.summary, rewrite.blocked) == ("rewrite_table", f"rewrite table retail.orders: {why}",
                                                                 REWRITE_BLOCK)
     assert rewrite.destructive and not [s for s in plan.steps if s.kind == "unsupported"]
-    allowed = build_plan(catalog(change(ORDERS), DAILY, TOP), applied(DESIRED), allow_destructive=True)
+    allowed = PlanBuilder(catalog(change(ORDERS), DAILY, TOP), applied(DESIRED), allow_destructive=True).build()
     [rewrite] = [s for s in allowed.steps if s.object == "retail.orders"]
     assert rewrite.blocked is None or rewrite.blocked != REWRITE_BLOCK
     [copy] = rewrite.body
@@ -212,19 +212,19 @@ def test_changes_the_files_cannot_take_in_place_are_rewrites_run_only_when_allow
 
 def test_view_comment_change_does_not_recreate_views_downstream():
     desired = catalog(ORDERS, replace(DAILY, comment="Daily orders"), TOP)
-    plan = build_plan(desired, applied(DESIRED))
+    plan = PlanBuilder(desired, applied(DESIRED)).build()
     assert kinds(plan) == [("replace_view", "retail.daily")]
     assert plan.steps[0].summary == "re-create view retail.daily: comment changed"
 
 
 def test_view_sql_change_ignores_whitespace_and_case():
     desired = catalog(ORDERS, replace(DAILY, sql="select order_id,\n  ds from retail.orders"), TOP)
-    assert build_plan(desired, applied(DESIRED)).is_empty
+    assert PlanBuilder(desired, applied(DESIRED)).build().is_empty
 
 
 def test_partitioned_view_moves_its_columns_to_partition_keys():
     partitioned = replace(DAILY, partitioned_on=("ds",))
-    plan = build_plan(catalog(ORDERS, partitioned, TOP), applied(DESIRED))
+    plan = PlanBuilder(catalog(ORDERS, partitioned, TOP), applied(DESIRED)).build()
     # Re-created: its partitions are read first, to come back as they were (none here, as it was not partitioned).
     assert [type(a) for a in plan.steps[0].actions] == [SqlAction, KeepViewPartitions, SqlAction, PartitionView,
                                                         SetParameters]
@@ -233,7 +233,7 @@ def test_partitioned_view_moves_its_columns_to_partition_keys():
 
 
 def test_plan_round_trips_through_json_and_applies_the_same_actions():
-    plan = build_plan(DESIRED, Catalog())
+    plan = PlanBuilder(DESIRED, Catalog()).build()
     again = Plan.from_data(__import__("json").loads(plan.to_json()))
     assert again == plan
     recorded = RecordingTarget()
@@ -261,7 +261,7 @@ class FailingTarget(RecordingTarget):
 
 
 def test_a_failed_step_names_what_was_and_was_not_applied():
-    plan = build_plan(DESIRED, Catalog())
+    plan = PlanBuilder(DESIRED, Catalog()).build()
     with pytest.raises(ApplyError) as caught:
         apply_plan(plan, FailingTarget())
     message = str(caught.value)
@@ -276,14 +276,14 @@ def test_view_column_comments_count_only_where_declared():
     live = applied(DESIRED)
     inherited = replace(live.objects["retail.daily"], columns=(Column("order_id", "bigint", "Order id"), Column("ds", "string")))
     live = replace(live, objects={**live.objects, "retail.daily": inherited})
-    assert build_plan(DESIRED, live).is_empty
+    assert PlanBuilder(DESIRED, live).build().is_empty
     declared = replace(DAILY, columns=(Column("order_id", comment="The order"), Column("ds")))
-    plan = build_plan(catalog(ORDERS, declared, TOP), live)
+    plan = PlanBuilder(catalog(ORDERS, declared, TOP), live).build()
     assert [s.summary for s in plan.steps] == ["re-create view retail.daily: column comments changed"]
 
 
 def test_a_long_apply_says_how_far_it_is_and_about_how_long_the_rest_takes():
-    plan = build_plan(catalog(*(table(f"retail.t{i}", "id:bigint") for i in range(8))), Catalog())
+    plan = PlanBuilder(catalog(*(table(f"retail.t{i}", "id:bigint") for i in range(8))), Catalog()).build()
     assert len(plan.steps) == 9  # the database, then eight tables
     ticks = iter(range(0, 1000, 10))  # each reading of the clock is 10 s after the one before: 20 s a step
     out = io.StringIO()
@@ -301,7 +301,7 @@ def test_a_long_apply_says_how_far_it_is_and_about_how_long_the_rest_takes():
 
 
 def test_an_apply_says_how_long_claiming_the_objects_it_changes_took_before_its_first_step():
-    plan = build_plan(catalog(replace(ORDERS, comment="Changed"), DAILY, TOP), applied(DESIRED))
+    plan = PlanBuilder(catalog(replace(ORDERS, comment="Changed"), DAILY, TOP), applied(DESIRED)).build()
     assert list(plan.guards) == ["retail.orders"]
     ticks = iter(range(0, 1000, 10))
     out = io.StringIO()
@@ -314,7 +314,7 @@ def test_an_apply_says_how_long_claiming_the_objects_it_changes_took_before_its_
 
 
 def test_a_claim_refused_says_failed_on_the_claiming_line_and_nothing_was_applied():
-    plan = build_plan(catalog(replace(ORDERS, comment="Changed"), DAILY, TOP), applied(DESIRED))
+    plan = PlanBuilder(catalog(replace(ORDERS, comment="Changed"), DAILY, TOP), applied(DESIRED)).build()
 
     class Refusing(RecordingTarget):
         def set_parameters(self, key, set, unset, expected=None):
@@ -343,7 +343,7 @@ class CutOff(RecordingTarget):
 def _three_changed() -> Plan:
     changed = catalog(replace(ORDERS, comment="Changed"), replace(DAILY, comment="Changed"),
                       replace(TOP, comment="Changed"))
-    plan = build_plan(changed, applied(DESIRED))
+    plan = PlanBuilder(changed, applied(DESIRED)).build()
     assert sorted(plan.guards) == ["retail.daily", "retail.orders", "retail.top"]
     return plan
 
@@ -391,15 +391,15 @@ def test_a_property_removed_from_the_file_is_unset_on_an_adopted_table_as_plan_b
     base = catalog(table("retail.orders", "id:bigint", properties={"owner": "sales", "tier": "1"}))
     head = catalog(table("retail.orders", "id:bigint", properties={"owner": "sales"}))
     [imported] = base.objects.values()  # as import leaves it: the properties, no stamp, nothing managed yet
-    reviewed = build_plan(head, applied_state(base))     # plan --base: the base as an apply left it
-    adopted = build_plan(head, catalog(imported))         # plan against the metastore after import
+    reviewed = PlanBuilder(head, applied_state(base)).build()     # plan --base: the base as an apply left it
+    adopted = PlanBuilder(head, catalog(imported)).build()         # plan against the metastore after import
 
     def unset(plan: Plan) -> list[tuple[str, tuple[str, ...]]]:
         return [(s.kind, a.unset) for s in plan.steps for a in s.actions if isinstance(a, SetParameters)]
     assert unset(reviewed) == unset(adopted) == [("set_properties", ("tier",))]
     # A table schemaflow has stamped keeps to the keys it recorded: others' properties stay.
     stamped = replace(imported, version="v1", managed_keys=("owner",))
-    assert unset(build_plan(head, catalog(stamped))) == []
+    assert unset(PlanBuilder(head, catalog(stamped)).build()) == []
 
 
 @pytest.mark.parametrize("count, said", [(1, "1 partition keeps its"), (30, "30 partitions keep their"),
@@ -417,7 +417,7 @@ def test_a_blocked_change_does_not_hide_the_tables_other_changes_it_holds_them_w
     live = table("retail.orders", "id:bigint", comment="Orders", properties={"owner": "sales"})
     want = replace(live, external=True, location="s3://lake/orders", comment="All orders",
                    properties={"owner": "sales-eng"})
-    plan = build_plan(catalog(want), applied(catalog(live)))
+    plan = PlanBuilder(catalog(want), applied(catalog(live))).build()
     assert [(s.kind, s.blocked is not None) for s in plan.steps] == [("unsupported", True), ("set_table_comment", True)]
     comment = plan.steps[1]
     assert comment.blocked == "waits on step 1, which cannot run as planned"
@@ -431,7 +431,7 @@ def test_a_blocked_column_change_shows_every_change_of_its_write_and_holds_the_t
                    columns=(Column("amount", "decimal(10,2)"), Column("s", "struct<x:int>")))
     want = replace(live, columns=(Column("amount", "decimal(12,2)"), Column("note", "string")), comment="All orders",
                    properties={"owner": "eng"})
-    plan = build_plan(catalog(want), applied(catalog(live)))
+    plan = PlanBuilder(catalog(want), applied(catalog(live))).build()
     assert [(s.kind, s.blocked is not None) for s in plan.steps] == [("unsupported", True), ("set_table_comment", True)]
     assert plan.steps[0].values == ("type of column amount: 'decimal(10,2)' -> 'decimal(12,2)'",
                                     "column note: (none) -> string", "column s: struct<x:int> -> (none)")
@@ -445,7 +445,7 @@ def test_a_rewrite_shows_every_change_its_new_definition_makes():
                    columns=(Column("amount", "decimal(10,2)"), Column("s", "struct<x:int>")))
     want = replace(live, columns=(Column("amount", "decimal(12,2)"), Column("s", "struct<x:bigint>"),
                                   Column("note", "string")), comment="All orders", properties={"owner": "eng"})
-    [step] = build_plan(catalog(want), applied(catalog(live))).steps
+    [step] = PlanBuilder(catalog(want), applied(catalog(live))).build().steps
     assert (step.kind, step.blocked) == ("rewrite_table", REWRITE_BLOCK)
     assert step.values == ("type of column amount: 'decimal(10,2)' -> 'decimal(12,2)'",
                            "type of column s: 'struct<x:int>' -> 'struct<x:bigint>'",
@@ -459,7 +459,7 @@ def test_a_rewrite_shows_every_change_its_new_definition_makes():
                          "FROM `retail`.`orders`")
     # A struct gaining a field is no cast Spark makes: not a rewrite, but a refusal with the way out.
     grown = replace(want, columns=(want.columns[0], Column("s", "struct<x:int,y:int>"), want.columns[2]))
-    [refused, _] = build_plan(catalog(grown), applied(catalog(live))).steps
+    [refused, _] = PlanBuilder(catalog(grown), applied(catalog(live))).build().steps
     assert refused.kind == "unsupported" and refused.summary.startswith(
         "change type of s from struct<x:int> to struct<x:int,y:int>")
     assert "a rewrite converts a nested value only to a type of the same shape" in refused.blocked
@@ -472,9 +472,9 @@ def test_a_comment_on_a_data_source_column_that_nests_varchar_is_blocked_and_a_t
                      data_source=True)
     live = applied(catalog(events))
     commented = replace(events, columns=tuple(replace(c, comment="Said") for c in events.columns))
-    plan = build_plan(catalog(commented), live)
+    plan = PlanBuilder(catalog(commented), live).build()
     assert kinds(plan) == [("rewrite_table", "retail.events")]
     assert plan.steps[0].summary == ("rewrite table retail.events: change comment of column tags (array<varchar(3)>: "
                                      "Spark cannot alter a column whose type nests char or varchar)")
     only_name = replace(events, columns=(replace(events.columns[0], comment="Said"), events.columns[1]))
-    assert kinds(build_plan(catalog(only_name), live)) == [("set_column_comments", "retail.events")]
+    assert kinds(PlanBuilder(catalog(only_name), live).build()) == [("set_column_comments", "retail.events")]

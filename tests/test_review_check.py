@@ -5,7 +5,7 @@ import json
 from dataclasses import replace
 
 from schemaflow.model import Catalog, Column, Table
-from schemaflow.plan.plan import build_plan
+from schemaflow.plan.plan import PlanBuilder
 from schemaflow.plan.review_check import differences
 from schemaflow.workflow import applied_state
 
@@ -18,17 +18,17 @@ def catalog(*tables: Table) -> Catalog:
 
 
 def test_counts_notes_and_the_commit_may_differ_the_changes_may_not():
-    reviewed = build_plan(catalog(HEAD), applied_state(catalog(BASE)), commit="pr-head")
-    after_merge = build_plan(catalog(HEAD), applied_state(catalog(BASE)), commit="merge-commit",
-                             count_partitions=lambda key: 60_000, stale_partitions=lambda key: 0)
+    reviewed = PlanBuilder(catalog(HEAD), applied_state(catalog(BASE)), commit="pr-head").build()
+    after_merge = PlanBuilder(catalog(HEAD), applied_state(catalog(BASE)), commit="merge-commit",
+                              count_partitions=lambda key: 60_000, stale_partitions=lambda key: 0).build()
     assert reviewed.steps[0].notes != after_merge.steps[0].notes  # counts known only after merge
     assert differences(reviewed, after_merge) == []
 
 
 def test_a_metastore_that_moved_since_the_review_makes_it_stale():
-    reviewed = build_plan(catalog(HEAD), applied_state(catalog(BASE)))
+    reviewed = PlanBuilder(catalog(HEAD), applied_state(catalog(BASE))).build()
     moved = applied_state(catalog(replace(BASE, comment="Orders")))  # someone applied the comment already
-    after_merge = build_plan(catalog(HEAD), moved)
+    after_merge = PlanBuilder(catalog(HEAD), moved).build()
     assert differences(reviewed, after_merge) == [
         "planned differently: add 1 column to retail.orders: coupon string",  # it now carries the stamp
         "no longer planned: comment on table retail.orders: (none) -> 'Orders'"]
@@ -36,21 +36,21 @@ def test_a_metastore_that_moved_since_the_review_makes_it_stale():
 
 def test_a_reviewed_drop_is_the_same_drop_after_merge_though_its_record_names_another_commit():
     other = Table("retail", "legacy", (Column("id", "bigint"),))
-    reviewed = build_plan(catalog(BASE), applied_state(catalog(BASE, other)), allow_destructive=True, commit="pr-head")
-    after_merge = build_plan(catalog(BASE), applied_state(catalog(BASE, other)), allow_destructive=True,
-                             commit="merge-commit")
+    reviewed = PlanBuilder(catalog(BASE), applied_state(catalog(BASE, other)), allow_destructive=True, commit="pr-head").build()
+    after_merge = PlanBuilder(catalog(BASE), applied_state(catalog(BASE, other)), allow_destructive=True,
+                              commit="merge-commit").build()
     assert reviewed.steps[0].actions != after_merge.steps[0].actions  # the drop's record names its commit
     assert differences(reviewed, after_merge) == []
-    older = build_plan(catalog(BASE), applied_state(catalog(BASE, replace(other, comment="x"))), allow_destructive=True)
+    older = PlanBuilder(catalog(BASE), applied_state(catalog(BASE, replace(other, comment="x"))), allow_destructive=True).build()
     assert differences(reviewed, older) == ["planned differently: drop table retail.legacy"]  # another version
 
 
 def test_a_reviewed_drop_of_an_object_schemaflow_never_stamped_is_not_stale():
     other = Table("retail", "legacy", (Column("id", "bigint"),))
-    reviewed = build_plan(catalog(BASE), applied_state(catalog(BASE, other)), allow_destructive=True)
+    reviewed = PlanBuilder(catalog(BASE), applied_state(catalog(BASE, other)), allow_destructive=True).build()
     adopted = replace(applied_state(catalog(BASE, other)), objects={
         **applied_state(catalog(BASE)).objects, other.key: other})  # live, as an import finds it: no version
-    after_merge = build_plan(catalog(BASE), adopted, allow_destructive=True)
+    after_merge = PlanBuilder(catalog(BASE), adopted, allow_destructive=True).build()
     def version(plan):
         [record] = [json.loads(value) for action in plan.steps[0].actions
                     for value in getattr(action, "properties", {}).values()]

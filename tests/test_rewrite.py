@@ -12,7 +12,7 @@ from schemaflow.spec.loader import load_catalog
 from schemaflow.model import AcceptLoss, Bucketing, Catalog, Column, DropColumn, Migration, RenameColumn, Stored, Table
 from schemaflow.plan.changes import AlterColumns, SetStorage
 from schemaflow.plan.diff import diff_table
-from schemaflow.plan.plan import LiveFiles, build_plan
+from schemaflow.plan.plan import LiveFiles, PlanBuilder
 from schemaflow.plan.rewrite import REWRITE_BLOCK
 from schemaflow.plan.steps import RewriteRows
 
@@ -25,8 +25,8 @@ MIGRATIONS = (Migration("0001_rename", "", (RenameColumn("retail.orders", "name"
 
 
 def plan(live: Catalog, allow: bool = True):
-    return build_plan(Catalog(("retail",), {WANT.key: WANT}, migrations=MIGRATIONS), live, allow_destructive=allow,
-                      count_partitions=lambda key: 12)
+    return PlanBuilder(Catalog(("retail",), {WANT.key: WANT}, migrations=MIGRATIONS), live, allow_destructive=allow,
+                       count_partitions=lambda key: 12).build()
 
 
 def test_a_rewrite_says_what_it_copies_where_and_what_it_leaves_behind():
@@ -121,10 +121,10 @@ def test_the_choice_is_declared_on_the_table_and_a_misspelt_one_is_an_error_that
 
 
 def measured(stored: Stored | None, cores: int | None = 2):
-    return build_plan(Catalog(("retail",), {WANT.key: WANT}, migrations=MIGRATIONS),
-                      Catalog(("retail",), {LIVE.key: LIVE}), allow_destructive=True, count_partitions=lambda key: 12,
-                      files=LiveFiles(lambda key: stored if key == "retail.orders" else None, cores,
-                                      lambda table: None)).steps[0].notes
+    return PlanBuilder(Catalog(("retail",), {WANT.key: WANT}, migrations=MIGRATIONS),
+                       Catalog(("retail",), {LIVE.key: LIVE}), allow_destructive=True, count_partitions=lambda key: 12,
+                       files=LiveFiles(lambda key: stored if key == "retail.orders" else None, cores,
+                                      lambda table: None)).build().steps[0].notes
 
 
 def test_a_rewrite_says_how_much_it_reads_where_the_figures_come_from_and_about_how_long_it_takes():
@@ -150,8 +150,8 @@ def test_a_conversion_a_migration_accepts_loss_in_is_a_hazard_that_says_so_and_i
     want = replace(WANT, columns=(Column("id", "bigint"), Column("full_name", "string"), Column("amount", "int")))
     accepting = Migration("0003_amounts", "", (AcceptLoss("retail.orders", "amount"),))
     renaming = Migration("0001_rename", "", (RenameColumn("retail.orders", "name", "full_name"),))
-    [step] = build_plan(Catalog(("retail",), {want.key: want}, migrations=(renaming, accepting)),
-                        Catalog(("retail",), {LIVE.key: LIVE}), allow_destructive=True).steps
+    [step] = PlanBuilder(Catalog(("retail",), {want.key: want}, migrations=(renaming, accepting)),
+                         Catalog(("retail",), {LIVE.key: LIVE}), allow_destructive=True).build().steps
     assert step.hazards == ("amount: string -> int can lose values (a value int cannot hold becomes NULL, as a migration "
                             "accepts: the copy counts them)",)
     [copy] = step.body
@@ -159,7 +159,7 @@ def test_a_conversion_a_migration_accepts_loss_in_is_a_hazard_that_says_so_and_i
     assert "values a conversion makes NULL counted in id, amount (accepted)" in copy.describe()
     assert step.stamp is not None and "schemaflow.migration.0003_amounts" in step.stamp.set
     # Without it, the same conversion stops the rewrite.
-    [step] = build_plan(Catalog(("retail",), {want.key: want}, migrations=(renaming,)),
-                        Catalog(("retail",), {LIVE.key: LIVE}), allow_destructive=True).steps
+    [step] = PlanBuilder(Catalog(("retail",), {want.key: want}, migrations=(renaming,)),
+                         Catalog(("retail",), {LIVE.key: LIVE}), allow_destructive=True).build().steps
     assert step.hazards == ("amount: string -> int can lose values (a value int cannot hold becomes NULL, and then the "
                             "rewrite stops before the cut-over)",)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from schemaflow.model import Catalog, Column, Table, View
-from schemaflow.plan.plan import build_plan
+from schemaflow.plan.plan import PlanBuilder
 from schemaflow.scope import Scope, unmanageable
 
 COLUMNS = (Column("a", "int"),)
@@ -57,10 +57,10 @@ def test_objects_left_alone_are_never_planned_and_are_listed_as_not_managed():
         in notices
     assert len(notices) == 9
     # Without the scope, every one of them would be a (blocked) drop.
-    unscoped = build_plan(DECLARED, LIVE)
+    unscoped = PlanBuilder(DECLARED, LIVE).build()
     assert sorted(s.object for s in unscoped.steps if s.kind == "drop_table") == sorted(
         k for k in LIVE.objects if k not in ("shop.orders", "shop.v"))
-    scoped = build_plan(DECLARED, owned)
+    scoped = PlanBuilder(DECLARED, owned).build()
     assert sorted((s.kind, s.object) for s in scoped.steps) == [
         ("drop_table", "shop.csv_serde"), ("drop_table", "shop.made_by_spark"), ("drop_view", "shop.v")]
 

@@ -15,7 +15,7 @@ from schemaflow.errors import SpecError
 from schemaflow.model import Catalog, Column, Table, View, catalog_digest
 from schemaflow.plan.changes import CreateDatabase, CreateView
 from schemaflow.plan.diff import diff
-from schemaflow.plan.plan import build_plan
+from schemaflow.plan.plan import PlanBuilder
 from schemaflow.project import load_project
 from schemaflow.render.graph import render_graph
 from schemaflow.scope import Scope
@@ -184,11 +184,11 @@ def test_nothing_is_planned_for_a_source(shop: Catalog):
     assert [c.key for c in changes] == ["shop", "shop.daily_kinds", "shop.orders"]
     assert not any(isinstance(c, CreateDatabase) and c.key == "raw" for c in changes)
     view = next(c for c in changes if isinstance(c, CreateView))
-    plan = build_plan(shop, Catalog())
+    plan = PlanBuilder(shop, Catalog()).build()
     assert [s.object for s in plan.steps if "raw" in s.object] == []
     assert [s.kind for s in plan.steps if s.object == "shop.daily_kinds"] == ["create_view"]
     assert view.view.reads == ("raw.events",)
-    assert build_plan(shop, applied_state(shop)).is_empty  # once applied, nothing more to do
+    assert PlanBuilder(shop, applied_state(shop)).build().is_empty  # once applied, nothing more to do
 
 
 def test_a_live_object_declared_as_a_source_is_left_alone_and_listed(tmp_path: Path):
@@ -205,7 +205,7 @@ def test_a_live_object_declared_as_a_source_is_left_alone_and_listed(tmp_path: P
         "not managed: shop.feed (declared as a source in schemas/shop/feed.yaml); schemaflow leaves it alone",
         "not managed: shop.stale (excluded by 'shop.st*' in schemaflow.yaml); schemaflow leaves it alone",
     )
-    plan = build_plan(declared, owned, allow_destructive=True)
+    plan = PlanBuilder(declared, owned, allow_destructive=True).build()
     assert [(s.kind, s.object) for s in plan.steps] == [("create_table", "shop.orders"),
                                                         ("create_view", "shop.scores")]
 

@@ -237,16 +237,16 @@ def test_database_attributes_are_checked_where_they_are_written(tmp_path: Path, 
 
 def test_a_metastore_without_the_type_rule_takes_any_type_change():
     from schemaflow.model import Catalog
-    from schemaflow.plan.plan import build_plan
+    from schemaflow.plan.plan import PlanBuilder
 
     live = Table("raw", "t", (Column("a", "int"), LINE), format="orc")
     want = Table("raw", "t", (Column("a", "boolean"), LINE), format="orc")
     desired, current = Catalog(("raw",), {want.key: want}), Catalog(("raw",), {live.key: live})
     # The metastore refuses it in place: a rewrite makes it, when allowed.
-    [refused] = build_plan(desired, current).steps
+    [refused] = PlanBuilder(desired, current).build().steps
     assert refused.kind == "rewrite_table" and refused.blocked == REWRITE_BLOCK
     assert "hive.metastore.disallow.incompatible.col.type.changes" in refused.summary
-    [taken] = build_plan(desired, current, type_rule=False).steps
+    [taken] = PlanBuilder(desired, current, type_rule=False).build().steps
     assert taken.kind == "alter_columns" and not taken.blocked
 
 

@@ -74,12 +74,12 @@ def test_bookkeeping_shows_only_when_asked(example, tmp_path, capsys):
 
 def test_a_change_that_makes_data_unreadable_counts_as_hazardous_in_both_summaries():
     from schemaflow.model import Catalog, Column, Table
-    from schemaflow.plan.plan import build_plan
+    from schemaflow.plan.plan import PlanBuilder
     from schemaflow.render.review import Review
 
     live = Table("shop", "t", (Column("a", "int"), Column("b", "string")), format="parquet")
     want = Table("shop", "t", (Column("a", "string"), Column("b", "string")), format="parquet")
-    plan = build_plan(Catalog(("shop",), {want.key: want}), Catalog(("shop",), {live.key: live}))
+    plan = PlanBuilder(Catalog(("shop",), {want.key: want}), Catalog(("shop",), {live.key: live})).build()
     [step] = plan.steps
     assert step.hazards and not step.destructive
     text = render(Review(plan), "text")
@@ -90,15 +90,15 @@ def test_a_change_that_makes_data_unreadable_counts_as_hazardous_in_both_summari
 
 def test_a_view_whose_sql_changes_shows_a_diff_of_it_not_the_whole_statement():
     from schemaflow.model import Catalog, Column, Table, View
-    from schemaflow.plan.plan import build_plan
+    from schemaflow.plan.plan import PlanBuilder
     from schemaflow.render.review import Review
 
     table = Table("shop", "t", (Column("a", "int"), Column("b", "string")))
     live = View("shop", "v", "SELECT a\nFROM `shop`.t\nWHERE a > 0", (Column("a", "int"),))  # as view_text stores it
     want = View("shop", "v", "SELECT a\nFROM t\nWHERE a > 1", (Column("a"),),
                 reads=("shop.t",), uses={"shop.t": ("a",)}, lineage={"a": ("shop.t.a",)})
-    plan = build_plan(Catalog(("shop",), {table.key: table, want.key: want}),
-                      Catalog(("shop",), {table.key: table, live.key: live}))
+    plan = PlanBuilder(Catalog(("shop",), {table.key: table, want.key: want}),
+                       Catalog(("shop",), {table.key: table, live.key: live})).build()
     [step] = plan.steps
     assert step.sql_diff == ("--- live", "+++ schemas", "@@ -1,3 +1,3 @@", " SELECT a", " FROM `shop`.t", "-WHERE a > 0",
                              "+WHERE a > 1")

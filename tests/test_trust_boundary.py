@@ -304,10 +304,10 @@ FORGED = "x\r\n\r\n# ✅ No changes\r\n[merge me](https://evil.example) @securit
 def forged_plan():
     """A plan whose every text field holds what a forger would write (as a live metastore may hold it)."""
     from schemaflow.model import Catalog, Column, Table
-    from schemaflow.plan.plan import build_plan
+    from schemaflow.plan.plan import PlanBuilder
 
     table = Table("shop", "t", (Column("id", "int", FORGED),), comment=FORGED, properties={FORGED: FORGED})
-    return build_plan(Catalog(("shop",), {table.key: table}), Catalog(("shop",)))
+    return PlanBuilder(Catalog(("shop",), {table.key: table}), Catalog(("shop",))).build()
 
 
 def test_nothing_a_user_wrote_can_forge_the_pull_request_comment():

@@ -1,11 +1,12 @@
 """A plan: the ordered steps that turn the live catalog into the desired one, saved and loaded as JSON.
 
-``build_plan`` is the whole planner: diff, find the views the changes break and apply the
+``PlanBuilder`` is the whole planner: diff, find the views the changes break and apply the
 invalidation mode to them (``plan.invalidation``), count the partitions an append leaves alone, end
 every touched object with its ``Stamp`` (managed properties and version), give partitioned views the
-partitions they should have, order everything, and block what may not run as asked (destructive
-steps without ``allow_destructive``, changes that cannot be made in place, changes that break views
-under ``invalidation: strict``).
+partitions they should have, order everything, add the settings' steps, and block what may not run
+as asked (destructive steps without ``allow_destructive``, changes that cannot be made in place, changes
+that break views under ``invalidation: strict``, views the engine refuses). Everything it needs is given
+before it builds, and a plan, once built, is never patched: what the reviewer reads is what was built.
 """
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from schemaflow.plan.iceberg import AlterIcebergTable, ConvertToIceberg
 from schemaflow.plan.rewrite import REWRITE_BLOCK, RewriteTable, by_copying
 from schemaflow.plan.invalidation import resolve
 from schemaflow.plan.kinds import VIEW_DEFINITIONS, ObjectType, StepKind
+from schemaflow.plan.settings_changes import SettingsChange
 from schemaflow.plan.steps import APPLIED_AT, Step
 from schemaflow.plan.view_code import with_code_hazard
 from schemaflow.plan.view_partitions import PartitionLister, partition_changes
@@ -119,11 +121,6 @@ class Plan:
         """The databases, tables and views the plan changes (not the settings file)."""
         return tuple(sorted({s.object for s in self.steps if s.kind != StepKind.CHANGE_SETTINGS}))
 
-    def blocking(self, reasons: Mapping[str, str], kinds: Collection[StepKind]) -> Plan:
-        """This plan with its steps of ``kinds`` on the objects in ``reasons`` blocked, for those reasons."""
-        return replace(self, steps=tuple(replace(s, blocked=s.blocked or reasons[s.object])
-                                         if s.kind in kinds and s.object in reasons else s for s in self.steps))
-
     def to_data(self) -> dict[str, Any]:
         data = {"format_version": FORMAT_VERSION, "databases": list(self.databases),
                 "allow_destructive": self.allow_destructive, "steps": [s.to_data() for s in self.steps],
@@ -158,13 +155,11 @@ def _checksum(content: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(content, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = False,
-               count_partitions: PartitionCounter | None = None, stale_partitions: PartitionCounter | None = None,
-               unfinished_partitions: PartitionCounter | None = None, commit: str | None = None, check_partitions: bool = False, basis: Basis = Basis.METASTORE,
-               invalidation: Invalidation = Invalidation.STRICT, recompile: tuple[str, ...] = (),
-               list_partitions: PartitionLister | None = None, type_rule: bool = True,
-               files: LiveFiles | None = None, release: SparkVersion | None = None) -> Plan:
-    """Plan the changes that turn ``live`` into ``desired`` (both restricted to the managed databases).
+@dataclass(frozen=True)
+class PlanBuilder:
+    """Everything a plan is made from, given before it is made; ``build`` makes it, complete, once (nothing replaces
+    a field of a plan afterwards): the changes that turn ``live`` into ``desired`` (both restricted to the managed
+    databases), what the plan is bound to, and what it says beside its steps.
 
     ``invalidation`` says what happens to views a change breaks (``plan.invalidation``); ``recompile``
     names declared views to re-create from their SQL whether or not anything changed.
@@ -178,59 +173,119 @@ def build_plan(desired: Catalog, live: Catalog, *, allow_destructive: bool = Fal
     view, for the partitions of partitioned views (None: no metastore; see ``plan.view_partitions``).
     ``type_rule``: whether the metastore refuses incompatible column type changes, as its server
     says (on when unknown). ``files`` reads the files of the tables the plan rewrites or converts (None: not read).
+
+    ``settings``: the settings' steps and record (``plan.settings_changes``; None: the plan says nothing of them).
+    ``view_problems`` answers, for the views the plan (re-)creates, why the engine refuses each it does (None: not
+    checked): those steps are blocked, so that apply refuses them before the first write rather than fail at the view.
+    ``left_alone`` and ``notices`` are warnings before and after the planner's own.
     """
-    # Several parts of the plan ask about one table; each metastore count is made once.
-    count_partitions, stale_partitions = _once(count_partitions), _once(stale_partitions)
-    live = deps.with_live_reads(live)
-    changes = [replace(c, old_label=basis.old_label) if isinstance(c, ReplaceView) else _registering(c, live, files)
-               for c in diff(desired, live, type_rule)]
-    changes, kept = _backups(changes, allow_destructive)
-    changes = _recompiled(changes, desired, recompile)
-    outcome = resolve(changes, desired, live, invalidation)
-    changes = outcome.changes + _resumed(desired, live, outcome.changes, _once(unfinished_partitions) or stale_partitions)
-    changes = [_with_partition_facts(c, count_partitions, stale_partitions, files) for c in changes]
-    changes = [replace(c, release=release) if isinstance(c, AlterColumns) else c for c in changes]
-    changes = [_with_records(c, desired, commit) for c in changes]
-    changes += _stamps(desired, live, changes, commit)
-    # After the stamps: a view's partitions are its contents, not its definition, and need no stamp.
-    changes += partition_changes(desired, live, changes, list_partitions)
-    steps: list[Step] = []
-    for change in deps.order(changes, live):
-        step = with_code_hazard(change.to_step())
-        # Columns are dropped only by migrations that name them: those need no further permission.
-        if (step.destructive and not allow_destructive and not step.blocked
-                and not isinstance(change, (AlterColumns, AlterIcebergTable))):
-            step = replace(step, blocked=REWRITE_BLOCK if isinstance(change, RewriteTable) else DESTRUCTIVE_BLOCK)
-        elif isinstance(change, AlterColumns) and change.hides_values and not allow_destructive and not step.blocked:
-            step = replace(step, blocked=HIDING_BLOCK)
-        if isinstance(change, BREAKING):  # what it does to the views over it
-            step = replace(step, notes=step.notes + outcome.notes.get(change.key, ()),
-                           blocked=step.blocked or outcome.blocked.get(change.key))
-        if isinstance(change, Stamp) and steps and steps[-1].object == change.key:
-            # The stamp is the object's last write: it runs as the end of the step before it.
-            step = _fold(steps.pop(), change)
-        elif not step.actions and isinstance(change, SyncViewPartitions) and steps and steps[-1].object == change.key:
-            # Nothing to run: what it says belongs to the re-creation before it.
-            previous = steps.pop()
-            step = replace(previous, notes=previous.notes + (step.summary.replace(f" of view {change.key}", ""),)
-                           + step.notes, destructive=previous.destructive or step.destructive,
-                           blocked=previous.blocked or step.blocked)
-        steps.append(step)
-    steps = _waiting(steps)
-    warnings = outcome.warnings + kept
-    if check_partitions:
-        warnings += _stale_elsewhere(desired, live, changes, count_partitions, stale_partitions)
-    touched = {s.object for s in steps if s.object_type != ObjectType.DATABASE}
-    fingerprints = {key: state_digest(live.objects[key]) if key in live.objects else ABSENT for key in sorted(touched)}
-    # A view's partitions are contents, synced without a stamp: they alone do not claim the view.
-    claimed = {s.object for s in steps if s.object_type != ObjectType.DATABASE and s.kind != StepKind.VIEW_PARTITIONS}
-    guards = {key: live.objects[key].version for key in sorted(claimed) if key in live.objects}
-    return Plan(steps=tuple(_note_adoptions(steps, guards)), databases=desired.databases,
-                allow_destructive=allow_destructive, warnings=warnings + _resume_warnings(live), basis=basis,
-                fingerprints=fingerprints, commit=commit, guards=guards,
-                partition_counts={c.key: c.partition_count for c in changes if isinstance(c, AlterColumns)
-                                  and c.cascade and c.partition_count is not None},
-                project=catalog_digest(desired))
+
+    desired: Catalog
+    live: Catalog
+    allow_destructive: bool = False
+    basis: Basis = Basis.METASTORE
+    commit: str | None = None
+    invalidation: Invalidation = Invalidation.STRICT
+    recompile: tuple[str, ...] = ()
+    release: SparkVersion | None = None
+    type_rule: bool = True
+    count_partitions: PartitionCounter | None = None
+    stale_partitions: PartitionCounter | None = None
+    unfinished_partitions: PartitionCounter | None = None
+    check_partitions: bool = False
+    list_partitions: PartitionLister | None = None
+    files: LiveFiles | None = None
+    metastore: str | None = None
+    target: str | None = None
+    against: str | None = None
+    left_alone: tuple[str, ...] = ()
+    notices: tuple[str, ...] = ()
+    settings: SettingsChange | None = None
+    view_problems: Callable[[tuple[str, ...]], Mapping[str, str]] | None = None
+
+    @functools.cached_property
+    def planned(self) -> _Planned:
+        """Every step of the plan, in order, and the changes they came from (made once, on first use)."""
+        desired, allow_destructive = self.desired, self.allow_destructive
+        # Several parts of the plan ask about one table; each metastore count is made once.
+        count_partitions, stale_partitions = _once(self.count_partitions), _once(self.stale_partitions)
+        live = deps.with_live_reads(self.live)
+        changes = [replace(c, old_label=self.basis.old_label) if isinstance(c, ReplaceView)
+                   else _registering(c, live, self.files) for c in diff(desired, live, self.type_rule)]
+        changes, kept = _backups(changes, allow_destructive)
+        changes = _recompiled(changes, desired, self.recompile)
+        outcome = resolve(changes, desired, live, self.invalidation)
+        changes = outcome.changes + _resumed(desired, live, outcome.changes,
+                                             _once(self.unfinished_partitions) or stale_partitions)
+        changes = [_with_partition_facts(c, count_partitions, stale_partitions, self.files) for c in changes]
+        changes = [replace(c, release=self.release) if isinstance(c, AlterColumns) else c for c in changes]
+        changes = [_with_records(c, desired, self.commit) for c in changes]
+        changes += _stamps(desired, live, changes, self.commit)
+        # After the stamps: a view's partitions are its contents, not its definition, and need no stamp.
+        changes += partition_changes(desired, live, changes, self.list_partitions)
+        steps: list[Step] = []
+        for change in deps.order(changes, live):
+            step = with_code_hazard(change.to_step())
+            # Columns are dropped only by migrations that name them: those need no further permission.
+            if (step.destructive and not allow_destructive and not step.blocked
+                    and not isinstance(change, (AlterColumns, AlterIcebergTable))):
+                step = replace(step, blocked=REWRITE_BLOCK if isinstance(change, RewriteTable) else DESTRUCTIVE_BLOCK)
+            elif isinstance(change, AlterColumns) and change.hides_values and not allow_destructive and not step.blocked:
+                step = replace(step, blocked=HIDING_BLOCK)
+            if isinstance(change, BREAKING):  # what it does to the views over it
+                step = replace(step, notes=step.notes + outcome.notes.get(change.key, ()),
+                               blocked=step.blocked or outcome.blocked.get(change.key))
+            if isinstance(change, Stamp) and steps and steps[-1].object == change.key:
+                # The stamp is the object's last write: it runs as the end of the step before it.
+                step = _fold(steps.pop(), change)
+            elif not step.actions and isinstance(change, SyncViewPartitions) and steps and steps[-1].object == change.key:
+                # Nothing to run: what it says belongs to the re-creation before it.
+                previous = steps.pop()
+                step = replace(previous, notes=previous.notes + (step.summary.replace(f" of view {change.key}", ""),)
+                               + step.notes, destructive=previous.destructive or step.destructive,
+                               blocked=previous.blocked or step.blocked)
+            steps.append(step)
+        ordered = tuple(_waiting(steps))
+        warnings = outcome.warnings + kept
+        if self.check_partitions:
+            warnings += _stale_elsewhere(desired, live, changes, count_partitions, stale_partitions)
+        if self.settings is not None:
+            ordered = self.settings.steps(ordered, self.commit, desired.databases)
+        if self.view_problems is not None and (views := tuple(s.object for s in ordered if s.kind in VIEW_DEFINITIONS)):
+            reasons = self.view_problems(views)
+            ordered = tuple(replace(s, blocked=s.blocked or reasons[s.object])
+                            if s.kind in VIEW_DEFINITIONS and s.object in reasons else s for s in ordered)
+        return _Planned(ordered, tuple(changes), warnings + _resume_warnings(live), live)
+
+    def build(self, objects: Collection[str] | None = None) -> Plan:
+        """The plan; with ``objects``, of their steps alone (what a command that runs part of a plan reviews)."""
+        steps, changes, live = self.planned.steps, self.planned.changes, self.planned.live
+        touched = {s.object for s in steps if s.object_type != ObjectType.DATABASE}
+        fingerprints = {key: state_digest(live.objects[key]) if key in live.objects else ABSENT for key in sorted(touched)}
+        # A view's partitions are contents, synced without a stamp: they alone do not claim the view.
+        claimed = {s.object for s in steps if s.object_type != ObjectType.DATABASE and s.kind != StepKind.VIEW_PARTITIONS}
+        guards = {key: live.objects[key].version for key in sorted(claimed) if key in live.objects}
+        if objects is not None:
+            steps = tuple(s for s in steps if s.object in objects)
+            fingerprints = {k: v for k, v in fingerprints.items() if k in objects}
+            guards = {k: v for k, v in guards.items() if k in objects}
+        warnings = (self.left_alone + self.planned.warnings + self.notices
+                    + (self.settings.warnings if self.settings else ()))
+        return Plan(steps=tuple(_note_adoptions(list(steps), guards)), databases=self.desired.databases,
+                    allow_destructive=self.allow_destructive, warnings=warnings, basis=self.basis,
+                    fingerprints=fingerprints, commit=self.commit, guards=guards,
+                    partition_counts={c.key: c.partition_count for c in changes if isinstance(c, AlterColumns)
+                                      and c.cascade and c.partition_count is not None},
+                    project=catalog_digest(self.desired), metastore=self.metastore, target=self.target,
+                    against=self.against, settings=self.settings.digest if self.settings else None)
+
+
+@dataclass(frozen=True)
+class _Planned:
+    steps: tuple[Step, ...]
+    changes: tuple[Change, ...]
+    warnings: tuple[str, ...]  # the planner's own
+    live: Catalog              # as planned against: each view with what its stored SQL reads
 
 
 def _waiting(steps: list[Step]) -> list[Step]:

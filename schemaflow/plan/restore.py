@@ -23,9 +23,11 @@ from schemaflow.plan.plan import Plan
 from schemaflow.plan.rewrite import restore_name
 from schemaflow.plan.steps import RestoreBackup, SetParameters, Step
 
-def restore_plan(live: Catalog, key: str) -> Plan:
+def restore_plan(live: Catalog, key: str, *, metastore: str | None = None, target: str | None = None,
+                 commit: str | None = None) -> Plan:
     """The one-step plan that swaps the backup of ``key`` back in (see the module docstring), or finishes the swap
-    a stopped run began; a ``SchemaflowError`` saying why when there is no such backup."""
+    a stopped run began, made against ``metastore`` for ``target`` from ``commit``; a ``SchemaflowError`` saying why
+    when there is no such backup."""
     table, backup, temporary = live.get(key), live.get(backup_name(key)), live.get(restore_name(key))
     resumed = isinstance(temporary, Table) and temporary.rewrite_of == key
     restored = temporary if resumed else backup
@@ -61,4 +63,5 @@ def restore_plan(live: Catalog, key: str) -> Plan:
                 values=values, stamp=stamp)
     guards = {key: current.version} if current else {}
     return Plan(steps=(step,), databases=(split_key(key)[0],), allow_destructive=True, guards=guards,
-                fingerprints={key: state_digest(current)} if current else {})
+                fingerprints={key: state_digest(current)} if current else {}, metastore=metastore, target=target,
+                commit=commit)

@@ -29,7 +29,6 @@ from collections.abc import Mapping
 
 from schemaflow.code_settings import CODE_FILES, HOOKS, CodeSetting, code_settings, declared_code
 from schemaflow.model import SETTINGS_KEY, Catalog
-from schemaflow.plan.plan import Plan
 from schemaflow.plan.kinds import ObjectType, StepKind
 from schemaflow.plan.steps import SetDatabaseParameters, Step
 
@@ -61,15 +60,6 @@ def settings_record(declared: Mapping[str, Any], commit: str | None) -> dict[str
     return record | {f"{SETTINGS_KEY}.{number}": part for number, part in enumerate(parts, 1)}
 
 
-def with_settings(plan: Plan, before: Mapping[str, Any], after: Mapping[str, Any]) -> Plan:
-    """``plan`` with a step last for each setting of ``after`` that differs from ``before``; the last of
-    them records ``after`` as applied on each of the plan's databases."""
-    steps = settings_steps(before, after)
-    if steps:
-        steps = steps[:-1] + (replace(steps[-1], settings_record=_record(plan, after)),)
-    return replace(plan, steps=plan.steps + steps)
-
-
 def applied_part(declared: Mapping[str, Any]) -> dict[str, Any]:
     """The settings a metastore records as applied: all but how this checkout reaches it (the metastore, the
     warehouse, the master, the target's too), which differs from checkout to checkout and which the
@@ -88,19 +78,51 @@ def applied_part(declared: Mapping[str, Any]) -> dict[str, Any]:
     return kept(declared, ())
 
 
-def recording(plan: Plan, declared: Mapping[str, Any]) -> Plan:
-    """``plan`` with its last step recording ``declared`` as the settings applied, after its own actions
-    (nothing for an empty plan): bookkeeping, as a stamp is."""
-    if not plan.steps:
-        return plan
-    last = plan.steps[-1]
-    last = replace(last, settings_record=last.settings_record + _record(plan, declared))
-    return replace(plan, steps=plan.steps[:-1] + (last,))
+@dataclass(frozen=True)
+class SettingsChange:
+    """What a plan shows and records of the settings: it is made with ``declared`` (whose digest it carries), has a
+    step last for each setting of ``after`` that differs from ``before``, the last of which records ``after`` as
+    applied on each of its databases; with ``record`` and no such step, its last step records them all the same
+    (bookkeeping, as a stamp is). ``warnings`` go beside the plan's."""
+
+    declared: Mapping[str, Any]
+    before: Mapping[str, Any]
+    after: Mapping[str, Any]
+    record: bool = False
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def digest(self) -> str:
+        return settings_digest(self.declared)
+
+    def steps(self, steps: tuple[Step, ...], commit: str | None, databases: tuple[str, ...]) -> tuple[Step, ...]:
+        """``steps`` (a plan's, made from ``commit`` on ``databases``) with this change's steps and record."""
+        changed = settings_steps(self.before, self.after)
+        record = tuple(SetDatabaseParameters(database, settings_record(self.after, commit)) for database in databases)
+        if changed:
+            return steps + changed[:-1] + (replace(changed[-1], settings_record=record),)
+        if not self.record or not steps:
+            return steps
+        return steps[:-1] + (replace(steps[-1], settings_record=steps[-1].settings_record + record),)
 
 
-def _record(plan: Plan, declared: Mapping[str, Any]) -> tuple[SetDatabaseParameters, ...]:
-    record = settings_record(declared, plan.commit)
-    return tuple(SetDatabaseParameters(database, record) for database in plan.databases)
+def since_applied(declared: Mapping[str, Any], live: Catalog, databases: tuple[str, ...]) -> SettingsChange:
+    """What a plan against ``live`` shows and records of the settings ``declared``: each setting changed since those
+    the live ``databases`` record as last applied (their ``applied_part``). Where none are recorded yet (a new
+    warehouse, or one adopted), there is nothing to compare with: the plan records them with its last step, and
+    shows them from then on."""
+    applied = applied_part(declared)
+    last = recorded(live, databases)
+    if last is not None and last.digest == settings_digest(applied):
+        return SettingsChange(declared, applied, applied)
+    if last is None:
+        return SettingsChange(declared, applied, applied, record=True)
+    warning: tuple[str, ...] = ()
+    if last.settings is None:
+        warning = (f"the settings last applied here (from commit {last.commit or 'unknown'}) are not recorded in full: "
+                   "each setting is shown as new",)
+    # Nothing to show against what is known (no setting step): recorded all the same.
+    return SettingsChange(declared, last.settings or {}, applied, record=True, warnings=warning)
 
 
 @dataclass(frozen=True)
