@@ -46,6 +46,7 @@ _LOCAL_MASTER = re.compile(r"local(?:\[(\d+|\*)(?:,\s*\d+)?\])?")
 
 @dataclass(frozen=True)
 class Settings:
+    metastore_type: str = "hive"              # the catalog backend (catalog.backends)
     metastore_uri: str | None = None          # None: embedded Derby under .schemaflow/
     lock_guards: bool = False                 # metastore.guard: lock (the table lock, not compare-and-swap)
     warehouse_dir: str = ""                   # "": the metastore server's own (embedded: .schemaflow/warehouse)
@@ -141,6 +142,7 @@ def load_project(root: str | Path, env: Mapping[str, str] | None = None, target:
     if not warehouse_dir and not metastore_uri:  # a metastore server has a warehouse of its own
         warehouse_dir = str(state / "warehouse")
     settings = Settings(
+        metastore_type=metastore.get("type") or "hive",
         metastore_uri=metastore_uri,
         lock_guards=metastore.get("guard") == "lock",
         warehouse_dir=_absolute(root, warehouse_dir) if warehouse_dir else "",

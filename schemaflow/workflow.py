@@ -23,7 +23,7 @@ from schemaflow.errors import Problem, SchemaflowError, SpecError
 from schemaflow.catalog.iceberg_metadata import INSTALL
 from schemaflow.catalog.live import Live
 from schemaflow.catalog import registrable
-from schemaflow.catalog.thrift_reader import Hints, lenient
+from schemaflow.catalog.thrift_reader import lenient
 from schemaflow.gitsource import commit_of
 from schemaflow.model import Catalog, Object, Source, Stored, Table, View, catalog_digest, split_key
 from schemaflow.plan.invalidation import created_schema_mode
@@ -259,15 +259,14 @@ def review_refs(project: Project, base: str, head: str | None = None, *, allow_d
     _plannable(desired, applied)
     # As against the metastore: a table the base managed and the head declares as a source is left alone.
     before, left_alone = owned(project, applied, desired)
-    uri = project.settings.metastore_uri
-    hints = Hints(uri) if uri and uri.startswith("thrift://") else None
+    hints = Live(project, direct=True).hints()
     plan = PlanBuilder(desired, before, allow_destructive=allow_destructive, commit=commit_of(project.root, head),
                        count_partitions=hints.count_partitions if hints else None, basis=Basis.GIT,
                        invalidation=project.settings.invalidation, release=project.settings.release,
                        files=_live_files(project, hints.stored, hints.data_folders) if hints else None,
                        against=base, left_alone=left_alone,
                        settings=SettingsChange(settings, settings_at(project.root, base), settings)).build()
-    return Review(plan, head=head or "the working tree", counts_from=uri if hints else None,
+    return Review(plan, head=head or "the working tree", counts_from=hints.source if hints else None,
                   reads=_reads(before, desired))
 
 
@@ -468,12 +467,13 @@ def check_saved(plan: Plan, path: Path, project: Project, live: Live) -> None:
     if plan.project != catalog_digest(desired):
         raise SchemaflowError(f"{refused} it was made from other schemas or migrations than {project.root} holds "
                               "now (another project, or files changed since). Plan again.")
-    if plan.metastore != live.metastore.endpoint:
+    endpoint = live.writer().endpoint
+    if plan.metastore != endpoint:
         raise SchemaflowError(f"{refused} it was planned against the metastore {plan.metastore}, and this project "
-                              f"reaches {live.metastore.endpoint}. Plan again here.")
+                              f"reaches {endpoint}. Plan again here.")
     read = live.read(plan.databases)  # one read, for both the staleness and the plan made again
     now = make_plan(project, live, allow_destructive=plan.allow_destructive, desired=desired, read=read)
-    stale = stale_objects(plan, read) + stale_counts(plan, live.metastore.count_partitions)
+    stale = stale_objects(plan, read) + stale_counts(plan, live.reader.count_partitions)
     if stale:
         raise SchemaflowError(f"{path} is stale: the metastore changed since it was planned; nothing was applied. "
                               "Plan again.\n  " + "\n  ".join(stale))

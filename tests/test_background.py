@@ -69,10 +69,11 @@ class FakeReader:
             self.reading = False
 
 
-def live_with(monkeypatch: pytest.MonkeyPatch, reader: Any, tmp_path: Path, **settings: Any) -> Live:
+def live_with(monkeypatch: pytest.MonkeyPatch, reader: Any, tmp_path: Path, direct: bool = True,
+              **settings: Any) -> Live:
     monkeypatch.setattr(thrift_reader.ThriftReader, "connect", classmethod(lambda cls, uri: reader))
     project = Project(tmp_path, Settings(metastore_uri="thrift://metastore:9083", **settings))
-    return Live(project, progress=io.StringIO(), direct=True)
+    return Live(project, progress=io.StringIO(), direct=direct)
 
 
 def test_a_read_ahead_reads_in_the_background_and_the_read_of_those_databases_takes_it(
@@ -123,7 +124,6 @@ def test_nothing_is_read_ahead_where_the_read_would_not_be_direct_or_its_databas
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path, settings: dict[str, Any], direct: bool,
         databases: tuple[str, ...]) -> None:
     reader = FakeReader(Catalog())
-    live = live_with(monkeypatch, reader, tmp_path, **settings)
-    live.direct = direct
+    live = live_with(monkeypatch, reader, tmp_path, direct, **settings)
     live.read_ahead(databases)
-    assert live._ahead is None and reader.reads == []
+    assert live.backend._ahead is None and reader.reads == []  # type: ignore[attr-defined]

@@ -170,11 +170,11 @@ def test_an_unreachable_metastore_is_one_clear_line(run_python: RunPython, tmp_p
 def test_partition_counts_come_from_the_server_without_a_jvm(
     metastore_server: str, run_python: RunPython, tmp_path: Path,
 ) -> None:
-    from schemaflow.catalog.thrift_reader import Hints, ThriftError
+    from schemaflow.catalog.thrift_reader import ThriftError, hints as plan_hints
 
     made = run_python(PARTITIONED, metastore_server, str(tmp_path / "warehouse"), str(tmp_path / "state"), "counted", "7")
     assert made.returncode == 0, made.stderr
-    hints = Hints(metastore_server)
+    hints = plan_hints(metastore_server)
     assert (hints.count_partitions("counted.events"), hints.count_partitions("counted.missing")) == (7, None)
     # What a rewrite would read, from the statistics the server keeps of each partition: the files Spark wrote.
     written = [f for f in (tmp_path / "warehouse").rglob("*") if f.is_file() and "events" in f.parts
@@ -185,10 +185,10 @@ def test_partition_counts_come_from_the_server_without_a_jvm(
     folders = hints.data_folders("counted.events")
     assert [f.rsplit("/", 1)[1] for f in folders] == sorted(f"ds={i}" for i in range(7))
     assert all(Path(f.removeprefix("file:")).is_dir() for f in folders)
-    unreachable = Hints(f"thrift://127.0.0.1:{free_port()}", timeout=1)
+    unreachable = plan_hints(f"thrift://127.0.0.1:{free_port()}", timeout=1)
     assert unreachable.count_partitions("counted.events") is None
     with pytest.raises(ThriftError):
-        Hints("jdbc:derby:nope")
+        plan_hints("jdbc:derby:nope")
 
 
 def test_plan_between_refs_shows_partition_counts_from_a_configured_metastore(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from schemaflow import spark_version as module
-from schemaflow.catalog import live
+from schemaflow.catalog import hive_backend
 from schemaflow.cli import main
 from schemaflow.errors import SchemaflowError
 from schemaflow.spark_version import parse_release, spark_version
@@ -17,7 +17,7 @@ from tests.gitrepos import commit, edit, example_repo
 @pytest.fixture
 def without_pyspark(monkeypatch):
     """As where pyspark is not installed (a pull request's plan job)."""
-    for where in (module, live):
+    for where in (module, hive_backend):
         monkeypatch.setattr(where, "installed", lambda: None)
 
 

@@ -247,12 +247,13 @@ def test_every_schema_pattern_ends_at_the_end_of_the_text() -> None:
             found += re.findall(r'"pattern": ("(?:[^"\\]|\\.)*")', text)
             assert '$"' not in text, resource.name
     patterns = [json.loads(p) for p in found]
-    assert len(patterns) == 6
+    assert len(patterns) == 7
     for pattern in patterns:
         assert pattern.startswith("^") and pattern.endswith("(?![\\s\\S])")
-    release, glob, java_class, identifier, object_name, uri = sorted(patterns)
+    release, glob, java_class, identifier, object_name, backend, uri = sorted(patterns)
     for pattern, good in ((identifier, "a_1"), (object_name, "db.t"), (uri, "thrift://h:9083"), (glob, "db.tmp_*"),
-                          (java_class, "org.apache.hadoop.hive.serde2.OpenCSVSerde"), (release, "3.5")):
+                          (java_class, "org.apache.hadoop.hive.serde2.OpenCSVSerde"), (release, "3.5"),
+                          (backend, "hive")):
         assert re.search(pattern, good) and not re.search(pattern, good + "\n")
 
 

@@ -12,7 +12,7 @@ import re
 import threading
 import pytest
 
-from schemaflow.catalog.thrift_reader import Hints, ThriftReader, UnsupportedMetastore, check_server
+from schemaflow.catalog.thrift_reader import ThriftReader, UnsupportedMetastore, check_server, hints as plan_hints
 from schemaflow.catalog.thrift_wire import (EXCEPTION, I32, LIST, MAP, REPLY, STOP, STRING, STRUCT, VERSION_1,
                                             Connection, NotPlainThrift, ThriftError)
 from schemaflow.errors import SchemaflowError
@@ -157,10 +157,10 @@ def test_a_connection_that_breaks_after_an_answer_is_made_again_and_the_read_rep
 
 
 def test_partition_counts_and_sizes_for_plan_base_are_none_when_the_server_does_not_answer() -> None:
-    hints = Hints(f"thrift://127.0.0.1:{Server(None).port}", timeout=1)
+    hints = plan_hints(f"thrift://127.0.0.1:{Server(None).port}", timeout=1)
     assert (hints.count_partitions("db.t"), hints.stored("db.t")) == (None, None)
     with pytest.raises(ThriftError, match="is not a thrift://host:port metastore address"):
-        Hints("jdbc:derby:nope")
+        plan_hints("jdbc:derby:nope")
 
 
 class Trickle(Server):

@@ -1,13 +1,19 @@
 """What a catalog backend offers the rest of schemaflow: a reader of the live state and a writer of it.
 
+A ``Backend`` serves one project's catalog: made by the factory registered under the name its settings give
+(``catalog.backends``), it gives the reader and the writer, and answers the optional questions only some
+backends can (a partition's stale column list, a view's SQL as the engine sees it) with None where it cannot,
+rather than start something to find out.
+
 Planning needs a ``CatalogReader``: the live catalog of some databases as the model, the partition
 counts and values and the sizes a plan shows, and whether the backend refuses positional type changes. Applying
 needs a ``CatalogWriter``: the actions of a plan (SQL, parameters written under the metastore's
 compare-and-swap, column lists, view partitions), each raising ``ConcurrentChange`` when the guard
 refuses. The Hive metastore is one backend: ``catalog.metastore.Metastore`` is both, through a
 SparkSession's Thrift client, and ``catalog.thrift_reader.ThriftReader`` reads a metastore server
-without a JVM; ``catalog.live.Live`` picks them from the settings. Another backend (Glue, Unity)
-implements these protocols and is picked there: nothing in ``plan/`` or ``apply/`` changes.
+without a JVM; ``catalog.hive_backend`` serves them, and ``catalog.live.Live`` picks the backend the settings
+name. Another backend (Glue, Unity) implements these protocols and registers its name: nothing in ``plan/`` or
+``apply/`` changes.
 
 ``HiveClient`` is the narrow view of the Hive implementation that its helpers for column cascades
 (``catalog.columns``) and view partitions (``catalog.view_partitions``) work through, so they need
@@ -16,6 +22,7 @@ not import the class that uses them.
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
@@ -63,6 +70,9 @@ class CatalogWriter(Protocol):
     ``expected`` guards a metastore write: it lands only if the object's ``schemaflow.version`` still
     holds that value, else ``ConcurrentChange`` is raised; None writes unguarded (adopting an object).
     """
+
+    endpoint: str  # the catalog it writes, as a plan records what it was made against
+    progress: Callable[[str], None] | None  # told what a long action is doing (None: nobody listens)
 
     def run_sql(self, sql: str) -> None: ...
 
@@ -126,6 +136,48 @@ class CatalogWriter(Protocol):
     def beside(self) -> AbstractContextManager[CatalogWriter | None]:
         """A second writer on the same metastore, on which a write may run while this one runs the next
         statement; None: everything runs here, in turn."""
+
+
+@dataclass(frozen=True)
+class PlanHints:
+    """Reads that help a plan made without the live catalog (between git refs), each answering None where the
+    catalog does not: a table's partition count, what it holds in files, and its folders; ``source`` says where
+    they come from."""
+
+    source: str
+    count_partitions: Callable[[str], int | None]
+    stored: Callable[[str], Stored | None]
+    data_folders: Callable[[str], tuple[str, ...] | None]
+
+
+class Backend(Protocol):
+    """One project's live catalog, as a backend serves it."""
+
+    def where(self) -> str:
+        """The catalog in words ("the embedded metastore in ...", a URI), for progress lines and errors."""
+
+    @property
+    def reader(self) -> CatalogReader:
+        """What reads the live state a plan is made against (connected on first use)."""
+
+    def read_ahead(self, databases: tuple[str, ...]) -> None:
+        """Start reading ``databases`` in the background, where the backend can; ``read`` of them takes it."""
+
+    def read(self, databases: tuple[str, ...]) -> Catalog:
+        """``reader``'s read of ``databases``, saying what it does where that takes a while."""
+
+    def writer(self) -> CatalogWriter | None:
+        """Where apply runs (connected on first use); None: the backend only reads."""
+
+    def stale_partitions(self, key: str, exact: bool = False) -> int | None:
+        """How many partitions of the table ``key`` have a stale column list (with ``exact``, any that lacks a
+        column, appended ones too); None: the backend cannot tell."""
+
+    def view_problems(self, desired: Catalog, views: Iterable[str]) -> dict[str, str] | None:
+        """Why the engine refuses the SQL of each of ``views`` as ``desired`` declares it; None: not checked."""
+
+    def hints(self) -> PlanHints | None:
+        """Reads for a plan made between git refs, which start nothing heavy; None: the backend has none."""
 
 
 class HiveClient(Protocol):

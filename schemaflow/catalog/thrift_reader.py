@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 from collections.abc import Callable, Iterator, Sequence
 from urllib.parse import urlparse
 
+from schemaflow.catalog.backend import PlanHints
 from schemaflow.catalog.thrift_data import (READ_ATTEMPTS, READ_BACKOFF_SECONDS, database_of, folders, parse_name,
                                             read_catalog, statistics)
 from schemaflow.catalog.thrift_wire import I16, LIST, STRING, STRUCT, Argument, Connection, NotPlainThrift, Shape, ThriftError
@@ -229,15 +230,11 @@ def check_server(uri: str) -> None:
         reader.close()
 
 
-class Hints:
+def hints(uri: str, timeout: float = 5.0) -> PlanHints:
     """Reads of a ``thrift://`` metastore that help a plan made between git refs and that it does without: each
-    answers None when the metastore does not (down, SASL, no such table)."""
-
-    def __init__(self, uri: str, timeout: float = 5.0) -> None:
-        reader = ThriftReader(uri, timeout=timeout, connect_timeout=timeout, attempts=1)
-        self.count_partitions = lenient(reader.count_partitions)
-        self.stored = lenient(reader.stored)
-        self.data_folders = lenient(reader.data_folders)
+    answers None when the metastore does not (down, SASL, no such table), after one try of at most ``timeout``."""
+    reader = ThriftReader(uri, timeout=timeout, connect_timeout=timeout, attempts=1)
+    return PlanHints(uri, lenient(reader.count_partitions), lenient(reader.stored), lenient(reader.data_folders))
 
 
 def lenient(read: Callable[[str], T]) -> Callable[[str], T | None]:

@@ -37,7 +37,8 @@ SETTINGS_FILE = "schemaflow.yaml"  # the object of a settings step
 _MISSING = object()
 _PART = 3_900  # characters of the settings' JSON a database parameter holds (DATABASE_PARAMS.PARAM_VALUE: 4,000)
 # Settings that say where apply reads and writes.
-_CONNECTIONS = {("metastore", "uri"): "the metastore apply reads and writes",
+_CONNECTIONS = {("metastore", "type"): "the catalog backend apply reads and writes through",
+                ("metastore", "uri"): "the metastore apply reads and writes",
                 ("warehouse_dir",): "where new databases and tables store their data",
                 ("spark", "master"): "the Spark master apply runs on"}
 
