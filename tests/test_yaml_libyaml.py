@@ -100,3 +100,25 @@ def test_a_file_without_anchors_is_held_to_the_bounds_as_it_is_built(tmp_path: P
     refused = read(nested, yamlpos.compose)
     assert refused == read(nested, yamlpos.compose_pure)
     assert isinstance(refused, list) and refused[0].startswith("nested.yaml:65:") and "nested more than 64" in refused[0]
+
+
+# Every first character PyYAML's implicit resolvers look at, and plain scalars that read as each type or as text.
+SCALARS = ["~", "null", "Null", "NULL", "", "true", "True", "NO", "yes", "off", "On", "y", "n", "1.10", "030", "0x1F",
+           "0o17", "0b101", "1_000", "+1", "-2", ".5", "1e3", "6.8523015e+5", "190:20:30", ".inf", "-.Inf", ".NaN",
+           "2024-01-01", "2001-12-14t21:59:43.10-05:00", "<<", "=", "text", "-text", "+text", ".text", "1a", "ñ", "€"]
+
+
+def test_libyaml_reads_each_scalar_as_the_same_type_as_pyyaml_s_own_resolver() -> None:
+    """schemaflow's libyaml loader resolves tags without PyYAML's path-resolver bookkeeping (yamlpos._CLoader)."""
+    text = "\n".join(f"k{i}: {value}" for i, value in enumerate(SCALARS)) + "\nq: '1'\nlist: [1, a, ~]\nm: {x: 2}\n"
+    ours, theirs = yaml.compose(text, Loader=yamlpos._CLoader), yaml.compose(text, Loader=yaml.CSafeLoader)
+
+    def tags(node: yaml.Node) -> list[tuple[str, object]]:
+        if isinstance(node, yaml.ScalarNode):
+            return [(node.tag, node.value)]
+        children = node.value if isinstance(node, yaml.SequenceNode) else [c for pair in node.value for c in pair]
+        return [(node.tag, None), *(t for child in children for t in tags(child))]
+
+    assert tags(ours) == tags(theirs)
+    assert {tag for tag, _ in tags(ours)} >= {f"tag:yaml.org,2002:{t}" for t in (
+        "null", "bool", "int", "float", "timestamp", "merge", "value", "str", "seq", "map")}

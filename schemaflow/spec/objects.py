@@ -16,7 +16,9 @@ as the metastore reports it.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from schemaflow.errors import Problem
@@ -40,15 +42,19 @@ class Limit:
     length: int
     column: str   # the metastore's table and column
 
-    def check(self, text: str, where: Source, problems: list[Problem], advice: str = "shorten it") -> None:
+    def check(self, text: str, where: Source | Callable[[], Source], problems: list[Problem],
+              advice: str = "shorten it") -> None:
+        """A problem at ``where`` (or where it answers: asked only for a problem) when ``text`` is too long."""
         # DataNucleus refuses a longer string before the database sees it, counting as Java does,
         # in UTF-16 units: a character beyond U+FFFF (an emoji) counts twice.
+        if 2 * len(text) <= self.length:
+            return  # within, whatever its characters (most names and comments)
         length = len(text.encode("utf-16-le")) // 2
         if length > self.length:
             counted = " (characters beyond U+FFFF, such as emoji, count twice)" if length != len(text) else ""
             message = (f"{self.what} is {length} characters{counted}; the metastore stores at most {self.length} "
                        f"({self.column}): {advice}")
-            problems.append(Problem(where, message))
+            problems.append(Problem(where() if callable(where) else where, message))
 
 
 # The columns of the metastore's own database, as the bundled Hive 2.3.10 metastore creates them
@@ -97,7 +103,7 @@ def _comment(doc: Document, data: dict[str, Any], path: NodePath, limit: Limit, 
     comment = data.get("comment")
     if comment is None:
         return None
-    limit.check(comment, doc.at(*path, "comment"), problems)
+    limit.check(comment, partial(doc.at, *path, "comment"), problems)
     return comment if comment.strip() else None
 
 
@@ -365,7 +371,7 @@ def _columns(doc: Document, data: dict[str, Any], field: str, problems: list[Pro
             continue  # an Iceberg table's partition field (spec.iceberg), or a transform on another table (_not_hive)
         path: NodePath = (field, i)
         name = _column_name(doc, path, column, name_limit, problems)
-        type_ = _column_type(doc.at(*path, "type"), column["type"], partition, type_rule, problems)
+        type_ = _column_type(partial(doc.at, *path, "type"), column["type"], partition, type_rule, problems)
         comment = _comment(doc, column, path, comment_limit, problems)
         columns.append(Column(name, type_, comment, source=doc.at(*path)))
     return tuple(columns)
@@ -373,7 +379,7 @@ def _columns(doc: Document, data: dict[str, Any], field: str, problems: list[Pro
 
 def _column_name(doc: Document, path: NodePath, column: dict[str, Any], limit: Limit, problems: list[Problem]) -> str:
     name: str = column["name"]
-    limit.check(name, doc.at(*path, "name"), problems)
+    limit.check(name, partial(doc.at, *path, "name"), problems)
     return name.lower()
 
 
@@ -387,7 +393,7 @@ def _type_rule(data: dict[str, Any]) -> TypeRule:
                 TypeRule.ANY)
 
 
-def _column_type(where: Source, declared: str, partition: bool, type_rule: TypeRule,
+def _column_type(where: Callable[[], Source], declared: str, partition: bool, type_rule: TypeRule,
                  problems: list[Problem]) -> str:
     """The canonical type of a table column, if Spark can create it and the table can store it as declared
     (``type_rule``; partition values are kept in the metastore, not in the files)."""
@@ -399,7 +405,7 @@ def _column_type(where: Source, declared: str, partition: bool, type_rule: TypeR
         if not partition:
             type_rule.check(type_)
     except InvalidType as error:
-        problems.append(Problem(where, str(error)))
+        problems.append(Problem(where(), str(error)))
         return declared
     _COLUMN_TYPE.check(type_, where, problems, "split it into several columns")
     return type_

@@ -26,7 +26,7 @@ import re
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 from collections.abc import Iterator, Mapping
 
 import yaml
@@ -77,9 +77,9 @@ def project_bounds() -> Iterator[None]:
         _BUDGET.reset(token)
 
 
-@dataclass(frozen=True)
-class _Text:
-    """Where a text value's content lies in the file, to map positions inside it."""
+class _Text(NamedTuple):
+    """Where a text value's content lies in the file, to map positions inside it (a tuple: one is made for each
+    text value of a file)."""
 
     style: str | None   # "|" literal, ">" folded, a quote character, or None (plain)
     single_line: bool   # written on one line (never for block scalars)
@@ -96,7 +96,7 @@ class Document:
     # 1-based (line, column) of each value and key: made into a Source only when asked for, as few are.
     values: Mapping[NodePath, Position]
     keys: Mapping[NodePath, Position]
-    texts: Mapping[NodePath, _Text]
+    texts: Mapping[NodePath, _Text]  # of the top-level text values (a view's sql)
     # The text as written of each plain (unquoted) scalar YAML read as other than text: YAML 1.1 reads
     # ``NO``, ``1.10``, ``030``, ``2024-01-01`` or ``~`` as a boolean, a number, a date or null, where
     # the file may have meant the text.
@@ -122,8 +122,8 @@ class Document:
     def within(self, path: NodePath, line: int, col: int) -> Source:
         """The file position of 1-based ``line``/``col`` inside the text value at ``path``.
 
-        Exact for literal blocks (``|``) and single-line scalars; for folded or multi-line plain
-        text, whose lines YAML joins, the start of the value.
+        Exact for top-level literal blocks (``|``) and single-line scalars; for folded or multi-line plain
+        text, whose lines YAML joins, and for a value nested deeper, the start of the value.
         """
         text = self.texts.get(path)
         start = self.at(*path)
@@ -264,7 +264,7 @@ def compose(text: str) -> yaml.Node | None:
     if not yaml.__with_libyaml__ or _NON_PRINTABLE.search(text) or _nesting_bound(text) > C_DEPTH:
         return compose_pure(text)
     try:
-        root = yaml.compose(text, Loader=yaml.CSafeLoader)
+        root = yaml.compose(text, Loader=_CLoader)
     except yaml.YAMLError:
         return compose_pure(text)
     # No "&", no anchor, no alias: the builder's own count is then bound enough (most files).
@@ -321,6 +321,34 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     if isinstance(node, yaml.MappingNode):
         return [child for pair in node.value for child in pair]
     return []
+
+
+_IMPLICIT: dict[str | None, list[tuple[str, re.Pattern[str]]]] = yaml.SafeLoader.yaml_implicit_resolvers
+# Each first character's implicit resolvers, the wildcard's after them, as PyYAML's resolver tries them.
+_RESOLVERS = {first: tuple(resolvers + _IMPLICIT.get(None, [])) for first, resolvers in _IMPLICIT.items()
+              if first is not None}
+_ANY_FIRST = tuple(_IMPLICIT.get(None, []))
+
+
+class _CLoader(yaml.CSafeLoader):
+    """libyaml's safe loader resolving tags as PyYAML's resolver does, without what it does for path resolvers,
+    which the safe loader has none of: libyaml calls ``resolve`` once per node, and Python's bookkeeping around
+    it was a tenth of a project's validation."""
+
+    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+        pass
+
+    def ascend_resolver(self) -> None:
+        pass
+
+    def resolve(self, kind: type[yaml.Node], value: Any, implicit: tuple[bool, bool]) -> str:
+        if kind is yaml.ScalarNode:
+            if implicit[0]:
+                for tag, pattern in _RESOLVERS.get(value[:1], _ANY_FIRST):
+                    if pattern.match(value):
+                        return tag
+            return self.DEFAULT_SCALAR_TAG
+        return self.DEFAULT_SEQUENCE_TAG if kind is yaml.SequenceNode else self.DEFAULT_MAPPING_TAG
 
 
 class _PastBounds(Exception):
@@ -390,6 +418,10 @@ _STR_TAG = "tag:yaml.org,2002:str"
 # How a double-quoted scalar writes a 16-bit code (\u or \U0000), not after a backslash that escapes its own.
 _SURROGATE_ESCAPE = r"(?<!\\)\\(?:u|U0000)"
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# What a text may hold that ``_Builder.characters`` looks at closer: a hostile character or a surrogate.
+# (Each a character class: one class of both.)
+_SUSPECT = {hostile: re.compile(hostile.pattern[:-1] + _SURROGATE.pattern[1:]) for hostile in (HOSTILE_IN_KEYS,
+                                                                                               HOSTILE_IN_VALUES)}
 # YAML's one-letter escapes in double-quoted scalars, and what each stands for.
 _SHORT_ESCAPES = {"\\0": "\0", "\\a": "\a", "\\b": "\b", "\\t": "\t", "\\n": "\n", "\\v": "\v",
                   "\\f": "\f", "\\r": "\r", "\\e": "\x1b", "\\N": "\x85", "\\L": "\u2028", "\\P": "\u2029"}
@@ -418,23 +450,23 @@ class _Builder:
             raise _PastBounds(node.start_mark)
         mark = node.start_mark
         self.values[path] = (mark.line + 1, mark.column + 1)
-        if isinstance(node, yaml.CollectionNode):
+        if not isinstance(node, yaml.ScalarNode):  # a mapping or a sequence, PyYAML's other nodes
             if id(node) in self.open:
                 problem = Problem(_mark_source(self.path, mark), "a YAML alias refers back to this node from inside it")
                 self.problems.append(problem)
                 return None
             self.open.add(id(node))
-            if isinstance(node, yaml.MappingNode):
-                built: dict[str, Any] | list[Any] = self.mapping(node, path)
-            else:
-                assert isinstance(node, yaml.SequenceNode)  # PyYAML's only other collection
-                built = self.sequence(node, path)
+            built: dict[str, Any] | list[Any] = (self.mapping(node, path) if isinstance(node, yaml.MappingNode)
+                                                  else self.sequence(node, path))  # type: ignore[arg-type]
             self.open.discard(id(node))
             return built
-        assert isinstance(node, yaml.ScalarNode)  # PyYAML's only other node
+        if node.tag == _STR_TAG:  # most scalars are text: what the constructor would build, without its bookkeeping
+            text = self.characters(node, node.value, HOSTILE_IN_VALUES)
+            if len(path) == 1:  # a top-level text (a view's sql), whose inside a message may point into
+                self.texts[path] = self.text(node, text)
+            return text
         try:
-            # Most scalars are text: that is what the constructor would build, without its bookkeeping.
-            value = node.value if node.tag == _STR_TAG else self.constructor.construct_object(node)
+            value = self.constructor.construct_object(node)
         except (yaml.YAMLError, ValueError) as error:
             # A constructor's ValueError speaks Python (``invalid literal for int() with base 10``).
             reason = error.problem if isinstance(error, yaml.MarkedYAMLError) else (
@@ -444,9 +476,10 @@ class _Builder:
             return None
         if not node.style and not isinstance(value, str):  # plain: PyYAML's composer says None, libyaml's ""
             self.plain[path] = node.value
-        if isinstance(value, str):
+        if isinstance(value, str):  # a tag other than !!str that builds text
             text = self.characters(node, value, HOSTILE_IN_VALUES)
-            self.texts[path] = self.text(node, text)
+            if len(path) == 1:
+                self.texts[path] = self.text(node, text)
             return text
         return value
 
@@ -481,11 +514,13 @@ class _Builder:
         """``value`` with each surrogate pair escaped as two halves (``"\\ud83d\\ude00"``, as JSON
         writes one character) joined into its character; a half left alone is a problem at its escape,
         and so is the first ``hostile`` character (see ``output_safety``)."""
+        if not _SUSPECT[hostile].search(value):
+            return value  # the common case: nothing hostile, nothing to join
         found = hostile.search(value)
         if found:
             self.problems.append(self.hostile(node, found.group(), hostile is HOSTILE_IN_KEYS))
         if not _SURROGATE.search(value):
-            return value  # nothing to join (the common case: the round trip below is not free)
+            return value  # nothing to join (the round trip below is not free)
         joined = value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
         lone = _SURROGATE.search(joined)
         if lone:
