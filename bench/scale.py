@@ -12,6 +12,8 @@ reports, at each size asked for, side by side in one run:
   they were made in (their objects loose, as git leaves new commits) and in a clone of it (packed,
   as a pull request's CI has them); validate and the two take turns for a few rounds (``--rounds``),
   and each shows its median;
+- with ``--against REV``, ``schemaflow validate`` of this checkout and of the git revision ``REV`` (its package
+  as it was there, with this environment's libraries), taking turns;
 - ``schemaflow fmt --check`` as a user runs it (a process per core), and the same in one process
   with the values built from libyaml's events, side by side with ruamel.yaml's own load (the path
   schemaflow took before);
@@ -28,7 +30,7 @@ reports, at each size asked for, side by side in one run:
 Progress goes to stderr, results to stdout::
 
     .venv/bin/python bench/scale.py [--sizes 500,1000,5000] [--large] [--rounds 3] [--apply-sizes 500,1000]
-        [--backend derby]
+        [--backend derby] [--against c862c97]
 """
 from __future__ import annotations
 
@@ -202,6 +204,26 @@ def plan_base_commits(project: Path) -> Path:
     return clone
 
 
+def revision_at(revision: str, scratch: Path) -> Path:
+    """The package ``schemaflow/`` as it was at the git ``revision`` of this repository, extracted under
+    ``scratch`` (run with this environment's libraries)."""
+    folder = scratch / f"schemaflow-{revision}"
+    folder.mkdir()
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", revision, "schemaflow"], capture_output=True,
+                             check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    return folder
+
+
+def validate_revision(folder: Path, project: Path) -> None:
+    """``schemaflow validate`` of the revision extracted at ``folder`` (``revision_at``), as a new process."""
+    code = (f"import sys; sys.path.insert(0, {str(folder)!r}); from schemaflow.cli import main; "
+            f"sys.exit(main(['--project', {str(project)!r}, 'validate']))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"validate of {folder.name} failed:\n{done.stdout}{done.stderr}")
+
+
 def plan_base(project: Path) -> None:
     """``plan --base HEAD~1`` in ``project``, which must find the change."""
     done = subprocess.run([SCHEMAFLOW, "--project", str(project), "plan", "--base", "HEAD~1", "--head", "HEAD"],
@@ -332,6 +354,8 @@ def main() -> None:
                                                           "metastore server, comma-separated (default: none)")
     parser.add_argument("--backend", choices=("postgresql", "derby"), default="postgresql",
                         help="where the metastore server keeps its metastore (default: postgresql)")
+    parser.add_argument("--against", default="", help="a git revision whose validate takes turns with this "
+                                                      "checkout's, on the same projects (as a user runs it)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s] + ([11_000] if args.large else [])
     if sizes:
@@ -340,6 +364,7 @@ def main() -> None:
               "committed | / validate | plan --base in a clone | / validate |")
         print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     formatted: dict[int, tuple[float, float, float, float]] = {}
+    against: dict[int, tuple[float, float]] = {}
     for size in sizes:
         with tempfile.TemporaryDirectory(prefix="schemaflow-scale-") as scratch:
             project = Path(scratch) / "project"
@@ -357,9 +382,17 @@ def main() -> None:
                   f"| {fast:.2f} s | {pure:.2f} s | {pure / fast:.1f}x | {composed:.2f} s | {command / composed:.1f}x "
                   f"| {base:.2f} s | {base / command:.2f}x "
                   f"| {cloned:.2f} s | {cloned / command:.2f}x |", flush=True)
+            if args.against:
+                progress(f"{size} objects: validate here and at {args.against}, {args.rounds} rounds in turn")
+                against[size] = tuple(medians(args.rounds, partial(validate_command, project), partial(
+                    validate_revision, revision_at(args.against, Path(scratch)), project)))  # type: ignore[assignment]
             progress(f"{size} objects: fmt --check, then formatting in one process both ways")
             formatted[size] = (timed(partial(fmt_check, project)), timed(partial(fmt_check, project, "events")),
                                timed(partial(fmt_check, project, "ruamel")), command)
+    if against:
+        print(f"\n| objects | validate (command) | validate at {args.against} | ratio |\n|---|---|---|---|")
+    for size, (here, there) in against.items():
+        print(f"| {size:,} | {here:.2f} s | {there:.2f} s | {here / there:.2f}x |", flush=True)
     if formatted:
         print(f"\n| objects | fmt --check (command, {os.cpu_count()} processes) | per object | / validate "
               "| in one process: values from libyaml's events | ruamel.yaml's load | ratio |")
