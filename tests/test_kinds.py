@@ -92,3 +92,14 @@ def test_stamps_and_the_settings_record_come_back_from_json_as_they_were_planned
     assert properties.actions == (properties.stamp, *properties.settings_record)
     loaded = Plan.from_data(json.loads(plan.to_json()))
     assert loaded == plan and loaded.to_json() == plan.to_json()
+
+
+def test_the_changes_of_a_table_s_columns_share_one_base_which_says_which_need_permission() -> None:
+    """Whatever commits them (the metastore's alter, an Iceberg commit, a rewrite), a change of a table's columns is
+    a ``ColumnChange``: the planner asks it whether it breaks views and needs --allow-destructive, not its class."""
+    from schemaflow.plan.changes import Change
+    from schemaflow.plan.evolution import ColumnChange
+
+    columns = {c for c in typing.get_args(Change) if issubclass(c, ColumnChange)}
+    assert {c.__name__: c.needs_permission for c in columns} == {
+        "AlterColumns": False, "AlterIcebergTable": False, "RewriteTable": True}

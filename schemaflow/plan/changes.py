@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from collections.abc import Mapping
 
 from schemaflow.model import COMMENT_KEY, MIGRATION_PREFIX, SCHEMAFLOW_PREFIX, Column, Database, PartitionValues, Table, View
-from schemaflow.plan.evolution import Evolution, ColumnListChange
+from schemaflow.plan.evolution import ColumnChange, Evolution, ColumnListChange
 from schemaflow.spark_version import SparkVersion
 from schemaflow.plan.hazards import OFFER, appended_note, column_hazards, hidden_by_renames, restrict_hazard
 from schemaflow.plan.kinds import ObjectType, StepKind
@@ -183,7 +183,7 @@ BATCHED_CASCADE_ABOVE = 50_000
 
 
 @dataclass(frozen=True)
-class AlterColumns:
+class AlterColumns(ColumnChange):
     """Any column change but a plain append: one metastore ``alter_table``, cascading or not."""
 
     key: str

@@ -120,7 +120,9 @@ def diff_table(want: Table, have: Table, migrations: Sequence[Migration] = (), t
     key = want.key
     kind = kind_of(want)
     had = table_kind(have.format, have.data_source)
-    if kind.column_changes is ColumnChanges.ICEBERG or (had and had.column_changes is ColumnChanges.ICEBERG):
+    # How its columns change: as its kind's, or, a table leaving a kind with its own metadata, as that kind's.
+    columns = had.column_changes if had and had.column_changes is ColumnChanges.ICEBERG else kind.column_changes
+    if columns is ColumnChanges.ICEBERG:
         return _iceberg(want, have, had, migrations, type_rule, backup)
     # What the table cannot take in place blocks it; its comment is still shown (the plan marks it waiting).
     comment = [SetTableComment(key, have.comment, want.comment, through_metastore=want.serde in SCHEMA_FROM_SERDE)
@@ -135,7 +137,7 @@ def diff_table(want: Table, have: Table, migrations: Sequence[Migration] = (), t
     evolution = evolve(have, want, migrations, type_rule)
     # Without the metastore's positional rule, which a rewrite (a new table) does not meet.
     free = evolve(have, want, migrations, type_rule=False) if evolution.problems else evolution
-    if not reasons and not free.problems and kind.column_changes is ColumnChanges.SPARK_SQL:
+    if not reasons and not free.problems and columns is ColumnChanges.SPARK_SQL:
         reasons += _data_source_refusals(want, have, free, kind)
     if not reasons and evolution.problems and (have.data_source or not free.problems):
         reasons += [p.what for p in evolution.problems]  # what the metastore's positional rule (or Spark) refuses
@@ -169,15 +171,13 @@ def diff_table(want: Table, have: Table, migrations: Sequence[Migration] = (), t
     changes: list[Change] = []
     if settings:
         changes.append(settings)
-    match kind.column_changes:
+    match columns:
         case ColumnChanges.SPARK_SQL:
             changes += _data_source_columns(want, have, evolution, kind)
         case ColumnChanges.METASTORE:
             changes += _hive_columns(want, have, evolution)
-        case ColumnChanges.ICEBERG:
-            raise AssertionError(f"{key}: an Iceberg table is planned whole by plan.iceberg")
         case _:
-            assert_never(kind.column_changes)
+            assert_never(columns)
     return changes + comment
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
+from typing import ClassVar
 from enum import StrEnum
 from collections.abc import Callable, Sequence
 
@@ -81,6 +82,18 @@ class Evolution:
         if self.new[:len(self.old)] == self.old and _exact(self.new[:len(self.old)], self.old):
             return ColumnListChange.APPEND
         return ColumnListChange.ALTER
+
+
+class ColumnChange:
+    """A change of a table's columns, however its kind commits them (the metastore's alter, an Iceberg commit, a
+    rewrite of the rows): what its ``evolution`` loses or retypes can break the views over the table
+    (``plan.invalidation``). ``needs_permission``: whether the change, when destructive, runs only as allowed
+    (``--allow-destructive``); a change that drops only the columns migrations name does not, the migration being
+    the permission. A base of the change classes, which are frozen dataclasses: these are their fields."""
+
+    key: str
+    evolution: Evolution
+    needs_permission: ClassVar[bool] = False
 
 
 def _exact(a: Sequence[Column], b: Sequence[Column]) -> bool:

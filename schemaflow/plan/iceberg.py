@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 from schemaflow.model import CONVERTED_FOLDER, METADATA_LOCATION, Migration, PartitionField, SortTerm, Table
 from schemaflow.plan.compatibility import incompatibilities
-from schemaflow.plan.evolution import Evolution, ColumnListChange, Problem, evolve
+from schemaflow.plan.evolution import ColumnChange, Evolution, ColumnListChange, Problem, evolve
 from schemaflow.plan.kinds import ObjectType, StepKind
 from schemaflow.plan.steps import IcebergCommit, Step
 from schemaflow.sql.iceberg_types import evolves, iceberg_equivalent
@@ -46,7 +46,7 @@ _MIRROR = ("the metastore keeps a copy of an Iceberg table's columns and refuses
 
 
 @dataclass(frozen=True)
-class AlterIcebergTable:
+class AlterIcebergTable(ColumnChange):
     """An Iceberg table's columns, partition spec, sort order and comment, changed in one Iceberg commit."""
 
     key: str

@@ -31,8 +31,8 @@ from collections.abc import Mapping
 
 from schemaflow.graph import CycleError, topological_order
 from schemaflow.model import Catalog, Column, Invalidation, Object, View
-from schemaflow.plan.changes import AlterColumns, Change, CreateView, DropTable, DropView, ReplaceView
-from schemaflow.plan.iceberg import AlterIcebergTable
+from schemaflow.plan.changes import Change, CreateView, DropTable, DropView, ReplaceView
+from schemaflow.plan.evolution import ColumnChange
 from schemaflow.plan.rewrite import RewriteTable
 from schemaflow.spark_version import SparkVersion
 from schemaflow.wording import listed, plural
@@ -182,7 +182,7 @@ def _base_effects(changes: list[Change], desired: Catalog, live: Catalog) -> dic
     for change in changes:
         if not change.reshapes:
             continue
-        if isinstance(change, (AlterColumns, AlterIcebergTable, RewriteTable)):
+        if isinstance(change, ColumnChange):
             evolution = change.evolution
             found = effects.setdefault(change.key, {})
             if isinstance(change, RewriteTable):  # partition columns too may go

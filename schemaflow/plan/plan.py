@@ -27,9 +27,9 @@ from schemaflow.plan import deps
 from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateTable, CreateView, DropTable, DropView,
                                      ReplaceView, Stamp, SyncViewPartitions)
 from schemaflow.plan.diff import diff, property_delta, where_free
-from schemaflow.plan.evolution import Evolution
+from schemaflow.plan.evolution import ColumnChange, Evolution
 from schemaflow.plan.hazards import OFFER
-from schemaflow.plan.iceberg import AlterIcebergTable, ConvertToIceberg
+from schemaflow.plan.iceberg import ConvertToIceberg
 from schemaflow.plan.rewrite import REWRITE_BLOCK, RewriteTable, by_copying
 from schemaflow.plan.invalidation import resolve
 from schemaflow.plan.kinds import VIEW_DEFINITIONS, ObjectType, StepKind
@@ -70,7 +70,7 @@ class Basis(StrEnum):
                 assert_never(self)
 
 
-BREAKING = (AlterColumns, AlterIcebergTable, RewriteTable, DropTable, DropView, ReplaceView)  # the changes that can break the views over them
+BREAKING = (ColumnChange, DropTable, DropView, ReplaceView)  # the changes that can break the views over them
 
 
 @dataclass(frozen=True)
@@ -228,7 +228,7 @@ class PlanBuilder:
             step = with_code_hazard(change.to_step())
             # Columns are dropped only by migrations that name them: those need no further permission.
             if (step.destructive and not allow_destructive and not step.blocked
-                    and not isinstance(change, (AlterColumns, AlterIcebergTable))):
+                    and not (isinstance(change, ColumnChange) and not change.needs_permission)):
                 step = replace(step, blocked=REWRITE_BLOCK if isinstance(change, RewriteTable) else DESTRUCTIVE_BLOCK)
             elif isinstance(change, AlterColumns) and change.hides_values and not allow_destructive and not step.blocked:
                 step = replace(step, blocked=HIDING_BLOCK)

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from schemaflow.model import Stored, Table
-from schemaflow.plan.evolution import Evolution, evolve
+from schemaflow.plan.evolution import ColumnChange, Evolution, evolve
 from schemaflow.plan.iceberg import backup_name, staging_name
 from schemaflow.plan.kinds import ObjectType, StepKind
 from schemaflow.plan.steps import IcebergCommit, RewriteRows, Step
@@ -79,7 +79,7 @@ def registrable_copy(want: Table) -> Table:
 
 
 @dataclass(frozen=True)
-class RewriteTable:
+class RewriteTable(ColumnChange):
     """The table ``key`` made anew as ``want`` from the rows of ``have``: the live table, or, when a stopped apply
     renamed it already, its backup (then only the cut-over is left)."""
 
@@ -96,6 +96,7 @@ class RewriteTable:
     object_type = ObjectType.TABLE
     reshapes = True
     destructive = True                       # it moves every row: run only when allowed
+    needs_permission = True
 
     @property
     def resumed(self) -> bool:
