@@ -8,6 +8,10 @@ import os
 from pathlib import Path
 
 
+MARKDOWN_CASES = Path(__file__).parent / "cases" / "markdown"  # a project and its expected comment, each
+MARKDOWN_NAMES = sorted(case.name for case in MARKDOWN_CASES.iterdir())
+
+
 def golden(path: Path, text: str) -> str:
     """The expected text at ``path`` (first written from ``text`` when updating golden files)."""
     if os.environ.get("SCHEMAFLOW_UPDATE_GOLDEN"):

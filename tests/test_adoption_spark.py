@@ -149,7 +149,7 @@ def test_a_warehouse_built_by_spark_and_hive_users_is_adopted_and_evolves(tmp_pa
 
 
 def test_a_database_is_created_and_kept_as_declared(tmp_path, spark, metastore, fresh_db):
-    from tests.test_apply_spark import plan, plan_and_apply, write_project
+    from tests.projects import plan, plan_and_apply, write_project
 
     db = fresh_db()  # a name for it; the test creates it itself
     spark.sql(f"DROP DATABASE {db} CASCADE")

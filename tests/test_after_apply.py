@@ -10,8 +10,7 @@ from pathlib import Path
 
 from schemaflow.apply.after import cached_before, changed_objects, refresh, run_hooks
 from schemaflow.plan.plan import PlanBuilder
-from tests.test_guards import WIDER
-from tests.test_plan import DESIRED, applied, catalog, table
+from tests.catalogs import DESIRED, WIDER, applied, catalog, table
 
 
 def test_hooks_are_told_the_changed_objects_and_failures_are_reported_while_the_rest_still_run(tmp_path: Path):

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import shutil
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -11,32 +10,13 @@ from schemaflow.apply.executor import ApplyError, apply_plan
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import Table, View, fingerprint
 from schemaflow.plan.plan import Plan
-from schemaflow.project import Project, load_project
+from schemaflow.project import load_project
+from schemaflow.workflow import desired_state, hash_migrations
+from tests.projects import plan, plan_and_apply, write_project
 from schemaflow.catalog.live import Live
-from schemaflow.workflow import desired_state, hash_migrations, make_plan
 
 pytestmark = pytest.mark.spark
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def write_project(root: Path, files: dict[str, str]) -> Project:
-    """A project of YAML files (replacing any schemas it had), loaded with no environment overrides."""
-    shutil.rmtree(root / "schemas", ignore_errors=True)
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-    return load_project(root, env={})
-
-
-def plan(project: Project, metastore, allow_destructive: bool = False, **options) -> Plan:
-    return make_plan(project, Live(project, connected=metastore), allow_destructive=allow_destructive, **options)
-
-
-def plan_and_apply(project: Project, metastore, allow_destructive: bool = False) -> Plan:
-    result = plan(project, metastore, allow_destructive)
-    apply_plan(result, metastore)
-    return result
 
 
 def partition_columns_of_each_partition(metastore, key: str) -> list[list[str]]:
@@ -485,7 +465,6 @@ def test_a_saved_plan_whose_objects_changed_is_refused_with_nothing_applied(tmp_
     import json as _json
 
     from schemaflow.errors import SchemaflowError
-    from schemaflow.plan.plan import Plan
     from schemaflow.workflow import check_saved
 
     db = fresh_db()

@@ -11,7 +11,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,16 +21,10 @@ import pytest
 from schemaflow.catalog.snapshot import read_snapshot
 from schemaflow.model import Table
 from tests.metastore_server import accepts_connections, free_port, metastore_setting, release_under_test
+from tests.projects import schemaflow
 
 ROOT = Path(__file__).resolve().parent.parent
 ARCHIVE_LINES = ("Writing the JVM's class archive ", "Written in ", "No archive was written")
-
-
-def schemaflow(project: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """Run schemaflow in ``project``, as a user does (relative paths are the project's)."""
-    return subprocess.run([sys.executable, "-m", "schemaflow", *args], cwd=project,
-                          capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL,
-                          env={**os.environ, **(env or {})})
 
 
 @pytest.mark.spark

@@ -33,7 +33,7 @@ from schemaflow.output_safety import HOSTILE_IN_VALUES
 from schemaflow.project import load_project
 from schemaflow.sql.types import nests_char_or_varchar
 from schemaflow.workflow import desired_state, hash_migrations
-from tests.test_apply_spark import plan, plan_and_apply, write_project
+from tests.projects import plan, plan_and_apply, write_project
 
 pytestmark = pytest.mark.spark
 

@@ -17,7 +17,7 @@ import pytest
 
 from schemaflow.cli import COMMANDS, main
 from tests.metastore_server import RELEASE_VARIABLE, RELEASES
-from tests.test_readme_walkthrough import blocks as walkthrough_blocks
+from tests.pages import walkthrough_blocks
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"

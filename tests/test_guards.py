@@ -19,16 +19,13 @@ from schemaflow.catalog.metastore import READ_ATTEMPTS, Metastore
 from schemaflow.catalog.spark_compat import enforces_guards
 from schemaflow.claims import Claim, new_run, parse_claim
 from schemaflow.errors import ConcurrentChange, SchemaflowError
-from schemaflow.model import VERSION_KEY, Column
+from schemaflow.model import VERSION_KEY
 from schemaflow.plan.plan import PlanBuilder
 from schemaflow.plan.steps import SetColumns
 from schemaflow.workflow import check_claims
-from tests.test_plan import DAILY, DESIRED, ORDERS, TOP, applied, catalog
+from tests.catalogs import DESIRED, WIDER, applied
 
 RUN = Claim("run1", "ci-host", 4242, "2026-01-01T00:00:00Z")
-# A column appended to the table, and both views re-created with new comments: three objects change.
-WIDER = catalog(replace(ORDERS, columns=ORDERS.columns + (Column("channel", "string"),)),
-                replace(DAILY, comment="Orders by day"), replace(TOP, comment="The top orders"))
 
 
 class VersionedTarget(RecordingTarget):

@@ -20,7 +20,7 @@ from schemaflow.catalog import iceberg_convert
 from schemaflow.catalog.iceberg_metadata import read_metadata
 from schemaflow.model import Table, View
 from schemaflow.plan.rewrite import REWRITE_BLOCK
-from tests.test_apply_spark import plan, plan_and_apply, write_project
+from tests.projects import plan, plan_and_apply, write_project
 
 pytestmark = pytest.mark.spark
 

@@ -19,7 +19,7 @@ import pytest
 
 from tests.iceberg_spark import IcebergSpark
 from tests.metastore_server import lock_guards, metastore_setting
-from tests.test_thrift_reader_remote import schemaflow
+from tests.projects import schemaflow
 
 pytestmark = [pytest.mark.remote, pytest.mark.iceberg_engine]
 

@@ -13,10 +13,10 @@ from schemaflow.catalog.iceberg_metadata import read_metadata
 from schemaflow.claims import parse_claim
 from schemaflow.catalog.thrift_reader import ThriftReader
 from schemaflow.model import Table
-from tests import test_safe_apply_remote as safe
 from tests import iceberg_java
-from tests.metastore_server import BACKENDS, Release, default_backend, metastore_setting, other_client, site_defaults
-from tests.test_thrift_reader_remote import schemaflow
+from tests.metastore_server import BACKENDS, default_backend, metastore_setting, other_client
+from tests.conversions import filled, on_server
+from tests.projects import live_state, paused, schemaflow
 
 pytestmark = pytest.mark.remote
 
@@ -35,19 +35,6 @@ sorted_by: [id]
 @pytest.fixture(params=BACKENDS)
 def server(request: pytest.FixtureRequest) -> str:
     return str(request.getfixturevalue("metastore_server" if request.param == "derby" else "postgres_metastore_server"))
-
-
-def on_server(project: Path, uri: str, tmp_path: Path, release: Release | None = None) -> dict[str, str]:
-    """The environment that points the ``project`` at the server ``uri`` (of ``release``; default: the one under
-    test), its guard declared where the server needs the lock (``metastore_setting``)."""
-    settings = project / "schemaflow.yaml"
-    existing = settings.read_text() if settings.exists() else ""
-    if metastore_setting(release=release):
-        settings.write_text(existing + metastore_setting(release=release))
-    env = {"SCHEMAFLOW_METASTORE_URI": uri, "SCHEMAFLOW_WAREHOUSE_DIR": str(tmp_path / "warehouse")}
-    if release is not None:  # Spark given that line's Hive client, not the one the run's site gives it
-        env["SPARK_CONF_DIR"] = site_defaults(tmp_path / "spark-conf", release)
-    return env
 
 
 def test_an_iceberg_table_is_applied_on_a_server_and_planned_again_without_a_jvm(server: str, tmp_path: Path) -> None:
@@ -112,92 +99,32 @@ def test_an_apply_killed_between_iceberg_commits_is_finished_by_the_next_run(met
     for name in ("a", "b"):
         (project / "schemas" / db / f"{name}.yaml").write_text(
             CLICKS.replace("ice_db.clicks", f"{db}.{name}"))
-    assert safe.schemaflow(project, "apply", "--auto-approve").returncode == 0
+    assert schemaflow(project, "apply", "--auto-approve").returncode == 0
     for name in ("a", "b"):
         (project / "schemas" / db / f"{name}.yaml").write_text(
             CLICKS.replace("ice_db.clicks", f"{db}.{name}").replace("{name: v, type: int}", "{name: v, type: bigint}"))
 
-    process, marker = safe.paused(project, where)
+    process, marker = paused(project, where)
     os.kill(process.pid, signal.SIGKILL)  # between two commits: no clean-up of any kind runs
     process.communicate()
     marker.unlink()
-    half_done = [key for key, obj in safe.live(project, tmp_path).objects.items() if parse_claim(obj.version)]
+    half_done = [key for key, obj in live_state(project, tmp_path).objects.items() if parse_claim(obj.version)]
     assert half_done, "the killed run left no claim behind"
-    finished = safe.schemaflow(project, "apply", "--auto-approve")
+    finished = schemaflow(project, "apply", "--auto-approve")
     assert finished.returncode == 0, finished.stdout + finished.stderr
-    again = safe.schemaflow(project, "plan")
+    again = schemaflow(project, "plan")
     assert (again.returncode, again.stdout.splitlines()[0]) == (
         0, f"No changes: the metastore matches the schemas (databases: {db}).")
-    for obj in safe.live(project, tmp_path).objects.values():
+    for obj in live_state(project, tmp_path).objects.values():
         assert isinstance(obj, Table) and [c.type for c in obj.columns] == ["timestamp", "bigint", "bigint"]
         assert obj.iceberg is not None and obj.iceberg.schema_id == 1  # one schema commit each, none repeated
-
-
-ORDERS = """\
-table: conv_db.orders
-format: parquet
-columns:
-  - {name: id, type: bigint}
-  - {name: amount, type: 'decimal(10,2)'}
-  - {name: note, type: string}
-partitioned_by:
-  - {name: dt, type: date}
-"""
-
-
-def _filled(tmp_path: Path, spark, server: str, key: str, format: str, days: int,
-            release: Release | None = None) -> tuple[Path, dict, dict]:
-    """A project whose table ``key`` (ORDERS, stored as ``format``) is applied on ``server`` and filled
-    with rows in ``days`` partitions (day d holds d rows), as a job writes them: a file of ``format`` in each
-    partition's folder, the partition registered; then declared as Iceberg. The project, the environment that
-    points schemaflow at the server, and the rows by day, sorted."""
-    database, name = key.split(".")
-    project = tmp_path / "project"
-    (project / "schemas" / database).mkdir(parents=True)
-    declared = ORDERS.replace("conv_db.orders", key).replace("format: parquet", f"format: {format}")
-    (project / "schemas" / database / f"{name}.yaml").write_text(declared)
-    env = on_server(project, server, tmp_path, release)
-    created = schemaflow(project, "apply", "--auto-approve", env=env)
-    assert created.returncode == 0, created.stdout + created.stderr
-    written = _write_partitions(spark, server, key, days, format, release)
-    (project / "schemas" / database / f"{name}.yaml").write_text(
-        declared.replace(f"format: {format}", "format: iceberg").replace(
-            "partitioned_by:\n  - {name: dt, type: date}\n", "  - {name: dt, type: date}\npartitioned_by: [dt]\n"))
-    return project, env, written
-
-
-def _write_partitions(spark, server: str, key: str, days: int, format: str, release: Release | None = None) -> dict:
-    """Rows of ``key`` in ``days`` partitions (day d holds d rows), written as a job writes them: a file
-    of ``format`` in each partition's folder, the partition registered, on ``server`` (of ``release``; default: the
-    one under test). The rows by day, sorted."""
-    import datetime
-    from decimal import Decimal
-
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-    from pyarrow import orc
-
-    written = {}
-    schema = pa.schema([("id", pa.int64()), ("amount", pa.decimal128(10, 2)), ("note", pa.string())])
-    with other_client(spark, server, release) as other:
-        for day in range(1, days + 1):
-            partition = other.msc.appendPartition(*key.split("."), [f"2024-01-0{day}"])
-            rows = [{"id": 10 * day + n, "amount": Decimal(f"{day}.{n}0"), "note": f"n{n}"} for n in range(day)]
-            folder = partition.getSd().getLocation().removeprefix("file:")
-            table = pa.Table.from_pylist(rows, schema=schema)
-            if format == "orc":
-                orc.write_table(table, f"{folder}/part-00000.orc")
-            else:
-                pq.write_table(table, f"{folder}/part-00000.parquet")
-            written[datetime.date(2024, 1, day)] = sorted((r["id"], r["amount"], r["note"]) for r in rows)
-    return written
 
 
 def test_a_partitioned_parquet_table_is_converted_to_iceberg_on_a_server(server: str, tmp_path: Path, spark) -> None:
     from pyiceberg.table import StaticTable
 
     # Rows in three partitions, as a job writes them: Parquet files in each partition's folder, registered.
-    project, env, written = _filled(tmp_path, spark, server, "conv_db.orders", "parquet", 3)
+    project, env, written = filled(tmp_path, spark, server, "conv_db.orders", "parquet", 3)
     planned = schemaflow(project, "plan", "--format", "json", env=env)
     [step] = json.loads(planned.stdout)["steps"]
     assert (step["kind"], step["blocked"]) == ("convert_to_iceberg", None), planned.stdout + planned.stderr
@@ -463,7 +390,7 @@ def test_iceberg_tables_another_client_points_at_hostile_metadata_are_refused_on
 def test_an_orc_table_is_converted_to_iceberg_by_copying_on_a_server(server: str, tmp_path: Path, spark) -> None:
     """Converted by copying: rows Spark copied into Parquet files Iceberg registered, read back by Iceberg's Java
     library; the ORC table kept as the backup."""
-    project, env, written = _filled(tmp_path, spark, server, "conv_orc.orders", "orc", 2)
+    project, env, written = filled(tmp_path, spark, server, "conv_orc.orders", "orc", 2)
     planned = schemaflow(project, "plan", "--allow-destructive", "--format", "json", env=env)
     [step] = json.loads(planned.stdout)["steps"]
     assert (step["kind"], [a["action"] for a in step["actions"]][:2]) == (

@@ -16,7 +16,7 @@ from schemaflow.errors import ConcurrentChange, SchemaflowError
 from schemaflow.model import Table, fingerprint
 from schemaflow.workflow import desired_state, hash_migrations
 from tests.iceberg_writer import OtherWriter
-from tests.test_apply_spark import plan, plan_and_apply, write_project
+from tests.projects import plan, plan_and_apply, write_project
 
 pytestmark = pytest.mark.spark
 

@@ -15,7 +15,7 @@ from schemaflow.catalog.session import VARIABLE_SUBSTITUTION
 from schemaflow.project import load_project
 from tests.foreign_tables import iceberg_like
 from tests.inprocess import schemaflow
-from tests.test_apply_spark import plan, plan_and_apply, write_project
+from tests.projects import plan, plan_and_apply, write_project
 
 pytestmark = pytest.mark.spark
 TEXT = "${env:HOME} ${system:user.name} ${spark:spark.app.name} ${x} ${claim} ${applied_at} ${live_state}"

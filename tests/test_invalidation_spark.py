@@ -16,8 +16,8 @@ from schemaflow.plan.invalidation import created_schema_mode
 from schemaflow.project import Project
 from schemaflow.spark_version import spark_version
 from schemaflow.workflow import hash_migrations
-from tests.test_apply_spark import plan
-from tests.test_apply_spark import write_project as write_files
+from tests.projects import plan
+from tests.projects import write_project as write_files
 
 pytestmark = pytest.mark.spark
 

@@ -115,3 +115,12 @@ def test_the_docs_state_the_layers() -> None:
     page = (PACKAGE.parent / "docs" / "contributing.md").read_text()
     stated = "\n".join("  " + ", ".join(units) for units in reversed(LAYERS))
     assert stated in page
+
+
+def test_no_test_module_imports_another() -> None:
+    """What tests share lives in the helper modules of tests/ (tests/projects.py: projects written, planned, applied
+    and run as a command; tests/catalogs.py, tests/conversions.py, ...), not in a test module another imports."""
+    tests = Path(__file__).parent
+    crossing = [f"{path.name}:{line}: {name}" for path in sorted(tests.glob("test_*.py"))
+                for line, name in imports(path) if name.startswith("tests.test_")]
+    assert crossing == []

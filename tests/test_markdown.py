@@ -18,10 +18,9 @@ from schemaflow.plan.plan import PlanBuilder
 from schemaflow.render.markdown import MARKER, MAX_CHARACTERS, render
 from schemaflow.render.review import Review
 from tests.gitrepos import commit, init_repo, put_project
-from tests.golden import golden
+from tests.golden import MARKDOWN_CASES, MARKDOWN_NAMES, golden
 
-CASES = Path(__file__).parent / "cases" / "markdown"
-NAMES = sorted(case.name for case in CASES.iterdir())
+CASES, NAMES = MARKDOWN_CASES, MARKDOWN_NAMES
 
 
 def comment(name: str, project: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:

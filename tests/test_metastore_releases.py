@@ -33,6 +33,7 @@ from schemaflow.spark_version import installed
 from tests.metastore_server import (RELEASES, TEST_JAVA_OPTIONS, MetastoreServer, derby_with_transaction_tables,
                                     give_client, java_binary, other_client)
 from tests.postgres_server import PostgresServer
+from tests.projects import schemaflow as run
 
 pytestmark = pytest.mark.remote
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,11 +56,8 @@ def example(workdir: Path) -> Path:
 
 def schemaflow(project: Path, uri: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     # Each test here names its server's line and gives the Hive client it needs itself: not the run's site client.
-    env = {**{key: value for key, value in os.environ.items() if key != "SPARK_CONF_DIR"},
-           "PYTHONPATH": str(ROOT), "SCHEMAFLOW_METASTORE_URI": uri,
-           "SCHEMAFLOW_WAREHOUSE_DIR": str(project.parent / "warehouse"), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "schemaflow", *args], cwd=project, capture_output=True, text=True,
-                          env=env, timeout=600)
+    return run(project, *args, env={"SPARK_CONF_DIR": None, "SCHEMAFLOW_METASTORE_URI": uri,
+                                    "SCHEMAFLOW_WAREHOUSE_DIR": str(project.parent / "warehouse"), **(env or {})})
 
 
 def test_hive_3_1_creates_the_example_and_refuses_changes_it_cannot_guard(tmp_path: Path) -> None:
@@ -133,12 +131,12 @@ def test_hive_3_1_on_postgresql_selects_no_partitions_by_date_so_spark_selects_t
     only on partition keys of type string"), as a rewrite's chunks do (2.3, and 3.1 on Derby, select them): Spark
     selects them itself, and the ORC table partitioned by a date is converted to Iceberg by copying, every row kept."""
     from tests import iceberg_java
-    from tests.test_iceberg_remote import _filled
+    from tests.conversions import filled
 
     release = RELEASES["3.1"]
     with MetastoreServer(tmp_path / "server", settings=postgres.metastore_settings(postgres.new_database(release=release)),
                          classpath=[postgres.jdbc_jar], java_options=TEST_JAVA_OPTIONS, release=release) as hive:
-        project, env, written = _filled(tmp_path, spark, hive.uri, "dates.orders", "orc", 2, release)
+        project, env, written = filled(tmp_path, spark, hive.uri, "dates.orders", "orc", 2, release)
         applied = subprocess.run([sys.executable, "-m", "schemaflow", "apply", "--auto-approve", "--allow-destructive"],
                                  cwd=project, capture_output=True, text=True, timeout=600,
                                  env={**os.environ, "PYTHONPATH": str(ROOT), **env})

@@ -10,44 +10,17 @@ import pytest
 from schemaflow.apply.executor import ApplyError, RecordingTarget, apply_plan
 from schemaflow.claims import Claim
 from schemaflow.errors import ConcurrentChange, SchemaflowError, Unreachable
-from schemaflow.model import APPLIED_AT_KEY, APPLIED_STATE_KEY, LIVE_STATE, MANAGED_KEYS_KEY, VERSION_KEY, Catalog, Column, Table, View, fingerprint
+from schemaflow.model import APPLIED_AT_KEY, APPLIED_STATE_KEY, LIVE_STATE, MANAGED_KEYS_KEY, VERSION_KEY, Catalog, Column, Table, fingerprint
 from schemaflow.plan.plan import DESTRUCTIVE_BLOCK, Plan, PlanBuilder
 from schemaflow.plan.rewrite import REWRITE_BLOCK
 from schemaflow.plan.steps import (APPLIED_AT, KeepViewPartitions, PartitionView, RewriteRows, SetColumns, SetParameters,
                                    SqlAction)
 from schemaflow.sql import ddl
 from schemaflow.sql.ddl import CLAIM
+from tests.catalogs import DAILY, DESIRED, ORDERS, TOP, applied, catalog, table, view
 
 
-def table(key: str, *cols: str, parts: tuple[str, ...] = (), **kw) -> Table:
-    db, name = key.split(".")
-    return Table(db, name, tuple(Column(*c.split(":")) for c in cols),
-                 tuple(Column(*p.split(":")) for p in parts), **kw)
-
-
-def view(key: str, sql: str, cols: tuple[str, ...], reads: tuple[str, ...], **kw) -> View:
-    db, name = key.split(".")
-    return View(db, name, sql, tuple(Column(c) for c in cols), reads=reads, **kw)
-
-
-def catalog(*objects, databases=("retail",)) -> Catalog:
-    return Catalog(databases=databases, objects={o.key: o for o in objects})
-
-
-ORDERS = table("retail.orders", "order_id:bigint", "amount:decimal(12,2)", parts=("ds:string",),
-               properties={"owner": "sales-eng"})
-DAILY = view("retail.daily", "SELECT order_id, ds FROM retail.orders", ("order_id", "ds"), ("retail.orders",))
-TOP = view("retail.top", "SELECT order_id FROM retail.daily", ("order_id",), ("retail.daily",))
-DESIRED = catalog(ORDERS, DAILY, TOP)
 STAMPED = {APPLIED_AT_KEY: APPLIED_AT, APPLIED_STATE_KEY: LIVE_STATE}  # what every stamp records beside the version
-
-
-def applied(desired: Catalog) -> Catalog:
-    """The live catalog after a perfect apply of ``desired``: stamped, with views' stored columns."""
-    def live(o):
-        o = replace(o, managed_keys=tuple(sorted(o.properties)), version=fingerprint(o))
-        return replace(o, reads=()) if isinstance(o, View) else o
-    return replace(desired, objects={k: live(o) for k, o in desired.objects.items()})
 
 
 def kinds(plan: Plan) -> list[tuple[str, str]]:

@@ -18,7 +18,7 @@ from schemaflow.project import load_project
 from schemaflow.catalog.live import Live
 from schemaflow.workflow import hash_migrations, make_plan, review_refs
 from tests.gitrepos import commit, init_repo
-from tests.test_apply_spark import plan_and_apply
+from tests.projects import plan_and_apply
 
 pytestmark = pytest.mark.spark
 

@@ -11,18 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.pages import walkthrough_blocks as blocks
+
 ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.spark
-
-
-def blocks() -> list[tuple[str, str]]:
-    """The fenced blocks of the walkthrough section, as (language, text), in order."""
-    page = (ROOT / "docs" / "getting-started.md").read_text()
-    start = page.index("## Your first project, step by step")
-    end = page.find("\n## ", start + 1)
-    section = page[start:end if end != -1 else len(page)]
-    return re.findall(r"```(\w+)\n(.*?)```", section, flags=re.S)
 
 
 def run(command: list[str], cwd: Path) -> str:

@@ -12,7 +12,7 @@ import pytest
 
 from schemaflow.project import load_project
 from tests.metastore_server import metastore_setting
-from tests.test_safe_apply_remote import done_steps, paused, schemaflow
+from tests.projects import done_steps, paused, schemaflow
 from schemaflow.workflow import hash_migrations
 
 pytestmark = pytest.mark.remote

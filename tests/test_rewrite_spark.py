@@ -18,7 +18,7 @@ from schemaflow.catalog.history import read_history
 from schemaflow.wording import size
 from schemaflow.workflow import hash_migrations
 from tests.inprocess import schemaflow
-from tests.test_apply_spark import plan, write_project
+from tests.projects import plan, write_project
 
 pytestmark = pytest.mark.spark
 

@@ -13,20 +13,18 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from schemaflow.catalog.snapshot import read_snapshot
 from schemaflow.claims import parse_claim
 from schemaflow.model import Catalog, Table, state_digest
 from schemaflow.project import load_project
 from schemaflow.workflow import hash_migrations
 from tests.metastore_server import BACKENDS, NewServer, metastore_setting
+from tests.projects import done_steps, live_state, paused, resume, schemaflow
 
-PAUSED_APPLY = Path(__file__).with_name("paused_apply.py")  # the command line with a pause injected
 
 pytestmark = pytest.mark.remote
 
@@ -70,46 +68,6 @@ def write_project(root: Path, db: str, uri: str, warehouse: Path, version: int) 
     return root
 
 
-def schemaflow(project: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "schemaflow", *args], cwd=project, capture_output=True, text=True,
-                          timeout=600, stdin=subprocess.DEVNULL, env={**os.environ, **(env or {})})
-
-
-def paused(project: Path, point: str, *args: str) -> tuple[subprocess.Popen[str], Path]:
-    """``schemaflow apply --auto-approve`` started in the background and stopped at ``point``."""
-    marker = project / f"paused-{point}-{time.monotonic_ns()}"
-    process = subprocess.Popen([sys.executable, str(PAUSED_APPLY), point, str(marker), "apply", "--auto-approve", *args],
-                               cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               stdin=subprocess.DEVNULL)
-    deadline = time.monotonic() + 300
-    while not marker.exists():
-        if process.poll() is not None:
-            out, err = process.communicate()
-            raise AssertionError(f"apply ended before reaching {point}:\n{out}\n{err}")
-        assert time.monotonic() < deadline, f"apply did not reach {point}"
-        time.sleep(0.1)
-    return process, marker
-
-
-def resume(process: subprocess.Popen[str], marker: Path) -> tuple[int, str, str]:
-    marker.unlink()
-    out, err = process.communicate(timeout=600)
-    return process.returncode, out, err
-
-
-def live(project: Path, tmp: Path) -> Catalog:
-    out = tmp / f"live-{time.monotonic_ns()}.json"
-    result = schemaflow(project, "snapshot", "--out", str(out))
-    assert result.returncode == 0, result.stderr
-    return read_snapshot(out)
-
-
-def done_steps(stdout: str) -> list[str]:
-    """The summaries of the steps a run reports done."""
-    return [line.split("] ", 1)[1].rsplit(" ... ", 1)[0] for line in stdout.splitlines()
-            if line.startswith("[") and " ... done (" in line]
-
-
 def planned_steps(project: Path) -> list[dict]:
     result = schemaflow(project, "plan", "--format", "json")
     assert result.returncode == 2, result.stdout + result.stderr
@@ -150,7 +108,7 @@ def reference(server: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str
     write_project(project, db, server, tmp / "warehouse", 2)
     applied = schemaflow(project, "apply", "--auto-approve")
     assert applied.returncode == 0, applied.stdout + applied.stderr
-    return comparable(live(project, tmp), db)
+    return comparable(live_state(project, tmp), db)
 
 
 def at_version_2(server: str, tmp_path: Path, db: str) -> Path:
@@ -193,7 +151,7 @@ def test_an_apply_killed_anywhere_is_finished_by_the_next_run(server, reference,
     marker.unlink()
 
     # The claims stay in the metastore: the journal the next run (on any machine) reads.
-    half_done = [key for key, obj in live(project, tmp_path).objects.items() if parse_claim(obj.version)]
+    half_done = [key for key, obj in live_state(project, tmp_path).objects.items() if parse_claim(obj.version)]
     assert half_done, "the killed run left no claim behind"
     replanned = schemaflow(project, "plan")
     assert replanned.returncode == 2
@@ -209,7 +167,7 @@ def test_an_apply_killed_anywhere_is_finished_by_the_next_run(server, reference,
     again = schemaflow(project, "plan")
     assert (again.returncode, again.stdout.splitlines()[0]) == (0, f"No changes: the metastore matches the schemas "
                                                                    f"(databases: {db}).")
-    assert comparable(live(project, tmp_path), db) == reference
+    assert comparable(live_state(project, tmp_path), db) == reference
 
 
 def test_a_second_apply_while_the_first_holds_its_claims_stops_with_nothing_applied(server, tmp_path):
@@ -255,7 +213,7 @@ def test_two_appliers_started_together_apply_each_step_once(server, reference, t
     for code, _out, err in results:
         assert code == 0 or "modified concurrently" in err, err
     assert schemaflow(project, "plan").returncode == 0
-    assert comparable(live(project, tmp_path), "safe_together") == reference
+    assert comparable(live_state(project, tmp_path), "safe_together") == reference
 
 
 def test_a_saved_plan_is_refused_when_another_apply_got_there_first(server, tmp_path):
@@ -263,13 +221,13 @@ def test_a_saved_plan_is_refused_when_another_apply_got_there_first(server, tmp_
     saved = schemaflow(project, "plan", "--out", "plan.json")
     assert saved.returncode == 2, saved.stderr
     assert schemaflow(project, "apply", "--auto-approve").returncode == 0
-    before = live(project, tmp_path)
+    before = live_state(project, tmp_path)
 
     refused = schemaflow(project, "apply", "plan.json", "--auto-approve")
     assert refused.returncode == 1
     assert "plan.json is stale" in refused.stderr and "nothing was applied" in refused.stderr
     assert "safe_saved.orders: columns changed since the plan was made" in refused.stderr
-    assert live(project, tmp_path) == before
+    assert live_state(project, tmp_path) == before
 
 
 @pytest.mark.parametrize("backend", ["postgresql"], indirect=True, scope="module")  # a server stopped and started again, as in production
@@ -288,4 +246,4 @@ def test_a_metastore_that_goes_down_mid_apply_is_named_and_the_next_run_converge
         assert finished.returncode == 0, finished.stdout + finished.stderr
         assert "left half-done by run" in finished.stdout
         assert schemaflow(project, "plan").returncode == 0
-        assert comparable(live(project, tmp_path), "safe_down") == reference
+        assert comparable(live_state(project, tmp_path), "safe_down") == reference

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_apply_spark import plan, plan_and_apply, write_project
+from tests.projects import plan, plan_and_apply, write_project
 
 pytestmark = pytest.mark.spark
 

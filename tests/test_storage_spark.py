@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from schemaflow.plan.rewrite import REWRITE_BLOCK
-from tests.test_apply_spark import plan, plan_and_apply, write_project
+from tests.projects import plan, plan_and_apply, write_project
 
 pytestmark = pytest.mark.spark
 

@@ -16,7 +16,7 @@ from schemaflow.render import render
 from schemaflow.workflow import review_refs
 from tests.gitrepos import commit, init_repo, put_project
 from tests.golden import golden
-from tests.test_markdown import CASES, NAMES
+from tests.golden import MARKDOWN_CASES as CASES, MARKDOWN_NAMES as NAMES
 
 
 def planned(name: str, project: Path) -> None:

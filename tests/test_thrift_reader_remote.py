@@ -15,7 +15,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 from collections.abc import Callable, Mapping
@@ -27,6 +26,7 @@ from schemaflow.catalog.thrift_reader import ThriftReader
 from schemaflow.errors import SchemaflowError
 from tests.conftest import NewServer
 from tests.metastore_server import BACKENDS, default_backend, free_port
+from tests.projects import schemaflow
 
 pytestmark = pytest.mark.remote
 RunPython = Callable[..., subprocess.CompletedProcess[str]]
@@ -141,11 +141,6 @@ def test_an_unreachable_server_is_one_clear_error_after_the_retries() -> None:
     with pytest.raises(SchemaflowError, match=rf"^cannot reach the Hive metastore \({uri}\): .*refused"):
         reader.databases()
     assert waits == [1.0, 2.0, 4.0]
-
-
-def schemaflow(project: Path, *args: str, env: Mapping[str, str] = {}) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "schemaflow", *args], cwd=project, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT), **env}, timeout=600)
 
 
 def test_plan_with_nothing_to_do_starts_no_jvm_and_says_what_the_jvm_reader_says(

@@ -10,7 +10,7 @@ from schemaflow.apply.executor import apply_plan
 from schemaflow.cli import main
 from schemaflow.catalog.live import Live
 from schemaflow.workflow import view_partitions_plan
-from tests.test_apply_spark import plan, plan_and_apply, write_project
+from tests.projects import plan, plan_and_apply, write_project
 
 pytestmark = pytest.mark.spark
 ODD = "it's `odd`; DROP TABLE x; -- \\ \"q\" a/b=c%d"  # also what Hive escapes in partition names
