@@ -58,6 +58,7 @@ class Settings:
     derby_dir: str = ""                       # where the embedded metastore lives
     invalidation: Invalidation = Invalidation.STRICT  # what a change that breaks a view does
     exclude: tuple[str, ...] = ()             # globs on db.name of objects schemaflow leaves alone (see scope)
+    manage_undeclared: frozenset[str] = frozenset()  # table kinds whose undeclared tables it manages (see scope)
     after_apply: tuple[str, ...] = ()         # shell commands run after an apply (see apply.after)
     target: str | None = None                 # the chosen target's name; None: none chosen
     database_names: Mapping[str, str] = field(default_factory=dict)  # project database -> its name on the target
@@ -154,6 +155,7 @@ def load_project(root: str | Path, env: Mapping[str, str] | None = None, target:
         derby_dir=str(state),
         invalidation=Invalidation(raw.get("invalidation") or Invalidation.STRICT),
         exclude=tuple(str(pattern).lower() for pattern in raw.get("exclude") or ()),
+        manage_undeclared=frozenset(str(kind) for kind in raw.get("manage_undeclared") or ()),
         after_apply=tuple(raw.get("after_apply") or ()),
         target=chosen,
         database_names=_names(raw),

@@ -7,6 +7,9 @@ Within a managed database schemaflow owns every table and view, except:
 - objects of a kind it cannot manage, whoever made them: Delta Lake and Hudi tables, Hive
   transactional (ACID) tables, tables of a SerDe or Spark data source it does not know; and Iceberg
   tables it has not stamped (one it created or changed is its own: removing its file drops it);
+- tables of a kind registered since its format was left alone (``TableKind.manages_undeclared``), unless the
+  project lists the kind in ``manage_undeclared:``: registering a kind never makes the tables of its format that
+  no file declares drops;
 - sources: tables the project's views read and declares with ``source:`` (see ``spec.sources``).
 
 Such an object is taken out of the live state before the diff, so no plan ever touches it (above
@@ -27,9 +30,11 @@ from schemaflow.sql.table_kinds import CUSTOM, FOREIGN_FORMATS, table_kind
 
 @dataclass(frozen=True)
 class Scope:
-    """The project's ``exclude`` globs, lower-case, matched against ``db.name``."""
+    """The project's ``exclude`` globs, lower-case, matched against ``db.name``, and the table kinds whose undeclared
+    tables it manages beyond those that always are (``manage_undeclared``)."""
 
     exclude: tuple[str, ...] = ()
+    manage_undeclared: frozenset[str] = frozenset()
 
     def excluded_by(self, key: str) -> str | None:
         """The first ``exclude`` glob that names ``key``, or None."""
@@ -60,11 +65,12 @@ class Scope:
         where = source.source.path if source is not None and source.source else "schemas/"
         pattern = self.excluded_by(obj.key)
         return (f"declared as a source in {where}" if source is not None else
-                f"excluded by '{pattern}' in schemaflow.yaml" if pattern else unmanageable(obj))
+                f"excluded by '{pattern}' in schemaflow.yaml" if pattern else unmanageable(obj, self.manage_undeclared))
 
 
-def unmanageable(obj: Object) -> str | None:
-    """Why schemaflow cannot manage ``obj``, or None when it can."""
+def unmanageable(obj: Object, manage_undeclared: frozenset[str] = frozenset()) -> str | None:
+    """Why schemaflow cannot manage ``obj``, or None when it can; ``manage_undeclared``: the kinds the project
+    has its undeclared tables managed of."""
     if not isinstance(obj, Table):
         return None
     if obj.iceberg is not None and obj.version is not None:  # an Iceberg table schemaflow created or changed
@@ -89,4 +95,8 @@ def unmanageable(obj: Object) -> str | None:
                     f"a table read through the input format {obj.input_format}, which ships with neither Hive nor Spark")
     elif obj.serde is not None and obj.serde not in KNOWN_SERDES:
         return f"a table of the SerDe {obj.serde}, which ships with neither Hive nor Spark"
+    kind = table_kind(obj.format, obj.data_source)
+    if kind is not None and not kind.manages_undeclared and kind.name not in manage_undeclared:
+        return (f"a table of the kind '{kind.name}', whose tables no file declares schemaflow leaves alone unless "
+                f"schemaflow.yaml lists it in manage_undeclared")
     return None

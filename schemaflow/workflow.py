@@ -93,7 +93,8 @@ def _named_databases(project: Project) -> tuple[str, ...]:
 
 
 def _scope(project: Project) -> Scope:
-    return Scope(target_patterns(project.settings.exclude, project.settings.database_names))
+    return Scope(target_patterns(project.settings.exclude, project.settings.database_names),
+                 project.settings.manage_undeclared)
 
 
 def owned(project: Project, live: Catalog, desired: Catalog) -> tuple[Catalog, tuple[str, ...]]:

@@ -104,3 +104,27 @@ def test_declaring_an_excluded_object_is_an_error_at_its_name(example, capsys):
     assert capsys.readouterr().err.splitlines()[0] == (
         "schemas/retail/orders.yaml:1:1: retail.orders is declared here and excluded by 'retail.orders' in "
         "schemaflow.yaml: remove the file, or narrow the pattern")
+
+
+def test_registering_a_kind_leaves_the_undeclared_tables_of_its_format_alone_unless_the_project_lists_it(
+        monkeypatch) -> None:
+    """A package that registers Spark's 'com.example.source' as a kind (as docs/contributing.md says) does not turn
+    the live tables of that format no file declares into drops: the project opts in with manage_undeclared."""
+    from dataclasses import replace as changed
+
+    from schemaflow.sql import table_kinds
+
+    # The kinds schemaflow ships are managed undeclared, as they always were (Iceberg's by its stamp: see above).
+    assert all(kind.manages_undeclared for kind in table_kinds.kinds() if kind.name != table_kinds.ICEBERG)
+    monkeypatch.setattr(table_kinds, "_KINDS", dict(table_kinds._KINDS))  # registered for this test alone
+    registered = changed(table_kinds._data_source("com.example.source"), manages_undeclared=False)
+    table_kinds.register(registered)
+    weird = LIVE.objects["shop.weird_source"]
+    assert unmanageable(weird) == ("a table of the kind 'com.example.source', whose tables no file declares "
+                                   "schemaflow leaves alone unless schemaflow.yaml lists it in manage_undeclared")
+    assert "shop.weird_source" not in Scope().owned(LIVE, DECLARED)[0].objects
+    opted = Scope(manage_undeclared=frozenset({"com.example.source"}))
+    assert "shop.weird_source" in opted.owned(LIVE, DECLARED)[0].objects
+    [drop] = [s for s in PlanBuilder(DECLARED, opted.owned(LIVE, DECLARED)[0]).build().steps
+              if s.object == "shop.weird_source"]
+    assert drop.kind == "drop_table" and drop.blocked  # a drop, blocked without --allow-destructive

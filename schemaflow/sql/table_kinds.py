@@ -17,7 +17,9 @@ To add a kind (Delta, say, as a Spark data source):
 
 1. write its record at the end of this module (``_data_source`` for a provider) and ``register`` it;
    a format schemaflow left alone until then leaves ``FOREIGN_FORMATS`` once its live tables are read
-   (Iceberg's stay there: only declared Iceberg tables are a kind so far, see its record);
+   (Iceberg's stay there: only declared Iceberg tables are a kind so far, see its record). Live tables of it
+   that no file declares stay left alone unless the record says ``manages_undeclared`` or a project lists it
+   in ``manage_undeclared`` (``scope``);
 2. add its name to the ``format`` or ``using`` enum of ``spec/schemas/table.json`` and to the
    lists of docs/concepts/objects.md: ``tests/test_table_kinds.py`` fails until they and the registry agree;
 3. if it needs a behaviour no kind has yet (another type rule, another way readers find columns,
@@ -123,6 +125,10 @@ class TableKind:
     # A table format with metadata of its own (Iceberg): declared with ``format:``, partitioned by transforms
     # of its data columns, sorted by a sort order; live tables of it are still left alone (``FOREIGN_FORMATS``).
     own_metadata: bool = False
+    # Whether a live table of it that no file declares is schemaflow's (planned as a drop) without the project
+    # listing the kind in ``manage_undeclared``: the kinds schemaflow has always managed. A kind registered later
+    # leaves the tables of its format that were left alone before it alone still (``scope``).
+    manages_undeclared: bool = False
 
     def recognises(self, input_format: str | None, output_format: str | None) -> bool:
         """Whether a Hive table with these format classes is of this (named Hive format) kind."""
@@ -225,14 +231,14 @@ def default_serde(format: str) -> str:
 
 def _hive_format(name: str, input_format: str, output_format: str, serde: str, resolution: Resolution) -> TableKind:
     return TableKind(name, False, f"STORED AS {name.upper()}", (input_format, output_format), serde, resolution,
-                     ColumnChanges.METASTORE)
+                     ColumnChanges.METASTORE, manages_undeclared=True)
 
 
 def _data_source(name: str) -> TableKind:
     way_out = (f"Spark cannot change it in place on a data-source table (USING {name}): create a table with the new "
                "columns, copy the rows (INSERT INTO new SELECT ... FROM old) and swap the names")
     return TableKind(name, True, f"USING {name}", None, None, Resolution.NOT_ASSUMED, ColumnChanges.SPARK_SQL,
-                     way_out=way_out)
+                     way_out=way_out, manages_undeclared=True)
 
 
 # The Hive formats, as Spark 4 creates STORED AS <name>.
@@ -261,7 +267,8 @@ register(replace(_hive_format(
     "rcfile", _HIVE_IO + "RCFileInputFormat", _HIVE_IO + "RCFileOutputFormat",
     "org.apache.hadoop.hive.serde2.columnar.LazyBinaryColumnarSerDe", Resolution.BY_POSITION),
     row_format_serde=True, reads_every_type_change=True))
-register(TableKind(CUSTOM, False, "", None, LAZY_SIMPLE_SERDE, Resolution.NOT_ASSUMED, ColumnChanges.METASTORE))
+register(TableKind(CUSTOM, False, "", None, LAZY_SIMPLE_SERDE, Resolution.NOT_ASSUMED, ColumnChanges.METASTORE,
+                   manages_undeclared=True))
 
 # Spark's built-in data sources that schemaflow creates (Avro is a separate package in Spark 4).
 register(_data_source("parquet"))
