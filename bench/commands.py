@@ -2,13 +2,15 @@
 
     .venv/bin/python -m bench.commands [--runs 3]
 
-The example is applied once to an embedded Derby metastore and once to a standalone Thrift metastore
-server (``tests/metastore_server.py``, Derby behind it); then each command runs ``--runs`` times on
-each, and the median is reported beside ``validate``, which reads the files alone (no JVM): what a
-metastore command adds to it is the JVM's start (embedded: every command that reads the metastore
-starts one) or the Thrift round trips (a ``thrift://`` metastore is read without a JVM). ``plan`` here
-is the no-change plan of an applied project, which CI runs on every pull request; ``history`` reads
-every object's stamps.
+The example is applied to three projects: one on the embedded Derby metastore as schemaflow serves it
+by default (a local metastore server started by the first command that reads it: ``catalog.local_server``),
+one on the embedded metastore with that server off (``SCHEMAFLOW_LOCAL_SERVER=0``: every command opens
+the database in a JVM of its own), and one on a standalone Thrift metastore server
+(``tests/metastore_server.py``, Derby behind it). Then each command runs ``--runs`` times on each, and
+the median is reported beside ``validate``, which reads the files alone (no JVM). The first ``plan``
+after apply (which stops the local server to write) is reported on its own: it starts the server.
+``plan`` here is the no-change plan of an applied project, which CI runs on every pull request;
+``history`` reads every object's stamps.
 """
 from __future__ import annotations
 
@@ -26,11 +28,19 @@ from pathlib import Path
 import pyspark
 
 from bench.common import positive, progress
+from schemaflow.catalog import local_server
+from schemaflow.project import ENV_LOCAL_SERVER
 from tests.metastore_server import MetastoreServer
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMAFLOW = str(Path(sys.executable).parent / "schemaflow")
 COMMANDS = (("validate",), ("plan",), ("history",), ("drift",))
+
+
+# The projects: their environment, and the metastore setting.
+SETUPS = {"embedded, served (default)": ({ENV_LOCAL_SERVER: "15"}, False),
+          "embedded, no server": ({ENV_LOCAL_SERVER: "0"}, False),
+          "Thrift server": ({}, True)}
 
 
 def _project(where: Path, uri: str | None) -> Path:
@@ -45,10 +55,10 @@ def _project(where: Path, uri: str | None) -> Path:
     return where
 
 
-def _run(project: Path, *command: str) -> float:
+def _run(project: Path, env: dict[str, str], *command: str) -> float:
     started = time.monotonic()
     done = subprocess.run([SCHEMAFLOW, *command], cwd=project, capture_output=True, text=True,
-                          env={**os.environ, "NO_COLOR": "1"})
+                          env={**os.environ, "NO_COLOR": "1", **env})
     if done.returncode not in (0, 2):
         raise SystemExit(f"schemaflow {' '.join(command)} failed: {done.stderr.strip()[-500:]}")
     return time.monotonic() - started
@@ -58,32 +68,39 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=positive, default=3, help="runs of each command on each metastore (3)")
     args = parser.parse_args()
-    with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="schemaflow-commands-") as work:
+    with tempfile.TemporaryDirectory(prefix="schemaflow-commands-") as work, ExitStack() as stack:
         progress("starting the standalone Thrift metastore server")
         server = stack.enter_context(MetastoreServer(Path(work) / "server",
                                                      settings={"datanucleus.connectionPoolingType": "HikariCP"}))
-        projects = {"embedded Derby": _project(Path(work) / "embedded", None),
-                    "Thrift server": _project(Path(work) / "remote", server.uri)}
-        for name, project in projects.items():
+        projects = {name: (_project(Path(work) / f"project-{index}", server.uri if remote else None), env)
+                    for index, (name, (env, remote)) in enumerate(SETUPS.items())}
+        for project, _ in projects.values():
+            stack.callback(local_server.stop, project / ".schemaflow")  # a local server it started ends with it
+        first_plan: dict[str, float] = {}
+        for name, (project, env) in projects.items():
             progress(f"applying the example to the {name} metastore")
-            _run(project, "plan", "--out", "plan.json")
-            _run(project, "apply", "plan.json", "--auto-approve")
+            _run(project, env, "plan", "--out", "plan.json")
+            _run(project, env, "apply", "plan.json", "--auto-approve")
+            first_plan[name] = _run(project, env, "plan")
+            progress(f"first plan after apply on {name}: {first_plan[name]:.2f} s")
         medians: dict[tuple[str, str], float] = {}
         for command in COMMANDS:
-            for name, project in projects.items():
-                times = [_run(project, *command) for _ in range(args.runs)]
+            for name, (project, env) in projects.items():
+                times = [_run(project, env, *command) for _ in range(args.runs)]
                 medians[" ".join(command), name] = statistics.median(times)
                 progress(f"{' '.join(command)} on {name}: " + ", ".join(f"{t:.2f} s" for t in times))
     print(f"Commands on the example warehouse, new process each, median of {args.runs} "
           f"({os.cpu_count()} cores, pyspark {pyspark.__version__}):\n")
-    print("| command | embedded Derby | Thrift server |")
-    print("|---|---|---|")
+    print("| command | " + " | ".join(SETUPS) + " |")
+    print("|---|" + "---|" * len(SETUPS))
+    print("| `schemaflow plan`, the first after apply | " + " | ".join(
+        f"{first_plan[name]:.2f} s ({first_plan[name] / medians['validate', name]:.1f}x validate)"
+        for name in SETUPS) + " |")
     for command in COMMANDS:
         text = " ".join(command)
         print(f"| `schemaflow {text}` | " + " | ".join(
             f"{medians[text, name]:.2f} s ({medians[text, name] / medians['validate', name]:.1f}x validate)"
-            for name in ("embedded Derby", "Thrift server")) + " |")
-
+            for name in SETUPS) + " |")
 
 if __name__ == "__main__":
     main()

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import sys
+import time
 from dataclasses import dataclass
 from functools import cache, cached_property
 from pathlib import Path
@@ -23,6 +24,7 @@ from collections.abc import Callable, Sequence
 from schemaflow import __version__
 from schemaflow.apply.after import CHANGED_VARIABLE
 from schemaflow.applying import ApplyOptions, Pause, apply_project, run_plan
+from schemaflow.catalog import local_server
 from schemaflow.catalog.class_archive import write_at_exit
 from schemaflow.catalog.live import Live
 from schemaflow.code_settings import APPROVAL_VARIABLE
@@ -35,7 +37,7 @@ from schemaflow.render import FORMATS, render
 from schemaflow.render.graph import GRAPH_FORMATS, render_graph
 from schemaflow.render.review import Review
 from schemaflow import workflow
-from schemaflow.wording import plural, short_commit
+from schemaflow.wording import duration, plural, short_commit
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
 # What --help opens with: what the tool is, for someone who has not met it.
@@ -515,6 +517,40 @@ def _restore(call: _Invocation) -> int:
     return EXIT_OK
 
 
+def _metastore(call: _Invocation) -> int:
+    """``metastore status|start|stop``: the local server of the embedded metastore (``catalog.local_server``)."""
+    settings = call.project.settings
+    if settings.metastore_uri:
+        print(f"The metastore is the server at {settings.metastore_uri} (metastore.uri): schemaflow runs no local "
+              "server for it.")
+        return EXIT_OK
+    state_dir = local_server.state_directory(settings)
+    if not local_server.serves(settings):
+        print(f"metastore.local_server is 0: every command opens the embedded metastore in {state_dir} in a JVM of its "
+              "own, and none serves it.")
+        return EXIT_OK
+    match call.args.action:
+        case "stop":
+            stopped = local_server.stop(state_dir)
+            print(f"Stopped the local metastore server at {stopped.uri}." if stopped else
+                  "No local metastore server was running.")
+            return EXIT_OK
+        case "start":
+            served: local_server.Served | None = local_server.serve(settings, sys.stderr)
+        case _:
+            served = local_server.running(state_dir)
+    if served is None:
+        print(f"No local metastore server runs on the embedded metastore in {state_dir}: the next command that reads "
+              "it starts one.")
+        return EXIT_OK
+    up = duration(time.time() - served.started)
+    print(f"A local metastore server serves the embedded metastore in {state_dir} at {served.uri} (up {up}; it "
+          f"stops after {duration(served.idle_seconds)} unused, and apply stops it to write).\n"
+          "A Spark session of your own can share it, instead of opening the database, with:\n"
+          f"  spark.hadoop.hive.metastore.uris={served.uri}")
+    return EXIT_OK
+
+
 def _completion_script(call: _Invocation) -> int:
     """A script, or (``--list``, what the scripts call) the project's names, one a line."""
     if call.args.list:
@@ -650,6 +686,12 @@ def _restore_arguments(command: argparse.ArgumentParser) -> None:
     _add_display_options(command)
 
 
+def _metastore_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("action", choices=("status", "start", "stop"), metavar="ACTION",
+                         help="status: whether a local server serves the embedded metastore, and where; start: "
+                              "start one now; stop: stop it")
+
+
 def _completion_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument("shell", nargs="?", choices=SHELLS, metavar="SHELL",
                          help=f"the shell to complete in: {', '.join(SHELLS)}")
@@ -710,6 +752,8 @@ COMMANDS = (
     _Command("restore", "swap back in the table a rewrite kept as its backup, no row copied (the rewritten table "
              "becomes the backup)", "0 restored, 1 error or not confirmed (nothing restored)",
              "schemaflow restore retail.orders", _restore_arguments, _restore),
+    _Command("metastore", "the local server of the embedded metastore: whether one runs and where, start it, stop it",
+             "0, 1 error", "schemaflow metastore status", _metastore_arguments, _metastore),
     _Command("completion", "print a shell completion script (bash, zsh or fish)", "0",
              "schemaflow completion bash >> ~/.bashrc", _completion_arguments, _completion_script, targeted=False),
 )

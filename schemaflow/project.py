@@ -36,6 +36,8 @@ ENV_METASTORE_URI = "SCHEMAFLOW_METASTORE_URI"
 ENV_WAREHOUSE_DIR = "SCHEMAFLOW_WAREHOUSE_DIR"
 ENV_SPARK_MASTER = "SCHEMAFLOW_SPARK_MASTER"
 ENV_TARGET = "SCHEMAFLOW_TARGET"
+ENV_LOCAL_SERVER = "SCHEMAFLOW_LOCAL_SERVER"
+LOCAL_SERVER_MINUTES = 15  # how long the embedded metastore's local server stays unused (catalog.local_server)
 # thrift://host:port, several separated by commas (Hive's hive.metastore.uris).
 _METASTORE_URIS = re.compile(r"thrift://[A-Za-z0-9.\-]+(?::\d{1,5})?(?:,\s*thrift://[A-Za-z0-9.\-]+(?::\d{1,5})?)*")
 
@@ -49,6 +51,7 @@ class Settings:
     metastore_type: str = "hive"              # the catalog backend (catalog.backends)
     metastore_uri: str | None = None          # None: embedded Derby under .schemaflow/
     lock_guards: bool = False                 # metastore.guard: lock (the table lock, not compare-and-swap)
+    local_server_minutes: float = LOCAL_SERVER_MINUTES  # metastore.local_server: 0, no local server
     warehouse_dir: str = ""                   # "": the metastore server's own (embedded: .schemaflow/warehouse)
     spark_master: str = "local[2]"
     spark_conf: Mapping[str, str] = field(default_factory=dict)
@@ -146,6 +149,7 @@ def load_project(root: str | Path, env: Mapping[str, str] | None = None, target:
         metastore_type=metastore.get("type") or "hive",
         metastore_uri=metastore_uri,
         lock_guards=metastore.get("guard") == "lock",
+        local_server_minutes=_local_server(env, metastore.get("local_server")),
         warehouse_dir=_absolute(root, warehouse_dir) if warehouse_dir else "",
         spark_master=env.get(ENV_SPARK_MASTER) or spark.get("master") or "local[2]",
         spark_conf={str(k): str(v) for k, v in sorted((spark.get("conf") or {}).items())},
@@ -176,6 +180,18 @@ def _metastore_variable(env: Mapping[str, str]) -> str | None:
         raise SchemaflowError(f"{ENV_METASTORE_URI} is not a metastore address: write thrift://host:port (several "
                               "separated by commas), with no spaces, user or path")
     return value
+
+
+def _local_server(env: Mapping[str, str], declared: float | None) -> float:
+    """The minutes the embedded metastore's local server stays unused: ``SCHEMAFLOW_LOCAL_SERVER``, else
+    ``metastore.local_server``, else the default; 0 for none."""
+    value = env.get(ENV_LOCAL_SERVER)
+    if value is None:
+        return LOCAL_SERVER_MINUTES if declared is None else declared
+    if not re.fullmatch(r"\d{1,6}(\.\d{1,6})?", value):
+        raise SchemaflowError(f"{ENV_LOCAL_SERVER} is not a number of minutes: write how long the local metastore "
+                              "server stays unused, such as 15 or 0.5 (0: none)")
+    return float(value)
 
 
 def _chosen_target(settings: Mapping[str, Any], named: str | None) -> str | None:

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Mapping
 import pytest
 
 from schemaflow.catalog.class_archive import ARCHIVE_SETTING
-from schemaflow.project import Settings
+from schemaflow.project import ENV_LOCAL_SERVER, Settings
 from tests.metastore_server import (TEST_JAVA_OPTIONS, MetastoreServer, NewServer, default_backend,
                                     derby_with_transaction_tables, release_under_test, site_defaults)
 from tests.postgres_server import PostgresServer
@@ -49,6 +49,9 @@ def pytest_configure(config: pytest.Config) -> None:
     keeps no class archive by default (``catalog.class_archive``), the run keeps one in a folder of its
     own, so that the schemaflow processes the tests start share it."""
     os.environ.setdefault("SPARK_SUBMIT_OPTS", " ".join(TEST_JAVA_OPTIONS))
+    # A local metastore server outlives the command that starts it: the tests' projects are many and short-lived,
+    # so each of their commands opens its embedded metastore itself; tests/test_local_server.py runs the server.
+    os.environ.setdefault(ENV_LOCAL_SERVER, "0")
     # Every process a test starts imports this checkout's schemaflow, whatever copy is installed beside it.
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     release = release_under_test()

@@ -28,6 +28,7 @@ from xml.sax.saxutils import escape
 
 import yaml
 
+from schemaflow.processes import accepts as accepts_connections
 from tests.artifacts import files, unpacked
 
 if TYPE_CHECKING:
@@ -354,14 +355,6 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("", 0))
         return probe.getsockname()[1]
-
-
-def accepts_connections(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1):
-            return True
-    except OSError:
-        return False
 
 
 def pyspark_jars() -> Path:

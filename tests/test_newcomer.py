@@ -47,7 +47,7 @@ def test_every_option_and_argument_of_every_command_has_help():
 def test_target_only_where_it_does_something(capsys):
     targeted = {name for name, parser in _parsers().items() if "--target" in parser._option_string_actions}
     assert targeted == {"schemaflow", "validate", "plan", "apply", "graph", "history", "drift", "import", "snapshot",
-                        "view-partitions", "restore"}
+                        "view-partitions", "restore", "metastore"}
     with pytest.raises(SystemExit) as stopped:
         main(["--target", "dev", "hash-migrations"])
     assert stopped.value.code == 1

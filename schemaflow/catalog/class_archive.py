@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Mapping
 
+from schemaflow.processes import alive
+
 ARCHIVE_SETTING = "SCHEMAFLOW_CLASS_ARCHIVE"
 # What adds to the driver JVM's class path besides pyspark's jars (spark-class and the launcher read them).
 CLASS_PATH_SETTINGS = ("spark.driver.extraClassPath",)
@@ -156,18 +158,9 @@ def _being_written(folder: Path, name: str) -> bool:
     writing = False
     for part in folder.glob(f"{PREFIX}*{PART}"):
         pid = part.name[:-len(PART)].rsplit(".", 1)[-1]
-        if pid.isdigit() and _running(int(pid)):
+        if pid.isdigit() and alive(int(pid)):
             writing = writing or part.name.startswith(name)
         else:
             part.unlink(missing_ok=True)
     return writing
 
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from schemaflow.background import Background
+from schemaflow.catalog import local_server
 from schemaflow.catalog.backend import CatalogReader, PlanHints
 from schemaflow.catalog.backends import Opening, register_backend
 from schemaflow.catalog.spark_compat import CLIENT_CHOICE, HIVE_JARS_KEY
@@ -54,6 +56,7 @@ class HiveBackend:
     connected: Metastore | None = field(default=None, init=False, repr=False)
     _reader: CatalogReader | None = field(default=None, init=False, repr=False)
     _ahead: _ReadAhead | None = field(default=None, init=False, repr=False)
+    _served: local_server.Served | None = field(default=None, init=False, repr=False)  # the local server read
 
     def __post_init__(self) -> None:
         self.connected = self.opening.connected
@@ -69,6 +72,11 @@ class HiveBackend:
             from schemaflow.catalog.session import spark_session
 
             settings = self.project.settings
+            if self._served is not None:  # a command that reads: Spark shares the server holding the database
+                settings = replace(settings, metastore_uri=self._served.uri)
+            elif local_server.serves(settings):  # one that writes opens the database itself
+                local_server.stop(local_server.state_directory(settings), self.opening.progress,
+                                  " to open the embedded metastore in this command")
             uri = direct_uri(settings)
             if uri is not None and {**spark_defaults(), **settings.spark_conf}.get(HIVE_JARS_KEY, "builtin") == "builtin":
                 from schemaflow.catalog.thrift_reader import check_server
@@ -84,14 +92,16 @@ class HiveBackend:
     def reader(self) -> CatalogReader:
         """What reads the live state: the JVM-free reader where it can, else ``metastore``."""
         if self._reader is None:
-            uri = self._direct_uri()
-            if uri is not None:
-                from schemaflow.catalog.thrift_reader import NotPlainThrift, ThriftReader
+            direct = self._direct()
+            if direct is not None:
+                from schemaflow.catalog.thrift_reader import NotPlainThrift
 
                 self._say(f"Reading {self.where()} ...")
                 try:
-                    self._reader = self._ahead.connection.result() if self._ahead else ThriftReader.connect(uri)
-                except NotPlainThrift:
+                    self._reader = self._ahead.connection.result() if self._ahead else self._connect(direct)
+                except (NotPlainThrift, local_server.NotServed) as error:
+                    if isinstance(error, local_server.NotServed):
+                        self._say(f"{error}; opening it in this command instead")
                     self._ahead = None
             if self._reader is None:
                 self._reader = self.metastore
@@ -102,12 +112,10 @@ class HiveBackend:
         metastore server answers while this process parses the project's files (on one core, a plan
         of 5,500 objects on a PostgreSQL-backed server spends seconds in each). ``read`` of the same
         databases then takes what it read; its errors surface there, as they would have."""
-        uri = self._direct_uri()
-        if uri is None or not databases or self._reader is not None or no_target_chosen(self.project.settings):
+        direct = self._direct()
+        if direct is None or not databases or self._reader is not None or no_target_chosen(self.project.settings):
             return
-        from schemaflow.catalog.thrift_reader import ThriftReader
-
-        connection = Background(lambda: ThriftReader.connect(uri), "metastore-connect")
+        connection = Background(lambda: self._connect(direct), "metastore-connect")
         self._ahead = _ReadAhead(databases, connection,
                                  Background(lambda: connection.result().read(databases), "metastore-read"))
 
@@ -150,8 +158,33 @@ class HiveBackend:
 
         return ViewChecker(self.metastore.spark, desired).problems(views)
 
-    def _direct_uri(self) -> str | None:
-        return direct_uri(self.project.settings) if self.opening.direct and self.connected is None else None
+    def _direct(self) -> Callable[[], str] | None:
+        """Where a command that only reads reads without a JVM, once asked (the local server starts then), or
+        None where it reads through Spark."""
+        if not self.opening.direct or self.connected is not None:
+            return None
+        settings = self.project.settings
+        uri = direct_uri(settings)
+        if uri is not None:
+            return lambda: uri
+        if local_server.serves(settings) and installed() is not None:
+            return lambda: self._serve().uri
+        return None
+
+    def _serve(self) -> local_server.Served:
+        self._served = local_server.serve(self.project.settings, self.opening.progress)
+        return self._served
+
+    def _connect(self, direct: Callable[[], str]) -> ThriftReader:
+        """The JVM-free reader of ``direct``'s address; the served embedded metastore named as a plan names it
+        however it is read."""
+        from schemaflow.catalog.thrift_reader import ThriftReader
+
+        uri = direct()
+        if self._served is None:
+            return ThriftReader.connect(uri)
+        database = local_server.state_directory(self.project.settings) / "metastore_db"
+        return ThriftReader.connect(uri, name=local_server.derby_endpoint(str(database)))
 
     def where(self) -> str:
         settings = self.project.settings

@@ -24,6 +24,7 @@ from pyspark.sql import SparkSession
 from schemaflow.catalog import iceberg_commit, iceberg_convert, rewrite, table_files
 from schemaflow.catalog.columns import set_columns, stale_partitions
 from schemaflow.catalog.iceberg_metadata import is_iceberg
+from schemaflow.catalog.local_server import derby_endpoint
 from schemaflow.catalog.jvm import (JAVA_ERRORS, hive_class_loader, hive_conf, hive_package, java_errors, java_message,
                                    jvm_view, loaded_by, unreachable)
 from schemaflow.catalog.session import VARIABLE_SUBSTITUTION
@@ -497,5 +498,5 @@ def describe_endpoint(hadoop_conf: Any) -> str:
     url = hadoop_conf.get("javax.jdo.option.ConnectionURL") or "jdbc:derby:;databaseName=metastore_db"
     derby = re.match(r"jdbc:derby:.*databaseName=([^;]+)", url)
     if derby:
-        return f"embedded Derby at {derby.group(1)}"
+        return derby_endpoint(derby.group(1))
     return f"embedded metastore on {re.split(r'[?;]', url)[0]}"

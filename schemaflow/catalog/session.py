@@ -38,11 +38,12 @@ from pyspark.sql import SparkSession
 
 from schemaflow.catalog.class_archive import ClassArchive, class_archive
 from schemaflow.catalog.jvm import java_message
+from schemaflow.catalog.local_server import derby_url, state_directory
 from schemaflow.catalog.spark_compat import HIVE_JARS_KEY, HIVE_VERSION_KEY, silence_error_loggers
 from schemaflow.catalog.spark_defaults import defaults_file, spark_defaults
 from schemaflow.code_settings import check_approved
 from schemaflow.errors import SchemaflowError
-from schemaflow.project import STATE_DIR, Settings
+from schemaflow.project import Settings
 from schemaflow.spark_version import installed
 
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
@@ -190,9 +191,7 @@ def spark_conf(settings: Settings) -> dict[str, str]:
     if settings.metastore_uri:
         conf[METASTORE_URIS_KEY] = settings.metastore_uri
     else:
-        conf["spark.hadoop.javax.jdo.option.ConnectionURL"] = (
-            f"jdbc:derby:;databaseName={state_dir / 'metastore_db'};create=true"
-        )
+        conf["spark.hadoop.javax.jdo.option.ConnectionURL"] = derby_url(state_dir)
         java_options["derby.system.home"] = str(state_dir)
     user_conf = dict(settings.spark_conf)
     user_java = user_conf.pop(JAVA_OPTIONS_KEY, "")
@@ -211,11 +210,6 @@ def spark_conf(settings: Settings) -> dict[str, str]:
         shared = chosen.get(SHARED_PREFIXES_KEY, SPARK_SHARED_PREFIXES)
         conf[SHARED_PREFIXES_KEY] = ",".join(filter(None, [shared, "py4j."]))
     return conf
-
-
-def state_directory(settings: Settings) -> Path:
-    """Where the embedded Derby metastore, derby.log, the JVM's log and Hive's scratch files live."""
-    return Path(settings.derby_dir or STATE_DIR).resolve()
 
 
 def _jvm_failure(jvm_log: Path) -> str:

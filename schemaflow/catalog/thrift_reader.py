@@ -78,9 +78,10 @@ def addresses(uri: str) -> list[tuple[str, int]]:
 class ThriftReader:
     """A ``thrift://`` metastore, read over plain binary Thrift."""
 
-    def __init__(self, uri: str, *, timeout: float = ANSWER_SECONDS, connect_timeout: float = 20.0,
-                 attempts: int = READ_ATTEMPTS, sleep: Callable[[float], None] = time.sleep) -> None:
-        self.endpoint = uri
+    def __init__(self, uri: str, *, name: str | None = None, timeout: float = ANSWER_SECONDS,
+                 connect_timeout: float = 20.0, attempts: int = READ_ATTEMPTS,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.endpoint = name or uri  # how plans and messages name it (a served embedded metastore: as embedded)
         self.addresses = addresses(uri)
         self.timeout, self.connect_timeout = timeout, connect_timeout
         self.attempts, self.sleep = attempts, sleep
@@ -88,9 +89,10 @@ class ThriftReader:
         self._answered = False  # whether the server ever answered in Thrift
 
     @classmethod
-    def connect(cls, uri: str) -> ThriftReader:
-        """A reader of ``uri`` that has had an answer from it; ``NotPlainThrift`` if it speaks something else."""
-        reader = cls(uri)
+    def connect(cls, uri: str, name: str | None = None) -> ThriftReader:
+        """A reader of ``uri`` (``name``: how to name it) that has had an answer from it; ``NotPlainThrift`` if it
+        speaks something else."""
+        reader = cls(uri, name=name)
         reader.databases()
         return reader
 
