@@ -8,14 +8,15 @@ from pathlib import Path
 
 import pytest
 
+from schemaflow.catalog.metadata_readers import metadata_reader
 from schemaflow.catalog.thrift_data import to_model
 from schemaflow.scope import unmanageable
 from schemaflow.model import Column, Table
 from schemaflow.sql import ddl
 from schemaflow.sql.storage import KNOWN_SERDES
-from schemaflow.sql.table_kinds import (CUSTOM, FOREIGN_FORMATS, PROVIDER, ColumnChanges, Resolution, TableKind, data_source_provider,
-                                        format_kind, hive_kind, kind_of, kinds, names, register, table_formats,
-                                        table_kind)
+from schemaflow.sql.table_kinds import (CUSTOM, FOREIGN_FORMATS, PROVIDER, ColumnChanges, LiveSchema, Resolution, TableKind,
+                                        data_source_provider, format_kind, hive_kind, kind_of, kinds, names, register,
+                                        table_formats, table_kind)
 
 TABLE_SCHEMA = json.loads(files("schemaflow.spec.schemas").joinpath("table.json").read_text())["properties"]
 KINDS = kinds()
@@ -63,13 +64,16 @@ def test_each_kinds_traits_agree(kind: TableKind):
         assert (kind.ddl_clause, kind.classes, kind.serde) == (f"USING {kind.name}", None, None)
         if kind.own_metadata:  # a table format: any change by field id, in a commit to its metadata
             assert (kind.column_changes, kind.resolution, kind.way_out) == (ColumnChanges.ICEBERG, Resolution.BY_ID, "")
+            assert metadata_reader(kind)  # its live tables are read from that metadata
         else:
             assert kind.column_changes is ColumnChanges.SPARK_SQL and kind.way_out
+            assert kind.live_schema is LiveSchema.SPARK_COPY
             assert kind.resolution is Resolution.NOT_ASSUMED
         assert not kind.row_format_serde
     else:
         assert kind.serde in KNOWN_SERDES
         assert kind.column_changes is ColumnChanges.METASTORE and not kind.way_out
+        assert kind.live_schema is LiveSchema.METASTORE
         assert kind.adds_columns and not kind.one_column
         named = kind.name != CUSTOM
         assert bool(kind.classes) == named == bool(kind.ddl_clause) == (kind.resolution is not Resolution.NOT_ASSUMED)

@@ -39,7 +39,7 @@ from schemaflow.plan.kinds import EFFECTS, Effect, ObjectType
 from schemaflow.plan.plan import Plan
 from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, IcebergCommit, KeepViewPartitions,
                                    PartitionView, RestoreBackup, RewriteRows, SetColumns, SetDatabaseParameters, SetParameters,
-                                   SetStorageAction, SqlAction, Step, fill_applied_at)
+                                   SetStorageAction, SqlAction, Step, fill_applied_at, with_stamp)
 from schemaflow.sql import ddl
 from schemaflow.sql.rewrite import Filled
 from schemaflow.wording import duration, plural
@@ -415,24 +415,21 @@ def _estimate(done: int, total: int, elapsed: float) -> str:
 
 
 def _actions(step: Step) -> tuple[Action, ...]:
-    """What ``step`` runs: its actions, but that an Iceberg commit takes the step's stamp into itself, so that
-    the change and the stamp land in one commit to the table's metadata."""
-    if step.stamp and _commits_its_stamp(step):
-        commit = step.body[-1]
-        assert isinstance(commit, IcebergCommit)
-        return (*step.body[:-1], commit.with_properties(step.stamp), *step.settings_record)
-    return step.actions
+    """What ``step`` runs: its actions, but that a last action that writes the step's stamp itself (an Iceberg
+    commit: ``plan.steps.with_stamp``) takes it in, so that the change and the stamp land in one write."""
+    stamped = _stamped(step)
+    return step.actions if stamped is None else (*step.body[:-1], stamped, *step.settings_record)
 
 
-def _commits_its_stamp(step: Step) -> bool:
-    """Whether the step ends with an Iceberg commit, which writes the step's stamp in itself."""
-    return bool(step.body) and isinstance(step.body[-1], IcebergCommit)
+def _stamped(step: Step) -> Action | None:
+    """The step's last action with its stamp written in it, or None when the stamp is a write of its own."""
+    return with_stamp(step.body[-1], step.stamp) if step.stamp and step.body else None
 
 
 def _ends_with_stamp(step: Step) -> bool:
     """Whether the step's last write is its stamp alone, which may then go to the lane (the plan's last step
-    may write the settings record after it; an Iceberg commit carries its stamp itself)."""
-    return step.stamp is not None and not step.settings_record and not _commits_its_stamp(step)
+    may write the settings record after it; an action that writes the stamp itself carries it)."""
+    return step.stamp is not None and not step.settings_record and _stamped(step) is None
 
 
 def _writes(action: Action) -> bool:

@@ -4,6 +4,9 @@ Both ways of reading a metastore (``catalog.metastore`` through Spark's own clie
 ``catalog.thrift_reader`` without a JVM) get the metastore's Thrift structs as the same data: a dict
 per struct, keyed by field name, as Thrift's simple JSON protocol writes it. This module turns that
 data into ``Table``, ``View`` and ``Database``, so the two readers cannot disagree on what they read.
+A table's columns are read where its kind keeps its live schema (``LiveSchema``): the metastore's column
+lists, Spark's copy of the schema, or the kind's own metadata, read by the reader registered for the kind
+(``catalog.metadata_readers``; Iceberg's is registered here).
 
 Table parameters that are bookkeeping (statistics, DDL times, Spark's copy of the schema,
 schemaflow's own keys) are not properties; ``managed_keys`` and ``version`` come from
@@ -13,11 +16,12 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any
+from typing import Any, assert_never
 from collections.abc import Mapping, Sequence
 
 from schemaflow.catalog.backend import LiveSource
 from schemaflow.catalog.iceberg_metadata import Unreadable, iceberg_table, is_iceberg, read_metadata
+from schemaflow.catalog.metadata_readers import MetadataReader, metadata_reader, recognised_kind, register_metadata_reader
 from schemaflow.catalog.spark_schema import spark_bucketing, spark_columns
 from schemaflow.model import (
     BACKUP_OF,
@@ -36,7 +40,8 @@ from schemaflow.model import (
     recorded,
 )
 from schemaflow.sql.storage import PATH_OPTION, serde_properties
-from schemaflow.sql.table_kinds import CUSTOM, ICEBERG, PROVIDER, data_source_provider, default_serde, hive_kind
+from schemaflow.sql.table_kinds import (CUSTOM, ICEBERG, PROVIDER, LiveSchema, TableKind, data_source_provider,
+                                        default_serde, hive_kind, table_kind)
 from schemaflow.sql.table_parameters import written_by_others
 from schemaflow.sql.types import InvalidType, canonical_type
 
@@ -96,18 +101,42 @@ def to_model(data: Mapping[str, Any], storage: Sequence[str | None] = ()) -> Obj
             schema_mode=parameters.get(VIEW_SCHEMA_MODE),
             **common,
         )
-    if is_iceberg(parameters):
-        return _iceberg(data, columns, storage)
-    external = data.get("tableType") == "EXTERNAL_TABLE" and not translated(parameters)
     provider = data_source_provider(parameters.get(PROVIDER))
-    stored = (data_source_storage(provider, sd, parameters) if provider
-              else {**hive_storage(sd), "partition_columns": partition_keys})
+    kind = live_kind(parameters, provider, sd)
+    # A data source of no kind schemaflow knows is read as Spark reads it.
+    match LiveSchema.SPARK_COPY if kind is None else kind.live_schema:
+        case LiveSchema.OWN_METADATA:
+            assert kind is not None  # no kind: Spark's copy
+            return metadata_reader(kind).read(data, storage)
+        case LiveSchema.SPARK_COPY:
+            assert provider is not None  # a data source, of a kind or of none
+            stored = data_source_storage(provider, sd, parameters)
+        case LiveSchema.METASTORE:
+            stored = {**hive_storage(sd), "partition_columns": partition_keys}
+        case _ as unreachable:
+            assert_never(unreachable)
+    external = data.get("tableType") == "EXTERNAL_TABLE" and not translated(parameters)
     location = stored.pop("location", None) or sd.get("location")
     return Table(external=external, location=location if external else None, migrations=migrations,
                  backup_of=parameters.get(BACKUP_OF), rewrite_of=parameters.get(REWRITE_OF), **common, **stored)
 
 
-def _iceberg(data: Mapping[str, Any], mirrored: tuple[Column, ...], storage: Sequence[str | None]) -> Table:
+def live_kind(parameters: Mapping[str, str], provider: str | None, sd: Mapping[str, Any]) -> TableKind | None:
+    """The kind of a live table, from the metastore's ``parameters`` of it, the data source its provider names
+    (``data_source_provider``) and its storage descriptor ``sd``: a kind with metadata of its own as its reader
+    recognises it (``catalog.metadata_readers``), a data source by its provider, a Hive table by its format
+    classes. None: a data source of no kind schemaflow knows, or of a kind with metadata of its own whose reader
+    does not recognise it as one (an Iceberg table without the parameters Iceberg's catalogs register it with)."""
+    own = recognised_kind(parameters)
+    if own is not None:
+        return own
+    if provider is None:
+        return hive_kind(sd.get("inputFormat"), sd.get("outputFormat"))
+    kind = table_kind(provider, data_source=True)
+    return None if kind is None or kind.own_metadata else kind
+
+
+def _iceberg(data: Mapping[str, Any], storage: Sequence[str | None]) -> Table:
     """An Iceberg table, from its metadata file (``catalog.iceberg_metadata``). One whose file is not read
     keeps the metastore's mirror of its columns and parameters, no metadata state and the reason: a plan
     refuses to change it, saying why (``plan.iceberg``)."""
@@ -115,8 +144,12 @@ def _iceberg(data: Mapping[str, Any], mirrored: tuple[Column, ...], storage: Seq
     try:
         return iceberg_table(data["dbName"], data["tableName"], read_metadata(location, storage), location)
     except Unreadable as unread:
+        mirrored = tuple(_column(c) for c in data.get("sd", {}).get("cols", []))
         return Table(data["dbName"], data["tableName"], mirrored, format=ICEBERG, data_source=True,
                      properties=user_properties(data["parameters"]), unreadable=str(unread))
+
+
+register_metadata_reader(ICEBERG, MetadataReader(is_iceberg, _iceberg))
 
 
 def hive_storage(sd: Mapping[str, Any]) -> dict[str, Any]:

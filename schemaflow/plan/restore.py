@@ -22,6 +22,7 @@ from schemaflow.plan.kinds import ObjectType, StepKind
 from schemaflow.plan.plan import Plan
 from schemaflow.plan.rewrite import restore_name
 from schemaflow.plan.steps import RestoreBackup, SetParameters, Step
+from schemaflow.sql.table_kinds import table_kind
 
 def restore_plan(live: Catalog, key: str, *, metastore: str | None = None, target: str | None = None,
                  commit: str | None = None) -> Plan:
@@ -39,7 +40,8 @@ def restore_plan(live: Catalog, key: str, *, metastore: str | None = None, targe
         raise SchemaflowError(f"{backup_name(key)} is the Parquet table {key} was converted to Iceberg from: its files "
                               "are the Iceberg table's now, and schemaflow restores only what a rewrite kept. Nothing "
                               "was restored")
-    if isinstance(table, Table) and table.format == "iceberg" and not resumed:
+    kind = table_kind(table.format, table.data_source) if isinstance(table, Table) else None
+    if kind is not None and kind.own_metadata and not resumed:
         raise SchemaflowError(f"{key} is an Iceberg table now, converted by copying: its files are in the folder "
                               f"{backup_name(key)}'s would move back to. Rename {key} (its files stay where they are), "
                               "then restore. Nothing was restored")

@@ -8,7 +8,7 @@ reviewed is exactly what runs. Steps round-trip through plain JSON data for save
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, get_args
+from typing import Any, ClassVar, assert_never, get_args
 from collections.abc import Mapping
 
 from schemaflow.model import (SCHEMAFLOW_PREFIX, SETTINGS_KEY, VERSION_KEY, Column, Database, IcebergState,
@@ -296,7 +296,7 @@ class IcebergCommit:
     is dropped. The commit lands only while the table still has the uuid, schema, spec and sort order
     ``requires`` says (Iceberg's requirements; None in a plan made from files, which is not applied), and
     its metastore entry still names the metadata file it was made from. ``set`` and ``unset`` are properties
-    written in the same commit: its step's stamp, which the executor gives it (``with_properties``), so the
+    written in the same commit: its step's stamp, which the executor gives it (``with_stamp``), so the
     stamp and the change land together. A create with a ``backup`` converts the Parquet table of the same
     name: its files become the new table's, and it is kept as ``backup`` (``catalog.iceberg_convert``).
     """
@@ -454,6 +454,20 @@ Action = (SqlAction | AddDatabase | SetDatabaseParameters | SetParameters | Part
 
 # The one map from what plan JSON calls an action to its class, from the classes' own kinds.
 ACTION_CLASSES: Mapping[ActionKind, type[Action]] = {cls.kind: cls for cls in get_args(Action)}
+
+
+def with_stamp(action: Action, stamp: SetParameters) -> Action | None:
+    """``action`` with its step's ``stamp`` written in it, when it is of a kind that writes the stamp itself, so that
+    the change and the stamp land in one write (a commit to a table's own metadata); None when the stamp follows it
+    as a write of its own. Each kind of action says which: mypy fails here on one that does not."""
+    match action:
+        case IcebergCommit():
+            return action.with_properties(stamp)
+        case (SqlAction() | AddDatabase() | SetDatabaseParameters() | SetParameters() | PartitionView() | SetColumns()
+              | ChangeViewPartitions() | KeepViewPartitions() | SetStorageAction() | RewriteRows() | RestoreBackup()):
+            return None
+        case _ as unreachable:
+            assert_never(unreachable)
 
 
 def action_from_data(data: Mapping[str, Any]) -> Action:

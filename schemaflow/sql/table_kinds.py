@@ -4,11 +4,12 @@ A table's kind is a Hive format (``format: parquet``, ``STORED AS PARQUET``), a 
 through format classes of its own (``custom``: ``input_format:`` and ``output_format:``), a Spark
 data source (``using: csv``, ``USING csv``), or a table format that keeps its schema, partition spec
 and sort order in metadata of its own (``format: iceberg``, ``USING iceberg``: a data source whose
-file says ``format:``, since none of a data source's OPTIONS or a Hive table's storage applies). Its ``TableKind`` says how a CREATE TABLE names it, how
-a live table of it is recognised in the metastore, which column changes it takes and through what,
-how readers find columns in the files already written, and which column types those files keep as
-declared. The spec, the live reader, the DDL, the diff, the hazards and the scope all ask this
-registry (``table_kind``, ``kind_of``) rather than keep lists of format names.
+file says ``format:``, since none of a data source's OPTIONS or a Hive table's storage applies). Its
+``TableKind`` says how a CREATE TABLE names it, how a live table of it is recognised in the metastore,
+where its live schema is read from, which column changes it takes and through what, how readers find
+columns in the files already written, and which column types those files keep as declared. The spec,
+the live reader, the DDL, the diff, the hazards and the scope all ask this registry (``table_kind``,
+``kind_of``) rather than keep lists of format names.
 
 The classes and SerDes are what Spark 4 stores for each ``CREATE TABLE`` form, measured on the
 metastore bundled with pyspark; the readers' behaviour is measured as ``plan.hazards`` describes.
@@ -22,9 +23,11 @@ To add a kind (Delta, say, as a Spark data source):
    in ``manage_undeclared`` (``scope``);
 2. add its name to the ``format`` or ``using`` enum of ``spec/schemas/table.json`` and to the
    lists of docs/concepts/objects.md: ``tests/test_table_kinds.py`` fails until they and the registry agree;
-3. if it needs a behaviour no kind has yet (another type rule, another way readers find columns,
-   another path for column changes), add a member to ``TypeRule``, ``Resolution`` or
-   ``ColumnChanges``: mypy then names each ``match`` that must handle it.
+3. if its live schema is in metadata of its own (``LiveSchema.OWN_METADATA``), register how its live tables are
+   recognised and read (``catalog.metadata_readers``): every read of the live state fails until it is;
+4. if it needs a behaviour no kind has yet (another type rule, another way readers find columns,
+   another path for column changes, another place its live schema is kept), add a member to ``TypeRule``,
+   ``Resolution``, ``ColumnChanges`` or ``LiveSchema``: mypy then names each ``match`` that must handle it.
 """
 from __future__ import annotations
 
@@ -64,6 +67,19 @@ class ColumnChanges(Enum):
     SPARK_SQL = "spark sql"
     # Any change by field id, in one commit to the table's own metadata (``plan.iceberg``).
     ICEBERG = "iceberg"
+
+
+class LiveSchema(Enum):
+    """Where the live reader finds the columns of a table of a kind (``catalog.thrift_data``)."""
+
+    # The metastore's column lists (its storage descriptor's columns and partition keys): a Hive format's.
+    METASTORE = "metastore"
+    # Spark's own copy of the schema in the table's parameters (``spark.sql.sources.schema*``): a data source's,
+    # whose columns in the metastore may be a placeholder.
+    SPARK_COPY = "spark copy"
+    # The table format's own metadata, read by the reader registered for the kind (``catalog.metadata_readers``):
+    # the metastore's columns are a mirror its writers may leave behind, or a placeholder.
+    OWN_METADATA = "own metadata"
 
 
 class TypeRule(Enum):
@@ -109,6 +125,7 @@ class TableKind:
     serde: str | None                  # the SerDe a Hive table gets when it names none; None for a data source
     resolution: Resolution
     column_changes: ColumnChanges
+    live_schema: LiveSchema
     other_output_formats: tuple[str, ...] = ()
     row_format_serde: bool = False     # Spark takes ``ROW FORMAT SERDE`` with ``STORED AS <name>``
     adds_columns: bool = True          # Spark can ADD COLUMNS to it
@@ -122,13 +139,16 @@ class TableKind:
     # the type the files store values as (``plan.hazards``).
     widens_since: SparkVersion = (0, 0)
     way_out: str = ""                  # what to do instead of a column change the kind refuses
-    # A table format with metadata of its own (Iceberg): declared with ``format:``, partitioned by transforms
-    # of its data columns, sorted by a sort order; live tables of it are still left alone (``FOREIGN_FORMATS``).
-    own_metadata: bool = False
     # Whether a live table of it that no file declares is schemaflow's (planned as a drop) without the project
     # listing the kind in ``manage_undeclared``: the kinds schemaflow has always managed. A kind registered later
     # leaves the tables of its format that were left alone before it alone still (``scope``).
     manages_undeclared: bool = False
+
+    @property
+    def own_metadata(self) -> bool:
+        """Whether it is a table format with metadata of its own (Iceberg): declared with ``format:``, partitioned by
+        transforms of its data columns, sorted by a sort order; its live schema is its metadata's."""
+        return self.live_schema is LiveSchema.OWN_METADATA
 
     def recognises(self, input_format: str | None, output_format: str | None) -> bool:
         """Whether a Hive table with these format classes is of this (named Hive format) kind."""
@@ -231,14 +251,14 @@ def default_serde(format: str) -> str:
 
 def _hive_format(name: str, input_format: str, output_format: str, serde: str, resolution: Resolution) -> TableKind:
     return TableKind(name, False, f"STORED AS {name.upper()}", (input_format, output_format), serde, resolution,
-                     ColumnChanges.METASTORE, manages_undeclared=True)
+                     ColumnChanges.METASTORE, LiveSchema.METASTORE, manages_undeclared=True)
 
 
 def _data_source(name: str) -> TableKind:
     way_out = (f"Spark cannot change it in place on a data-source table (USING {name}): create a table with the new "
                "columns, copy the rows (INSERT INTO new SELECT ... FROM old) and swap the names")
     return TableKind(name, True, f"USING {name}", None, None, Resolution.NOT_ASSUMED, ColumnChanges.SPARK_SQL,
-                     way_out=way_out, manages_undeclared=True)
+                     LiveSchema.SPARK_COPY, way_out=way_out, manages_undeclared=True)
 
 
 # The Hive formats, as Spark 4 creates STORED AS <name>.
@@ -268,7 +288,7 @@ register(replace(_hive_format(
     "org.apache.hadoop.hive.serde2.columnar.LazyBinaryColumnarSerDe", Resolution.BY_POSITION),
     row_format_serde=True, reads_every_type_change=True))
 register(TableKind(CUSTOM, False, "", None, LAZY_SIMPLE_SERDE, Resolution.NOT_ASSUMED, ColumnChanges.METASTORE,
-                   manages_undeclared=True))
+                   LiveSchema.METASTORE, manages_undeclared=True))
 
 # Spark's built-in data sources that schemaflow creates (Avro is a separate package in Spark 4).
 register(_data_source("parquet"))
@@ -278,7 +298,9 @@ register(replace(_data_source("csv"), type_rule=TypeRule.PRIMITIVE))
 # Spark cannot add columns to a text table (it asks to drop and re-create it).
 register(replace(_data_source("text"), type_rule=TypeRule.STRING, one_column=True, adds_columns=False))
 
-# Iceberg: created and evolved through commits to its own metadata (``plan.iceberg``, ``catalog.iceberg_commit``).
+# Iceberg: created and evolved through commits to its own metadata (``plan.iceberg``, ``catalog.iceberg_commit``), and
+# read from it (``catalog.thrift_data`` registers its reader); live tables of it are still left alone
+# (``FOREIGN_FORMATS``) but those schemaflow stamped (``scope``).
 ICEBERG = "iceberg"
 register(TableKind(ICEBERG, True, f"USING {ICEBERG}", None, None, Resolution.BY_ID, ColumnChanges.ICEBERG,
-                   type_rule=TypeRule.ICEBERG, own_metadata=True))
+                   LiveSchema.OWN_METADATA, type_rule=TypeRule.ICEBERG))
