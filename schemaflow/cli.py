@@ -518,22 +518,31 @@ def _restore(call: _Invocation) -> int:
 
 
 def _metastore(call: _Invocation) -> int:
-    """``metastore status|start|stop``: the local server of the embedded metastore (``catalog.local_server``)."""
-    settings = call.project.settings
+    """``metastore status|start|stop|uri``: the local server of the embedded metastore (``catalog.local_server``)."""
+    settings, action = call.project.settings, call.args.action
     if settings.metastore_uri:
+        if action == "uri":
+            raise SchemaflowError(f"the metastore is the server at {settings.metastore_uri} (metastore.uri): connect "
+                                  "to it there")
         print(f"The metastore is the server at {settings.metastore_uri} (metastore.uri): schemaflow runs no local "
               "server for it.")
         return EXIT_OK
     state_dir = local_server.state_directory(settings)
     if not local_server.serves(settings):
+        if action == "uri":
+            raise SchemaflowError("metastore.local_server is 0 (or SCHEMAFLOW_LOCAL_SERVER=0): no server serves the "
+                                  f"embedded metastore in {state_dir}; open it with no other process using it")
         print(f"metastore.local_server is 0: every command opens the embedded metastore in {state_dir} in a JVM of its "
               "own, and none serves it.")
         return EXIT_OK
-    match call.args.action:
+    match action:
         case "stop":
             stopped = local_server.stop(state_dir)
             print(f"Stopped the local metastore server at {stopped.uri}." if stopped else
                   "No local metastore server was running.")
+            return EXIT_OK
+        case "uri":
+            print(local_server.serve(settings, sys.stderr).uri)
             return EXIT_OK
         case "start":
             served: local_server.Served | None = local_server.serve(settings, sys.stderr)
@@ -687,9 +696,10 @@ def _restore_arguments(command: argparse.ArgumentParser) -> None:
 
 
 def _metastore_arguments(command: argparse.ArgumentParser) -> None:
-    command.add_argument("action", choices=("status", "start", "stop"), metavar="ACTION",
+    command.add_argument("action", choices=("status", "start", "stop", "uri"), metavar="ACTION",
                          help="status: whether a local server serves the embedded metastore, and where; start: "
-                              "start one now; stop: stop it")
+                              "start one now; stop: stop it; uri: print its address alone, starting one if none runs "
+                              "(for a Spark session of your own)")
 
 
 def _completion_arguments(command: argparse.ArgumentParser) -> None:
@@ -752,7 +762,8 @@ COMMANDS = (
     _Command("restore", "swap back in the table a rewrite kept as its backup, no row copied (the rewritten table "
              "becomes the backup)", "0 restored, 1 error or not confirmed (nothing restored)",
              "schemaflow restore retail.orders", _restore_arguments, _restore),
-    _Command("metastore", "the local server of the embedded metastore: whether one runs and where, start it, stop it",
+    _Command("metastore", "the local server of the embedded metastore: whether one runs and where, start it, stop it, "
+             "its address",
              "0, 1 error", "schemaflow metastore status", _metastore_arguments, _metastore),
     _Command("completion", "print a shell completion script (bash, zsh or fish)", "0",
              "schemaflow completion bash >> ~/.bashrc", _completion_arguments, _completion_script, targeted=False),
