@@ -16,9 +16,11 @@ from typing import Any
 from schemaflow.apply.executor import apply_plan
 from schemaflow.catalog.live import Live
 from schemaflow.catalog.snapshot import read_snapshot
+from schemaflow.errors import SpecError
 from schemaflow.model import Catalog
 from schemaflow.plan.plan import Plan
 from schemaflow.project import Project, load_project
+from schemaflow.spec import load_catalog
 from schemaflow.workflow import make_plan
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,6 +35,15 @@ def write_project(root: Path, files: dict[str, str]) -> Project:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text))
     return load_project(root, env={})
+
+
+def reported(root: Path) -> list[str]:
+    """The ``path:line:col: message`` lines loading the project at ``root`` reports (none: it loads)."""
+    try:
+        load_catalog(root)
+    except SpecError as error:
+        return [str(problem) for problem in error.problems]
+    return []
 
 
 def plan(project: Project, metastore: Any, allow_destructive: bool = False, **options: Any) -> Plan:

@@ -18,6 +18,7 @@ from schemaflow.catalog.session import spark_conf
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import MANAGED_KEYS_KEY, VERSION_KEY, Bucketing, Column, Table, View
 from schemaflow.project import Settings
+from schemaflow.sql.table_kinds import names
 
 JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 MakeDb = Callable[[], str]  # the fresh_db fixture: makes an empty database, returns its name
@@ -195,7 +196,7 @@ def test_tables_read_back_exactly(
 @pytest.mark.spark
 def test_storage_formats_are_detected(spark: SparkSession, metastore: Metastore, fresh_db: MakeDb) -> None:
     db = fresh_db()
-    formats = ["textfile", "sequencefile", "rcfile", "avro", "orc", "parquet"]
+    formats = names(data_source=False)  # every Hive format registered
     for name in formats:
         spark.sql(f"CREATE TABLE {db}.t_{name} (a INT) STORED AS {name.upper()}")
     spark.sql(f"CREATE TABLE {db}.t_using_parquet (a INT) USING parquet")

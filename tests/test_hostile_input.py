@@ -27,6 +27,7 @@ from schemaflow.sql.types import InvalidType, canonical_type
 from schemaflow.sql.views import MAX_DEPTH, MAX_NESTING, ViewSqlError, analyze_view
 from schemaflow.workflow import hash_migrations
 from tests.gitrepos import commit, init_repo
+from tests.projects import reported
 from tests.work import growth, lines
 
 TABLE = "table: bad.t\ncolumns:\n  - {name: a, type: int}\n  - {name: b, type: string}\n"
@@ -43,15 +44,6 @@ def project(root: Path, files: dict[str, str], links: dict[str, str] | None = No
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         (root / path).symlink_to(target)
     return root
-
-
-def reported(root: Path) -> list[str]:
-    """The ``path:line:col: message`` lines loading the project at ``root`` reports (none: it loads)."""
-    try:
-        load_catalog(root)
-    except SpecError as error:
-        return [str(problem) for problem in error.problems]
-    return []
 
 
 def validate(root: Path) -> tuple[int, str]:

@@ -15,7 +15,7 @@ import pytest
 from schemaflow.cli import main
 from schemaflow.catalog.snapshot import write_snapshot
 from schemaflow.errors import SchemaflowError, SpecError
-from schemaflow.model import Catalog
+from schemaflow.model import Catalog, Invalidation
 from schemaflow.plan.plan import Plan, PlanBuilder
 from schemaflow.project import load_project
 from schemaflow.workflow import applied_state, desired_state, hash_migrations
@@ -178,7 +178,7 @@ def test_recompile_recreates_a_declared_view_on_demand(tmp_path):
 def test_a_star_view_is_recompiled_when_its_table_gains_columns_in_every_mode(tmp_path):
     wider = {"schemas/hive/xxx10.yaml": "table: hive.xxx10\ncolumns: [{name: key, type: int}, "
                                         "{name: value, type: int}, {name: extra, type: string}]\n"}
-    for mode in ("strict", "lenient", "cascade"):
+    for mode in Invalidation:
         plan = plan_change(tmp_path / mode, HIVE_BASE, wider, mode)
         assert steps(plan) == [("add_columns", "hive.xxx10", False), ("replace_view", "hive.xxx9", False),
                                ("replace_view", "hive.xxx8", False)], mode

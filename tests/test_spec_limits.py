@@ -1,10 +1,11 @@
 """What ``validate`` accepts, ``apply`` can write and read back: the limits, at their boundaries.
 
-Types within Spark's and Hive's bounds and storable by the table's format; names and texts that fit
-the metastore's columns (package.jdo of the bundled Hive 2.3.10 metastore); identifiers that end
-where they seem to; no property that Hive or Spark own; YAML 1.1's readings of plain scalars undone
-where a file holds text; blank comments as none. The refusals, one past each limit, are also cases
-of ``tests/cases/bad_input`` (``b_*``); what is accepted at the limit is tested here.
+Types within Spark's and Hive's bounds (what a kind's files keep, as Avro's, is in its module:
+``test_kind_avro``); names and texts that fit the metastore's columns (package.jdo of the bundled
+Hive 2.3.10 metastore); identifiers that end where they seem to; no property that Hive or Spark own;
+YAML 1.1's readings of plain scalars undone where a file holds text; blank comments as none. The
+refusals, one past each limit, are also cases of ``tests/cases/bad_input`` (``b_*``); what is
+accepted at the limit is tested here.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from schemaflow.errors import SpecError
 from schemaflow.model import Catalog, Table, View, ViewPartitions
 from schemaflow.spec import load_catalog
 from schemaflow.spec.yamlpos import load_yaml
-from schemaflow.sql.types import InvalidType, canonical_type, check_avro, is_primitive
+from schemaflow.sql.types import InvalidType, canonical_type, is_primitive
 
 
 def write(path: Path, text: str) -> None:
@@ -127,46 +128,6 @@ def test_partition_columns_must_be_primitive(tmp_path: Path) -> None:
         "by its values; declare a primitive type, such as string, or make it a data column"
         for line, type_ in ((4, "array<string>"), (5, "map<string,int>"), (6, "struct<y:int>"))
     ]
-
-
-# --- 7. What avro keeps -----------------------------------------------------------------------
-
-@pytest.mark.parametrize("declared", [
-    "int", "bigint", "float", "double", "boolean", "string", "binary", "date", "timestamp", "decimal(38,10)",
-    "array<bigint>", "map<string,array<int>>", "struct<user_id:bigint,tinyint:int>",
-])
-def test_avro_keeps_these_as_declared(declared: str) -> None:
-    check_avro(canonical_type(declared))
-
-
-@pytest.mark.parametrize("declared, message", [
-    ("tinyint", "avro stores tinyint as int: declare 'int'"),
-    ("array<smallint>", "avro stores smallint as int: declare 'array<int>'"),
-    ("struct<a:tinyint,b:smallint>", "avro stores smallint and tinyint as int: declare 'struct<a:int,b:int>'"),
-    ("varchar(10)", "avro stores varchar as string: declare 'string'"),
-    ("map<string,char(2)>", "avro stores char as string: declare 'map<string,string>'"),
-    ("struct<userId:bigint>", "avro stores struct field names in lower case: declare 'struct<userid:bigint>'"),
-    ("struct<Id:tinyint,tags:array<varchar(5)>>",
-     "avro stores tinyint as int, varchar as string, struct field names in lower case: "
-     "declare 'struct<id:int,tags:array<string>>'"),
-    ("map<int,string>",
-     "avro map keys are strings: in 'map<int,string>' declare the keys as string, or use another format"),
-    ("map<varchar(3),int>", "avro map keys are strings: in 'map<varchar(3),int>'"),
-    ("array<map<bigint,int>>", "avro map keys are strings: in 'array<map<bigint,int>>'"),
-])
-def test_avro_refuses_what_it_would_change(declared: str, message: str) -> None:
-    with pytest.raises(InvalidType) as refused:
-        check_avro(canonical_type(declared))
-    assert str(refused.value).startswith(message)
-
-
-def test_avro_rules_apply_to_data_columns_of_avro_tables_only(tmp_path: Path) -> None:
-    text = ("table: bad.t\nformat: FORMAT\ncolumns: [{name: a, type: tinyint}]\n"
-            "partitioned_by: [{name: p, type: smallint}]\n")
-    assert problems(tmp_path, t=text.replace("FORMAT", "parquet")) == []
-    # A partition's values are kept in the metastore, not in the avro files: smallint stays smallint.
-    assert problems(tmp_path, t=text.replace("FORMAT", "avro")) == [
-        "schemas/bad/t.yaml:3:27: avro stores tinyint as int: declare 'int'"]
 
 
 # --- 2. The metastore's column lengths --------------------------------------------------------
