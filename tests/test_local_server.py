@@ -96,6 +96,33 @@ def _served_uri(result: subprocess.CompletedProcess[str]) -> str:
     return result.stdout.split(" at ")[1].rstrip(".\n")
 
 
+# A Thrift call of get_all_databases, as bytes (binary protocol), and whether the server answers it.
+PROBE = """
+import socket, struct, sys
+name = b"get_all_databases"
+call = struct.pack(">II", 0x80010001, len(name)) + name + struct.pack(">I", 0) + b"\\x00"
+with socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=30) as connection:
+    connection.sendall(call)
+    try:
+        print("answered" if connection.recv(4096) else "closed")
+    except ConnectionResetError:
+        print("closed")
+"""
+
+
+@pytest.mark.spark
+def test_another_user_of_the_machine_gets_no_answer(example):
+    assert schemaflow(example, "metastore", "start", env=SERVED).returncode == 0
+    port = str(_served(example).port)
+    ours = subprocess.run([sys.executable, "-c", PROBE, port], capture_output=True, text=True, timeout=60)
+    assert ours.stdout.strip() == "answered", ours.stderr
+    # nobody, with the system's Python (the test's may live where nobody can read)
+    theirs = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3",
+                             "-c", PROBE, port], capture_output=True, text=True, timeout=60, cwd="/")
+    assert theirs.stdout.strip() == "closed", theirs.stderr
+    assert local_server.running(example / ".schemaflow") is not None  # and it serves on
+
+
 @pytest.mark.spark
 def test_a_spark_session_of_the_users_own_shares_the_served_metastore(example):
     applied = schemaflow(example, "apply", "--auto-approve", env=SERVED)

@@ -3,7 +3,8 @@
 An embedded Derby metastore admits one process, so every command that read it started a JVM of its own
 and opened it (5 to 20 s for a plan that changes nothing). Instead, the first command that reads it
 starts a local metastore server on that database (``LocalMetastore.java``: Hive's handler from pyspark's
-jars, listening on the loopback address alone), and it and every later command read it without a JVM,
+jars, listening on the loopback address alone, answering its own user alone where the system says who
+connects), and it and every later command read it without a JVM,
 as they read a ``thrift://`` metastore. A watcher process stops the server once no schemaflow command
 has used it and no client has been connected for the idle time (``metastore.local_server``, minutes).
 
