@@ -87,11 +87,14 @@ def quickstart(venv: Path, work: Path) -> tuple[str, str]:
         shutil.copytree(ROOT / name, project / name)
     shutil.copy(ROOT / "schemaflow.yaml", project)
     command = str(venv / "bin" / "schemaflow")
-    first = subprocess.run([command, "plan", "--out", "plan.json"], cwd=project, capture_output=True, text=True)
-    if first.returncode != 2:
-        raise RuntimeError(f"the first plan exited {first.returncode}: {first.stderr[-2000:]}")
-    subprocess.run([command, "apply", "plan.json", "--auto-approve"], cwd=project, check=True, capture_output=True)
-    second = subprocess.run([command, "plan"], cwd=project, capture_output=True, text=True)
+    try:
+        first = subprocess.run([command, "plan", "--out", "plan.json"], cwd=project, capture_output=True, text=True)
+        if first.returncode != 2:
+            raise RuntimeError(f"the first plan exited {first.returncode}: {first.stderr[-2000:]}")
+        subprocess.run([command, "apply", "plan.json", "--auto-approve"], cwd=project, check=True, capture_output=True)
+        second = subprocess.run([command, "plan"], cwd=project, capture_output=True, text=True)
+    finally:  # the local metastore server the plans started
+        subprocess.run([command, "metastore", "stop"], cwd=project, capture_output=True)
     last = (second.stdout.strip().splitlines() or ["(nothing)"])[-1]
     return first.stdout.replace(str(project), "<project>"), last if second.returncode == 0 else f"exit {second.returncode}"
 

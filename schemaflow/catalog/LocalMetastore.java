@@ -22,10 +22,13 @@ import org.apache.hadoop.hive.conf.HiveConf;
 import org.apache.hadoop.hive.metastore.HiveMetaStore;
 import org.apache.hadoop.hive.metastore.api.ThriftHiveMetastore;
 import org.apache.thrift.protocol.TBinaryProtocol;
+import org.apache.thrift.protocol.TProtocol;
+import org.apache.thrift.server.ServerContext;
+import org.apache.thrift.server.TServerEventHandler;
 import org.apache.thrift.server.TThreadPoolServer;
 import org.apache.thrift.transport.TServerSocket;
 import org.apache.thrift.transport.TSocket;
-import org.apache.thrift.transport.TTransportException;
+import org.apache.thrift.transport.TTransport;
 
 public final class LocalMetastore {
   private LocalMetastore() {}
@@ -35,27 +38,46 @@ public final class LocalMetastore {
     HiveConf conf = new HiveConf(LocalMetastore.class);
     // Opens the Derby database (failing here if another process holds it) and creates its tables if new.
     ThriftHiveMetastore.Iface handler = HiveMetaStore.newRetryingHMSHandler("local metastore", conf, false);
-    String owner = ownUser();
-    TServerSocket socket = new TServerSocket(new InetSocketAddress(InetAddress.getLoopbackAddress(), port)) {
-      @Override
-      public TSocket accept() throws TTransportException {
-        while (true) {
-          TSocket client = super.accept();
-          if (owner == null || owner.equals(userOf(client.getSocket()))) {
-            return client;
-          }
-          client.close();
-        }
-      }
-    };
+    TServerSocket socket = new TServerSocket(new InetSocketAddress(InetAddress.getLoopbackAddress(), port));
     TThreadPoolServer.Args server = new TThreadPoolServer.Args(socket)
         .processor(new ThriftHiveMetastore.Processor<>(handler))
         .protocolFactory(new TBinaryProtocol.Factory())
         .minWorkerThreads(2)
         .maxWorkerThreads(64);
+    TThreadPoolServer serving = new TThreadPoolServer(server);
+    serving.setServerEventHandler(new OwnUserOnly(ownUser()));
     System.out.println("serving");
     System.out.flush();
-    new TThreadPoolServer(server).serve();
+    serving.serve();
+  }
+
+  /** Closes, before anything is read from it, a connection of another user than {@code owner} (null: anyone's). */
+  private static final class OwnUserOnly implements TServerEventHandler {
+    private final String owner;
+
+    OwnUserOnly(String owner) {
+      this.owner = owner;
+    }
+
+    @Override
+    public ServerContext createContext(TProtocol input, TProtocol output) {
+      TTransport transport = input.getTransport();
+      boolean own = owner == null
+          || transport instanceof TSocket && owner.equals(userOf(((TSocket) transport).getSocket()));
+      if (!own) {
+        transport.close();
+      }
+      return null;
+    }
+
+    @Override
+    public void preServe() {}
+
+    @Override
+    public void deleteContext(ServerContext context, TProtocol input, TProtocol output) {}
+
+    @Override
+    public void processContext(ServerContext context, TTransport input, TTransport output) {}
   }
 
   /** This process's user id, or null where the system does not say who holds a connection. */
