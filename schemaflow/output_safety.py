@@ -13,9 +13,13 @@ position); the live metastore can still hold anything, so what schemaflow prints
   error: a line that would start with ``::`` gets a backslash before it, ``##[`` becomes ``##\\[``,
   and a control character that is not one of schemaflow's own colours (the few SGR sequences its
   painter writes: no other, so nothing can conceal or blink text) is escaped, wherever it came from.
+
+A reader that goes away (``| head``, ``| grep -q``) ends the output, not the command: what is left to
+print goes nowhere, and an apply halfway through its steps finishes them and exits with its own code.
 """
 from __future__ import annotations
 
+import os
 import re
 import unicodedata
 from typing import Any, TextIO
@@ -95,11 +99,26 @@ class GuardedStream:
                     parts[number] = part[:len(part) - len(content)] + "\\" + content
                 at_start = not content
             self.line_start = at_start
-        self.stream.write("\n".join(parts))
+        try:
+            self.stream.write("\n".join(parts))
+        except BrokenPipeError:
+            self._reader_gone()
         return len(text)
 
     def flush(self) -> None:
-        self.stream.flush()
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            self._reader_gone()
+
+    def _reader_gone(self) -> None:
+        """Send the rest, and what the stream holds unwritten, to the null device: no later write or flush
+        (Python's own at exit included) fails or reports the pipe."""
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, self.stream.fileno())
+        finally:
+            os.close(null)
 
     def isatty(self) -> bool:
         return self.stream.isatty()

@@ -370,3 +370,22 @@ def test_a_process_a_test_starts_imports_the_checkout_under_test(tmp_path):
     checkout = str(Path(__file__).resolve().parent.parent)
     packages = next(i for i, entry in enumerate(path) if entry.endswith("site-packages"))
     assert checkout in path[:packages]
+
+
+def test_a_reader_that_goes_away_ends_the_output_not_the_command(example, tmp_path):
+    """``schemaflow ... | grep -q`` or ``| head``: the pipe closes before the command is done printing. It finishes
+    its work (here the saved plan), says nothing of the pipe and exits with its own code."""
+    import os
+
+    empty = tmp_path / "empty.json"
+    write_snapshot(Catalog(), empty)
+    saved = tmp_path / "plan.json"
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first line
+    with os.fdopen(write_end, "w") as closed:
+        result = subprocess.run([sys.executable, "-m", "schemaflow", "--project", str(example), "plan", "--against",
+                                 str(empty), "--out", str(saved)], stdout=closed, stderr=subprocess.PIPE, text=True,
+                                cwd=ROOT, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr == f"Saved the plan to {saved}; apply it with: schemaflow apply {saved}\n"  # no traceback
+    assert len(json.loads(saved.read_text())["steps"]) == 12
