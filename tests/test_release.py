@@ -84,6 +84,12 @@ def test_a_tag_is_built_as_ci_builds_every_change_then_published_by_trusted_publ
     assert [s["run"] for s in build["steps"] if "run" in s] == ['bash .ci/release_build "${GITHUB_REF_NAME#v}"']
     assert ".ci/release_build\n" in (ROOT / ".ci/run").read_text()
     assert build["steps"][0]["with"] == {"persist-credentials": False, "fetch-depth": 0}  # the tag, in the history
+    # The package's links: the repository the workflow runs in, and the site docs.yml publishes from it.
+    [built] = [s for s in build["steps"] if "run" in s]
+    assert built["env"] == {
+        "SCHEMAFLOW_REPOSITORY_URL": "${{ github.server_url }}/${{ github.repository }}",
+        "SCHEMAFLOW_DOCS_URL": "${{ vars.DOCS_URL || format('https://{0}.github.io/{1}/', github.repository_owner, "
+                               "github.event.repository.name) }}"}
     assert "permissions" not in build and "environment" not in build
     # Only the job that publishes what the build kept may ask for an identity, in the environment the index trusts.
     assert (publish["needs"], publish["environment"], publish["permissions"]) == ("build", "pypi", {"id-token": "write"})
@@ -109,3 +115,30 @@ def test_the_docs_site_is_built_strict_from_main_and_deployed_by_a_job_alone_all
     for job in (build, deploy):
         for step in job["steps"]:
             assert "run" in step or re.fullmatch(r"actions/[\w-]+@[0-9a-f]{40}", step["uses"]), step
+
+
+def test_a_build_links_the_repository_and_the_docs_it_is_given_and_nothing_it_is_not() -> None:
+    """setup.py, as the build backend runs it, given the release workflow's addresses or none (a clone, a git pin)."""
+    import runpy
+
+    project_urls = runpy.run_path(str(ROOT / "setup.py"), run_name="links")["project_urls"]
+    assert "urls" in PROJECT["dynamic"] and "urls" not in PROJECT  # never an address written for every fork
+    given = {"SCHEMAFLOW_REPOSITORY_URL": "https://github.com/team/schemas-tool",
+             "SCHEMAFLOW_DOCS_URL": "https://team.github.io/schemas-tool/"}
+    assert project_urls(given) == {"Documentation": "https://team.github.io/schemas-tool/",
+                                   "Repository": "https://github.com/team/schemas-tool",
+                                   "Issues": "https://github.com/team/schemas-tool/issues"}
+    assert project_urls({}) == {}
+    assert project_urls({"SCHEMAFLOW_DOCS_URL": "https://docs.example.com/"}) == {
+        "Documentation": "https://docs.example.com/"}
+
+
+def test_a_release_build_without_its_links_is_refused_before_anything_is_built() -> None:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCHEMAFLOW_")}
+    result = subprocess.run(["bash", str(ROOT / ".ci/release_build"), "1.2.0"], capture_output=True, text=True,
+                            env=env | {"SCHEMAFLOW_REPOSITORY_URL": "https://github.com/team/schemas-tool"}, timeout=60)
+    assert result.returncode == 1
+    assert result.stdout == ("a release names its repository and its documentation: set SCHEMAFLOW_REPOSITORY_URL "
+                             "and SCHEMAFLOW_DOCS_URL\n")
