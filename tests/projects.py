@@ -106,3 +106,10 @@ def done_steps(stdout: str) -> list[str]:
     """The summaries of the steps a run reports done."""
     return [line.split("] ", 1)[1].rsplit(" ... ", 1)[0] for line in stdout.splitlines()
             if line.startswith("[") and " ... done (" in line]
+
+
+def aliased_table(name: str) -> str:
+    """A file within every bound of one file whose aliases add 67,885 values (the project allows 100,000)."""
+    levels = ["a: &a [x, x, x, x, x, x, x, x, x, x]"] + [
+        f"{b}: &{b} [{', '.join(['*' + a] * 10)}]" for a, b in zip("abc", "bcd", strict=True)]
+    return f"table: bad.{name}\n" + "\n".join(levels) + "\ne: [*d, *d, *d, *d, *d]\n"

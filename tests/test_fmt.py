@@ -18,6 +18,7 @@ import yaml
 
 from schemaflow.errors import SpecError
 from schemaflow.model import Column, Table, View
+from schemaflow import workers
 from schemaflow.spec import fmt
 from schemaflow.spec.export import schema_text
 from schemaflow.spec.fmt import Formatted, format_project, format_text, unified_diff, write_formatted
@@ -504,11 +505,11 @@ def test_a_large_project_is_formatted_by_a_process_per_core_as_one_process_forma
     alone = format_project(tmp_path)
     pools: list[int] = []
 
-    class Pool(fmt.ProcessPoolExecutor):
+    class Pool(workers.ProcessPoolExecutor):
         def __init__(self, workers: int, **options: Any) -> None:
             pools.append(workers)
             super().__init__(workers, **options)
-    monkeypatch.setattr(fmt, "ProcessPoolExecutor", Pool)
+    monkeypatch.setattr(workers, "ProcessPoolExecutor", Pool)
     monkeypatch.setattr(fmt.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(fmt, "FILES_PER_PROCESS", 2)
     said: list[str] = []
@@ -525,7 +526,7 @@ def test_where_no_process_can_be_started_the_files_are_formatted_one_by_one(monk
 
     def refused(workers: int, **options: object) -> None:
         raise OSError(38, "Function not implemented")
-    monkeypatch.setattr(fmt, "ProcessPoolExecutor", refused)
+    monkeypatch.setattr(workers, "ProcessPoolExecutor", refused)
     monkeypatch.setattr(fmt.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(fmt, "FILES_PER_PROCESS", 2)
     assert format_project(tmp_path) == alone

@@ -28,6 +28,7 @@ from schemaflow.workflow import load_plan
 from schemaflow.project import Settings, load_project
 from tests.gitrepos import commit, example_repo
 from tests.inprocess import schemaflow
+from tests.projects import aliased_table
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_SETTINGS = (ROOT / "schemaflow.yaml").read_text()
@@ -452,17 +453,10 @@ def test_a_view_that_calls_java_needs_the_operator_whatever_its_file_declares(re
     assert status == 1 and "java.lang.Runtime" in said and code.id not in said
 
 
-def laughs(name: str) -> str:
-    """A file within every bound of one file whose aliases add 67,885 values (the project allows 100,000)."""
-    levels = ["a: &a [x, x, x, x, x, x, x, x, x, x]"] + [
-        f"{b}: &{b} [{', '.join(['*' + a] * 10)}]" for a, b in zip("abc", "bcd", strict=True)]
-    return f"table: bad.{name}\n" + "\n".join(levels) + "\ne: [*d, *d, *d, *d, *d]\n"
-
-
 def test_files_each_within_the_bounds_of_one_are_refused_together_before_they_are_built(tmp_path):
     (tmp_path / "schemas/bad").mkdir(parents=True)
     for name in ("t1", "t2", "t3"):
-        (tmp_path / f"schemas/bad/{name}.yaml").write_text(laughs(name))
+        (tmp_path / f"schemas/bad/{name}.yaml").write_text(aliased_table(name))
     ran = schemaflow("--project", str(tmp_path), "validate")
     assert ran.code == 1
     said = [line for line in ran.err.splitlines() if "takes the project past" in line]

@@ -24,7 +24,7 @@ def read(path: Path, compose) -> object:
     yamlpos.compose = compose
     try:
         doc = yamlpos.load_yaml(path, path.name)
-        return (doc.data, doc.values, doc.keys, doc.texts, doc.plain)
+        return tuple(doc.read)  # data, values, keys, texts, plain
     except SpecError as error:
         return [str(p) for p in error.problems]
     finally:
@@ -122,3 +122,18 @@ def test_libyaml_reads_each_scalar_as_the_same_type_as_pyyaml_s_own_resolver() -
     assert tags(ours) == tags(theirs)
     assert {tag for tag, _ in tags(ours)} >= {f"tag:yaml.org,2002:{t}" for t in (
         "null", "bool", "int", "float", "timestamp", "merge", "value", "str", "seq", "map")}
+
+
+@pytest.mark.parametrize("path", [ROOT / "schemas/retail/daily_revenue.yaml", ROOT / "schemas/retail/orders.yaml"],
+                         ids=["view", "table"])
+def test_a_document_pickled_is_its_path_and_text_and_reads_the_same_again(path: Path) -> None:
+    """As a fork sends one back (``spec.loader``): its data and positions are read again when first asked for."""
+    import pickle
+
+    doc = yamlpos.load_yaml(path, path.name)
+    sent = pickle.dumps(doc, protocol=pickle.HIGHEST_PROTOCOL)
+    assert len(sent) < len(doc.text.encode()) + 200  # nothing read from the text goes with it
+    back = pickle.loads(sent)
+    assert (back.path, back.text) == (doc.path, doc.text)
+    assert tuple(back.read) == tuple(doc.read) and back.data == doc.data
+    assert back.within(("sql",), 2, 3) == doc.within(("sql",), 2, 3) and back.key("columns") == doc.key("columns")

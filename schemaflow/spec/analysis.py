@@ -24,9 +24,13 @@ from schemaflow.model import Column, Table, View, column_type
 from schemaflow.spec.yamlpos import Document
 from schemaflow.sql.views import DYNAMIC_NAME, JAVA_FUNCTIONS, ViewSqlError, analyze_view, function_calls, tables_read
 from schemaflow.wording import plural
+from schemaflow.workers import halves
 
 # Views read no column types from the metastore here; any type lets downstream SQL resolve.
 _VIEW_COLUMN_TYPE = "string"
+# From this many views that read tables alone, half of them are checked in a fork of this process (about 1 ms
+# each, against some tens of milliseconds for the fork to start and send its views back).
+VIEWS_SHARED_FROM = 200
 # Added to the error for an object no file declares: another team's table is declared as a source.
 _UNDECLARED = (": declare it in schemas/, as a source if schemaflow is not to manage it "
                "('source: db.name' with its columns)")
@@ -60,13 +64,24 @@ def analyze_views(
     tables = {key: obj for key, obj in objects.items() if isinstance(obj, Table)}
     schema = {key: [(c.name, column_type(c)) for c in table.all_columns]
               for key, table in {**tables, **sources}.items()}
+    order = _dependency_order(reads, docs, problems, skipped)
+
+    def checked(key: str) -> tuple[View, list[Problem]]:
+        view, view_problems = _analyze(views[key], docs[key], schema, reads[key])
+        return view, view_problems or _derivation_problems(view, docs[key], tables, sources)
+
+    # The views that read no view need the tables' columns alone: they are checked in any order, so a large
+    # project's in two processes (``workers.halves``); the others after what they read, as their columns come.
+    not_tables = skipped | views.keys()
+    over_tables = [key for key in order if not not_tables.intersection(reads[key])]
+    shared = halves(lambda keys: [checked(key) for key in keys], over_tables, VIEWS_SHARED_FROM)
+    early = dict(zip(over_tables, [found for half in shared for found in half], strict=True))
     analysed: dict[str, View] = {}
-    for key in _dependency_order(reads, docs, problems, skipped):
+    for key in order:
         if skipped.intersection(reads[key]):
             skipped.add(key)
             continue
-        view, view_problems = _analyze(views[key], docs[key], schema, reads[key])
-        view_problems = view_problems or _derivation_problems(view, docs[key], tables, sources)
+        view, view_problems = early[key] if key in early else checked(key)
         problems.extend(view_problems)
         if view_problems:
             skipped.add(key)
@@ -78,13 +93,12 @@ def analyze_views(
 
 def _reaching_problems(view: View, doc: Document) -> list[Problem]:
     """Each call in the view's SQL that reaches past what it reads: a dynamic name, or an undeclared Java call."""
-    allowed = set((doc.data or {}).get("java_functions") or ())
     problems = []
     for name, line, col in function_calls(view.sql, JAVA_FUNCTIONS | {DYNAMIC_NAME}):
         if name == DYNAMIC_NAME:
             message = ("IDENTIFIER(...) names what the view reads by a value, known only when the view is read: "
                        "schemaflow could not show, order or invalidate it; write the name itself")
-        elif name in allowed:
+        elif name in ((doc.data or {}).get("java_functions") or ()):  # the file's data, read only for such a call
             continue
         else:
             message = (f"{name}(...) calls a Java method by name in every engine that reads this view (reflect("
@@ -157,29 +171,30 @@ def _derivation_problems(view: View, doc: Document, tables: Mapping[str, Table],
     if rule is None or rule.derive_from is None:
         return []
     base = rule.derive_from
-    where = doc.at("partitions", "derive_from")
-    if base not in view.reads:
-        return [Problem(where, f"derive_from names {base}, which the view does not read "
-                               f"(it reads: {', '.join(view.reads) or 'nothing'})")]
-    if base in sources:
-        # The plan lists partitions of the live tables it manages only.
-        return [Problem(where, f"derive_from names {base}, a source: schemaflow does not read the partitions of "
-                               "tables it does not manage; list the view's partitions instead")]
-    if base not in tables:
-        return [Problem(where, f"derive_from names {base}, a view: view partitions derive from a table's partitions")]
-    keys = [c.name for c in tables[base].partition_columns]
+    keys = [c.name for c in tables[base].partition_columns] if base in tables else []
     listed = ", ".join(keys) or "none"
-    missing = [c for c in view.partitioned_on if c not in keys]
-    if missing:
-        return [Problem(where, f"{base} is not partitioned on {', '.join(missing)} "
-                               f"(its partition columns: {listed}); view partitions match base partitions by name")]
-    return [
-        Problem(doc.key("partitions", "complete_when", written),
-                f"complete_when names '{written}', which is not a partition column of {base} "
-                f"(its partition columns: {listed})")
-        for written in doc.data["partitions"].get("complete_when", {})
-        if written.lower() not in keys
-    ]
+    if base not in view.reads:
+        message = f"derive_from names {base}, which the view does not read (it reads: {', '.join(view.reads) or 'nothing'})"
+    elif base in sources:
+        # The plan lists partitions of the live tables it manages only.
+        message = (f"derive_from names {base}, a source: schemaflow does not read the partitions of tables it does "
+                   "not manage; list the view's partitions instead")
+    elif base not in tables:
+        message = f"derive_from names {base}, a view: view partitions derive from a table's partitions"
+    elif missing := [c for c in view.partitioned_on if c not in keys]:
+        message = (f"{base} is not partitioned on {', '.join(missing)} (its partition columns: {listed}); view "
+                   "partitions match base partitions by name")
+    elif all(column in keys for column in rule.complete_when):
+        return []
+    else:  # placed at each name as the file writes it (the rule holds them in lower case)
+        return [
+            Problem(doc.key("partitions", "complete_when", written),
+                    f"complete_when names '{written}', which is not a partition column of {base} "
+                    f"(its partition columns: {listed})")
+            for written in doc.data["partitions"].get("complete_when", {})
+            if written.lower() not in keys
+        ]
+    return [Problem(doc.at("partitions", "derive_from"), message)]
 
 
 def _sql_problem(doc: Document, error: ViewSqlError, advice: str = "") -> Problem:

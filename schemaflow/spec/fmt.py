@@ -32,14 +32,11 @@ from __future__ import annotations
 
 import difflib
 import io
-import multiprocessing
 import os
 import re
 import sys
-import threading
 from bisect import bisect_right
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path, PurePosixPath
@@ -65,6 +62,7 @@ from schemaflow.spec.settings import SETTINGS_FILE
 from schemaflow.spec.shape_check import compile_schema
 from schemaflow.spec.source import Directory, ReadFile
 from schemaflow.spec.yamlpos import NodePath, load_yaml, read_bytes
+from schemaflow.workers import pool
 
 LINE_WIDTH = 120  # the longest line a column or free-form mapping may take on one line
 # Whose items are written one a line: columns (a Hive table's partition columns too). An Iceberg table's
@@ -132,37 +130,13 @@ def _each_formatted(root: Path, paths: list[str], progress: Callable[[str], None
     workers = min(os.cpu_count() or 1, len(paths) // FILES_PER_PROCESS)
     if workers >= 2:
         try:
-            with _pool(workers) as pool:
+            with pool(workers, __name__) as shared:
                 progress(f"Formatting {len(paths)} files in {workers} processes ...")
                 chunk = max(1, len(paths) // (workers * 8))
-                return list(pool.map(partial(_formatted, root), paths, chunksize=chunk))
+                return list(shared.map(partial(_formatted, root), paths, chunksize=chunk))
         except (OSError, NotImplementedError):  # no processes to be had here (no /dev/shm, say)
             pass
     return [_formatted(root, path) for path in paths]
-
-
-def _pool(workers: int) -> ProcessPoolExecutor:
-    """``workers`` processes: forks of this one, which start fastest (a fork server took 0.8 s to 4 s
-    for 250 files, measured), unless this process runs other threads (a program that embeds
-    schemaflow, a test runner's): a fork of it could deadlock (Python 3.12 warns), so those start
-    from a fork server. Where neither is to be had, the platform's way."""
-    methods = multiprocessing.get_all_start_methods()
-    method = "fork" if _threads() == 1 else "forkserver"
-    if method not in methods:
-        return ProcessPoolExecutor(workers)
-    context = multiprocessing.get_context(method)
-    if method == "forkserver":
-        context.set_forkserver_preload([__name__])
-    return ProcessPoolExecutor(workers, mp_context=context)
-
-
-def _threads() -> int:
-    """How many threads this process runs: as the OS counts them where it says (Linux, as Python's own
-    fork warning counts them), which includes threads started below ``threading`` (a test runner's)."""
-    try:
-        return len(os.listdir("/proc/self/task"))
-    except OSError:
-        return threading.active_count()
 
 
 def _formatted(root: Path, path: str) -> Formatted | list[Problem]:

@@ -57,22 +57,24 @@ MAX_PROJECT_ALIASED = 100_000
 
 
 @dataclass
-class _Budget:
+class Budget:
     """What is left of a project's bounds as its files are read."""
 
     bytes: int = field(default_factory=lambda: MAX_PROJECT_BYTES)
     aliased: int = field(default_factory=lambda: MAX_PROJECT_ALIASED)
 
 
-_BUDGET: ContextVar[_Budget | None] = ContextVar("schemaflow_project_budget", default=None)
+_BUDGET: ContextVar[Budget | None] = ContextVar("schemaflow_project_budget", default=None)
 
 
 @contextmanager
-def project_bounds() -> Iterator[None]:
-    """Hold the files read in this block to the bounds of one project, together."""
-    token = _BUDGET.set(_Budget())
+def project_bounds(budget: Budget | None = None) -> Iterator[Budget]:
+    """Hold the files read in this block to the bounds of one project, together: a whole project's, or what
+    ``budget`` has left of them (it is spent as they are read)."""
+    spent = Budget() if budget is None else budget
+    token = _BUDGET.set(spent)
     try:
-        yield
+        yield spent
     finally:
         _BUDGET.reset(token)
 
@@ -87,11 +89,9 @@ class _Text(NamedTuple):
     indent: int         # literal blocks: how far the content is indented
 
 
-@dataclass(frozen=True)
-class Document:
-    """One YAML file's data and the position of each of its values and keys."""
+class _Read(NamedTuple):
+    """What reading a file finds: its data, and the position of each of its values and keys."""
 
-    path: str
     data: Any
     # 1-based (line, column) of each value and key: made into a Source only when asked for, as few are.
     values: Mapping[NodePath, Position]
@@ -102,6 +102,39 @@ class Document:
     # the file may have meant the text.
     plain: Mapping[NodePath, str]
 
+
+class Document:
+    """One YAML file's data and the position of each of its values and keys.
+
+    Pickled as its path and text alone (a process that read the file sends it back so, ``spec.loader``):
+    the data and positions are then read again from the text when first asked for, as a problem's
+    position, which most documents never are.
+    """
+
+    __slots__ = ("path", "text", "_read")
+
+    def __init__(self, path: str, text: str, read: _Read | None = None) -> None:
+        self.path = path
+        self.text = text
+        self._read = read
+
+    def __reduce__(self) -> tuple[type[Document], tuple[str, str]]:
+        return Document, (self.path, self.text)
+
+    @property
+    def read(self) -> _Read:
+        if self._read is None:  # unpickled: the text was read once already, within its bounds
+            self._read = _read_text(self.path, self.text)
+        return self._read
+
+    @property
+    def data(self) -> Any:
+        return self.read.data
+
+    @property
+    def plain(self) -> Mapping[NodePath, str]:
+        return self.read.plain
+
     def written(self, *path: str | int) -> str | None:
         """The plain scalar at ``path`` as written (``NO``, not False) if YAML read it as other than text;
         None for any other value."""
@@ -109,14 +142,15 @@ class Document:
 
     def at(self, *path: str | int) -> Source:
         """The position of the value at ``path``, or of its nearest ancestor that exists."""
+        values = self.read.values
         for end in range(len(path), -1, -1):
-            if path[:end] in self.values:
-                return Source(self.path, *self.values[path[:end]])
+            if path[:end] in values:
+                return Source(self.path, *values[path[:end]])
         return Source(self.path)
 
     def key(self, *path: str | int) -> Source:
         """The position of the mapping key naming the value at ``path`` (else of the value)."""
-        position = self.keys.get(path)
+        position = self.read.keys.get(path)
         return Source(self.path, *position) if position else self.at(*path)
 
     def within(self, path: NodePath, line: int, col: int) -> Source:
@@ -125,7 +159,7 @@ class Document:
         Exact for top-level literal blocks (``|``) and single-line scalars; for folded or multi-line plain
         text, whose lines YAML joins, and for a value nested deeper, the start of the value.
         """
-        text = self.texts.get(path)
+        text = self.read.texts.get(path)
         start = self.at(*path)
         if text is None:
             return start
@@ -172,6 +206,11 @@ def load_yaml(file: ProjectFile, display_path: str) -> Document:
     except UnicodeDecodeError as error:
         problem = Problem(Source(display_path), f"cannot read the file: it is not UTF-8 text (byte {error.start})")
         raise SpecError([problem]) from error
+    return Document(display_path, text, _read_text(display_path, text))
+
+
+def _read_text(display_path: str, text: str) -> _Read:
+    """What ``text`` holds; raises ``SpecError`` for bad syntax, duplicate keys, or past its bounds."""
     builder = _Builder(display_path, text)
     try:
         root = compose(text)
@@ -189,7 +228,7 @@ def load_yaml(file: ProjectFile, display_path: str) -> Document:
         raise SpecError([Problem(_mark_source(display_path, error.mark), error.message)]) from None
     if builder.problems:
         raise SpecError(builder.problems)
-    return Document(display_path, data, builder.values, builder.keys, builder.texts, builder.plain)
+    return _Read(data, builder.values, builder.keys, builder.texts, builder.plain)
 
 
 def _syntax_problem(error: ReaderError | yaml.MarkedYAMLError, text: str, path: str) -> Problem:
