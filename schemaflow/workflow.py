@@ -450,7 +450,8 @@ def check_saved(plan: Plan, path: Path, project: Project, live: Live) -> None:
     schemas and migrations as they are now; none of the objects it touches changed since; and
     planning again now makes exactly its steps, so an edited plan is refused whatever its checksum.
     What the files alone decide (where it was planned, its settings, its schemas and migrations) is
-    checked before the metastore is reached, so a stale plan is refused without starting a JVM.
+    checked before the metastore is reached, so a stale plan is refused without starting a JVM; a plan
+    of no steps, which runs nothing, is then not checked against the metastore at all (nor is a JVM started).
     """
     from schemaflow.plan.review_check import differences
     from schemaflow.plan.staleness import stale_counts, stale_objects
@@ -468,6 +469,8 @@ def check_saved(plan: Plan, path: Path, project: Project, live: Live) -> None:
     if plan.project != catalog_digest(desired):
         raise SchemaflowError(f"{refused} it was made from other schemas or migrations than {project.root} holds "
                               "now (another project, or files changed since). Plan again.")
+    if plan.is_empty:  # it runs nothing, so nothing the metastore holds now can make it overwrite a change
+        return
     endpoint = live.writer().endpoint
     if plan.metastore != endpoint:
         raise SchemaflowError(f"{refused} it was planned against the metastore {plan.metastore}, and this project "

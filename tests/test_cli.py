@@ -362,6 +362,33 @@ def test_a_saved_plan_made_from_other_files_is_refused_before_any_jvm_starts(exa
                         f"than {example} holds now (another project, or files changed since). Plan again.")
 
 
+def test_a_saved_plan_of_no_steps_applies_nothing_without_reaching_the_metastore(example, tmp_path):
+    """As the README's two commands run once nothing is left to do: the files decide it (they still must match),
+    and it runs nothing, so no JVM starts and no metastore is asked. Here the metastore it names is one this
+    project does not reach, which checking it would refuse."""
+    from dataclasses import replace
+
+    from schemaflow.workflow import review_snapshot
+
+    project = load_project(example, env={})
+    planned = review_snapshot(project, applied_snapshot(example, tmp_path / "live.json")).plan
+    assert planned.is_empty
+    saved = tmp_path / "plan.json"
+    saved.write_text(replace(planned, basis=Basis.METASTORE, metastore="thrift://metastore.example.com:9083").to_json())
+    args = ["--project", str(example), "apply", str(saved), "--auto-approve"]
+    script = ("import sys; from schemaflow.cli import main; "
+              f"code = main({args!r}); "
+              "print(code, sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j')), file=sys.stderr)")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert result.stderr.splitlines() == ["0 []"]
+    assert result.stdout.startswith("No changes")
+    orders = example / "schemas/retail/orders.yaml"  # the files are still checked: changed since, it is refused
+    orders.write_text(orders.read_text().replace("type: bigint}", "type: bigint, comment: changed since}", 1))
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert result.stderr.splitlines()[-1] == "1 []"
+    assert "it was made from other schemas or migrations than" in result.stderr
+
+
 def test_a_process_a_test_starts_imports_the_checkout_under_test(tmp_path):
     """Its path puts the checkout before site-packages, where another installed copy would be found."""
     started = subprocess.run([sys.executable, "-c", "import json, sys; print(json.dumps(sys.path))"], cwd=tmp_path,
