@@ -10,8 +10,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from setuptools import setup
-
 REPOSITORY = "SCHEMAFLOW_REPOSITORY_URL"  # https://github.com/<owner>/<repository>
 DOCUMENTATION = "SCHEMAFLOW_DOCS_URL"  # where .github/workflows/docs.yml publishes the site
 
@@ -24,5 +22,7 @@ def project_urls(env: Mapping[str, str]) -> dict[str, str]:
     return {label: url for label, url in urls.items() if url}
 
 
-if __name__ == "__main__":  # as setuptools' build backend runs it
+if __name__ == "__main__":  # as setuptools' build backend runs it (where setuptools is to be had)
+    from setuptools import setup
+
     setup(project_urls=project_urls(os.environ))
