@@ -36,6 +36,12 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from schemaflow.errors import SchemaflowError
 
 APPROVAL_VARIABLE = "SCHEMAFLOW_APPROVED_CODE"
+# Folders the operator supplies code from, outside the repository (absolute, separated by ':'): code settings may
+# name paths below them, and a hook sees them, read-only.
+OPERATOR_PATHS_VARIABLE = "SCHEMAFLOW_CODE_PATHS"
+# The machine's installed software: no pull request writes there, so code settings may name paths below them and a
+# hook sees them, read-only.
+SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
 HOOKS = "after_apply"
 SPARK_CONF = "spark.conf"
 
@@ -156,6 +162,13 @@ def _named(paths: Sequence[str], files: Mapping[str, str]) -> tuple[tuple[str, s
     """The files among ``files`` that ``paths`` name, the files below a named folder included."""
     return tuple((file, digest) for file, digest in sorted(files.items())
                  if any(file == path or file.startswith(path + "/") for path in paths))
+
+
+def operator_paths(environ: Mapping[str, str]) -> tuple[str, ...]:
+    """The folders ``SCHEMAFLOW_CODE_PATHS`` names, normalised; relative entries are no folder the operator could
+    mean and are left out."""
+    return tuple(sorted({posixpath.normpath(entry) for entry in environ.get(OPERATOR_PATHS_VARIABLE, "").split(":")
+                         if entry.startswith("/")}))
 
 
 def approvals(variable: str | None, given: Iterable[str] = ()) -> frozenset[str]:
