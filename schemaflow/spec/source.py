@@ -20,6 +20,7 @@ from collections.abc import Callable, Hashable
 
 from schemaflow.errors import Problem, SpecError
 from schemaflow.model import Source
+from schemaflow.spec.code_files import NOT_A_FILE, checkout_of, working_tree
 
 
 class ProjectFile(Protocol):
@@ -53,6 +54,16 @@ class ProjectFiles(Protocol):
     def open(self, path: str) -> ProjectFile | None:
         """The file at ``path``, or None when nothing is there; raises ``SpecError`` when something
         that cannot be read as a file is (a folder, a symlink that leads nowhere)."""
+        ...
+
+    def checkout(self) -> str | None:
+        """The folder of the repository's checkout that holds the project folder (outside git, the project folder
+        itself): what lies below it is the repository's, which a pull request writes."""
+        ...
+
+    def code_files(self) -> dict[str, str]:
+        """Every file of the project folder that code settings can run, by path, with the id of its content
+        (``spec.code_files``); raises ``SpecError`` for a file refused there."""
         ...
 
 
@@ -144,6 +155,13 @@ class Directory:
             raise SpecError([Problem(Source(path), dangling_link(os.readlink(file)))])
         return None
 
+    def checkout(self) -> str:
+        root = self.root.resolve()
+        return str(checkout_of(root) or root)
+
+    def code_files(self) -> dict[str, str]:
+        return working_tree(self.root.resolve())
+
     @staticmethod
     def _entries(folder: Path) -> list[Entry]:
         entries = []
@@ -156,7 +174,7 @@ class Directory:
             elif link is not None:
                 entries.append(Entry(item.name, reason=dangling_link(link)))
             else:
-                entries.append(Entry(item.name, reason="not a file or folder (a device, socket or pipe): remove it"))
+                entries.append(Entry(item.name, reason=NOT_A_FILE))
         return entries
 
 
