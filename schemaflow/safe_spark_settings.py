@@ -59,7 +59,8 @@ VERSION = Shape("a Hive release, such as 2.3.10", r"[0-9]{1,2}(?:\.[0-9]{1,2}){1
 
 # Spark's own settings (core and SQL), by key.
 SPARK: Mapping[str, Shape] = {
-    # Memory, cores and executors.
+    # The driver (cluster is refused before Spark starts: schemaflow is the driver), memory, cores and executors.
+    "spark.submit.deployMode": one_of("client", "cluster"),
     "spark.driver.memory": SIZE,
     "spark.driver.cores": COUNT,
     "spark.driver.maxResultSize": SIZE,

@@ -26,7 +26,6 @@ from tests.gitrepos import commit, example_repo
 from tests.inprocess import schemaflow
 from tests.pull_requests import EXAMPLE_SETTINGS, apply_reviewed, merge, reviewed
 
-ROOT = Path(__file__).resolve().parent.parent
 CODE_FILE = "a file of the project that code in schemaflow.yaml can run"
 NOT_APPROVED = "the operator has not approved them; nothing was run"
 
@@ -337,3 +336,14 @@ def test_every_listed_setting_is_plain_with_the_values_of_its_shape_and_the_exam
     text, _ = reviewed(project, monkeypatch)
     assert text.splitlines()[0] == "3 steps on 3 settings, 0 destructive."
     assert Settings(spark_conf={"spark.sql.shuffle.partitions": "8"}).spark_code == ()
+
+
+def test_the_apply_workflow_gives_the_apply_step_the_operators_folders():
+    import yaml
+
+    workflow = yaml.safe_load((Path(__file__).resolve().parent.parent / "schemaflow" / "starter" / "files" /
+                               "workflows" / "schemaflow-apply-on-merge.yml").read_text())
+    [apply] = [step for job in workflow["jobs"].values() for step in job["steps"]
+               if step.get("name") == "Apply what was reviewed, or refuse it as stale"]
+    assert apply["env"][OPERATOR_PATHS_VARIABLE] == "${{ vars.SCHEMAFLOW_CODE_PATHS }}"
+    assert "--base" not in apply["run"]  # the step that knows the operator's folders checks them

@@ -208,6 +208,10 @@ def test_after_an_apply_the_hooks_are_told_and_a_failing_one_does_not_hide_the_a
         f"SCHEMAFLOW_CHANGED='{db}.t'."]
     assert (tmp_path / "told.txt").read_text() == f"{db}.t"
     assert spark.table(f"{db}.t").schema["a"].dataType.simpleString() == "bigint"
+    # Outside git, every file of the project folder is one the hooks could run: what one wrote there is a change.
+    assert [s.summary for s in plan(load_project(tmp_path, env={}), metastore).steps] == [
+        "add told.txt, a file of the project that code in schemaflow.yaml can run"]
+    (tmp_path / "told.txt").unlink()
     assert plan(load_project(tmp_path, env={}), metastore).is_empty  # the hooks as applied
 
 
