@@ -34,6 +34,7 @@ from typing import Any
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from schemaflow.errors import SchemaflowError
+from schemaflow.output_safety import one_line
 
 APPROVAL_VARIABLE = "SCHEMAFLOW_APPROVED_CODE"
 # Folders the operator supplies code from, outside the repository (absolute, separated by ':'): code settings may
@@ -93,7 +94,7 @@ class CodeSetting:
         return hashlib.sha256(f"{self.setting}\0{self.value}{named}".encode()).hexdigest()[:_ID_LENGTH]
 
     def describe(self) -> str:
-        files = f"; runs {', '.join(path for path, _ in self.files)} as it is now" if self.files else ""
+        files = f"; runs {', '.join(one_line(path) for path, _ in self.files)} as it is now" if self.files else ""
         return f"{self.setting}: {self.value!r} ({self.reason}{files}; id {self.id})"
 
 
