@@ -18,7 +18,7 @@ from schemaflow.catalog.live import Live
 from schemaflow.errors import SchemaflowError
 from schemaflow.plan.plan import Plan
 from schemaflow.plan.review_check import differences
-from schemaflow.project import Project
+from schemaflow.project import STATE_DIR, Project
 from schemaflow import workflow
 from schemaflow.wording import DIRTY, short_commit
 
@@ -70,7 +70,10 @@ def apply_project(project: Project, live: Live, options: ApplyOptions, *, show: 
     apply_plan(plan, writer, progress=progress, pause=pause)
     changed = changed_objects(plan)
     warnings = refresh(cached_before(plan), writer.run_sql) + _uncommitted(plan)
-    failures = run_hooks(project.settings.after_apply, changed, str(project.root))
+    # The state directory as the project names it (local_server.state_directory's, before links are followed: hooks
+    # refuse a link there rather than write through it).
+    state = project.settings.derby_dir or STATE_DIR
+    failures = run_hooks(project.settings.after_apply, changed, str(project.root), state)
     return ApplyOutcome(plan, ran=True, changed=changed, warnings=tuple(warnings), failures=tuple(failures))
 
 

@@ -309,7 +309,7 @@ def _fmt(call: _Invocation) -> int:
             sys.stdout.write(unified_diff(file))
     else:
         for path in write_formatted(root, changed):
-            print(f"formatted {path}")
+            print(f"formatted {one_line(path)}")
     for problem in problems:
         print(problem, file=sys.stderr)
     if problems:
@@ -426,9 +426,9 @@ def _import(call: _Invocation) -> int:
     database = args.database.lower()
     imported = workflow.import_database(project, Live(project, direct=True), database, out, args.force)
     for path in imported.written:
-        print(f"wrote {path}")
+        print(f"wrote {one_line(str(path))}")
     for path in imported.sources:
-        print(f"wrote {path} (a source: a view of {database} reads it)")
+        print(f"wrote {one_line(str(path))} (a source: a view of {database} reads it)")
     for notice in imported.left_alone:
         print(notice)
     for reason in imported.skipped:

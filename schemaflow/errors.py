@@ -1,13 +1,17 @@
 """Errors schemaflow reports to its user, each saying where the problem is and what to do.
 
 ``Problem`` is one finding at a source position; ``SpecError`` carries all the problems found in
-the project's files, so that ``validate`` can report every one of them in a single run.
+the project's files, so that ``validate`` can report every one of them in a single run. A file's name
+is text its author chose: a problem shows its path with each control character, newline and bidi
+control as an escape (``output_safety.one_line``), so a name cannot colour a terminal, start a line
+of its own or a CI workflow command, or reorder what a review shows.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from schemaflow.model import Source
+from schemaflow.output_safety import one_line
 
 
 class SchemaflowError(Exception):
@@ -20,7 +24,8 @@ class Problem:
     message: str
 
     def __str__(self) -> str:
-        return f"{self.source}: {self.message}"
+        # The path is a file's name, which anyone can choose: shown escaped, as user text is (``output_safety``).
+        return f"{one_line(str(self.source))}: {self.message}"
 
 
 class SpecError(SchemaflowError):

@@ -30,6 +30,7 @@ from gitdb.exc import BadName
 
 from schemaflow.errors import Problem, SchemaflowError, SpecError
 from schemaflow.model import Catalog, Source
+from schemaflow.output_safety import one_line
 from schemaflow.project import declared_databases, managed_databases
 from schemaflow.spec import load_catalog
 from schemaflow.spec.code_files import Tally, link_problem
@@ -327,7 +328,8 @@ def _follow(root: git.Tree, path: str, target: str = "") -> git.objects.base.Ind
         if isinstance(found, git.Blob) and found.mode == git.Blob.link_mode:
             target, links = _link_target(found), links + 1
             if links > _MAX_LINKS:
-                raise _BadLink(f"a symlink to '{target}', which is one of a loop of symlinks: fix or remove the link")
+                raise _BadLink(f"a symlink to '{one_line(target)}', which is one of a loop of symlinks: fix or remove "
+                               "the link")
             todo.extend(reversed(_parts(target)))
             continue
         resolved.append(part)
@@ -345,8 +347,8 @@ def _parts(path: str) -> tuple[str, ...]:
 
 
 def _outside(target: str) -> str:
-    return (f"a symlink to '{target}', which leads out of the repository: a commit holds the link, not what it "
-            "points at; commit the files themselves")
+    return (f"a symlink to '{one_line(target)}', which leads out of the repository: a commit holds the link, not "
+            "what it points at; commit the files themselves")
 
 
 def _link_target(link: git.Blob) -> str:

@@ -26,9 +26,18 @@ from typing import Any, TextIO
 
 # Zero-width and invisible formatting characters, and the bidirectional controls.
 _INVISIBLE = "\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\u061c\ufeff"
+# Unicode's Default_Ignorable_Code_Point: what a renderer shows as nothing when it cannot show it (a soft
+# hyphen, variation selectors, the Hangul fillers, the tag characters). The ranges of
+# DerivedCoreProperties.txt of Unicode 15.0.0 (https://www.unicode.org/Public/15.0.0/ucd/), the same code
+# points in 14.0.0 and 15.1.0, the Unicode of Pythons 3.11 to 3.13 (tests/test_text_boundary.py checks them
+# against the property's definition and the running Python's unicodedata, which lacks the property).
+DEFAULT_IGNORABLE = ("\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+                     "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3"
+                     "\U0001d173-\U0001d17a\U000e0000-\U000e0fff")
 HOSTILE = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029{_INVISIBLE}]")
-# What a mapping key or a name may not hold: the same, and tab and newline too.
-HOSTILE_IN_KEYS = re.compile(f"[\x00-\x1f\x7f-\x9f\u2028\u2029{_INVISIBLE}]")
+# What a mapping key or a name may not hold: the same, tab and newline too, and every default-ignorable
+# character (shown as nothing, a key holding one reads as another key).
+HOSTILE_IN_KEYS = re.compile(f"[\x00-\x1f\x7f-\x9f\u2028\u2029{_INVISIBLE}{DEFAULT_IGNORABLE}]")
 # What a value may not hold: characters that steer a terminal or hide text. Other control characters
 # are data (Hive's delimiters are \x01 to \x03, a comment may have a CR), shown escaped.
 HOSTILE_IN_VALUES = re.compile(f"[\x1b\x7f-\x9f\u2028\u2029{_INVISIBLE}]")
@@ -41,17 +50,20 @@ _LEGACY_COMMAND = "##["
 
 # Unicode gives control characters no names; these are the ones people know by one.
 _CONTROL_NAMES = {"\t": "TAB", "\n": "LINE FEED", "\r": "CARRIAGE RETURN", "\x1b": "ESCAPE", "\x00": "NUL"}
+# What the characters without a name are, by general category.
+_UNNAMED = {"Cn": "an unassigned code point", "Co": "a private-use character", "Cs": "a surrogate"}
 
 
 def character_name(character: str) -> str:
-    """``RIGHT-TO-LEFT OVERRIDE``, ``CARRIAGE RETURN``, or "a control character"."""
-    return _CONTROL_NAMES.get(character, "") or unicodedata.name(character, "a control character")
+    """``RIGHT-TO-LEFT OVERRIDE``, ``CARRIAGE RETURN``; for what has no name, what it is ("a control character")."""
+    return (_CONTROL_NAMES.get(character, "") or unicodedata.name(character, "")
+            or _UNNAMED.get(unicodedata.category(character), "a control character"))
 
 
 def escape_character(character: str) -> str:
-    """``\\x1b``, ``\\u202e``: how a hostile character is shown, and named in messages."""
+    """``\\x1b``, ``\\u202e``, ``\\U000e0041``: how a hostile character is shown, and named in messages."""
     code = ord(character)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def terminal_text(text: str) -> str:

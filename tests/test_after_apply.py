@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,18 +14,22 @@ from tests.catalogs import DESIRED, WIDER, applied, catalog, table
 
 def test_hooks_are_told_the_changed_objects_and_failures_are_reported_while_the_rest_still_run(tmp_path: Path):
     objects = ("retail.daily", "retail.orders")
-    failures = run_hooks(['printf "%s|" "$SCHEMAFLOW_CHANGED" > env.txt; cat > stdin.txt',
+    # Each writes into the hooks' own folder (the project folder is read-only to them).
+    failures = run_hooks(['cd "$SCHEMAFLOW_HOOK_DIR"; printf "%s|" "$SCHEMAFLOW_CHANGED" > env.txt; cat > stdin.txt',
                           "echo 'catalog refresh refused' >&2; exit 3",
-                          "touch after-the-failure.txt"], objects, str(tmp_path))
-    assert (tmp_path / "env.txt").read_text() == "retail.daily retail.orders|"
-    assert (tmp_path / "stdin.txt").read_text() == "retail.daily\nretail.orders\n"
-    assert (tmp_path / "after-the-failure.txt").exists()
+                          'touch "$SCHEMAFLOW_HOOK_DIR/after-the-failure.txt"'], objects, str(tmp_path),
+                         str(tmp_path / ".schemaflow"))
+    written = tmp_path / ".schemaflow" / "hooks"
+    assert (written / "env.txt").read_text() == "retail.daily retail.orders|"
+    assert (written / "stdin.txt").read_text() == "retail.daily\nretail.orders\n"
+    assert (written / "after-the-failure.txt").exists()
     assert [f.describe() for f in failures] == [
         "after_apply hook `echo 'catalog refresh refused' >&2; exit 3` failed (exit 3): catalog refresh refused"]
 
 
 def test_a_hook_that_hangs_is_stopped_and_reported(tmp_path: Path):
-    (failure,) = run_hooks(["echo started; sleep 30"], ("a.b",), str(tmp_path), timeout=0.5)
+    (failure,) = run_hooks(["echo started; sleep 30"], ("a.b",), str(tmp_path), str(tmp_path / ".schemaflow"),
+                           timeout=0.5)
     assert failure.reason == "timed out after 0.5 s"
 
 
@@ -68,11 +71,12 @@ def test_an_object_whose_cache_cannot_be_refreshed_is_reported_and_the_rest_are_
 _HOOK_PARENT = """
 import subprocess, sys
 from schemaflow.apply.after import run_hooks
-hook = 'for f in /proc/$PPID/environ /proc/[0-9]*/environ; do cat "$f"; done > seen.txt 2>/dev/null; ls /proc > pids.txt'
+hook = ('cd "${SCHEMAFLOW_HOOK_DIR:-.}"; for f in /proc/$PPID/environ /proc/[0-9]*/environ; do cat "$f"; done '
+        '> seen.txt 2>/dev/null; ls /proc > pids.txt')
 if sys.argv[1] == "plain":  # the same hook, as any child of the job's user runs it
     subprocess.run(hook, shell=True, cwd=sys.argv[2])
 else:
-    assert run_hooks([hook], ("a.b",), sys.argv[2]) == []
+    assert run_hooks([hook], ("a.b",), sys.argv[2], sys.argv[2] + "/.schemaflow") == []
 """
 
 
@@ -83,20 +87,12 @@ def test_a_hook_cannot_read_schemaflows_environment_nor_see_its_process(tmp_path
         folder = tmp_path / how
         folder.mkdir()
         subprocess.run([sys.executable, "-c", _HOOK_PARENT, how, str(folder)], env=environment, check=True)
-        seen = (folder / "seen.txt").read_bytes()
-        pids = [name for name in (folder / "pids.txt").read_text().split() if name.isdigit()]
+        written = folder if how == "plain" else folder / ".schemaflow" / "hooks"  # the hook's own folder
+        seen = (written / "seen.txt").read_bytes()
+        pids = [name for name in (written / "pids.txt").read_text().split() if name.isdigit()]
         if how == "plain":  # what a filtered environment alone would leave open
             assert secret.encode() in seen
         else:
             assert secret.encode() not in seen
-            assert len(pids) <= 3  # the namespace's own: its shell and ls, none of schemaflow's
+            assert len(pids) <= 3  # the sandbox's own: bwrap's init, its shell and ls, none of schemaflow's
 
-
-def test_where_hooks_get_no_namespaces_they_are_not_run_and_the_operator_is_told(tmp_path: Path, monkeypatch):
-    monkeypatch.setattr(shutil, "which", lambda name: None)
-    (failure,) = run_hooks(["touch ran.txt"], ("a.b",), str(tmp_path))
-    assert failure.reason == "not run" and "no unshare command" in failure.output
-    assert "SCHEMAFLOW_HOOK_ISOLATION=none" in failure.output and not (tmp_path / "ran.txt").exists()
-    assert run_hooks(["touch ran.txt"], ("a.b",), str(tmp_path), environ={"SCHEMAFLOW_HOOK_ISOLATION": "none",
-                                                                          "PATH": os.environ["PATH"]}) == []
-    assert (tmp_path / "ran.txt").exists()

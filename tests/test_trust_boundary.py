@@ -264,9 +264,11 @@ def test_approvals_come_from_the_environment_and_the_command_line():
 def test_a_hook_gets_the_variables_that_run_programs_not_the_jobs_secrets():
     environ = {"PATH": "/bin", "HOME": "/h", "AWS_SECRET_ACCESS_KEY": "s3cr3t", "SCHEMAFLOW_METASTORE_URI": "thrift://x",
                "TRINO_PASSWORD": "pw"}
-    assert hook_environment(environ, ("a.b",)) == {"PATH": "/bin", "HOME": "/h", "SCHEMAFLOW_CHANGED": "a.b"}
-    passed = hook_environment({**environ, "SCHEMAFLOW_HOOK_ENV": "TRINO_PASSWORD, MISSING"}, ())
-    assert passed == {"PATH": "/bin", "HOME": "/h", "TRINO_PASSWORD": "pw", "SCHEMAFLOW_CHANGED": ""}
+    own = {"HOME": "/p/.schemaflow/hooks", "TMPDIR": "/tmp", "SCHEMAFLOW_HOOK_DIR": "/p/.schemaflow/hooks"}  # its folders
+    assert hook_environment(environ, ("a.b",), "/p/.schemaflow/hooks") == {"PATH": "/bin", **own,
+                                                                           "SCHEMAFLOW_CHANGED": "a.b"}
+    passed = hook_environment({**environ, "SCHEMAFLOW_HOOK_ENV": "TRINO_PASSWORD, MISSING"}, (), "/p/.schemaflow/hooks")
+    assert passed == {"PATH": "/bin", "TRINO_PASSWORD": "pw", **own, "SCHEMAFLOW_CHANGED": ""}
 
 
 FORGED = "x\r\n\r\n# ✅ No changes\r\n[merge me](https://evil.example) @security-team www.evil.example <b>hi</b>"

@@ -59,7 +59,7 @@ def test_an_approved_hook_runs_after_apply_without_the_jobs_secrets(tmp_path, me
     (project / "schemaflow.yaml").write_text(f"databases: [{db}]\n")
     commit(repo, "main")
     (project / "schemas" / db / "t.yaml").write_text(f"table: {db}.t\ncolumns: [{{name: a, type: int}}]\n")
-    (project / "schemaflow.yaml").write_text(f"databases: [{db}]\nafter_apply: ['env > hook-env.txt']\n")
+    (project / "schemaflow.yaml").write_text(f"databases: [{db}]\nafter_apply: ['cd && env > hook-env.txt']\n")
     commit(repo, "a table, and a hook")
     monkeypatch.chdir(project)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "fake-secret-of-the-job")
@@ -68,14 +68,14 @@ def test_an_approved_hook_runs_after_apply_without_the_jobs_secrets(tmp_path, me
     refused = schemaflow("apply", "--reviewed", "reviewed.json", "--auto-approve")
     assert refused.code == 1 and "the operator has not approved them; nothing was run" in refused.err
     assert f"{db}.t" not in metastore.read((db,)).objects
-    assert not (project / "hook-env.txt").exists()
+    assert not (project / ".schemaflow" / "hooks" / "hook-env.txt").exists()
 
     [hook] = load_project(project, env={}).settings.code
     monkeypatch.setenv(APPROVAL_VARIABLE, hook.id)
     applied = schemaflow("apply", "--reviewed", "reviewed.json", "--auto-approve")
     assert applied.code == 0, applied.said
     assert f"{db}.t" in metastore.read((db,)).objects
-    environment = (project / "hook-env.txt").read_text()
+    environment = (project / ".schemaflow" / "hooks" / "hook-env.txt").read_text()  # the hooks' own folder (HOME)
     assert f"SCHEMAFLOW_CHANGED={db}.t\n" in environment and "PATH=" in environment
     assert "fake-secret-of-the-job" not in environment and APPROVAL_VARIABLE not in environment
 

@@ -260,45 +260,56 @@ def test_the_plan_workflow_replaces_the_comment_with_the_error_when_nothing_coul
     assert "````text\nschemas/retail/orders.yaml:6:31: unknown type 'bigitn'\n```\n# ✅ No changes\n\n````\n" in body
 
 
+LABEL = {"name": "schemaflow-allow-destructive"}
+MERGED = {"number": 7, "merge_commit_sha": "merge", "merged_at": "2026-11-20T12:00:00Z", "head": {"sha": "head"},
+          "labels": [LABEL]}
+
+
+def label_step(tmp_path: Path, pulls: list[dict[str, Any]], events: list[dict[str, Any]] = (),  # type: ignore[assignment]
+               reviews: list[dict[str, Any]] = ()) -> tuple[str, str]:  # type: ignore[assignment]
+    """What the apply workflow's step that reads the merged pull request's label returns, and what it warned, run
+    by node as the runner would, with GitHub's client standing in as an object that answers with these pull
+    requests, and the events and reviews of pull request 7."""
+    step = named(load(APPLY), "Read the merged pull request's label")
+    node = shutil.which("node")
+    assert node is not None, "node runs the workflow's script here as the runner would"
+    harness = (f"const answers = {{listEvents: {json.dumps(list(events))}, listReviews: {json.dumps(list(reviews))}}};"
+               "const github = {paginate: async (method, options) => { if (options.issue_number !== 7 && "
+               "options.pull_number !== 7) throw new Error('another pull request'); return answers[method]; },"
+               " rest: {issues: {listEvents: 'listEvents'}, pulls: {listReviews: 'listReviews'}, repos: {"
+               f"listPullRequestsAssociatedWithCommit: async () => ({{data: {json.dumps(pulls)}}})}}}}}};"
+               "const core = {warning: (m) => process.stderr.write(m)};"
+               "const context = {repo: {owner: 'o', repo: 'r'}, sha: 'merge'};"
+               f"(async () => {{ process.stdout.write(await (async () => {{ {step['with']['script']} }})()); }})();")
+    ran = subprocess.run([node, "-e", harness], cwd=tmp_path, check=True, capture_output=True, text=True)
+    return ran.stdout, ran.stderr
+
+
+def labeled(at: str, event: str = "labeled") -> dict[str, Any]:
+    return {"event": event, "label": LABEL, "created_at": f"2026-11-20T{at}:00Z"}
+
+
+def approval(at: str, commit: str = "head", state: str = "APPROVED", author: str = "MEMBER") -> dict[str, Any]:
+    """A review as GitHub lists it: ``author`` is its author's association with the repository."""
+    return {"state": state, "commit_id": commit, "submitted_at": f"2026-11-20T{at}:00Z", "author_association": author}
+
+
 def test_the_apply_workflow_allows_drops_only_for_a_label_put_on_before_the_approval_of_what_was_merged(tmp_path):
     workflow = load(APPLY)
     step = named(workflow, "Read the merged pull request's label")
     assert step["id"] == "merged" and step["with"]["result-encoding"] == "string"
     assert workflow["permissions"] == {"contents": "read", "pull-requests": "read"}
-    node = shutil.which("node")
-    assert node is not None, "node runs the workflow's script here as the runner would"
 
-    def result(pulls: list[dict[str, Any]], events: list[dict[str, Any]] = (),  # type: ignore[assignment]
-               reviews: list[dict[str, Any]] = ()) -> tuple[str, str]:  # type: ignore[assignment]
-        """What the step returns, and what it warned, with GitHub's client standing in as an object that
-        answers with these pull requests, and the events and reviews of pull request 7."""
-        harness = (f"const answers = {{listEvents: {json.dumps(list(events))}, listReviews: {json.dumps(list(reviews))}}};"
-                   "const github = {paginate: async (method, options) => { if (options.issue_number !== 7 && "
-                   "options.pull_number !== 7) throw new Error('another pull request'); return answers[method]; },"
-                   " rest: {issues: {listEvents: 'listEvents'}, pulls: {listReviews: 'listReviews'}, repos: {"
-                   f"listPullRequestsAssociatedWithCommit: async () => ({{data: {json.dumps(pulls)}}})}}}}}};"
-                   "const core = {warning: (m) => process.stderr.write(m)};"
-                   "const context = {repo: {owner: 'o', repo: 'r'}, sha: 'merge'};"
-                   f"(async () => {{ process.stdout.write(await (async () => {{ {step['with']['script']} }})()); }})();")
-        ran = subprocess.run([node, "-e", harness], cwd=tmp_path, check=True, capture_output=True, text=True)
-        return ran.stdout, ran.stderr
+    def result(*args: Any) -> tuple[str, str]:
+        return label_step(tmp_path, *args)
 
-    label = {"name": "schemaflow-allow-destructive"}
-    merged = {"number": 7, "merge_commit_sha": "merge", "merged_at": "2026-11-20T12:00:00Z", "head": {"sha": "head"},
-              "labels": [label]}
-
-    def labeled(at: str, event: str = "labeled") -> dict[str, Any]:
-        return {"event": event, "label": label, "created_at": f"2026-11-20T{at}:00Z"}
-
-    def approval(at: str, commit: str = "head", state: str = "APPROVED") -> dict[str, Any]:
-        return {"state": state, "commit_id": commit, "submitted_at": f"2026-11-20T{at}:00Z"}
-
+    merged = MERGED
     other_label = {"event": "labeled", "label": {"name": "docs"}, "created_at": "2026-11-20T08:00:00Z"}
     # The label, then an approval of the merged commit, then the merge: the reviewers approved the drop.
     assert result([merged], [other_label, labeled("09:00")], [approval("10:00")]) == ("true", "")
     # The label put on after the last approval: nobody approved the plan that shows the drop.
     allowed, warned = result([merged], [labeled("11:00")], [approval("10:00")])
-    assert allowed == "" and "after its last approving review of the merged commit" in warned
+    assert allowed == "" and "after its last approving review of the merged commit by someone with write access" in warned
     # Put on after the merge (while the job waited for the environment's reviewers), as its labels now show.
     assert result([merged], [labeled("13:00")], [approval("10:00"), approval("14:00")])[0] == ""
     # Removed before the merge, then put on again after it.
@@ -312,6 +323,22 @@ def test_the_apply_workflow_allows_drops_only_for_a_label_put_on_before_the_appr
     assert result([merged], [], [approval("10:00")]) == ("", "")
     assert result([{**merged, "merge_commit_sha": "other"}], [labeled("09:00")], [approval("10:00")])[0] == ""
     assert result([]) == ("", "")
+
+
+def test_the_label_counts_only_with_an_approval_by_someone_with_write_access(tmp_path):
+    """Any GitHub account can approve a pull request of a public repository: only an approval by its owner, a member
+    of its organisation or a collaborator (who may push) approves the drop the label allows."""
+    for author in ("CONTRIBUTOR", "NONE", "FIRST_TIME_CONTRIBUTOR", "FIRST_TIMER", "MANNEQUIN", ""):
+        allowed, warned = label_step(tmp_path, [MERGED], [labeled("09:00")], [approval("10:00", author=author)])
+        assert allowed == "" and "by someone with write access (owner, member or collaborator)" in warned, author
+    for author in ("MEMBER", "OWNER", "COLLABORATOR"):
+        assert label_step(tmp_path, [MERGED], [labeled("09:00")], [approval("10:00", author=author)]) == ("true", "")
+    # A review GitHub lists without an association approves nothing; an outsider's approval beside a member's
+    # earlier one, which the label came after, does not make up for it.
+    review = {key: value for key, value in approval("10:00").items() if key != "author_association"}
+    assert label_step(tmp_path, [MERGED], [labeled("09:00")], [review])[0] == ""
+    assert label_step(tmp_path, [MERGED], [labeled("09:30")],
+                      [approval("09:00"), approval("10:00", author="CONTRIBUTOR")])[0] == ""
 
 
 def test_the_label_the_comment_names_is_the_one_both_workflows_read():

@@ -13,12 +13,15 @@ step), and it gets only what it needs of schemaflow's environment, not the job's
 variables that find and run programs, and those the operator names in ``SCHEMAFLOW_HOOK_ENV``.
 
 Filtering a child's environment keeps nothing from it on its own: any process of the same user reads
-another's ``/proc/<pid>/environ`` and may attach to it. So on Linux a hook runs in process namespaces of
-its own (``unshare``: a user, PID and mount namespace with its own ``/proc``), where schemaflow's process
-and its JVM do not exist for it: it can neither read their environment nor attach to them. Where the
-system allows no namespaces, the hook is not run and the report says how to run hooks without them
-(``SCHEMAFLOW_HOOK_ISOLATION=none``, the operator's choice). An approved hook is still code with the
-job's privileges: its files, its network, the variables it is passed.
+another's ``/proc/<pid>/environ``, and every process reads another's command line. So a hook runs in a
+sandbox (``sandbox``: bubblewrap), where schemaflow's process and its JVM do not exist, where it sees the
+machine's software, the project folder read-only and no more, and writes one folder of its own:
+``hooks`` in the project's state directory (``.schemaflow/hooks``), its ``HOME`` and ``SCHEMAFLOW_HOOK_DIR``,
+made empty before an apply's hooks run (so no file a pull request committed there, a start-up file of a
+shell, of git or of Python, is in it) and left for the operator after. Where no sandbox can be made
+(bubblewrap missing, or the system refusing it namespaces), the hook is not run and the report says
+how to run hooks without one (``SCHEMAFLOW_HOOK_ISOLATION=none``, the operator's choice). An approved
+hook is still code with the job's network and the variables it is passed.
 """
 from __future__ import annotations
 
@@ -26,23 +29,25 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass
 from collections.abc import Callable, Mapping, Sequence
 
+from schemaflow.apply.sandbox import sandbox
 from schemaflow.plan.kinds import Effect, ObjectType
 from schemaflow.plan.plan import Plan
 from schemaflow.plan.steps import Step
 from schemaflow.sql.session import refresh_table
 
 CHANGED_VARIABLE = "SCHEMAFLOW_CHANGED"
+FOLDER_VARIABLE = "SCHEMAFLOW_HOOK_DIR"  # the hooks' own folder, the one they write
 PASSED_VARIABLE = "SCHEMAFLOW_HOOK_ENV"  # names of further variables the operator passes to hooks
-# What every hook gets of schemaflow's environment: enough to find programs and run them.
-HOOK_ENVIRONMENT = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "TERM")
+# What every hook gets of schemaflow's environment: enough to find programs and run them (its HOME and TMPDIR are
+# its own folders).
+HOOK_ENVIRONMENT = ("PATH", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM")
+HOOK_FOLDER = "hooks"  # in the project's state directory
 HOOK_TIMEOUT_SECONDS = 600
-ISOLATION_VARIABLE = "SCHEMAFLOW_HOOK_ISOLATION"  # "none": run hooks without namespaces (the operator's choice)
-# A user namespace (whose root is the job's user), a PID namespace and a /proc of its own; the hook dies with it.
-_UNSHARE = ("--user", "--map-root-user", "--pid", "--fork", "--mount-proc", "--kill-child")
+ISOLATION_VARIABLE = "SCHEMAFLOW_HOOK_ISOLATION"  # "none": run hooks without a sandbox (the operator's choice)
+TEMPORARY = "/tmp"  # the sandbox's own
 OUTPUT_TAIL = 500  # characters of a failed hook's output worth showing
 
 
@@ -85,26 +90,31 @@ def refresh(objects: Sequence[str], run_sql: Callable[[str], None]) -> list[str]
     return failed
 
 
-def hook_environment(environ: Mapping[str, str], objects: Sequence[str]) -> dict[str, str]:
-    """What a hook's environment holds: ``HOOK_ENVIRONMENT``, the variables ``SCHEMAFLOW_HOOK_ENV`` names
-    (separated by spaces or commas), and the changed objects."""
+def hook_environment(environ: Mapping[str, str], objects: Sequence[str], folder: str) -> dict[str, str]:
+    """What a hook's environment holds: ``HOOK_ENVIRONMENT`` and the variables ``SCHEMAFLOW_HOOK_ENV`` names
+    (separated by spaces or commas) of ``environ``, its own ``folder`` (as ``HOME`` too), ``/tmp`` as
+    ``TMPDIR``, and the changed objects."""
     names = (*HOOK_ENVIRONMENT, *re.split(r"[\s,]+", environ.get(PASSED_VARIABLE, "")))
-    return {**{name: environ[name] for name in names if name in environ}, CHANGED_VARIABLE: " ".join(objects)}
+    return {**{name: environ[name] for name in names if name in environ}, "HOME": folder, "TMPDIR": TEMPORARY,
+            FOLDER_VARIABLE: folder, CHANGED_VARIABLE: " ".join(objects)}
 
 
-def run_hooks(commands: Sequence[str], objects: Sequence[str], cwd: str,
+def run_hooks(commands: Sequence[str], objects: Sequence[str], project: str, state: str,
               timeout: float = HOOK_TIMEOUT_SECONDS, environ: Mapping[str, str] = os.environ) -> list[HookFailure]:
-    """Run each hook command in ``cwd`` (the project), telling it ``objects``; the ones that failed.
-    Each gets ``hook_environment`` of ``environ``."""
+    """Run each hook command in ``project``, telling it ``objects``, each in a sandbox (unless ``environ`` sets
+    ``SCHEMAFLOW_HOOK_ISOLATION=none``) with ``hook_environment`` of ``environ`` and the folder ``hooks`` of
+    ``state`` (the project's state directory), made empty first; the ones that failed."""
+    if not commands:
+        return []
+    folder = os.path.join(os.path.abspath(state), HOOK_FOLDER)
+    prefix = _emptied(folder) or _isolation(project, state, folder, environ)
+    if isinstance(prefix, str):
+        return [HookFailure(command, "not run", prefix) for command in commands]
     failures = []
-    environment = hook_environment(environ, objects)
-    isolation = None if not commands or environ.get(ISOLATION_VARIABLE) == "none" else isolated()
+    environment = hook_environment(environ, objects, folder)
     for command in commands:
-        if isinstance(isolation, str):
-            failures.append(HookFailure(command, "not run", isolation))
-            continue
         try:
-            ran = subprocess.run([*(isolation or ()), "/bin/sh", "-c", command], cwd=cwd, env=environment,
+            ran = subprocess.run([*prefix, "/bin/sh", "-c", command], cwd=project, env=environment,
                                  input="".join(f"{o}\n" for o in objects), capture_output=True, text=True,
                                  timeout=timeout)
         except subprocess.TimeoutExpired as expired:
@@ -117,19 +127,35 @@ def run_hooks(commands: Sequence[str], objects: Sequence[str], cwd: str,
     return failures
 
 
-def isolated() -> tuple[str, ...] | str | None:
-    """The command that runs a hook in namespaces of its own on Linux; None elsewhere; a reason where Linux
-    has none to give (tried once, with ``true``)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    unshare = shutil.which("unshare")
-    prefix = (unshare, *_UNSHARE, "--") if unshare else ()
-    tried = subprocess.run([*prefix, "/bin/true"], capture_output=True, text=True) if prefix else None
-    if tried is not None and tried.returncode == 0:
-        return prefix
-    why = tried.stderr.strip() if tried is not None else "no unshare command (util-linux)"
-    return (f"this system gives hooks no namespaces of their own ({why}), so a hook could read the job's secrets "
-            f"from schemaflow's process; set {ISOLATION_VARIABLE}=none where the job runs to run hooks without them")
+def _emptied(folder: str) -> str | None:
+    """Make the hooks' ``folder`` anew, empty; why it cannot be, if so. Nothing a pull request committed there is
+    in a hook's HOME when it starts, and no link a pull request committed on its way (``.schemaflow`` pointing at
+    the repository's ``.git``) makes another folder the one hooks write."""
+    if os.path.realpath(folder) != folder:
+        return (f"the hooks' folder {folder} is reached through a symbolic link, so it could be any folder (the "
+                "repository's .git, the runner's files): make it a folder of its own")
+    try:
+        if os.path.isdir(folder):
+            shutil.rmtree(folder)
+        elif os.path.lexists(folder):
+            os.remove(folder)
+        os.makedirs(folder)
+    except OSError as error:
+        return f"the hooks' folder could not be made anew: {error}"
+    return None
+
+
+def _isolation(project: str, state: str, folder: str, environ: Mapping[str, str]) -> list[str] | str:
+    """What runs a hook: a sandbox's command, nothing where the operator chose no isolation, or why hooks are not
+    run."""
+    if environ.get(ISOLATION_VARIABLE) == "none":
+        return []
+    made = sandbox(project, state, folder, environ)
+    if isinstance(made, list):
+        return made
+    return (f"no sandbox for hooks here ({made}), and outside one a hook could read the job's secrets from "
+            "schemaflow's processes and write the runner's files; install bubblewrap (apt-get install bubblewrap), "
+            f"or set {ISOLATION_VARIABLE}=none where the job runs to run hooks without isolation")
 
 
 def _tail(output: str) -> str:

@@ -30,6 +30,7 @@ from collections.abc import Mapping
 
 from schemaflow.code_settings import CODE_FILES, HOOKS, CodeSetting, code_settings, declared_code
 from schemaflow.model import SETTINGS_KEY, Catalog
+from schemaflow.output_safety import one_line
 from schemaflow.plan.kinds import ObjectType, StepKind
 from schemaflow.plan.steps import SetDatabaseParameters, Step
 
@@ -179,7 +180,8 @@ def _step(path: tuple[str, ...], old: Any, new: Any, files: Mapping[str, str], a
     verb = "set" if old is _MISSING else "remove" if new is _MISSING else "change"
     summary = f"{verb} {name} in {SETTINGS_FILE}"
     if path[0] == CODE_FILES:  # not a setting written, but a file code can run
-        summary = f"{'add' if verb == 'set' else verb} {path[1]}, a file of the project that code in {SETTINGS_FILE} can run"
+        summary = (f"{'add' if verb == 'set' else verb} {one_line(path[1])}, a file of the project that code in "
+                   f"{SETTINGS_FILE} can run")
     return Step(kind=StepKind.CHANGE_SETTINGS, object=SETTINGS_FILE, object_type=ObjectType.SETTINGS,
                 summary=summary, body=(), hazards=_hazards(path, old, new, files, after),
                 values=(f"{name}: {_shown(old)} -> {_shown(new)}",))
@@ -207,8 +209,10 @@ def _hazards(path: tuple[str, ...], old: Any, new: Any, files: Mapping[str, str]
 
 
 def _name(path: tuple[str, ...]) -> str:
-    """``targets.prod.spark.conf[spark.jars]``: a part that holds a dot is bracketed."""
-    return "".join(f"[{part}]" if "." in part else ("." if i else "") + part for i, part in enumerate(path))
+    """``targets.prod.spark.conf[spark.jars]``: a part that holds a dot is bracketed; each shown escaped (a key a
+    metastore record holds, or a file's name, is anyone's text)."""
+    return "".join(f"[{one_line(part)}]" if "." in part else ("." if i else "") + one_line(part)
+                   for i, part in enumerate(path))
 
 
 def _shown(value: Any) -> str:

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from schemaflow.errors import Problem, SchemaflowError, SpecError
 from schemaflow.model import Source
+from schemaflow.output_safety import one_line
 from schemaflow.spec.layout import MIGRATIONS_DIR, SCHEMAS_DIR, STATE_DIR, is_declaration
 
 MAX_FILES = 5_000
@@ -81,7 +82,7 @@ def link_problem(path: str, target: str) -> Problem | None:
     if not (normal.startswith("/") or normal == ".." or normal.startswith("../")):
         return None
     return Problem(Source(path), (
-        f"a symlink to '{target}', which leads out of the project folder: settings that run code could run what it "
+        f"a symlink to '{one_line(target)}', which leads out of the project folder: settings that run code could run what it "
         "points at, which no approval of them covers; put the files themselves in the project folder, or remove "
         "the link"))
 
@@ -186,7 +187,7 @@ def _git(root: Path, *arguments: str) -> bytes:
                               f"({error}): install git, or run schemaflow where it can") from None
     if done.returncode != 0:
         said = done.stderr.decode(errors="replace").strip().splitlines()
-        raise SchemaflowError(f"git {arguments[0]} failed in {root} ({said[0] if said else f'exit {done.returncode}'}):"
+        raise SchemaflowError(f"git {arguments[0]} failed in {root} ({one_line(said[0]) if said else done.returncode}):"
                               " schemaflow lists the files its settings that run code cover with git; fix the "
                               "checkout, and run again")
     return done.stdout

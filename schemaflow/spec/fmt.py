@@ -54,6 +54,7 @@ from ruamel.yaml.scalarstring import (DoubleQuotedScalarString, FoldedScalarStri
 
 from schemaflow.errors import Problem, SpecError
 from schemaflow.model import Source
+from schemaflow.output_safety import one_line
 from schemaflow.spec.declaration import DeclarationKind
 from schemaflow.spec.loader import SCHEMAS_DIR, SUFFIXES
 from schemaflow.spec.migrations import MIGRATIONS_DIR
@@ -165,8 +166,8 @@ def unified_diff(formatted: Formatted) -> str:
         if split and not split[-1].endswith(("\n", "\r")):
             split[-1] += "\n\\ No newline at end of file\n"
         return split
-    return "".join(difflib.unified_diff(lines(formatted.before), lines(formatted.after),
-                                        f"a/{formatted.path}", f"b/{formatted.path}"))
+    path = one_line(formatted.path)  # a file's name is anyone's text
+    return "".join(difflib.unified_diff(lines(formatted.before), lines(formatted.after), f"a/{path}", f"b/{path}"))
 
 
 class _Refused(Exception):

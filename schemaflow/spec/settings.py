@@ -27,6 +27,7 @@ from schemaflow.code_settings import (CODE_FILES, HOOKS, OPERATOR_PATHS_VARIABLE
                                       declared_code, named_paths, spark_code_reason)
 from schemaflow.errors import Problem, SpecError
 from schemaflow.model import Source
+from schemaflow.output_safety import one_line
 from schemaflow.spec.layout import SETTINGS_FILE
 from schemaflow.spec.schema import check_shape
 from schemaflow.spec.source import ProjectFile, ProjectFiles
@@ -97,7 +98,7 @@ def check_settings(path: ProjectFile, paths: CodePaths | None = None) -> dict[st
 def _path_problems(source: Source, setting: str, value: str, paths: CodePaths, command: bool = False) -> list[Problem]:
     """A problem for each path the setting that runs code ``setting: value`` names and may not (``paths``)."""
     return [Problem(source, (
-        f"{setting} names {path.text!r}, {reason}: an approval of code covers the setting as written and the files "
+        f"{setting} names '{one_line(path.text)}', {reason}: an approval of code covers the setting as written and the files "
         "of the project folder, nothing else; name a file of the project folder by its path relative to that folder, "
         f"and one the operator installs by its absolute path, below a folder of {OPERATOR_PATHS_VARIABLE} or the "
         f"system's ({', '.join(SYSTEM_FOLDERS)})"))

@@ -9,17 +9,25 @@ Nothing below a folder is skipped unsaid: symlinks are followed (a database fold
 and what cannot be read as a file is listed as a problem at its path: a symlink that leads nowhere,
 a loop, a second way to a folder already read, a device. Each folder is read once, so a tree of
 links cannot make the work grow beyond the folders that exist.
+
+A symlink is followed only to what the repository holds, which a review sees: a commit's links
+within its tree (``gitsource``), the working tree's within the repository's top folder (the git work
+tree's, or the project's folder outside a repository), wherever the chain of links leads on the way.
+A link that ends outside (``/etc/passwd``, a file in the runner's home) is a problem at the link's
+path, which names the link's target as written and nothing of what is there.
 """
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol
 from collections.abc import Callable, Hashable
 
 from schemaflow.errors import Problem, SpecError
 from schemaflow.model import Source
+from schemaflow.output_safety import one_line
 from schemaflow.spec.code_files import NOT_A_FILE, checkout_of, working_tree
 
 
@@ -72,7 +80,7 @@ def folder_problem(path: str) -> Problem:
 
 
 def dangling_link(target: str, where: str = "") -> str:
-    return f"a symlink to '{target}', which leads to no file or folder{where}: fix or remove the link"
+    return f"a symlink to '{one_line(target)}', which leads to no file or folder{where}: fix or remove the link"
 
 
 @dataclass(frozen=True)
@@ -125,12 +133,18 @@ def walk(folder: str, top: Any, identity: Hashable,
 
 
 def _revisit(path: str, first: str, loop: bool, target: str | None) -> Problem:
-    link = f"a symlink to '{target}'" if target else "this folder, reached through a symlink,"
+    link = f"a symlink to '{one_line(target)}'" if target else "this folder, reached through a symlink,"
+    first = one_line(first)
     if loop:
         return Problem(Source(path), f"{link} leads back to {first}, a folder that contains it: a loop; "
                                      "remove the link")
     return Problem(Source(path), f"{link} leads to the folder already read as {first}: each folder is read once, or "
                                  "its files would be declared twice; remove one of the two ways to it")
+
+
+def outside_link(target: str) -> str:
+    return (f"a symlink to '{one_line(target)}', which leads out of the repository: schemaflow reads only the repository's own "
+            "files, which a review sees; put the file itself in the repository, or remove the link")
 
 
 @dataclass(frozen=True)
@@ -139,14 +153,25 @@ class Directory:
 
     root: Path
 
+    @cached_property
+    def repository(self) -> Path:
+        """The folder links may lead into: the top of the git work tree the project is in (the nearest of its
+        folder and those above it that holds ``.git``, as git finds it), else the project's folder; resolved."""
+        real = Path(os.path.realpath(self.root))
+        return checkout_of(real) or real
+
     def files_under(self, folder: str) -> tuple[list[str], list[Problem]]:
         top = self.root / folder
+        if self._outside(top):
+            return [], [self._outside_problem(folder)]
         if top.is_dir():
             return walk(folder, top, _identity(top), self._entries)
         return [], ([Problem(Source(folder), dangling_link(os.readlink(top)))] if top.is_symlink() else [])
 
     def open(self, path: str) -> Path | None:
         file = self.root / path
+        if self._outside(file):
+            raise SpecError([self._outside_problem(path)])
         if file.is_file():
             return file
         if file.is_dir():
@@ -156,18 +181,31 @@ class Directory:
         return None
 
     def checkout(self) -> str:
-        root = self.root.resolve()
-        return str(checkout_of(root) or root)
+        return str(self.repository)
 
     def code_files(self) -> dict[str, str]:
         return working_tree(self.root.resolve())
 
-    @staticmethod
-    def _entries(folder: Path) -> list[Entry]:
+    def _outside(self, path: Path) -> bool:
+        """Whether ``path``, its links followed however many there are, leads out of the repository."""
+        return not Path(os.path.realpath(path)).is_relative_to(self.repository)
+
+    def _outside_problem(self, path: str) -> Problem:
+        """The problem of ``path`` (relative, no ``..``), which leads out of the repository: at the first link on it
+        that does (there is one: the project's folder is inside, and a part that is no link stays where it is)."""
+        parts = path.split("/")
+        prefixes = ("/".join(parts[:end]) for end in range(1, len(parts) + 1))
+        link = next(prefix for prefix in prefixes
+                    if (self.root / prefix).is_symlink() and self._outside(self.root / prefix))
+        return Problem(Source(link), outside_link(os.readlink(self.root / link)))
+
+    def _entries(self, folder: Path) -> list[Entry]:
         entries = []
         for item in sorted(folder.iterdir()):
             link = os.readlink(item) if item.is_symlink() else None
-            if item.is_dir():
+            if link is not None and self._outside(item):
+                entries.append(Entry(item.name, reason=outside_link(link)))
+            elif item.is_dir():
                 entries.append(Entry(item.name, item, _identity(item), link))
             elif item.is_file():
                 entries.append(Entry(item.name))

@@ -18,7 +18,9 @@ refused at its escape.
 
 Characters that could forge what a reviewer reads (``output_safety``) are refused where they are
 written, raw or as an escape: ESC, the other C1 controls, bidirectional overrides and zero-width
-characters anywhere, and every control character (CR and LF too) in a key.
+characters anywhere, and every control character (CR and LF too) and default-ignorable character in
+a key. A key that is not ASCII is held to ``spec.keys``: the characters it may hold, NFKC (two keys of a
+mapping equal after it are one key written twice) and no whole-script look-alike of ASCII text.
 """
 from __future__ import annotations
 
@@ -36,6 +38,7 @@ from yaml.reader import ReaderError
 from schemaflow.errors import Problem, SpecError
 from schemaflow.model import Source
 from schemaflow.output_safety import HOSTILE_IN_KEYS, HOSTILE_IN_VALUES, character_name, escape_character, mixed_scripts
+from schemaflow.spec.keys import UNLISTED, look_alike, not_plain, passes_for_ascii, plain, unlisted
 from schemaflow.spec.source import ProjectFile
 
 NodePath = tuple[str | int, ...]
@@ -527,6 +530,7 @@ class _Builder:
 
     def mapping(self, node: yaml.MappingNode, path: NodePath) -> dict[str, Any]:
         result: dict[str, Any] = {}
+        plain_keys: dict[str, str] = {}  # each key's NFKC form -> the first key written so
         for key_node, value_node in node.value:
             self.built += 1
             mark = key_node.start_mark
@@ -534,12 +538,11 @@ class _Builder:
                 problem = Problem(_mark_source(self.path, mark), "a key must be a plain name, not a list or mapping")
                 self.problems.append(problem)
                 continue
+            found = len(self.problems)
             key = self.characters(key_node, key_node.value, HOSTILE_IN_KEYS)
-            scripts = mixed_scripts(key)
-            if scripts:
-                self.problems.append(Problem(_mark_source(self.path, mark), (
-                    f"the key '{key}' mixes {' and '.join(s.title() for s in scripts)} letters, which look alike: a "
-                    "reader sees another key than the one stored; write it in one script")))
+            if len(self.problems) == found and not key.isascii():
+                self.unreadable_key(key_node, key, path, plain_keys)
+            plain_keys.setdefault(plain(key), key)
             if key in result:
                 first_line = self.keys[path + (key,)][0]
                 self.problems.append(Problem(_mark_source(self.path, mark),
@@ -573,8 +576,37 @@ class _Builder:
             self.problems.append(Problem(where, message))
         return joined
 
+    def unreadable_key(self, node: yaml.ScalarNode, key: str, path: NodePath, plain_keys: dict[str, str]) -> None:
+        """A problem for the key ``key`` (not ASCII, no hostile character) that does not read as what it is: a
+        character a key may not hold, letters of two scripts that look alike, not in NFKC (the same key as one
+        of ``plain_keys`` then), or a whole-script look-alike of ASCII text (``spec.keys``)."""
+        where = _mark_source(self.path, node.start_mark)
+        form = plain(key)
+        if (character := unlisted(key)) is not None:
+            self.problems.append(self.at_character(node, character, UNLISTED))
+        elif scripts := mixed_scripts(key):
+            self.problems.append(Problem(where, (
+                f"the key '{key}' mixes {' and '.join(s.title() for s in scripts)} letters, which look alike: a "
+                "reader sees another key than the one stored; write it in one script")))
+        elif form in plain_keys and plain_keys[form] != key:
+            first_line = self.keys[path + (plain_keys[form],)][0]
+            self.problems.append(Problem(where, (
+                f"the key '{key}' is '{form}' in its normal form (NFKC), the key '{plain_keys[form]}' on line "
+                f"{first_line} is too: keys are compared so, and these two are one key written twice; keep one")))
+        elif form != key:
+            self.problems.append(Problem(where, not_plain(key, form)))
+        elif (reading := passes_for_ascii(key)) is not None:
+            self.problems.append(Problem(where, look_alike(key, reading)))
+
     def hostile(self, node: yaml.ScalarNode, character: str, key: bool) -> Problem:
         """A problem at ``character`` in ``node``'s text as written: the character itself, else its escape."""
+        what = "a key, which is one line of plain text" if key else "a value"
+        return self.at_character(node, character, f"may not be in {what}: it could change what a terminal, a CI "
+                                                   "log or a review shows; remove it")
+
+    def at_character(self, node: yaml.ScalarNode, character: str, reason: str) -> Problem:
+        """The problem that ``character`` in ``node`` ``reason`` (``may not be ...``), at the character as written
+        (itself, else its escape), named by its escape and its name."""
         raw = self.raw[node.start_mark.index:node.end_mark.index]
         code = ord(character)
         escapes = [re.escape(character), rf"(?i:\\x{code:02x}|\\u{code:04x}|\\U{code:08x})"]
@@ -582,10 +614,7 @@ class _Builder:
         written = re.search("|".join(escapes), raw)
         where = (_offset_source(self.path, self.raw, node.start_mark.index + written.start()) if written
                  else _mark_source(self.path, node.start_mark))
-        name = character_name(character)
-        what = "a key, which is one line of plain text" if key else "a value"
-        return Problem(where, f"{escape_character(character)} ({name}) may not be in {what}: it could change what "
-                              "a terminal, a CI log or a review shows; remove it")
+        return Problem(where, f"{escape_character(character)} ({character_name(character)}) {reason}")
 
     def text(self, node: yaml.ScalarNode, value: str) -> _Text:
         start, end = node.start_mark, node.end_mark

@@ -7,6 +7,7 @@ against what the metastore, Hive or Spark wrote on their own.
 """
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping
 
 from schemaflow.model import SCHEMAFLOW_PREFIX
@@ -34,8 +35,9 @@ _PREFIXES = tuple(RESERVED_PREFIXES)
 
 
 def why_reserved(key: str) -> str | None:
-    """Why a declaration may not set the parameter ``key`` (in any case), and what to do instead; None if it may."""
-    folded = key.lower()
+    """Why a declaration may not set the parameter ``key`` (in any case, compared after NFKC as every key is:
+    ``ｃｏｍｍｅｎｔ`` is ``comment``), and what to do instead; None if it may."""
+    folded = unicodedata.normalize("NFKC", key).lower()
     return _FOLDED.get(folded) or next((why for prefix, why in RESERVED_PREFIXES.items()
                                         if folded.startswith(prefix)), None)
 
