@@ -347,3 +347,20 @@ def test_the_apply_workflow_gives_the_apply_step_the_operators_folders():
                if step.get("name") == "Apply what was reviewed, or refuse it as stale"]
     assert apply["env"][OPERATOR_PATHS_VARIABLE] == "${{ vars.SCHEMAFLOW_CODE_PATHS }}"
     assert "--base" not in apply["run"]  # the step that knows the operator's folders checks them
+
+
+def test_outside_git_a_plan_saved_in_the_project_folder_is_refused_saying_why(tmp_path):
+    from schemaflow.plan.settings_changes import settings_digest
+    from schemaflow.workflow import load_plan
+
+    project = tmp_path / "project"
+    write(project, {"schemas/retail/t.yaml": "table: retail.t\ncolumns: [{name: a, type: int}]\n",
+                    "schemaflow.yaml": "after_apply: [sh notify.sh]\n", "notify.sh": "echo notified\n"})
+    assert schemaflow("--project", str(project), "plan", "--out", str(project / "plan.json")).code == 2
+    [hook] = load_project(project, env={}).settings.code  # the operator approves what is there now
+    ran = schemaflow("--project", str(project), "--approve-code", hook.id, "apply", str(project / "plan.json"),
+                     "--auto-approve")
+    assert ran.code == 1 and "it was made with other settings than" in ran.err
+    assert "(where they run code, the files of the project folder they cover count too)" in ran.err
+    (project / "plan.json").rename(tmp_path / "plan.json")  # kept outside the folder, it is the plan of these files
+    assert load_plan(tmp_path / "plan.json").settings == settings_digest(load_project(project, env={}).settings.declared)
