@@ -9,7 +9,10 @@ known to be safe for data and configuration, those teams set for schemaflow's wo
 adaptive execution, memory and cores, file sizes, the time zone, Parquet and ORC without classes, Hive's
 conversions, the partition overwrite mode, the metastore client's timeout), each with the shape of value it
 may take. A key of this list whose value has that shape is a plain setting; any other key, or a value of
-another shape, is a setting that needs the operator's approval (``code_settings``).
+another shape, is a setting that needs the operator's approval (``code_settings``). Left out on purpose: every
+setting that takes a path, an address or a class; what chooses whose credentials the job uses (Kerberos
+principals and keytabs); what makes Spark write to the metastore as it reads a table
+(``spark.sql.hive.caseSensitiveInferenceMode``).
 
 Every key here is defined by each Spark release schemaflow supports (3.5, and 4.0 through 4.3), with the
 same meaning: tests/test_code_approval_spark.py asks the installed Spark's registry of settings (and Hive's,
@@ -109,7 +112,6 @@ SPARK: Mapping[str, Shape] = {
     "spark.sql.hive.convertMetastoreOrc": BOOLEAN,
     "spark.sql.hive.convertInsertingPartitionedTable": BOOLEAN,
     "spark.sql.hive.metastorePartitionPruning": BOOLEAN,
-    "spark.sql.hive.caseSensitiveInferenceMode": one_of("INFER_AND_SAVE", "INFER_ONLY", "NEVER_INFER"),
     "spark.sql.hive.metastore.version": VERSION,
 }
 HADOOP_PREFIX = "spark.hadoop."  # Spark hands these to Hadoop's and Hive's configuration, without the prefix

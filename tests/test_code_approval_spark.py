@@ -36,11 +36,12 @@ def spark_default(entry: Any) -> str | None:
 def spark_refuses(entry: Any, value: str) -> str | None:
     """What Spark says reading ``value`` for the setting, None when it takes it."""
     from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
 
     try:
         entry.valueConverter().andThen(entry.stringConverter()).apply(value)
-    except Py4JJavaError as error:
-        return str(error.java_exception)
+    except (PySparkException, Py4JJavaError) as error:  # pyspark turns Spark's own errors into its exceptions
+        return str(error).splitlines()[0]
     return None
 
 
