@@ -27,6 +27,7 @@ from pyspark.sql import SparkSession
 
 from schemaflow.catalog.metastore import Metastore
 from schemaflow.catalog.session import spark_session
+from schemaflow.code_settings import code_settings
 from schemaflow.project import Settings
 from tests.metastore_server import ALL_BACKENDS, MetastoreServer
 from tests.postgres_server import PostgresServer
@@ -62,6 +63,8 @@ def private_session(name: str, remote: bool, backend: str = "derby") -> Iterator
             "spark.hadoop.hive.exec.scratchdir": str(workdir / "hive-scratch"),
             "spark.hadoop.hive.exec.local.scratchdir": str(workdir / "hive-local-scratch"),
         }
+        # Not settings schemaflow knows to be safe: the benchmark, as operator, approves them.
+        approved = frozenset(setting.id for setting in code_settings((), private))
         if remote:
             assert backend in ALL_BACKENDS, backend
             # HikariCP: pyspark lacks BoneCP, Hive 2.3's default pool, without which DROP DATABASE fails.
@@ -76,12 +79,12 @@ def private_session(name: str, remote: bool, backend: str = "derby") -> Iterator
             server = stack.enter_context(MetastoreServer(workdir / "server", settings=server_settings,
                                                          classpath=classpath))
             settings = Settings(metastore_uri=server.uri, warehouse_dir=str(server.warehouse),
-                                derby_dir=str(workdir / "client"), spark_conf=private)
+                                derby_dir=str(workdir / "client"), spark_conf=private, approved_code=approved)
             where = (f"standalone Thrift server on this machine (tests/metastore_server.py), its metastore in "
                      f"{backend}, over a socket")
         else:
             settings = Settings(warehouse_dir=str(workdir / "warehouse"), derby_dir=str(workdir / "state"),
-                                spark_conf=private)
+                                spark_conf=private, approved_code=approved)
             where = "embedded Derby, in the Spark JVM"
         progress("starting Spark")
         spark = spark_session(settings)

@@ -4,6 +4,8 @@ Registered in mkdocs.yml (``hooks:``); every build runs it:
 
 - reference/yaml.md, every key of every file format, from the JSON Schemas in ``schemaflow/spec/schemas/``;
 - reference/exit-codes.md, from each command's declared exit codes (``schemaflow.cli.COMMANDS``);
+- reference/spark-settings.md, the Spark settings a project sets without the operator's approval, from
+  ``schemaflow.safe_spark_settings``;
 - reference/commands.md is written by hand around the commands (one ``## name`` section each, with what
   the command does at length); the hook puts under each heading what the parser declares: the one-line
   help, the usage, every argument, the exit codes and the example;
@@ -33,6 +35,7 @@ from mkdocs.structure.files import File, Files  # noqa: E402
 from mkdocs.structure.pages import Page  # noqa: E402
 
 from schemaflow.cli import COMMANDS, _parser  # noqa: E402
+from schemaflow.safe_spark_settings import SAFE  # noqa: E402
 
 SCHEMAS = ROOT / "schemaflow" / "spec" / "schemas"
 COMMANDS_PAGE = "reference/commands.md"
@@ -49,6 +52,7 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
     """Add the generated pages and the JSON Schemas to the site."""
     files.append(File.generated(config, "reference/yaml.md", content=yaml_reference()))
     files.append(File.generated(config, "reference/exit-codes.md", content=exit_codes_reference()))
+    files.append(File.generated(config, "reference/spark-settings.md", content=spark_settings_reference()))
     for schema in sorted(SCHEMAS.glob("*.json")):
         files.append(File.generated(config, f"schemas/{schema.name}", abs_src_path=str(schema)))
     return files
@@ -127,6 +131,22 @@ def exit_codes_reference() -> str:
             "error (a misspelt command, option or choice) exits 1 for every command: 2 means changes, and "
             "CI must tell the two apart.\n\n"
             f"| command | exit codes |\n|---|---|\n{rows}\n")
+
+
+def spark_settings_reference() -> str:
+    """reference/spark-settings.md: the allow-list of Spark settings, each with what it takes."""
+    rows = "\n".join(f"| `{key}` | {_cell(shape.words)} |" for key, shape in sorted(SAFE.items()))
+    return ("# Spark settings a project sets without approval\n\n"
+            "Generated from `schemaflow/safe_spark_settings.py`. A `spark.conf` setting of this list, with a value of "
+            "the shape it takes, is a plain setting: a plan shows its change as any other. Every other setting, and "
+            "one of these with a value of another shape, needs the operator's approval by its id, as a hook does "
+            "(see [The project and its settings](../concepts/project.md#settings-that-run-code) and "
+            "[Security model](../guides/security.md)); the settings that choose the metastore, the warehouse or the "
+            "master are refused wherever they are written. Each key is one every supported Spark release (3.5, 4.0 "
+            "to 4.3) defines, and each shape admits Spark's default and holds values Spark accepts "
+            "(`tests/test_code_approval_spark.py` asks the installed Spark). Values are written without spaces; an "
+            "enumeration is read in any case.\n\n"
+            f"| setting | takes |\n|---|---|\n{rows}\n")
 
 
 def yaml_reference() -> str:

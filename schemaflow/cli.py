@@ -588,8 +588,9 @@ class _Invocation:
 
     @cached_property
     def project(self) -> Project:
-        return load_project(self.root, target=self.args.target,
-                            approve_code=tuple(self.args.approve_code))
+        # A plan between git refs is what a pull request's job runs, where the operator's folders are not known.
+        return load_project(self.root, target=self.args.target, approve_code=tuple(self.args.approve_code),
+                            operator_folders=getattr(self.args, "base", None) is None)
 
 
 def _no_arguments(command: argparse.ArgumentParser) -> None:

@@ -2,39 +2,44 @@
 
 ``schemaflow.yaml`` is in the repository: whoever gets a pull request merged writes it. Some of its
 settings run code of their choosing in the process that applies, where the production metastore's
-credentials are at hand: an ``after_apply`` hook is a shell command, and a JVM option, a class path,
-a jar or package, an extension, plugin or listener, or any Spark setting that names a Java class
-makes Spark run or load code as it starts. Each is a ``CodeSetting`` with an id, a 128-bit digest
-of the setting, its value and the content of every file of the project it names, and none of them
-runs unless the operator approved that id outside the repository: ``SCHEMAFLOW_APPROVED_CODE`` in the
-job's environment (a protected environment's variable in CI) or ``--approve-code`` on the command
-line. A changed command, value or named file has another id, so an approval never carries over to
-code nobody approved: a pull request that rewrites ``scripts/notify.sh`` under an approved
-``after_apply: [sh scripts/notify.sh]`` changes what runs, and so the id.
+credentials are at hand: an ``after_apply`` hook is a shell command, and a Spark setting can make Spark
+load a class or a jar, run a script, or send the job's data, logs or credentials elsewhere. Each is a
+``CodeSetting`` with an id, and none of them runs unless the operator approved that id outside the
+repository: ``SCHEMAFLOW_APPROVED_CODE`` in the job's environment (a protected environment's variable in
+CI) or ``--approve-code`` on the command line.
 
-Which files a setting names is read from its words (``named_paths``): each relative path in a
-command, a list or a class path (``lib/*`` names the folder's files), and the module after
-``python -m``. What a named file reads in turn is not followed: a hook's script that runs other
-files of the repository should name them on its command line, or live outside the repository.
+Which Spark settings need the operator is decided by an allow-list (``safe_spark_settings``): a key
+schemaflow knows to be safe for data and configuration, with a value of the shape it takes, is a plain
+setting; every other key, and a known key with a value of another shape, needs the operator's id.
 
-Which Spark settings run code is known by key (the ones Spark documents as loading classes, jars
-or scripts) and, for the keys Spark, Hadoop and Hive add all the time, by value: a value that names
-a Java class (``com.example.Provider``) or a jar, library or script file; and a value Spark or
-Hadoop expands (``${env:AWS_SECRET_ACCESS_KEY}`` in an endpoint would send the job's secret wherever
-the endpoint points).
+An id is a 128-bit digest of the setting, its exact value and the content of every file of the project
+folder (the folder of schemaflow.yaml) but its declarations (``spec.code_files``): a changed command,
+value or file has another id, so an approval never carries over to code nobody approved. Not only the
+files a command names: ``python3 -m tools.notify`` runs ``tools/__init__.py`` and whatever the project
+folder holds under the name of a module it imports (Python puts that folder first on ``sys.path``), a
+``make`` reads its Makefile, a script sources others, a glob matches files added later. Which of them
+a command reads cannot be known from its words, so the approval covers them all, and code settings may
+name no file outside the project folder (``CodePaths``): a path that is absolute, leads out of the
+folder (``../``), starts with ``~`` or is built as the code runs (``$VAR``, ``${...}``, backticks,
+``$(...)``) is refused where it is written, unless it is absolute and below a folder the operator
+supplies code from (``SCHEMAFLOW_CODE_PATHS``) or the system's (``SYSTEM_FOLDERS``), outside the
+repository's checkout. It is what a hook's sandbox lets it see: the project folder, read-only, and those
+folders, and nothing else of the repository.
 """
 from __future__ import annotations
 
 import hashlib
+import os
 import posixpath
 import re
 import shlex
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from schemaflow.errors import SchemaflowError
-from schemaflow.output_safety import one_line
+from schemaflow.safe_spark_settings import SAFE
 
 APPROVAL_VARIABLE = "SCHEMAFLOW_APPROVED_CODE"
 # Folders the operator supplies code from, outside the repository (absolute, separated by ':'): code settings may
@@ -45,37 +50,9 @@ OPERATOR_PATHS_VARIABLE = "SCHEMAFLOW_CODE_PATHS"
 SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
 HOOKS = "after_apply"
 SPARK_CONF = "spark.conf"
-
-# Spark settings that run or load code whatever their value (Spark's configuration reference).
-_CODE_KEYS = frozenset({
-    "spark.driver.extraJavaOptions", "spark.driver.defaultJavaOptions", "spark.executor.extraJavaOptions",
-    "spark.executor.defaultJavaOptions", "spark.driver.extraClassPath", "spark.driver.defaultExtraClassPath",
-    "spark.executor.extraClassPath", "spark.driver.extraLibraryPath", "spark.executor.extraLibraryPath",
-    "spark.jars", "spark.files", "spark.archives", "spark.submit.pyFiles", "spark.pyspark.python",
-    "spark.pyspark.driver.python", "spark.sql.extensions", "spark.plugins", "spark.extraListeners",
-    "spark.sql.queryExecutionListeners", "spark.sql.streaming.streamingQueryListeners", "spark.ui.filters",
-    "spark.sql.hive.metastore.jars", "spark.sql.hive.metastore.jars.path", "spark.sql.hive.metastore.sharedPrefixes",
-    "spark.sql.hive.metastore.barrierPrefixes", "spark.serializer", "spark.kryo.registrator",
-    "spark.shuffle.manager",
-})
-# Families of them: jars and packages to fetch, catalogs (a class each), resource discovery scripts,
-# and the environment of executors and application masters (LD_PRELOAD runs a library).
-_CODE_PREFIXES = ("spark.jars.", "spark.sql.catalog.", "spark.driver.resource.", "spark.executor.resource.",
-                  "spark.executorEnv.", "spark.yarn.appMasterEnv.", "spark.kubernetes.driverEnv.",
-                  "spark.kubernetes.driver.podTemplate", "spark.kubernetes.executor.podTemplate")
-# A fully qualified Java class name (its last part capitalised, as Java's conventions have it).
-_JAVA_CLASS = re.compile(r"\s*(?:[A-Za-z_$][\w$]*\.)+[A-Z][\w$]*\s*")
-_CODE_FILE = re.compile(r"\.(?:jar|zip|so|dylib|dll|py|sh|class)\s*$", re.IGNORECASE)
-# Spark's ConfigReader (${env:X}, ${system:X}) and Hadoop's Configuration (${env.X}, ${X}) expand these.
-_EXPANDED = "${"
-_ID_LENGTH = 32  # hex digits: 128 bits, beyond any collision search
-# Where a setting's value names files: separators of lists, class paths, options (-javaagent:x.jar=opts),
-# and the shell's own (sh -c "$(cat x)", a < x, a | b).
-_PATH_SEPARATORS = re.compile(r"[\s,:;=\"'()<>|&$`]+")
-# A shell redirection of output and its target (> out, >> log, 2> err, &> all, 2>&1).
-_OUTPUT = re.compile(r"(?:\d|&)?>>?[|&]?\s*[^\s;|&<>]+")
-# The project's files a setting names, each with the digest of its content (``spec.settings.code_files``).
+# The files of the project folder code settings can run, each with its content's git blob id (``spec.code_files``).
 CODE_FILES = "code_files"
+_ID_LENGTH = 32  # hex digits: 128 bits, beyond any collision search
 
 
 @dataclass(frozen=True)
@@ -85,41 +62,40 @@ class CodeSetting:
     setting: str
     value: str
     reason: str
-    files: tuple[tuple[str, str], ...] = ()  # the project's files it names: (path, digest of the content)
+    files: tuple[tuple[str, str], ...] = ()  # the project folder's files it can run: (path, id of the content)
 
     @property
     def id(self) -> str:
-        """What the operator approves: a digest of the setting, its exact value and its files' contents."""
-        named = "".join(f"\0{path}\0{digest}" for path, digest in self.files)
-        return hashlib.sha256(f"{self.setting}\0{self.value}{named}".encode()).hexdigest()[:_ID_LENGTH]
+        """What the operator approves: a digest of the setting, its exact value and the files' contents."""
+        covered = "".join(f"\0{path}\0{content}" for path, content in self.files)
+        return hashlib.sha256(f"{self.setting}\0{self.value}{covered}".encode()).hexdigest()[:_ID_LENGTH]
 
     def describe(self) -> str:
-        files = f"; runs {', '.join(one_line(path) for path, _ in self.files)} as it is now" if self.files else ""
+        count = len(self.files)
+        files = (f"; with the {count} file{'' if count == 1 else 's'} of the project folder but its declarations, as "
+                 f"{'it is' if count == 1 else 'they are'} now") if count else ""
         return f"{self.setting}: {self.value!r} ({self.reason}{files}; id {self.id})"
 
 
 def spark_code_reason(key: str, value: str) -> str | None:
-    """Why the Spark setting ``key: value`` runs or loads code, or None when it does not."""
-    if key in _CODE_KEYS or key.startswith(_CODE_PREFIXES):
-        return "Spark loads or runs what it names"
-    if _EXPANDED in value:
-        return "Spark or Hadoop fills ${...} in with the job's environment or system properties"
-    parts = value.split(",")
-    if any(_JAVA_CLASS.fullmatch(part) for part in parts):
-        return "names a Java class, which Spark or Hadoop loads"
-    if any(_CODE_FILE.search(part) for part in parts):
-        return "names a jar, library or script"
+    """Why the Spark setting ``key: value`` needs the operator's approval, or None for a setting schemaflow knows to
+    be safe for data and configuration, with a value of the shape it takes (``safe_spark_settings``)."""
+    shape = SAFE.get(key)
+    if shape is None:
+        return ("not a Spark setting schemaflow knows to be safe: it may load code, or send data, logs or "
+                "credentials elsewhere")
+    if not shape.admits(value):
+        return f"not a value schemaflow knows to be safe for this setting, which takes {shape.words}"
     return None
 
 
 def code_settings(hooks: Sequence[str], spark_conf: Mapping[str, str],
                   files: Mapping[str, str] | None = None) -> tuple[CodeSetting, ...]:
-    """The hooks and Spark settings among these that run code, in a stable order, each with those of
-    ``files`` (the project's, path -> digest of the content) that it names."""
-    files = files or {}
-    found = [CodeSetting(HOOKS, command, "a shell command run after apply", _named(named_paths(command, True), files))
-             for command in hooks]
-    found += [CodeSetting(f"{SPARK_CONF} {key}", value, reason, _named(named_paths(value), files))
+    """The hooks and Spark settings among these that run code, in a stable order, each covering ``files`` (the
+    project folder's files but its declarations, path -> id of the content)."""
+    covered = tuple(sorted((files or {}).items()))
+    found = [CodeSetting(HOOKS, command, "a shell command run after apply", covered) for command in hooks]
+    found += [CodeSetting(f"{SPARK_CONF} {key}", value, reason, covered)
               for key, value in sorted(spark_conf.items()) for reason in [spark_code_reason(key, value)] if reason]
     return tuple(found)
 
@@ -134,35 +110,107 @@ def declared_code(settings: Mapping[str, Any], files: Mapping[str, str] | None =
     return tuple(found.values())
 
 
-def named_paths(value: str, command: bool = False) -> tuple[str, ...]:
-    """The relative paths (project files or folders) a setting's value may name, normalised and sorted:
-    every word of a shell ``command`` or of a Spark value, its parts between separators, a class path's
-    folder (``lib/*``), and the module after ``python -m`` (``tools/notify.py``, ``tools/notify``)."""
-    if command:  # what a command writes (> out, 2>> log) is no code it runs, and may not exist until it ran
-        value = _OUTPUT.sub(" ", value)
+# Stand-ins for the shell's "$" and "`" where they expand (outside single quotes, not escaped), while the
+# command's words are split: a path built from them is known to be built.
+_DOLLAR, _BACKTICK = "\0", "\1"
+# A remote address: not a path of this machine (file: and local: are, and name it after the "://").
+_ADDRESS = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://([^\s,;'\"|<>()]*)")
+_LOCAL_SCHEMES = ("file", "local")
+# Where a word's parts are separated: lists, class paths, options (-javaagent:x.jar=opts, --config=x, @file).
+_SEPARATORS = " \t\n\r\f\v,:;=@\"'()<>|&"
+_PATH_SEPARATORS = re.compile(f"[{re.escape(_SEPARATORS)}]+")
+# An expansion in braces (Spark's ${env:X}, the shell's ${X:-y}) is one part, whatever separators it holds: they
+# are set aside as characters of Unicode's private use while the word is split.
+_BRACED = re.compile(f"{_DOLLAR}\\{{[^}}]*\\}}")
+_SET_ASIDE = {ord(char): 0xF0000 + ord(char) for char in _SEPARATORS}
+_RESTORED = {aside: char for char, aside in _SET_ASIDE.items()} | {ord(_DOLLAR): "$", ord(_BACKTICK): "`"}
+# The shell's redirections of output: the word after one is written, not run (> log, 2>> err, &> all, 2>&1).
+_OUTPUT = frozenset({">", ">>", ">|", ">&", "&>", "&>>"})
+
+
+@dataclass(frozen=True)
+class NamedPath:
+    """A path a code setting's value names: ``text`` as written, ``built`` when the shell or Spark builds it from
+    an expansion as the code runs."""
+
+    text: str
+    built: bool
+
+
+def named_paths(value: str, command: bool = False) -> tuple[NamedPath, ...]:
+    """The paths a code setting's value names: each part of its words (of a shell ``command``, or of a Spark
+    value) between the separators of lists, class paths and options that holds a ``/``, is ``..`` or starts with
+    ``~``; a remote address (``https://...``) is none, a local one (``file:/x``, ``local:/x``) its path. What a
+    command writes to (``> out``) is no code it runs and is left out."""
+    words = _shell_words(value) if command else [value.replace("$", _DOLLAR).replace("`", _BACKTICK)]
+    found: dict[str, NamedPath] = {}
+    for word in words:
+        word = _BRACED.sub(lambda braced: braced.group().translate(_SET_ASIDE), _ADDRESS.sub(_local_path, word))
+        for part in _PATH_SEPARATORS.split(word):
+            if "/" in part or part == ".." or part.startswith("~"):
+                text = part.translate(_RESTORED)
+                found.setdefault(text, NamedPath(text, _DOLLAR in part or _BACKTICK in part))
+    return tuple(found.values())
+
+
+def _shell_words(command: str) -> list[str]:
+    """The words of a shell command, its operators (``;``, ``|``, ``>``, ...) apart and the targets of output
+    redirections left out, with each ``$`` and backtick that expands marked (``_DOLLAR``, ``_BACKTICK``)."""
+    marked, quote, escaped = [], "", False
+    for char in command:
+        if escaped:
+            escaped = False
+        elif char == "\\" and quote != "'":
+            escaped = True
+        elif char in "'\"" and quote in ("", char):
+            quote = "" if quote else char
+        elif char in "$`" and quote != "'":
+            char = _DOLLAR if char == "$" else _BACKTICK
+        marked.append(char)
+    lexer = shlex.shlex("".join(marked), posix=True, punctuation_chars=True)
+    lexer.whitespace_split, lexer.commenters = True, ""
     try:
-        words = shlex.split(value, comments=False) if command else [value]
+        tokens = list(lexer)
     except ValueError:  # unbalanced quotes: the shell refuses it too; the words as written are still read
-        words = value.split()
-    parts = [part for word in words for part in (word, *_PATH_SEPARATORS.split(word)) if part]
-    modules = [words[i + 1] for i, word in enumerate(words[:-1]) if command and word == "-m"]
-    parts += [candidate for module in modules for base in [module.replace(".", "/")]
-              for candidate in (base + ".py", base)]
-    found = set()
-    for part in parts:
-        part = part.removeprefix("file:").removeprefix("local:")
-        if part.endswith("*"):
-            part = part.rstrip("*") or "."
-        normal = posixpath.normpath(part)
-        if normal not in (".", "..") and not normal.startswith(("/", "../", "-", "~")) and "://" not in part:
-            found.add(normal)
-    return tuple(sorted(found))
+        tokens = "".join(marked).split()
+    return [token for previous, token in pairwise(["", *tokens]) if previous not in _OUTPUT]
 
 
-def _named(paths: Sequence[str], files: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
-    """The files among ``files`` that ``paths`` name, the files below a named folder included."""
-    return tuple((file, digest) for file, digest in sorted(files.items())
-                 if any(file == path or file.startswith(path + "/") for path in paths))
+def _local_path(address: re.Match[str]) -> str:
+    """A remote address as nothing, a local one (``file://...``) as its path."""
+    if address.group(1).lower() not in _LOCAL_SCHEMES:
+        return " "
+    rest = address.group(2)
+    return rest if rest.startswith("/") else "/" + rest.partition("/")[2]  # file://host/x: the path /x
+
+
+@dataclass(frozen=True)
+class CodePaths:
+    """Where code settings may name files outside the project folder: below the system's folders or the
+    ``operator``'s (``SCHEMAFLOW_CODE_PATHS``; None where they are not known, as in a pull request's job, which
+    then refuses no absolute path for want of them), and never in the repository's ``checkout``."""
+
+    checkout: str | None = None
+    operator: tuple[str, ...] | None = ()
+
+    def refusal(self, path: NamedPath) -> str | None:
+        """Why a code setting may not name ``path``, or None."""
+        if path.built:
+            return "a path built as the code runs, so that nobody can review what it names"
+        if path.text.startswith("~"):
+            return "a path in a home folder"
+        normal = posixpath.normpath(path.text)
+        if not normal.startswith("/"):
+            return "a path that leads out of the project folder" if normal.split("/")[0] == ".." else None
+        if self.checkout is not None and any(_below(p, self.checkout) for p in (normal, os.path.realpath(normal))):
+            return "a path into the repository's checkout, whose files outside the project folder no approval covers"
+        if self.operator is None or any(_below(normal, folder) for folder in (*SYSTEM_FOLDERS, *self.operator)):
+            return None
+        return "a path outside the project folder, below none of the folders the operator supplies code from"
+
+
+def _below(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
 def operator_paths(environ: Mapping[str, str]) -> tuple[str, ...]:

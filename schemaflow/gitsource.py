@@ -33,6 +33,8 @@ from schemaflow.model import Catalog, Source
 from schemaflow.output_safety import one_line
 from schemaflow.project import declared_databases, managed_databases
 from schemaflow.spec import load_catalog
+from schemaflow.spec.code_files import Tally, link_problem
+from schemaflow.spec.layout import is_declaration
 from schemaflow.spec.loader import CACHED_FILES
 from schemaflow.spec.settings import read_settings
 from schemaflow.spec.source import Entry, dangling_link, folder_problem, walk
@@ -192,11 +194,12 @@ class CommitFiles:
     """The project's files in one commit (a ``spec.source.ProjectFiles``).
 
     ``root`` is the commit's tree; ``folder`` the project's folder in it ("" at the top), None when
-    the commit does not have it.
+    the commit does not have it; ``work_tree`` the folder the repository is checked out in on this machine.
     """
 
     root: git.Tree
     folder: str | None
+    work_tree: str | None = None
     # What each path names, once found: each file's path is followed to read ahead, then to open it.
     _followed: dict[str, git.objects.base.IndexObject | None] = field(default_factory=dict, compare=False, repr=False)
 
@@ -229,6 +232,35 @@ class CommitFiles:
         if isinstance(item, git.Tree):
             raise SpecError([folder_problem(path)])
         return GitFile(item, posixpath.basename(path)) if isinstance(item, git.Blob) else None
+
+    def checkout(self) -> str | None:
+        return self.work_tree
+
+    def code_files(self) -> dict[str, str]:
+        """The project folder's files in the commit that code settings can run, with their blob ids, as a clean
+        checkout's ``spec.code_files.working_tree`` gives them."""
+        found: dict[str, str] = {}
+        problems: list[Problem] = []
+        tally = Tally()
+        top = self._follow("")
+        trees = [("", top)] if isinstance(top, git.Tree) else []
+        while trees:
+            prefix, tree = trees.pop()
+            for name, item in sorted(_children(tree).items()):
+                path = prefix + name
+                if isinstance(item, git.Tree):
+                    trees.append((path + "/", item))
+                    continue
+                if is_declaration(path):
+                    continue
+                tally.count(path)
+                if isinstance(item, git.Blob) and item.mode == git.Blob.link_mode:
+                    problem = link_problem(path, _link_target(item))
+                    problems.extend([problem] if problem else [])
+                found[path] = item.hexsha  # a submodule's: its commit, as git's index has it
+        if problems:
+            raise SpecError(problems)
+        return dict(sorted(found.items()))
 
     def _follow(self, path: str) -> git.objects.base.IndexObject | None:
         if self.folder is None:
@@ -332,14 +364,14 @@ def desired_at(project_root: Path, ref: str) -> Catalog:
     at ``REF:path:line:col``, and ``SchemaflowError`` when ``ref`` names no commit in the repository.
     """
     with commit_files(project_root, ref) as files:
-        settings = read_settings(files)
+        settings = read_settings(files, None)
         return replace(load_catalog(files, managed_databases(settings)), database_details=declared_databases(settings))
 
 
 def settings_at(project_root: Path, ref: str) -> dict[str, Any]:
     """The project's settings at ``ref`` as written (``{}`` without a settings file there), for reviews."""
     with commit_files(project_root, ref) as files:
-        return read_settings(files)
+        return read_settings(files, None)  # the operator's folders are not known: apply checks them
 
 
 @contextmanager
@@ -360,7 +392,7 @@ def commit_files(project_root: Path, ref: str) -> Iterator[CommitFiles]:
         except _BadLink:
             found = False
         try:
-            yield CommitFiles(tree, folder if found else None)
+            yield CommitFiles(tree, folder if found else None, str(_work_tree(repo).resolve()))
         except SpecError as error:
             raise SpecError([_at_ref(ref, problem) for problem in error.problems]) from None
     finally:

@@ -4,8 +4,8 @@ A project is a directory with ``schemas/`` (one table or view per YAML file), ``
 (ordered explicit changes) and an optional ``schemaflow.yaml`` of settings. Every setting has a
 default that runs on a laptop: an embedded Derby metastore and a warehouse under ``.schemaflow/``.
 Environment variables override the file, so CI can point the same project at another metastore.
-The settings that run code (hooks, Spark settings that load classes) run only as the operator
-approves them, from the environment or the command line, never from the file (``code_settings``).
+The settings that run code (hooks, Spark settings schemaflow does not know to be safe) run only as the
+operator approves them, from the environment or the command line, never from the file (``code_settings``).
 
 A project may name targets (dev, staging, prod: ``targets:``), each overriding the connection
 settings and mapping the project's database names to the target's (``retail`` -> ``dev_retail``).
@@ -24,14 +24,15 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Mapping
 
-from schemaflow.code_settings import APPROVAL_VARIABLE, CODE_FILES, CodeSetting, approvals, code_settings
+from schemaflow.code_settings import (APPROVAL_VARIABLE, CODE_FILES, CodeSetting, approvals, code_settings,
+                                      operator_paths)
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import Database, Invalidation
 from schemaflow.spark_version import SparkVersion, parse_release, spark_version
+from schemaflow.spec.layout import STATE_DIR
 from schemaflow.spec.settings import SETTINGS_FILE, read_settings
 from schemaflow.spec.source import Directory
 
-STATE_DIR = ".schemaflow"
 ENV_METASTORE_URI = "SCHEMAFLOW_METASTORE_URI"
 ENV_WAREHOUSE_DIR = "SCHEMAFLOW_WAREHOUSE_DIR"
 ENV_SPARK_MASTER = "SCHEMAFLOW_SPARK_MASTER"
@@ -102,7 +103,7 @@ class Settings:
 
     @property
     def code_files(self) -> Mapping[str, str]:
-        """The project's files that settings which run code name, with the digest of each one's content."""
+        """The project folder's files that settings which run code can run, with the id of each one's content."""
         return self.declared.get(CODE_FILES) or {}
 
 
@@ -126,16 +127,19 @@ def find_root(start: Path) -> Path:
 
 
 def load_project(root: str | Path, env: Mapping[str, str] | None = None, target: str | None = None,
-                 approve_code: tuple[str, ...] = ()) -> Project:
+                 approve_code: tuple[str, ...] = (), operator_folders: bool = True) -> Project:
     """Read the project at ``root``: its settings file (if any), the chosen target's, then the environment's.
 
     ``approve_code``: ids of code-running settings approved on the command line, beside the environment's.
+    ``operator_folders``: False where the folders the operator supplies code from (``SCHEMAFLOW_CODE_PATHS``) are not
+    known, as in a pull request's ``plan --base``, whose job is not the operator's: settings that run code may then
+    name absolute paths outside the repository's checkout (apply, which knows them, checks them).
     """
     root = Path(root).resolve()
     env = os.environ if env is None else env
     if not (root / "schemas").is_dir():
         raise SchemaflowError(f"{root}: no schemas/ directory here; run in a schemaflow project or pass --project DIR")
-    project_wide = read_settings(Directory(root))
+    project_wide = read_settings(Directory(root), operator_paths(env) if operator_folders else None)
     chosen = _chosen_target(project_wide, target or env.get(ENV_TARGET))
     raw = _on_target(project_wide, chosen)
     state = root / STATE_DIR

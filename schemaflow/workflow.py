@@ -187,8 +187,9 @@ def check_settings(plan: Plan, path: Path, project: Project) -> None:
     (hooks, Spark's settings, what is left alone), and the reviewer read the plan's."""
     if plan.settings != settings_digest(project.settings.declared):
         raise SchemaflowError(f"{path} is refused, nothing was applied: it was made with other settings than "
-                              f"{project.root / 'schemaflow.yaml'} holds now, and the settings decide what apply runs. "
-                              "Plan again, and review what it says of the settings.")
+                              f"{project.root / 'schemaflow.yaml'} holds now, and the settings decide what apply runs "
+                              "(where they run code, the files of the project folder they cover count too). Plan again, "
+                              "and review what it says of the settings.")
 
 
 def _view_problems(desired: Catalog, live: Live, views: tuple[str, ...]) -> dict[str, str]:

@@ -162,7 +162,8 @@ def metastore_setting(uri: str | None = None, release: Release | None = None) ->
 
 def give_client(project: Path, release: Release) -> dict[str, str]:
     """Add ``release``'s ``client_settings`` to ``project``'s schemaflow.yaml; returns the environment in which the
-    operator approves them (jars are code schemaflow runs only when approved)."""
+    operator approves them (jars are code schemaflow runs only when approved) and supplies the jars' folders."""
+    from schemaflow.code_settings import OPERATOR_PATHS_VARIABLE
     from schemaflow.project import load_project
 
     settings_file = project / "schemaflow.yaml"
@@ -170,7 +171,10 @@ def give_client(project: Path, release: Release) -> dict[str, str]:
     settings = settings or {}
     settings.setdefault("spark", {}).setdefault("conf", {}).update(release.client_settings())
     settings_file.write_text(yaml.safe_dump(settings, sort_keys=False))
-    return {"SCHEMAFLOW_APPROVED_CODE": " ".join(setting.id for setting in load_project(project, env={}).settings.code)}
+    folders = sorted({str(jar.parent) for jar in files(release.client[1])}) if release.client else []
+    env = {OPERATOR_PATHS_VARIABLE: ":".join(folders)}
+    return {**env, "SCHEMAFLOW_APPROVED_CODE": " ".join(setting.id for setting in load_project(project, env=env)
+                                                        .settings.code)}
 
 
 def site_defaults(folder: Path, release: Release) -> str:

@@ -26,6 +26,7 @@ import schemaflow as package
 from schemaflow import errors
 from schemaflow.spark_version import spark_version
 from schemaflow.spec import schema
+from schemaflow.spec.code_files import MAX_BYTES, MAX_FILES
 from tests.inprocess import schemaflow
 
 CASES = Path(__file__).parent / "cases" / "bad_input"
@@ -39,9 +40,23 @@ def _thirty_megabytes_then_an_error(root: Path) -> None:
     (root / "schemas" / "bad" / "t.yaml").write_text(text)
 
 
+def _more_files_than_a_project(root: Path) -> None:
+    (root / "venv").mkdir()
+    for number in range(MAX_FILES + 1):
+        (root / "venv" / f"{number}.py").touch()
+
+
+def _more_bytes_than_a_project(root: Path) -> None:
+    with (root / "data.bin").open("wb") as data:  # sparse: nothing is written, and it is refused unread
+        data.truncate(MAX_BYTES + 1)
+
+
 MADE: dict[str, Callable[[Path], None]] = {
     "a_fifo_in_schemas": lambda root: os.mkfifo(root / "schemas" / "bad" / "u.yaml"),
     "a_file_of_30_mb_with_an_error_on_its_last_line": _thirty_megabytes_then_an_error,
+    "a_fifo_beside_a_hook": lambda root: os.mkfifo(root / "notify.sh"),
+    "b_more_files_than_a_project_beside_a_hook": _more_files_than_a_project,
+    "b_more_bytes_than_a_project_beside_a_hook": _more_bytes_than_a_project,
 }
 
 

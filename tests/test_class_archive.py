@@ -10,7 +10,7 @@ import pytest
 
 from schemaflow.catalog import class_archive
 from schemaflow.catalog.class_archive import ARCHIVE_SETTING, PART, ClassArchive
-from schemaflow.code_settings import APPROVAL_VARIABLE, code_settings
+from schemaflow.code_settings import APPROVAL_VARIABLE, OPERATOR_PATHS_VARIABLE, code_settings
 
 JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 
@@ -132,6 +132,7 @@ def test_a_command_leaves_the_archive_and_the_next_command_s_jvm_maps_spark_s_cl
     loaded = tmp_path / "classes.log"
     logging = f"-Xlog:class+load=info:file={loaded}"
     env[APPROVAL_VARIABLE] = code_settings((), {JAVA_OPTIONS: logging})[0].id  # a JVM option runs only as approved
+    env[OPERATOR_PATHS_VARIABLE] = str(tmp_path)  # ... and names a file outside the project only in the operator's
     assert "class archive" not in snapshot(f"spark: {{conf: {{{JAVA_OPTIONS}: '{logging}'}}}}\n")
     spark_classes = [line for line in loaded.read_text().splitlines() if " org.apache.spark.SparkContext " in line]
     assert spark_classes and "source: shared objects file (top)" in spark_classes[0], spark_classes

@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "schemaflow"
 # Bottom first. A unit (a top-level module or a package) imports only units of the layers below its
 # own; units of one layer do not import each other.
 LAYERS: list[tuple[str, ...]] = [
-    ("model", "wording", "output_safety", "graph", "background", "processes", "workers"),
+    ("model", "wording", "output_safety", "graph", "background", "processes", "workers", "safe_spark_settings"),
     ("errors",),
     ("claims", "code_settings", "spark_version"),
     ("sql",),

@@ -80,14 +80,15 @@ def test_a_file_a_hook_runs_is_named_escaped_in_the_plan_and_the_comment(tmp_pat
     project = Path(repo.working_tree_dir or "")
     with (project / "schemaflow.yaml").open("a") as settings:
         settings.write("after_apply:\n  - sh hooks.d\n")
+    commit(repo, "a hook that runs a folder of scripts")
     (project / "hooks.d").mkdir()
     (project / "hooks.d" / "\x1b[31mred\n::error::x\u202e.sh").write_text("echo hi\n")
-    commit(repo, "a hook that runs a folder of scripts")
+    commit(repo, "a script in it")
     text = schemaflow(project, "plan", "--base", "HEAD~1", "--head", "HEAD")
     comment = schemaflow(project, "plan", "--base", "HEAD~1", "--head", "HEAD", "--format", "markdown")
     escaped = "hooks.d/\\x1b[31mred\\x0a::error::x\\u202e.sh"
     assert text.returncode == comment.returncode == 2
-    assert f"add {escaped}, which schemaflow.yaml runs as code" in text.stdout
+    assert f"add {escaped}, a file of the project that code in schemaflow.yaml can run" in text.stdout
     assert not any(line.lstrip().startswith("::") for line in lines_of(text.stdout))
     html = cmarkgfm.github_flavored_markdown_to_html(comment.stdout, options=cmarkgfm.Options.CMARK_OPT_UNSAFE)
     assert "hooks.d/\\x1b[31mred\\x0a::error::x\\u202e.sh" in html.replace("\\\\", "\\")

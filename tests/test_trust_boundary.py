@@ -8,14 +8,12 @@ from outside the repository. None of these tests needs a JVM: every refusal come
 """
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import re
 import shutil
 from pathlib import Path
 
-import cmarkgfm
 import git
 import pytest
 
@@ -29,45 +27,15 @@ from schemaflow.project import Settings, load_project
 from tests.gitrepos import commit, example_repo
 from tests.inprocess import schemaflow
 from tests.projects import aliased_table
+from tests.pull_requests import EXAMPLE_SETTINGS, apply_reviewed, github_html, merge, reviewed
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE_SETTINGS = (ROOT / "schemaflow.yaml").read_text()
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> git.Repo:
     """main: the example project, merged and applied long ago."""
     return example_repo(tmp_path / "repo")
-
-
-def merge(repo: git.Repo, settings: str) -> Path:
-    """A pull request that changes only ``schemaflow.yaml`` to ``settings``, merged: its project folder."""
-    project = Path(repo.working_tree_dir or "")
-    (project / "schemaflow.yaml").write_text(settings)
-    commit(repo, "a harmless-looking pull request")
-    return project
-
-
-def reviewed(project: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
-    """What the apply job rebuilds as the reviewed plan: the text plan, and the comment as GitHub shows it."""
-    monkeypatch.chdir(project)
-    text = schemaflow("plan", "--base", "HEAD~1", "--head", "HEAD", "--out", "reviewed.json")
-    assert text.code == 2, text.said  # changes: never "No changes"
-    comment = schemaflow("plan", "--base", "HEAD~1", "--head", "HEAD", "--format", "markdown")
-    assert comment.code == 2, comment.said
-    return text.out, github_html(comment.out)
-
-
-def github_html(markdown: str) -> str:
-    """The comment as GitHub's renderer (cmark-gfm) makes it, raw HTML kept as GitHub keeps it before it
-    sanitises the result: what a forged comment would need to get through."""
-    return cmarkgfm.github_flavored_markdown_to_html(markdown, options=cmarkgfm.Options.CMARK_OPT_UNSAFE)
-
-
-def apply_reviewed(project: Path) -> tuple[int, str]:
-    ran = schemaflow("--project", str(project), "apply", "--reviewed", str(project / "reviewed.json"),
-                     "--auto-approve")
-    return ran.code, ran.said
 
 
 HOOK = "touch pwned; env > stolen.txt"
@@ -173,7 +141,8 @@ def test_a_spark_value_spark_fills_in_from_the_environment_needs_the_operator(re
     project = merge(repo, EXAMPLE_SETTINGS.replace("conf: {", f"conf: {{spark.hadoop.fs.s3a.endpoint: '{value}', "))
     text, html = reviewed(project, monkeypatch)
     [code] = load_project(project, env={}).settings.code
-    assert code.reason == "Spark or Hadoop fills ${...} in with the job's environment or system properties"
+    assert code.reason == ("not a Spark setting schemaflow knows to be safe: it may load code, or send data, logs or "
+                           "credentials elsewhere")
     assert f"approves id {code.id}" in text and code.id in html
     status, said = apply_reviewed(project)
     assert status == 1 and f"{APPROVAL_VARIABLE}='{code.id}'" in said
@@ -193,8 +162,8 @@ def test_an_approval_covers_the_script_a_hook_runs_and_a_rewritten_script_needs_
     (project / named).write_text(NOTIFY)
     merge(repo, EXAMPLE_SETTINGS + setting)
     [approved] = load_project(project, env={}).settings.code
-    assert dict(approved.files) == {named: "sha256:" + hashlib.sha256(NOTIFY.encode()).hexdigest()}
-    assert f"runs {named} as it is now" in approved.describe()
+    assert dict(approved.files) == {named: repo.git.hash_object(project / named)}  # git's id of its content
+    assert "with the 1 file of the project folder but its declarations, as it is now" in approved.describe()
 
     (project / named).write_text(changed)  # a pull request that touches only the script
     commit(repo, "tidy the notification script")
@@ -203,9 +172,9 @@ def test_an_approval_covers_the_script_a_hook_runs_and_a_rewritten_script_needs_
     [now] = load_project(project, env={}).settings.code
     assert now.id != approved.id
     assert text.splitlines()[0] == "1 step on 1 setting, 0 destructive, 1 hazardous."
-    assert f"~ 1. change {named}, which schemaflow.yaml runs as code" in text
+    assert f"~ 1. change {named}, a file of the project that code in schemaflow.yaml can run" in text
     assert f"hazard: runs code in the apply job: {now.describe()}" in text
-    assert f"change {named}, which schemaflow.yaml runs as code" in html and now.id in html
+    assert f"change {named}, a file of the project that code in schemaflow.yaml can run" in html and now.id in html
     status, said = apply_reviewed(project)
     assert status == 1 and f"{APPROVAL_VARIABLE}='{now.id}'" in said and "nothing was run" in said
     assert not (project / "pwned").exists()
@@ -222,25 +191,25 @@ def test_an_approval_covers_the_jars_a_class_path_names_folder_and_all(repo, mon
     commit(repo, "a second jar")
     monkeypatch.setenv(APPROVAL_VARIABLE, approved.id)
     text, _ = reviewed(project, monkeypatch)
-    assert "~ 1. add tools/more.jar, which schemaflow.yaml runs as code" in text
+    assert "~ 1. add tools/more.jar, a file of the project that code in schemaflow.yaml can run" in text
     status, said = apply_reviewed(project)
     assert status == 1 and approved.id not in said
 
 
 def test_which_paths_a_setting_names():
-    assert named_paths("sh scripts/notify.sh --to 'ops team'", command=True) == (
-        "ops", "ops team", "scripts/notify.sh", "sh", "team")
-    assert set(named_paths("sh ./scripts/notify.sh --config=conf/n.yaml", command=True)) >= {
-        "scripts/notify.sh", "conf/n.yaml"}
-    assert "tools/x.py" in named_paths("python -m tools.x", command=True)
-    assert set(named_paths("lib/*:file:jars/a.jar,/opt/abs.jar,https://h/x.jar,../up.jar")) >= {"lib", "jars/a.jar"}
-    assert not {"/opt/abs.jar", "../up.jar", "https://h/x.jar"} & set(named_paths("/opt/abs.jar,../up.jar,https://h/x.jar"))
-    assert "agent.jar" in named_paths("-javaagent:agent.jar=opts -Dx=1")
-    assert "scripts/x.sh" in named_paths('bash -c "$(cat scripts/x.sh)" < conf/in.txt', command=True)
-    assert "conf/in.txt" in named_paths('bash -c "$(cat scripts/x.sh)" < conf/in.txt', command=True)
+    def named(value: str, command: bool = False) -> list[str]:
+        return [path.text + (" (built)" if path.built else "") for path in named_paths(value, command)]
+
+    assert named("sh scripts/notify.sh --to 'ops team'", command=True) == ["scripts/notify.sh"]
+    assert named("sh ./scripts/notify.sh --config=conf/n.yaml", command=True) == ["./scripts/notify.sh", "conf/n.yaml"]
+    assert named("lib/*:file:jars/a.jar,/opt/abs.jar,https://h/x.jar,../up.jar") == [
+        "lib/*", "jars/a.jar", "/opt/abs.jar", "../up.jar"]  # an address is no path here
+    assert named("-javaagent:/x/agent.jar=opts -Dx=1") == ["/x/agent.jar"]
+    assert named('bash -c "$(cat scripts/x.sh)" < conf/in.txt', command=True) == ["scripts/x.sh", "conf/in.txt"]
+    assert named('sh "$PWD/scripts/x.sh"; cd ..; sh ~/x', command=True) == ["$PWD/scripts/x.sh (built)", "..", "~/x"]
     # What a hook writes is not code it runs (and a log it appends to would change its id at every run).
-    assert named_paths("sh scripts/n.sh >> logs/hooks.log 2>&1", command=True) == ("scripts/n.sh", "sh")
-    assert named_paths("date>out.txt", command=True) == ("date",)
+    assert named("sh scripts/n.sh >> logs/hooks.log 2>&1", command=True) == ["scripts/n.sh"]
+    assert named("date>out.txt", command=True) == []
 
 
 def test_a_targets_spark_settings_are_checked_as_the_projects(repo, monkeypatch):
@@ -275,10 +244,11 @@ def test_which_spark_settings_run_code():
             "spark.executorEnv.LD_PRELOAD": "/x", "spark.jars.packages": "g:a:1",
             "spark.hadoop.hive.metastore.pre.event.listeners": "com.example.Listener",
             "spark.hadoop.fs.s3a.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
-            "spark.some.path": "/opt/lib/a.so", "spark.some.list": "a, com.example.B"}
-    safe = {"spark.sql.shuffle.partitions": "4", "spark.executor.memory": "4g",
+            "spark.some.path": "/opt/lib/a.so", "spark.some.list": "a, com.example.B",
+            # Whose credentials the job uses: the operator's to say.
             "spark.kerberos.principal": "schemaflow@EXAMPLE.COM", "spark.kerberos.keytab": "/etc/s.keytab",
-            "spark.hadoop.hive.metastore.kerberos.principal": "hive/_HOST@EXAMPLE.COM",
+            "spark.hadoop.hive.metastore.kerberos.principal": "hive/_HOST@EXAMPLE.COM"}
+    safe = {"spark.sql.shuffle.partitions": "4", "spark.executor.memory": "4g",
             "spark.hadoop.hive.metastore.client.socket.timeout": "600s", "spark.sql.session.timeZone": "UTC"}
     assert [key for key, value in runs.items() if not spark_code_reason(key, value)] == []
     assert [key for key, value in safe.items() if spark_code_reason(key, value)] == []

@@ -5,9 +5,10 @@ settings, the metastore and warehouse, the databases and their attributes, what 
 invalidation mode, the targets. A pull request that changes them changes the apply, so the plan
 between two git refs shows each changed setting as a step of its own, old -> new, after the changes
 to objects. A setting that runs code (``code_settings``) carries a hazard that says so and names the
-id by which the operator approves it; one that moves where apply connects carries one too. A file of
-the project that such a setting names is part of it (``code_files``): a change to that file alone is a
-step too, with the hazard of each setting that runs it and that setting's new id.
+id by which the operator approves it; one that moves where apply connects carries one too. The files of
+the project folder that such settings can run are part of them (``code_files``): a change to one of them
+alone is a step too, with the hazard of each setting that runs code and its new id (when the settings
+before and after both run code: a setting added or removed is a step of its own).
 
 Settings take effect by being the ones apply reads: their steps run nothing but, after the rest of
 the plan, a record on each managed database of the settings applied, but for those that say how to
@@ -158,8 +159,11 @@ def recorded(live: Catalog, databases: tuple[str, ...]) -> Recorded | None:
 
 
 def settings_steps(before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple[Step, ...]:
-    """A step for each setting (a leaf of the file's mappings; a list is one setting) that differs, in path order."""
+    """A step for each setting (a leaf of the file's mappings; a list is one setting) that differs, in path order;
+    and one for each file code can run that differs, where code runs before and after."""
     old, new = _leaves(before), _leaves(after)
+    if not (declared_code(before) and declared_code(after)):
+        old, new = ({path: value for path, value in leaves.items() if path[0] != CODE_FILES} for leaves in (old, new))
     files = after.get(CODE_FILES) or {}
     return tuple(_step(path, old.get(path, _MISSING), new.get(path, _MISSING), files, after)
                  for path in sorted(old.keys() | new.keys()) if old.get(path, _MISSING) != new.get(path, _MISSING))
@@ -175,8 +179,9 @@ def _step(path: tuple[str, ...], old: Any, new: Any, files: Mapping[str, str], a
     name = _name(path)
     verb = "set" if old is _MISSING else "remove" if new is _MISSING else "change"
     summary = f"{verb} {name} in {SETTINGS_FILE}"
-    if path[0] == CODE_FILES:  # not a setting written, but a file a setting runs
-        summary = f"{'add' if verb == 'set' else verb} {one_line(path[1])}, which {SETTINGS_FILE} runs as code"
+    if path[0] == CODE_FILES:  # not a setting written, but a file code can run
+        summary = (f"{'add' if verb == 'set' else verb} {one_line(path[1])}, a file of the project that code in "
+                   f"{SETTINGS_FILE} can run")
     return Step(kind=StepKind.CHANGE_SETTINGS, object=SETTINGS_FILE, object_type=ObjectType.SETTINGS,
                 summary=summary, body=(), hazards=_hazards(path, old, new, files, after),
                 values=(f"{name}: {_shown(old)} -> {_shown(new)}",))
@@ -190,8 +195,8 @@ def _hazards(path: tuple[str, ...], old: Any, new: Any, files: Mapping[str, str]
         code = code_settings([str(c) for c in new if not isinstance(old, list) or c not in old], {}, files)
     elif path[-3:-1] == ("spark", "conf") and new is not _MISSING:
         code = code_settings((), {path[-1]: str(new)}, files)
-    elif path[0] == CODE_FILES and new is not _MISSING:
-        code = tuple(setting for setting in declared_code(after, files) if path[1] in dict(setting.files))
+    elif path[0] == CODE_FILES:
+        code = declared_code(after, files)
     hazards = [f"runs code in the apply job: {setting.describe()}; apply refuses it until the operator approves "
                f"id {setting.id} (SCHEMAFLOW_APPROVED_CODE or --approve-code)" for setting in code]
     for tail, what in _CONNECTIONS.items():

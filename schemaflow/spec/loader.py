@@ -28,13 +28,12 @@ from schemaflow.spec.analysis import analyze_views
 from schemaflow.spec.migrations import (MIGRATIONS_DIR, SUM_FILE, agreement_problems, order_problems, read_migration,
                                         sum_problems)
 from schemaflow.spec.declaration import Declaration, DeclarationKind, read_object
+from schemaflow.spec.layout import SCHEMAS_DIR, SUFFIXES
 from schemaflow.spec.source import Directory, ProjectFile, ProjectFiles, ReadFile
 from schemaflow.spec.yamlpos import Budget, load_yaml, project_bounds, read_bytes
 from schemaflow.workers import halves
 
-SCHEMAS_DIR = "schemas"
 CACHED_FILES = 25_000  # schema files kept read in a process: two trees of a warehouse of 10,000 objects
-SUFFIXES = (".yaml", ".yml")  # in any case: ORDERS.YAML is read too
 # Empty files that keep an otherwise empty folder in git: they declare nothing, so nothing is lost unread.
 _PLACEHOLDERS = (".gitkeep", ".keep")
 # What each folder holds, for a file that is not a YAML file.

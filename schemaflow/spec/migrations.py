@@ -26,11 +26,11 @@ from schemaflow.errors import Problem
 from schemaflow.model import (AcceptLoss, DropColumn, Migration, MigrationChange, Partitions, PartitionsMode, RenameColumn,
                               ReorderColumns,
                               Source, Table, View)
+from schemaflow.spec.layout import MIGRATIONS_DIR
 from schemaflow.spec.schema import check_shape
 from schemaflow.spec.yamlpos import Document
 
 FILE_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.ya?ml$")
-MIGRATIONS_DIR = "migrations"
 SUM_FILE = "schemaflow.sum"
 
 

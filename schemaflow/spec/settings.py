@@ -12,59 +12,53 @@ A ``spark.conf`` key is checked as Spark receives it: pyspark hands each setting
 ``--conf KEY=VALUE``, which splits at the first ``=``, so a key holding ``=`` would reach Spark as
 another key (``spark.driver.extraJavaOptions=-XX:...``) than the one every rule here reads. Keys are
 therefore Spark's own spelling alone (letters, digits, ``.``, ``_``, ``-``), or refused where written.
+
+A setting that runs code (a hook, a Spark setting schemaflow does not know to be safe: ``code_settings``) may
+name no path whose files its approval would not cover: one that leads out of the project folder, starts with
+``~``, is built as the code runs, or is absolute, but below a folder the operator or the system supplies code
+from (``code_settings.CodePaths``). It is refused where it is written.
 """
 from __future__ import annotations
 
-import hashlib
 import re
 from typing import Any
 
-from schemaflow.code_settings import CODE_FILES, HOOKS, declared_code, named_paths
+from schemaflow.code_settings import (CODE_FILES, HOOKS, OPERATOR_PATHS_VARIABLE, SYSTEM_FOLDERS, CodePaths,
+                                      declared_code, named_paths, spark_code_reason)
 from schemaflow.errors import Problem, SpecError
+from schemaflow.model import Source
+from schemaflow.output_safety import one_line
+from schemaflow.spec.layout import SETTINGS_FILE
 from schemaflow.spec.schema import check_shape
 from schemaflow.spec.source import ProjectFile, ProjectFiles
 from schemaflow.spec.objects import Limit
 from schemaflow.spec.yamlpos import Document, load_yaml
 
-SETTINGS_FILE = "schemaflow.yaml"
 
-
-def read_settings(files: ProjectFiles) -> dict[str, Any]:
+def read_settings(files: ProjectFiles, operator: tuple[str, ...] | None = ()) -> dict[str, Any]:
     """The settings of the project ``files`` hold (``{}`` when it has no settings file); raises ``SpecError``.
 
-    With them, under ``code_files``, the digest of each file of the project that a setting which runs code
-    names (``code_settings``): that file is part of the setting, reviewed and approved with it.
+    ``operator``: the folders the operator supplies code from, below which settings that run code may name files
+    (``code_settings.CodePaths``; None where they are not known, as in a pull request's job). With the settings,
+    under ``code_files``, when any of them runs code: each file of the project folder that code can run, with the
+    id of its content (``spec.code_files``), which their approval covers.
     """
     file = files.open(SETTINGS_FILE)
     if file is None:
         return {}
-    settings = check_settings(file)
-    named = code_files(files, settings)
-    return settings | ({CODE_FILES: named} if named else {})
+    settings = check_settings(file, CodePaths(files.checkout(), operator))
+    covered = files.code_files() if declared_code(settings) else {}
+    return settings | ({CODE_FILES: covered} if covered else {})
 
 
-def code_files(files: ProjectFiles, settings: dict[str, Any]) -> dict[str, str]:
-    """Each file of the project that a code-running setting of ``settings`` (its targets' too) names, with the
-    sha256 of its content, by path."""
-    found: dict[str, str] = {}
-    for setting in declared_code(settings):
-        for path in named_paths(setting.value, setting.setting == HOOKS):
-            below, _ = files.files_under(path)
-            for name in below or [path]:
-                try:
-                    opened = files.open(name)
-                except SpecError:  # a folder or a link to nothing: nothing that runs
-                    continue
-                if opened is not None:
-                    found[name] = "sha256:" + hashlib.sha256(opened.read_bytes()).hexdigest()
-    return dict(sorted(found.items()))
-
-
-def check_settings(path: ProjectFile) -> dict[str, Any]:
+def check_settings(path: ProjectFile, paths: CodePaths | None = None) -> dict[str, Any]:
     """The settings at ``path`` as a plain dict (empty file: ``{}``); raises ``SpecError``.
 
-    Positions are reported against the file's name, as schema files are against the project root.
+    Positions are reported against the file's name, as schema files are against the project root. A path that a
+    setting which runs code may not name (``paths``; by default, the system's folders alone) is a problem at
+    that setting.
     """
+    paths = paths or CodePaths()
     doc = load_yaml(path, path.name)
     data = {} if doc.data is None else doc.data
     problems = check_shape(doc, data, "settings")
@@ -87,6 +81,10 @@ def check_settings(path: ProjectFile) -> dict[str, Any]:
                 problems.append(Problem(doc.key(*where, "spark", "conf", key), (
                     f"spark.conf may not set {key}: it would point schemaflow elsewhere than its settings and the "
                     f"operator's environment say; {instead}")))
+            elif spark_code_reason(key, conf[key]):
+                problems += _path_problems(doc.at(*where, "spark", "conf", key), f"spark.conf {key}", conf[key], paths)
+        problems += [problem for index, command in enumerate(settings.get(HOOKS) or ())
+                     for problem in _path_problems(doc.at(*where, HOOKS, index), HOOKS, command, paths, command=True)]
     databases = data.get("databases")
     if isinstance(databases, dict):
         problems += [problem for name, attributes in databases.items()
@@ -95,6 +93,16 @@ def check_settings(path: ProjectFile) -> dict[str, Any]:
     if problems:
         raise SpecError(problems)
     return data
+
+
+def _path_problems(source: Source, setting: str, value: str, paths: CodePaths, command: bool = False) -> list[Problem]:
+    """A problem for each path the setting that runs code ``setting: value`` names and may not (``paths``)."""
+    return [Problem(source, (
+        f"{setting} names '{one_line(path.text)}', {reason}: an approval of code covers the setting as written and the files "
+        "of the project folder, nothing else; name a file of the project folder by its path relative to that folder, "
+        f"and one the operator installs by its absolute path, below a folder of {OPERATOR_PATHS_VARIABLE} or the "
+        f"system's ({', '.join(SYSTEM_FOLDERS)})"))
+        for path in named_paths(value, command) for reason in [paths.refusal(path)] if reason]
 
 
 # A Spark setting's name as Spark's launcher passes it on unchanged (``--conf KEY=VALUE``, split at the first "=").

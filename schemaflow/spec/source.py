@@ -28,6 +28,7 @@ from collections.abc import Callable, Hashable
 from schemaflow.errors import Problem, SpecError
 from schemaflow.model import Source
 from schemaflow.output_safety import one_line
+from schemaflow.spec.code_files import NOT_A_FILE, checkout_of, working_tree
 
 
 class ProjectFile(Protocol):
@@ -61,6 +62,16 @@ class ProjectFiles(Protocol):
     def open(self, path: str) -> ProjectFile | None:
         """The file at ``path``, or None when nothing is there; raises ``SpecError`` when something
         that cannot be read as a file is (a folder, a symlink that leads nowhere)."""
+        ...
+
+    def checkout(self) -> str | None:
+        """The folder of the repository's checkout that holds the project folder (outside git, the project folder
+        itself): what lies below it is the repository's, which a pull request writes."""
+        ...
+
+    def code_files(self) -> dict[str, str]:
+        """Every file of the project folder that code settings can run, by path, with the id of its content
+        (``spec.code_files``); raises ``SpecError`` for a file refused there."""
         ...
 
 
@@ -147,7 +158,7 @@ class Directory:
         """The folder links may lead into: the top of the git work tree the project is in (the nearest of its
         folder and those above it that holds ``.git``, as git finds it), else the project's folder; resolved."""
         real = Path(os.path.realpath(self.root))
-        return next((folder for folder in (real, *real.parents) if (folder / ".git").exists()), real)
+        return checkout_of(real) or real
 
     def files_under(self, folder: str) -> tuple[list[str], list[Problem]]:
         top = self.root / folder
@@ -168,6 +179,12 @@ class Directory:
         if file.is_symlink():
             raise SpecError([Problem(Source(path), dangling_link(os.readlink(file)))])
         return None
+
+    def checkout(self) -> str:
+        return str(self.repository)
+
+    def code_files(self) -> dict[str, str]:
+        return working_tree(self.root.resolve())
 
     def _outside(self, path: Path) -> bool:
         """Whether ``path``, its links followed however many there are, leads out of the repository."""
@@ -195,7 +212,7 @@ class Directory:
             elif link is not None:
                 entries.append(Entry(item.name, reason=dangling_link(link)))
             else:
-                entries.append(Entry(item.name, reason="not a file or folder (a device, socket or pipe): remove it"))
+                entries.append(Entry(item.name, reason=NOT_A_FILE))
         return entries
 
 
