@@ -29,7 +29,7 @@ from schemaflow.errors import SchemaflowError
 from schemaflow.model import Database, Invalidation
 from schemaflow.spark_version import SparkVersion, parse_release, spark_version
 from schemaflow.spec.settings import SETTINGS_FILE, read_settings
-from schemaflow.spec.source import Directory
+from schemaflow.spec.source import Directory, ProjectFiles
 
 STATE_DIR = ".schemaflow"
 ENV_METASTORE_URI = "SCHEMAFLOW_METASTORE_URI"
@@ -126,16 +126,18 @@ def find_root(start: Path) -> Path:
 
 
 def load_project(root: str | Path, env: Mapping[str, str] | None = None, target: str | None = None,
-                 approve_code: tuple[str, ...] = ()) -> Project:
+                 approve_code: tuple[str, ...] = (), files: ProjectFiles | None = None) -> Project:
     """Read the project at ``root``: its settings file (if any), the chosen target's, then the environment's.
 
     ``approve_code``: ids of code-running settings approved on the command line, beside the environment's.
+    ``files``: where the settings file is read from (default: the folder ``root``; a commit's files give the
+    project's settings at that commit, ``gitsource.commit_files``).
     """
     root = Path(root).resolve()
     env = os.environ if env is None else env
     if not (root / "schemas").is_dir():
         raise SchemaflowError(f"{root}: no schemas/ directory here; run in a schemaflow project or pass --project DIR")
-    project_wide = read_settings(Directory(root))
+    project_wide = read_settings(Directory(root) if files is None else files)
     chosen = _chosen_target(project_wide, target or env.get(ENV_TARGET))
     raw = _on_target(project_wide, chosen)
     state = root / STATE_DIR
