@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,9 +25,9 @@ from schemaflow.catalog.metadata_bounds import COMMAND_BYTES, COMMAND_SECONDS, M
 from schemaflow.catalog.thrift_data import to_model
 from schemaflow.model import Table
 from tests.gitrepos import commit, init_repo
+from tests.probes import Listener, bytes_read
 from tests.projects import schemaflow
 
-ROOT = Path(__file__).resolve().parent.parent
 MARKER = "s3cr3t-MARKER"
 # Iceberg's metadata of a table of one column, as a writer's commit leaves it.
 METADATA = {"format-version": 2, "table-uuid": "9f1c", "location": "/lake/db.db/t", "last-column-id": 1,
@@ -85,7 +83,7 @@ def test_a_pipe_reached_through_a_relative_location_is_refused_without_waiting(
     # guards the suite against a wait, and nothing is asserted on time.
     os.mkfifo(tmp_path / "pipe.metadata.json")
     ran = subprocess.run([sys.executable, "-c", READ_ONE, location, database.format(tmp=tmp_path)], cwd=tmp_path,
-                         capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                         capture_output=True, text=True, timeout=120)
     assert ran.stdout == (f"the metadata location {location!r} is a relative path, and a metastore's locations are "
                           "absolute (/path, file:/path); see that its metastore entry names its own metadata file\n"), \
         ran.stderr
@@ -163,21 +161,15 @@ def large_files(tmp_path: Path) -> Iterator[list[Path]]:
     yield files
 
 
-def _bytes_read() -> int:
-    """What this process has read from files and pipes so far (the kernel's count, not schemaflow's)."""
-    return int(next(line for line in Path("/proc/self/io").read_text().splitlines()
-                    if line.startswith("rchar:")).split()[1])
-
-
 def test_the_metadata_reads_of_a_command_stop_at_its_budget(large_files: list[Path], tmp_path: Path) -> None:
     assert 63 * 2**20 < MAX_METADATA_BYTES < 12 * 63 * 2**20
     small = tmp_path / "small.metadata.json"
     small.write_text(json.dumps(METADATA))
-    before = _bytes_read()
+    before = bytes_read()
     with metadata_bounds() as budget:
         tables = [live(f"t{number:02}", str(path)) for number, path in enumerate(large_files)]
         after_them = live("small", str(small))
-    read = _bytes_read() - before
+    read = bytes_read() - before
     # Eight files fit in the budget, none of the four after them: counted by the reader and by the kernel.
     fit = COMMAND_BYTES // (63 * 2**20)
     assert [r.bytes for r in budget.reads if r.bytes] == [63 * 2**20] * fit + [len(small.read_bytes())]
@@ -252,28 +244,6 @@ def test_a_commit_is_bounded_by_its_file_alone(large_files: list[Path], monkeypa
         read_metadata(str(large_files[0]))
 
 
-class Listener:
-    """A port on the loopback that counts the connections made to it, and hangs up on each."""
-
-    def __init__(self) -> None:
-        self.socket = socket.create_server(("127.0.0.1", 0))
-        self.uri = f"thrift://127.0.0.1:{self.socket.getsockname()[1]}"
-        self.accepted = 0
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                connection, _ = self.socket.accept()
-            except OSError:  # closed
-                return
-            self.accepted += 1
-            connection.close()
-
-    def close(self) -> None:
-        self.socket.close()
-
-
 @pytest.fixture
 def listeners() -> Iterator[tuple[Listener, Listener]]:
     pair = Listener(), Listener()
@@ -285,27 +255,36 @@ def listeners() -> Iterator[tuple[Listener, Listener]]:
 EVENTS = "table: reviewed.events\ncolumns: [{name: id, type: int}]\npartitioned_by: [{name: ds, type: string}]\n"
 
 
-def reviewed_change(root: Path, base_settings: str, head_settings: str) -> Path:
-    """A repository whose main holds a partitioned table and ``base_settings``, and whose working tree adds a
-    column to it (a change whose plan asks for the table's partition count) and has ``head_settings``."""
+def reviewed_change(root: Path, base_uri: str | None, head_uri: str | None) -> Path:
+    """A repository whose main holds a partitioned table, and settings naming ``base_uri`` as the metastore, and
+    whose working tree adds a column to it (a change whose plan asks for the table's partition count) and names
+    ``head_uri``, as a pull request can."""
+    def settings(uri: str | None) -> str:
+        return "databases: [reviewed]\n" + (f"metastore: {{uri: '{uri}'}}\n" if uri else "")
+
     repo = init_repo(root)
     (root / "schemas" / "reviewed").mkdir(parents=True)
     (root / "schemas" / "reviewed" / "events.yaml").write_text(EVENTS)
-    (root / "schemaflow.yaml").write_text(base_settings)
+    (root / "schemaflow.yaml").write_text(settings(base_uri))
     commit(repo, "base")
     (root / "schemas" / "reviewed" / "events.yaml").write_text(EVENTS.replace(
         "[{name: id, type: int}]", "[{name: id, type: int}, {name: b, type: string}]"))
-    (root / "schemaflow.yaml").write_text(head_settings)
+    (root / "schemaflow.yaml").write_text(settings(head_uri))
     return root
+
+
+def review(project: Path, operator: str | None, *refs: str) -> subprocess.CompletedProcess[str]:
+    """``plan --base main`` (or ``refs``) of ``project`` as the pull-request job runs it, its comment in markdown;
+    ``operator``: the job's SCHEMAFLOW_METASTORE_URI (None: unset)."""
+    return schemaflow(project, "plan", *(refs or ("--base", "main")), "--format", "markdown",
+                      env={"SCHEMAFLOW_METASTORE_URI": operator})
 
 
 def test_a_review_dials_no_metastore_the_change_under_review_names(
         tmp_path: Path, listeners: tuple[Listener, Listener]) -> None:
     head, _ = listeners
-    project = reviewed_change(tmp_path / "project", "databases: [reviewed]\n",
-                              f"databases: [reviewed]\nmetastore: {{uri: '{head.uri}'}}\n")
-    reviewed = schemaflow(project, "plan", "--base", "main", "--format", "markdown",
-                          env={"SCHEMAFLOW_METASTORE_URI": None})
+    project = reviewed_change(tmp_path / "project", None, head.uri)
+    reviewed = review(project, None)
     assert reviewed.returncode == 2, reviewed.stderr
     assert head.accepted == 0
     assert reviewed.stderr == (
@@ -315,18 +294,14 @@ def test_a_review_dials_no_metastore_the_change_under_review_names(
     assert "without a metastore: partition counts are unknown" in reviewed.stdout
     # So too between two commits, the head's settings naming it.
     commit(git.Repo(project), "head")
-    assert schemaflow(project, "plan", "--base", "main~1", "--head", "main",
-                      env={"SCHEMAFLOW_METASTORE_URI": None}).returncode == 2
+    assert review(project, None, "--base", "main~1", "--head", "main").returncode == 2
     assert head.accepted == 0
 
 
 def test_a_review_reads_the_operators_metastore_or_the_one_the_base_names(
         tmp_path: Path, listeners: tuple[Listener, Listener]) -> None:
     head, operator = listeners
-    project = reviewed_change(tmp_path / "project", "databases: [reviewed]\n",
-                              f"databases: [reviewed]\nmetastore: {{uri: '{head.uri}'}}\n")
-    reviewed = schemaflow(project, "plan", "--base", "main", "--format", "markdown",
-                          env={"SCHEMAFLOW_METASTORE_URI": operator.uri})
+    reviewed = review(reviewed_change(tmp_path / "project", None, head.uri), operator.uri)
     assert reviewed.returncode == 2, reviewed.stderr
     assert (head.accepted, operator.accepted > 0) == (0, True)
     # The operator's address is a secret of the job: named by its variable, never written out.
@@ -335,10 +310,8 @@ def test_a_review_reads_the_operators_metastore_or_the_one_the_base_names(
     assert said.replace("_", "\\_") in reviewed.stdout  # the comment, as markdown
     assert operator.uri not in reviewed.stdout + reviewed.stderr
 
-    base = reviewed_change(tmp_path / "merged", f"databases: [reviewed]\nmetastore: {{uri: '{operator.uri}'}}\n",
-                           f"databases: [reviewed]\nmetastore: {{uri: '{head.uri}'}}\n")
     dialled = operator.accepted
-    reviewed = schemaflow(base, "plan", "--base", "main", env={"SCHEMAFLOW_METASTORE_URI": None})
+    reviewed = review(reviewed_change(tmp_path / "merged", operator.uri, head.uri), None)
     assert reviewed.returncode == 2, reviewed.stderr
     assert (head.accepted, operator.accepted > dialled) == (0, True)
     assert reviewed.stderr == (f"Planning the working tree against main from git, with partition counts from "
