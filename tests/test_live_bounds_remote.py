@@ -1,7 +1,8 @@
 """What another writer of a metastore server registers, read by every command on its database: each table whose
 metadata cannot be read is one line and the exit codes of any unreadable metadata, whatever the failure; one
-command reads at most its budget of metadata, whatever the number of tables; and a review between git refs reads
-partition counts from the operator's metastore, never from the one the change under review names."""
+command reads at most its budget of metadata, whatever the number of tables; a commit writes no metadata file
+where the file it read sends it; and a review between git refs reads partition counts from the operator's
+metastore, never from the one the change under review names."""
 from __future__ import annotations
 
 import json
@@ -175,3 +176,28 @@ def test_a_review_reads_partition_counts_from_the_operators_metastore_and_none_f
     assert reviewed.stderr == ("Planning the working tree against main from git, with partition counts from the "
                                "metastore SCHEMAFLOW_METASTORE_URI names.\n")
     assert metastore_server not in reviewed.stdout + reviewed.stderr
+
+
+def test_a_commit_writes_no_metadata_file_where_the_file_it_read_sends_it(
+        metastore_server: str, tmp_path: Path, spark) -> None:
+    project, env = applied(tmp_path, metastore_server, "commit_db", ("clicks",))
+    # Another writer registers the table's own metadata again, its location moved to a bucket of theirs: the next
+    # metadata file goes to <location>/metadata, written with the job's keys.
+    with other_client(spark, metastore_server) as other:
+        entry = other.msc.getTable("commit_db", "clicks")
+        metadata = json.loads(Path(entry.getParameters().get("metadata_location").removeprefix("file:")).read_text())
+        moved = tmp_path / "00001-moved.metadata.json"
+        moved.write_text(json.dumps(metadata | {"location": "s3://attacker-bucket/clicks"}))
+        entry.getParameters().put("metadata_location", str(moved))
+        other.msc.alter_table("commit_db", "clicks", entry)
+    table = project / "schemas" / "commit_db" / "clicks.yaml"
+    table.write_text(table.read_text() + "  - {name: extra, type: string}\n")
+
+    refused = schemaflow(project, "apply", "--auto-approve", env=env)
+    said = refused.stdout + refused.stderr
+    assert refused.returncode == 1 and "Traceback" not in said, said
+    assert ("commit_db.clicks: its next metadata file would go where its metadata says, and the metadata file "
+            "'s3://attacker-bucket/clicks/metadata/00002-") in said
+    assert "is not on the storage its database is on" in said and "nothing was committed" in said
+    with other_client(spark, metastore_server) as other:
+        assert other.msc.getTable("commit_db", "clicks").getParameters().get("metadata_location") == str(moved)
