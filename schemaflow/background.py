@@ -3,10 +3,13 @@
 ``result`` waits for it and returns what it returned, or raises what it raised, in the caller's
 thread: an error surfaces where the caller would have met it had it done the work itself. The
 thread is a daemon: a caller that stops before collecting (a project that does not validate) does
-not wait for it to finish.
+not wait for it to finish. It runs in a copy of the caller's context (``contextvars``), so the bounds the
+caller holds there hold for it too: a command's budget of metadata reads (``catalog.metadata_bounds``) is
+spent by its read in the background as by its own.
 """
 from __future__ import annotations
 
+import contextvars
 import threading
 from typing import Generic, TypeVar
 from collections.abc import Callable
@@ -21,7 +24,8 @@ class Background(Generic[T]):
         self._work = work
         self._value: T | None = None
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        context = contextvars.copy_context()
+        self._thread = threading.Thread(target=context.run, args=(self._run,), name=name, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:

@@ -27,6 +27,7 @@ from schemaflow.applying import ApplyOptions, Pause, apply_project, run_plan
 from schemaflow.catalog import local_server
 from schemaflow.catalog.class_archive import write_at_exit
 from schemaflow.catalog.live import Live
+from schemaflow.catalog.metadata_bounds import metadata_bounds
 from schemaflow.code_settings import APPROVAL_VARIABLE
 from schemaflow.completion import OBJECTS, SHELLS, TARGETS, Completable, listed_names, script
 from schemaflow.errors import SchemaflowError, SpecError
@@ -168,7 +169,8 @@ def _command(argv: Sequence[str] | None, pause: Pause | None) -> int:
         _parser().error(f"argument --target: {command.name} uses no target; give --target to the commands that "
                         "reach a metastore or read the project's names")
     try:
-        return command.run(_Invocation(args, pause))
+        with metadata_bounds():  # one budget for all the metadata files a command reads
+            return command.run(_Invocation(args, pause))
     except SpecError as error:
         print(error, file=sys.stderr)
         print(f"{plural(len(error.problems), 'problem')} found; nothing was planned or applied.", file=sys.stderr)
@@ -336,10 +338,10 @@ def _review(project: Project, args: argparse.Namespace) -> Review:
     if args.base and args.against:
         raise SchemaflowError("--base and --against both say what to plan against: give one")
     if args.base:
-        counts = (f"partition counts from {project.settings.metastore_uri}" if project.settings.metastore_uri
-                  else "without a metastore: partition counts are unknown")
-        print(f"Planning {args.head or 'the working tree'} against {args.base} from git, {counts}.", file=sys.stderr)
-        return workflow.review_refs(project, args.base, args.head, allow_destructive=args.allow_destructive)
+        hints = workflow.review_hints(project, args.base)  # never from an address the head writes
+        print(f"Planning {args.head or 'the working tree'} against {args.base} from git, {hints.said}.", file=sys.stderr)
+        return workflow.review_refs(project, args.base, args.head, allow_destructive=args.allow_destructive,
+                                    hints=hints)
     if args.against:
         return workflow.review_snapshot(project, args.against, allow_destructive=args.allow_destructive)
     return workflow.review_live(project, Live(project, direct=True), allow_destructive=args.allow_destructive,
@@ -475,7 +477,9 @@ def _history(call: _Invocation) -> int:
 
 
 def _snapshot(call: _Invocation) -> int:
-    saved = workflow.snapshot(call.project, Live(call.project, direct=True), call.args.out)
+    saved, unread = workflow.snapshot(call.project, Live(call.project, direct=True), call.args.out)
+    for line in unread:
+        print(f"warning: {one_line(line)}", file=sys.stderr)
     print(f"Saved the live state of {', '.join(saved)} to {call.args.out}", file=sys.stderr)
     return EXIT_OK
 

@@ -31,7 +31,7 @@ from schemaflow.model import Database, Invalidation
 from schemaflow.spark_version import SparkVersion, parse_release, spark_version
 from schemaflow.spec.layout import STATE_DIR
 from schemaflow.spec.settings import SETTINGS_FILE, read_settings
-from schemaflow.spec.source import Directory
+from schemaflow.spec.source import Directory, ProjectFiles
 
 ENV_METASTORE_URI = "SCHEMAFLOW_METASTORE_URI"
 ENV_WAREHOUSE_DIR = "SCHEMAFLOW_WAREHOUSE_DIR"
@@ -127,19 +127,23 @@ def find_root(start: Path) -> Path:
 
 
 def load_project(root: str | Path, env: Mapping[str, str] | None = None, target: str | None = None,
-                 approve_code: tuple[str, ...] = (), operator_folders: bool = True) -> Project:
+                 approve_code: tuple[str, ...] = (), operator_folders: bool = True,
+                 files: ProjectFiles | None = None) -> Project:
     """Read the project at ``root``: its settings file (if any), the chosen target's, then the environment's.
 
     ``approve_code``: ids of code-running settings approved on the command line, beside the environment's.
     ``operator_folders``: False where the folders the operator supplies code from (``SCHEMAFLOW_CODE_PATHS``) are not
     known, as in a pull request's ``plan --base``, whose job is not the operator's: settings that run code may then
     name absolute paths outside the repository's checkout (apply, which knows them, checks them).
+    ``files``: where the settings file is read from (default: the folder ``root``; a commit's files give the
+    project's settings at that commit, ``gitsource.commit_files``).
     """
     root = Path(root).resolve()
     env = os.environ if env is None else env
     if not (root / "schemas").is_dir():
         raise SchemaflowError(f"{root}: no schemas/ directory here; run in a schemaflow project or pass --project DIR")
-    project_wide = read_settings(Directory(root), operator_paths(env) if operator_folders else None)
+    project_wide = read_settings(Directory(root) if files is None else files,
+                                 operator_paths(env) if operator_folders else None)
     chosen = _chosen_target(project_wide, target or env.get(ENV_TARGET))
     raw = _on_target(project_wide, chosen)
     state = root / STATE_DIR

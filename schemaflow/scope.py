@@ -5,8 +5,9 @@ Within a managed database schemaflow owns every table and view, except:
 - objects the project excludes: ``exclude:`` in ``schemaflow.yaml`` lists globs on ``db.name``
   (``scratch.*``, ``retail.tmp_*``), for a notebook's scratch tables or another team's objects;
 - objects of a kind it cannot manage, whoever made them: Delta Lake and Hudi tables, Hive
-  transactional (ACID) tables, tables of a SerDe or Spark data source it does not know; and Iceberg
-  tables it has not stamped (one it created or changed is its own: removing its file drops it);
+  transactional (ACID) tables, tables of a SerDe or Spark data source it does not know; Iceberg
+  tables it has not stamped (one it created or changed is its own: removing its file drops it), and tables
+  whose own metadata could not be read (the notice says why);
 - tables of a kind registered since its format was left alone (``TableKind.manages_undeclared``), unless the
   project lists the kind in ``manage_undeclared:``: registering a kind never makes the tables of its format that
   no file declares drops;
@@ -73,6 +74,8 @@ def unmanageable(obj: Object, manage_undeclared: frozenset[str] = frozenset()) -
     has its undeclared tables managed of."""
     if not isinstance(obj, Table):
         return None
+    if obj.unreadable:  # its kind's own metadata, which says what it is, was not read
+        return f"its own metadata could not be read: {obj.unreadable}"
     if obj.iceberg is not None and obj.version is not None:  # an Iceberg table schemaflow created or changed
         return None
     properties = {key.lower(): value for key, value in obj.properties.items()}

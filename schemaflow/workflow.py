@@ -10,6 +10,7 @@ Each way of planning returns a ``Review``: the plan and what a reviewer reads be
 from __future__ import annotations
 
 import json
+import os
 from importlib.util import find_spec
 from functools import partial
 from dataclasses import dataclass, replace
@@ -21,6 +22,7 @@ from schemaflow.code_settings import check_approved, unapproved
 from schemaflow.claims import ELSEWHERE, RUNNING, parse_claim, standing
 from schemaflow.errors import Problem, SchemaflowError, SpecError
 from schemaflow.catalog.iceberg_metadata import INSTALL
+from schemaflow.catalog.backend import PlanHints
 from schemaflow.catalog.live import Live
 from schemaflow.catalog import registrable
 from schemaflow.catalog.thrift_reader import lenient
@@ -32,7 +34,7 @@ from schemaflow.sql.ddl import view_text
 from schemaflow.plan.plan import Basis, LiveFiles, Plan, PlanBuilder, applied
 from schemaflow.plan.view_code import plan_code
 from schemaflow.plan.settings_changes import SettingsChange, settings_digest, since_applied
-from schemaflow.project import Project
+from schemaflow.project import ENV_METASTORE_URI, Project, load_project
 from schemaflow.scope import Scope
 from schemaflow.target import check_targets, from_target, on_target, target_patterns
 from schemaflow.render.review import Review
@@ -244,13 +246,57 @@ def review_snapshot(project: Project, snapshot: Path, *, allow_destructive: bool
                   reads=_reads(current, desired))
 
 
-def review_refs(project: Project, base: str, head: str | None = None, *, allow_destructive: bool = False) -> Review:
+@dataclass(frozen=True)
+class ReviewHints:
+    """What helps a review between git refs (partition counts, sizes: ``PlanHints``), and where it comes from in
+    words, or why there is none (``said``)."""
+
+    hints: PlanHints | None
+    source: str | None   # where the hints come from, as the review names it; None: there are none
+    said: str            # the same, or why there are none, as the line "Planning ..." ends
+
+    @classmethod
+    def none(cls, why: str = "") -> ReviewHints:
+        return cls(None, None, f"without a metastore: partition counts are unknown{why}")
+
+
+def review_hints(project: Project, base: str, environ: Mapping[str, str] | None = None) -> ReviewHints:
+    """Where a review between git refs reads its hints: never from an address the change under review wrote.
+
+    The pull-request job runs the head's files, and its author writes them: a ``metastore.uri`` there would make
+    the job dial (with the job's network, and keys where it has any) wherever the author likes. So the address is
+    the operator's (``SCHEMAFLOW_METASTORE_URI`` in ``environ``, the job's environment), else that of the
+    settings at ``base`` (merged, and reviewed, before), read with the backend those settings name; the head's
+    settings are never used for it. Without either, the review has no hints, as without a metastore."""
+    from schemaflow.gitsource import commit_files
+
+    environ = os.environ if environ is None else environ
+    try:
+        with commit_files(project.root, base) as files:
+            at_base = load_project(project.root, environ, project.settings.target, files=files)
+        hints = Live(at_base, direct=True).hints()
+    except SpecError:  # the review reports it, at BASE:path:line:col
+        return ReviewHints.none(f" (the settings at {base} do not validate)")
+    except SchemaflowError as error:  # a target or a backend the settings at base do not have
+        return ReviewHints.none(f" (the settings at {base} give none here: {error})")
+    if hints is not None:
+        source = (f"the metastore {ENV_METASTORE_URI} names" if environ.get(ENV_METASTORE_URI)
+                  else f"{hints.source} (the settings at {base})")
+        return ReviewHints(hints, source, f"with partition counts from {source}")
+    if project.settings.metastore_uri:  # written by the change under review: not dialled
+        return ReviewHints.none(f" (a review reads no metastore the change under review names: set "
+                                f"{ENV_METASTORE_URI} in the job, or merge metastore.uri first)")
+    return ReviewHints.none()
+
+
+def review_refs(project: Project, base: str, head: str | None = None, *, allow_destructive: bool = False,
+                hints: ReviewHints | None = None) -> Review:
     """Plan what the schemas at git ref ``head`` (None: the working tree) change from those at ``base``.
 
     No JVM: the base's desired state, as a complete apply of it leaves the metastore, plays the live
     state; both refs are read from the repository's objects, without a checkout. Partition counts
-    come from a thrift:// metastore when one is configured (one Thrift call each, see
-    ``catalog.thrift_reader``), else they are unknown.
+    come from a thrift:// metastore when the operator or the settings at ``base`` name one (``review_hints``,
+    unless given: one Thrift call each, see ``catalog.thrift_reader``), else they are unknown.
     """
     from schemaflow.gitsource import desired_at, settings_at
 
@@ -261,14 +307,15 @@ def review_refs(project: Project, base: str, head: str | None = None, *, allow_d
     _plannable(desired, applied)
     # As against the metastore: a table the base managed and the head declares as a source is left alone.
     before, left_alone = owned(project, applied, desired)
-    hints = Live(project, direct=True).hints()
+    hints = hints or review_hints(project, base)
+    read = hints.hints
     plan = PlanBuilder(desired, before, allow_destructive=allow_destructive, commit=commit_of(project.root, head),
-                       count_partitions=hints.count_partitions if hints else None, basis=Basis.GIT,
+                       count_partitions=read.count_partitions if read else None, basis=Basis.GIT,
                        invalidation=project.settings.invalidation, release=project.settings.release,
-                       files=_live_files(project, hints.stored, hints.data_folders) if hints else None,
+                       files=_live_files(project, read.stored, read.data_folders) if read else None,
                        against=base, left_alone=left_alone,
                        settings=SettingsChange(settings, settings_at(project.root, base), settings)).build()
-    return Review(plan, head=head or "the working tree", counts_from=hints.source if hints else None,
+    return Review(plan, head=head or "the working tree", counts_from=hints.source,
                   reads=_reads(before, desired))
 
 
@@ -394,16 +441,20 @@ def drift(project: Project, live: Live) -> list:
                       lambda obj: scope.leaves_alone(obj, desired) is not None)
 
 
-def snapshot(project: Project, live: Live, out: Path) -> tuple[str, ...]:
+def snapshot(project: Project, live: Live, out: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Save the live state of the project's databases to ``out``, with the partition count of each
-    partitioned table (see ``catalog.snapshot``); the databases saved."""
+    partitioned table (see ``catalog.snapshot``); the databases saved, and a line for each table whose own
+    metadata could not be read (saved as the metastore mirrors it, with why: a plan against the snapshot refuses
+    to change it)."""
     from schemaflow.catalog.snapshot import write_snapshot
 
     desired = desired_state(project)
     current = live.read(desired.databases)
     counts = {t.key: live.reader.count_partitions(t.key) for t in current.tables() if t.partition_columns}
     write_snapshot(current, out, partition_counts=counts)
-    return desired.databases
+    unread = tuple(f"{t.key}: saved as the metastore mirrors it, its own metadata could not be read: {t.unreadable}"
+                   for t in current.tables() if t.unreadable)
+    return desired.databases, unread
 
 
 def check_claims(plan: Plan, take_over: bool = False) -> None:

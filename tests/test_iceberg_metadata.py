@@ -122,9 +122,11 @@ def test_a_table_whose_metadata_is_not_read_keeps_its_mirror_and_the_reason():
             "sd": {"cols": [{"name": "a", "type": "int"}]}}
     table = to_model(data, ("file:/lake/db.db",))
     assert table.iceberg is None and [c.name for c in table.columns] == ["a"]
-    # Its newline shown as an escape: the reason reaches the plan in one line.
+    # Its newline shown as an escape: the reason, and what to do, reach the plan in one line.
     assert table.unreadable == ("the metadata file '/dev/zero\\n# ✅ No changes' cannot be opened "
-                                "(No such file or directory)")
+                                "(No such file or directory); plan where the table's storage is reachable (for s3:// "
+                                "or hdfs://, with pyiceberg's file IO: schemaflow's extra iceberg), and see that its "
+                                "metastore entry names its own metadata file")
 
 
 def test_a_metadata_file_within_its_bounds_is_read(tmp_path: Path):

@@ -10,7 +10,8 @@ value, with what to do about it. An Iceberg table speaks Iceberg: a column anoth
 field id (its earlier names are in the table's metadata), so it is a rename, not a drop and an add; a new
 partition spec or sort order is named. A declared object whose records are gone (re-created from a
 notebook, which drops every parameter) or that is missing is reported as such, and so is an object
-made in a managed database outside schemaflow (unless the project leaves it alone, see ``scope``).
+made in a managed database outside schemaflow (unless the project leaves it alone, see ``scope``). A table
+whose own metadata could not be read (``catalog.metadata_readers``) is not compared: its line says why.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 import yaml
 
 from schemaflow.catalog.backend import LiveSource
+from schemaflow.catalog.metadata_bounds import metadata_bounds
 from schemaflow.catalog.thrift_data import to_model
 from schemaflow.model import (APPLIED_AT_KEY, APPLIED_COMMIT_KEY, APPLIED_STATE_KEY, Column, Object, PartitionField,
                               SortTerm, Table, View, changed_aspects, column_type, fingerprint, state_digest)
@@ -29,6 +31,7 @@ from schemaflow.wording import short_commit, value_change
 MISSING = "missing"          # declared, but not in the metastore
 UNRECORDED = "unrecorded"    # declared and there, but without schemaflow's record of it
 OUTSIDE = "undeclared"       # there, in a managed database, never declared nor applied by schemaflow
+UNREAD = "unreadable"        # applied, and its own metadata could not be read now: not compared
 _STORAGE = ("format", "external", "location", "serde", "input_format", "output_format")
 
 
@@ -39,6 +42,7 @@ class Drift:
     applied_at: str | None = None
     commit: str | None = None
     details: tuple[str, ...] = ()  # what changed in each aspect, and what to do about it
+    unreadable: str | None = None  # (UNREAD,): why its own metadata was not read, and what to do
 
     def describe(self) -> str:
         if self.aspects == (MISSING,):
@@ -46,6 +50,8 @@ class Drift:
         if self.aspects == (UNRECORDED,):
             return (f"{self.object}: no record of what schemaflow applied (re-created outside schemaflow, "
                     "or never applied): plan shows how it differs")
+        if self.aspects == (UNREAD,):
+            return f"{self.object}: not compared, its own metadata could not be read: {self.unreadable}"
         if self.aspects == (OUTSIDE,):
             database = self.object.partition(".")[0]
             return (f"{self.object}: created outside schemaflow and not declared: declare it (schemaflow import "
@@ -61,29 +67,43 @@ def read_drift(metastore: LiveSource, declared: Mapping[str, Object], databases:
     """Every object in ``databases`` that changed since schemaflow wrote it, every ``declared``
     object that is missing or carries no record, and every object there that is neither declared
     nor recorded (but those ``left_alone`` says the project leaves alone); sorted by name."""
-    drifts, seen = [], set()
-    for database in sorted(set(databases) & set(metastore.databases())):
-        storage = (metastore.database(database).location,)
-        for data in metastore.table_data(database):
-            key = f"{data['dbName']}.{data['tableName']}"
-            seen.add(key)
-            parameters = data.get("parameters", {})
-            recorded = parameters.get(APPLIED_STATE_KEY)
-            if not recorded:
-                if key in declared:
-                    drifts.append(Drift(key, (UNRECORDED,)))
-                elif not left_alone(to_model(data, storage)):
-                    drifts.append(Drift(key, (OUTSIDE,)))
-                continue
-            live = to_model(data, storage)
-            changed = changed_aspects(recorded, state_digest(live))
-            if changed:
-                want = declared.get(key)
-                details = explain(want, live, changed) if want is not None else ()
-                drifts.append(Drift(key, changed, parameters.get(APPLIED_AT_KEY), parameters.get(APPLIED_COMMIT_KEY),
-                                    details))
+    drifts: list[Drift] = []
+    seen: set[str] = set()
+    with metadata_bounds():
+        for database in sorted(set(databases) & set(metastore.databases())):
+            drifts += _database_drift(metastore, database, declared, left_alone, seen)
     drifts += [Drift(key, (MISSING,)) for key in declared.keys() - seen]
     return sorted(drifts, key=lambda d: d.object)
+
+
+def _database_drift(metastore: LiveSource, database: str, declared: Mapping[str, Object],
+                    left_alone: Callable[[Object], bool], seen: set[str]) -> list[Drift]:
+    """What ``read_drift`` finds in ``database``, adding the objects it holds to ``seen``."""
+    drifts = []
+    storage = (metastore.database(database).location,)
+    for data in metastore.table_data(database):
+        key = f"{data['dbName']}.{data['tableName']}"
+        seen.add(key)
+        parameters = data.get("parameters", {})
+        recorded = parameters.get(APPLIED_STATE_KEY)
+        if not recorded:
+            if key in declared:
+                drifts.append(Drift(key, (UNRECORDED,)))
+            elif not left_alone(to_model(data, storage)):
+                drifts.append(Drift(key, (OUTSIDE,)))
+            continue
+        live = to_model(data, storage)
+        if isinstance(live, Table) and live.unreadable:
+            drifts.append(Drift(key, (UNREAD,), parameters.get(APPLIED_AT_KEY), parameters.get(APPLIED_COMMIT_KEY),
+                                unreadable=live.unreadable))
+            continue
+        changed = changed_aspects(recorded, state_digest(live))
+        if changed:
+            want = declared.get(key)
+            details = explain(want, live, changed) if want is not None else ()
+            drifts.append(Drift(key, changed, parameters.get(APPLIED_AT_KEY), parameters.get(APPLIED_COMMIT_KEY),
+                                details))
+    return drifts
 
 
 def explain(declared: Object, live: Object, aspects: Sequence[str]) -> tuple[str, ...]:

@@ -18,7 +18,9 @@ partition spec and a sort order whose fields reuse the ids of identical fields, 
 removed, the stamp among them, so the change and its stamp land in one commit. The metastore's entry
 mirrors the columns (without field ids, as Iceberg's catalogs keep them) and the properties.
 
-Local paths and ``file:`` locations need nothing more; other schemes go through pyiceberg's file IO.
+Local paths and ``file:`` locations need nothing more; other schemes go through pyiceberg's file IO. The next
+metadata file goes where the metadata read says (its table's folder, or ``write.metadata.path``): only to a
+location schemaflow would read it from (``iceberg_metadata.check_location``), never one the file sends elsewhere.
 pyiceberg is the optional extra ``schemaflow[iceberg]``.
 """
 from __future__ import annotations
@@ -32,8 +34,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from schemaflow.catalog.backend import HiveClient
-from schemaflow.catalog.iceberg_metadata import INSTALL, PREVIOUS_METADATA_LOCATION, TABLE_TYPE, current, iceberg_table, \
-    Unreadable, is_iceberg, read_metadata
+from schemaflow.catalog.iceberg_metadata import INSTALL, PREVIOUS_METADATA_LOCATION, TABLE_TYPE, Unreadable, \
+    check_location, current, iceberg_table, is_iceberg, read_metadata
 from schemaflow.catalog.jvm import java_message, jvm_view
 from schemaflow.catalog.table_lock import table_lock
 from schemaflow.errors import ConcurrentChange, SchemaflowError
@@ -94,11 +96,12 @@ def _commit_once(client: HiveClient, key: str, table: Table | None, sources: Map
     if not is_iceberg(parameters):
         raise SchemaflowError(f"{key} is no longer an Iceberg table in the metastore: plan again")
     base_location = parameters.get(METADATA_LOCATION)
+    storage = (client.msc.getDatabase(database).getLocationUri(),)
     try:
-        base = read_metadata(base_location, (client.msc.getDatabase(database).getLocationUri(),))
+        base = read_metadata(base_location, storage)
         found = iceberg_table(database, name, base, base_location)
     except Unreadable as unread:
-        raise SchemaflowError(f"{key}: {unread}; nothing was committed") from None
+        raise SchemaflowError(f"{key}: {unread.line()}; nothing was committed") from None
     assert found.iceberg is not None  # read from its metadata
     if requires is not None and _required(found.iceberg) != _required(requires):
         raise ConcurrentChange(key, _required(requires), _required(found.iceberg), "Iceberg metadata")
@@ -108,6 +111,11 @@ def _commit_once(client: HiveClient, key: str, table: Table | None, sources: Map
     properties, removals, upgrade = _properties(base, table, set, unset)
     metadata = _evolved(base, base_location, updates, properties, removals, upgrade, key)
     location = _next_location(metadata.location, metadata.properties, base_location)
+    try:  # where the file read says: pyiceberg writes only where schemaflow would read
+        check_location(location, storage)
+    except Unreadable as refused:
+        raise SchemaflowError(f"{key}: its next metadata file would go where its metadata says, and {refused}; "
+                              "nothing was committed") from None
     _write(metadata, location)
     _mirror(client, hms, metadata, removals)
     hms.getParameters().put(PREVIOUS_METADATA_LOCATION, base_location)

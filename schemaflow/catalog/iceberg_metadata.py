@@ -7,26 +7,36 @@ leave behind. So the columns (with their field ids' order), the partition spec, 
 the properties come from that file, as do schemaflow's own stamp keys, which a commit writes into
 both. The metastore's parameters only say where the file is.
 
-A local file (``file:`` or a path) is read directly; any other scheme (``s3://``, ``hdfs://``) through
-pyiceberg's file IO, the optional extra ``schemaflow[iceberg]``.
+A local file (``/path``, ``file:/path``, ``file:///path``) is read directly; a location in another scheme
+(``s3://``, ``hdfs://``) through pyiceberg's file IO, the optional extra ``schemaflow[iceberg]``.
 
 Whoever can register a table in a database (any Spark job of another team) writes its
-``metadata_location``, so the file it names is read as hostile input: a regular file only (not a
-device, a pipe or a folder), at most ``MAX_METADATA_BYTES``, as JSON nested no deeper than Python
-parses, shaped as Iceberg's metadata; and in another scheme than a local file only on the storage
-its database is on (the same ``scheme://bucket``), so that no request, signed with the job's keys,
-goes to a place nobody configured. Anything else makes the table ``Unreadable`` with a one-line
-reason: it is read as the metastore mirrors it, and the plan refuses to change it, saying why.
+``metadata_location``, so the file it names is read as hostile input, and every failure is ``Unreadable``: one
+line naming the table's location and the kind of failure, quoting nothing of the file (it can be any file
+this process may read, a secret one too), never a traceback. A local location is an absolute path (a relative
+one, ``file:x`` or ``x``, names no file of the table's: the metastore's locations are absolute), of a regular
+file: its type is checked on a handle that opens nothing, and the file opened through that handle without
+waiting, so a device is never opened (its open alone can act), a pipe never waited on, and a path swapped
+between check and open gains nothing. At most ``MAX_METADATA_BYTES`` of it, as JSON nested no deeper than
+Python parses, shaped as Iceberg's metadata. Another scheme is read only from object storage or HDFS, and only
+on the storage its database is on (the same ``scheme://authority``), so that no request, signed with the job's
+keys, goes to a place nobody configured; pyiceberg's file IO is handed no other location. The reads of one
+command are bounded together too (``catalog.metadata_bounds``). Anything else makes the table unreadable: it is
+read as the metastore mirrors it, and the plan refuses to change it, saying why.
 """
 from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from collections.abc import Mapping, Sequence
+from functools import cache
 from typing import Any
 from urllib.parse import urlsplit
 
+from schemaflow.catalog.metadata_bounds import Allowance
+from schemaflow.catalog.metadata_readers import OWN_METADATA, Unreadable
 from schemaflow.model import COMMENT_KEY, METADATA_LOCATION, SCHEMAFLOW_PREFIX, Column, IcebergState, PartitionField, SortTerm, Table, recorded
 from schemaflow.sql.iceberg_types import UnknownIcebergType, spark_type
 from schemaflow.sql.table_kinds import ICEBERG
@@ -42,15 +52,28 @@ _OWN_PROPERTIES = frozenset({COMMENT_KEY, OWNER, "uuid", "snapshot-count", "curr
 # Until a release is on the package index, schemaflow is installed from a clone, a wheel or a git pin: the extra
 # is named on whatever that was.
 INSTALL = "install schemaflow with its extra iceberg (pip install '<where schemaflow comes from>[iceberg]')"
+# What to do about a metadata file that is there but could not be read here.
+REACH = ("plan where the table's storage is reachable (for s3:// or hdfs://, with pyiceberg's file IO: schemaflow's "
+         f"extra iceberg), and {OWN_METADATA}")
 # A metadata file larger than this is not read (a table's with thousands of snapshots is a few MiB).
 MAX_METADATA_BYTES = 64 * 2**20
+# The schemes of object storage and HDFS that pyiceberg's file IO reads (``pyiceberg.io.SCHEMA_TO_FILE_IO``, less its
+# local files, which are read here, and Hugging Face's hub, which holds no database).
+REMOTE_SCHEMES = frozenset({"s3", "s3a", "s3n", "gs", "oss", "hdfs", "viewfs", "abfs", "abfss", "wasb", "wasbs"})
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
 # How long a read from object storage may wait to connect and for each request, in seconds (pyiceberg's
 # S3 file IO; by default it waits as long as the connection stays open).
 _TIMEOUTS = {"s3.connect-timeout": "10", "s3.request-timeout": "60"}
-
-
-class Unreadable(Exception):
-    """Why an Iceberg table's metadata file was not read, in one line."""
+_CHUNK = 1 << 20
+# The fields of Iceberg's metadata that schemaflow reads: a missing one is named (a name of the spec's, not the file's).
+_FIELDS = frozenset({"format-version", "table-uuid", "schemas", "schema", "fields", "id", "name", "type", "transform",
+                     "source-id", "direction", "null-order", "partition-specs", "sort-orders", "last-column-id"})
+# The messages of Python's JSON parser, none of which quotes what it parsed (the position is added).
+_JSON_MESSAGES = frozenset({
+    "Expecting value", "Expecting ',' delimiter", "Expecting ':' delimiter", "Extra data",
+    "Expecting property name enclosed in double quotes", "Invalid control character at",
+    "Unterminated string starting at", "Invalid \\escape", "Invalid \\uXXXX escape",
+    "Illegal trailing comma before end of object", "Illegal trailing comma before end of array"})
 
 
 def is_iceberg(parameters: Mapping[str, str]) -> bool:
@@ -58,65 +81,141 @@ def is_iceberg(parameters: Mapping[str, str]) -> bool:
     return (parameters.get(TABLE_TYPE) or "").upper() == "ICEBERG" and METADATA_LOCATION in parameters
 
 
-def read_metadata(location: str, storage: Sequence[str | None] = ()) -> dict[str, Any]:
+def read_metadata(location: str, storage: Sequence[str | None] = (), allowance: Allowance | None = None) -> dict[str, Any]:
     """The metadata file at ``location``, as JSON data, read within the bounds above; ``storage``: the
-    locations (its database's) whose ``scheme://authority`` a location in another scheme must share.
+    locations (its database's) whose ``scheme://authority`` a location in another scheme must share;
+    ``allowance``: what is left of the command's budget, which the read spends (None: the file's bounds alone).
     Raises ``Unreadable``."""
+    local = check_location(location, storage)
+    content = _local_bytes(local, location, allowance) if local is not None else _remote_bytes(location, allowance)
+    return _parsed(content, location)
+
+
+def check_location(location: str, storage: Sequence[str | None]) -> str | None:
+    """Refuse (``Unreadable``) a location schemaflow does not read metadata from, or write it to: the local path it
+    names, or None for one on object storage or HDFS, on the storage of ``storage`` (its database's)."""
     local = _local_path(location)
-    content = _local_bytes(local) if local is not None else _remote_bytes(location, storage)
-    try:
-        data = json.loads(content)
-    except RecursionError:
-        raise Unreadable(f"the metadata file {location!r} is nested too deep to be Iceberg's") from None
-    except ValueError as error:
-        raise Unreadable(f"the metadata file {location!r} is not JSON ({error})") from None
-    if not isinstance(data, dict):
-        raise Unreadable(f"the metadata file {location!r} is not a JSON object")
-    return data
+    if local is not None:
+        return local
+    scheme = urlsplit(location).scheme.lower()
+    if scheme not in REMOTE_SCHEMES:
+        raise Unreadable(f"the metadata location {location!r} is not a local path nor on object storage or HDFS "
+                         f"({', '.join(sorted(REMOTE_SCHEMES))}): schemaflow does not read it")
+    if not urlsplit(location).netloc:
+        raise Unreadable(f"the metadata location {location!r} names no bucket or host: schemaflow does not read it")
+    allowed = {_authority(root) for root in storage if root}
+    if _authority(location) not in allowed:
+        raise Unreadable(f"the metadata file {location!r} is not on the storage its database is on "
+                         f"({', '.join(sorted(allowed)) or 'none known'}): schemaflow does not read it")
+    return None
 
 
 def _local_path(location: str) -> str | None:
-    """The path of a local file (``/x``, ``file:/x``, ``file:///x``), or None for another scheme."""
-    path = location[len("file:"):] if location.startswith("file:") else location
-    if not path.startswith("/"):
+    """The absolute path a local location names (``/x``, ``file:/x``, ``file:///x``, ``file://localhost/x``), or None
+    for another scheme. Raises ``Unreadable`` for a relative path, or one on another host."""
+    scheme = _SCHEME.match(location)
+    if scheme is not None and scheme.group(1).lower() != "file":
         return None
-    return "/" + path.lstrip("/") if path.startswith("//") else path
+    path = location[scheme.end():] if scheme is not None else location
+    if path.startswith("//"):
+        host, slash, rest = path[2:].partition("/")
+        if host.lower() not in ("", "localhost"):
+            raise Unreadable(f"the metadata location {location!r} names the host {host!r}: a local file is file:/path")
+        path = slash + rest
+    if not path.startswith("/"):
+        raise Unreadable(f"the metadata location {location!r} is a relative path, and a metastore's locations are "
+                         "absolute (/path, file:/path)")
+    if "\0" in path:
+        raise Unreadable(f"the metadata location {location!r} holds a NUL character, which no path holds")
+    return path
 
 
-def _local_bytes(path: str) -> bytes:
-    """A regular file's bytes, at most ``MAX_METADATA_BYTES``: opened without waiting (a pipe would block)."""
+def _local_bytes(path: str, location: str, allowance: Allowance | None) -> bytes:
+    """A regular file's bytes, within the bounds (``_limit``); a device, a pipe or a folder is not opened."""
     try:
-        handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+        handle = _open_regular(path)
+    except _NotRegular:
+        raise Unreadable(f"the metadata location {location!r} is not a regular file") from None
     except OSError as error:
-        raise Unreadable(f"the metadata file {path!r} cannot be opened ({error.strerror})") from None
+        raise Unreadable(f"the metadata file {location!r} cannot be opened ({_why(error)})", REACH) from None
     try:
-        status = os.fstat(handle)
-        if not stat.S_ISREG(status.st_mode):
-            raise Unreadable(f"the metadata location {path!r} is not a regular file")
-        if status.st_size > MAX_METADATA_BYTES:
-            raise Unreadable(f"the metadata file {path!r} has {status.st_size:,} bytes, more than the "
+        size = os.fstat(handle).st_size
+        if size > MAX_METADATA_BYTES:
+            raise Unreadable(f"the metadata file {location!r} has {size:,} bytes, more than the "
                              f"{MAX_METADATA_BYTES:,} schemaflow reads")
-        with os.fdopen(os.dup(handle), "rb") as file:
-            return _bounded(file.read(MAX_METADATA_BYTES + 1), path)
+        limit = _limit(allowance)
+        if size > limit and allowance is not None:
+            allowance.refuse()
+        content = bytearray()
+        try:
+            while len(content) <= limit and (chunk := os.read(handle, min(_CHUNK, limit + 1 - len(content)))):
+                content += chunk
+                if allowance is not None:
+                    allowance.took(len(chunk))
+        except OSError as error:
+            raise Unreadable(f"the metadata file {location!r} cannot be read ({_why(error)})", REACH) from None
+        return _bounded(bytes(content), location, limit, allowance)
     finally:
         os.close(handle)
 
 
-def _remote_bytes(location: str, storage: Sequence[str | None]) -> bytes:
-    where = _authority(location)
-    allowed = {_authority(root) for root in storage if root}
-    if where not in allowed:
-        raise Unreadable(f"the metadata file {location!r} is not on the storage its database is on "
-                         f"({', '.join(sorted(allowed)) or 'none known'}): schemaflow does not read it")
+class _NotRegular(Exception):
+    """The path is not a regular file (a device, a pipe, a folder, a socket)."""
+
+
+def _open_regular(path: str) -> int:
+    """``path`` opened for reading if it is a regular file, else ``_NotRegular``; ``OSError`` as ``open`` raises it.
+
+    Its type is read from a handle that opens nothing (``O_PATH``: no device's open runs, no pipe is waited on),
+    and the file is then opened through that handle (``/proc/self/fd``), the same file whatever the path names
+    by then. Where there is no ``O_PATH`` (not Linux), the type is read first and the file opened without waiting
+    (``O_NONBLOCK``), then checked again on the handle opened."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    if not _reopens():
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise _NotRegular()
+        handle = os.open(path, flags)
+    else:
+        found = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        try:
+            if not stat.S_ISREG(os.fstat(found).st_mode):
+                raise _NotRegular()
+            handle = os.open(f"/proc/self/fd/{found}", flags)
+        finally:
+            os.close(found)
+    if not stat.S_ISREG(os.fstat(handle).st_mode):
+        os.close(handle)
+        raise _NotRegular()
+    return handle
+
+
+@cache
+def _reopens() -> bool:
+    """Whether a file can be opened through an ``O_PATH`` handle here (Linux, with /proc mounted)."""
+    return hasattr(os, "O_PATH") and os.path.isdir("/proc/self/fd")
+
+
+def _why(error: OSError) -> str:
+    """An ``OSError`` in words: its kind, never a path or text it carries."""
+    return error.strerror or type(error).__name__
+
+
+def _remote_bytes(location: str, allowance: Allowance | None) -> bytes:
+    """The bytes of a checked location on object storage or HDFS, through pyiceberg's file IO, within the bounds."""
     try:
         from pyiceberg.io import load_file_io
     except ImportError:
-        raise Unreadable(f"reading the Iceberg metadata file {location!r} needs pyiceberg's file IO: {INSTALL}") from None
+        raise Unreadable(f"reading the Iceberg metadata file {location!r} needs pyiceberg's file IO: {INSTALL}",
+                         REACH) from None
+    limit = _limit(allowance)
     try:
         with load_file_io(_TIMEOUTS, location).new_input(location).open() as stream:
-            return _bounded(stream.read(MAX_METADATA_BYTES + 1), location)
-    except OSError as error:
-        raise Unreadable(f"the metadata file {location!r} cannot be read ({error})") from None
+            content = stream.read(limit + 1)
+    except (OSError, ValueError) as error:  # pyarrow's ArrowInvalid is a ValueError
+        raise Unreadable(f"the metadata file {location!r} cannot be read ({type(error).__name__})", REACH) from None
+    if allowance is not None:
+        allowance.took(len(content))
+    return _bounded(content, location, limit, allowance)
 
 
 def _authority(location: str) -> str:
@@ -124,21 +223,59 @@ def _authority(location: str) -> str:
     return f"{parts.scheme.lower()}://{parts.netloc.lower()}"
 
 
-def _bounded(content: bytes, location: str) -> bytes:
-    if len(content) > MAX_METADATA_BYTES:
-        raise Unreadable(f"the metadata file {location!r} has more than the {MAX_METADATA_BYTES:,} bytes schemaflow reads")
-    return content
+def _limit(allowance: Allowance | None) -> int:
+    """The most bytes a read may take: the bound of one file, or what is left of the command's when less."""
+    return MAX_METADATA_BYTES if allowance is None else min(MAX_METADATA_BYTES, allowance.bytes)
+
+
+def _bounded(content: bytes, location: str, limit: int, allowance: Allowance | None) -> bytes:
+    if len(content) <= limit:
+        return content
+    if limit < MAX_METADATA_BYTES and allowance is not None:
+        allowance.refuse()
+    raise Unreadable(f"the metadata file {location!r} has more than the {MAX_METADATA_BYTES:,} bytes schemaflow reads")
+
+
+def _parsed(content: bytes, location: str) -> dict[str, Any]:
+    """The JSON object ``content`` holds; what is wrong with it said without quoting it."""
+    try:
+        data = json.loads(content)
+    except RecursionError:
+        raise Unreadable(f"the metadata file {location!r} is nested too deep to be Iceberg's") from None
+    except json.JSONDecodeError as error:
+        said = f"{error.msg}: " if error.msg in _JSON_MESSAGES else ""
+        raise Unreadable(f"the metadata file {location!r} is not JSON ({said}line {error.lineno} column "
+                         f"{error.colno} (char {error.pos}))") from None
+    except UnicodeDecodeError as error:
+        raise Unreadable(f"the metadata file {location!r} is not JSON (not text in UTF-8, 16 or 32: byte "
+                         f"{error.start:,})") from None
+    except ValueError:  # a number of more digits than Python converts
+        raise Unreadable(f"the metadata file {location!r} is not JSON schemaflow reads (a number too long)") from None
+    if not isinstance(data, dict):
+        raise Unreadable(f"the metadata file {location!r} is not a JSON object")
+    return data
 
 
 def iceberg_table(database: str, name: str, metadata: Mapping[str, Any], metadata_location: str) -> Table:
     """The live table an Iceberg metadata file describes (its current schema, default spec and sort order).
-    Raises ``Unreadable`` when the file is not shaped as Iceberg's metadata."""
+    Raises ``Unreadable`` when the file is not shaped as Iceberg's metadata, saying how in words of its own: a
+    file's field names and values are never quoted."""
     try:
         return _iceberg_table(database, name, metadata, metadata_location)
-    except (KeyError, IndexError, TypeError, AttributeError, ValueError, StopIteration, RecursionError,
-            UnknownIcebergType) as error:
-        raise Unreadable(f"the metadata file {metadata_location!r} is not an Iceberg table's metadata "
-                         f"({type(error).__name__}: {str(error)[:200]})") from None
+    except (KeyError, IndexError, StopIteration) as error:
+        how = (f"it has no {error.args[0]!r} field" if isinstance(error, KeyError) and error.args
+               and error.args[0] in _FIELDS else "an id or a field it names is not in it")
+        failure: Exception = error
+    except (TypeError, AttributeError) as error:
+        how, failure = "a field holds another kind of value than Iceberg's spec gives it", error
+    except UnknownIcebergType as error:
+        how, failure = "a column's type is not one Spark has", error
+    except (ValueError, ArithmeticError) as error:
+        how, failure = "a value is not one Iceberg's spec allows there", error
+    except RecursionError as error:
+        how, failure = "a column's type nests deeper than schemaflow reads", error
+    raise Unreadable(f"the metadata file {metadata_location!r} is not an Iceberg table's metadata "
+                     f"({type(failure).__name__}: {how})")
 
 
 def _iceberg_table(database: str, name: str, metadata: Mapping[str, Any], metadata_location: str) -> Table:
@@ -146,12 +283,13 @@ def _iceberg_table(database: str, name: str, metadata: Mapping[str, Any], metada
     spec = current(metadata, "partition-specs", "default-spec-id", "spec-id",
                    {"spec-id": 0, "fields": metadata.get("partition-spec", [])})
     order = current(metadata, "sort-orders", "default-sort-order-id", "order-id", {"order-id": 0, "fields": []})
-    by_id = {field["id"]: field["name"] for field in schema["fields"]}
-    properties = dict(metadata.get("properties", {}))
-    version = int(metadata["format-version"])
+    by_id = {field["id"]: _text(field["name"]) for field in schema["fields"]}
+    properties = {_text(k): _text(v) for k, v in dict(metadata.get("properties", {})).items()}
+    version = _number(metadata["format-version"])
     return Table(
         database=database, name=name, format=ICEBERG, data_source=True,
-        columns=tuple(Column(f["name"], spark_type(f["type"]), f.get("doc") or None) for f in schema["fields"]),
+        columns=tuple(Column(_text(f["name"]), spark_type(f["type"]), _text(f.get("doc") or None))
+                      for f in schema["fields"]),
         comment=properties.get(COMMENT_KEY) or None,
         properties={"format-version": str(version)} | {k: v for k, v in sorted(properties.items())
                                                        if k not in _OWN_PROPERTIES and not k.startswith(SCHEMAFLOW_PREFIX)},
@@ -159,10 +297,25 @@ def _iceberg_table(database: str, name: str, metadata: Mapping[str, Any], metada
                              if f["transform"] != "void"),
         sort_order=tuple(SortTerm(_field(f["transform"], by_id[f["source-id"]]), f["direction"] == "desc",
                                   f["null-order"] == "nulls-first") for f in order["fields"]),
-        iceberg=IcebergState(metadata["table-uuid"], schema.get("schema-id", 0), spec.get("spec-id", 0),
-                             order.get("order-id", 0), version, metadata_location, _former_names(metadata, schema)),
+        iceberg=IcebergState(_text(metadata["table-uuid"]), _number(schema.get("schema-id", 0)),
+                             _number(spec.get("spec-id", 0)), _number(order.get("order-id", 0)), version,
+                             metadata_location, _former_names(metadata, schema)),
         **recorded(properties),
     )
+
+
+def _text(value: Any) -> Any:
+    """``value`` where Iceberg's spec has a string (or nothing); a ``TypeError`` for anything else."""
+    if value is not None and not isinstance(value, str):
+        raise TypeError("not a string")
+    return value
+
+
+def _number(value: Any) -> int:
+    """``value`` where Iceberg's spec has an integer; a ``TypeError`` for anything else (true and false too)."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError("not an integer")
+    return value
 
 
 def _former_names(metadata: Mapping[str, Any], schema: Mapping[str, Any]) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -172,7 +325,7 @@ def _former_names(metadata: Mapping[str, Any], schema: Mapping[str, Any]) -> tup
         for field in older["fields"]:
             names = earlier.setdefault(field["id"], [])
             if field["name"] not in names:
-                names.append(field["name"])
+                names.append(_text(field["name"]))
     return tuple((field["name"], tuple(n for n in earlier.get(field["id"], ()) if n != field["name"]))
                  for field in schema["fields"] if any(n != field["name"] for n in earlier.get(field["id"], ())))
 

@@ -9,6 +9,11 @@ propose re-adding every column. So such a kind provides how a live table of it i
 metastore's parameters of it, and how it is read into a ``Table``; the live reader (``catalog.thrift_data``)
 asks this registry for both. A reader registers itself when its module is imported (Iceberg's in
 ``catalog.thrift_data``); every read of the live state fails while a registered kind has none.
+
+Whoever can register a table writes where its metadata is, so a reader reads it as hostile input: what it cannot
+or will not read is ``Unreadable``, one line that names the kind of failure and never quotes the file, with
+what to do, and the table is read as the metastore mirrors it (a plan refuses to change it). A command's reads
+share one budget of bytes and time (``catalog.metadata_bounds``).
 """
 from __future__ import annotations
 
@@ -30,6 +35,23 @@ class MetadataReader:
     # its database is (the storage other than local files its metadata may be read from). A table whose metadata
     # cannot be read keeps what the entry says and the reason, in ``unreadable``: a plan refuses to change it.
     read: Callable[[Mapping[str, Any], Sequence[str | None]], Table]
+
+
+# What to do about metadata that an entry names and that is not the table's own, as another writer can register it.
+OWN_METADATA = "see that its metastore entry names its own metadata file"
+
+
+class Unreadable(Exception):
+    """Why a table's own metadata was not read, in one line that quotes nothing of the file's content (it may be
+    any file the entry names: a secret one too), and ``advice``: what to do about it."""
+
+    def __init__(self, reason: str, advice: str = OWN_METADATA) -> None:
+        super().__init__(reason)
+        self.advice = advice
+
+    def line(self) -> str:
+        """The reason and what to do, as a plan shows them."""
+        return f"{self}; {self.advice}"
 
 
 _READERS: dict[str, MetadataReader] = {}  # the kind's name -> its reader

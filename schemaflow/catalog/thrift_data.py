@@ -20,8 +20,10 @@ from typing import Any, assert_never
 from collections.abc import Mapping, Sequence
 
 from schemaflow.catalog.backend import LiveSource
-from schemaflow.catalog.iceberg_metadata import Unreadable, iceberg_table, is_iceberg, read_metadata
-from schemaflow.catalog.metadata_readers import MetadataReader, metadata_reader, recognised_kind, register_metadata_reader
+from schemaflow.catalog.iceberg_metadata import iceberg_table, is_iceberg, read_metadata
+from schemaflow.catalog.metadata_bounds import held_budget, metadata_bounds
+from schemaflow.catalog.metadata_readers import (MetadataReader, Unreadable, metadata_reader, recognised_kind,
+                                                 register_metadata_reader)
 from schemaflow.catalog.spark_schema import spark_bucketing, spark_columns
 from schemaflow.model import (
     BACKUP_OF,
@@ -58,16 +60,18 @@ READ_BACKOFF_SECONDS = 1.0
 
 
 def read_catalog(source: LiveSource, databases: tuple[str, ...]) -> Catalog:
-    """Every table and view in ``databases``; databases that do not exist have none."""
+    """Every table and view in ``databases``; databases that do not exist have none. Tables' own metadata is read
+    within the command's budget (``catalog.metadata_bounds``)."""
     existing = set(source.databases())
     present = tuple(sorted({d for d in databases if d in existing}))
     objects: dict[str, Object] = {}
     details = {}
-    for database in present:
-        details[database] = source.database(database)
-        for data in source.table_data(database):
-            obj = to_model(data, (details[database].location,))
-            objects[obj.key] = obj
+    with metadata_bounds():
+        for database in present:
+            details[database] = source.database(database)
+            for data in source.table_data(database):
+                obj = to_model(data, (details[database].location,))
+                objects[obj.key] = obj
     return Catalog(databases=present, objects=dict(sorted(objects.items())), database_details=details)
 
 
@@ -137,16 +141,19 @@ def live_kind(parameters: Mapping[str, str], provider: str | None, sd: Mapping[s
 
 
 def _iceberg(data: Mapping[str, Any], storage: Sequence[str | None]) -> Table:
-    """An Iceberg table, from its metadata file (``catalog.iceberg_metadata``). One whose file is not read
-    keeps the metastore's mirror of its columns and parameters, no metadata state and the reason: a plan
-    refuses to change it, saying why (``plan.iceberg``)."""
+    """An Iceberg table, from its metadata file (``catalog.iceberg_metadata``), read within what is left of the
+    command's budget. One whose file is not read keeps the metastore's mirror of its columns and parameters, no
+    metadata state, and the reason and what to do: a plan refuses to change it, saying why (``plan.iceberg``)."""
     location = data["parameters"][METADATA_LOCATION]
+    database, name = data["dbName"], data["tableName"]
     try:
-        return iceberg_table(data["dbName"], data["tableName"], read_metadata(location, storage), location)
+        with held_budget().reading(f"{database}.{name}") as allowance:
+            metadata = read_metadata(location, storage, allowance)
+        return iceberg_table(database, name, metadata, location)
     except Unreadable as unread:
         mirrored = tuple(_column(c) for c in data.get("sd", {}).get("cols", []))
-        return Table(data["dbName"], data["tableName"], mirrored, format=ICEBERG, data_source=True,
-                     properties=user_properties(data["parameters"]), unreadable=str(unread))
+        return Table(database, name, mirrored, format=ICEBERG, data_source=True,
+                     properties=user_properties(data["parameters"]), unreadable=unread.line())
 
 
 register_metadata_reader(ICEBERG, MetadataReader(is_iceberg, _iceberg))

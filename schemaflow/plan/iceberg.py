@@ -32,9 +32,7 @@ from schemaflow.sql.iceberg_types import evolves, iceberg_equivalent
 from schemaflow.sql.storage import same_location
 from schemaflow.wording import value_change
 
-_UNREADABLE = ("its Iceberg metadata file could not be read here ({}): plan where the table's storage is reachable "
-               "(for s3:// or hdfs://, with pyiceberg's file IO: schemaflow's extra iceberg), and see that "
-               "its metastore entry names its own metadata file")
+_UNREADABLE = "its Iceberg metadata file could not be read here: {}"  # why, and what to do
 _RETYPE = ("Iceberg changes a column's type in place only from int to bigint, from float to double, by raising "
            "a decimal's precision at the same scale, or by adding fields to a struct (keeping each of its fields): "
            "add a column of the new type, fill it from the old one, and drop the old one with a migration "
@@ -94,7 +92,8 @@ def iceberg_change(want: Table, have: Table, migrations: Sequence[Migration],
     """What turns the live Iceberg table ``have`` into ``want``: one commit, why it cannot be made, or None
     when nothing changes."""
     if have.iceberg is None and METADATA_LOCATION in have.properties:  # read live, without its metadata
-        return (Problem("changing it", _UNREADABLE.format(have.unreadable or "no reason given")),)
+        return (Problem("changing it", _UNREADABLE.format(
+            have.unreadable or "no reason was kept; plan against the metastore, where it is read")),)
     evolution = evolve(have, want, migrations, type_rule=False, by_id=True)
     if evolution.problems:
         return evolution.problems
