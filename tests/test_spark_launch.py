@@ -185,3 +185,8 @@ def test_the_local_servers_settings_are_in_an_argument_file_java_reads_back():
     assert text.splitlines()[0] == '"-Djavax.jdo.option.ConnectionURL=jdbc:derby:;databaseName=/state/metastore_db;' \
                                    'create=true"'
     assert '"-Dhive.metastore.warehouse.dir=/w/a \\"b\\"\\\\c"' in text.splitlines()
+
+
+def test_a_value_is_trimmed_as_spark_trims_it():
+    """Spark trims what Java's ``String.trim`` does but line breaks; white space beyond ASCII stays."""
+    assert parse_properties("spark.a=\\u0001\\u00a0x\\n\\t \n") == {"spark.a": "\u00a0x\n"}

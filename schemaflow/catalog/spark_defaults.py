@@ -22,6 +22,8 @@ FILE_NAME = "spark-defaults.conf"
 _ENTRY = re.compile(r"((?:\\.|[^=:\s\\])*)\s*[=:]?\s*(.*)", re.DOTALL)
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 _ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.DOTALL)
+# What Spark trims off a value (``Utils.trimExceptCRLF``, as Java's ``String.trim`` but for line breaks).
+_TRIMMED = "".join(chr(code) for code in range(0x21) if chr(code) not in "\r\n")
 # What ``format_properties`` writes as it is: nothing the format gives a meaning (white space, '=', ':', '#', '!',
 # '\\'), nothing outside ASCII.
 _PLAIN = re.compile(r"[\w.,;/@%+*?()<>|~^$&-]", re.ASCII)
@@ -48,7 +50,7 @@ def parse_properties(text: str) -> dict[str, str]:
         match = _ENTRY.fullmatch(line)
         assert match is not None  # every line matches: both groups may be empty
         key, value = match.groups()
-        entries[_unescape(key)] = _unescape(value).strip()
+        entries[_unescape(key)] = _unescape(value).strip(_TRIMMED)
     return entries
 
 
