@@ -74,15 +74,24 @@ def test_the_java_is_java_home_s_else_the_first_on_the_path(tmp_path):
         java({"JAVA_HOME": "jdk"})
 
 
-@pytest.mark.parametrize("operators", [None, "", "/opt/spark-3.5"])
+@pytest.mark.parametrize("operators", [None, "", "operator's"])
 def test_spark_home_is_set_before_pyspark_looks(operators, tmp_path, monkeypatch):
     if operators is None:
         monkeypatch.delenv("SPARK_HOME", raising=False)
     else:
-        monkeypatch.setenv("SPARK_HOME", operators)
+        monkeypatch.setenv("SPARK_HOME", str(tmp_path) if operators else "")
+        fake_spark(tmp_path, tmp_path)
     home = pin_spark_home()
-    assert home == (Path(operators) if operators else PYSPARK)
+    assert home == (tmp_path if operators else PYSPARK)
     assert os.environ["SPARK_HOME"] == str(home)
+
+
+def test_a_spark_home_without_spark_submit_is_refused_in_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPARK_HOME", str(tmp_path))
+    with pytest.raises(SchemaflowError) as refused:
+        pin_spark_home()
+    assert str(refused.value) == (f"{tmp_path} holds no bin/spark-submit, which starts Spark: set SPARK_HOME to the "
+                                  "folder of a Spark installation; nothing was run")
 
 
 def test_the_class_archive_is_the_same_whether_spark_home_is_set_yet_or_not(tmp_path, monkeypatch):

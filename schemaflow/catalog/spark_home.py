@@ -75,6 +75,9 @@ def pin_spark_home() -> Path:
     if home is None:
         raise SchemaflowError(f"Spark needs pyspark, which is not installed here: install it ({INSTALL}), or set "
                               f"{SPARK_HOME} to the folder of a Spark installation")
+    if not (home / "bin" / "spark-submit").is_file():
+        raise SchemaflowError(f"{home} holds no bin/spark-submit, which starts Spark: set {SPARK_HOME} to the folder "
+                              "of a Spark installation; nothing was run")
     os.environ[SPARK_HOME] = str(home)
     return home
 
