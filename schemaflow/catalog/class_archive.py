@@ -26,18 +26,18 @@ import hashlib
 import json
 import os
 import subprocess
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from collections.abc import Mapping
 
+from schemaflow.catalog.spark_home import java, spark_home
 from schemaflow.processes import alive
 
 ARCHIVE_SETTING = "SCHEMAFLOW_CLASS_ARCHIVE"
 # What adds to the driver JVM's class path besides pyspark's jars (spark-class and the launcher read them).
 CLASS_PATH_SETTINGS = ("spark.driver.extraClassPath",)
-CLASS_PATH_VARIABLES = ("SPARK_HOME", "SPARK_CONF_DIR", "HADOOP_CONF_DIR", "YARN_CONF_DIR", "SPARK_DIST_CLASSPATH")
+CLASS_PATH_VARIABLES = ("SPARK_CONF_DIR", "HADOOP_CONF_DIR", "YARN_CONF_DIR", "SPARK_DIST_CLASSPATH")
 # Java options of the user's that already choose what the JVM shares: then schemaflow adds none.
 SHARING_OPTIONS = ("-Xshare", "SharedArchiveFile", "ArchiveClassesAtExit")
 PREFIX, SUFFIX, PART = "spark-", ".jsa", ".part"
@@ -124,19 +124,19 @@ def _folder(environ: Mapping[str, str]) -> Path | None:
 
 
 def _java(environ: Mapping[str, str]) -> Path | None:
-    """The ``java`` that ``spark-submit`` runs: ``$JAVA_HOME/bin/java``, else the first on the PATH."""
-    home = environ.get("JAVA_HOME")
-    found = str(Path(home) / "bin" / "java") if home else shutil.which("java", path=environ.get("PATH"))
-    return Path(found).resolve() if found and Path(found).exists() else None
+    """The ``java`` that ``spark-submit`` runs, as a real path (None: there is none)."""
+    found = java(environ)
+    return found.resolve() if found is not None and found.exists() else None
 
 
 def _digest(java: Path, conf: Mapping[str, str], environ: Mapping[str, str]) -> str:
-    """``<installation>-<the rest>``: pyspark's folder, then the java, version and class path settings."""
+    """``<installation>-<the rest>``: pyspark's folder, then the java, version, Spark installation (the operator's
+    ``SPARK_HOME`` or pyspark's folder, whether or not ``SPARK_HOME`` is set yet) and class path settings."""
     import pyspark
 
     status = java.stat()
     content = {"java": [str(java), status.st_size, status.st_mtime_ns], "pyspark": pyspark.__version__,
-               "settings": {key: conf.get(key) for key in CLASS_PATH_SETTINGS},
+               "spark_home": str(spark_home(environ)), "settings": {key: conf.get(key) for key in CLASS_PATH_SETTINGS},
                "environment": {name: environ.get(name) for name in CLASS_PATH_VARIABLES}}
     return f"{_short(str(Path(pyspark.__file__).parent))}-{_short(json.dumps(content, sort_keys=True))}"
 

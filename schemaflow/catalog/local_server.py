@@ -25,19 +25,19 @@ import fcntl
 import hashlib
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from importlib.util import find_spec
 from pathlib import Path
 from typing import NoReturn, TextIO
 
+from schemaflow.catalog.private_file import private_file
+from schemaflow.catalog.spark_home import java, pyspark_folder
 from schemaflow.errors import SchemaflowError
 from schemaflow.processes import accepts, alive
 from schemaflow.project import STATE_DIR, Settings
@@ -46,6 +46,7 @@ from schemaflow.wording import duration
 STATE_FILE = "metastore-server.json"
 LOCK_FILE = "metastore-server.lock"
 LOG_FILE = "metastore-server.log"
+ARGUMENTS_FILE = "metastore-server.args"
 SOURCE = Path(__file__).with_name("LocalMetastore.java")
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 # Without this selector Hive's metastore dies with NoClassDefFoundError: com/lmax/disruptor.
@@ -154,13 +155,23 @@ def _start(settings: Settings, state_dir: Path, progress: TextIO) -> Served:
     progress.flush()
     started = time.monotonic()
     log = state_dir / LOG_FILE
-    command = [*_java_command(settings, state_dir), str(_free_port())]
     for stale in (state_dir / STATE_FILE, log):
         stale.unlink(missing_ok=True)
-    # The watcher forks away at once (this waits for that alone) and lives on after this command.
-    subprocess.run([sys.executable, "-m", "schemaflow.catalog.local_server", str(state_dir), str(idle_seconds),
-                    *command], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                   check=True, start_new_session=True, env={**os.environ, "PYTHONPATH": _package_path()})
+    # The server's settings (its database's JDBC URL among them) go in an argument file, not on command lines.
+    with private_file(ARGUMENTS_FILE, _argument_file(_server_properties(settings, state_dir))) as arguments:
+        command = [*_java_command(state_dir, arguments), str(_free_port())]
+        # The watcher forks away at once (this waits for that alone) and lives on after this command.
+        subprocess.run([sys.executable, "-m", "schemaflow.catalog.local_server", str(state_dir), str(idle_seconds),
+                        *command], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       check=True, start_new_session=True, env={**os.environ, "PYTHONPATH": _package_path()})
+        served = _wait_for_server(state_dir, log, started, progress)  # the server has read the file once it serves
+    progress.write(f"Local metastore server up in {time.monotonic() - started:.1f} s at {served.uri}\n")
+    progress.flush()
+    return served
+
+
+def _wait_for_server(state_dir: Path, log: Path, started: float, progress: TextIO) -> Served:
+    """The server the watcher started, once it serves; raises ``NotServed`` where it ends first or takes too long."""
     deadline = started + START_SECONDS
     waited_for = 0
     while (served := running(state_dir)) is None:
@@ -174,8 +185,6 @@ def _start(settings: Settings, state_dir: Path, progress: TextIO) -> Served:
             progress.write(f"  still starting ({seconds} s) ...\n")
             progress.flush()
         time.sleep(0.1)
-    progress.write(f"Local metastore server up in {time.monotonic() - started:.1f} s at {served.uri}\n")
-    progress.flush()
     return served
 
 
@@ -188,21 +197,20 @@ def _failure(text: str, log: Path) -> str:
     return f"the local metastore server could not start: {' / '.join(lines[-3:])} (its log: {log})"
 
 
-def _java_command(settings: Settings, state_dir: Path) -> list[str]:
+def _java_command(state_dir: Path, arguments: Path) -> list[str]:
     """The server's command but its port: the launcher compiled once into ``state_dir`` (again when its
-    source changes), run on pyspark's jars with the embedded metastore's settings."""
-    spec = find_spec("pyspark")
-    if spec is None or spec.origin is None:
+    source changes), run on pyspark's jars with the settings in the argument file ``arguments``."""
+    folder = pyspark_folder()
+    if folder is None:
         raise NotServed("pyspark is not installed, and its jars are the metastore's")
-    jars = f"{Path(spec.origin).parent / 'jars'}/*"
-    java_home = os.environ.get("JAVA_HOME")
-    java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
-    if java is None:
+    jars = f"{folder / 'jars'}/*"
+    binary = java()
+    if binary is None:
         raise NotServed("no java on PATH and JAVA_HOME is not set")
     source = SOURCE.read_bytes()
     classes = state_dir / "local-metastore" / hashlib.sha256(source).hexdigest()[:16]
     if not (classes / "LocalMetastore.class").exists():
-        javac = Path(java).with_name("javac")
+        javac = binary.with_name("javac")
         if not javac.exists():
             raise NotServed(f"this Java has no compiler ({javac}), which the server's launcher is built with: "
                             "install a JDK rather than a JRE")
@@ -212,16 +220,28 @@ def _java_command(settings: Settings, state_dir: Path) -> list[str]:
         if done.returncode != 0:
             raise NotServed(f"compiling the server's launcher failed: {done.stderr.strip()[-500:]}")
         building.replace(classes)
-    properties = {
+    return [str(binary), "-XX:+UseSerialGC", LOG4J_SELECTOR, f"@{arguments}",
+            "-cp", os.pathsep.join([str(classes), jars]), "LocalMetastore"]
+
+
+def _server_properties(settings: Settings, state_dir: Path) -> dict[str, str]:
+    """The server's system properties: the embedded metastore's database and warehouse, and its logging."""
+    return {
         "javax.jdo.option.ConnectionURL": derby_url(state_dir),
         "datanucleus.schema.autoCreateAll": "true",
         "hive.metastore.schema.verification": "false",
-        "hive.metastore.warehouse.dir": settings.warehouse_dir,
+        "hive.metastore.warehouse.dir": str(settings.warehouse_dir),
         "derby.system.home": str(state_dir),
         "log4j.configurationFile": str(LOG4J_CONFIG),
     }
-    return [java, "-XX:+UseSerialGC", LOG4J_SELECTOR, *(f"-D{key}={value}" for key, value in properties.items()),
-            "-cp", os.pathsep.join([str(classes), jars]), "LocalMetastore"]
+
+
+def _argument_file(properties: Mapping[str, str]) -> str:
+    """``properties`` as ``-Dkey=value`` options in a ``java`` argument file (``java @file``): one a line, each in
+    double quotes, in which a backslash escapes the next character (``\\n`` a line break)."""
+    escapes = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r"}
+    return "".join('"' + "".join(escapes.get(c, c) for c in f"-D{key}={value}") + '"\n'
+                   for key, value in properties.items())
 
 
 def watch(state_dir: Path, idle_seconds: float, command: list[str]) -> NoReturn:

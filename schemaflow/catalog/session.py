@@ -9,9 +9,11 @@ Its JVM maps an archive of the classes Spark loads, kept between runs, and start
 (``catalog.class_archive``); the first session without one has its JVM write it at the process's exit.
 
 Nothing runs in its JVM that the settings do not name and the operator did not approve: the
-Spark settings that load code need the operator's approval (``code_settings``), and the driver's
+Spark settings that load code need the operator's approval (``code_settings``), the driver's
 class path holds no path relative to the folder schemaflow runs in (Spark's launcher would put
-``hive-jackson/*`` there, so that a jar committed to a repository at that path would be loaded).
+``hive-jackson/*`` there, so that a jar committed to a repository at that path would be loaded),
+and Spark is the one the operator installed, never one found above that folder; the settings reach
+the JVM in a file, not on its command line (``catalog.spark_launch``).
 
 Spark, Hive and DataNucleus log nothing (see ``log4j2.properties``), the JVM's own output goes to
 ``jvm.log`` in the state directory, and PySpark's JSON error loggers are silenced: schemaflow
@@ -33,7 +35,6 @@ from collections.abc import Mapping
 from py4j.protocol import Py4JError
 from pyspark import SparkConf, SparkContext
 from pyspark.errors import PySparkException
-from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
 from schemaflow.catalog.class_archive import ClassArchive, class_archive
@@ -41,6 +42,7 @@ from schemaflow.catalog.jvm import java_message
 from schemaflow.catalog.local_server import derby_url, state_directory
 from schemaflow.catalog.spark_compat import HIVE_JARS_KEY, HIVE_VERSION_KEY, silence_error_loggers
 from schemaflow.catalog.spark_defaults import defaults_file, spark_defaults
+from schemaflow.catalog.spark_launch import launch_driver
 from schemaflow.code_settings import check_approved
 from schemaflow.errors import SchemaflowError
 from schemaflow.project import Settings
@@ -89,8 +91,7 @@ def spark_session(settings: Settings) -> SparkSession:
         with jvm_log.open("wb") as output:
             # In the project's folder: a relative path in a setting (a jar, a class path) is the project's file,
             # the one whose content its approval covers (``code_settings``).
-            gateway = launch_gateway(conf, popen_kwargs={"stdout": output, "stderr": output,
-                                                         "cwd": settings.root or None})
+            gateway = launch_driver(settings_conf, {"stdout": output, "stderr": output, "cwd": settings.root or None})
         SparkContext(conf=conf, gateway=gateway)
         if archive is not None and archive.writing is not None:
             atexit.register(_stop_for_archive, gateway, archive)
