@@ -74,6 +74,23 @@ def test_the_java_is_java_home_s_else_the_first_on_the_path(tmp_path):
         java({"JAVA_HOME": "jdk"})
 
 
+def test_a_java_in_the_folder_spark_starts_in_is_never_the_one_it_runs(tmp_path, monkeypatch):
+    """An empty or relative PATH entry is the current folder, the project's when Spark starts: not looked in, and
+    JAVA_HOME is set to the java found in the absolute ones, which Spark's scripts then run."""
+    installed = tmp_path / "jdk" / "bin"
+    installed.mkdir(parents=True)
+    for folder in (tmp_path, installed):
+        (folder / "java").write_text("#!/bin/sh\n")
+        (folder / "java").chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", f":.:bin:{installed}")
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.delenv("SPARK_HOME", raising=False)
+    assert java() == installed / "java"
+    pin_spark_home()
+    assert os.environ["JAVA_HOME"] == str(tmp_path / "jdk")
+
+
 @pytest.mark.parametrize("operators", [None, "", "operator's"])
 def test_spark_home_is_set_before_pyspark_looks(operators, tmp_path, monkeypatch):
     if operators is None:

@@ -11,7 +11,10 @@ project's. So schemaflow chooses the folder itself and sets ``SPARK_HOME`` to it
 
 Spark's scripts and launcher take more folders from the environment (its configuration, Java, Hadoop's and YARN's
 configuration, extra class path entries), and run in the project's folder (``catalog.session``): a relative one would
-be the project's files, code a pull request writes. Each must be absolute, or is refused before Spark starts.
+be the project's files, code a pull request writes. Each must be absolute, or is refused before Spark starts. So
+is the ``java`` they run: without ``JAVA_HOME`` Spark's scripts run the first ``java`` on the ``PATH``, where an empty
+or relative entry is the project's folder; schemaflow looks on the absolute entries alone and sets ``JAVA_HOME`` to
+the installation it found.
 """
 from __future__ import annotations
 
@@ -58,11 +61,14 @@ def conf_dir(env: Mapping[str, str] | None = None) -> Path | None:
 
 
 def java(env: Mapping[str, str] | None = None) -> Path | None:
-    """The ``java`` Spark's scripts run, and schemaflow's own JVMs: ``$JAVA_HOME/bin/java``, else the first on the
-    ``PATH`` (None: no ``java`` there)."""
+    """The ``java`` Spark's scripts run, and schemaflow's own JVMs: ``$JAVA_HOME/bin/java``, else the first in an
+    absolute folder of the ``PATH`` (None: no ``java`` there)."""
     env = os.environ if env is None else env
     _check_absolute(env, JAVA_HOME)
-    found = str(Path(env[JAVA_HOME]) / "bin" / "java") if env.get(JAVA_HOME) else shutil.which("java", path=env.get("PATH"))
+    if env.get(JAVA_HOME):
+        return Path(env[JAVA_HOME]) / "bin" / "java"
+    absolute = os.pathsep.join(entry for entry in env.get("PATH", os.defpath).split(os.pathsep) if os.path.isabs(entry))
+    found = shutil.which("java", path=absolute)
     return Path(found) if found else None
 
 
@@ -79,6 +85,9 @@ def pin_spark_home() -> Path:
         raise SchemaflowError(f"{home} holds no bin/spark-submit, which starts Spark: set {SPARK_HOME} to the folder "
                               "of a Spark installation; nothing was run")
     os.environ[SPARK_HOME] = str(home)
+    runs = java()
+    if runs is not None and not os.environ.get(JAVA_HOME):  # its installation, through the links to it (bin/java)
+        os.environ[JAVA_HOME] = str(runs.resolve().parent.parent)
     return home
 
 
