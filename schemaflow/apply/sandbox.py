@@ -40,8 +40,10 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 
 from schemaflow.code_settings import SYSTEM_FOLDERS, operator_paths
+from schemaflow.spec.code_files import checkout_of
 
 BUBBLEWRAP = "bwrap"
 # Namespaces of its own but the network's; no capabilities, no further user namespace; its own session, /proc,
@@ -98,7 +100,8 @@ def arguments(project: str, state: str, folder: str, environ: Mapping[str, str])
         return any(_within(os.path.realpath(path), other) for other in (*shown, project))
 
     options.extend(("--ro-bind", project, project))
-    repository = _repository_metadata(project)
+    checkout = checkout_of(Path(project))
+    repository = str(checkout / _REPOSITORY) if checkout is not None else None
     if repository and visible(repository):
         options.extend(("--tmpfs", repository, "--remount-ro", repository) if os.path.isdir(repository)
                        else ("--ro-bind", os.devnull, repository))
@@ -115,19 +118,6 @@ def arguments(project: str, state: str, folder: str, environ: Mapping[str, str])
 def _path_folders(environ: Mapping[str, str]) -> list[str]:
     """The absolute folders on ``PATH``, normalised (a relative entry is the working folder's, shown anyway)."""
     return [os.path.normpath(entry) for entry in environ.get("PATH", "").split(os.pathsep) if entry.startswith("/")]
-
-
-def _repository_metadata(project: str) -> str | None:
-    """The ``.git`` of the repository that holds ``project``: in it, or in the nearest folder above."""
-    folder = project
-    while True:
-        candidate = os.path.join(folder, _REPOSITORY)
-        if os.path.lexists(candidate):
-            return candidate
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return None
-        folder = parent
 
 
 def _within(path: str, folder: str) -> bool:
