@@ -44,6 +44,7 @@ OPERATOR_PATHS_VARIABLE = "SCHEMAFLOW_CODE_PATHS"
 SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
 HOOKS = "after_apply"
 SPARK_CONF = "spark.conf"
+FUNCTIONS = "functions"
 
 # Spark settings that run or load code whatever their value (Spark's configuration reference).
 _CODE_KEYS = frozenset({
@@ -123,6 +124,20 @@ def code_settings(hooks: Sequence[str], spark_conf: Mapping[str, str],
     return tuple(found)
 
 
+def function_settings(functions: Mapping[str, Mapping[str, Any]],
+                      files: Mapping[str, str] | None = None) -> tuple[CodeSetting, ...]:
+    """The functions a project declares for its views to call (``functions:``), each a setting that runs code: its
+    id covers its name, its class and its resources (and those of ``files`` they name), in the order declared."""
+    found = []
+    for name, declared in functions.items():
+        resources = [f"{kind} {uri}" for resource in declared.get("resources") or () for kind, uri in resource.items()]
+        value = f"class {declared['class']}" + (f" using {', '.join(resources)}" if resources else "")
+        found.append(CodeSetting(f"{FUNCTIONS} {name.lower()}", value, "a function the project's views call without approval "
+                                 "each: Spark loads the class, and fetches the resources, the metastore names for it",
+                                 _named(named_paths(" ".join(resources)), files or {})))
+    return tuple(found)
+
+
 def declared_code(settings: Mapping[str, Any], files: Mapping[str, str] | None = None) -> tuple[CodeSetting, ...]:
     """The settings that run code in a settings file's data, the project's and every target's, once each."""
     found: dict[str, CodeSetting] = {}
@@ -130,6 +145,8 @@ def declared_code(settings: Mapping[str, Any], files: Mapping[str, str] | None =
         conf = {str(k): str(v) for k, v in ((part.get("spark") or {}).get("conf") or {}).items()}
         for setting in code_settings([str(c) for c in part.get(HOOKS) or ()], conf, files):
             found.setdefault(setting.id, setting)
+    for setting in function_settings(settings.get(FUNCTIONS) or {}, files):
+        found.setdefault(setting.id, setting)
     return tuple(found.values())
 
 
