@@ -4,7 +4,8 @@
 settings run code of their choosing in the process that applies, where the production metastore's
 credentials are at hand: an ``after_apply`` hook is a shell command, and a JVM option, a class path,
 a jar or package, an extension, plugin or listener, or any Spark setting that names a Java class
-makes Spark run or load code as it starts. Each is a ``CodeSetting`` with an id, a 128-bit digest
+makes Spark run or load code as it starts; and a function the project declares for its views to call
+(``functions:``, its class and the jars fetched for it) runs wherever a view calls it. Each is a ``CodeSetting`` with an id, a 128-bit digest
 of the setting, its value and the content of every file of the project it names, and none of them
 runs unless the operator approved that id outside the repository: ``SCHEMAFLOW_APPROVED_CODE`` in the
 job's environment (a protected environment's variable in CI) or ``--approve-code`` on the command

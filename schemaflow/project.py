@@ -4,8 +4,8 @@ A project is a directory with ``schemas/`` (one table or view per YAML file), ``
 (ordered explicit changes) and an optional ``schemaflow.yaml`` of settings. Every setting has a
 default that runs on a laptop: an embedded Derby metastore and a warehouse under ``.schemaflow/``.
 Environment variables override the file, so CI can point the same project at another metastore.
-The settings that run code (hooks, Spark settings that load classes) run only as the operator
-approves them, from the environment or the command line, never from the file (``code_settings``).
+The settings that run code (hooks, Spark settings that load classes, the functions views may call) run only as the
+operator approves them, from the environment or the command line, never from the file (``code_settings``).
 
 A project may name targets (dev, staging, prod: ``targets:``), each overriding the connection
 settings and mapping the project's database names to the target's (``retail`` -> ``dev_retail``).

@@ -15,15 +15,20 @@ import git
 import pytest
 
 from schemaflow import spark_version as spark_release
+from schemaflow.apply.after import cached_before
 from schemaflow.catalog import hive_backend
 from schemaflow.code_settings import APPROVAL_VARIABLE, function_settings
+from schemaflow.plan.kinds import StepKind
+from schemaflow.plan.plan import PlanBuilder
 from schemaflow.plan.view_code import step_code
 from schemaflow.project import load_project
+from schemaflow.sql.code_calls import Allowed, code_calls
 from schemaflow.sql.dialect import DIALECT
 from schemaflow.sql.function_calls import Place, function_calls
 from schemaflow.sql.spark_functions import CODE_FUNCTIONS, builtins, releases
 from schemaflow.sql.views import ViewSqlError
 from schemaflow.workflow import check_code, check_plan_code, load_plan
+from tests.catalogs import DESIRED, WIDER, applied
 from tests.gitrepos import commit, edit, example_repo
 from tests.inprocess import schemaflow
 
@@ -93,6 +98,8 @@ def checked_before_the_metastore(project: Path, approved: str) -> None:
     ("SELECT `Shared`.`Mask`(customer_id) AS m, UPPER(CAST(order_id AS STRING)) AS u FROM retail.orders",
      "calls metastore functions (shared.mask"),
     ("SELECT `My_Mask`(customer_id) AS m FROM retail.orders", "calls metastore functions (retail.my_mask"),
+    # A keyword sqlglot parses as syntax (an interval), which Spark reads as a function's name at an expression's start.
+    ("SELECT interval(customer_id) AS i FROM retail.orders", "calls metastore functions (retail.interval"),
     # Read FROM: a table function of the metastore, and a built-in scalar function Spark does not keep as one.
     ("SELECT r.id AS id FROM shared.ids(3) AS r", "calls metastore functions (shared.ids"),
     ("SELECT u AS u FROM upper('x') AS t(u)", "calls metastore functions (retail.upper"),
@@ -123,7 +130,8 @@ def test_a_view_that_calls_code_is_a_hazard_with_an_id_that_apply_refuses_until_
 def test_built_ins_strings_and_names_like_functions_run_nothing(repo, monkeypatch):
     project = propose(repo, (
         "WITH c (n) AS (SELECT 1) SELECT upper('shared.mask(x)') AS s, customer_id AS mask, `date_add`(ds, 1) AS d, "
-        "CAST(amount AS DECIMAL(10, 2)) AS a, transform(array(order_id), x -> x + 1) AS t, e AS e, r.id AS id, "
+        "CAST(amount AS DECIMAL(10, 2)) AS a, CAST(ds AS VARCHAR(10)) AS v, transform(array(order_id), x -> x + 1) "
+        "AS t, e AS e, r.id AS id, "
         "n AS n, (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY amount) FROM retail.orders) AS p "
         "FROM retail.orders, range(1) AS r, c LATERAL VIEW explode(array(1)) g AS e"))
     text, html = reviewed(project, monkeypatch)
@@ -228,8 +236,10 @@ def test_each_call_is_found_by_the_name_as_written_where_it_is_written():
 def test_syntax_before_a_parenthesis_is_no_call_and_every_keyword_sqlglot_reads_so_is_known():
     """Keywords sqlglot parses as syntax before a parenthesis: each is a built-in of every release, or one of these
     few, which Spark's grammar reads as syntax there too (tests/test_view_functions_spark.py asks Spark's parser)."""
-    syntax = "SELECT a FROM t WHERE a IN (1) AND NOT (b) GROUP BY ROLLUP (a) HAVING EXISTS (SELECT 1) ORDER BY (a)"
-    assert function_calls(syntax) == ()
+    syntax = ("SELECT DISTINCT (a) FROM t LEFT JOIN (SELECT 1 AS a) u USING (a) WHERE a IN (1) AND NOT (b) "
+              "GROUP BY ROLLUP (a), CUBE (a) HAVING EXISTS (SELECT 1) UNION ALL (SELECT 2) ORDER BY (a)")
+    assert [call.name for call in function_calls(syntax)] == ["not", "exists"]  # as Spark reads them: built-ins
+    assert all(code_calls(syntax, "d", Allowed(release)) == () for release in releases())
     every = set.intersection(*(set(builtins(release).functions) for release in releases()))
     words = sorted({word.lower() for word in DIALECT.tokenizer_class.KEYWORDS if word.isidentifier()})
     silent = []
@@ -239,7 +249,7 @@ def test_syntax_before_a_parenthesis_is_no_call_and_every_keyword_sqlglot_reads_
                 silent.append(word)
         except ViewSqlError:
             continue  # refused: a view cannot hold it
-    assert silent == ["all", "as", "distinct", "interval", "into", "merge"]
+    assert silent == ["all", "distinct"]
 
 
 def test_the_built_in_lists_are_spark_s_less_what_runs_code():
@@ -257,3 +267,13 @@ def test_a_map_call_sqlglot_cannot_build_is_a_syntax_error_not_a_traceback(tmp_p
         "view: retail.reach\nsql: SELECT map(order_id) AS m FROM retail.orders\n")
     ran = schemaflow("--project", str(tmp_path), "validate")
     assert ran.code == 1 and "schemas/retail/reach.yaml:2:6: SQL syntax error: sqlglot cannot parse this SQL" in ran.err
+
+
+def test_after_apply_spark_refreshes_no_view_which_would_run_its_functions():
+    """REFRESH TABLE of a view has Spark analyse it, running the functions its SQL calls (a live view's may be code
+    nobody approved); Spark keeps no metadata of a view to refresh."""
+    plan = PlanBuilder(WIDER, applied(DESIRED)).build()
+    assert [(s.object, s.kind) for s in plan.steps] == [
+        ("retail.orders", StepKind.ADD_COLUMNS), ("retail.daily", StepKind.REPLACE_VIEW),
+        ("retail.top", StepKind.REPLACE_VIEW)]
+    assert cached_before(plan) == ("retail.orders",)

@@ -18,7 +18,7 @@ from collections.abc import Collection
 
 from schemaflow.sql.function_calls import Call, Place, function_calls
 from schemaflow.spark_version import SparkVersion
-from schemaflow.sql.spark_functions import JAVA_FUNCTIONS, NAMING_FUNCTIONS, builtins
+from schemaflow.sql.spark_functions import GRAMMAR_FUNCTIONS, JAVA_FUNCTIONS, NAMING_FUNCTIONS, builtins
 
 SESSION_CATALOG = "spark_catalog"  # the catalog Spark's own metastore functions are in (spark_catalog.db.f)
 
@@ -66,7 +66,7 @@ class Allowed:
                 return Resolved(call, Reach.JAVA, name)
             if name in NAMING_FUNCTIONS:
                 return Resolved(call, Reach.NAMING, name)
-            if self._built_in(name, call.place):
+            if name in GRAMMAR_FUNCTIONS or self._built_in(name, call.place):
                 return Resolved(call, Reach.BUILTIN, name)
             function = f"{database.lower()}.{name}"
         elif len(parts) == 3 and parts[0] == SESSION_CATALOG:

@@ -10,9 +10,13 @@ position): none is missed for being parsed as another function. A string or a co
 function is no call: it is not a name followed by a parenthesis.
 
 The parsed tree says what else a name before a parenthesis is: a table function read FROM (Spark keeps
-those apart: ``Place.TABLE``), the name of a CTE or an alias given column names (``WITH c (a, b)``,
-``AS t(a, b)``, the view's own ``v (a, b)``), or syntax sqlglot knows as a keyword (``IN (``,
-``OVER (``, ``VALUES (``, a type's ``DECIMAL(10, 2)``). A keyword sqlglot parses as a call is a call.
+those apart: ``Place.TABLE``), or the name of a CTE or an alias given column names (``WITH c (a, b)``,
+``AS t(a, b)``, the view's own ``v (a, b)``). A keyword sqlglot parses as a call is a call. One it
+parses otherwise is read as Spark's grammar reads it there: syntax after an operand, where it goes on
+with a clause (``a IN (``, ``) OVER (``, ``t USING (``), a type after ``AS`` or ``::``
+(``DECIMAL(10, 2)``), or one of the few keywords Spark reads as syntax at the start of an expression
+too (``SELECT DISTINCT (a)``, ``GROUP BY ROLLUP (a)``); and a call anywhere else, as Spark reads it
+(``SELECT interval(x)`` calls a function ``interval``, which Spark looks up in the metastore).
 ``TRANSFORM(...) USING 'command'``, Spark's script transformation, runs the command for every row
 read: it is a ``SCRIPT`` of its own (its MAP and REDUCE forms do not parse: ``sql.views`` refuses them).
 """
@@ -24,15 +28,38 @@ from functools import lru_cache
 from itertools import pairwise
 
 from sqlglot import exp
+from sqlglot.parser import Parser
 from sqlglot.tokens import Token, TokenType
 
-from schemaflow.sql.dialect import DIALECT
 from schemaflow.sql.views import PARSED_KEPT, line_col, parse_statement
 
 # Names sqlglot tokenizes as names and Spark's grammar reads as syntax before a parenthesis: TRY_CAST(x AS t), and
 # the GROUP of an aggregate's WITHIN GROUP (ORDER BY ...). (CAST is one too, and a built-in function besides.)
 _SYNTAX_NAMES = frozenset({"try_cast", "group"})
 _NAMES = (TokenType.VAR, TokenType.IDENTIFIER)
+# What ends an operand: a keyword after one, before a parenthesis, continues a clause (a IN (, t USING (, ) OVER (,
+# c AS (, 'cmd' AS (, * FROM (), where at the start of an expression Spark reads most keywords as a function's name
+# (SELECT interval(x) calls a function interval; so do as(x), into(x), merge(x)).
+_OPERAND_ENDS = frozenset({*_NAMES, TokenType.NUMBER, TokenType.STRING, TokenType.R_PAREN, TokenType.R_BRACKET,
+                           TokenType.R_BRACE, TokenType.STAR, TokenType.NULL, TokenType.TRUE, TokenType.FALSE})
+# Keywords Spark's grammar reads as syntax before a parenthesis at the start of an expression too, after what comes
+# before them there: SELECT ALL (x), SELECT DISTINCT (x), GROUP BY ROLLUP (a), CUBE (a), LEFT JOIN (subquery),
+# FROM VALUES (1), FROM t, LATERAL (subquery), (SELECT ...), a LIKE ALL (...); but IN (VALUES (1)) calls a function
+# values. FROM is syntax wherever (IS DISTINCT FROM (x), EXTRACT(YEAR FROM (d))).
+# (tests/test_view_functions_spark.py asks Spark's parser.)
+_SYNTAX_AFTER = {
+    TokenType.ALL: frozenset({TokenType.SELECT, TokenType.UNION, TokenType.EXCEPT, TokenType.INTERSECT,
+                              TokenType.LIKE, TokenType.ILIKE}),
+    TokenType.DISTINCT: frozenset({TokenType.SELECT, TokenType.UNION, TokenType.EXCEPT, TokenType.INTERSECT,
+                                   TokenType.L_PAREN}),
+    TokenType.ROLLUP: frozenset({TokenType.GROUP_BY, TokenType.COMMA}),
+    TokenType.CUBE: frozenset({TokenType.GROUP_BY, TokenType.COMMA}),
+    TokenType.JOIN: frozenset({TokenType.LEFT, TokenType.RIGHT, TokenType.INNER, TokenType.OUTER, TokenType.CROSS,
+                               TokenType.FULL, TokenType.SEMI, TokenType.ANTI, TokenType.NATURAL}),
+    TokenType.VALUES: frozenset({TokenType.FROM, TokenType.COMMA, TokenType.JOIN}),
+    TokenType.LATERAL: frozenset({TokenType.COMMA, TokenType.JOIN}),
+    TokenType.SELECT: frozenset({TokenType.L_PAREN, TokenType.UNION, TokenType.EXCEPT, TokenType.INTERSECT}),
+}
 _NOT_NAMES = frozenset({TokenType.STRING, TokenType.NUMBER, TokenType.NATIONAL_STRING, TokenType.RAW_STRING,
                         TokenType.BIT_STRING, TokenType.HEX_STRING, TokenType.BYTE_STRING})
 
@@ -68,29 +95,34 @@ def function_calls(sql: str) -> tuple[Call, ...]:
     cannot read the statement."""
     if "(" not in sql:
         return ()
-    tree = parse_statement(sql)
+    tree, every = parse_statement(sql)
     query = tree if isinstance(tree, exp.Query) else tree.expression if isinstance(tree, exp.Create) else None
     if not isinstance(query, exp.Query):
         return ()
-    every = DIALECT.tokenize(sql)
-    tokens = every[_query_start(every) if query is not tree else 0:]
-    called = {node.meta["start"]: node for node in query.walk() if isinstance(node, exp.Func) and "start" in node.meta}
-    named = {name.meta["start"] for name in map(_given_columns, tree.walk()) if name is not None and "start" in name.meta}
-    unplaced = any(isinstance(node.this, exp.Func) and "start" not in node.this.meta for node in query.walk()
-                   if _reads_from(node))
-    scripts = [Call(("transform",), Place.SCRIPT, *line_col(sql, _keyword_before(tokens, node, "TRANSFORM")))
-               for node in query.find_all(exp.QueryTransform)]
+    tokens = list(every[_query_start(every) if query is not tree else 0:])
+    called: dict[int, exp.Expr] = {}
+    named: set[int] = set()
+    unplaced = False
+    scripts = []
+    for node in tree.walk():
+        if isinstance(node, exp.Func) and "start" in node.meta:
+            called[node.meta["start"]] = node
+        elif isinstance(node, exp.QueryTransform):
+            scripts.append(Call(("transform",), Place.SCRIPT, *line_col(sql, _keyword_before(tokens, node, "TRANSFORM"))))
+        elif (name := _given_columns(node)) is not None and "start" in name.meta:
+            named.add(name.meta["start"])
+        elif _reads_from(node) and isinstance(node.this, exp.Func) and "start" not in node.this.meta:
+            unplaced = True
     found = []
     for index, (token, after) in enumerate(pairwise(tokens)):
         if after.token_type != TokenType.L_PAREN or not _is_name(token):
             continue
         first = _chain_start(tokens, index)
         parts = tuple(t.text for t in tokens[first:index + 1:2])
-        node = called.get(token.start)
-        if node is not None:
-            place = Place.TABLE if _read_from(node) else Place.EXPRESSION
-        elif (token.token_type not in _NAMES or token.start in named
-              or (len(parts) == 1 and token.text.lower() in _SYNTAX_NAMES)):
+        function = called.get(token.start)
+        if function is not None:
+            place = Place.TABLE if _read_from(function) else Place.EXPRESSION
+        elif token.start in named or (len(parts) == 1 and _syntax(token, tokens[index - 1] if index else None)):
             continue  # syntax, or the name of a CTE, an alias or the view given column names
         else:
             place = Place.EITHER if unplaced else Place.EXPRESSION
@@ -100,7 +132,7 @@ def function_calls(sql: str) -> tuple[Call, ...]:
     return tuple(sorted(found + scripts, key=lambda call: (call.line, call.col)))
 
 
-def _query_start(tokens: list[Token]) -> int:
+def _query_start(tokens: tuple[Token, ...]) -> int:
     """The index of a CREATE's query: the first token after its AS (the first outside parentheses)."""
     depth = 0
     for index, token in enumerate(tokens):
@@ -108,6 +140,18 @@ def _query_start(tokens: list[Token]) -> int:
         if depth == 0 and token.token_type == TokenType.ALIAS:
             return index + 1
     return len(tokens)
+
+
+def _syntax(token: Token, before: Token | None) -> bool:
+    """Whether ``token``, before a parenthesis that sqlglot does not parse as its call, is syntax in Spark's grammar
+    too, after ``before``."""
+    if token.token_type in _NAMES:
+        return token.text.lower() in _SYNTAX_NAMES
+    if before is None:
+        return True  # the statement's first word: no call starts a statement
+    return (token.token_type == TokenType.FROM or before.token_type in _OPERAND_ENDS
+            or (token.token_type in Parser.TYPE_TOKENS and before.token_type in (TokenType.ALIAS, TokenType.DCOLON))
+            or before.token_type in _SYNTAX_AFTER.get(token.token_type, ()))
 
 
 def _is_name(token: Token) -> bool:

@@ -33,6 +33,9 @@ JAVA_FUNCTIONS = frozenset({"java_method", "reflect", "try_reflect"})
 # parse a schema whose options name a file to read (avroSchemaUrl).
 NAMING_FUNCTIONS = frozenset({"from_protobuf", "to_protobuf", "from_avro", "to_avro", "schema_of_avro"})
 CODE_FUNCTIONS = JAVA_FUNCTIONS | NAMING_FUNCTIONS
+# Names Spark's grammar reads as syntax of its own before a parenthesis, in every release (TIMESTAMPADD(HOUR, 1, t)):
+# never looked up as functions.
+GRAMMAR_FUNCTIONS = frozenset({"timestampadd", "timestampdiff", "timediff"})
 
 
 @dataclass(frozen=True)

@@ -127,20 +127,26 @@ def _parsed(sql: str) -> exp.Query:
         what = "SELECT ... INTO" if isinstance(hidden, exp.Into) else hidden.key.upper()
         message = f"a view must be one SELECT statement; it must not contain {what}"
         raise ViewSqlError(message, *line_col(sql, _first_write_keyword(sql)))
-    _check_depth(sql, query)
+    parse_statement(sql)  # its depth checked, once
     return query
 
 
 @lru_cache(maxsize=PARSED_KEPT)
 @_within_python_stack()
-def parse_statement(sql: str) -> exp.Expr:
+def parse_statement(sql: str) -> tuple[exp.Expr, tuple[Token, ...]]:
     """The one statement of any kind in ``sql`` (a query, or a CREATE VIEW a plan runs), checked for nesting as
-    ``parse_select`` checks a query; raises ``ViewSqlError`` where there is not one that sqlglot reads."""
+    ``parse_select`` checks a query, and its tokens (shared: read them, do not change them); raises ``ViewSqlError``
+    where there is not one that sqlglot reads."""
     statements = _statements(sql)
     if len(statements) > 1:
         raise ViewSqlError(f"found {len(statements)} statements, not one", *line_col(sql, _statement_starts(sql)[1]))
     _check_depth(sql, statements[0])
-    return statements[0]
+    return statements[0], _tokens(sql)
+
+
+@lru_cache(maxsize=PARSED_KEPT)
+def _tokens(sql: str) -> tuple[Token, ...]:
+    return tuple(DIALECT.tokenize(sql))
 
 
 @lru_cache(maxsize=PARSED_KEPT)
@@ -148,7 +154,7 @@ def parse_statement(sql: str) -> exp.Expr:
 def _statements(sql: str) -> tuple[exp.Expr, ...]:
     """The statements in ``sql`` (at least one), parsed after their nesting is checked (once per text)."""
     try:
-        tokens = DIALECT.tokenize(sql)
+        tokens = list(_tokens(sql))
         _check_nesting(sql, tokens)
         statements = tuple(s for s in DIALECT.parser().parse(tokens, sql) if s is not None)
     except ParseError as error:
