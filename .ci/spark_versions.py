@@ -99,14 +99,20 @@ def quickstart(venv: Path, work: Path) -> tuple[str, str]:
     return first.stdout.replace(str(project), "<project>"), last if second.returncode == 0 else f"exit {second.returncode}"
 
 
-def run(release: str, work: Path, reference_plan: str, marks: str = "spark or remote",
-        environment: dict[str, str] | None = None) -> Run:
+def make_venv(release: str, work: Path, *packages: str) -> Path:
+    """A new venv under ``work`` with pyspark ``release`` and ``packages`` (pip's requirements, from this checkout)."""
     venv = work / f"pyspark-{release}"
     started = time.monotonic()
     subprocess.run([sys.executable, "-m", "venv", venv], check=True)
-    subprocess.run([venv / "bin" / "pip", "install", "--quiet", "-e", ".[test]", f"pyspark=={release}"], cwd=ROOT,
+    subprocess.run([venv / "bin" / "pip", "install", "--quiet", *packages, f"pyspark=={release}"], cwd=ROOT,
                    check=True)
     print(f"pyspark {release}: venv in {time.monotonic() - started:.0f} s", flush=True)
+    return venv
+
+
+def run(release: str, work: Path, reference_plan: str, marks: str = "spark or remote",
+        environment: dict[str, str] | None = None) -> Run:
+    venv = make_venv(release, work, "-e", ".[test]")
     env = {**os.environ, **(environment or {})}
     if release.startswith("3."):
         env["SCHEMAFLOW_TEST_METASTORE_JARS"] = str(site_packages(REFERENCE) / "pyspark" / "jars")

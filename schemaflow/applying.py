@@ -125,7 +125,8 @@ def chosen_plan(project: Project, live: Live, options: ApplyOptions) -> Plan:
     if stale:
         raise SchemaflowError(f"{options.reviewed} is stale: planning now against the metastore makes other changes "
                               "than were reviewed; nothing was applied. Review again.\n  " + "\n  ".join(stale))
-    workflow.check_plan_code(plan, project)
+    if not plan.blocked:  # a blocked plan runs nothing: apply shows it and refuses its blocked steps first
+        workflow.check_plan_code(plan, project)
     return plan
 
 

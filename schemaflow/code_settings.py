@@ -3,8 +3,9 @@
 ``schemaflow.yaml`` is in the repository: whoever gets a pull request merged writes it. Some of its
 settings run code of their choosing in the process that applies, where the production metastore's
 credentials are at hand: an ``after_apply`` hook is a shell command, and a Spark setting can make Spark
-load a class or a jar, run a script, or send the job's data, logs or credentials elsewhere. Each is a
-``CodeSetting`` with an id, and none of them runs unless the operator approved that id outside the
+load a class or a jar, run a script, or send the job's data, logs or credentials elsewhere; and a function
+the project declares for its views to call (``functions:``, its class and the jars fetched for it) runs
+wherever a view calls it. Each is a ``CodeSetting`` with an id, and none of them runs unless the operator approved that id outside the
 repository: ``SCHEMAFLOW_APPROVED_CODE`` in the job's environment (a protected environment's variable in
 CI) or ``--approve-code`` on the command line.
 
@@ -50,6 +51,7 @@ OPERATOR_PATHS_VARIABLE = "SCHEMAFLOW_CODE_PATHS"
 SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
 HOOKS = "after_apply"
 SPARK_CONF = "spark.conf"
+FUNCTIONS = "functions"
 # The files of the project folder code settings can run, each with its content's git blob id (``spec.code_files``).
 CODE_FILES = "code_files"
 _ID_LENGTH = 32  # hex digits: 128 bits, beyond any collision search
@@ -100,6 +102,21 @@ def code_settings(hooks: Sequence[str], spark_conf: Mapping[str, str],
     return tuple(found)
 
 
+def function_settings(functions: Mapping[str, Mapping[str, Any]],
+                      files: Mapping[str, str] | None = None) -> tuple[CodeSetting, ...]:
+    """The functions a project declares for its views to call (``functions:``), each a setting that runs code: its
+    id covers its name, its class, its resources and ``files``, as every code setting's does, in the order declared."""
+    covered = tuple(sorted((files or {}).items()))
+    found = []
+    for name, declared in functions.items():
+        resources = [f"{kind} {uri}" for resource in declared.get("resources") or () for kind, uri in resource.items()]
+        value = f"class {declared['class']}" + (f" using {', '.join(resources)}" if resources else "")
+        found.append(CodeSetting(f"{FUNCTIONS} {name.lower()}", value, "a function the project's views call without approval "
+                                 "each: Spark loads the class, and fetches the resources, the metastore names for it",
+                                 covered))
+    return tuple(found)
+
+
 def declared_code(settings: Mapping[str, Any], files: Mapping[str, str] | None = None) -> tuple[CodeSetting, ...]:
     """The settings that run code in a settings file's data, the project's and every target's, once each."""
     found: dict[str, CodeSetting] = {}
@@ -107,6 +124,8 @@ def declared_code(settings: Mapping[str, Any], files: Mapping[str, str] | None =
         conf = {str(k): str(v) for k, v in ((part.get("spark") or {}).get("conf") or {}).items()}
         for setting in code_settings([str(c) for c in part.get(HOOKS) or ()], conf, files):
             found.setdefault(setting.id, setting)
+    for setting in function_settings(settings.get(FUNCTIONS) or {}, files):
+        found.setdefault(setting.id, setting)
     return tuple(found.values())
 
 

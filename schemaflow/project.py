@@ -4,7 +4,8 @@ A project is a directory with ``schemas/`` (one table or view per YAML file), ``
 (ordered explicit changes) and an optional ``schemaflow.yaml`` of settings. Every setting has a
 default that runs on a laptop: an embedded Derby metastore and a warehouse under ``.schemaflow/``.
 Environment variables override the file, so CI can point the same project at another metastore.
-The settings that run code (hooks, Spark settings schemaflow does not know to be safe) run only as the
+The settings that run code (hooks, Spark settings schemaflow does not know to be safe, the functions views may
+call) run only as the
 operator approves them, from the environment or the command line, never from the file (``code_settings``).
 
 A project may name targets (dev, staging, prod: ``targets:``), each overriding the connection
@@ -24,12 +25,13 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Mapping
 
-from schemaflow.code_settings import (APPROVAL_VARIABLE, CODE_FILES, CodeSetting, approvals, code_settings,
-                                      operator_paths)
+from schemaflow.code_settings import (APPROVAL_VARIABLE, CODE_FILES, FUNCTIONS, CodeSetting, approvals, code_settings,
+                                      function_settings, operator_paths)
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import Database, Invalidation
 from schemaflow.spark_version import SparkVersion, parse_release, spark_version
 from schemaflow.spec.layout import STATE_DIR
+from schemaflow.sql.code_calls import Allowed
 from schemaflow.spec.settings import SETTINGS_FILE, read_settings
 from schemaflow.spec.source import Directory, ProjectFiles
 
@@ -64,6 +66,8 @@ class Settings:
     exclude: tuple[str, ...] = ()             # globs on db.name of objects schemaflow leaves alone (see scope)
     manage_undeclared: frozenset[str] = frozenset()  # table kinds whose undeclared tables it manages (see scope)
     after_apply: tuple[str, ...] = ()         # shell commands run after an apply (see apply.after)
+    # the functions views call without approval each (db.name -> class and resources: sql.code_calls)
+    functions: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     target: str | None = None                 # the chosen target's name; None: none chosen
     database_names: Mapping[str, str] = field(default_factory=dict)  # project database -> its name on the target
     targets: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # every target's database names
@@ -73,8 +77,22 @@ class Settings:
 
     @property
     def code(self) -> tuple[CodeSetting, ...]:
-        """The hooks and Spark settings that run code with these settings (see ``code_settings``)."""
-        return code_settings(self.after_apply, self.spark_conf, self.code_files)
+        """The hooks, Spark settings and declared functions that run code with these settings (see ``code_settings``)."""
+        return (code_settings(self.after_apply, self.spark_conf, self.code_files)
+                + function_settings(self.functions, self.code_files))
+
+    @property
+    def allowed_calls(self) -> Allowed:
+        """What the project's views call freely: the built-ins of its Spark release and the functions it declares."""
+        return Allowed(self.release, frozenset(self.functions))
+
+    @property
+    def checked_calls(self) -> Allowed:
+        """What Spark may resolve of the views' calls before apply's check of the code: ``allowed_calls`` but the
+        declared functions the operator has not approved."""
+        declarations = zip(self.functions, function_settings(self.functions, self.code_files), strict=True)
+        return Allowed(self.release,
+                       frozenset(name for name, setting in declarations if setting.id in self.approved_code))
 
     @property
     def spark_code(self) -> tuple[CodeSetting, ...]:
@@ -169,6 +187,7 @@ def load_project(root: str | Path, env: Mapping[str, str] | None = None, target:
         exclude=tuple(str(pattern).lower() for pattern in raw.get("exclude") or ()),
         manage_undeclared=frozenset(str(kind) for kind in raw.get("manage_undeclared") or ()),
         after_apply=tuple(raw.get("after_apply") or ()),
+        functions={name.lower(): declared for name, declared in (project_wide.get(FUNCTIONS) or {}).items()},
         target=chosen,
         database_names=_names(raw),
         targets={name: _names(target or {}) for name, target in sorted((project_wide.get("targets") or {}).items())},

@@ -9,6 +9,7 @@ Each way of planning returns a ``Review``: the plan and what a reviewer reads be
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from importlib.util import find_spec
@@ -16,13 +17,13 @@ from functools import partial
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from schemaflow.code_settings import check_approved, unapproved
 from schemaflow.claims import ELSEWHERE, RUNNING, parse_claim, standing
 from schemaflow.errors import Problem, SchemaflowError, SpecError
 from schemaflow.catalog.iceberg_metadata import INSTALL
-from schemaflow.catalog.backend import PlanHints
+from schemaflow.catalog.backend import PlanHints, StoredFunction
 from schemaflow.catalog.live import Live
 from schemaflow.catalog import registrable
 from schemaflow.catalog.thrift_reader import lenient
@@ -30,15 +31,16 @@ from schemaflow.gitsource import commit_of
 from schemaflow.model import Catalog, Object, Source, Stored, Table, View, catalog_digest, split_key
 from schemaflow.plan.invalidation import created_schema_mode
 from schemaflow.plan.kinds import StepKind
+from schemaflow.sql.code_calls import Reach, declared_calls, resolved_calls
 from schemaflow.sql.ddl import view_text
 from schemaflow.plan.plan import Basis, LiveFiles, Plan, PlanBuilder, applied
-from schemaflow.plan.view_code import plan_code
+from schemaflow.plan.view_code import calls_code, plan_code
 from schemaflow.plan.settings_changes import SettingsChange, settings_digest, since_applied
 from schemaflow.project import ENV_METASTORE_URI, Project, load_project
 from schemaflow.scope import Scope
 from schemaflow.target import check_targets, from_target, on_target, target_patterns
 from schemaflow.render.review import Review
-from schemaflow.spark_version import SparkVersion, spark_version
+from schemaflow.spark_version import SparkVersion, spark_name, spark_version
 from schemaflow.spec import load_catalog
 from schemaflow.sql.table_kinds import table_kind
 
@@ -153,7 +155,9 @@ def _live_builder(project: Project, live: Live, desired: Catalog | None = None, 
                        metastore=reader.endpoint, target=target, against=f"target {target}" if target else None,
                        left_alone=left_alone, notices=_unapproved_code(project),
                        settings=since_applied(project.settings.declared, read, desired.databases),
-                       view_problems=partial(_view_problems, desired, live), **options)
+                       view_problems=partial(_view_problems, project, desired, live),
+                       allowed=project.settings.allowed_calls, checked=project.settings.checked_calls,
+                       approved_code=project.settings.approved_code, **options)
 
 
 def _live_files(project: Project, stored: Callable[[str], Stored | None],
@@ -179,9 +183,10 @@ def check_code(project: Project, doing: str) -> None:
 
 
 def check_plan_code(plan: Plan, project: Project) -> None:
-    """Refuse, before anything runs, while a view of ``plan`` calls Java the operator has not approved
+    """Refuse, before anything runs, while a view of ``plan`` calls code the operator has not approved
     (see ``plan.view_code``)."""
-    check_approved(plan_code(plan.steps), project.settings.approved_code, "in apply", "the plan has views")
+    check_approved(plan_code(plan.steps, project.settings.allowed_calls), project.settings.approved_code, "in apply",
+                   "the plan has views")
 
 
 def check_settings(plan: Plan, path: Path, project: Project) -> None:
@@ -194,19 +199,88 @@ def check_settings(plan: Plan, path: Path, project: Project) -> None:
                               "and review what it says of the settings.")
 
 
-def _view_problems(desired: Catalog, live: Live, views: tuple[str, ...]) -> dict[str, str]:
-    """Why Spark refuses each of ``views`` it does (see ``catalog.view_check``), where its SQL is written."""
-    problems = live.view_problems(desired, list(views))
-    return {key: f"{_sql_source(live.project, desired.objects[key])}: {problem}" for key, problem in problems.items()}
+def _view_problems(project: Project, desired: Catalog, live: Live, views: tuple[str, ...],
+                   unchecked: Mapping[str, str]) -> dict[str, str]:
+    """Why each of ``views`` cannot be created as declared, where its SQL is written: Spark's refusal of those not
+    ``unchecked`` (see ``catalog.view_check``), and, of those, a function called that the metastore does not hold.
+
+    Spark is shown nothing that would run code the operator has not approved (``plan.view_code``): not the
+    ``unchecked`` views, nor the other declared views whose SQL calls code (nor, so, the views that read them), nor a
+    view that calls a declared function the metastore holds otherwise than declared (``_undeclared_functions``)."""
+    checked = project.settings.checked_calls
+    shown = [view for view in views if view not in unchecked]
+    hidden = {view.key for view in desired.views()
+              if view.key not in shown and calls_code(view.sql, view.database, checked)}
+    otherwise = _undeclared_functions(project, desired, live, hidden)
+    checking = [view for view in shown if view not in otherwise]
+    problems = live.view_problems(replace(desired, objects={key: obj for key, obj in desired.objects.items()
+                                                            if key not in hidden and key not in otherwise}),
+                                  checking) if checking else {}
+    return ({key: f"{_sql_source(live.project, desired.objects[key])}: {problem}" for key, problem in problems.items()}
+            | {key: reason for key, reason in otherwise.items() if key in views}
+            | _missing_functions(project, desired, live, unchecked))
 
 
-def _sql_source(project: Project, view: Object) -> Source | None:
-    """Where the view's file has its ``sql:`` (its file is read again: this is for a rare error only)."""
+def _missing_functions(project: Project, desired: Catalog, live: Live, views: Iterable[str]) -> dict[str, str]:
+    """Why each of ``views`` that calls a function neither built in, nor declared, nor held by the metastore cannot
+    be created, at the first such call (read over Thrift: nothing is loaded); the others are left out."""
+    allowed = project.settings.allowed_calls
+    calls = {key: [found for found in resolved_calls(view.sql, view.database, allowed) if found.reach == Reach.METASTORE]
+             for key in views if isinstance(view := desired.objects.get(key), View)}
+    names = sorted({found.function for found in itertools.chain(*calls.values())})
+    held = live.functions(names) if names else {}
+    missing = {}
+    for key, found in calls.items():
+        absent = [call for call in found if held is not None and held.get(call.function) is None]
+        if absent:
+            call, view = absent[0], desired.objects[key]
+            missing[key] = (f"{_sql_source(live.project, view, call.call.line, call.call.col)}: {call.call.name}(...) is "
+                            f"neither a built-in function of {spark_name(allowed.release)}, nor declared in "
+                            f"schemaflow.yaml (functions), nor a function of the metastore ({call.function}): Spark "
+                            "cannot resolve it")
+    return missing
+
+
+def _undeclared_functions(project: Project, desired: Catalog, live: Live, hidden: set[str]) -> dict[str, str]:
+    """The views (but ``hidden``) that call a declared function which the metastore does not hold as declared, each
+    with why: the operator approved the declaration's class and resources, not what the metastore holds now. Where
+    the backend cannot tell, every view that calls one is."""
+    settings = project.settings
+    calling = {view.key: declared_calls(view.sql, view.database, settings.checked_calls)
+               for view in desired.views() if view.key not in hidden}
+    names = sorted(set().union(*calling.values()))
+    stored = live.functions(names) if names else {}
+    if stored is None:
+        return {key: f"it calls {', '.join(sorted(called))}, which this catalog cannot read to compare with the "
+                     "declaration the operator approved: neither Spark nor apply resolves it here"
+                for key, called in calling.items() if called}
+    otherwise = {name: reason for name in names
+                 if (reason := _stored_otherwise(name, settings.functions[name], stored[name]))}
+    return {key: "; ".join(otherwise[name] for name in sorted(called & otherwise.keys()))
+            for key, called in calling.items() if called & otherwise.keys()}
+
+
+def _stored_otherwise(name: str, declared: Mapping[str, Any], stored: StoredFunction | None) -> str | None:
+    """Why the metastore's function ``name`` is not the ``declared`` one (None: it is)."""
+    resources = tuple((kind.lower(), uri) for resource in declared.get("resources") or () for kind, uri in resource.items())
+    if stored is not None and (stored.class_name, stored.resources) == (declared["class"], resources):
+        return None
+    held = ("does not hold it" if stored is None else f"holds it as class {stored.class_name!r}"
+            + "".join(f", {kind} {uri!r}" for kind, uri in stored.resources))
+    return (f"it calls {name}, and the metastore {held}, not as schemaflow.yaml declares it (functions: {name}): the "
+            "operator approved the declared function, so apply does not create the view, nor does Spark check it, "
+            "until the metastore holds that one (or the declaration is changed to what it holds, and approved)")
+
+
+def _sql_source(project: Project, view: Object, line: int = 0, col: int = 0) -> Source | None:
+    """Where the view's file has its ``sql:`` (its file is read again: this is for a rare error only), or the 1-based
+    ``line`` and ``col`` within it."""
     from schemaflow.spec.yamlpos import load_yaml
 
     if view.source is None:
         return None
-    return load_yaml(project.root / view.source.path, view.source.path).at("sql")
+    doc = load_yaml(project.root / view.source.path, view.source.path)
+    return doc.within(("sql",), line, col) if line else doc.at("sql")
 
 
 def make_plan(project: Project, live: Live, *, allow_destructive: bool = False,
@@ -240,7 +314,7 @@ def review_snapshot(project: Project, snapshot: Path, *, allow_destructive: bool
     plan = PlanBuilder(desired, current, allow_destructive=allow_destructive,
                        count_partitions=saved.partition_counts.get, basis=Basis.SNAPSHOT,
                        invalidation=project.settings.invalidation, release=project.settings.release,
-                       against=f"the snapshot {snapshot}", left_alone=left_alone,
+                       allowed=project.settings.allowed_calls, against=f"the snapshot {snapshot}", left_alone=left_alone,
                        settings=since_applied(project.settings.declared, saved.catalog, desired.databases)).build()
     return Review(plan, counts_from=str(snapshot) if saved.partition_counts else None,
                   reads=_reads(current, desired))
@@ -312,6 +386,7 @@ def review_refs(project: Project, base: str, head: str | None = None, *, allow_d
     plan = PlanBuilder(desired, before, allow_destructive=allow_destructive, commit=commit_of(project.root, head),
                        count_partitions=read.count_partitions if read else None, basis=Basis.GIT,
                        invalidation=project.settings.invalidation, release=project.settings.release,
+                       allowed=project.settings.allowed_calls,
                        files=_live_files(project, read.stored, read.data_folders) if read else None,
                        against=base, left_alone=left_alone,
                        settings=SettingsChange(settings, settings_at(project.root, base), settings)).build()

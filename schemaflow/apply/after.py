@@ -2,8 +2,8 @@
 
 Engines that cache the metastore (Spark sessions, Trino, Impala, Doris) go on reading the old
 definitions of what an apply changed until told otherwise. After an apply, schemaflow refreshes its
-own Spark session's cache of every changed table and view it may have read before (``REFRESH
-TABLE``; not one the apply created or dropped), then runs each command of ``after_apply`` in
+own Spark session's cache of every changed table it may have read before (``REFRESH TABLE``; not one
+the apply created or dropped, nor a view, of which Spark caches nothing), then runs each command of ``after_apply`` in
 ``schemaflow.yaml`` in turn, through the shell, with every changed object in ``SCHEMAFLOW_CHANGED``
 (``db.name`` separated by spaces, sorted) and on standard input (one a line). A hook that fails or times out is reported with its exit code and the end of its
 output; the others still run, and the apply's own outcome, already printed, stands.
@@ -68,11 +68,13 @@ class HookFailure:
 
 
 def cached_before(plan: Plan) -> tuple[str, ...]:
-    """The changed tables and views this session may hold metadata of from before the apply: neither
-    created by it (no earlier metadata to hold) nor, last, dropped (gone: nothing left to refresh)."""
+    """The changed tables this session may hold metadata of from before the apply: neither created by it (no
+    earlier metadata to hold) nor, last, dropped (gone: nothing left to refresh). Not a view: Spark keeps no
+    metadata of one to refresh, and its REFRESH analyses the view, running the functions its SQL calls (a live
+    view's may be code nobody approved: ``plan.view_code``)."""
     steps: dict[str, list[Step]] = {}
     for step in plan.steps:
-        if step.object_type in (ObjectType.TABLE, ObjectType.VIEW):
+        if step.object_type == ObjectType.TABLE:
             steps.setdefault(step.object, []).append(step)
     return tuple(sorted(key for key, of in steps.items()
                         if of[0].effect != Effect.CREATE and of[-1].effect != Effect.DROP))

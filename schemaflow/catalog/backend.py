@@ -139,6 +139,15 @@ class CatalogWriter(Protocol):
 
 
 @dataclass(frozen=True)
+class StoredFunction:
+    """A permanent function as the metastore holds it: the class Spark loads for it, and the resources it fetches
+    first (``("jar", uri)``, ``("file", uri)``, ``("archive", uri)``), as registered."""
+
+    class_name: str
+    resources: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class PlanHints:
     """Reads that help a plan made without the live catalog (between git refs), each answering None where the
     catalog does not: a table's partition count, what it holds in files, and its folders; ``source`` says where
@@ -174,7 +183,12 @@ class Backend(Protocol):
         column, appended ones too); None: the backend cannot tell."""
 
     def view_problems(self, desired: Catalog, views: Iterable[str]) -> dict[str, str] | None:
-        """Why the engine refuses the SQL of each of ``views`` as ``desired`` declares it; None: not checked."""
+        """Why the engine refuses the SQL of each of ``views`` as ``desired`` declares it; None: not checked.
+        The engine reads nothing live for them: a view that reads what ``desired`` lacks is not checked."""
+
+    def functions(self, names: Iterable[str]) -> dict[str, StoredFunction | None] | None:
+        """The permanent functions ``names`` (``db.name``) as the catalog holds them, read without loading them (None
+        for one it does not hold); None: the backend cannot tell."""
 
     def hints(self) -> PlanHints | None:
         """Reads for a plan made between git refs, which start nothing heavy; None: the backend has none."""

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from schemaflow.background import Background
 from schemaflow.catalog import local_server
-from schemaflow.catalog.backend import CatalogReader, PlanHints
+from schemaflow.catalog.backend import CatalogReader, PlanHints, StoredFunction
 from schemaflow.catalog.backends import Opening, register_backend
 from schemaflow.catalog.spark_compat import CLIENT_CHOICE, HIVE_JARS_KEY
 from schemaflow.catalog.spark_defaults import spark_defaults
@@ -157,6 +157,11 @@ class HiveBackend:
         from schemaflow.catalog.view_check import ViewChecker
 
         return ViewChecker(self.metastore.spark, desired).problems(views)
+
+    def functions(self, names: Iterable[str]) -> dict[str, StoredFunction | None]:
+        """The permanent functions ``names`` as the metastore holds them, read through Spark's client (the Spark that
+        would check the views calling them): over Thrift, so no class is loaded nor jar fetched."""
+        return {name: self.metastore.function(name) for name in names}
 
     def _direct(self) -> Callable[[], str] | None:
         """Where a command that only reads reads without a JVM, once asked (the local server starts then), or

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
 from schemaflow.catalog import hive_backend  # noqa: F401  (registers the built-in backend)
-from schemaflow.catalog.backend import Backend, CatalogReader, CatalogWriter, PlanHints
+from schemaflow.catalog.backend import Backend, CatalogReader, CatalogWriter, PlanHints, StoredFunction
 from schemaflow.catalog.backends import Opening, open_backend
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import Catalog
@@ -63,6 +63,9 @@ class Live:
     def view_problems(self, desired: Catalog, views: Iterable[str]) -> dict[str, str]:
         """Why the engine refuses the SQL of each of ``views``; none where the backend cannot check."""
         return self.backend.view_problems(desired, views) or {}
+
+    def functions(self, names: Iterable[str]) -> dict[str, StoredFunction | None] | None:
+        return self.backend.functions(names)
 
     def hints(self) -> PlanHints | None:
         return self.backend.hints()

@@ -22,6 +22,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from pyspark.sql import SparkSession
 
 from schemaflow.catalog import iceberg_commit, iceberg_convert, rewrite, table_files
+from schemaflow.catalog.backend import StoredFunction
 from schemaflow.catalog.columns import set_columns, stale_partitions
 from schemaflow.catalog.iceberg_metadata import is_iceberg
 from schemaflow.catalog.local_server import derby_endpoint
@@ -455,6 +456,18 @@ class Metastore:
             view.getSd().setCols(keep)
             view.setPartitionKeys(move)
             self.alter(view, expected)
+
+    def function(self, key: str) -> StoredFunction | None:
+        """The permanent function ``key`` (``db.name``) as the metastore holds it, or None: read over Thrift, so its
+        class is not loaded nor its resources fetched (Spark does that when a query resolves it)."""
+        database, name = split_key(key)
+        with self._errors(f"reading function {key}"):
+            if name not in {str(found).lower() for found in self.retrying(lambda: self.msc.getFunctions(database, name))}:
+                return None
+            function = self.retrying(lambda: self.msc.getFunction(database, name))
+            return StoredFunction(str(function.getClassName()), tuple(
+                (str(resource.getResourceType().name()).lower(), str(resource.getUri()))
+                for resource in function.getResourceUris() or ()))
 
     def partition_values(self, key: str) -> tuple[PartitionValues, ...]:
         """The partitions of the table or view ``key`` as values (see ``catalog.view_partitions``)."""

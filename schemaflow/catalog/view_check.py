@@ -8,7 +8,13 @@ source and view on its way becomes a session-local temporary view of the declare
 a source: typed NULL columns; a view: its own SQL, checked the same way), and the view's SQL is
 rewritten to read those. Only the session changes; the metastore is not written. A source stands
 in from the columns its file declares, as ``validate`` read them, whether or not the live table
-is there yet. Whatever cannot be pointed at a stand-in is read as it is.
+is there yet.
+
+Nothing live is read: a live view's SQL may call what its author registered in the metastore, which
+Spark would fetch and load to analyse it. So a view that reads what has no stand-in here (what the
+caller left out of ``desired``: views whose SQL calls code nobody approved, ``plan.view_code``; or a
+view Spark refused) is not checked, nor is one whose SQL cannot be pointed at stand-ins: apply is
+where Spark judges those.
 """
 from __future__ import annotations
 
@@ -34,7 +40,8 @@ class ViewChecker:
         self.desired = desired
         stand_ins = sorted(desired.objects.keys() | desired.sources.keys())
         self.names = {key: f"{STAND_IN_PREFIX}{i}" for i, key in enumerate(stand_ins)}
-        self.made: dict[str, str | None] = {}  # key -> why its stand-in could not be made, or None
+        self.made: dict[str, str | None] = {}  # key -> why Spark refused its stand-in, or None
+        self.standing: set[str] = set()  # the keys whose stand-in is made
 
     def problems(self, keys: Iterable[str]) -> dict[str, str]:
         """Why Spark refuses the SQL of each view in ``keys``; views it accepts are left out."""
@@ -42,9 +49,8 @@ class ViewChecker:
         try:
             found = {key: self.stand_in(key) for key in sorted(keys)}
         finally:
-            for key, failed in self.made.items():
-                if failed is None:
-                    self.spark.catalog.dropTempView(self.names[key])
+            for key in self.standing:
+                self.spark.catalog.dropTempView(self.names[key])
             self._use(current)
         return {key: problem for key, problem in found.items() if problem}
 
@@ -64,9 +70,13 @@ class ViewChecker:
         parsed = self._parse(view.sql)
         if parsed:
             return parsed
-        readable = {key: self.names[key] for key in view.reads if key in self.names and self.stand_in(key) is None}
+        for key in view.reads:
+            if key in self.names:
+                self.stand_in(key)
+        if not self.standing.issuperset(view.reads):
+            return None  # Spark would read the live object: not checked here
         try:
-            sql = with_tables_renamed(view.sql, view.database, readable)
+            sql = with_tables_renamed(view.sql, view.database, {key: self.names[key] for key in view.reads})
         except ViewSqlError:
             return None  # validate reports what sqlglot cannot read
         if sql is None:
@@ -93,6 +103,7 @@ class ViewChecker:
             self.spark.sql(temporary_view(self.names[key], query, columns))
         except JAVA_ERRORS as error:
             return f"Spark refuses this view's SQL: {self._message(error)}"
+        self.standing.add(key)
         return None
 
     def _message(self, error: Exception) -> str:

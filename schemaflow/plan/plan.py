@@ -35,9 +35,10 @@ from schemaflow.plan.invalidation import resolve
 from schemaflow.plan.kinds import VIEW_DEFINITIONS, ObjectType, StepKind
 from schemaflow.plan.settings_changes import SettingsChange
 from schemaflow.plan.steps import APPLIED_AT, Step
-from schemaflow.plan.view_code import with_code_hazard
+from schemaflow.plan.view_code import unchecked, with_code_hazard
 from schemaflow.plan.view_partitions import PartitionLister, partition_changes
 from schemaflow.spark_version import SparkVersion
+from schemaflow.sql.code_calls import Allowed
 
 FORMAT_VERSION = 3
 ABSENT = "absent"  # the fingerprint of an object that does not exist yet
@@ -177,6 +178,11 @@ class PlanBuilder:
     ``settings``: the settings' steps and record (``plan.settings_changes``; None: the plan says nothing of them).
     ``view_problems`` answers, for the views the plan (re-)creates, why the engine refuses each it does (None: not
     checked): those steps are blocked, so that apply refuses them before the first write rather than fail at the view.
+    ``allowed`` is what views call freely (``sql.code_calls``; None: the installed Spark's built-ins): the steps of
+    views that call anything else carry the code's id (``plan.view_code``). Of those, the views whose code is not among
+    ``approved_code``, or that call what ``checked`` leaves out (a declared function not approved), are given to
+    ``view_problems`` apart, with the note their step carries (Spark must not check them: it would run that code),
+    and a step is blocked only by what the callback finds without Spark (a function the metastore does not have).
     ``left_alone`` and ``notices`` are warnings before and after the planner's own.
     """
 
@@ -201,7 +207,10 @@ class PlanBuilder:
     left_alone: tuple[str, ...] = ()
     notices: tuple[str, ...] = ()
     settings: SettingsChange | None = None
-    view_problems: Callable[[tuple[str, ...]], Mapping[str, str]] | None = None
+    view_problems: Callable[[tuple[str, ...], Mapping[str, str]], Mapping[str, str]] | None = None
+    allowed: Allowed | None = None
+    checked: Allowed | None = None
+    approved_code: frozenset[str] = frozenset()
 
     @functools.cached_property
     def planned(self) -> _Planned:
@@ -225,7 +234,7 @@ class PlanBuilder:
         changes += partition_changes(desired, live, changes, self.list_partitions)
         steps: list[Step] = []
         for change in deps.order(changes, live):
-            step = with_code_hazard(change.to_step())
+            step = with_code_hazard(change.to_step(), self.allowed)
             # Columns are dropped only by migrations that name them: those need no further permission.
             if (step.destructive and not allow_destructive and not step.blocked
                     and not (isinstance(change, ColumnChange) and not change.needs_permission)):
@@ -252,9 +261,11 @@ class PlanBuilder:
         if self.settings is not None:
             ordered = self.settings.steps(ordered, self.commit, desired.databases)
         if self.view_problems is not None and (views := tuple(s.object for s in ordered if s.kind in VIEW_DEFINITIONS)):
-            reasons = self.view_problems(views)
-            ordered = tuple(replace(s, blocked=s.blocked or reasons[s.object])
-                            if s.kind in VIEW_DEFINITIONS and s.object in reasons else s for s in ordered)
+            skipped = unchecked(ordered, self.checked or self.allowed, self.approved_code)
+            reasons = self.view_problems(views, skipped)
+            ordered = tuple(replace(s, blocked=s.blocked or reasons[s.object]) if s.kind in VIEW_DEFINITIONS
+                            and s.object in reasons else replace(s, notes=s.notes + (skipped[s.object],))
+                            if s.kind in VIEW_DEFINITIONS and s.object in skipped else s for s in ordered)
         return _Planned(ordered, tuple(changes), warnings + _resume_warnings(live), live)
 
     def build(self, objects: Collection[str] | None = None) -> Plan:

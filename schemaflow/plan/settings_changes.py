@@ -28,7 +28,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 from collections.abc import Mapping
 
-from schemaflow.code_settings import CODE_FILES, HOOKS, CodeSetting, code_settings, declared_code
+from schemaflow.code_settings import (CODE_FILES, FUNCTIONS, HOOKS, CodeSetting, code_settings, declared_code,
+                                     function_settings)
 from schemaflow.model import SETTINGS_KEY, Catalog
 from schemaflow.output_safety import one_line
 from schemaflow.plan.kinds import ObjectType, StepKind
@@ -170,7 +171,9 @@ def settings_steps(before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple
 
 
 def _leaves(data: Any, path: tuple[str, ...] = ()) -> dict[tuple[str, ...], Any]:
-    if isinstance(data, Mapping) and data:
+    """Each setting of ``data`` by its path: a leaf of its mappings, but that a list, and a declared function (its
+    class and resources, which one id covers), are one setting each."""
+    if isinstance(data, Mapping) and data and not (len(path) == 2 and path[0] == FUNCTIONS):
         return {leaf: value for key, item in data.items() for leaf, value in _leaves(item, path + (str(key),)).items()}
     return {path: data} if path else {}
 
@@ -195,6 +198,8 @@ def _hazards(path: tuple[str, ...], old: Any, new: Any, files: Mapping[str, str]
         code = code_settings([str(c) for c in new if not isinstance(old, list) or c not in old], {}, files)
     elif path[-3:-1] == ("spark", "conf") and new is not _MISSING:
         code = code_settings((), {path[-1]: str(new)}, files)
+    elif path[0] == FUNCTIONS and len(path) == 2 and isinstance(new, Mapping):
+        code = function_settings({path[1]: new}, files)
     elif path[0] == CODE_FILES:
         code = declared_code(after, files)
     hazards = [f"runs code in the apply job: {setting.describe()}; apply refuses it until the operator approves "

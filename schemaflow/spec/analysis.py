@@ -22,7 +22,9 @@ from schemaflow.errors import Problem
 from schemaflow.graph import CycleError, topological_order
 from schemaflow.model import Column, Table, View, column_type
 from schemaflow.spec.yamlpos import Document
-from schemaflow.sql.views import DYNAMIC_NAME, JAVA_FUNCTIONS, ViewSqlError, analyze_view, function_calls, tables_read
+from schemaflow.sql.function_calls import function_calls
+from schemaflow.sql.spark_functions import JAVA_FUNCTIONS
+from schemaflow.sql.views import DYNAMIC_NAME, ViewSqlError, analyze_view, tables_read
 from schemaflow.wording import plural
 from schemaflow.workers import halves
 
@@ -94,7 +96,10 @@ def analyze_views(
 def _reaching_problems(view: View, doc: Document) -> list[Problem]:
     """Each call in the view's SQL that reaches past what it reads: a dynamic name, or an undeclared Java call."""
     problems = []
-    for name, line, col in function_calls(view.sql, JAVA_FUNCTIONS | {DYNAMIC_NAME}):
+    for call in function_calls(view.sql):
+        name, line, col = call.name, call.line, call.col
+        if name not in JAVA_FUNCTIONS | {DYNAMIC_NAME}:
+            continue  # a function Spark looks up in the metastore, or a script, is code for the plan to show
         if name == DYNAMIC_NAME:
             message = ("IDENTIFIER(...) names what the view reads by a value, known only when the view is read: "
                        "schemaflow could not show, order or invalidate it; write the name itself")

@@ -116,6 +116,8 @@ def _problems(doc: Document, error: ValidationError) -> list[Problem]:
         message = f"{where} must be one of: {', '.join(validator_value)} (not {value!r})"
     elif error.validator == "pattern":
         message = f"{where} {value!r} is not valid: {_schema(error)['description']}"
+        if "propertyNames" in error.relative_schema_path:  # a key of the mapping at path: placed at the key
+            return [Problem(doc.key(*path, value), message)]
     elif error.validator in ("minLength", "minItems", "minProperties"):
         message = f"{where} must not be empty"
     elif error.validator == "minimum":

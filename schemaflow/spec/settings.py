@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from schemaflow.code_settings import (CODE_FILES, HOOKS, OPERATOR_PATHS_VARIABLE, SYSTEM_FOLDERS, CodePaths,
+from schemaflow.code_settings import (CODE_FILES, FUNCTIONS, HOOKS, OPERATOR_PATHS_VARIABLE, SYSTEM_FOLDERS, CodePaths,
                                       declared_code, named_paths, spark_code_reason)
 from schemaflow.errors import Problem, SpecError
 from schemaflow.model import Source
@@ -90,6 +90,7 @@ def check_settings(path: ProjectFile, paths: CodePaths | None = None) -> dict[st
         problems += [problem for name, attributes in databases.items()
                      for problem in _database_problems(doc, name, attributes or {})]
     problems += [problem for name, target in targets.items() for problem in _name_problems(doc, name, target)]
+    problems += _function_problems(doc, data.get(FUNCTIONS) or {})
     if problems:
         raise SpecError(problems)
     return data
@@ -143,6 +144,19 @@ def _name_problems(doc: Document, target: str, settings: dict[str, Any]) -> list
                 f"{database} and {first[name.lower()]} are both named {name} on target {target}: "
                 "give each database a name of its own")))
         first.setdefault(name.lower(), database)
+    return problems
+
+
+def _function_problems(doc: Document, functions: dict[str, Any]) -> list[Problem]:
+    """Declared functions: one declaration a function (the metastore's names are in lower case)."""
+    first: dict[str, str] = {}
+    problems = []
+    for name in functions:
+        if name.lower() in first:
+            problems.append(Problem(doc.key(FUNCTIONS, name), (
+                f"{name} and {first[name.lower()]} are one function (the metastore keeps its names in lower case): "
+                "declare it once")))
+        first.setdefault(name.lower(), name)
     return problems
 
 

@@ -55,11 +55,11 @@ _OPENING = frozenset({TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE,
 _CLOSING = frozenset({TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE, TokenType.END})
 # Qualifying walks from each column up to its query: a chain of 1000 operators takes under a second.
 MAX_DEPTH = 1000
+# What sqlglot's parser raises, besides its own errors, on some text it does not expect (an odd number of arguments
+# to map(): IndexError in build_var_map).
+_PARSER_FAILURES = (IndexError, KeyError, TypeError, ValueError, AttributeError)
 # View texts kept parsed and analysed in a process: every view of two trees of a large warehouse.
 PARSED_KEPT = 4096
-# Spark functions that call any static Java method by name, in whichever engine reads the view
-# (reflect('java.lang.System', 'getenv', 'AWS_SECRET_ACCESS_KEY') returns that engine's secret).
-JAVA_FUNCTIONS = frozenset({"java_method", "reflect", "try_reflect"})
 # IDENTIFIER('db.t') names a table (or a column) by a value: what the view reads would be known only when read.
 DYNAMIC_NAME = "identifier"
 
@@ -112,22 +112,13 @@ def parse_select(sql: str) -> exp.Query:
 @lru_cache(maxsize=PARSED_KEPT)
 @_within_python_stack()
 def _parsed(sql: str) -> exp.Query:
-    try:
-        tokens = DIALECT.tokenize(sql)
-        _check_nesting(sql, tokens)
-        statements = [s for s in DIALECT.parser().parse(tokens, sql) if s is not None]
-    except ParseError as error:
-        raise _syntax_error(error) from error
-    except TokenError as error:
-        raise _token_error(sql) from error
-    if not statements:
-        raise ViewSqlError("a view must be one SELECT statement; the SQL is empty")
+    statements = _statements(sql)
     if len(statements) > 1:
-        position = _line_col(sql, _statement_starts(sql)[1])
+        position = line_col(sql, _statement_starts(sql)[1])
         raise ViewSqlError(f"a view must be one SELECT statement; found {len(statements)} statements", *position)
     query = statements[0]
     if not isinstance(query, exp.Query):
-        position = _line_col(sql, _statement_starts(sql)[0])
+        position = line_col(sql, _statement_starts(sql)[0])
         kinds = "SELECT, WITH ... SELECT or a UNION of them"
         raise ViewSqlError(f"a view must be one SELECT statement ({kinds}), not {query.key.upper()}", *position)
     hidden = next(query.find_all(*_WRITES), None)
@@ -135,9 +126,62 @@ def _parsed(sql: str) -> exp.Query:
         # sqlglot accepts some in a CTE (WITH a AS (INSERT ...)) or as SELECT ... INTO; Spark runs none in a view.
         what = "SELECT ... INTO" if isinstance(hidden, exp.Into) else hidden.key.upper()
         message = f"a view must be one SELECT statement; it must not contain {what}"
-        raise ViewSqlError(message, *_line_col(sql, _first_write_keyword(sql)))
-    _check_depth(sql, query)
+        raise ViewSqlError(message, *line_col(sql, _first_write_keyword(sql)))
+    parse_statement(sql)  # its depth checked, once
     return query
+
+
+@lru_cache(maxsize=PARSED_KEPT)
+@_within_python_stack()
+def parse_statement(sql: str) -> tuple[exp.Expr, tuple[Token, ...]]:
+    """The one statement of any kind in ``sql`` (a query, or a CREATE VIEW a plan runs), checked for nesting as
+    ``parse_select`` checks a query, and its tokens (shared: read them, do not change them); raises ``ViewSqlError``
+    where there is not one that sqlglot reads."""
+    statements = _statements(sql)
+    if len(statements) > 1:
+        raise ViewSqlError(f"found {len(statements)} statements, not one", *line_col(sql, _statement_starts(sql)[1]))
+    _check_depth(sql, statements[0])
+    return statements[0], _tokens(sql)
+
+
+@lru_cache(maxsize=PARSED_KEPT)
+def _tokens(sql: str) -> tuple[Token, ...]:
+    return tuple(DIALECT.tokenize(sql))
+
+
+@lru_cache(maxsize=PARSED_KEPT)
+@_within_python_stack()
+def _statements(sql: str) -> tuple[exp.Expr, ...]:
+    """The statements in ``sql`` (at least one), parsed after their nesting is checked (once per text)."""
+    try:
+        tokens = list(_tokens(sql))
+        _check_nesting(sql, tokens)
+        statements = tuple(s for s in DIALECT.parser().parse(tokens, sql) if s is not None)
+    except ParseError as error:
+        raise _script_error(sql) or _syntax_error(error) from error
+    except TokenError as error:
+        raise _token_error(sql) from error
+    except _PARSER_FAILURES as error:  # sqlglot's own failure on text it does not expect (map(x): IndexError)
+        raise ViewSqlError(f"SQL syntax error: sqlglot cannot parse this SQL ({type(error).__name__}); check the "
+                           "arguments of each function call") from error
+    if not statements:
+        raise ViewSqlError("a view must be one SELECT statement; the SQL is empty")
+    return statements
+
+
+def _script_error(sql: str) -> ViewSqlError | None:
+    """Spark's script transformation in its MAP or REDUCE form (``MAP a USING 'command'``), which sqlglot does not
+    parse: what it is, where it starts; None when the SQL has none."""
+    tokens = DIALECT.tokenize(sql)
+    for i, token in enumerate(tokens):
+        if token.text.upper() in ("MAP", "REDUCE") and any(
+                using.token_type == TokenType.USING and script.token_type == TokenType.STRING
+                for using, script in pairwise(tokens[i + 1:])):
+            return ViewSqlError(f"{token.text.upper()} ... USING is Spark's script transformation: every read of the "
+                                "view runs the command it names, with the reader's environment; schemaflow does not "
+                                "take it in this form: write SELECT TRANSFORM(...) USING '...', which a plan shows as "
+                                "code that apply runs only once the operator approves it", *line_col(sql, token.start))
+    return None
 
 
 def _check_nesting(sql: str, tokens: list[Token]) -> None:
@@ -149,7 +193,7 @@ def _check_nesting(sql: str, tokens: list[Token]) -> None:
             if depth > MAX_NESTING:
                 raise ViewSqlError(f"parentheses, brackets and CASE nested more than {MAX_NESTING} levels deep here: "
                                    f"schemaflow analyses at most {MAX_NESTING}; flatten the query, e.g. move nested "
-                                   "subqueries into WITH clauses", *_line_col(sql, token.start))
+                                   "subqueries into WITH clauses", *line_col(sql, token.start))
         elif token.token_type in _CLOSING:
             depth -= 1
 
@@ -489,21 +533,6 @@ def _nearest(name: str, names: list[str], otherwise: str) -> str:
     return f" ({otherwise}: {shown})" if names else ""
 
 
-def function_calls(sql: str, names: frozenset[str]) -> list[tuple[str, int, int]]:
-    """Each call in ``sql`` of a function named in ``names`` (lower case): its name, 1-based line and column.
-
-    Read from the tokens, so a call is found wherever it is, and a string or a column of that name is not one;
-    a text that holds none of the names is not tokenized again (most views).
-    """
-    lowered = sql.lower()
-    if not any(name in lowered for name in names):
-        return []
-    tokens = DIALECT.tokenize(sql)
-    return [(token.text.lower(), *_line_col(sql, token.start)) for token, after in pairwise(tokens)
-            if after.token_type == TokenType.L_PAREN and token.token_type != TokenType.STRING
-            and token.text.lower() in names]
-
-
 def _first_column(sql: str, query: exp.Expr, column: str | None, table: str | None) -> tuple[int, int]:
     """The position of the first column reference with this name and/or table qualifier."""
     positions = [
@@ -517,7 +546,7 @@ def _first_column(sql: str, query: exp.Expr, column: str | None, table: str | No
 def _position(sql: str, node: exp.Expr) -> tuple[int, int]:
     """The 1-based line and column where the node's text starts (1, 1 when sqlglot kept none)."""
     starts = [n.meta["start"] for n in node.walk() if "start" in n.meta]
-    return _line_col(sql, min(starts)) if starts else (1, 1)
+    return line_col(sql, min(starts)) if starts else (1, 1)
 
 
 def _token_error(sql: str) -> ViewSqlError:
@@ -531,7 +560,7 @@ def _token_error(sql: str) -> ViewSqlError:
         return ViewSqlError("SQL syntax error: the SQL cannot be split into tokens")
     offset, what, closing = opened
     return ViewSqlError(f"SQL syntax error: {what} opened here is never closed: end it with {closing}",
-                        *_line_col(sql, offset))
+                        *line_col(sql, offset))
 
 
 def _unclosed(sql: str) -> tuple[int, str, str] | None:
@@ -572,7 +601,7 @@ def _unclosed(sql: str) -> tuple[int, str, str] | None:
     return None
 
 
-def _line_col(sql: str, offset: int) -> tuple[int, int]:
+def line_col(sql: str, offset: int) -> tuple[int, int]:
     """The 1-based line and column of a character offset."""
     line_start = sql.rfind("\n", 0, offset) + 1
     return sql.count("\n", 0, offset) + 1, offset - line_start + 1
