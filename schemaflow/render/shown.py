@@ -11,8 +11,9 @@ from dataclasses import replace
 from typing import assert_never
 
 from schemaflow.model import SCHEMAFLOW_PREFIX
-from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, IcebergCommit, KeepViewPartitions, PartitionView,
-                                   RestoreBackup, RewriteRows, SetColumns, SetDatabaseParameters, SetParameters, SetStorageAction, SqlAction, Step)
+from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, CheckLiveViews, DropViewEntry, IcebergCommit,
+                                   KeepViewPartitions, PartitionView, RestoreBackup, RewriteRows, SetColumns,
+                                   SetDatabaseParameters, SetParameters, SetStorageAction, SqlAction, Step)
 from schemaflow.sql.ddl import CLAIM
 
 # Said under the first statement that holds CLAIM: a reader meets ${claim} in every CREATE.
@@ -55,7 +56,7 @@ def without_bookkeeping(action: Action) -> Action | None:
             kept = {k: v for k, v in action.properties.items() if not k.startswith(SCHEMAFLOW_PREFIX)}
             return replace(action, properties=kept) if kept else None
         case (SqlAction() | AddDatabase() | PartitionView() | ChangeViewPartitions() | KeepViewPartitions()
-              | SetStorageAction() | RewriteRows() | RestoreBackup()):
+              | SetStorageAction() | RewriteRows() | RestoreBackup() | DropViewEntry() | CheckLiveViews()):
             return action
         case _ as unreachable:
             assert_never(unreachable)
