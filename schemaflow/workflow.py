@@ -17,7 +17,7 @@ from functools import partial
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 
 from schemaflow.code_settings import check_approved, unapproved
 from schemaflow.claims import ELSEWHERE, RUNNING, parse_claim, standing
@@ -158,8 +158,8 @@ def _live_builder(project: Project, live: Live, desired: Catalog | None = None, 
                        settings=since_applied(project.settings.declared, read, desired.databases),
                        view_problems=partial(_view_problems, project, desired, live),
                        allowed=project.settings.allowed_calls, checked=project.settings.checked_calls,
-                       approved_code=project.settings.approved_code, live_views=LiveViews(read, reader.views),
-                       **options)
+                       approved_code=project.settings.approved_code,
+                       live_views=LiveViews(read, reader.views, partial(_held_otherwise, project, live)), **options)
 
 
 def _live_files(project: Project, stored: Callable[[str], Stored | None],
@@ -260,6 +260,15 @@ def _undeclared_functions(project: Project, desired: Catalog, live: Live, hidden
                  if (reason := _stored_otherwise(name, settings.functions[name], stored[name]))}
     return {key: "; ".join(otherwise[name] for name in sorted(called & otherwise.keys()))
             for key, called in calling.items() if called & otherwise.keys()}
+
+
+def _held_otherwise(project: Project, live: Live, names: Collection[str]) -> frozenset[str]:
+    """Which of the declared functions ``names`` the metastore holds otherwise than declared (read over Thrift: nothing
+    is loaded); every one, where the backend cannot tell."""
+    stored = live.functions(names)
+    if stored is None:
+        return frozenset(names)
+    return frozenset(name for name in names if _stored_otherwise(name, project.settings.functions[name], stored[name]))
 
 
 def _stored_otherwise(name: str, declared: Mapping[str, Any], stored: StoredFunction | None) -> str | None:

@@ -15,8 +15,9 @@ or, where none is, the session's current one (``model.ViewSql``). A metastore wr
 write access to a database schemaflow manages) sets all three.
 
 So every live view a step would have Spark analyse is held to the rule of ``sql.code_calls``, with the same finder
-and the same allowed calls as declared SQL: Spark's built-ins of the project's release and the declared functions.
-Where one calls anything else, or cannot be read to tell:
+and the same allowed calls as declared SQL: Spark's built-ins of the project's release and the declared functions
+(where the metastore holds them as declared: ``LiveViews.otherwise``). Where one calls anything else, or cannot be
+read to tell:
 
 - a drop does not go through Spark: the view's entry is dropped through the metastore client (``DropViewEntry``),
   so nothing of its SQL is analysed. Nobody has to read that code and approve it to be rid of the view;
@@ -44,7 +45,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from schemaflow.model import CURRENT_DATABASE, Catalog, View, ViewSql, split_key, view_sql
 from schemaflow.plan.changes import Change, CreateView, DropView, ReplaceView
 from schemaflow.plan.steps import CheckLiveViews
-from schemaflow.sql.code_calls import UNREADABLE, Allowed, Resolved, code_calls, described
+from schemaflow.sql.code_calls import UNREADABLE, Allowed, Reach, Resolved, described, resolved_calls
 from schemaflow.sql.views import ViewSqlError, tables_read
 
 # Reads views by name outside the databases a plan read: None for a name of no view; a name left out was not read.
@@ -54,10 +55,14 @@ ViewReader = Callable[[Collection[str]], Mapping[str, "View | None"]]
 @dataclass(frozen=True)
 class LiveViews:
     """The live views a plan's steps may have Spark analyse: those of ``catalog``, the databases the plan read (views
-    schemaflow leaves alone there too), and others read by name through ``elsewhere`` (None: not known)."""
+    schemaflow leaves alone there too), and others read by name through ``elsewhere`` (None: not known); and which of
+    the declared functions their SQL calls the catalog holds otherwise than declared (``otherwise``, asked only of
+    those called; None: not known, each is as declared). Spark would load what the catalog holds for such a function,
+    which the operator did not approve: a live view that calls one calls code."""
 
     catalog: Catalog
     elsewhere: ViewReader | None = None
+    otherwise: Callable[[Collection[str]], Collection[str]] | None = None
 
 
 @dataclass(frozen=True)
@@ -115,7 +120,8 @@ class _State:
     def __init__(self, live: LiveViews, allowed: Allowed) -> None:
         self.allowed = allowed
         self.read = frozenset(live.catalog.databases)
-        self.elsewhere = live.elsewhere
+        self.elsewhere, self.otherwise = live.elsewhere, live.otherwise
+        self.held: dict[str, bool] = {}  # whether the catalog holds each declared function as declared, once asked
         self.live: dict[str, View | None] = {key: obj for key, obj in live.catalog.objects.items()
                                              if isinstance(obj, View)}  # and None where no view is, read elsewhere
         self.made: dict[str, View] = {}  # declared views the steps so far (re-)created
@@ -147,7 +153,7 @@ class _State:
                 elif key not in self.live and split_key(key)[0] not in self.read:
                     found[key] = Reached(key, None, None, "could not be read (what it calls is not known)")
                 elif (view := self.live.get(key)) is not None:
-                    found[key], reads = _reached(view, self.allowed)
+                    found[key], reads = self._reached(view)
                     following.update(reads)
             wanted = following - seen
         return [found[key] for key in sorted(found)]
@@ -165,16 +171,26 @@ class _State:
         self.live.update(self.elsewhere(unread))
 
 
-def _reached(view: View, allowed: Allowed) -> tuple[Reached, tuple[str, ...]]:
-    """The live ``view`` as Spark analyses it, and what it reads (qualified as Spark qualifies it)."""
-    sql = view_sql(view)
-    where = view.resolves_in or view.database
-    try:
-        code, reads = code_calls(sql.analysed, where, allowed), tables_read(sql.analysed, where)
-    except ViewSqlError:
-        return Reached(view.key, sql, None, UNREADABLE), ()
-    named = tuple(key for key in reads if split_key(key)[0] != CURRENT_DATABASE)
-    if len(named) < len(reads):
-        return Reached(view.key, sql, None, "reads names it does not qualify, which Spark resolves in the session's "
-                                            "current database (what they are is not known)"), named
-    return Reached(view.key, sql, code), named
+    def _reached(self, view: View) -> tuple[Reached, tuple[str, ...]]:
+        """The live ``view`` as Spark analyses it, and what it reads (qualified as Spark qualifies it)."""
+        sql = view_sql(view)
+        where = view.resolves_in or view.database
+        try:
+            calls, reads = resolved_calls(sql.analysed, where, self.allowed), tables_read(sql.analysed, where)
+        except ViewSqlError:
+            return Reached(view.key, sql, None, UNREADABLE), ()
+        named = tuple(key for key in reads if split_key(key)[0] != CURRENT_DATABASE)
+        if len(named) < len(reads):
+            return Reached(view.key, sql, None, "reads names it does not qualify, which Spark resolves in the session's "
+                                                "current database (what they are is not known)"), named
+        self._ask({found.function for found in calls if found.reach == Reach.DECLARED})
+        code = tuple(found if found.code else replace(found, reach=Reach.METASTORE) for found in calls
+                     if found.code or found.reach == Reach.DECLARED and not self.held[found.function])
+        return Reached(view.key, sql, code), named
+
+    def _ask(self, functions: Collection[str]) -> None:
+        """Learn whether the catalog holds each of the declared ``functions`` as declared."""
+        unasked = sorted(set(functions) - self.held.keys())
+        if unasked:
+            otherwise = set(self.otherwise(unasked)) if self.otherwise else set()
+            self.held |= {name: name not in otherwise for name in unasked}
