@@ -29,6 +29,8 @@ from schemaflow.plan.review_check import differences
 from schemaflow.plan.steps import CheckLiveViews, DropViewEntry, SetParameters, SqlAction, Step
 from schemaflow.plan.view_code import plan_code, step_code
 from schemaflow.project import load_project
+from schemaflow.render.review import Review
+from schemaflow.render.text import render
 from schemaflow.sql.code_calls import Allowed
 from schemaflow.spark_version import spark_version
 from schemaflow.workflow import applied_state, desired_state
@@ -72,10 +74,12 @@ def test_a_replace_of_a_view_whose_live_sql_calls_code_drops_the_live_entry_thro
             f"analyse its live SQL to replace it, and retail.daily {CALLS}; none of it runs") in step.notes[0]
     assert step.hazards == () and step_code(step) == ()  # nothing of their code runs: nobody has to approve it
 
-    # Their SQL as it is: the same view with a live text that calls no code is replaced by Spark, as before.
+    # A live text that calls no code: Spark replaces the view, as before, once the live text is checked unchanged.
     clean = replace(altered, sql="SELECT order_id, ds FROM retail.orders WHERE ds > '2024'")
     step = step_of(PlanBuilder(DESIRED, live(clean)).build(), "retail.daily")
-    assert statements(step) == ["USE `retail`", "CREATE OR REPLACE VIEW `retail`.`daily`"] and step.notes == ()
+    assert statements(step) == ["USE `retail`", "CheckLiveViews", "CREATE OR REPLACE VIEW `retail`.`daily`"]
+    assert step.body[1] == CheckLiveViews("retail.daily", {"retail.daily": ViewSql(clean.sql)})
+    assert step.notes == () and step.hazards == () and step_code(step) == ()
 
 
 def test_a_drop_goes_through_the_metastore_where_the_view_or_any_view_it_reads_calls_code():
@@ -89,7 +93,8 @@ def test_a_drop_goes_through_the_metastore_where_the_view_or_any_view_it_reads_c
 
     drops = {s.object: s for s in plan.steps if s.kind == StepKind.DROP_VIEW}
     assert [s.object for s in plan.steps] == ["retail.afar", "retail.over", "retail.plain", "retail.theirs"]
-    assert drops["retail.plain"].body[0] == SqlAction("DROP VIEW `retail`.`plain`")  # as every drop was
+    assert drops["retail.plain"].body[:2] == (  # as every drop was, once the live text is checked unchanged
+        CheckLiveViews("retail.plain", {"retail.plain": ViewSql(plain.sql)}), SqlAction("DROP VIEW `retail`.`plain`"))
     for key, why in [("retail.theirs", f"retail.theirs {CALLS}"), ("retail.over", f"retail.theirs {CALLS}"),
                      ("retail.afar", "other.src runs a command (TRANSFORM ... USING)")]:
         assert drops[key].body[0] == DropViewEntry(key)
@@ -259,9 +264,9 @@ def test_the_plan_says_it_in_text_markdown_and_json(project, tmp_path):
                                                    "resolves_in": CURRENT_DATABASE}}
 
 
-def test_views_that_call_no_code_plan_as_they_did(project, tmp_path):
-    """The example project's views over views, replaced and dropped, with their live SQL as applied: Spark does it all,
-    and no step carries anything new."""
+def test_views_that_call_no_code_plan_and_show_as_they_did(project, tmp_path):
+    """The example project's views over views, created, replaced and dropped, with their live SQL as applied: Spark
+    does it all, nothing has an id, and the check of the live SQL before each is bookkeeping, not shown."""
     loaded = load_project(project, env={})
     (project / "schemas/analytics/theirs.yaml").unlink()
     (project / "schemas/analytics/reach.yaml").write_text("view: analytics.reach\nsql: SELECT ds FROM retail.daily_revenue\n")
@@ -273,5 +278,9 @@ def test_views_that_call_no_code_plan_as_they_did(project, tmp_path):
     plan = PlanBuilder(desired, live(gone, changed, of=base), allow_destructive=True,
                        allowed=loaded.settings.allowed_calls).build()
     assert {s.kind for s in plan.steps} >= {StepKind.CREATE_VIEW, StepKind.REPLACE_VIEW, StepKind.DROP_VIEW}
-    assert not any(isinstance(a, (CheckLiveViews, DropViewEntry)) for s in plan.steps for a in s.actions)
+    checks = [a for s in plan.steps for a in s.actions if isinstance(a, CheckLiveViews)]
+    assert {c.object for c in checks} == {"analytics.reach", "retail.customer_orders", "retail.gone"}
+    assert all(c.code == "" for c in checks) and not any(isinstance(a, DropViewEntry) for s in plan.steps for a in s.actions)
     assert plan_code(plan.steps) == () and not any(s.hazards for s in plan.steps)
+    shown = render(Review(plan))
+    assert "-- metastore" not in shown and "check the live views" in render(Review(plan), verbose=True)

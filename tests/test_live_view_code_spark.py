@@ -21,7 +21,8 @@ from schemaflow.catalog.local_server import state_directory
 from schemaflow.project import load_project
 from tests.gitrepos import commit, init_repo
 from tests.marker_udf import CLASS, Served, forget, marker_jar, spark_sql
-from tests.projects import live_state, schemaflow
+from tests.metastore_server import metastore_setting
+from tests.projects import live_state, paused, resume, schemaflow
 
 pytestmark = pytest.mark.spark
 
@@ -134,3 +135,38 @@ def test_a_view_over_a_source_whose_live_sql_calls_a_function_runs_only_that_sql
     assert applied.returncode == 0, applied.stderr
     assert marker.exists() and served.requests  # what the operator approved ran, as Spark created the view
     assert "No changes" in schemaflow(shop, "plan").stdout
+
+
+@pytest.mark.remote
+def test_a_view_altered_to_call_a_function_while_apply_runs_stops_it_before_spark_analyses_it(metastore_server, function,
+                                                                                                 tmp_path):
+    """The race: the apply planned with their view's SQL calling nothing, and claimed its objects (which shows what it
+    will touch); they alter the view before its step. The step's check finds other SQL and stops the apply before
+    Spark drops or replaces anything. On a metastore server, which their job and the apply share."""
+    served, marker = function
+    project = tmp_path / "project"
+    (project / "schemas/race").mkdir(parents=True)
+    (project / "schemaflow.yaml").write_text(metastore_setting(metastore_server) + f"warehouse_dir: {tmp_path / 'wh'}\n"
+                                             'spark: {master: "local[1]"}\n')
+    (project / "schemas/race/items.yaml").write_text(
+        "table: race.items\nformat: parquet\ncolumns: [{name: name, type: string}]\n")
+    names = "view: race.names\nsql: SELECT upper(name) AS n FROM race.items\n"
+    (project / "schemas/race/names.yaml").write_text(names)
+    assert schemaflow(project, "apply", "--auto-approve").returncode == 0
+    spark_sql(project, "CREATE DATABASE race_shared",
+              f"CREATE FUNCTION race_shared.f AS '{CLASS}' USING JAR '{served.url('marker.jar')}'")
+    (project / "schemas/race/names.yaml").write_text(names + "comment: Names, shouted\n")  # a re-creation to apply
+
+    running, paused_at = paused(project, "claimed")
+    spark_sql(project, "ALTER VIEW race.names AS SELECT race_shared.f(name) AS n FROM race.items")
+    forget(served, marker)
+    code, out, err = resume(running, paused_at)
+    assert code == 1, out + err
+    assert re.search(r"step 1 failed \(re-create view race\.names: [^\n]*\): race\.names holds other SQL than when this "
+                     r"plan was made, which Spark would analyse in this step", err), err
+    assert not marker.exists() and served.requests == []
+
+    again = schemaflow(project, "apply", "--auto-approve")  # planned anew: their SQL is code, and is never analysed
+    assert again.returncode == 0, again.stderr
+    assert "its live entry is dropped through the metastore client first" in again.stdout
+    assert not marker.exists() and served.requests == []

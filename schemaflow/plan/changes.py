@@ -417,13 +417,14 @@ class DropView(_OfView):
     record: Mapping[str, str] = field(default_factory=dict)  # the drop's record on the database (see history)
     # Why it is dropped through the metastore client, not Spark (``plan.live_code``); None: through Spark.
     through_metastore: str | None = None
+    check: CheckLiveViews | None = None
     destructive = True
     reshapes = True
 
     def to_step(self) -> Step:
         drop: Action = DropViewEntry(self.key) if self.through_metastore else SqlAction(ddl.drop("view", self.key))
         return Step(StepKind.DROP_VIEW, self.key, ObjectType.VIEW, f"drop view {self.key}",
-                    (drop,) + _recorded(self.view.database, self.record),
+                    ((self.check,) if self.check else ()) + (drop,) + _recorded(self.view.database, self.record),
                     notes=("queries and views that read it will fail",) + ((self.through_metastore,)
                                                                           if self.through_metastore else ()),
                     destructive=True)

@@ -28,8 +28,13 @@ read to tell:
   Spark's analysis of the new query;
 - a create or replace whose query reads such a view, directly or through other live views, runs that code, which
   is the point of reading that view: its step carries the SQL Spark would analyse (``CheckLiveViews``), which its
-  id covers (``plan.view_code``). Apply refuses it until the operator has read that code and approved the id, and
-  just before Spark analyses them, checks the views still hold that SQL.
+  id covers (``plan.view_code``), and apply refuses it until the operator has read that code and approved the id.
+
+And since another client may change a view between the plan apply makes and the step (an apply that rewrites a
+table runs for an hour, and its claims show what it will touch), every step whose statement has Spark analyse live
+views carries their SQL as planned, code or not, and apply checks them unchanged through the metastore client just
+before the statement, refusing the rest of the apply otherwise: a plan made again then sees what they hold. Where
+none of that SQL is code, the check is bookkeeping, left out of what a reader is shown (``render.shown``).
 
 Views an earlier step of the plan (re-)creates are seen as declared there (their own step's id covers their code);
 live views of the databases the plan does not read (another team's, behind a ``source:``) are read by name, where
@@ -82,31 +87,39 @@ class Reached:
 
 def with_live_code(changes: Sequence[Change], live: LiveViews, allowed: Allowed) -> list[Change]:
     """``changes``, in the order they run, each that has Spark analyse a live view whose SQL is code made to run none
-    of it, or to carry it for the operator's approval (see the module docstring)."""
+    of it, or to carry it for the operator's approval, and each that has Spark analyse live views made to check them
+    first (see the module docstring)."""
     state = _State(live, allowed)
     found: list[Change] = []
     for change in changes:
         if isinstance(change, DropView):
-            said = _words(state.reached([change.key]))
-            if said:
+            old = state.reached([change.key])
+            if said := _words(old):
                 change = replace(change, through_metastore=(
                     f"dropped through the metastore client, not Spark's DROP VIEW, which would analyse its live SQL "
                     f"first: {said}; none of it runs"))
+            elif old:
+                change = replace(change, check=_check(change.key, old))
             state.drop(change.key)
         elif isinstance(change, (CreateView, ReplaceView)):
-            if isinstance(change, ReplaceView) and (said := _words(state.reached([change.key]))):
+            old = state.reached([change.key]) if isinstance(change, ReplaceView) else []
+            if isinstance(change, ReplaceView) and (said := _words(old)):
                 change = replace(change, drop_first=(
                     f"its live entry is dropped through the metastore client first, then the view created anew: Spark "
                     f"would analyse its live SQL to replace it, and {said}; none of it runs. Readers meet no view in "
                     f"between, as with Spark's own CREATE OR REPLACE VIEW, which drops and creates the entry too"))
                 state.drop(change.key)
-            reached = state.reached(change.view.reads)
-            said = _words(reached)
-            if said:
-                change = replace(change, check=CheckLiveViews(change.key, {r.key: r.sql for r in reached}, said))
+                old = []
+            reached = {r.key: r for r in old + state.reached(change.view.reads)}
+            if reached:
+                change = replace(change, check=_check(change.key, list(reached.values())))
             state.make(change.view)
         found.append(change)
     return found
+
+
+def _check(key: str, reached: Sequence[Reached]) -> CheckLiveViews:
+    return CheckLiveViews(key, {r.key: r.sql for r in reached}, _words(reached))
 
 
 def _words(reached: Iterable[Reached]) -> str:

@@ -232,32 +232,32 @@ class DropViewEntry:
 
 @dataclass(frozen=True)
 class CheckLiveViews:
-    """The live views Spark analyses as the step's CREATE VIEW runs (what the view reads, and what those read, with
-    their stored SQL), each with the SQL the plan read of it (None: it could not be read), checked through the
-    metastore client just before: the step's id covers that SQL (``plan.view_code``), so a view that holds other SQL
-    by then stops the apply before Spark analyses it. ``code`` says what of it is code, in words. Planned where that
-    SQL calls code (``plan.live_code``)."""
+    """The live views the step's next statement has Spark analyse (the view it drops or replaces, what the view it
+    creates reads, and what those read, with their stored SQL), each with the SQL the plan read of it (None: it could
+    not be read), checked through the metastore client just before, so that a view another client changed since the
+    plan was made stops the apply before Spark analyses it (``plan.live_code``). ``code`` says what of that SQL is
+    code, in words ("" for none), which the step's id then covers (``plan.view_code``)."""
 
     kind: ClassVar[ActionKind] = ActionKind.CHECK_LIVE_VIEWS
     object: str
     views: Mapping[str, ViewSql | None]
-    code: str
+    code: str = ""
 
     def describe(self) -> str:
-        lines = [f"-- metastore: check the live views Spark analyses to create {self.object} hold the SQL planned, "
-                 f"which the step's id covers ({self.code})"]
+        lines = [f"-- metastore: check the live views Spark analyses in this step still hold the SQL planned, "
+                 + (f"which the step's id covers ({self.code})" if self.code else "none of which is code")]
         for key, sql in sorted(self.views.items()):
             lines += [f"-- {key}:", *(["(could not be read)"] if sql is None else sql.describe().split("\n"))]
         return "\n".join(lines)
 
     def to_data(self) -> dict[str, Any]:
-        return {"action": self.kind, "object": self.object, "code": self.code,
+        return {"action": self.kind, "object": self.object, **({"code": self.code} if self.code else {}),
                 "views": {key: None if sql is None else sql.to_data() for key, sql in sorted(self.views.items())}}
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> CheckLiveViews:
         return cls(data["object"], {key: None if sql is None else ViewSql.from_data(sql)
-                                    for key, sql in data["views"].items()}, data["code"])
+                                    for key, sql in data["views"].items()}, data.get("code", ""))
 
 
 # How many partitions a step's text names before it says how many more there are (its JSON has them all).

@@ -37,7 +37,7 @@ def step_code(step: Step, allowed: Allowed | None = None) -> tuple[CodeSetting, 
     the live views' SQL it has Spark analyse that is code (``plan.live_code``); ``allowed``: what views call freely
     (None: the installed Spark's built-ins, and nothing declared)."""
     calling = _own_code(step, allowed or Allowed(spark_version()))
-    live = [action for action in step.actions if isinstance(action, CheckLiveViews)]
+    live = [action for action in step.actions if isinstance(action, CheckLiveViews) and action.code]
     if not calling and not live:
         return ()
     resolved = [call for _, code in calling if code is not None for call in code]
