@@ -139,7 +139,8 @@ def test_the_live_reader_keeps_the_text_spark_parses_and_the_database_its_names_
     apart = stored("SELECT 1 AS a", "SELECT f(1) AS a", **spark_s, **{"view.catalogAndNamespace.part.1": "other"})
     assert (apart.expanded_sql, apart.resolves_in) == ("SELECT f(1) AS a", "other")
     for parameters in ({}, {**spark_s, "view.catalogAndNamespace.part.0": "their_catalog",
-                            "view.catalogAndNamespace.part.1": "shop"}, {"view.catalogAndNamespace.numParts": "x"}):
+                            "view.catalogAndNamespace.part.1": "shop"}, {"view.catalogAndNamespace.numParts": "x"},
+                       {**spark_s, "view.catalogAndNamespace.numParts": "999999999999"}):  # read as no more than 2
         assert stored("SELECT 1 AS a", "SELECT 1 AS a", **parameters).resolves_in == CURRENT_DATABASE
     assert stored("SELECT 1 AS a", "SELECT 1 AS a", **{"view.default.database": "shop"}).resolves_in is None
 

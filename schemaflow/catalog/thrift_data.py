@@ -170,9 +170,9 @@ def _resolves_in(database: str, parameters: Mapping[str, str]) -> str | None:
     ``view.default.database``), or ``CURRENT_DATABASE`` where it stored none of Spark's own catalog (the session's
     current database then, as measured on Spark 3.5 and 4.3)."""
     count = parameters.get(VIEW_NAMESPACE + "numParts")
-    if count is not None:
-        parts = [parameters.get(f"{VIEW_NAMESPACE}part.{index}") for index in range(int(count))] if count.isdigit() else []
-        stored = parts[1] if len(parts) == 2 and parts[0] == SESSION_CATALOG and parts[1] else None
+    if count is not None:  # Spark's catalog and a database: two parts (a count is read as no more than that)
+        parts = [parameters.get(f"{VIEW_NAMESPACE}part.{index}") for index in range(2)] if count == "2" else []
+        stored = parts[1] if parts and parts[0] == SESSION_CATALOG and parts[1] else None
     else:
         stored = parameters.get(VIEW_DEFAULT_DATABASE)
     if stored is None:

@@ -135,6 +135,7 @@ class _State:
         self.read = frozenset(live.catalog.databases)
         self.elsewhere, self.otherwise = live.elsewhere, live.otherwise
         self.held: dict[str, bool] = {}  # whether the catalog holds each declared function as declared, once asked
+        self.known: dict[str, tuple[Reached, tuple[str, ...]]] = {}  # each live view as Spark analyses it, once read
         self.live: dict[str, View | None] = {key: obj for key, obj in live.catalog.objects.items()
                                              if isinstance(obj, View)}  # and None where no view is, read elsewhere
         self.made: dict[str, View] = {}  # declared views the steps so far (re-)created
@@ -166,7 +167,9 @@ class _State:
                 elif key not in self.live and split_key(key)[0] not in self.read:
                     found[key] = Reached(key, None, None, "could not be read (what it calls is not known)")
                 elif (view := self.live.get(key)) is not None:
-                    found[key], reads = self._reached(view)
+                    if key not in self.known:
+                        self.known[key] = self._reached(view)
+                    found[key], reads = self.known[key]
                     following.update(reads)
             wanted = following - seen
         return [found[key] for key in sorted(found)]

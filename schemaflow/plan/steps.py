@@ -244,7 +244,7 @@ class CheckLiveViews:
     code: str = ""
 
     def describe(self) -> str:
-        lines = [f"-- metastore: check the live views Spark analyses in this step still hold the SQL planned, "
+        lines = ["-- metastore: check the live views Spark analyses in this step still hold the SQL planned, "
                  + (f"which the step's id covers ({self.code})" if self.code else "none of which is code")]
         for key, sql in sorted(self.views.items()):
             lines += [f"-- {key}:", *(["(could not be read)"] if sql is None else sql.describe().split("\n"))]
