@@ -488,8 +488,8 @@ class Metastore:
                          if planned is None or not isinstance(view := now.get(key), View) or view_sql(view) != planned)
         if changed:
             raise SchemaflowError(f"{', '.join(changed)} {'holds' if len(changed) == 1 else 'hold'} other SQL than when "
-                                  "this plan was made, which Spark would analyse in this step (the code the operator "
-                                  "approved was the SQL planned): nothing of the step ran. Plan again")
+                                  "this plan was made (or could not be read then), which Spark would analyse in this "
+                                  "step: nothing of the step ran. Plan again, and read what the plan says of it now")
 
     def function(self, key: str) -> StoredFunction | None:
         """The permanent function ``key`` (``db.name``) as the metastore holds it, or None: read over Thrift, so its

@@ -131,19 +131,15 @@ class ThriftReader:
 
     def table_data(self, database: str) -> Iterator[dict[str, Any]]:
         """The Thrift Table structs of ``database`` as data, fetched in batches."""
-        doing = f"reading the tables of database {database}"
-        names = self._call(doing, "get_all_tables", [(1, STRING, database)])
-        for start in range(0, len(names), BATCH_SIZE):
-            batch = names[start:start + BATCH_SIZE]
-            yield from self._call(doing, "get_table_objects_by_name_req",
-                                  [(1, STRUCT, [(1, STRING, database), (2, LIST, batch)])], TABLES)["tables"]
+        yield from self.named_table_data(database, self._call(f"reading the tables of database {database}",
+                                                              "get_all_tables", [(1, STRING, database)]))
 
-    def named_table_data(self, database: str, names: Sequence[str]) -> list[dict[str, Any]]:
-        """The Thrift Table structs of ``database`` among ``names`` (those it holds), as data, in batches."""
-        doing = f"reading tables of database {database}"
-        return [table for start in range(0, len(names), BATCH_SIZE) for table in self._call(
-            doing, "get_table_objects_by_name_req",
-            [(1, STRUCT, [(1, STRING, database), (2, LIST, list(names[start:start + BATCH_SIZE]))])], TABLES)["tables"]]
+    def named_table_data(self, database: str, names: Sequence[str]) -> Iterator[dict[str, Any]]:
+        """The Thrift Table structs of ``database`` among ``names`` (those it holds), as data, fetched in batches."""
+        for start in range(0, len(names), BATCH_SIZE):
+            batch = list(names[start:start + BATCH_SIZE])
+            yield from self._call(f"reading the tables of database {database}", "get_table_objects_by_name_req",
+                                  [(1, STRUCT, [(1, STRING, database), (2, LIST, batch)])], TABLES)["tables"]
 
     def views(self, keys: Collection[str]) -> dict[str, View | None]:
         """The views ``keys`` name (see ``thrift_data.read_views``)."""

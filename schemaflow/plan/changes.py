@@ -377,7 +377,7 @@ def _view_actions(view: View, replace: bool, check: CheckLiveViews | None, drop_
 @dataclass(frozen=True)
 class CreateView(_OfView):
     view: View
-    # The live views Spark analyses to create it where their SQL calls code (``plan.live_code``).
+    # The live views Spark analyses to create it, checked unchanged first (``plan.live_code``).
     check: CheckLiveViews | None = None
     destructive = False
     reshapes = True
@@ -417,7 +417,7 @@ class DropView(_OfView):
     record: Mapping[str, str] = field(default_factory=dict)  # the drop's record on the database (see history)
     # Why it is dropped through the metastore client, not Spark (``plan.live_code``); None: through Spark.
     through_metastore: str | None = None
-    check: CheckLiveViews | None = None
+    check: CheckLiveViews | None = None  # the live views Spark's DROP VIEW analyses, checked unchanged first
     destructive = True
     reshapes = True
 
