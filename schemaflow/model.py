@@ -300,6 +300,10 @@ class View:
     stars: tuple[tuple[int, int, str], ...] = field(default=(), compare=False)
     # Live only: Spark's view.schemaMode (COMPENSATION, BINDING, EVOLUTION, TYPE EVOLUTION); None: none stored.
     schema_mode: str | None = field(default=None, compare=False)
+    # Live only, what Spark analyses of it besides ``sql`` (see ``ViewSql``): the metastore's expanded text where it
+    # differs from ``sql``, and where its unqualified names resolve where that is not its own database.
+    expanded_sql: str | None = field(default=None, compare=False)
+    resolves_in: str | None = field(default=None, compare=False)
     managed_keys: tuple[str, ...] = field(default=(), compare=False)
     version: str | None = field(default=None, compare=False)
     source: Source | None = field(default=None, compare=False, repr=False)
@@ -312,6 +316,49 @@ class View:
 
 
 Object = Table | View
+
+# Where a live view's unqualified names resolve when it stored no database of Spark's catalog for them: the session's
+# current database as it is read, which nothing about the view says.
+CURRENT_DATABASE = "*"
+
+
+@dataclass(frozen=True)
+class ViewSql:
+    """What Spark analyses of a live view whenever a query, or a statement, reads it: ``sql``, its original text (what
+    schemaflow shows and compares with the declared SQL); ``expanded``, the metastore's expanded text where it differs
+    (Spark parses the expanded text, not the original: another client may store the two apart); and ``resolves_in``,
+    the database its unqualified names resolve in where that is not the view's own: the one stored with it
+    (``view.catalogAndNamespace``), or ``CURRENT_DATABASE`` where it stored none of Spark's catalog."""
+
+    sql: str
+    expanded: str | None = None
+    resolves_in: str | None = None
+
+    @property
+    def analysed(self) -> str:
+        """The text Spark parses."""
+        return self.sql if self.expanded is None else self.expanded
+
+    def describe(self) -> str:
+        """The texts as a reader is shown them (each as stored, the expanded one and the database apart)."""
+        expanded = "" if self.expanded is None else f"\n-- its expanded text, which Spark analyses:\n{self.expanded}"
+        where = ("" if self.resolves_in is None else "\n-- its unqualified names resolve in the session's current "
+                 "database" if self.resolves_in == CURRENT_DATABASE else f"\n-- its unqualified names resolve in "
+                 f"{self.resolves_in}")
+        return self.sql + expanded + where
+
+    def to_data(self) -> dict[str, Any]:
+        return {"sql": self.sql, **({"expanded": self.expanded} if self.expanded is not None else {}),
+                **({"resolves_in": self.resolves_in} if self.resolves_in is not None else {})}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> ViewSql:
+        return cls(data["sql"], data.get("expanded"), data.get("resolves_in"))
+
+
+def view_sql(view: View) -> ViewSql:
+    """What Spark analyses of the live view ``view``."""
+    return ViewSql(view.sql, view.expanded_sql, view.resolves_in)
 
 
 # --- migrations: the column changes a diff cannot infer --------------------------------------
@@ -465,13 +512,14 @@ _DERIVED_LATER = frozenset({"output"})
 # An Iceberg table's layout, left out likewise: a Hive table's data and fingerprint are what they were.
 _ICEBERG_LAYOUT = frozenset({"partition_spec", "sort_order"})
 _LEFT_OUT_AT_DEFAULT = _STORAGE_DETAILS | _DERIVED_LATER | _ICEBERG_LAYOUT | {"iceberg", "unreadable", "backup_of", "rewrite_of",
-                                                                              "rewrite_hiding"}
+                                                                              "rewrite_hiding", "expanded_sql",
+                                                                              "resolves_in"}
 # Fields left out of the plain data (where the object was declared, the stars of its SQL), and those that are no part of an
 # object's definition, so not of its fingerprint: those and live-only bookkeeping, what is derived
 # from a view's SQL, and a view's partitions (its contents, see ``fingerprint``).
 _NOT_DATA = frozenset({"source", "stars"})
 _NOT_DEFINITION = _NOT_DATA | {"iceberg", "unreadable", "backup_of", "rewrite_of", "rewrite_hiding", "managed_keys", "version", "reads", "uses", "lineage", "output", "schema_mode",
-                               "migrations", "partitions"}
+                               "migrations", "partitions", "expanded_sql", "resolves_in"}
 # The fields of a Table and a View that their plain data holds, in order, found once per class; and
 # those of them that take part in a fingerprint.
 _DATA_FIELDS: dict[type, tuple[str, ...]] = {}

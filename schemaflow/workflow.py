@@ -17,7 +17,7 @@ from functools import partial
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 
 from schemaflow.code_settings import check_approved, unapproved
 from schemaflow.claims import ELSEWHERE, RUNNING, parse_claim, standing
@@ -30,6 +30,7 @@ from schemaflow.catalog.thrift_reader import lenient
 from schemaflow.gitsource import commit_of
 from schemaflow.model import Catalog, Object, Source, Stored, Table, View, catalog_digest, split_key
 from schemaflow.plan.invalidation import created_schema_mode
+from schemaflow.plan.live_code import LiveViews
 from schemaflow.plan.kinds import StepKind
 from schemaflow.sql.code_calls import Reach, declared_calls, resolved_calls
 from schemaflow.sql.ddl import view_text
@@ -157,7 +158,8 @@ def _live_builder(project: Project, live: Live, desired: Catalog | None = None, 
                        settings=since_applied(project.settings.declared, read, desired.databases),
                        view_problems=partial(_view_problems, project, desired, live),
                        allowed=project.settings.allowed_calls, checked=project.settings.checked_calls,
-                       approved_code=project.settings.approved_code, **options)
+                       approved_code=project.settings.approved_code,
+                       live_views=LiveViews(read, reader.views, partial(_held_otherwise, project, live)), **options)
 
 
 def _live_files(project: Project, stored: Callable[[str], Stored | None],
@@ -260,6 +262,15 @@ def _undeclared_functions(project: Project, desired: Catalog, live: Live, hidden
             for key, called in calling.items() if called & otherwise.keys()}
 
 
+def _held_otherwise(project: Project, live: Live, names: Collection[str]) -> frozenset[str]:
+    """Which of the declared functions ``names`` the metastore holds otherwise than declared (read over Thrift: nothing
+    is loaded); every one, where the backend cannot tell."""
+    stored = live.functions(names)
+    if stored is None:
+        return frozenset(names)
+    return frozenset(name for name in names if _stored_otherwise(name, project.settings.functions[name], stored[name]))
+
+
 def _stored_otherwise(name: str, declared: Mapping[str, Any], stored: StoredFunction | None) -> str | None:
     """Why the metastore's function ``name`` is not the ``declared`` one (None: it is)."""
     resources = tuple((kind.lower(), uri) for resource in declared.get("resources") or () for kind, uri in resource.items())
@@ -310,11 +321,13 @@ def review_snapshot(project: Project, snapshot: Path, *, allow_destructive: bool
     desired = desired_state(project)
     _plannable(desired)
     saved = load_snapshot(snapshot)
-    current, left_alone = owned(project, saved.catalog.in_databases(desired.databases), desired)
+    read = saved.catalog.in_databases(desired.databases)
+    current, left_alone = owned(project, read, desired)
     plan = PlanBuilder(desired, current, allow_destructive=allow_destructive,
                        count_partitions=saved.partition_counts.get, basis=Basis.SNAPSHOT,
                        invalidation=project.settings.invalidation, release=project.settings.release,
-                       allowed=project.settings.allowed_calls, against=f"the snapshot {snapshot}", left_alone=left_alone,
+                       allowed=project.settings.allowed_calls, live_views=LiveViews(read),
+                       against=f"the snapshot {snapshot}", left_alone=left_alone,
                        settings=since_applied(project.settings.declared, saved.catalog, desired.databases)).build()
     return Review(plan, counts_from=str(snapshot) if saved.partition_counts else None,
                   reads=_reads(current, desired))

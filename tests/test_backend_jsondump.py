@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import subprocess
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from schemaflow.catalog.live import Live
 from schemaflow.catalog.snapshot import Snapshot, load_snapshot, write_snapshot
 from schemaflow.cli import main
 from schemaflow.errors import SchemaflowError
-from schemaflow.model import Catalog, Database, PartitionValues, Stored
+from schemaflow.model import Catalog, Database, PartitionValues, Stored, View
 from schemaflow.plan.kinds import StepKind
 from schemaflow.project import Project, load_project
 from schemaflow.workflow import applied_state, desired_state, review_live, review_refs
@@ -62,6 +62,9 @@ class JsonDumpReader:
 
     def enforces_type_rule(self) -> bool:
         return True
+
+    def views(self, keys: Collection[str]) -> dict[str, View | None]:
+        return {key: obj if isinstance(obj := self.saved.catalog.objects.get(key), View) else None for key in keys}
 
 
 @register_backend(NAME)

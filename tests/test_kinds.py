@@ -8,12 +8,13 @@ from dataclasses import replace
 
 import pytest
 
-from schemaflow.model import (VERSION_KEY, Catalog, Column, Database, IcebergState, PartitionField, SortTerm,
-                              Table)
+from schemaflow.model import (CURRENT_DATABASE, VERSION_KEY, Catalog, Column, Database, IcebergState, PartitionField,
+                              SortTerm, Table, ViewSql)
 from schemaflow.plan.kinds import EFFECTS, ActionKind, Effect, StepKind
 from schemaflow.plan.plan import Plan, PlanBuilder
 from schemaflow.plan.settings_changes import SettingsChange
-from schemaflow.plan.steps import (ACTION_CLASSES, Action, AddDatabase, ChangeViewPartitions, IcebergCommit, RewriteRows,
+from schemaflow.plan.steps import (ACTION_CLASSES, Action, AddDatabase, ChangeViewPartitions, CheckLiveViews, DropViewEntry,
+                                   IcebergCommit, RewriteRows,
                                    KeepViewPartitions, RestoreBackup,
                                    PartitionView, SetColumns, SetDatabaseParameters, SetParameters, SetStorageAction,
                                    SqlAction, Step, action_from_data)
@@ -46,6 +47,9 @@ ONE_OF_EACH: tuple[Action, ...] = (
                 "db.t_backup_", resumed=True),
     RestoreBackup("db.t", "db.t_backup_", "db.t_restore_", "v1"),
     RestoreBackup("db.t", "db.t_backup_", "db.t_restore_", None),
+    DropViewEntry("db.v"),
+    CheckLiveViews("db.v", {"db.w": ViewSql("SELECT f(1) AS a", "SELECT `db`.f(1) AS a", CURRENT_DATABASE),
+                            "other.x": ViewSql("SELECT 1 AS b"), "other.y": None}, "db.w calls metastore functions (db.f)"),
 )
 
 

@@ -13,7 +13,7 @@ from schemaflow.errors import ConcurrentChange, SchemaflowError, Unreachable
 from schemaflow.model import APPLIED_AT_KEY, APPLIED_STATE_KEY, LIVE_STATE, MANAGED_KEYS_KEY, VERSION_KEY, Catalog, Column, Table, fingerprint
 from schemaflow.plan.plan import DESTRUCTIVE_BLOCK, Plan, PlanBuilder
 from schemaflow.plan.rewrite import REWRITE_BLOCK
-from schemaflow.plan.steps import (APPLIED_AT, KeepViewPartitions, PartitionView, RewriteRows, SetColumns, SetParameters,
+from schemaflow.plan.steps import (APPLIED_AT, CheckLiveViews, KeepViewPartitions, PartitionView, RewriteRows, SetColumns, SetParameters,
                                    SqlAction)
 from schemaflow.sql import ddl
 from schemaflow.sql.ddl import CLAIM
@@ -198,11 +198,12 @@ def test_view_sql_change_ignores_whitespace_and_case():
 def test_partitioned_view_moves_its_columns_to_partition_keys():
     partitioned = replace(DAILY, partitioned_on=("ds",))
     plan = PlanBuilder(catalog(ORDERS, partitioned, TOP), applied(DESIRED)).build()
-    # Re-created: its partitions are read first, to come back as they were (none here, as it was not partitioned).
-    assert [type(a) for a in plan.steps[0].actions] == [SqlAction, KeepViewPartitions, SqlAction, PartitionView,
-                                                        SetParameters]
+    # Re-created: its partitions are read first, to come back as they were (none here, as it was not partitioned), and
+    # the live view Spark analyses as it replaces it is checked to hold the SQL planned (plan.live_code).
+    assert [type(a) for a in plan.steps[0].actions] == [SqlAction, KeepViewPartitions, CheckLiveViews, SqlAction,
+                                                        PartitionView, SetParameters]
     assert plan.steps[0].actions[1] == KeepViewPartitions("retail.daily")
-    assert plan.steps[0].actions[3] == PartitionView("retail.daily", ("ds",))
+    assert plan.steps[0].actions[4] == PartitionView("retail.daily", ("ds",))
 
 
 def test_plan_round_trips_through_json_and_applies_the_same_actions():

@@ -9,20 +9,12 @@ counts what it serves. Each schemaflow command runs as a user runs it, a process
 """
 from __future__ import annotations
 
-import functools
 import json
-import os
 import re
-import shutil
-import subprocess
-import sys
-import threading
 from collections.abc import Iterator
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from importlib.resources import files
 from pathlib import Path
 
-import pyspark
 import pytest
 
 from schemaflow.catalog.builtin_functions import registered
@@ -35,78 +27,17 @@ from schemaflow.sql.dialect import DIALECT
 from schemaflow.sql.function_calls import Place, function_calls
 from schemaflow.sql.spark_functions import allowed, builtins
 from schemaflow.sql.views import ViewSqlError
-from tests.projects import ROOT, schemaflow
+from tests.marker_udf import Served, marker_jar as served_marker, spark_sql
+from tests.projects import schemaflow
 
 pytestmark = pytest.mark.spark
-
-UDF = """package marker;
-
-public class Marker extends org.apache.hadoop.hive.ql.exec.UDF {
-    static {
-        try {
-            java.nio.file.Files.writeString(java.nio.file.Path.of(%s), "loaded\\n");
-        } catch (java.io.IOException e) {
-            throw new RuntimeException(e);
-        }
-    }
-
-    public String evaluate(String text) {
-        return text == null ? null : "masked";
-    }
-}
-"""
-
-
-class Served:
-    """An HTTP server of ``folder`` on 127.0.0.1, counting the requests it answered."""
-
-    def __init__(self, folder: Path) -> None:
-        self.requests: list[str] = []
-        served = self
-
-        class Handler(SimpleHTTPRequestHandler):
-            def log_message(self, format: str, *args: object) -> None:
-                served.requests.append(self.path)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(folder)))
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def url(self, name: str) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/{name}"
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture
 def marker_jar(tmp_path: Path) -> Iterator[tuple[Served, Path]]:
     """A jar of the UDF ``marker.Marker``, served over HTTP, and the file its class writes as it loads."""
-    marker = tmp_path / "loaded.txt"
-    source = tmp_path / "udf" / "marker" / "Marker.java"
-    source.parent.mkdir(parents=True)
-    source.write_text(UDF % json.dumps(str(marker)))
-    (hive_exec,) = (Path(pyspark.__file__).parent / "jars").glob("hive-exec-*-core.jar")
-    javac = shutil.which("javac")
-    assert javac, "the tests compile a UDF: javac must be on PATH"
-    subprocess.run([javac, "-cp", str(hive_exec), "-d", str(tmp_path / "classes"), str(source)], check=True)
-    served_folder = tmp_path / "served"
-    served_folder.mkdir()
-    subprocess.run(["jar", "cf", str(served_folder / "marker.jar"), "-C", str(tmp_path / "classes"), "."], check=True)
-    served = Served(served_folder)
-    yield served, marker
-    served.stop()
-
-
-def spark_sql(project: Path, *statements: str) -> None:
-    """Run ``statements`` through a Spark of the project's settings, in a process of its own (another team's job)."""
-    code = ("import sys\nfrom schemaflow.catalog.session import spark_session\nfrom schemaflow.project import "
-            "load_project\nspark = spark_session(load_project(sys.argv[1], env={}).settings)\n"
-            "for statement in sys.argv[2:]:\n    spark.sql(statement).collect()\n")
-    ran = subprocess.run([sys.executable, "-c", code, str(project), *statements], capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert ran.returncode == 0, ran.stderr[-3000:]
+    with served_marker(tmp_path) as served:
+        yield served
 
 
 def test_the_installed_releases_built_in_functions_are_the_list_schemaflow_keeps_for_it(spark):

@@ -34,12 +34,13 @@ from schemaflow.claims import Claim, new_run
 from schemaflow.errors import ConcurrentChange, SchemaflowError, Unreachable
 from schemaflow.catalog.history import Entry, with_entries
 from schemaflow.model import (DROPPED_PREFIX, HISTORY_PREFIX, VERSION_KEY, Column, Database, IcebergState, PartitionValues,
-                              Table, split_key)
+                              Table, ViewSql, split_key)
 from schemaflow.plan.kinds import EFFECTS, Effect, ObjectType
 from schemaflow.plan.plan import Plan
-from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, IcebergCommit, KeepViewPartitions,
-                                   PartitionView, RestoreBackup, RewriteRows, SetColumns, SetDatabaseParameters, SetParameters,
-                                   SetStorageAction, SqlAction, Step, fill_applied_at, with_stamp)
+from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, CheckLiveViews, DropViewEntry, IcebergCommit,
+                                   KeepViewPartitions, PartitionView, RestoreBackup, RewriteRows, SetColumns,
+                                   SetDatabaseParameters, SetParameters, SetStorageAction, SqlAction, Step, fill_applied_at,
+                                   with_stamp)
 from schemaflow.sql import ddl
 from schemaflow.sql.rewrite import Filled
 from schemaflow.wording import duration, plural
@@ -54,6 +55,7 @@ class RecordingTarget:
         self.actions: list[Action] = []
         self.guards: list[str | None] = []  # one per metastore write, in order
         self.histories: dict[str, dict[str, str]] = {}  # database -> the history parameters written on it
+        self.checked: list[dict[str, ViewSql | None]] = []  # the live views each check was to find as planned
 
     def run_sql(self, sql: str) -> None:
         self.actions.append(SqlAction(sql))
@@ -101,6 +103,14 @@ class RecordingTarget:
                     expected: str | None = None) -> None:
         self.actions.append(SetStorageAction(key, dict(serde_properties), buckets))
         self.guards.append(expected)
+
+    def drop_view(self, key: str, expected: str | None = None) -> None:
+        self.actions.append(DropViewEntry(key))
+        self.guards.append(expected)
+
+    def check_views(self, views: Mapping[str, ViewSql | None]) -> None:
+        """A recorder keeps no views: what it was to check is kept apart from the writes."""
+        self.checked.append(dict(views))
 
     def commit_iceberg(self, table: Table, sources: Mapping[str, str], requires: IcebergState | None, create: bool,
                        set: Mapping[str, str], unset: Sequence[str], expected: str | None = None,
@@ -243,6 +253,10 @@ class Run:
                 writer.partition_view(action.object, action.columns, self.held.get(action.object))
             case SetStorageAction():
                 writer.set_storage(action.object, action.serde_properties, action.buckets, self.held.get(action.object))
+            case DropViewEntry():
+                writer.drop_view(action.object, self.held.pop(action.object, None))
+            case CheckLiveViews():
+                writer.check_views(action.views)
             case IcebergCommit():
                 values = fill_applied_at(action.set, now)
                 writer.commit_iceberg(action.table, action.sources, action.requires, action.create, values,
@@ -437,11 +451,11 @@ def _writes(action: Action) -> bool:
     match action:
         case SqlAction():
             return action.writes
-        case KeepViewPartitions():
+        case KeepViewPartitions() | CheckLiveViews():
             return False
         case (AddDatabase() | SetDatabaseParameters() | SetParameters() | SetColumns() | ChangeViewPartitions()
               | PartitionView() | SetStorageAction() | IcebergCommit() | RewriteRows()
-              | RestoreBackup()):
+              | RestoreBackup() | DropViewEntry()):
             return True
         case _ as unreachable:
             assert_never(unreachable)

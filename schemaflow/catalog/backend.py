@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
-from schemaflow.model import VERSION_KEY, Catalog, Column, Database, IcebergState, PartitionValues, Stored, Table
+from schemaflow.model import (VERSION_KEY, Catalog, Column, Database, IcebergState, PartitionValues, Stored, Table,
+                              View, ViewSql)
 from schemaflow.sql.rewrite import Filled
 
 T = TypeVar("T")
@@ -42,6 +43,15 @@ class LiveSource(Protocol):
     def table_data(self, database: str) -> Iterable[dict[str, Any]]: ...
 
 
+class NamedTables(Protocol):
+    """A metastore whose tables are read by name, as Thrift data."""
+
+    def databases(self) -> tuple[str, ...]: ...
+
+    def named_table_data(self, database: str, names: Sequence[str]) -> Iterable[dict[str, Any]]:
+        """The tables and views of ``database`` among ``names`` (those it holds), as Thrift data."""
+
+
 class CatalogReader(LiveSource, Protocol):
     """What reads the live state a plan is made against."""
 
@@ -49,6 +59,10 @@ class CatalogReader(LiveSource, Protocol):
 
     def read(self, databases: tuple[str, ...]) -> Catalog:
         """Every table and view in ``databases``; databases that do not exist have none."""
+
+    def views(self, keys: Collection[str]) -> dict[str, View | None]:
+        """The views ``keys`` (``db.name``) name, outside the databases a plan reads, as the catalog holds them: None
+        for a key that names no view (a table, or nothing); a key left out could not be read."""
 
     def count_partitions(self, key: str) -> int: ...
 
@@ -108,6 +122,13 @@ class CatalogWriter(Protocol):
 
     def set_storage(self, key: str, serde_properties: Mapping[str, str], buckets: int | None,
                     expected: str | None = None) -> None: ...
+
+    def drop_view(self, key: str, expected: str | None = None) -> None:
+        """Drop the view ``key`` (stamped ``expected``) from the catalog without the engine analysing its SQL; a table
+        of the name is never dropped so."""
+
+    def check_views(self, views: Mapping[str, ViewSql | None]) -> None:
+        """Raise unless each of ``views`` holds that SQL now (None: it could not be read when planned)."""
 
     def commit_iceberg(self, table: Table, sources: Mapping[str, str], requires: IcebergState | None, create: bool,
                        set: Mapping[str, str], unset: Sequence[str], expected: str | None = None,

@@ -17,9 +17,9 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from typing import Any, assert_never
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
-from schemaflow.catalog.backend import LiveSource
+from schemaflow.catalog.backend import LiveSource, NamedTables
 from schemaflow.catalog.iceberg_metadata import iceberg_table, is_iceberg, read_metadata
 from schemaflow.catalog.metadata_bounds import held_budget, metadata_bounds
 from schemaflow.catalog.metadata_readers import (MetadataReader, Unreadable, metadata_reader, recognised_kind,
@@ -28,6 +28,7 @@ from schemaflow.catalog.spark_schema import spark_bucketing, spark_columns
 from schemaflow.model import (
     BACKUP_OF,
     COMMENT_KEY,
+    CURRENT_DATABASE,
     METADATA_LOCATION,
     REWRITE_OF,
     Bucketing,
@@ -41,6 +42,8 @@ from schemaflow.model import (
     View,
     recorded,
 )
+from schemaflow.errors import SchemaflowError, Unreachable
+from schemaflow.sql.code_calls import SESSION_CATALOG
 from schemaflow.sql.storage import PATH_OPTION, serde_properties
 from schemaflow.sql.table_kinds import (CUSTOM, ICEBERG, PROVIDER, LiveSchema, TableKind, data_source_provider,
                                         default_serde, hive_kind, table_kind)
@@ -52,7 +55,12 @@ from schemaflow.sql.types import InvalidType, canonical_type
 # table is the managed table its client asked for.
 TRANSLATED = {"TRANSLATED_TO_EXTERNAL": "TRUE", "external.table.purge": "TRUE"}
 
+VIRTUAL_VIEW = "VIRTUAL_VIEW"  # the metastore's type of a view
 VIEW_SCHEMA_MODE = "view.schemaMode"  # Spark 4: what a view does when the types of what it reads change
+# Where Spark resolves a view's unqualified names: the catalog and namespace it stored, part by part (and the one
+# database views of Spark before 3.0 stored).
+VIEW_NAMESPACE = "view.catalogAndNamespace."
+VIEW_DEFAULT_DATABASE = "view.default.database"
 FROM_DESERIALIZER = "from deserializer"
 # Reads are tried this many times when the connection breaks, after 1 s, then 2 s, ...
 READ_ATTEMPTS = 4
@@ -73,6 +81,34 @@ def read_catalog(source: LiveSource, databases: tuple[str, ...]) -> Catalog:
                 obj = to_model(data, (details[database].location,))
                 objects[obj.key] = obj
     return Catalog(databases=present, objects=dict(sorted(objects.items())), database_details=details)
+
+
+def read_views(source: NamedTables, keys: Collection[str]) -> dict[str, View | None]:
+    """The views ``keys`` (``db.name``) name, as ``source`` holds them, read by name (a database's other tables are
+    not read, nor is a table's own metadata): None for a key that names no view (a table, or nothing); a key of a
+    database whose read failed is left out (not known)."""
+    existing = set(source.databases())
+    wanted: dict[str, list[str]] = {}
+    for key in sorted(set(keys)):
+        database, _, name = key.partition(".")
+        wanted.setdefault(database, []).append(name)
+    found: dict[str, View | None] = {}
+    for database, names in wanted.items():
+        if database not in existing:
+            found |= {f"{database}.{name}": None for name in names}
+            continue
+        try:
+            held = {f"{database}.{data['tableName']}".lower(): data
+                    for data in source.named_table_data(database, names)}
+        except SchemaflowError as error:
+            if isinstance(error, Unreachable):
+                raise
+            continue
+        for name in names:
+            data = held.get(f"{database}.{name}")
+            view = to_model(data) if data is not None and data.get("tableType") == VIRTUAL_VIEW else None
+            found[f"{database}.{name}"] = view if isinstance(view, View) else None
+    return found
 
 
 def database_of(name: str, data: Mapping[str, Any]) -> Database:
@@ -97,12 +133,15 @@ def to_model(data: Mapping[str, Any], storage: Sequence[str | None] = ()) -> Obj
     stamped = recorded(parameters)
     migrations = stamped.pop("migrations")
     common |= stamped
-    if data.get("tableType") == "VIRTUAL_VIEW":
+    if data.get("tableType") == VIRTUAL_VIEW:
+        original, expanded = data.get("viewOriginalText", ""), data.get("viewExpandedText")
         return View(
-            sql=data.get("viewOriginalText", ""),
+            sql=original,
             columns=columns + partition_keys,
             partitioned_on=tuple(c.name for c in partition_keys),
             schema_mode=parameters.get(VIEW_SCHEMA_MODE),
+            expanded_sql=expanded if expanded is not None and expanded != original else None,
+            resolves_in=_resolves_in(data["dbName"], parameters),
             **common,
         )
     provider = data_source_provider(parameters.get(PROVIDER))
@@ -123,6 +162,22 @@ def to_model(data: Mapping[str, Any], storage: Sequence[str | None] = ()) -> Obj
     location = stored.pop("location", None) or sd.get("location")
     return Table(external=external, location=location if external else None, migrations=migrations,
                  backup_of=parameters.get(BACKUP_OF), rewrite_of=parameters.get(REWRITE_OF), **common, **stored)
+
+
+def _resolves_in(database: str, parameters: Mapping[str, str]) -> str | None:
+    """Where Spark resolves the unqualified names of a view of ``database`` with these ``parameters``: None in its own
+    database, else the one Spark stored with it (``view.catalogAndNamespace``, or before Spark 3.0
+    ``view.default.database``), or ``CURRENT_DATABASE`` where it stored none of Spark's own catalog (the session's
+    current database then, as measured on Spark 3.5 and 4.3)."""
+    count = parameters.get(VIEW_NAMESPACE + "numParts")
+    if count is not None:  # Spark's catalog and a database: two parts (a count is read as no more than that)
+        parts = [parameters.get(f"{VIEW_NAMESPACE}part.{index}") for index in range(2)] if count == "2" else []
+        stored = parts[1] if parts and parts[0] == SESSION_CATALOG and parts[1] else None
+    else:
+        stored = parameters.get(VIEW_DEFAULT_DATABASE)
+    if stored is None:
+        return CURRENT_DATABASE
+    return None if stored.lower() == database.lower() else stored.lower()
 
 
 def live_kind(parameters: Mapping[str, str], provider: str | None, sd: Mapping[str, Any]) -> TableKind | None:

@@ -21,15 +21,15 @@ from __future__ import annotations
 
 import time
 from typing import Any, TypeVar
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from urllib.parse import urlparse
 
 from schemaflow.catalog.backend import PlanHints
 from schemaflow.catalog.thrift_data import (READ_ATTEMPTS, READ_BACKOFF_SECONDS, database_of, folders, parse_name,
-                                            read_catalog, statistics)
+                                            read_catalog, read_views, statistics)
 from schemaflow.catalog.thrift_wire import I16, LIST, STRING, STRUCT, Argument, Connection, NotPlainThrift, Shape, ThriftError
 from schemaflow.errors import SchemaflowError, Unreachable
-from schemaflow.model import TYPE_RULE, Catalog, Database, PartitionValues, Stored, split_key
+from schemaflow.model import TYPE_RULE, Catalog, Database, PartitionValues, Stored, View, split_key
 
 BATCH_SIZE = 100
 T = TypeVar("T")
@@ -131,12 +131,19 @@ class ThriftReader:
 
     def table_data(self, database: str) -> Iterator[dict[str, Any]]:
         """The Thrift Table structs of ``database`` as data, fetched in batches."""
-        doing = f"reading the tables of database {database}"
-        names = self._call(doing, "get_all_tables", [(1, STRING, database)])
+        yield from self.named_table_data(database, self._call(f"reading the tables of database {database}",
+                                                              "get_all_tables", [(1, STRING, database)]))
+
+    def named_table_data(self, database: str, names: Sequence[str]) -> Iterator[dict[str, Any]]:
+        """The Thrift Table structs of ``database`` among ``names`` (those it holds), as data, fetched in batches."""
         for start in range(0, len(names), BATCH_SIZE):
-            batch = names[start:start + BATCH_SIZE]
-            yield from self._call(doing, "get_table_objects_by_name_req",
+            batch = list(names[start:start + BATCH_SIZE])
+            yield from self._call(f"reading the tables of database {database}", "get_table_objects_by_name_req",
                                   [(1, STRUCT, [(1, STRING, database), (2, LIST, batch)])], TABLES)["tables"]
+
+    def views(self, keys: Collection[str]) -> dict[str, View | None]:
+        """The views ``keys`` name (see ``thrift_data.read_views``)."""
+        return read_views(self, keys)
 
     def enforces_type_rule(self) -> bool:
         """Whether the metastore server refuses incompatible column type changes (its own setting)."""

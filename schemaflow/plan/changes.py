@@ -18,9 +18,9 @@ from schemaflow.plan.hazards import OFFER, appended_note, column_hazards, hidden
 from schemaflow.plan.kinds import ObjectType, StepKind
 from schemaflow.plan.iceberg import AlterIcebergTable, ConvertToIceberg
 from schemaflow.plan.rewrite import RewriteTable
-from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, IcebergCommit, KeepViewPartitions, PartitionView, SetColumns,
-                                   SetDatabaseParameters, SetParameters, SetStorageAction, SqlAction, Step,
-                                   listed_partitions)
+from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, CheckLiveViews, DropViewEntry, IcebergCommit,
+                                   KeepViewPartitions, PartitionView, SetColumns, SetDatabaseParameters, SetParameters,
+                                   SetStorageAction, SqlAction, Step, listed_partitions)
 from schemaflow.sql import ddl
 from schemaflow.sql.table_kinds import kind_of, table_kind
 from schemaflow.wording import duration, listed, plural, value_change
@@ -359,12 +359,16 @@ class SetStorage:
                     notes=tuple(notes), hazards=tuple(hazards))
 
 
-def _view_actions(view: View, replace: bool) -> tuple:
+def _view_actions(view: View, replace: bool, check: CheckLiveViews | None, drop_first: bool = False) -> tuple:
     # Unqualified names in the SQL resolve in the view's own database, as validate resolved them.
     actions: tuple = (SqlAction(ddl.use_database(view.database)),)
     if replace and view.partitioned_on:
         actions += (KeepViewPartitions(view.key),)
-    actions += (SqlAction(ddl.create_view(view, replace), claims=view.key),)
+    if check:
+        actions += (check,)
+    if drop_first:
+        actions += (DropViewEntry(view.key),)
+    actions += (SqlAction(ddl.create_view(view, replace and not drop_first), claims=view.key),)
     if view.partitioned_on:
         actions += (PartitionView(view.key, view.partitioned_on),)
     return actions
@@ -373,11 +377,14 @@ def _view_actions(view: View, replace: bool) -> tuple:
 @dataclass(frozen=True)
 class CreateView(_OfView):
     view: View
+    # The live views Spark analyses to create it, checked unchanged first (``plan.live_code``).
+    check: CheckLiveViews | None = None
     destructive = False
     reshapes = True
 
     def to_step(self) -> Step:
-        return Step(StepKind.CREATE_VIEW, self.key, ObjectType.VIEW, f"create view {self.key}", _view_actions(self.view, replace=False))
+        return Step(StepKind.CREATE_VIEW, self.key, ObjectType.VIEW, f"create view {self.key}",
+                    _view_actions(self.view, False, self.check))
 
 
 @dataclass(frozen=True)
@@ -390,6 +397,9 @@ class ReplaceView(_OfView):
     deliberate: bool = False
     old_sql: str | None = None  # the live view's SQL, when the declared SQL differs from it
     old_label: str = "live"     # what the old SQL is, in the diff's header: live, the snapshot's, the base's
+    check: CheckLiveViews | None = None  # as a CreateView's
+    # Why the live entry is dropped through the metastore client first (``plan.live_code``); None: Spark replaces it.
+    drop_first: str | None = None
     destructive = False
 
     def to_step(self) -> Step:
@@ -397,20 +407,27 @@ class ReplaceView(_OfView):
             self.old_sql.strip().splitlines(), ddl.view_text(self.view).strip().splitlines(), self.old_label,
             "schemas", lineterm=""))
         return Step(StepKind.REPLACE_VIEW, self.key, ObjectType.VIEW, f"re-create view {self.key}: {'; '.join(self.reasons)}",
-                    _view_actions(self.view, replace=True), sql_diff=diff)
+                    _view_actions(self.view, True, self.check, self.drop_first is not None), sql_diff=diff,
+                    notes=(self.drop_first,) if self.drop_first else ())
 
 
 @dataclass(frozen=True)
 class DropView(_OfView):
     view: View
     record: Mapping[str, str] = field(default_factory=dict)  # the drop's record on the database (see history)
+    # Why it is dropped through the metastore client, not Spark (``plan.live_code``); None: through Spark.
+    through_metastore: str | None = None
+    check: CheckLiveViews | None = None  # the live views Spark's DROP VIEW analyses, checked unchanged first
     destructive = True
     reshapes = True
 
     def to_step(self) -> Step:
+        drop: Action = DropViewEntry(self.key) if self.through_metastore else SqlAction(ddl.drop("view", self.key))
         return Step(StepKind.DROP_VIEW, self.key, ObjectType.VIEW, f"drop view {self.key}",
-                    (SqlAction(ddl.drop("view", self.key)),) + _recorded(self.view.database, self.record),
-                    notes=("queries and views that read it will fail",), destructive=True)
+                    ((self.check,) if self.check else ()) + (drop,) + _recorded(self.view.database, self.record),
+                    notes=("queries and views that read it will fail",) + ((self.through_metastore,)
+                                                                          if self.through_metastore else ()),
+                    destructive=True)
 
 
 @dataclass(frozen=True)

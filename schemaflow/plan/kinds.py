@@ -93,3 +93,5 @@ class ActionKind(StrEnum):
     ICEBERG_COMMIT = "iceberg_commit"
     REWRITE_ROWS = "rewrite_rows"
     RESTORE_BACKUP = "restore_backup"
+    DROP_VIEW_ENTRY = "drop_view_entry"    # a view dropped through the metastore client: Spark never analyses its SQL
+    CHECK_LIVE_VIEWS = "check_live_views"  # the live views a step has Spark analyse, checked to hold the SQL planned

@@ -33,11 +33,12 @@ from schemaflow.plan.iceberg import ConvertToIceberg
 from schemaflow.plan.rewrite import REWRITE_BLOCK, RewriteTable, by_copying
 from schemaflow.plan.invalidation import resolve
 from schemaflow.plan.kinds import VIEW_DEFINITIONS, ObjectType, StepKind
+from schemaflow.plan.live_code import LiveViews, with_live_code
 from schemaflow.plan.settings_changes import SettingsChange
 from schemaflow.plan.steps import APPLIED_AT, Step
 from schemaflow.plan.view_code import unchecked, with_code_hazard
 from schemaflow.plan.view_partitions import PartitionLister, partition_changes
-from schemaflow.spark_version import SparkVersion
+from schemaflow.spark_version import SparkVersion, spark_version
 from schemaflow.sql.code_calls import Allowed
 
 FORMAT_VERSION = 3
@@ -183,6 +184,8 @@ class PlanBuilder:
     ``approved_code``, or that call what ``checked`` leaves out (a declared function not approved), are given to
     ``view_problems`` apart, with the note their step carries (Spark must not check them: it would run that code),
     and a step is blocked only by what the callback finds without Spark (a function the metastore does not have).
+    ``live_views`` are the live views a step may have Spark analyse (None: those of ``live``): each step that would
+    analyse one whose SQL calls code runs none of it, or carries it for the operator's approval (``plan.live_code``).
     ``left_alone`` and ``notices`` are warnings before and after the planner's own.
     """
 
@@ -211,6 +214,7 @@ class PlanBuilder:
     allowed: Allowed | None = None
     checked: Allowed | None = None
     approved_code: frozenset[str] = frozenset()
+    live_views: LiveViews | None = None
 
     @functools.cached_property
     def planned(self) -> _Planned:
@@ -233,8 +237,9 @@ class PlanBuilder:
         # After the stamps: a view's partitions are its contents, not its definition, and need no stamp.
         changes += partition_changes(desired, live, changes, self.list_partitions)
         steps: list[Step] = []
-        for change in deps.order(changes, live):
-            step = with_code_hazard(change.to_step(), self.allowed)
+        allowed = self.allowed or Allowed(spark_version())
+        for change in with_live_code(deps.order(changes, live), self.live_views or LiveViews(self.live), allowed):
+            step = with_code_hazard(change.to_step(), allowed)
             # Columns are dropped only by migrations that name them: those need no further permission.
             if (step.destructive and not allow_destructive and not step.blocked
                     and not (isinstance(change, ColumnChange) and not change.needs_permission)):

@@ -5,8 +5,9 @@ reviewer read (made between git refs, with no metastore). They must make the sam
 same kinds of steps, on the same objects, running the same actions. What may differ is what only
 the live metastore knows or what only the apply moment decides: partition counts and the notes,
 estimates and batching that follow from them, the partitions of partitioned views, the commit the
-stamps and drop records record, and the version a drop record names when the live object has none
-(schemaflow never stamped it: it was adopted by import). Anything else means
+stamps and drop records record, the version a drop record names when the live object has none
+(schemaflow never stamped it: it was adopted by import), and, where the reviewed plan was not made against the
+metastore, the live views' SQL a step checks before Spark analyses it. Anything else means
 the metastore or the schemas moved since the review, and the reviewed plan is stale.
 """
 from __future__ import annotations
@@ -17,16 +18,19 @@ from typing import Any, assert_never
 
 from schemaflow.model import APPLIED_COMMIT_KEY, DROPPED_PREFIX
 from schemaflow.plan.kinds import StepKind
-from schemaflow.plan.plan import Plan
-from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, IcebergCommit, KeepViewPartitions, PartitionView,
-                                   RestoreBackup, RewriteRows, SetColumns, SetDatabaseParameters, SetParameters, SetStorageAction, SqlAction, Step)
+from schemaflow.plan.plan import Basis, Plan
+from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, CheckLiveViews, DropViewEntry, IcebergCommit,
+                                   KeepViewPartitions, PartitionView, RestoreBackup, RewriteRows, SetColumns,
+                                   SetDatabaseParameters, SetParameters, SetStorageAction, SqlAction, Step)
 
 
-def _comparable(step: Step, unversioned: frozenset[str] = frozenset()) -> tuple[Any, ...]:
-    """What of ``step`` a review compares; ``unversioned`` names drop records whose version is left out.
-    The record of the settings applied is left out: they are checked by their digest."""
+def _comparable(step: Step, unversioned: frozenset[str] = frozenset(), live: bool = True) -> tuple[Any, ...]:
+    """What of ``step`` a review compares; ``unversioned`` names drop records whose version is left out; without
+    ``live``, the live views' SQL a step checks is left out. The record of the settings applied is left out: they are
+    checked by their digest."""
     stamp = step.stamp and replace(step.stamp, set={k: v for k, v in step.stamp.set.items() if k != APPLIED_COMMIT_KEY})
-    return step.kind, step.object, step.blocked, tuple(_comparable_action(a, unversioned) for a in step.body), stamp
+    body = tuple(_comparable_action(a, unversioned) for a in step.body if live or not isinstance(a, CheckLiveViews))
+    return step.kind, step.object, step.blocked, body, stamp
 
 
 def _comparable_action(action: Action, unversioned: frozenset[str]) -> Action:
@@ -40,7 +44,8 @@ def _comparable_action(action: Action, unversioned: frozenset[str]) -> Action:
                 k: _drop_record(v, versioned=k not in unversioned) if k.startswith(DROPPED_PREFIX) else v
                 for k, v in action.properties.items()})
         case (SqlAction() | AddDatabase() | SetParameters() | PartitionView() | ChangeViewPartitions()
-              | KeepViewPartitions() | SetStorageAction() | RewriteRows() | RestoreBackup()):
+              | KeepViewPartitions() | SetStorageAction() | RewriteRows() | RestoreBackup() | DropViewEntry()
+              | CheckLiveViews()):
             return action
         case _ as unreachable:
             assert_never(unreachable)
@@ -68,10 +73,17 @@ def _changes(plan: Plan) -> list[Step]:
 
 
 def differences(reviewed: Plan, current: Plan) -> list[str]:
-    """How ``current`` differs from ``reviewed`` in what it would change, a line a step; empty when it does not."""
+    """How ``current`` differs from ``reviewed`` in what it would change, a line a step; empty when it does not.
+
+    The live views' SQL a step has Spark analyse (``CheckLiveViews``) is compared only with a plan made against the
+    metastore: a review between git refs cannot read another team's views, and the operator's approval of the step's
+    id, which covers that SQL, is what lets it run."""
     reviewed_steps, current_steps = _changes(reviewed), _changes(current)
-    unversioned = _unversioned(current)
-    if [_comparable(s, unversioned) for s in reviewed_steps] == [_comparable(s, unversioned) for s in current_steps]:
+    unversioned, live = _unversioned(current), reviewed.basis == Basis.METASTORE
+
+    def comparable(step: Step) -> tuple[Any, ...]:
+        return _comparable(step, unversioned, live)
+    if [comparable(s) for s in reviewed_steps] == [comparable(s) for s in current_steps]:
         return []
     now = {(s.kind, s.object): s for s in current_steps}
     before = {(s.kind, s.object) for s in reviewed_steps}
@@ -80,7 +92,7 @@ def differences(reviewed: Plan, current: Plan) -> list[str]:
         match = now.get((step.kind, step.object))
         if match is None:
             lines.append(f"no longer planned: {step.summary}")
-        elif _comparable(match, unversioned) != _comparable(step, unversioned):
+        elif comparable(match) != comparable(step):
             lines.append(f"planned differently: {step.summary}")
     lines += [f"planned now, not reviewed: {s.summary}" for s in current_steps if (s.kind, s.object) not in before]
     return lines or ["the same steps, in another order"]

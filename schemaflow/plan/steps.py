@@ -12,7 +12,7 @@ from typing import Any, ClassVar, assert_never, get_args
 from collections.abc import Mapping
 
 from schemaflow.model import (SCHEMAFLOW_PREFIX, SETTINGS_KEY, VERSION_KEY, Column, Database, IcebergState,
-                              PartitionValues, Table, column_data, from_data, partition_name, split_key, to_data)
+                              PartitionValues, Table, ViewSql, column_data, from_data, partition_name, split_key, to_data)
 from schemaflow.plan.kinds import EFFECTS, ActionKind, Effect, ObjectType, StepKind
 from schemaflow.sql import ddl, rewrite
 from schemaflow.sql.rewrite import MICROS, TIMESTAMP_TYPE, Filled
@@ -208,6 +208,56 @@ class KeepViewPartitions:
     def from_data(cls, data: Mapping[str, Any]) -> KeepViewPartitions:
         return cls(object=data["object"])
 
+
+
+@dataclass(frozen=True)
+class DropViewEntry:
+    """Drop a view's entry through the metastore client, never through Spark: Spark's DROP VIEW, and on Spark 3.5 its
+    CREATE OR REPLACE VIEW too, analyses the view's live SQL first (to uncache it), which runs the functions it calls
+    and those of every view it reads. Planned where that SQL calls code (``plan.live_code``)."""
+
+    kind: ClassVar[ActionKind] = ActionKind.DROP_VIEW_ENTRY
+    object: str
+
+    def describe(self) -> str:
+        return f"-- metastore drop_table {self.object} (a view: its SQL is not analysed)"
+
+    def to_data(self) -> dict[str, Any]:
+        return {"action": self.kind, "object": self.object}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> DropViewEntry:
+        return cls(object=data["object"])
+
+
+@dataclass(frozen=True)
+class CheckLiveViews:
+    """The live views the step's next statement has Spark analyse (the view it drops or replaces, what the view it
+    creates reads, and what those read, with their stored SQL), each with the SQL the plan read of it (None: it could
+    not be read), checked through the metastore client just before, so that a view another client changed since the
+    plan was made stops the apply before Spark analyses it (``plan.live_code``). ``code`` says what of that SQL is
+    code, in words ("" for none), which the step's id then covers (``plan.view_code``)."""
+
+    kind: ClassVar[ActionKind] = ActionKind.CHECK_LIVE_VIEWS
+    object: str
+    views: Mapping[str, ViewSql | None]
+    code: str = ""
+
+    def describe(self) -> str:
+        lines = ["-- metastore: check the live views Spark analyses in this step still hold the SQL planned, "
+                 + (f"which the step's id covers ({self.code})" if self.code else "none of which is code")]
+        for key, sql in sorted(self.views.items()):
+            lines += [f"-- {key}:", *(["(could not be read)"] if sql is None else sql.describe().split("\n"))]
+        return "\n".join(lines)
+
+    def to_data(self) -> dict[str, Any]:
+        return {"action": self.kind, "object": self.object, **({"code": self.code} if self.code else {}),
+                "views": {key: None if sql is None else sql.to_data() for key, sql in sorted(self.views.items())}}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> CheckLiveViews:
+        return cls(data["object"], {key: None if sql is None else ViewSql.from_data(sql)
+                                    for key, sql in data["views"].items()}, data.get("code", ""))
 
 
 # How many partitions a step's text names before it says how many more there are (its JSON has them all).
@@ -449,7 +499,8 @@ class RestoreBackup:
 
 
 Action = (SqlAction | AddDatabase | SetDatabaseParameters | SetParameters | PartitionView | SetColumns
-          | ChangeViewPartitions | KeepViewPartitions | SetStorageAction | IcebergCommit | RewriteRows | RestoreBackup)
+          | ChangeViewPartitions | KeepViewPartitions | SetStorageAction | IcebergCommit | RewriteRows | RestoreBackup
+          | DropViewEntry | CheckLiveViews)
 
 
 # The one map from what plan JSON calls an action to its class, from the classes' own kinds.
@@ -464,7 +515,8 @@ def with_stamp(action: Action, stamp: SetParameters) -> Action | None:
         case IcebergCommit():
             return action.with_properties(stamp)
         case (SqlAction() | AddDatabase() | SetDatabaseParameters() | SetParameters() | PartitionView() | SetColumns()
-              | ChangeViewPartitions() | KeepViewPartitions() | SetStorageAction() | RewriteRows() | RestoreBackup()):
+              | ChangeViewPartitions() | KeepViewPartitions() | SetStorageAction() | RewriteRows() | RestoreBackup()
+              | DropViewEntry() | CheckLiveViews()):
             return None
         case _ as unreachable:
             assert_never(unreachable)

@@ -10,40 +10,53 @@ its statements (``code_settings.CodeSetting``), shown in the plan and the commen
 the plan until the operator approves that id, as it refuses an unapproved hook. The id covers every
 statement of the step that calls code, so an approval never carries over to another query.
 
+Creating a view also has Spark analyse the live views its query reads, with their stored SQL, which another
+client of the metastore writes: where that is code, the step carries it (``plan.live_code``), and the same id
+covers it, so the operator approves exactly the code that runs, as it is.
+
 Nor does planning run it: Spark checks a view's SQL by analysing it (``catalog.view_check``), which
 resolves its functions, fetching and loading what the metastore names. A view step whose code the
 operator has not approved is not checked, and says so (``unchecked``).
 """
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from collections.abc import Collection, Iterable
 
 from schemaflow.code_settings import APPROVAL_VARIABLE, CodeSetting
 from schemaflow.plan.kinds import VIEW_DEFINITIONS
-from schemaflow.plan.steps import SqlAction, Step
+from schemaflow.plan.steps import CheckLiveViews, SqlAction, Step
 from schemaflow.spark_version import spark_version
-from schemaflow.sql.code_calls import Allowed, Resolved, code_calls, described
+from schemaflow.sql.code_calls import UNREADABLE, Allowed, Resolved, code_calls, described
 from schemaflow.sql.views import ViewSqlError
-
-_UNREADABLE = "holds SQL schemaflow cannot read (what it calls is not known)"
 
 
 def step_code(step: Step, allowed: Allowed | None = None) -> tuple[CodeSetting, ...]:
-    """The code the step's statements call, as one code setting (none when they call none); ``allowed``: what views
-    call freely (None: the installed Spark's built-ins, and nothing declared)."""
-    allowed = allowed or Allowed(spark_version())
-    database = step.object.partition(".")[0]
-    found = [(action.sql, _code(action.sql, database, allowed)) for action in step.actions
-             if isinstance(action, SqlAction)]
-    calling = [(sql, code) for sql, code in found if code != ()]
-    if not calling:
+    """The code the step has Spark run, as one code setting (none when it runs none): what its statements call, and
+    the live views' SQL it has Spark analyse that is code (``plan.live_code``); ``allowed``: what views call freely
+    (None: the installed Spark's built-ins, and nothing declared)."""
+    calling = _own_code(step, allowed or Allowed(spark_version()))
+    live = [action for action in step.actions if isinstance(action, CheckLiveViews) and action.code]
+    if not calling and not live:
         return ()
     resolved = [call for _, code in calling if code is not None for call in code]
     unreadable = any(code is None for _, code in calling)
-    what = " and ".join(filter(None, [_UNREADABLE if unreadable else "", described(resolved) if resolved else ""]))
-    return (CodeSetting(f"view {step.object}", ";\n".join(sql for sql, _ in calling),
-                        f"{what} in every engine that reads it, apply's Spark first"),)
+    what = " and ".join(filter(None, [UNREADABLE if unreadable else "", described(resolved) if resolved else ""]
+                                + [f"reads live views whose SQL is code, analysed with it ({check.code})" for check in live]))
+    # The live SQL as data: a view's texts are not told apart by where one ends and the next begins.
+    value = ";\n".join([sql for sql, _ in calling] + [
+        "-- the live views Spark analyses: " + json.dumps({key: sql and sql.to_data() for key, sql in check.views.items()},
+                                                          sort_keys=True) for check in live])
+    return (CodeSetting(f"view {step.object}", value, f"{what} in every engine that reads it, apply's Spark first"),)
+
+
+def _own_code(step: Step, allowed: Allowed) -> list[tuple[str, tuple[Resolved, ...] | None]]:
+    """Each statement of the step that calls code, with the calls (None: it cannot be read to tell)."""
+    database = step.object.partition(".")[0]
+    found = [(action.sql, _code(action.sql, database, allowed)) for action in step.actions
+             if isinstance(action, SqlAction)]
+    return [(sql, code) for sql, code in found if code != ()]
 
 
 def _code(sql: str, database: str, allowed: Allowed) -> tuple[Resolved, ...] | None:
@@ -68,11 +81,12 @@ def plan_code(steps: Iterable[Step], allowed: Allowed | None = None) -> tuple[Co
 
 
 def unchecked(steps: Iterable[Step], allowed: Allowed | None, approved: Collection[str]) -> dict[str, str]:
-    """The views ``steps`` create or replace whose code the operator has not approved, each with the note its step
-    carries: Spark does not check them, since checking would run that code."""
+    """The views ``steps`` create or replace whose own SQL calls code the operator has not approved, each with the
+    note its step carries: Spark does not check them, since checking would run that code. (Spark checks a view
+    against stand-ins of what it reads, never live views: ``catalog.view_check``.)"""
     return {step.object: ("not checked with Spark before apply: Spark would run the code its SQL calls to analyse it, "
                           "and the operator has not approved that code")
-            for step in steps if step.kind in VIEW_DEFINITIONS
+            for step in steps if step.kind in VIEW_DEFINITIONS and _own_code(step, allowed or Allowed(spark_version()))
             and any(code.id not in approved for code in step_code(step, allowed))}
 
 

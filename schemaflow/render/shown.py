@@ -1,7 +1,8 @@
 """What a reader is shown of a step's actions, in a terminal and in a pull-request comment alike.
 
 schemaflow's own bookkeeping (the ``schemaflow.*`` parameters each write stamps, the record of the
-settings applied) is left out unless asked for (``verbose``); a view whose SQL changes shows a unified
+settings applied, the check that live views none of whose SQL is code are as planned) is left out unless asked for
+(``verbose``); a view whose SQL changes shows a unified
 diff of it, old against declared, rather than the whole new statement. The plan's JSON has everything.
 """
 from __future__ import annotations
@@ -11,8 +12,9 @@ from dataclasses import replace
 from typing import assert_never
 
 from schemaflow.model import SCHEMAFLOW_PREFIX
-from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, IcebergCommit, KeepViewPartitions, PartitionView,
-                                   RestoreBackup, RewriteRows, SetColumns, SetDatabaseParameters, SetParameters, SetStorageAction, SqlAction, Step)
+from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, CheckLiveViews, DropViewEntry, IcebergCommit,
+                                   KeepViewPartitions, PartitionView, RestoreBackup, RewriteRows, SetColumns,
+                                   SetDatabaseParameters, SetParameters, SetStorageAction, SqlAction, Step)
 from schemaflow.sql.ddl import CLAIM
 
 # Said under the first statement that holds CLAIM: a reader meets ${claim} in every CREATE.
@@ -54,8 +56,10 @@ def without_bookkeeping(action: Action) -> Action | None:
         case SetDatabaseParameters():
             kept = {k: v for k, v in action.properties.items() if not k.startswith(SCHEMAFLOW_PREFIX)}
             return replace(action, properties=kept) if kept else None
+        case CheckLiveViews():  # bookkeeping where none of those views' SQL is code
+            return action if action.code else None
         case (SqlAction() | AddDatabase() | PartitionView() | ChangeViewPartitions() | KeepViewPartitions()
-              | SetStorageAction() | RewriteRows() | RestoreBackup()):
+              | SetStorageAction() | RewriteRows() | RestoreBackup() | DropViewEntry()):
             return action
         case _ as unreachable:
             assert_never(unreachable)

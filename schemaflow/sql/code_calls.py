@@ -21,6 +21,8 @@ from schemaflow.spark_version import SparkVersion
 from schemaflow.sql.spark_functions import GRAMMAR_FUNCTIONS, JAVA_FUNCTIONS, NAMING_FUNCTIONS, builtins
 
 SESSION_CATALOG = "spark_catalog"  # the catalog Spark's own metastore functions are in (spark_catalog.db.f)
+# Said of SQL sqlglot cannot read: nothing tells what it calls, so it is code.
+UNREADABLE = "holds SQL schemaflow cannot read (what it calls is not known)"
 
 
 class Reach(StrEnum):
