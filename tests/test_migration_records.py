@@ -8,13 +8,16 @@ import itertools
 import json
 from dataclasses import replace
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from schemaflow.apply.executor import RecordingTarget, apply_plan
 from schemaflow.model import (MIGRATION_PREFIX, AcceptLoss, Catalog, Column, DropColumn, IcebergState, Migration,
                               MigrationChange, PartitionsMode, Partitions, RenameColumn, ReorderColumns, Table)
 from schemaflow.plan.migration_records import in_place
-from schemaflow.plan.plan import Plan, PlanBuilder
+from schemaflow.catalog.registrable import unregistrable
+from schemaflow.plan.plan import LiveFiles, Plan, PlanBuilder
 from schemaflow.plan.steps import IcebergCommit, RewriteRows, SetColumns, SetParameters, Step
 
 STATE = IcebergState("uuid-1", 0, 0, 0, 2, "file:/lake/db/ice/metadata/00001-a.metadata.json")
@@ -166,3 +169,29 @@ def test_the_records_a_step_carries_are_the_steps_own():
 
 def _describe(step: Step) -> str:
     return "\n".join(a.describe() for a in step.actions)
+
+
+def test_a_parquet_table_renamed_in_place_converts_to_iceberg_by_copying_since_its_files_hold_the_old_name(tmp_path):
+    """Issue 57, item 6: a rename applied in place leaves the old name in the files, which Iceberg cannot register
+    (pyiceberg: "PyArrow table contains more columns"); the plan reads it in the footers and copies the rows, as
+    Spark reads them (NULL under the new name), rather than fail at apply and plan the same step again."""
+    old, new = tmp_path / "000000_0", tmp_path / "000001_0"
+    pq.write_table(pa.table({"id": pa.array([1], pa.int32()), "a": ["one"], "c": ["x"]}), old)
+    columns = {"id", "a1", "c"}
+    assert unregistrable([str(tmp_path)], columns) == (
+        f"{old} holds a, which the table no longer has (renamed or dropped since the file was written), and Iceberg "
+        "registers a file only with columns of the table (1 footer read)")
+    # Files written since the rename hold the table's columns, and a file may lack a column added since: registrable.
+    old.unlink()
+    pq.write_table(pa.table({"id": pa.array([2], pa.int32()), "a1": ["two"]}), new)
+    assert unregistrable([str(tmp_path)], columns) is None
+
+    pq.write_table(pa.table({"id": pa.array([1], pa.int32()), "a": ["one"], "c": ["x"]}), old)
+    live = Table("db", "hp", (Column("id", "int"), Column("a1", "string"), Column("c", "string")), format="parquet",
+                 version="v1", location=f"file:{tmp_path}")
+    want = replace(live, format="iceberg", data_source=True, version=None, location=None)
+    files = LiveFiles(lambda key: None, 2, lambda table: unregistrable([str(tmp_path)], {c.name for c in table.all_columns}))
+    [step] = PlanBuilder(Catalog(("db",), {want.key: want}), Catalog(("db",), {live.key: live}), allow_destructive=True,
+                         files=files).build().steps
+    assert step.kind == "rewrite_table" and step.summary.startswith(
+        f"rewrite table db.hp: convert to Iceberg by copying: {old} holds a, which the table no longer has")
