@@ -107,7 +107,8 @@ def test_every_pair_of_kinds_in_one_migration_is_recorded_on_each_table_and_the_
         assert not applying.blocked, [(s.summary, s.blocked) for s in applying.blocked]
         named = {c.split("table: ")[1].split(",")[0].split(".")[1] for c in MIGRATIONS[f"migrations/{migration}.yaml"]
                  .replace(DB, db).splitlines() if "table: " in c}
-        steps = {s.object: s for s in applying.steps}
+        # (Beside the backups of earlier rewrites, which a plan allowed to be destructive may drop.)
+        steps = {s.object: s for s in applying.steps if not s.object.endswith("_backup_")}
         assert set(steps) == {f"{db}.{name}" for name in named | ({"hp"} if stage == 2 else set())}
         if stage == 2:
             # Its files hold a, which the table no longer has: Iceberg cannot register them, so its rows are copied.

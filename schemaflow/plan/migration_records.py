@@ -40,17 +40,23 @@ def found_elsewhere(desired: Catalog, live: Catalog) -> dict[str, dict[str, str]
     records them and their changes to it are in place (id -> that record): an earlier apply made them and did not
     record them on it."""
     holders: dict[str, str] = {}
-    for have in live.objects.values():
-        if isinstance(have, Table):
-            for id_, record in sorted(have.migrations.items()):
+    for holder in live.objects.values():
+        if isinstance(holder, Table):
+            for id_, record in sorted(holder.migrations.items()):
                 holders.setdefault(id_, record)
+    named: dict[str, list[Migration]] = {}  # the recorded migrations naming each table, in order
+    for migration in desired.migrations:
+        if migration.id in holders:
+            for table in dict.fromkeys(c.table for c in migration.changes):
+                named.setdefault(table, []).append(migration)
     found: dict[str, dict[str, str]] = {}
-    for key, have in sorted(live.objects.items()):
+    for key, migrations in sorted(named.items()):
+        have = live.get(key)
         if not isinstance(have, Table) or not isinstance(desired.get(key), Table):
             continue
         names = [c.name for c in have.all_columns]
-        records = {m.id: holders[m.id] for m in desired.migrations
-                   if m.id in holders and m.id not in have.migrations and in_place(m.changes_for(key), names)}
+        records = {m.id: holders[m.id] for m in migrations
+                   if m.id not in have.migrations and in_place(m.changes_for(key), names)}
         if records:
             found[key] = records
     return found
