@@ -40,7 +40,7 @@ def test_the_rows_checksum_catches_values_moved_between_rows_and_columns_and_eac
     [moved] = totals(MOVED, []).values()
     assert sorted(moved) == [HIGH + EVERY, LOW + EVERY, ROWS]  # all rows as one: the count and the rows' checksum
     per_partition = totals(MOVED, ["p"])
-    assert sorted(per_partition) == [("1",), ("2",)] and sorted(per_partition["1"]) == sorted(
+    assert sorted(per_partition) == [("1",), ("2",)] and sorted(per_partition[("1",)]) == sorted(
         [ROWS, HIGH + EVERY, LOW + EVERY, *(half + c.column for c in COLUMNS for half in (HIGH, LOW))])
     for copy, (rows, columns) in COPIES.items():
         [held] = totals(rows, []).values()
