@@ -1,129 +1,197 @@
 """What a table rewrite costs: schemaflow's whole rewrite beside a bare INSERT ... SELECT of the same rows.
 
-A data-source Parquet table (Spark 4's default kind) of N partitions is filled with generated rows; then its
-``id`` column is widened from int to bigint, which Spark refuses in place on such a table, so the plan makes
-it a rewrite (``plan.rewrite``). Side by side, in one Spark session on one machine:
+A data-source Parquet table (Spark 4's default kind) is filled with generated rows, then rewritten again and again,
+each time to a definition Spark refuses in place on such a table, so that the plan makes it a rewrite
+(``plan.rewrite``): first its ``id`` widened from int to bigint, then its ``amount`` widened by one digit each time
+(decimal(12,2) to decimal(13,2), and so on). The table is one of two shapes (``--shape``):
 
-  (a) the bare alternative: ``CREATE TABLE`` of the new definition and ``INSERT INTO ... SELECT`` of the rows,
-      cast, from the table: what a team following the old recipe runs (without checking or swapping anything);
+  events: 5 columns (an int, two strings, a decimal; a string partition column), every value set;
+  wide:   a table not shaped for the benchmark: 34 columns of 9 types (decimals of several scales, strings a
+          fifth to a seventh of them NULL, timestamps and dates with NULLs, doubles, booleans, ints, bigints), a
+          string partition column, 400 partitions by default.
+
+Side by side, in one Spark session on one machine, interleaved and repeated (``--repeats``):
+
+  (a) the bare alternative: ``CREATE TABLE`` of the next definition and ``INSERT INTO ... SELECT`` of the rows,
+      cast, from the table as the next rewrite reads it: what a team following the old recipe runs (without
+      checking or swapping anything);
   (b) schemaflow's rewrite, planned and applied as ``apply`` does: the copy (the same statement as (a), into
       the staging table, chunk by chunk, its totals observed as it writes), the verification of each chunk (the
       same totals read back from the copy), the journal and the looks at the table's files that find what to
       copy (again), the cut-over and the stamp. Its phases are timed by wrapping the functions that run them;
-  (a) again, from the backup (b) leaves;
   (c) schemaflow's rewrite without the verification, which ``apply`` always runs: switched off here (only the row
-      count observed, nothing read back) to measure what the rest costs; its change widens ``amount`` from
-      decimal(12,2) to decimal(16,2), as cheap a cast as (a)'s;
-  (a) a third time, from (c)'s backup,
+      count observed, nothing read back) to measure what the rest costs,
 
-so that each rewrite sits between two runs of its alternative. Afterwards the new table's rows are counted and
-must be the source's. The ratios compare (b) and (c) with the mean of the (a) runs.
+in the order (a) (b) (a) (c) (a) (b) (a) (c) ... (a), so that each rewrite sits between two runs of its alternative
+and is compared with their mean (the machine's speed drifts). Afterwards the new table's rows are counted and must
+be the source's. The ratios of each repeat, and their spread, are printed.
 
 Run from the repository root::
 
     .venv/bin/python bench/rewrite.py                          # 1,000 partitions, 50,000,000 rows (3.5 GB)
+    .venv/bin/python bench/rewrite.py --shape wide --rows 6000000 --repeats 3
     .venv/bin/python bench/rewrite.py --partitions 200 --rows 1000000
 """
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import positive, private_session, progress, ratio  # noqa: E402
+from bench.common import positive, private_session, progress  # noqa: E402
 from schemaflow.apply.executor import apply_plan  # noqa: E402
 from schemaflow.catalog import rewrite, rewrite_copy  # noqa: E402
 from schemaflow.catalog.live import Live  # noqa: E402
-from schemaflow.project import load_project  # noqa: E402
+from schemaflow.project import Project, load_project  # noqa: E402
 from schemaflow.sql.rewrite import ROWS  # noqa: E402
 from schemaflow.workflow import make_plan  # noqa: E402
 
 DB = "bench"
-COLUMNS = ("id", "name", "amount", "payload", "ds")
-TABLE = """\
-table: bench.events
-using: parquet
-columns:
-  - {{name: id, type: {id_type}}}
-  - {{name: name, type: string}}
-  - {{name: amount, type: '{amount_type}'}}
-  - {{name: payload, type: string}}
-partitioned_by: [{{name: ds, type: string}}]
-"""
-# The three definitions in turn: as filled, after (b), after (c).
-DEFINITIONS = (("int", "decimal(12,2)"), ("bigint", "decimal(12,2)"), ("bigint", "decimal(16,2)"))
+TABLE = "events"
 PHASES = ("copy", "verify", "look", "journal", "cut-over")
 
 
-def main() -> None:
+@dataclass(frozen=True)
+class Column:
+    """A data column of the benchmark's table: its name, type as filled, and the expression that fills it from
+    ``id``, the number of a generated row."""
+
+    name: str
+    type: str
+    fill: str
+
+
+EVENTS = (Column("id", "int", "CAST(id AS INT)"), Column("name", "string", "concat('customer-', id % 100000)"),
+          Column("amount", "decimal(12,2)", "CAST(id % 100000 AS DECIMAL(12,2)) / 100"),
+          Column("payload", "string", "sha2(CAST(id AS STRING), 256)"))
+
+
+def _wide_column(j: int) -> Column:
+    """The ``j``-th of the wide table's other columns: a type in turn, values that vary with the row, some NULL."""
+    k, null = 7 + 3 * j, f"id % {5 + j % 3} = {j % 5}"  # a fifth to a seventh of some columns' values are NULL
+    kinds = (
+        ("string", f"IF({null}, NULL, concat('v{j}-', CAST(id * {k} % 100003 AS STRING)))"),
+        ("decimal(18,4)", f"CAST(id * {k} % 100000000 AS DECIMAL(18,4)) / 10000"),
+        ("timestamp", f"IF({null}, NULL, timestamp_seconds(1600000000 + id * {k} % 100000000))"),
+        ("bigint", f"id * {k} % 1000000007"),
+        ("string", f"concat('customer ', CAST(id % {1000 * (j + 1)} AS STRING), ' of ', '{'x' * (j % 4 * 8)}')"),
+        ("decimal(9,3)", f"IF({null}, NULL, CAST(id * {k} % 1000000 AS DECIMAL(9,3)) / 1000)"),
+        ("double", f"id * {k} % 99991 / 7.0"),
+        ("date", f"IF({null}, NULL, date_add(DATE'2020-01-01', CAST(id * {k} % 3000 AS INT)))"),
+        ("int", f"CAST(id * {k} % 2147483 AS INT)"),
+        ("boolean", f"id % {k} = 0"),
+        ("decimal(38,10)", f"IF({null}, NULL, CAST(id * {k} AS DECIMAL(38,10)) / 3)"),
+    )
+    type_, fill = kinds[j % len(kinds)]
+    return Column(f"c{j:02d}_{type_.split('(')[0]}", type_, f"CAST({fill} AS {type_.upper()})")
+
+
+WIDE = (*EVENTS[:3], *(_wide_column(j) for j in range(31)))
+SHAPES = {"events": EVENTS, "wide": WIDE}
+PARTITIONS = {"events": 1000, "wide": 400}
+ROW_COUNTS = {"events": 50_000_000, "wide": 6_000_000}
+
+
+def definition(columns: Sequence[Column], rewrites: int) -> tuple[Column, ...]:
+    """The table's data columns after ``rewrites`` rewrites: the first widens ``id`` to bigint, each later one
+    ``amount`` by one digit."""
+    amount = f"decimal({12 + max(rewrites - 1, 0)},2)"
+    return tuple(Column(c.name, "bigint" if c.name == "id" and rewrites else amount if c.name == "amount" else c.type,
+                        c.fill) for c in columns)
+
+
+def main(argv: Sequence[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--partitions", type=positive, default=1000)
-    parser.add_argument("--rows", type=positive, default=50_000_000)
-    args = parser.parse_args()
+    parser.add_argument("--shape", choices=sorted(SHAPES), default="events")
+    parser.add_argument("--partitions", type=positive, help="1,000 for events, 400 for wide")
+    parser.add_argument("--rows", type=positive, help="50,000,000 for events, 6,000,000 for wide")
+    parser.add_argument("--repeats", type=positive, default=1,
+                        help="how many times each rewrite ((b), (c)) runs, each beside the bare copy")
+    args = parser.parse_args(argv)
+    shape = SHAPES[args.shape]
+    partitions, rows = args.partitions or PARTITIONS[args.shape], args.rows or ROW_COUNTS[args.shape]
     with tempfile.TemporaryDirectory(prefix="schemaflow-rewrite-project-") as folder, \
             private_session("rewrite", remote=False) as session:
         spark, metastore = session.spark, session.metastore
         root = Path(folder)
-        project = write_project(root, *DEFINITIONS[0])
+        project = write_project(root, shape)
         apply_plan(make_plan(project, Live(project, connected=metastore)), metastore)
-        progress(f"filling {DB}.events: {args.rows:,} rows in {args.partitions:,} partitions")
+        progress(f"filling {DB}.{TABLE}: {rows:,} rows of {len(shape) + 1} columns in {partitions:,} partitions")
         started = time.monotonic()
-        spark.range(args.rows).selectExpr(
-            "CAST(id AS INT) AS id", "concat('customer-', id % 100000) AS name",
-            "CAST(id % 100000 AS DECIMAL(12,2)) / 100 AS amount", "sha2(CAST(id AS STRING), 256) AS payload",
-            f"CAST(id % {args.partitions} AS STRING) AS ds",
-        ).write.insertInto(f"{DB}.events")
+        spark.range(rows).selectExpr(*(f"{c.fill} AS {c.name}" for c in shape),
+                                     f"CAST(id % {partitions} AS STRING) AS ds").write.insertInto(f"{DB}.{TABLE}")
         progress(f"    filled in {time.monotonic() - started:.0f} s")
-        location = metastore.msc.getTable(DB, "events").getSd().getLocation()
+        location = metastore.msc.getTable(DB, TABLE).getSd().getLocation()
         size = folder_bytes(Path(location.removeprefix("file:")))
 
-        bare = [copy_by_hand(spark, "events", *DEFINITIONS[1])]
-        whole, spent, chunks = rewritten(metastore, root, DEFINITIONS[1], verified=True)
-        bare.append(copy_by_hand(spark, "events_backup_", *DEFINITIONS[1]))
-        spark.sql(f"DROP TABLE {DB}.events_backup_")
-        unverified, unverified_spent, _ = rewritten(metastore, root, DEFINITIONS[2], verified=False)
-        bare.append(copy_by_hand(spark, "events_backup_", *DEFINITIONS[2]))
-        rows = spark.sql(f"SELECT count(*) FROM {DB}.events").collect()[0][0]
-        assert rows == args.rows, (rows, args.rows)
-
-        baseline = sum(bare) / len(bare)
-        runs = ", ".join(f"{b:.1f}" for b in bare)
-        print(f"Table rewrite: {args.rows:,} rows, {args.partitions:,} partitions, {size / 1e9:.2f} GB of Parquet "
-              f"({session.machine}; metastore: {session.where})")
-        print(f"  (a) bare INSERT ... SELECT into a new table:  {runs} s (mean {baseline:.1f} s)")
-        print(f"  (b) schemaflow's rewrite, whole:              {whole:.1f} s   {ratio(whole, baseline)} than (a)")
-        print(f"      the copy, in {len(chunks)} chunks:                  {spent['copy']:.1f} s")
-        print(f"      the verification of each chunk:           {spent['verify']:.1f} s")
-        print(f"      looking at the table's files:             {spent['look']:.1f} s")
-        print(f"      the journal (reading and marking):        {spent['journal']:.1f} s")
-        print(f"      the cut-over (two renames):               {spent['cut-over']:.1f} s")
-        print(f"  (c) without the verification:                 {unverified:.1f} s   "
-              f"{ratio(unverified, baseline)} than (a)")
-        print(f"      the copy, only the row count observed:    {unverified_spent['copy']:.1f} s")
-        print(f"      looking, journal, cut-over:               "
-              f"{sum(unverified_spent[p] for p in PHASES[2:]):.1f} s")
+        bare: list[float] = []
+        runs: list[tuple[bool, float, dict[str, float], int]] = []
+        source = TABLE
+        for done in range(2 * args.repeats):
+            before, after = definition(shape, done), definition(shape, done + 1)
+            bare.append(copy_by_hand(spark, source, before, after))
+            if source != TABLE:
+                spark.sql(f"DROP TABLE {DB}.{source}")
+            runs.append(rewritten(metastore, root, after, verified=done % 2 == 0))
+            source = f"{TABLE}_backup_"
+        bare.append(copy_by_hand(spark, source, definition(shape, 2 * args.repeats - 1),
+                                 definition(shape, 2 * args.repeats)))
+        counted = spark.sql(f"SELECT count(*) FROM {DB}.{TABLE}").collect()[0][0]
+        assert counted == rows, (counted, rows)
+        print(report(args.shape, shape, rows, partitions, size, bare, runs, session))
 
 
-def rewritten(metastore: Any, root: Path, definition: tuple[str, str],
-              verified: bool) -> tuple[float, dict[str, float], list[str]]:
-    """Plan ``bench.events`` as ``definition`` (a rewrite) and apply it as ``apply`` does, its phases timed; without
-    ``verified``, only the row count observed as the copy writes and nothing read back. Seconds, seconds per phase,
-    the progress lines of its chunks."""
-    project = write_project(root, *definition)
+def report(name: str, shape: Sequence[Column], rows: int, partitions: int, size: int, bare: Sequence[float],
+           runs: Sequence[tuple[bool, float, dict[str, float], int]], session: Any) -> str:
+    """The figures: each run, each rewrite's ratio to the mean of the bare copies beside it, the spread, the phases
+    (means over the repeats)."""
+    types = sorted({c.type.split("(")[0] for c in shape})
+    lines = [f"Table rewrite ({name}): {rows:,} rows of {len(shape) + 1} columns ({', '.join(types)}), "
+             f"{partitions:,} partitions, {size / 1e9:.2f} GB of Parquet",
+             f"  ({session.machine}; metastore: {session.where})",
+             f"  (a) bare INSERT ... SELECT into a new table:  {', '.join(f'{b:.1f}' for b in bare)} s "
+             f"(mean {statistics.mean(bare):.1f} s)"]
+    for verified, label in ((True, "(b) schemaflow's rewrite, whole"), (False, "(c) without the verification")):
+        mine = [(i, r) for i, r in enumerate(runs) if r[0] == verified]
+        ratios = [seconds / statistics.mean(bare[i:i + 2]) for i, (_, seconds, _, _) in mine]
+        lines.append(f"  {label + ':':44} {', '.join(f'{r[1]:.1f}' for _, r in mine)} s; "
+                     f"{', '.join(f'{x:.2f}x' for x in ratios)} the bare copies beside each "
+                     f"(spread {min(ratios):.2f}-{max(ratios):.2f}x, mean {statistics.mean(ratios):.2f}x)")
+        spent = {p: statistics.mean(r[2][p] for _, r in mine) for p in PHASES}
+        chunks = sorted({r[3] for _, r in mine})
+        lines.append(f"      the copy (chunks: {'/'.join(map(str, chunks))}; means):"
+                     f"{'':13}{spent['copy']:.1f} s" + ("" if verified else ", only the row count observed"))
+        if verified:
+            lines.append(f"      the verification of each chunk (read back):  {spent['verify']:.1f} s")
+        lines.append(f"      looking at the table's files:                {spent['look']:.1f} s")
+        lines.append(f"      the journal (reading and marking):           {spent['journal']:.1f} s")
+        lines.append(f"      the cut-over (two renames):                  {spent['cut-over']:.1f} s")
+    return "\n".join(lines)
+
+
+def rewritten(metastore: Any, root: Path, columns: Sequence[Column],
+              verified: bool) -> tuple[bool, float, dict[str, float], int]:
+    """Plan ``bench.events`` as ``columns`` (a rewrite) and apply it as ``apply`` does, its phases timed; without
+    ``verified``, only the row count observed as the copy writes and nothing read back. Whether verified, seconds,
+    seconds per phase, how many chunks."""
+    project = write_project(root, columns)
     plan = make_plan(project, Live(project, connected=metastore), allow_destructive=True)
     [step] = plan.steps
     assert step.kind == "rewrite_table", step.summary
     spent = dict.fromkeys(PHASES, 0.0)
     chunks: list[str] = []
     metastore.progress = lambda message: chunks.append(message) if " partitions copied (" in message else None
-    progress(f"schemaflow's rewrite to {definition}: copy{', verification' if verified else ''}, cut-over")
+    changed = ", ".join(f"{c.name} {c.type}" for c in columns if c.name in ("id", "amount"))
+    progress(f"schemaflow's rewrite to {changed}: copy{', verification' if verified else ''}, cut-over")
     with ExitStack() as stack:
         for phase, function, module in (("copy", "_write", rewrite_copy), ("verify", "_differences", rewrite_copy),
                                         ("look", "_listing", rewrite_copy), ("journal", "_mark", rewrite_copy),
@@ -137,7 +205,8 @@ def rewritten(metastore: Any, root: Path, definition: tuple[str, str],
         total = time.monotonic() - began
     metastore.progress = None
     assert make_plan(project, Live(project, connected=metastore)).is_empty
-    return total, spent, chunks
+    progress(f"    {total:.1f} s")
+    return verified, total, spent, len(chunks)
 
 
 def timed(spent: dict[str, float], phase: str, function: str, module: Any) -> AbstractContextManager[None]:
@@ -165,25 +234,30 @@ def replaced(module: Any, name: str, value: Any) -> Iterator[None]:
         setattr(module, name, real)
 
 
-def write_project(root: Path, id_type: str, amount_type: str):
+def write_project(root: Path, columns: Sequence[Column]) -> Project:
+    """A project declaring ``bench.events`` with the data ``columns``, partitioned by the string ``ds``."""
     (root / "schemas" / DB).mkdir(parents=True, exist_ok=True)
     (root / "schemaflow.yaml").write_text(f"databases: [{DB}]\n")
-    (root / "schemas" / DB / "events.yaml").write_text(TABLE.format(id_type=id_type, amount_type=amount_type))
+    declared = "".join(f"  - {{name: {c.name}, type: '{c.type}'}}\n" for c in columns)
+    (root / "schemas" / DB / f"{TABLE}.yaml").write_text(
+        f"table: {DB}.{TABLE}\nusing: parquet\ncolumns:\n{declared}partitioned_by: [{{name: ds, type: string}}]\n")
     return load_project(root, env={})
 
 
-def copy_by_hand(spark, source: str, id_type: str, amount_type: str) -> float:
-    """(a): the definition ``id_type``, ``amount_type`` created beside the table and filled from it; seconds. Dropped
-    afterwards."""
+def copy_by_hand(spark: Any, source: str, before: Sequence[Column], after: Sequence[Column]) -> float:
+    """(a): the definition ``after`` created beside the table ``source`` (of the definition ``before``) and filled
+    from it, each column whose type changes cast; seconds. Dropped afterwards."""
     progress(f"bare INSERT ... SELECT from {DB}.{source}")
     spark.sql(f"DROP TABLE IF EXISTS {DB}.bare_copy")
-    spark.sql(f"CREATE TABLE {DB}.bare_copy (id {id_type}, name string, amount {amount_type}, payload string, "
-              "ds string) USING parquet PARTITIONED BY (ds)")
+    spark.sql(f"CREATE TABLE {DB}.bare_copy ({', '.join(f'{c.name} {c.type}' for c in after)}, ds string) "
+              "USING parquet PARTITIONED BY (ds)")
+    values = (c.name if c.type == b.type else f"CAST({c.name} AS {c.type.upper()})"
+              for b, c in zip(before, after, strict=True))
     started = time.monotonic()
-    spark.sql(f"INSERT INTO {DB}.bare_copy SELECT CAST(id AS {id_type.upper()}), name, "
-              f"CAST(amount AS {amount_type.upper()}), payload, ds FROM {DB}.{source}")
+    spark.sql(f"INSERT INTO {DB}.bare_copy SELECT {', '.join(values)}, ds FROM {DB}.{source}")
     seconds = time.monotonic() - started
     spark.sql(f"DROP TABLE {DB}.bare_copy")
+    progress(f"    {seconds:.1f} s")
     return seconds
 
 
@@ -192,4 +266,4 @@ def folder_bytes(folder: Path) -> int:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

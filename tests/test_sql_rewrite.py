@@ -40,27 +40,33 @@ def test_hostile_names_stay_names_in_every_query() -> None:
         assert isinstance(tree, sqlglot.exp.Select) and "x``; DROP TABLE y; --" in query
 
 
-def test_verification_counts_rows_and_sums_a_hash_of_every_column_per_partition() -> None:
+def test_verification_counts_rows_and_sums_a_hash_of_each_row_and_per_partition_of_every_column() -> None:
     columns = filling(WANT, HAVE, {"full_name": "name"})
     query = checksums(moved("db.t", columns), columns, ["ds"], nulled=True)
-    # Each hash's high and low halves are summed apart: no sum overflows.
-    assert query.startswith("SELECT `ds`, COUNT(*) AS rows, SUM(SHIFTRIGHT(XXHASH64(`id`), 32)) AS `high id`, "
+    # A row's hash is of its values' hashes, in the columns' order; its high and low halves are summed apart: no sum
+    # overflows. Per partition, each column's checksum beside, to say which columns differ.
+    row = ("XXHASH64(XXHASH64(`id`), XXHASH64(`full_name`), XXHASH64(`amount`), XXHASH64(TO_JSON(`tags`)), "
+           "XXHASH64(`note`), XXHASH64(`ds`))")  # Spark hashes no map
+    assert query.startswith(f"SELECT `ds`, COUNT(*) AS rows, SUM(SHIFTRIGHT({row}, 32)) AS `high *`, "
+                            f"SUM({row} & 4294967295) AS `low *`, SUM(`lost id`) AS `lost id`, SUM(`lost amount`) AS "
+                            "`lost amount`, SUM(SHIFTRIGHT(XXHASH64(`id`), 32)) AS `high id`, "
                             "SUM(XXHASH64(`id`) & 4294967295) AS `low id`, ")
-    assert "SUM(SHIFTRIGHT(XXHASH64(TO_JSON(`tags`)), 32)) AS `high tags`" in query  # Spark hashes no map
+    assert "SUM(SHIFTRIGHT(XXHASH64(TO_JSON(`tags`)), 32)) AS `high tags`" in query
     # One reading of the source: the rows as moved, and per converted column whether its value became NULL.
-    assert ", SUM(`lost id`) AS `lost id`, SUM(`lost amount`) AS `lost amount` FROM (SELECT TRY_CAST(`id` AS BIGINT) " \
-        "AS `id`, " in query
+    assert " FROM (SELECT TRY_CAST(`id` AS BIGINT) AS `id`, " in query
     assert (", IF(NOT `id` IS NULL AND TRY_CAST(`id` AS BIGINT) IS NULL, 1, 0) AS `lost id`, IF(NOT `amount` IS NULL "
             "AND TRY_CAST(`amount` AS DECIMAL(10, 2)) IS NULL, 1, 0) AS `lost amount` FROM `db`.`t`) AS `moved` "
             "GROUP BY `ds`") in query
-    # What is observed of the rows as the copy writes them: the same totals, of all rows.
-    assert totals(columns[:1], nulled=True) == ["COUNT(*) AS rows", "SUM(SHIFTRIGHT(XXHASH64(`id`), 32)) AS `high id`",
-                                                "SUM(XXHASH64(`id`) & 4294967295) AS `low id`", "SUM(`lost id`) AS `lost id`"]
+    # What is observed of the rows as the copy writes them, and read back of all rows: the count and one checksum
+    # of the rows, however many columns.
+    assert totals(columns[:1], nulled=True) == ["COUNT(*) AS rows", "SUM(SHIFTRIGHT(XXHASH64(XXHASH64(`id`)), 32)) AS "
+                                                "`high *`", "SUM(XXHASH64(XXHASH64(`id`)) & 4294967295) AS `low *`",
+                                                "SUM(`lost id`) AS `lost id`"]
     assert flagged("db.t", columns[:1]) == ("SELECT TRY_CAST(`id` AS BIGINT) AS `id`, IF(NOT `id` IS NULL AND "
                                             "TRY_CAST(`id` AS BIGINT) IS NULL, 1, 0) AS `lost id` FROM `db`.`t`")
     assert checksums(stored("db.t_rewrite_"), columns[:1], []) == (
-        "SELECT COUNT(*) AS rows, SUM(SHIFTRIGHT(XXHASH64(`id`), 32)) AS `high id`, SUM(XXHASH64(`id`) & 4294967295) AS "
-        "`low id` FROM `db`.`t_rewrite_`")
+        "SELECT COUNT(*) AS rows, SUM(SHIFTRIGHT(XXHASH64(XXHASH64(`id`)), 32)) AS `high *`, "
+        "SUM(XXHASH64(XXHASH64(`id`)) & 4294967295) AS `low *` FROM `db`.`t_rewrite_`")
 
 
 @pytest.mark.parametrize("old, new, keeps", [

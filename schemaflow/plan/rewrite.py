@@ -119,7 +119,7 @@ class RewriteTable(ColumnChange):
                 else "the whole table at once")
             notes.append(f"copies the rows of {read}{key} into {staging} through Spark (on the configured master), "
                          f"{chunks}, and compares what each chunk wrote with what the copy holds (row counts, a checksum "
-                         "of each column) before anything changes for readers; any difference stops it with the table "
+                         "of the rows' values) before anything changes for readers; any difference stops it with the table "
                          f"untouched. Progress is journaled on {staging}: a stopped apply is resumed from its first "
                          "unfinished chunk, and what is written to the table meanwhile is copied again before the "
                          "cut-over")

@@ -448,12 +448,12 @@ class RewriteRows:
         if self.resumed:
             return (f"-- finish the rewrite of {self.object} (guarded): {self.object} is {self.backup} already; rename "
                     f"the verified copy {self.staging} to {self.object}{recording}")
-        where = f", per partition ({keys}) where they differ" if keys else ""
+        where = f", per partition ({keys}) and column where they differ" if keys else ""
         micros = (f"-- with {TIMESTAMP_TYPE} = {MICROS} (not INT96), so that Iceberg can register the files\n"
                   if self.registrable else "")
         return (f"-- rewrite {self.object} through {self.staging}\n{self.create};\n{micros}{self.copy};\n"
                 f"-- run in chunks (of partitions, where each stays one), each verified as it lands: the row count and a "
-                f"checksum of each column of the rows as they are written, against what {self.staging} holds of them"
+                f"checksum of the rows' values as they are written, against what {self.staging} holds of them"
                 f"{where}{lost}; journaled on {self.staging}, so a stopped apply resumes; what is written to "
                 f"{self.object} meanwhile is copied again\n"
                 f"-- cut-over (guarded): rename {self.object} to {self.backup}, then {self.staging} to {self.object}"

@@ -7,9 +7,11 @@ instead of failing the query half-way (Spark 4's ANSI mode), and the verificatio
 so that a lossy conversion stops the rewrite with a report rather than an error from deep inside Spark.
 
 Verification compares the rows the query moves (observed as the copy writes them) with the rows the new table
-holds: a count and, for each column, an order-independent checksum (the sum of a 64-bit hash of each value,
-its two halves summed apart so that no sum overflows); where they differ, per partition of the new table, to
-say where. Every statement is a sqlglot tree written in Spark's dialect.
+holds: a count and an order-independent checksum of the rows (the sum of a 64-bit hash of each row, its two halves
+summed apart so that no sum overflows; a row's hash is the hash of its values' hashes in the columns' order, so that
+a value moved to another column or another row changes it); where they differ, per partition of the new table and
+with a checksum of each column beside the rows', to say where and which columns. Every statement is a sqlglot tree
+written in Spark's dialect.
 """
 from __future__ import annotations
 
@@ -35,8 +37,9 @@ STORED = "stored"      # the alias of some partitions of the copy, in its verifi
 # declared column has a space in its name).
 LOST = "lost "
 # + a column's name: the sums of the high and of the low halves of its values' hashes (named apart from the
-# partition columns a verification groups by).
+# partition columns a verification groups by); + EVERY: those of the rows' hashes.
 HIGH, LOW = "high ", "low "
+EVERY = "*"
 
 
 @dataclass(frozen=True)
@@ -144,16 +147,23 @@ def insert(target: str, query: str) -> str:
     return f"INSERT INTO {table_node(target).sql(dialect=DIALECT)}\n{query}"
 
 
-def _hashed(name: str, type_: str) -> tuple[exp.Expression, exp.Expression]:
-    """The checksum of one column: a 64-bit hash of each value, its high and its low 32 bits summed apart (as
-    bigints, which no table's rows overflow: Spark's sum of a decimal wide enough for whole hashes is several
-    times slower). Spark hashes no map: a column that holds one is hashed as its JSON text."""
+def _hash(name: str, type_: str) -> exp.Expression:
+    """A 64-bit hash of each value of one column (of NULL, the hash's seed). Spark hashes no map: a column that holds
+    one is hashed as its JSON text."""
     value: exp.Expression = exp.column(identifier_node(name))
     if "map<" in type_:
         value = exp.Anonymous(this="to_json", expressions=[value])
-    hashed = exp.Anonymous(this="xxhash64", expressions=[value])
-    return (exp.Sum(this=exp.BitwiseRightShift(this=hashed, expression=exp.Literal.number(32))),
-            exp.Sum(this=exp.BitwiseAnd(this=hashed.copy(), expression=exp.Literal.number(0xFFFFFFFF))))
+    return exp.Anonymous(this="xxhash64", expressions=[value])
+
+
+def _summed(hashed: exp.Expression, name: str) -> list[exp.Expr]:
+    """The checksum of a hash over the rows: its high and its low 32 bits summed apart (as bigints, which no table's
+    rows overflow: Spark's sum of a decimal wide enough for whole hashes is several times slower), named ``HIGH`` and
+    ``LOW`` + ``name``."""
+    halves = (exp.BitwiseRightShift(this=hashed, expression=exp.Literal.number(32)),
+              exp.BitwiseAnd(this=hashed.copy(), expression=exp.Literal.number(0xFFFFFFFF)))
+    return [exp.alias_(exp.Sum(this=half), identifier_node(prefix + name))
+            for prefix, half in zip((HIGH, LOW), halves, strict=True)]
 
 
 def _nulled(filled: Filled) -> exp.Expression:
@@ -166,12 +176,13 @@ def _nulled(filled: Filled) -> exp.Expression:
 
 
 def _totals(columns: Sequence[Filled], nulled: bool) -> list[exp.Expr]:
-    """The row count and each column's checksum; with ``nulled``, how many values each conversion made NULL."""
+    """The row count and the rows' checksum (``EVERY``: one hash a row, of its values' hashes in the columns' order);
+    with ``nulled``, how many values each conversion made NULL. One sum of a hash a row, whatever the columns: the
+    copy observes it as it writes and the verification reads it back, so that its cost is the rewrite's."""
     lost = [exp.alias_(exp.Sum(this=exp.column(identifier_node(LOST + f.column))), identifier_node(LOST + f.column))
             for f in columns if f.cast and nulled]
-    sums = [exp.alias_(half, identifier_node(prefix + f.column)) for f in columns
-            for prefix, half in zip((HIGH, LOW), _hashed(f.column, f.type), strict=True)]
-    return [exp.alias_(exp.Count(this=exp.Star()), ROWS), *sums, *lost]
+    row = exp.Anonymous(this="xxhash64", expressions=[_hash(f.column, f.type) for f in columns])
+    return [exp.alias_(exp.Count(this=exp.Star()), ROWS), *_summed(row, EVERY), *lost]
 
 
 def totals(columns: Sequence[Filled], nulled: bool = False) -> list[str]:
@@ -180,11 +191,13 @@ def totals(columns: Sequence[Filled], nulled: bool = False) -> list[str]:
 
 
 def checksums(relation: exp.Expression, columns: Sequence[Filled], keys: Sequence[str], nulled: bool = False) -> str:
-    """Per value of the partition columns ``keys`` (all rows as one, with none): the row count and each column's
-    checksum, of ``relation``; with ``nulled`` (``relation`` is ``moved``), also how many values each conversion made
-    NULL (``LOST``)."""
+    """The totals (``_totals``) of ``relation``, all rows as one; with the partition columns ``keys``, per value of
+    them and with each column's checksum beside (``HIGH``/``LOW`` + its name), to say where a copy differs and in
+    which columns. With ``nulled`` (``relation`` is ``moved``), also how many values each conversion made NULL
+    (``LOST``)."""
     grouped = [exp.column(identifier_node(k)) for k in keys]
-    query = exp.select(*grouped, *_totals(columns, nulled)).from_(relation)
+    each = [s for f in columns for s in _summed(_hash(f.column, f.type), f.column)] if keys else []
+    query = exp.select(*grouped, *_totals(columns, nulled), *each).from_(relation)
     if keys:
         query = query.group_by(*grouped)
     return query.sql(dialect=DIALECT)
