@@ -53,6 +53,13 @@ def spark_columns(parameters: Mapping[str, str]) -> tuple[tuple[Column, ...], tu
             tuple(by_name[name] for name in partition_names if name in by_name))
 
 
+def spelt_names(parameters: Mapping[str, str]) -> tuple[str, ...]:
+    """The column names Spark's copy of the schema spells with capitals (Spark reports them so), in its order."""
+    text = schema_text(parameters)
+    return () if text is None else tuple(name for field in json.loads(text).get("fields", [])
+                                         if (name := field["name"]) != name.lower())
+
+
 def spark_bucketing(parameters: Mapping[str, str]) -> Bucketing | None:
     """The bucketing Spark records in a table's parameters, or None."""
     if NUM_BUCKETS not in parameters:
