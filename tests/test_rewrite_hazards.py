@@ -137,6 +137,25 @@ def test_column_names_spark_reported_with_capitals_are_said_to_change_case():
         "Python, a schema compared as text) sees them change", FOLDER)
 
 
+def test_a_hive_table_whose_copy_of_spark_s_schema_is_not_one_spark_wrote_is_read_with_no_names_spelt():
+    io = "org.apache.hadoop.hive.ql.io.parquet."
+    hive = {"dbName": "retail", "tableName": "people", "tableType": "MANAGED_TABLE",
+            "sd": {"cols": [{"name": "id", "type": "int"}], "inputFormat": io + "MapredParquetInputFormat",
+                   "outputFormat": io + "MapredParquetOutputFormat",
+                   "serdeInfo": {"serializationLib": io + "serde.ParquetHiveSerDe"}}}
+
+    def spelt(parameters: dict[str, str]) -> tuple[str, ...]:
+        live = to_model({**hive, "parameters": parameters})
+        assert isinstance(live, Table) and [c.name for c in live.columns] == ["id"] and live.format == "parquet"
+        return live.spelt
+
+    for broken in ("{not json", "[1]", '{"fields": {"name": "Id"}}', '{"fields": [{"name": 7}, "Id"]}'):
+        assert spelt({"spark.sql.sources.schema": broken}) == ()
+    assert spelt({"spark.sql.sources.schema.numParts": "two"}) == ()
+    assert spelt({"spark.sql.sources.schema.numParts": "2"}) == ()  # its parts missing
+    assert spelt({"spark.sql.sources.schema": '{"fields": [{"name": 7}, {"name": "Id"}]}'}) == ("Id",)
+
+
 def test_a_resumed_cut_over_says_nothing_of_the_copy_it_does_not_make_and_each_rendering_shows_the_hazards():
     have, want = people("ds"), people("name")
     backup = replace(have, name="people_backup_", backup_of="retail.people")
