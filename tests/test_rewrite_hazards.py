@@ -15,10 +15,10 @@ from schemaflow.render import render
 from schemaflow.render.review import Review
 from schemaflow.sql.rewrite import Filled
 
-FOLDER = ("cut-over: the folder of retail.people moves with it to retail.people_backup_'s, and retail.people_rewrite_'s "
-          "becomes retail.people's: what reads retail.people's folder by path reads the new files from then on, and "
-          "what names the old files themselves (an Iceberg snapshot table of them, a saved list of paths) no longer "
-          "finds them")
+FOLDER = ("cut-over: the old files move with retail.people into the folder of retail.people_backup_, and those of "
+          "retail.people_rewrite_ into the folder of retail.people: what reads that folder by path reads the new files "
+          "from then on, and what names the old files themselves (an Iceberg snapshot table of them, a saved list of "
+          "paths) no longer finds them")
 EMPTY = ("name: a row whose name is '' cannot be copied as it is: the partition Spark writes it in "
          "(name=__HIVE_DEFAULT_PARTITION__) reads NULL, and then the rewrite stops before the cut-over; a migration with "
          "accept_loss: {table: retail.people, column: name} copies it as NULL")
@@ -170,7 +170,7 @@ def test_a_resumed_cut_over_says_nothing_of_the_copy_it_does_not_make_and_each_r
     shown = render(Review(plan), "text")
     assert f"hazard: {EMPTY}" in shown and f"hazard: {FOLDER}" in shown and ", 1 hazardous" in shown
     markdown = render(Review(plan), "markdown")
-    assert "⚠ name: a row whose name is '' cannot be copied as it is" in markdown and "⚠ cut-over: the folder" in markdown
+    assert "⚠ name: a row whose name is '' cannot be copied as it is" in markdown and "⚠ cut-over: the old files move" in markdown
     assert json.loads(render(Review(plan), "json"))["steps"][0]["hazards"] == [EMPTY, FOLDER]
 
 

@@ -166,9 +166,10 @@ def rewrite_hazards(key: str, want: Table, have: Table, columns: Sequence[Filled
         hazards.append(f"column names: Spark reports {', '.join(recased)} from the cut-over on (the new table has the "
                        "declared names, in lower case): SQL finds either, but what matches names exactly (a DataFrame's "
                        "rows in Python, a schema compared as text) sees them change")
-    hazards.append(f"cut-over: the folder of {key} moves with it to {backup}'s, and {staging}'s becomes {key}'s: what "
-                   f"reads {key}'s folder by path reads the new files from then on, and what names the old files "
-                   "themselves (an Iceberg snapshot table of them, a saved list of paths) no longer finds them")
+    hazards.append(f"cut-over: the old files move with {key} into the folder of {backup}, and those of {staging} into "
+                   f"the folder of {key}: what reads that folder by path reads the new files from then on, and what "
+                   "names the old files themselves (an Iceberg snapshot table of them, a saved list of paths) no longer "
+                   "finds them")
     return tuple(hazards)
 
 
