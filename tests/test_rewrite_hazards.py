@@ -6,14 +6,21 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
+
+import pytest
 
 from schemaflow.catalog.thrift_data import to_model
+from schemaflow.errors import SpecError
 from schemaflow.model import AcceptLoss, Catalog, Column, Migration, Table, fingerprint, from_data, to_data
 from schemaflow.plan.plan import PlanBuilder
 from schemaflow.plan.steps import RewriteRows, Step
 from schemaflow.render import render
 from schemaflow.render.review import Review
+from schemaflow.project import load_project
+from schemaflow.spec.loader import load_catalog
 from schemaflow.sql.rewrite import Filled
+from schemaflow.workflow import hash_migrations
 
 FOLDER = ("cut-over: the old files move with retail.people into the folder of retail.people_backup_, and those of "
           "retail.people_rewrite_ into the folder of retail.people: what reads that folder by path reads the new files "
@@ -62,6 +69,28 @@ def test_a_new_partition_column_of_text_may_meet_an_empty_value_and_a_migration_
             {"column": "name", "type": "string", "source": "name", "old_type": "string", "accepts_loss": True,
              "empty_as_null": True}]
         assert RewriteRows.from_data(json.loads(json.dumps(data))) == copy
+
+
+def test_a_migration_accepts_the_loss_in_a_partition_column_and_one_naming_no_column_lists_them_too(tmp_path: Path):
+    (tmp_path / "schemas/retail").mkdir(parents=True)
+    (tmp_path / "schemas/retail/people.yaml").write_text(
+        "table: retail.people\nusing: parquet\ncolumns: [{name: id, type: int}]\n"
+        "partitioned_by: [{name: name, type: string}]\n")
+    (tmp_path / "migrations").mkdir()
+    accepting = "description: A name that is '' is no name\nchanges:\n  - accept_loss: {table: retail.people, column: %s}\n"
+    (tmp_path / "migrations/0001_empty_names.yaml").write_text(accepting % "name")
+    hash_migrations(load_project(tmp_path, env={}))
+    [migration] = load_catalog(tmp_path).migrations
+    assert migration.changes == (AcceptLoss("retail.people", "name"),)
+
+    (tmp_path / "migrations/0001_empty_names.yaml").write_text(accepting % "nam")
+    hash_migrations(load_project(tmp_path, env={}))
+    with pytest.raises(SpecError) as refused:
+        load_catalog(tmp_path)
+    assert str(refused.value) == (
+        "migrations/0001_empty_names.yaml:3:18: accepts values of nam its conversion makes NULL, but retail.people then "
+        "has no column nam (its columns then: id, name): name the column as the table has it after the migration's "
+        "renames")
 
 
 def test_only_a_partition_column_that_can_meet_an_empty_value_is_said_to():
