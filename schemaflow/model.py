@@ -216,6 +216,9 @@ class Table:
     backup_of: str | None = field(default=None, compare=False)
     # Live state only: on the table a rewrite of another fills, that table (see plan.rewrite).
     rewrite_of: str | None = field(default=None, compare=False)
+    # Live state only: the column names Spark reports with capitals, as its copy of the schema spells them (the
+    # metastore and ``columns`` keep them in lower case); a table made anew with the declared names loses them.
+    spelt: tuple[str, ...] = field(default=(), compare=False)
     source: Source | None = field(default=None, compare=False, repr=False)
 
     kind = "table"
@@ -511,14 +514,14 @@ _STORAGE_DETAILS = frozenset({"data_source", "serde", "input_format", "output_fo
 _DERIVED_LATER = frozenset({"output"})
 # An Iceberg table's layout, left out likewise: a Hive table's data and fingerprint are what they were.
 _ICEBERG_LAYOUT = frozenset({"partition_spec", "sort_order"})
-_LEFT_OUT_AT_DEFAULT = _STORAGE_DETAILS | _DERIVED_LATER | _ICEBERG_LAYOUT | {"iceberg", "unreadable", "backup_of", "rewrite_of",
+_LEFT_OUT_AT_DEFAULT = _STORAGE_DETAILS | _DERIVED_LATER | _ICEBERG_LAYOUT | {"iceberg", "unreadable", "backup_of", "rewrite_of", "spelt",
                                                                               "rewrite_hiding", "expanded_sql",
                                                                               "resolves_in"}
 # Fields left out of the plain data (where the object was declared, the stars of its SQL), and those that are no part of an
 # object's definition, so not of its fingerprint: those and live-only bookkeeping, what is derived
 # from a view's SQL, and a view's partitions (its contents, see ``fingerprint``).
 _NOT_DATA = frozenset({"source", "stars"})
-_NOT_DEFINITION = _NOT_DATA | {"iceberg", "unreadable", "backup_of", "rewrite_of", "rewrite_hiding", "managed_keys", "version", "reads", "uses", "lineage", "output", "schema_mode",
+_NOT_DEFINITION = _NOT_DATA | {"iceberg", "unreadable", "backup_of", "rewrite_of", "spelt", "rewrite_hiding", "managed_keys", "version", "reads", "uses", "lineage", "output", "schema_mode",
                                "migrations", "partitions", "expanded_sql", "resolves_in"}
 # The fields of a Table and a View that their plain data holds, in order, found once per class; and
 # those of them that take part in a fingerprint.
@@ -566,7 +569,7 @@ def from_data(data: Mapping[str, Any]) -> Object:
     for name in ("columns", "partition_columns"):
         if name in data:
             data[name] = tuple(Column(**c) for c in data[name])
-    for name in ("partitioned_on", "managed_keys", "reads", "output"):
+    for name in ("partitioned_on", "managed_keys", "reads", "output", "spelt"):
         if name in data:
             data[name] = tuple(data[name])
     for name in ("uses", "lineage"):

@@ -168,7 +168,8 @@ def _live_files(project: Project, stored: Callable[[str], Stored | None],
     ``folders``, each None where the metastore does not answer (the apply meets what they would have found)."""
     def unregistrable(table: Table) -> str | None:
         found = folders(table.key)
-        return None if found is None else registrable.unregistrable(found, {c.name for c in table.all_columns})
+        return None if found is None else registrable.unregistrable(found, {c.name for c in table.all_columns},
+                                                                   table.data_source)
     return LiveFiles(stored, project.settings.spark_cores, unregistrable)
 
 

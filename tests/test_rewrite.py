@@ -38,7 +38,8 @@ def test_a_rewrite_says_what_it_copies_where_and_what_it_leaves_behind():
     assert "not copied: amount (its values stay in retail.orders_backup_)" in step.notes
     assert "applies migration 0001_rename, 0002_drop" in step.notes
     assert step.values[0] == "column name: renamed to full_name"
-    assert step.hazards == ()  # int to bigint loses nothing
+    # int to bigint loses nothing: the folder that moves with the backup is all it puts at risk.
+    assert [h.partition(":")[0] for h in step.hazards] == ["cut-over"]
     [copy] = step.body
     assert isinstance(copy, RewriteRows) and not copy.resumed
     assert copy.copy.endswith("SELECT TRY_CAST(`id` AS BIGINT) AS `id`, `name` AS `full_name`, CAST(NULL AS STRING) "
@@ -153,8 +154,8 @@ def test_a_conversion_a_migration_accepts_loss_in_is_a_hazard_that_says_so_and_i
     renaming = Migration("0001_rename", "", (RenameColumn("retail.orders", "name", "full_name"),))
     [step] = PlanBuilder(Catalog(("retail",), {want.key: want}, migrations=(renaming, accepting)),
                          Catalog(("retail",), {LIVE.key: LIVE}), allow_destructive=True).build().steps
-    assert step.hazards == ("amount: string -> int can lose values (a value int cannot hold becomes NULL, as a migration "
-                            "accepts: the copy counts them)",)
+    assert step.hazards[0] == ("amount: string -> int can lose values (a value int cannot hold becomes NULL, as a "
+                               "migration accepts: the copy counts them)")
     [copy] = step.body
     assert [f.column for f in copy.columns if f.accepts_loss] == ["amount"]
     assert "values a conversion makes NULL counted in id, amount (accepted)" in copy.describe()
@@ -162,5 +163,6 @@ def test_a_conversion_a_migration_accepts_loss_in_is_a_hazard_that_says_so_and_i
     # Without it, the same conversion stops the rewrite.
     [step] = PlanBuilder(Catalog(("retail",), {want.key: want}, migrations=(renaming,)),
                          Catalog(("retail",), {LIVE.key: LIVE}), allow_destructive=True).build().steps
-    assert step.hazards == ("amount: string -> int can lose values (a value int cannot hold becomes NULL, and then the "
-                            "rewrite stops before the cut-over)",)
+    assert step.hazards[0] == ("amount: string -> int can lose values (a value int cannot hold becomes NULL, and then "
+                               "the rewrite stops before the cut-over; a migration with accept_loss: {table: "
+                               "retail.orders, column: amount} makes them NULL as intended)")

@@ -29,11 +29,12 @@ from typing import Any
 
 from schemaflow.catalog.backend import HiveClient
 from schemaflow.catalog.iceberg_commit import METADATA_PATH, first_metadata, register
-from schemaflow.catalog.registrable import data_files
+from schemaflow.catalog.registrable import data_files, int96_writers
 from schemaflow.catalog.thrift_data import TRANSLATED, to_model, translated
 from schemaflow.errors import ConcurrentChange, SchemaflowError
 from schemaflow.model import (APPLIED_STATE_KEY, BACKUP_OF, CONVERTED_FOLDER, HIVE_DEFAULT_PARTITION, REWRITE_OF,
                               VERSION_KEY, Table, split_key, state_digest)
+from schemaflow.sql.table_kinds import PROVIDER, data_source_provider
 
 DATA_PATH = "write.data.path"
 NAME_MAPPING = "schema.name-mapping.default"  # Iceberg's: how a file without field ids is read, by column name
@@ -95,6 +96,7 @@ def _data_files(client: HiveClient, source: Any, metadata: Any, io: Any, locatio
     # Statistics come from the file; the partition from the metastore (the files do not hold its columns).
     unpartitioned = metadata.model_copy(update={"partition_specs": [pyiceberg.UNPARTITIONED], "default_spec_id": 0})
     spec, schema = metadata.spec(), metadata.schema()
+    data_source = data_source_provider(source.getParameters().get(PROVIDER)) is not None
     if not keys:
         folders: list[tuple[str, Sequence[str | None]]] = [(location, ())]
     else:
@@ -112,18 +114,19 @@ def _data_files(client: HiveClient, source: Any, metadata: Any, io: Any, locatio
             try:
                 data_file = pyiceberg.parquet_file_to_data_file(io, unpartitioned, path)
             except (TypeError, ValueError, pyiceberg.UnsupportedType) as error:
-                raise SchemaflowError(_unregistrable(path, error)) from None
+                raise SchemaflowError(_unregistrable(path, error, data_source)) from None
             data_file[pyiceberg.partition_position] = record  # a Record: its fields are set by position
             data_file.spec_id = spec.spec_id
             yield data_file
 
 
-def _unregistrable(path: str, error: Exception) -> str:
-    """Why the Parquet file at ``path`` cannot be registered, and the way out; nothing was changed yet."""
+def _unregistrable(path: str, error: Exception, data_source: bool) -> str:
+    """Why the Parquet file at ``path`` (of a data-source table's, with ``data_source``) cannot be registered, and the
+    way out; nothing was changed yet."""
     why = f"Iceberg cannot register the Parquet file {path}: {error}. Nothing was changed"
     if "timestamp[ns]" in str(error):
-        why += (": its timestamps are INT96, as Spark writes a Hive table's by default, which Iceberg's Python "
-                "implementation cannot read")
+        why += (f": its timestamps are INT96, {int96_writers(data_source)}, which Iceberg's Python implementation "
+                "cannot read")
     return why + (". Plan again against the metastore: a plan that reads the files' footers converts such a table by "
                   "copying its rows")
 

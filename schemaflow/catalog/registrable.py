@@ -3,10 +3,11 @@ when the conversion is planned: what a conversion in place (``catalog.iceberg_co
 file at apply, one table at a time, is found for every table of a plan at once.
 
 Iceberg's Python implementation registers a Parquet file by its columns' exact names (through the table's name
-mapping) and reads timestamps in microseconds. So a file that holds timestamps as INT96 (as Spark writes a Hive
-table's by default), that spells a column otherwise than the table does (Hive writes the capitals of its DDL into
-the files; the metastore keeps names in lower case), or that holds a column the table no longer has (renamed or
-dropped in place after the file was written, which its readers no longer see), cannot be registered; neither can a folder inside a table's or
+mapping) and reads timestamps in microseconds. So a file that holds timestamps as INT96 (as Hive writes a Parquet
+table's, and Spark writes any Parquet file's by default: ``int96_writers``), that spells a column otherwise than the
+table does (Hive writes the capitals of its DDL into the files; the metastore keeps names in lower case), or that
+holds a column the table no longer has (renamed or dropped in place after the file was written, which its readers no
+longer see), cannot be registered; neither can a folder inside a table's or
 a partition's folder, nor a file that is not Parquet. Such a table is converted by copying (``plan.rewrite``).
 """
 from __future__ import annotations
@@ -41,9 +42,18 @@ def _listed(folder: str) -> tuple[list[str], str | None]:
     return files, None
 
 
-def unregistrable(folders: Sequence[str], columns: Collection[str]) -> str | None:
+def int96_writers(data_source: bool) -> str:
+    """Who writes the INT96 timestamps of a data-source table's (``data_source``) or of a Hive table's Parquet files,
+    as measured with Spark 4.3 (``spark.sql.parquet.outputTimestampType`` is INT96 unless set) and Hive's writer."""
+    if data_source:
+        return "as Spark writes timestamps to Parquet files by default (spark.sql.parquet.outputTimestampType)"
+    return "as Hive writes a Parquet table's timestamps, and Spark by default (spark.sql.parquet.outputTimestampType)"
+
+
+def unregistrable(folders: Sequence[str], columns: Collection[str], data_source: bool) -> str | None:
     """Why the files under ``folders`` (a table's, or each of its partitions') cannot be registered in an Iceberg
-    table whose columns are ``columns``; None when every footer allows it."""
+    table whose columns are ``columns`` (a data-source table's with ``data_source``); None when every footer allows
+    it."""
     from pyarrow import fs
 
     read = 0
@@ -56,14 +66,14 @@ def unregistrable(folders: Sequence[str], columns: Collection[str]) -> str | Non
             return nested
         for path in files:
             filesystem, inside = fs.FileSystem.from_uri(path)
-            why = _footer(filesystem, inside, path, columns)
+            why = _footer(filesystem, inside, path, columns, data_source)
             read += 1
             if why:
                 return f"{why} ({plural(read, 'footer')} read)"
     return None
 
 
-def _footer(filesystem: object, inside: str, path: str, columns: Collection[str]) -> str | None:
+def _footer(filesystem: object, inside: str, path: str, columns: Collection[str], data_source: bool) -> str | None:
     """What in the footer of the Parquet file at ``path`` keeps Iceberg from registering it, if anything."""
     from pyarrow import ArrowException, parquet
 
@@ -75,8 +85,8 @@ def _footer(filesystem: object, inside: str, path: str, columns: Collection[str]
     schema = metadata.schema
     int96 = sorted({schema.column(i).path for i in range(len(schema)) if schema.column(i).physical_type == "INT96"})
     if int96:
-        return (f"{path} holds timestamps as INT96 ({', '.join(int96)}), as Spark writes a Hive table's by default, "
-                "which Iceberg's Python implementation cannot register")
+        return (f"{path} holds timestamps as INT96 ({', '.join(int96)}), {int96_writers(data_source)}, which "
+                "Iceberg's Python implementation cannot register")
     names = schema.to_arrow_schema().names
     spelt = [name for name in names if name not in columns and name.lower() in columns]
     if spelt:

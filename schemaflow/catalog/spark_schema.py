@@ -53,6 +53,19 @@ def spark_columns(parameters: Mapping[str, str]) -> tuple[tuple[Column, ...], tu
             tuple(by_name[name] for name in partition_names if name in by_name))
 
 
+def spelt_names(parameters: Mapping[str, str]) -> tuple[str, ...]:
+    """The column names Spark's copy of the schema spells with capitals (Spark reports them so), in its order; none
+    where the copy is not one Spark wrote (a Hive table's is read for nothing else, so it is not trusted to parse)."""
+    try:
+        text = schema_text(parameters)
+        schema = json.loads(text) if text is not None else {}
+    except (KeyError, ValueError):
+        return ()
+    fields = schema.get("fields") if isinstance(schema, dict) else None
+    names = [field.get("name") for field in fields if isinstance(field, dict)] if isinstance(fields, list) else []
+    return tuple(name for name in names if isinstance(name, str) and name != name.lower())
+
+
 def spark_bucketing(parameters: Mapping[str, str]) -> Bucketing | None:
     """The bucketing Spark records in a table's parameters, or None."""
     if NUM_BUCKETS not in parameters:

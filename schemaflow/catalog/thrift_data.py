@@ -24,7 +24,7 @@ from schemaflow.catalog.iceberg_metadata import iceberg_table, is_iceberg, read_
 from schemaflow.catalog.metadata_bounds import held_budget, metadata_bounds
 from schemaflow.catalog.metadata_readers import (MetadataReader, Unreadable, metadata_reader, recognised_kind,
                                                  register_metadata_reader)
-from schemaflow.catalog.spark_schema import spark_bucketing, spark_columns
+from schemaflow.catalog.spark_schema import spark_bucketing, spark_columns, spelt_names
 from schemaflow.model import (
     BACKUP_OF,
     COMMENT_KEY,
@@ -161,7 +161,8 @@ def to_model(data: Mapping[str, Any], storage: Sequence[str | None] = ()) -> Obj
     external = data.get("tableType") == "EXTERNAL_TABLE" and not translated(parameters)
     location = stored.pop("location", None) or sd.get("location")
     return Table(external=external, location=location if external else None, migrations=migrations,
-                 backup_of=parameters.get(BACKUP_OF), rewrite_of=parameters.get(REWRITE_OF), **common, **stored)
+                 backup_of=parameters.get(BACKUP_OF), rewrite_of=parameters.get(REWRITE_OF),
+                 spelt=spelt_names(parameters), **common, **stored)
 
 
 def _resolves_in(database: str, parameters: Mapping[str, str]) -> str | None:

@@ -21,12 +21,23 @@ by writing rows, changing the columns and reading them back):
 
 Each format's part of this (how it finds columns, which type changes it reads) is a trait of its
 ``TableKind`` (``sql.table_kinds``).
+
+A rewrite (``plan.rewrite``) moves the rows instead, and what its copy does to values and readers is known when it
+is planned (``rewrite_hazards``), each with the way through where a project can declare one: a conversion that cannot
+hold every value, and ``''`` in a new partition column of text (Spark writes it as the default partition, which reads
+NULL), each make values NULL, which stops the rewrite before its cut-over unless a migration accepts the loss in that
+column (``accept_loss``); Spark reports the new table's column names as declared, in lower case, where its copy of
+the old schema spelt capitals; and the cut-over moves the table's folder with its backup.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from schemaflow.model import HIVE_DEFAULT_PARTITION, Table
 from schemaflow.plan.evolution import Evolution
 from schemaflow.spark_version import SparkVersion, spark_name, spark_version
 from schemaflow.sql.table_kinds import Resolution, TableKind, table_kind
+from schemaflow.sql.rewrite import Filled, empty_partition_values, lossless
 from schemaflow.sql.types import decimal_digits
 from schemaflow.wording import plural
 
@@ -133,3 +144,35 @@ def keep(partitions: int | None, unknown: str = "an unknown number of existing p
         return f"{unknown} keep their"
     return f"{plural(partitions, 'partition')} {'keeps its' if partitions == 1 else 'keep their'}"
 
+
+
+def rewrite_hazards(key: str, want: Table, have: Table, columns: Sequence[Filled], backup: str,
+                    staging: str) -> tuple[str, ...]:
+    """What the copy of a rewrite of ``key`` (the live ``have`` made anew as ``want``, each column filled as
+    ``columns`` say, then swapped in with ``have`` kept as ``backup``) does to values and to readers."""
+    hazards = [f"{f.column}: {f.old_type} -> {f.type} can lose values (a value {f.type} cannot hold becomes NULL, "
+               + ("as a migration accepts: the copy counts them)" if f.accepts_loss else
+                  f"and then the rewrite stops before the cut-over; {_accepting(key, f.column)} makes them NULL as "
+                  "intended)") for f in columns if f.cast and f.old_type and not lossless(f.old_type, f.type)]
+    for f in empty_partition_values(want, have, columns):
+        reads = f"the partition Spark writes it in ({f.column}={HIVE_DEFAULT_PARTITION}) reads NULL"
+        hazards.append(f"{f.column}: a row whose {f.column} is '' is copied with {f.column} NULL, as a migration "
+                       f"accepts ({reads})" if f.empty_as_null else
+                       f"{f.column}: a row whose {f.column} is '' cannot be copied as it is: {reads}, and then the "
+                       f"rewrite stops before the cut-over; {_accepting(key, f.column)} copies it as NULL")
+    spelt = {name.lower(): name for name in have.spelt}
+    recased = [f"{spelt[f.column]} as {f.column}" for f in columns if f.source == f.column and f.column in spelt]
+    if recased:
+        hazards.append(f"column names: Spark reports {', '.join(recased)} from the cut-over on (the new table has the "
+                       "declared names, in lower case): SQL finds either, but what matches names exactly (a DataFrame's "
+                       "rows in Python, a schema compared as text) sees them change")
+    hazards.append(f"cut-over: the old files move with {key} into the folder of {backup}, and those of {staging} into "
+                   f"the folder of {key}: what reads that folder by path reads the new files from then on, and what "
+                   "names the old files themselves (an Iceberg snapshot table of them, a saved list of paths) no longer "
+                   "finds them")
+    return tuple(hazards)
+
+
+def _accepting(key: str, column: str) -> str:
+    """The migration change that accepts the loss of values in ``column`` of the table ``key``."""
+    return f"a migration with accept_loss: {{table: {key}, column: {column}}}"

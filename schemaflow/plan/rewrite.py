@@ -26,10 +26,11 @@ from dataclasses import dataclass, field, replace
 
 from schemaflow.model import Stored, Table
 from schemaflow.plan.evolution import ColumnChange, Evolution, evolve
+from schemaflow.plan.hazards import rewrite_hazards
 from schemaflow.plan.iceberg import backup_name, staging_name
 from schemaflow.plan.kinds import ObjectType, StepKind
 from schemaflow.plan.steps import IcebergCommit, RewriteRows, Step
-from schemaflow.sql.rewrite import filling, lossless, one_to_one
+from schemaflow.sql.rewrite import filling, one_to_one
 from schemaflow.wording import duration, plural, size
 
 # What one core of Spark copies, verifies and journals a second, as bench/rewrite.py measured it: 3.55 GB in 159 s on
@@ -141,10 +142,7 @@ class RewriteTable(ColumnChange):
         dropped = sorted({c.name for c in self.have.all_columns} - {f.source for f in columns})
         if dropped and not self.resumed:
             notes.append(f"not copied: {', '.join(dropped)} (its values stay in {backup})")
-        hazards = tuple(f"{f.column}: {f.old_type} -> {f.type} can lose values (a value {f.type} cannot hold becomes "
-                        + ("NULL, as a migration accepts: the copy counts them)" if f.accepts_loss else
-                           "NULL, and then the rewrite stops before the cut-over)") for f in columns
-                        if f.cast and f.old_type and not lossless(f.old_type, f.type) and not self.resumed)
+        hazards = () if self.resumed else rewrite_hazards(key, self.want, self.have, columns, backup, staging)
         rows = RewriteRows(self.want, columns, staging, backup, self.resumed, registrable=self.iceberg is not None,
                            records=self.records)
         if self.iceberg is None:

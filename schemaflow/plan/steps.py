@@ -462,7 +462,8 @@ class RewriteRows:
     def to_data(self) -> dict[str, Any]:
         return {"action": self.kind, "table": to_data(self.table),
                 "columns": [{"column": f.column, "type": f.type, "source": f.source, "old_type": f.old_type,
-                             **({"accepts_loss": True} if f.accepts_loss else {})} for f in self.columns],
+                             **({"accepts_loss": True} if f.accepts_loss else {}),
+                             **({"empty_as_null": True} if f.empty_as_null else {})} for f in self.columns],
                 "staging": self.staging, "backup": self.backup, **({"resumed": True} if self.resumed else {}),
                 **({"registrable": True} if self.registrable else {}),
                 **({"records": dict(sorted(self.records.items()))} if self.records else {})}

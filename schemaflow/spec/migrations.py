@@ -199,6 +199,7 @@ def _walk_back(table: Table, changes: Sequence[MigrationChange]) -> list[Problem
     so a column present after a change may be missing before it.
     """
     ordered = [c.name for c in table.columns]
+    keys = [c.name for c in table.partition_columns]  # a loss accepted in one: its '' (sql.rewrite)
     loose: set[str] = set()
     problems = []
     for change in reversed(changes):
@@ -221,10 +222,10 @@ def _walk_back(table: Table, changes: Sequence[MigrationChange]) -> list[Problem
         elif isinstance(change, ReorderColumns):
             problem = _reorder_problem(table.key, change.order, ordered, present)
             ordered, loose = [], set(present if problem else change.order)
-        elif isinstance(change, AcceptLoss) and change.column not in present:
+        elif isinstance(change, AcceptLoss) and change.column not in present + keys:
             problem = (f"accepts values of {change.column} its conversion makes NULL, but {table.key} then has no "
-                       f"column {change.column} (its columns then: {', '.join(present)}): name the column as the table "
-                       "has it after the migration's renames")
+                       f"column {change.column} (its columns then: {', '.join(present + keys)}): name the column as "
+                       "the table has it after the migration's renames")
         if problem:
             problems.append(_problem(change, problem))
     return problems

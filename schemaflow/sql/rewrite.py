@@ -6,6 +6,11 @@ NULL where it is new. ``TRY_CAST`` rather than ``CAST``: a value the new type ca
 instead of failing the query half-way (Spark 4's ANSI mode), and the verification counts every such value,
 so that a lossy conversion stops the rewrite with a report rather than an error from deep inside Spark.
 
+A partition column filled from a data column of text may meet ``''``, which Spark writes as Hive's default partition
+(``__HIVE_DEFAULT_PARTITION__``, for a Hive-format and a data-source table alike) and reads back as NULL: the copy then
+differs from the rows moved, and the verification stops it (``empty_partition_values``). Where a migration accepts the
+loss in that column, the query writes ``NULLIF(column, '')``, what the partition reads back as.
+
 Verification compares the rows the query moves (observed as the copy writes them) with the rows the new table
 holds: a count and an order-independent checksum of the rows (the sum of a 64-bit hash of each row, its two halves
 summed apart so that no sum overflows; a row's hash is the hash of its values' hashes in the columns' order, so that
@@ -16,7 +21,7 @@ written in Spark's dialect.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlglot import exp
 
@@ -46,13 +51,15 @@ EVERY = "*"
 class Filled:
     """Where one column of the new table takes its values from: a live column (``source``), converted
     from ``old_type`` when that differs from the new type; None: a new column, NULL in every row.
-    ``accepts_loss``: values the conversion cannot hold become NULL as intended (a migration's ``accept_loss``)."""
+    ``accepts_loss``: values the conversion cannot hold become NULL as intended (a migration's ``accept_loss``);
+    ``empty_as_null``: ``''`` is written as NULL, as the partition Spark writes it in reads back (accepted likewise)."""
 
     column: str
     type: str
     source: str | None
     old_type: str | None
     accepts_loss: bool = False
+    empty_as_null: bool = False
 
     @property
     def cast(self) -> bool:
@@ -62,14 +69,30 @@ class Filled:
 def filling(want: Table, have: Table, renamed: Mapping[str, str], accepted: Collection[str] = ()) -> tuple[Filled, ...]:
     """Each column of ``want`` (data, then partition columns) with the live column of ``have`` it is filled from;
     ``renamed`` maps a new name to the live column a migration renamed into it, ``accepted`` names the columns whose
-    conversion may make values NULL."""
+    conversion (or, in a partition column, whose ``''``) may make values NULL."""
     live = {c.name: column_type(c) for c in have.all_columns}
     filled = []
     for column in want.all_columns:
         source = renamed.get(column.name, column.name if column.name in live else None)
         filled.append(Filled(column.name, column_type(column), source, live.get(source) if source else None,
                              column.name in accepted))
-    return tuple(filled)
+    empties = {f.column for f in empty_partition_values(want, have, filled)}
+    return tuple(replace(f, empty_as_null=f.accepts_loss and f.column in empties) for f in filled)
+
+
+def empty_partition_values(want: Table, have: Table, columns: Sequence[Filled]) -> tuple[Filled, ...]:
+    """The partition columns of ``want`` (filled by ``columns``) whose rows may hold ``''``, which Spark writes as the
+    default partition, read back as NULL: those of text filled from a data column of text of ``have``. A live partition
+    value is never ``''`` (Spark writes it as the default partition, and refuses it in a partition's spec)."""
+    data = {c.name for c in have.columns}
+    keys = {c.name for c in want.partition_columns}
+    return tuple(f for f in columns if f.column in keys and f.source in data and _text(f.type)
+                 and _text(f.old_type or ""))
+
+
+def _text(type_: str) -> bool:
+    """Whether a value of ``type_`` may be ``''`` (a ``char`` is padded to its length)."""
+    return type_ == "string" or type_.startswith("varchar(")
 
 
 def one_to_one(columns: Sequence[Filled], want: Sequence[str], have: Sequence[str]) -> bool:
@@ -132,8 +155,9 @@ def _value(filled: Filled) -> exp.Expression:
     to = exp.DataType.build(filled.type, dialect=DIALECT)
     if filled.source is None:
         return exp.Cast(this=exp.Null(), to=to)
-    column = exp.column(identifier_node(filled.source))
-    return exp.TryCast(this=column, to=to, safe=True) if filled.cast else column
+    column: exp.Expression = exp.column(identifier_node(filled.source))
+    value = exp.TryCast(this=column, to=to, safe=True) if filled.cast else column
+    return exp.Nullif(this=value, expression=exp.Literal.string("")) if filled.empty_as_null else value
 
 
 def select(source: str, columns: Sequence[Filled]) -> str:
