@@ -178,19 +178,20 @@ def test_a_parquet_table_renamed_in_place_converts_to_iceberg_by_copying_since_i
     old, new = tmp_path / "000000_0", tmp_path / "000001_0"
     pq.write_table(pa.table({"id": pa.array([1], pa.int32()), "a": ["one"], "c": ["x"]}), old)
     columns = {"id", "a1", "c"}
-    assert unregistrable([str(tmp_path)], columns) == (
+    assert unregistrable([str(tmp_path)], columns, False) == (
         f"{old} holds a, which the table no longer has (renamed or dropped since the file was written), and Iceberg "
         "registers a file only with columns of the table (1 footer read)")
     # Files written since the rename hold the table's columns, and a file may lack a column added since: registrable.
     old.unlink()
     pq.write_table(pa.table({"id": pa.array([2], pa.int32()), "a1": ["two"]}), new)
-    assert unregistrable([str(tmp_path)], columns) is None
+    assert unregistrable([str(tmp_path)], columns, False) is None
 
     pq.write_table(pa.table({"id": pa.array([1], pa.int32()), "a": ["one"], "c": ["x"]}), old)
     live = Table("db", "hp", (Column("id", "int"), Column("a1", "string"), Column("c", "string")), format="parquet",
                  version="v1", location=f"file:{tmp_path}")
     want = replace(live, format="iceberg", data_source=True, version=None, location=None)
-    files = LiveFiles(lambda key: None, 2, lambda table: unregistrable([str(tmp_path)], {c.name for c in table.all_columns}))
+    files = LiveFiles(lambda key: None, 2, lambda table: unregistrable([str(tmp_path)], {c.name for c in table.all_columns},
+                                                                        table.data_source))
     [step] = PlanBuilder(Catalog(("db",), {want.key: want}), Catalog(("db",), {live.key: live}), allow_destructive=True,
                          files=files).build().steps
     assert step.kind == "rewrite_table" and step.summary.startswith(
