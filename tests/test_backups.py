@@ -28,8 +28,7 @@ LOST = ("the table f.ev was until the restore of run 3f2a9c1d0b7e swapped it out
         "the name are in this table and in no other; they are lost, and its files deleted, with it")
 SWAPPED_BLOCK = ("a backup is dropped only when asked: it holds rows that are in no other table: plan with "
                  "--drop-backup-with-rows f.ev_backup_ to drop it and lose them, or copy them into f.ev first")
-COPIES_BLOCK = ("a backup is dropped only when asked: plan with --drop-backups (in a pull request, the "
-                "schemaflow-drop-backups label) to drop it")
+COPIES_BLOCK = "a backup is dropped only when asked: plan with --drop-backups to drop it"
 
 
 def plan(want: Table, *live: Table, allow: bool = False, drops: BackupDrops = NONE) -> Plan:
@@ -49,10 +48,10 @@ def test_allowing_destructive_steps_keeps_every_backup_saying_what_each_holds():
         kept = plan(LIVE, LIVE, REPLACED, allow=allow)
         assert kept.steps == ()
         assert kept.warnings == (
-            "f.ev_backup_ keeps f.ev as it was before its last rewrite, rows and files; plan with --drop-backups (in a "
-            "pull request, the schemaflow-drop-backups label) to drop it",
+            "f.ev_backup_ keeps f.ev as it was before its last rewrite, rows and files; plan with --drop-backups to "
+            "drop it",
             *(f"f.t{n}_backup_ keeps the Parquet table f.t{n} was converted from (its files are the Iceberg table's); "
-              "plan with --drop-backups (in a pull request, the schemaflow-drop-backups label) to drop it"
+              "plan with --drop-backups to drop it"
               for n in range(3)))
     swapped = plan(WANT, WANT, SWAPPED, allow=True, drops=BackupDrops(copies=True))
     assert [s.object for s in swapped.steps] == [f"f.t{n}_backup_" for n in range(3)]

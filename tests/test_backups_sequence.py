@@ -89,7 +89,7 @@ def test_a_restore_then_a_rewrite_loses_no_row_and_allowing_a_rewrite_keeps_ever
                                "under that name")
     # The backup of the other table's rewrite is kept too, and said so.
     assert f"{db}.other_backup_ keeps {db}.other as it was before its last rewrite, rows and files; plan with " \
-           "--drop-backups (in a pull request, the schemaflow-drop-backups label) to drop it" in blocked.warnings
+           "--drop-backups to drop it" in blocked.warnings
     # Leave to drop the backups whose rows are all elsewhere drops the other table's, not this one.
     copies = plan(after, metastore, allow_destructive=True, drop_backups=BackupDrops(copies=True))
     assert [(s.object, s.blocked) for s in copies.steps] == [(f"{db}.ev_backup_", drop.blocked),

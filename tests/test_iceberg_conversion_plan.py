@@ -152,7 +152,7 @@ def test_the_backup_is_kept_with_a_warning_until_a_plan_allows_its_drop():
     plan = _plan(ICEBERG, converted, backup)
     assert plan.steps == () and plan.warnings == (
         "shop.orders_backup_ keeps the Parquet table shop.orders was converted from (its files are the Iceberg "
-        "table's); plan with --drop-backups (in a pull request, the schemaflow-drop-backups label) to drop it",)
+        "table's); plan with --drop-backups to drop it",)
     allowed = _plan(ICEBERG, converted, backup, allow_destructive=True)  # allowing drops keeps every backup
     assert allowed.steps == () and allowed.warnings == plan.warnings
     [drop] = _plan(ICEBERG, converted, backup, drop_backups=True).steps

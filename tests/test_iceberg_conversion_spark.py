@@ -122,7 +122,7 @@ def test_a_partitioned_parquet_table_converts_in_place_its_rows_identical_partit
     again = plan(project, metastore)
     assert again.is_empty and again.warnings == (
         f"{key}_backup_ keeps the Parquet table {key} was converted from (its files are the Iceberg table's); plan "
-        "with --drop-backups (in a pull request, the schemaflow-drop-backups label) to drop it",)
+        "with --drop-backups to drop it",)
 
     # Dropped when asked: its entry goes, its files stay, and the Iceberg table reads them still.
     dropping = plan(project, metastore, drop_backups=BackupDrops(copies=True))

@@ -15,6 +15,10 @@ and for one that holds rows no other table holds, ``--drop-backup-with-rows`` na
 lost. Every other backup is kept, with a warning saying what it holds and how to drop it. A rewrite keeps the table it
 replaces under the backup's name: a backup there that the plan may not drop is shown as its drop step, blocked, and the
 rewrite waits on it.
+
+Backups live in the metastore alone: a plan between git refs (a pull request's) never sees one, so the leave is given to
+a plan against the metastore, by its operator; a reviewed plan carries it, and apply refuses one that drops backups its
+review did not show.
 """
 from __future__ import annotations
 
@@ -30,8 +34,6 @@ from schemaflow.plan.iceberg import ConvertToIceberg, backup_name
 from schemaflow.plan.kinds import StepKind
 from schemaflow.plan.rewrite import RewriteTable
 from schemaflow.plan.steps import Step
-
-DROP_BACKUPS_LABEL = "schemaflow-drop-backups"  # the pull-request label the starter workflows map to --drop-backups
 
 
 class Holds(StrEnum):
@@ -121,7 +123,7 @@ def _what_goes(backup: Table) -> str:
 
 def _how(backup: Table) -> str:
     if holds(backup).rows_elsewhere:
-        return f"plan with --drop-backups (in a pull request, the {DROP_BACKUPS_LABEL} label) to drop it"
+        return "plan with --drop-backups to drop it"
     return (f"it holds rows that are in no other table: plan with --drop-backup-with-rows {backup.key} to drop it and "
             f"lose them, or copy them into {backup.backup_of} first")
 
