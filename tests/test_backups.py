@@ -6,11 +6,15 @@ from dataclasses import replace
 
 import pytest
 
+from schemaflow.catalog.snapshot import write_snapshot
+from schemaflow.cli import main
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import Catalog, Column, Migration, RenameColumn, Table
 from schemaflow.plan.backups import BackupDrops, Holds, holds
 from schemaflow.plan.plan import Plan, PlanBuilder
 from schemaflow.plan.restore import restore_plan
+from schemaflow.project import load_project
+from schemaflow.workflow import applied_state, desired_state
 
 LIVE = Table("f", "ev", (Column("id", "int"), Column("name", "string")), (Column("ds", "string"),), data_source=True,
              version="v1")
@@ -111,3 +115,32 @@ def test_a_restore_says_the_table_it_swaps_out_is_dropped_only_by_name():
     assert step.notes[0].endswith("and f.ev as it is now becomes f.ev_backup_, marked as swapped out by this run: it "
                                   "holds the rows written to f.ev since its rewrite, so a plan drops it only with "
                                   "--drop-backup-with-rows f.ev_backup_")
+
+
+def test_the_command_line_gives_the_leave_to_plans_and_a_saved_plan_runs_with_the_leave_it_was_made_with(
+        example, tmp_path, capsys):
+    live = applied_state(desired_state(load_project(example, env={})))
+    orders, customers = live.get("retail.orders"), live.get("retail.customers")
+    backups = (replace(orders, name="orders_backup_", backup_of="retail.orders", swapped_out_by="3f2a9c1d0b7e"),
+               replace(customers, name="customers_backup_", backup_of="retail.customers"))
+    snapshot = tmp_path / "live.json"
+    write_snapshot(replace(live, objects={**live.objects, **{b.key: b for b in backups}}), snapshot)
+    project = ["--project", str(example)]
+
+    assert main([*project, "plan", "--against", str(snapshot), "--allow-destructive"]) == 0  # kept: nothing to do
+    assert "retail.orders_backup_ is the table retail.orders was until the restore of run 3f2a9c1d0b7e" in (
+        capsys.readouterr().out)
+    saved = tmp_path / "plan.json"
+    assert main([*project, "plan", "--against", str(snapshot), "--drop-backups", "--out", str(saved)]) == 2
+    said = capsys.readouterr().out
+    assert "drop table retail.customers_backup_" in said and "drop table retail.orders_backup_" not in said
+    assert json.loads(saved.read_text())["drop_backups"] == {"copies": True, "with_rows": []}
+    # A saved plan runs as it was made: other leave is refused before anything is read or started.
+    assert main([*project, "apply", str(saved), "--drop-backup-with-rows", "retail.orders_backup_",
+                 "--auto-approve"]) == 1
+    err = capsys.readouterr().err
+    assert f"{saved} was planned with other leave to drop backups than given now" in err
+    assert "Starting Spark" not in err
+    assert main([*project, "plan", "--against", str(snapshot), "--drop-backup-with-rows", "retail.orders"]) == 1
+    assert ("--drop-backup-with-rows retail.orders: no such backup (backups: retail.customers_backup_, "
+            "retail.orders_backup_); nothing was planned") in capsys.readouterr().err
