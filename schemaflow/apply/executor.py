@@ -114,13 +114,15 @@ class RecordingTarget:
 
     def commit_iceberg(self, table: Table, sources: Mapping[str, str], requires: IcebergState | None, create: bool,
                        set: Mapping[str, str], unset: Sequence[str], expected: str | None = None,
-                       backup: str | None = None) -> None:
-        self.actions.append(IcebergCommit(table, dict(sources), requires, create, dict(set), tuple(unset), backup))
+                       backup: str | None = None, keep: bool = True) -> None:
+        self.actions.append(IcebergCommit(table, dict(sources), requires, create, dict(set), tuple(unset), backup, keep))
         self.guards.append(expected)
 
     def rewrite_table(self, key: str, table: Table, create: str, columns: Sequence[Filled], staging: str, backup: str,
-                      expected: str | None, version: str | None, claim: str) -> None:
-        self.actions.append(RewriteRows(table, tuple(columns), staging, backup))
+                      expected: str | None, version: str | None, claim: str, registrable: bool = False,
+                      records: Mapping[str, str] = {}) -> None:
+        self.actions.append(RewriteRows(table, tuple(columns), staging, backup, registrable=registrable,
+                                        records=dict(records)))
         self.guards.append(expected)
 
     def restore_table(self, key: str, backup: str, temporary: str, backup_version: str | None, expected: str | None,
@@ -270,7 +272,8 @@ class Run:
                 token = self.tokens[action.object]
                 writer.rewrite_table(action.object, action.table, ddl.fill_claim(action.create, token), action.columns,
                                      action.staging, action.backup, self.held.get(action.object),
-                                     self.guards.get(action.object), token, action.registrable)
+                                     self.guards.get(action.object), token, action.registrable,
+                                     fill_applied_at(action.records, now))
                 self.held[action.object] = token
             case RestoreBackup():
                 # The backup takes the name and the run's claim, which the step's stamp then swaps for its version.

@@ -141,12 +141,13 @@ class CatalogWriter(Protocol):
         not to ``keep``, moves its entry there, then drops it (its files are the Iceberg table's)."""
 
     def rewrite_table(self, key: str, table: Table, create: str, columns: Sequence[Filled], staging: str, backup: str,
-                      expected: str | None, version: str | None, claim: str, registrable: bool = False) -> None:
+                      expected: str | None, version: str | None, claim: str, registrable: bool = False,
+                      records: Mapping[str, str] = {}) -> None:
         """Make ``key`` (stamped ``expected``) anew as ``table``: ``create`` the table ``staging`` (stamped ``claim``),
         fill each of its ``columns`` from the live column it names, verify it against the rows moved, rename ``key``
-        to ``backup`` (with ``version``, the stamp it had when planned) and ``staging`` to ``key``; with ``key``
-        renamed already (a stopped run's), only the last rename. ``registrable``: write files Iceberg can register
-        (timestamps in microseconds). See ``catalog.rewrite``."""
+        to ``backup`` (with ``version``, the stamp it had when planned) and ``staging`` to ``key``, setting ``records``
+        (the migrations' records) in that rename; with ``key`` renamed already (a stopped run's), only the last rename.
+        ``registrable``: write files Iceberg can register (timestamps in microseconds). See ``catalog.rewrite``."""
 
     def restore_table(self, key: str, backup: str, temporary: str, backup_version: str | None, expected: str | None,
                       version: str | None, claim: str) -> None:

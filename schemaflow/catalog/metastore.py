@@ -220,9 +220,11 @@ class Metastore:
                 iceberg_commit.commit(self, table.key, table, sources, requires, set, unset, expected)
 
     def rewrite_table(self, key: str, table: Table, create: str, columns: Sequence[Filled], staging: str, backup: str,
-                      expected: str | None, version: str | None, claim: str, registrable: bool = False) -> None:
+                      expected: str | None, version: str | None, claim: str, registrable: bool = False,
+                      records: Mapping[str, str] = {}) -> None:
         with self._errors(f"rewriting the table {key}"):
-            rewrite.rewrite(self, key, table, create, columns, staging, backup, expected, version, claim, registrable)
+            rewrite.rewrite(self, key, table, create, columns, staging, backup, expected, version, claim, registrable,
+                            records)
 
     def restore_table(self, key: str, backup: str, temporary: str, backup_version: str | None, expected: str | None,
                       version: str | None, claim: str) -> None:

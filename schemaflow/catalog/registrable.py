@@ -4,8 +4,9 @@ file at apply, one table at a time, is found for every table of a plan at once.
 
 Iceberg's Python implementation registers a Parquet file by its columns' exact names (through the table's name
 mapping) and reads timestamps in microseconds. So a file that holds timestamps as INT96 (as Spark writes a Hive
-table's by default), or that spells a column otherwise than the table does (Hive writes the capitals of its DDL into
-the files; the metastore keeps names in lower case), cannot be registered; neither can a folder inside a table's or
+table's by default), that spells a column otherwise than the table does (Hive writes the capitals of its DDL into
+the files; the metastore keeps names in lower case), or that holds a column the table no longer has (renamed or
+dropped in place after the file was written, which its readers no longer see), cannot be registered; neither can a folder inside a table's or
 a partition's folder, nor a file that is not Parquet. Such a table is converted by copying (``plan.rewrite``).
 """
 from __future__ import annotations
@@ -76,8 +77,14 @@ def _footer(filesystem: object, inside: str, path: str, columns: Collection[str]
     if int96:
         return (f"{path} holds timestamps as INT96 ({', '.join(int96)}), as Spark writes a Hive table's by default, "
                 "which Iceberg's Python implementation cannot register")
-    spelt = [name for name in schema.to_arrow_schema().names if name not in columns and name.lower() in columns]
+    names = schema.to_arrow_schema().names
+    spelt = [name for name in names if name not in columns and name.lower() in columns]
     if spelt:
         return (f"{path} spells {', '.join(spelt)} with capitals, and Iceberg registers a file's columns only by the "
                 f"table's names ({', '.join(name.lower() for name in spelt)})")
+    # A column renamed or dropped in place since the file was written (its readers find the new name NULL in it).
+    gone = [name for name in names if name.lower() not in columns]
+    if gone:
+        return (f"{path} holds {', '.join(gone)}, which the table no longer has (renamed or dropped since the file was "
+                "written), and Iceberg registers a file only with columns of the table")
     return None

@@ -34,11 +34,13 @@ from schemaflow.sql.table_kinds import PROVIDER, data_source_provider
 
 
 def rewrite(client: HiveClient, key: str, table: Table, create: str, columns: Sequence[Filled], staging: str,
-            backup: str, expected: str | None, version: str | None, claim: str, registrable: bool = False) -> None:
+            backup: str, expected: str | None, version: str | None, claim: str, registrable: bool = False,
+            records: Mapping[str, str] = {}) -> None:
     """Make ``key`` anew as ``table`` (see the module docstring); ``create`` is the staging table's claimed CREATE,
     ``columns`` what fills each of its columns, ``expected`` the table's stamp (this run's claim), ``version`` the one
     it had when planned, which it keeps as the backup, and ``claim`` the staging table's; ``registrable``: its files
-    written as Iceberg can register them (timestamps in microseconds)."""
+    written as Iceberg can register them (timestamps in microseconds); ``records``: the records of the migrations the
+    rewrite applies, set in the rename that makes the copy the table, so that its columns and they land together."""
     database, name = split_key(key)
     if _exists(client, database, name):
         source = _table(client, database, name)
@@ -59,7 +61,7 @@ def rewrite(client: HiveClient, key: str, table: Table, create: str, columns: Se
     if staged.getParameters().get(REWRITE_OF) != key:
         raise SchemaflowError(f"{staging} is not the copy of {key} a rewrite made: plan again")
     # Made by this run, or by a stopped one, whose claim it holds: it takes this run's as it takes the name.
-    _rename(client, staged, name, staged.getParameters().get(VERSION_KEY), {VERSION_KEY: claim},
+    _rename(client, staged, name, staged.getParameters().get(VERSION_KEY), {VERSION_KEY: claim, **records},
             (REWRITE_OF, *rewrite_copy.journal_keys(staged.getParameters())))
     # Spark keeps what it read of a table by name; both names now hold other tables.
     client.spark._jsparkSession.sessionState().catalog().invalidateAllCachedTables()

@@ -20,7 +20,7 @@ from collections.abc import Callable, Collection, Mapping
 
 from schemaflow.claims import ELSEWHERE, RUNNING, STOPPED, parse_claim, standing
 from schemaflow.model import (APPLIED_AT_KEY, APPLIED_COMMIT_KEY, APPLIED_STATE_KEY, LIVE_STATE, MANAGED_KEYS_KEY,
-                              DROPPED_PREFIX, MIGRATION_PREFIX, VERSION_KEY, Catalog, Invalidation, Migration, Partitions, Object, Stored, Table, View, catalog_digest,
+                              DROPPED_PREFIX, VERSION_KEY, Catalog, Invalidation, Migration, Partitions, Object, Stored, Table, View, catalog_digest,
                               fingerprint, recorded, state_digest)
 from schemaflow.errors import SchemaflowError
 from schemaflow.plan import deps
@@ -31,6 +31,8 @@ from schemaflow.plan.diff import diff, property_delta, where_free
 from schemaflow.plan.evolution import ColumnChange, Evolution
 from schemaflow.plan.hazards import OFFER
 from schemaflow.plan.iceberg import ConvertToIceberg
+from schemaflow.plan.migration_records import (found_elsewhere, found_warnings, migration_records, recorded_ids,
+                                               with_found)
 from schemaflow.plan.rewrite import REWRITE_BLOCK, RewriteTable, by_copying
 from schemaflow.plan.invalidation import resolve
 from schemaflow.plan.kinds import VIEW_DEFINITIONS, ObjectType, StepKind
@@ -228,8 +230,10 @@ class PlanBuilder:
         # Several parts of the plan ask about one table; each metastore count is made once.
         count_partitions, stale_partitions = _once(self.count_partitions), _once(self.stale_partitions)
         live = deps.with_live_reads(self.live)
+        found = found_elsewhere(desired, live)  # migrations an earlier apply made and did not record on a table
         changes = [replace(c, old_label=self.basis.old_label) if isinstance(c, ReplaceView)
-                   else _registering(c, live, self.files) for c in diff(desired, live, self.type_rule)]
+                   else _registering(c, live, self.files) for c in diff(desired, with_found(live, found),
+                                                                         self.type_rule)]
         changes, kept, waiting = backup_drops(changes, self.drop_backups)
         changes = _recompiled(changes, desired, self.recompile)
         outcome = resolve(changes, desired, live, self.invalidation)
@@ -265,7 +269,7 @@ class PlanBuilder:
                                blocked=previous.blocked or step.blocked)
             steps.append(step)
         ordered = tuple(waiting_on_backups(_waiting(steps), waiting))
-        warnings = outcome.warnings + kept
+        warnings = found_warnings(found) + outcome.warnings + kept
         if self.check_partitions:
             warnings += _stale_elsewhere(desired, live, changes, count_partitions, stale_partitions)
         if self.settings is not None:
@@ -383,21 +387,21 @@ def _with_partition_facts(change: Change, count: PartitionCounter | None, stale:
 
 
 def _with_records(change: Change, desired: Catalog, commit: str | None) -> Change:
-    """An ``AlterColumns`` records the migrations it applies in its own write: a crash cannot part them.
+    """A change of columns records the migrations it applies in its own write, so that a crash cannot part them: an
+    ``AlterColumns`` in its ``alter_table``, a rewrite in the rename that makes its copy the table (a new entry: every
+    migration naming the table), an Iceberg commit in its stamp, which it takes in (``plan.migration_records``).
     A drop records itself on the object's database, since the object's own parameters go with it."""
     if isinstance(change, AlterColumns) and change.evolution.migrations:
         applied = [m for m in desired.migrations if m.id in change.evolution.migrations]
-        return replace(change, records=_migration_records(applied, commit))
+        return replace(change, records=migration_records(applied, commit))
+    if isinstance(change, RewriteTable):
+        return replace(change, records=migration_records((m for m in desired.migrations if m.changes_for(change.key)),
+                                                         commit))
     if isinstance(change, (DropTable, DropView)):
         dropped = change.table if isinstance(change, DropTable) else change.view
         record = {"at": APPLIED_AT, "commit": commit, "kind": dropped.kind, "version": dropped.version}
         return replace(change, record={DROPPED_PREFIX + dropped.name: json.dumps(record, sort_keys=True)})
     return change
-
-
-def _migration_records(migrations: list[Migration], commit: str | None) -> dict[str, str]:
-    return {MIGRATION_PREFIX + m.id: json.dumps({"at": APPLIED_AT, "checksum": m.checksum, "commit": commit},
-                                                sort_keys=True) for m in migrations}
 
 
 def _fold(step: Step, stamp: Stamp) -> Step:
@@ -417,7 +421,10 @@ def _stamps(desired: Catalog, live: Catalog, changes: list[Change], commit: str 
     # A conversion to Iceberg makes a new table of the name: it gets every declared property, as a created one.
     recreated = {c.key for c in changes if isinstance(c, (CreateTable, CreateView, ReplaceView, ConvertToIceberg,
                                                           RewriteTable))}
-    recorded_now = {m for c in changes if isinstance(c, AlterColumns) for m in c.evolution.migrations}
+    # What a change records in its own write, table by table: a migration naming several tables is recorded on each.
+    # A conversion by copying registers a new Iceberg table after its copy's cut-over: its stamp records them there.
+    recorded_now = {(c.key, id_) for c in changes if isinstance(c, AlterColumns) or isinstance(c, RewriteTable)
+                    and c.iceberg is None for id_ in recorded_ids(c.records)}
     stamps = []
     for key, want in sorted(desired.objects.items()):
         have = None if key in recreated else live.get(key)
@@ -426,7 +433,7 @@ def _stamps(desired: Catalog, live: Catalog, changes: list[Change], commit: str 
         if isinstance(want, Table):
             recorded = have.migrations if isinstance(have, Table) else {}
             migrations = [m for m in desired.migrations
-                          if m.changes_for(key) and m.id not in recorded and m.id not in recorded_now]
+                          if m.changes_for(key) and m.id not in recorded and (key, m.id) not in recorded_now]
         claimed = parse_claim(live.objects[key].version) if key in live.objects else None
         if key in touched or changed or removed or migrations or claimed:
             stamps.append(_stamp(want, have, changed, removed, migrations, commit))
@@ -444,7 +451,7 @@ def _stamp(want: Object, have: Object | None, changed: Mapping[str, str], remove
         to_unset += (MANAGED_KEYS_KEY,)
     if commit:
         to_set[APPLIED_COMMIT_KEY] = commit
-    to_set |= _migration_records(migrations, commit)
+    to_set |= migration_records(migrations, commit)
     was = None if have is None else {k: have.properties[k] for k in (*changed, *removed) if k in have.properties}
     return Stamp(want.key, ObjectType(want.kind), to_set, to_unset, was)
 

@@ -21,7 +21,8 @@ its rewrite is not planned (a later change may move them).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
 from schemaflow.model import Stored, Table
 from schemaflow.plan.evolution import ColumnChange, Evolution, evolve
@@ -93,6 +94,7 @@ class RewriteTable(ColumnChange):
     stored: Stored | None = None             # what the live table holds in files; None: not measured
     cores: int | None = None                 # what the configured master copies on; None: not known
     iceberg: Table | None = None             # converting by copying: the Iceberg table, ``want`` its Parquet copy
+    records: Mapping[str, str] = field(default_factory=dict)  # the migration records its cut-over writes
     object_type = ObjectType.TABLE
     reshapes = True
     destructive = True                       # it moves every row: run only when allowed
@@ -143,7 +145,8 @@ class RewriteTable(ColumnChange):
                         + ("NULL, as a migration accepts: the copy counts them)" if f.accepts_loss else
                            "NULL, and then the rewrite stops before the cut-over)") for f in columns
                         if f.cast and f.old_type and not lossless(f.old_type, f.type) and not self.resumed)
-        rows = RewriteRows(self.want, columns, staging, backup, self.resumed, registrable=self.iceberg is not None)
+        rows = RewriteRows(self.want, columns, staging, backup, self.resumed, registrable=self.iceberg is not None,
+                           records=self.records)
         if self.iceberg is None:
             return Step(StepKind.REWRITE_TABLE, key, ObjectType.TABLE, f"rewrite table {key}: {'; '.join(self.reasons)}",
                         (rows,), notes=tuple(notes), hazards=hazards, destructive=True, values=self.values)

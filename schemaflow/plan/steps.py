@@ -423,6 +423,7 @@ class RewriteRows:
     backup: str
     resumed: bool = False            # a stopped run renamed the table already: only the cut-over is left
     registrable: bool = False        # files Iceberg can register: timestamps in microseconds, not Spark's INT96
+    records: Mapping[str, str] = field(default_factory=dict)  # the migration records the cut-over's last rename sets
 
     @property
     def object(self) -> str:
@@ -443,9 +444,10 @@ class RewriteRows:
         converted = [f.column + " (accepted)" * f.accepts_loss for f in self.columns if f.cast]
         lost = f"; values a conversion makes NULL counted in {', '.join(converted)}" if converted else ""
         keys = ", ".join(c.name for c in self.table.partition_columns)
+        recording = "".join(f", set {k}={v!r}" for k, v in sorted(self.records.items()))
         if self.resumed:
             return (f"-- finish the rewrite of {self.object} (guarded): {self.object} is {self.backup} already; rename "
-                    f"the verified copy {self.staging} to {self.object}")
+                    f"the verified copy {self.staging} to {self.object}{recording}")
         where = f", per partition ({keys}) where they differ" if keys else ""
         micros = (f"-- with {TIMESTAMP_TYPE} = {MICROS} (not INT96), so that Iceberg can register the files\n"
                   if self.registrable else "")
@@ -454,21 +456,23 @@ class RewriteRows:
                 f"checksum of each column of the rows as they are written, against what {self.staging} holds of them"
                 f"{where}{lost}; journaled on {self.staging}, so a stopped apply resumes; what is written to "
                 f"{self.object} meanwhile is copied again\n"
-                f"-- cut-over (guarded): rename {self.object} to {self.backup}, then {self.staging} to {self.object}")
+                f"-- cut-over (guarded): rename {self.object} to {self.backup}, then {self.staging} to {self.object}"
+                f"{recording}")
 
     def to_data(self) -> dict[str, Any]:
         return {"action": self.kind, "table": to_data(self.table),
                 "columns": [{"column": f.column, "type": f.type, "source": f.source, "old_type": f.old_type,
                              **({"accepts_loss": True} if f.accepts_loss else {})} for f in self.columns],
                 "staging": self.staging, "backup": self.backup, **({"resumed": True} if self.resumed else {}),
-                **({"registrable": True} if self.registrable else {})}
+                **({"registrable": True} if self.registrable else {}),
+                **({"records": dict(sorted(self.records.items()))} if self.records else {})}
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> RewriteRows:
         table = from_data(data["table"])
         assert isinstance(table, Table)
         return cls(table, tuple(Filled(**f) for f in data["columns"]), data["staging"], data["backup"],
-                   bool(data.get("resumed", False)), bool(data.get("registrable", False)))
+                   bool(data.get("resumed", False)), bool(data.get("registrable", False)), dict(data.get("records", {})))
 
 
 @dataclass(frozen=True)
