@@ -16,6 +16,7 @@ from schemaflow.apply.after import HookFailure, cached_before, changed_objects, 
 from schemaflow.apply.executor import apply_plan, check_runnable
 from schemaflow.catalog.live import Live
 from schemaflow.errors import SchemaflowError
+from schemaflow.plan.backups import NO_BACKUP_DROPS, BackupDrops
 from schemaflow.plan.plan import Plan
 from schemaflow.plan.review_check import differences
 from schemaflow.project import STATE_DIR, Project
@@ -34,6 +35,7 @@ class ApplyOptions:
     saved: Path | None = None        # a plan saved by plan --out, run as reviewed
     reviewed: Path | None = None     # a plan made for review: planning now must make the same changes
     allow_destructive: bool = False
+    drop_backups: BackupDrops = NO_BACKUP_DROPS  # the backups it may drop (plan.backups)
     recompile: tuple[str, ...] = ()  # views to re-create from their declared SQL
     take_over: bool = False          # finish the work of an apply that stopped on another host
 
@@ -115,12 +117,16 @@ def chosen_plan(project: Project, live: Live, options: ApplyOptions) -> Plan:
         if options.allow_destructive and not plan.allow_destructive:
             raise SchemaflowError(f"{options.saved} was planned without --allow-destructive; "
                                   "a saved plan runs as reviewed: plan again with --allow-destructive")
+        if options.drop_backups.given and options.drop_backups != plan.drop_backups:
+            raise SchemaflowError(f"{options.saved} was planned with other leave to drop backups than given now; "
+                                  "a saved plan runs as reviewed: plan again with the backups to drop")
         check_runnable(plan)
         workflow.check_plan_code(plan, project)
         workflow.check_saved(plan, options.saved, project, live)
         return plan
     allow = reviewed.allow_destructive if reviewed else options.allow_destructive
-    plan = workflow.make_plan(project, live, allow_destructive=allow, recompile=options.recompile)
+    drops = reviewed.drop_backups if reviewed else options.drop_backups
+    plan = workflow.make_plan(project, live, allow_destructive=allow, drop_backups=drops, recompile=options.recompile)
     stale = differences(reviewed, plan) if reviewed else []
     if stale:
         raise SchemaflowError(f"{options.reviewed} is stale: planning now against the metastore makes other changes "

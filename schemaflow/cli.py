@@ -32,6 +32,7 @@ from schemaflow.code_settings import APPROVAL_VARIABLE
 from schemaflow.completion import OBJECTS, SHELLS, TARGETS, Completable, listed_names, script
 from schemaflow.errors import SchemaflowError, SpecError
 from schemaflow.output_safety import GuardedStream, one_line
+from schemaflow.plan.backups import BackupDrops
 from schemaflow.plan.plan import Plan
 from schemaflow.project import ENV_TARGET, Project, find_root, load_project
 from schemaflow.render import FORMATS, render
@@ -341,11 +342,16 @@ def _review(project: Project, args: argparse.Namespace) -> Review:
         hints = workflow.review_hints(project, args.base)  # never from an address the head writes
         print(f"Planning {args.head or 'the working tree'} against {args.base} from git, {hints.said}.", file=sys.stderr)
         return workflow.review_refs(project, args.base, args.head, allow_destructive=args.allow_destructive,
-                                    hints=hints)
+                                    drop_backups=_drop_backups(args), hints=hints)
     if args.against:
-        return workflow.review_snapshot(project, args.against, allow_destructive=args.allow_destructive)
+        return workflow.review_snapshot(project, args.against, allow_destructive=args.allow_destructive,
+                                        drop_backups=_drop_backups(args))
     return workflow.review_live(project, Live(project, direct=True), allow_destructive=args.allow_destructive,
-                                check_partitions=args.check_partitions)
+                                drop_backups=_drop_backups(args), check_partitions=args.check_partitions)
+
+
+def _drop_backups(args: argparse.Namespace) -> BackupDrops:
+    return BackupDrops(args.drop_backups, tuple(args.drop_backup_with_rows))
 
 
 def _apply(call: _Invocation) -> int:
@@ -353,6 +359,7 @@ def _apply(call: _Invocation) -> int:
     if not args.auto_approve and not sys.stdin.isatty():  # fail before starting anything
         raise SchemaflowError("not a terminal, so no one can confirm: pass --auto-approve to apply")
     options = ApplyOptions(saved=args.plan_file, reviewed=args.reviewed, allow_destructive=args.allow_destructive,
+                           drop_backups=_drop_backups(args),
                            recompile=tuple(args.recompile), take_over=args.take_over)
     outcome = apply_project(call.project, Live(call.project), options,
                             show=lambda plan: sys.stdout.write(render(Review(plan), "text")),
@@ -624,6 +631,7 @@ def _plan_arguments(command: argparse.ArgumentParser) -> None:
     _add_display_options(command)
     command.add_argument("--out", type=Path, metavar="FILE", help="also save the plan as JSON, for apply")
     command.add_argument("--allow-destructive", action="store_true", help="plan drops instead of blocking them")
+    _backup_arguments(command)
     command.add_argument("--check-partitions", action="store_true",
                          help="also look for stale partition column lists in every partitioned table (lists them all)")
     command.add_argument("--against", type=Path, metavar="SNAPSHOT",
@@ -634,10 +642,20 @@ def _plan_arguments(command: argparse.ArgumentParser) -> None:
                                                        "(default: the working tree, uncommitted edits included)")
 
 
+def _backup_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--drop-backups", action="store_true",
+                         help="drop the backups whose rows are all in their table (kept otherwise, whatever else is "
+                              "allowed)")
+    command.add_argument("--drop-backup-with-rows", action="append", default=[], metavar="BACKUP",
+                         help="drop this backup (db.name_backup_) although it holds rows no other table holds: the "
+                              "table a restore swapped out (repeatable)")
+
+
 def _apply_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument("plan_file", nargs="?", type=Path, metavar="PLAN", help="a plan saved by plan --out")
     command.add_argument("--auto-approve", action="store_true", help="do not ask for confirmation")
     command.add_argument("--allow-destructive", action="store_true", help="allow drops (when planning here)")
+    _backup_arguments(command)
     command.add_argument("--reviewed", type=Path, metavar="PLAN",
                          help="a plan made for review (plan --base ... --out): apply only if planning now makes the "
                               "same changes, else refuse it as stale")

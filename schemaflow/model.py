@@ -42,6 +42,9 @@ BACKUP_OF = "schemaflow.backup_of"
 REWRITE_OF = "schemaflow.rewrite_of"
 # On a backup being restored: the version the table it replaces had, which that table keeps as the new backup.
 RESTORE_VERSION = "schemaflow.restore_version"
+# On the table a restore swapped out for its backup (the new backup, see plan.restore): the run of that restore. Rows
+# written to it while it held the table's name are in no other table (plan.backups).
+SWAPPED_OUT_BY = "schemaflow.swapped_out_by"
 # A NULL partition value, as the metastore names its partition (and Hive its folder).
 HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 # The folder in a converted table's folder that holds its Iceberg metadata and new data files.
@@ -219,6 +222,8 @@ class Table:
     # Live state only: the column names Spark reports with capitals, as its copy of the schema spells them (the
     # metastore and ``columns`` keep them in lower case); a table made anew with the declared names loses them.
     spelt: tuple[str, ...] = field(default=(), compare=False)
+    # Live state only: on a backup a restore swapped out, the run of that restore (``SWAPPED_OUT_BY``).
+    swapped_out_by: str | None = field(default=None, compare=False)
     source: Source | None = field(default=None, compare=False, repr=False)
 
     kind = "table"
@@ -515,13 +520,14 @@ _DERIVED_LATER = frozenset({"output"})
 # An Iceberg table's layout, left out likewise: a Hive table's data and fingerprint are what they were.
 _ICEBERG_LAYOUT = frozenset({"partition_spec", "sort_order"})
 _LEFT_OUT_AT_DEFAULT = _STORAGE_DETAILS | _DERIVED_LATER | _ICEBERG_LAYOUT | {"iceberg", "unreadable", "backup_of", "rewrite_of", "spelt",
+                                                                              "swapped_out_by",
                                                                               "rewrite_hiding", "expanded_sql",
                                                                               "resolves_in"}
 # Fields left out of the plain data (where the object was declared, the stars of its SQL), and those that are no part of an
 # object's definition, so not of its fingerprint: those and live-only bookkeeping, what is derived
 # from a view's SQL, and a view's partitions (its contents, see ``fingerprint``).
 _NOT_DATA = frozenset({"source", "stars"})
-_NOT_DEFINITION = _NOT_DATA | {"iceberg", "unreadable", "backup_of", "rewrite_of", "spelt", "rewrite_hiding", "managed_keys", "version", "reads", "uses", "lineage", "output", "schema_mode",
+_NOT_DEFINITION = _NOT_DATA | {"iceberg", "unreadable", "backup_of", "rewrite_of", "spelt", "swapped_out_by", "rewrite_hiding", "managed_keys", "version", "reads", "uses", "lineage", "output", "schema_mode",
                                "migrations", "partitions", "expanded_sql", "resolves_in"}
 # The fields of a Table and a View that their plain data holds, in order, found once per class; and
 # those of them that take part in a fingerprint.

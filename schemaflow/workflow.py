@@ -29,6 +29,7 @@ from schemaflow.catalog import registrable
 from schemaflow.catalog.thrift_reader import lenient
 from schemaflow.gitsource import commit_of
 from schemaflow.model import Catalog, Object, Source, Stored, Table, View, catalog_digest, split_key
+from schemaflow.plan.backups import NO_BACKUP_DROPS, BackupDrops
 from schemaflow.plan.invalidation import created_schema_mode
 from schemaflow.plan.live_code import LiveViews
 from schemaflow.plan.kinds import StepKind
@@ -124,12 +125,12 @@ def applied_state(desired: Catalog, release: SparkVersion | None = None) -> Cata
 
 
 def review_live(project: Project, live: Live, *, allow_destructive: bool = False,
-                check_partitions: bool = False, recompile: tuple[str, ...] = (),
+                drop_backups: BackupDrops = NO_BACKUP_DROPS, check_partitions: bool = False, recompile: tuple[str, ...] = (),
                 desired: Catalog | None = None, read: Catalog | None = None) -> Review:
     """Plan the project's desired state (``desired``, when the caller has read it already) against its
     live metastore (see ``plan.plan.PlanBuilder``), as ``read`` holds it when the caller has read it already."""
     builder = _live_builder(project, live, desired, read, allow_destructive=allow_destructive,
-                            check_partitions=check_partitions, recompile=recompile)
+                            drop_backups=drop_backups, check_partitions=check_partitions, recompile=recompile)
     return Review(builder.build(), reads=_reads(builder.live, builder.desired))
 
 
@@ -296,9 +297,10 @@ def _sql_source(project: Project, view: Object, line: int = 0, col: int = 0) -> 
 
 
 def make_plan(project: Project, live: Live, *, allow_destructive: bool = False,
-              recompile: tuple[str, ...] = (), desired: Catalog | None = None, read: Catalog | None = None) -> Plan:
+              drop_backups: BackupDrops = NO_BACKUP_DROPS, recompile: tuple[str, ...] = (), desired: Catalog | None = None, read: Catalog | None = None) -> Plan:
     """The plan of :func:`review_live`; ``recompile`` names views to re-create from their declared SQL."""
-    return review_live(project, live, allow_destructive=allow_destructive, recompile=recompile,
+    return review_live(project, live, allow_destructive=allow_destructive, drop_backups=drop_backups,
+                       recompile=recompile,
                        desired=desired, read=read).plan
 
 
@@ -315,7 +317,8 @@ def view_partitions_plan(project: Project, live: Live) -> tuple[Plan, tuple[str,
     return builder.build(objects=partitioned - changed), tuple(sorted(partitioned & changed))
 
 
-def review_snapshot(project: Project, snapshot: Path, *, allow_destructive: bool = False) -> Review:
+def review_snapshot(project: Project, snapshot: Path, *, allow_destructive: bool = False,
+                    drop_backups: BackupDrops = NO_BACKUP_DROPS) -> Review:
     """Plan against a saved live state, with no JVM: partition counts come from the snapshot if it has them."""
     from schemaflow.catalog.snapshot import load_snapshot
 
@@ -324,7 +327,7 @@ def review_snapshot(project: Project, snapshot: Path, *, allow_destructive: bool
     saved = load_snapshot(snapshot)
     read = saved.catalog.in_databases(desired.databases)
     current, left_alone = owned(project, read, desired)
-    plan = PlanBuilder(desired, current, allow_destructive=allow_destructive,
+    plan = PlanBuilder(desired, current, allow_destructive=allow_destructive, drop_backups=drop_backups,
                        count_partitions=saved.partition_counts.get, basis=Basis.SNAPSHOT,
                        invalidation=project.settings.invalidation, release=project.settings.release,
                        allowed=project.settings.allowed_calls, live_views=LiveViews(read),
@@ -378,7 +381,7 @@ def review_hints(project: Project, base: str, environ: Mapping[str, str] | None 
 
 
 def review_refs(project: Project, base: str, head: str | None = None, *, allow_destructive: bool = False,
-                hints: ReviewHints | None = None) -> Review:
+                drop_backups: BackupDrops = NO_BACKUP_DROPS, hints: ReviewHints | None = None) -> Review:
     """Plan what the schemas at git ref ``head`` (None: the working tree) change from those at ``base``.
 
     No JVM: the base's desired state, as a complete apply of it leaves the metastore, plays the live
@@ -397,7 +400,7 @@ def review_refs(project: Project, base: str, head: str | None = None, *, allow_d
     before, left_alone = owned(project, applied, desired)
     hints = hints or review_hints(project, base)
     read = hints.hints
-    plan = PlanBuilder(desired, before, allow_destructive=allow_destructive, commit=commit_of(project.root, head),
+    plan = PlanBuilder(desired, before, allow_destructive=allow_destructive, drop_backups=drop_backups, commit=commit_of(project.root, head),
                        count_partitions=read.count_partitions if read else None, basis=Basis.GIT,
                        invalidation=project.settings.invalidation, release=project.settings.release,
                        allowed=project.settings.allowed_calls,
@@ -617,7 +620,8 @@ def check_saved(plan: Plan, path: Path, project: Project, live: Live) -> None:
         raise SchemaflowError(f"{refused} it was planned against the metastore {plan.metastore}, and this project "
                               f"reaches {endpoint}. Plan again here.")
     read = live.read(plan.databases)  # one read, for both the staleness and the plan made again
-    now = make_plan(project, live, allow_destructive=plan.allow_destructive, desired=desired, read=read)
+    now = make_plan(project, live, allow_destructive=plan.allow_destructive, drop_backups=plan.drop_backups,
+                    desired=desired, read=read)
     stale = stale_objects(plan, read) + stale_counts(plan, live.reader.count_partitions)
     if stale:
         raise SchemaflowError(f"{path} is stale: the metastore changed since it was planned; nothing was applied. "

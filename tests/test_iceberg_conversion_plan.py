@@ -1,11 +1,12 @@
 """A Parquet table converted to Iceberg in place (issue 29, item 5), planned with no JVM: the step and what it
 says, the conversions refused with their way out, a stopped conversion finished from its backup, and the
-backup kept until a plan with --allow-destructive drops it."""
+backup kept until a plan with --drop-backups drops it."""
 from __future__ import annotations
 
 from dataclasses import replace
 
 from schemaflow.model import Catalog, Column, IcebergState, PartitionField, SortTerm, Table
+from schemaflow.plan.backups import BackupDrops
 from schemaflow.plan.plan import Plan, PlanBuilder
 from schemaflow.plan.rewrite import REWRITE_BLOCK
 from schemaflow.plan.steps import IcebergCommit, RewriteRows, Step
@@ -17,10 +18,10 @@ ICEBERG = Table("shop", "orders", DATA + (DT,), format="iceberg", data_source=Tr
                 partition_spec=(PartitionField("identity", "dt"),))
 
 
-def _plan(want: Table, *live: Table, allow_destructive: bool = False) -> Plan:
+def _plan(want: Table, *live: Table, allow_destructive: bool = False, drop_backups: bool = False) -> Plan:
     desired = Catalog(databases=("shop",), objects={want.key: want})
     return PlanBuilder(desired, Catalog(databases=("shop",), objects={t.key: t for t in live}),
-                       allow_destructive=allow_destructive).build()
+                       allow_destructive=allow_destructive, drop_backups=BackupDrops(drop_backups)).build()
 
 
 def _blocked(plan: Plan) -> list[str]:
@@ -40,7 +41,7 @@ def test_a_partitioned_hive_parquet_table_is_converted_its_files_registered_and_
         "moves or deletes the files the Iceberg table reads",
         "Iceberg's metadata and new data files go to _iceberg/ in the table's folder (write.metadata.path, "
         "write.data.path), which readers of shop.orders_backup_ skip",
-        "shop.orders_backup_ is kept until a plan with --allow-destructive drops its entry; its files stay. Until "
+        "shop.orders_backup_ is kept until a plan with --drop-backups drops its entry; its files stay. Until "
         "then, expire no snapshot of shop.orders after rewriting its files (Iceberg would delete the Parquet files "
         "shop.orders_backup_ reads)")
     assert step.hazards == ("readers of shop.orders (and of the views over it) need Iceberg's runtime from now on; a job "
@@ -150,9 +151,11 @@ def test_the_backup_is_kept_with_a_warning_until_a_plan_allows_its_drop():
                         version="v8")
     plan = _plan(ICEBERG, converted, backup)
     assert plan.steps == () and plan.warnings == (
-        "shop.orders_backup_ keeps the Parquet table shop.orders was converted from; plan with --allow-destructive to "
-        "drop its entry (its files are the Iceberg table's and stay)",)
-    [drop] = _plan(ICEBERG, converted, backup, allow_destructive=True).steps
+        "shop.orders_backup_ keeps the Parquet table shop.orders was converted from (its files are the Iceberg "
+        "table's); plan with --drop-backups to drop it",)
+    allowed = _plan(ICEBERG, converted, backup, allow_destructive=True)  # allowing drops keeps every backup
+    assert allowed.steps == () and allowed.warnings == plan.warnings
+    [drop] = _plan(ICEBERG, converted, backup, drop_backups=True).steps
     assert drop.summary == "drop table shop.orders_backup_" and drop.destructive and not drop.blocked
     assert drop.notes == ("the Parquet table shop.orders was converted from: its entry goes; its files are the Iceberg "
                           "table's and are kept",)

@@ -19,6 +19,7 @@ from schemaflow.errors import SchemaflowError
 from schemaflow.catalog import iceberg_convert
 from schemaflow.catalog.iceberg_metadata import read_metadata
 from schemaflow.model import Table, View
+from schemaflow.plan.backups import BackupDrops
 from schemaflow.plan.rewrite import REWRITE_BLOCK
 from tests.projects import plan, plan_and_apply, write_project
 
@@ -120,11 +121,12 @@ def test_a_partitioned_parquet_table_converts_in_place_its_rows_identical_partit
     assert isinstance(view, View) and f"{db}.orders" in view.sql
     again = plan(project, metastore)
     assert again.is_empty and again.warnings == (
-        f"{key}_backup_ keeps the Parquet table {key} was converted from; plan with --allow-destructive to drop its "
-        "entry (its files are the Iceberg table's and stay)",)
+        f"{key}_backup_ keeps the Parquet table {key} was converted from (its files are the Iceberg table's); plan "
+        "with --drop-backups to drop it",)
 
-    # Dropped when allowed: its entry goes, its files stay, and the Iceberg table reads them still.
-    dropping = plan_and_apply(project, metastore, allow_destructive=True)
+    # Dropped when asked: its entry goes, its files stay, and the Iceberg table reads them still.
+    dropping = plan(project, metastore, drop_backups=BackupDrops(copies=True))
+    apply_plan(dropping, metastore)
     assert [s.summary for s in dropping.steps] == [f"drop table {key}_backup_"]
     assert not metastore.msc.tableExists(db, "orders_backup_")
     assert all(os.path.exists(path) for path in parquet)

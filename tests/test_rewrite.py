@@ -73,11 +73,14 @@ def test_a_rewrite_whose_backup_name_another_table_holds_is_refused_with_the_way
     assert step.kind == "unsupported" and step.blocked.endswith(
         "a rewrite keeps the old table as retail.orders_backup_ and fills the new one as retail.orders_rewrite_, and "
         "retail.orders_backup_ is another table already: rename or drop it first")
-    # The backup an earlier rewrite of the same table left is dropped first, by the plan allowed to rewrite.
+    # The backup an earlier rewrite of the same table left is in the rewrite's way: its drop is a step of its own,
+    # which allowing the rewrite does not allow (plan.backups).
     earlier = replace(LIVE, name="orders_backup_", backup_of="retail.orders")
     steps = plan(Catalog(("retail",), {LIVE.key: LIVE, earlier.key: earlier})).steps
     assert [(s.kind, s.object) for s in steps] == [("drop_table", "retail.orders_backup_"),
                                                    ("rewrite_table", "retail.orders")]
+    assert steps[0].blocked.startswith("a backup is dropped only when asked: plan with --drop-backups")
+    assert steps[1].blocked.startswith("waits on step 1, the drop of retail.orders_backup_")
 
 
 def test_a_table_declared_to_keep_its_values_readable_is_rewritten_where_a_change_in_place_would_hide_them():

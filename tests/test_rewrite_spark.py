@@ -15,6 +15,7 @@ import pytest
 from schemaflow.apply.executor import ApplyError, apply_plan
 from schemaflow.catalog import rewrite, rewrite_copy
 from schemaflow.catalog.history import read_history
+from schemaflow.plan.backups import BackupDrops
 from schemaflow.wording import size
 from schemaflow.workflow import hash_migrations
 from tests.inprocess import schemaflow
@@ -164,7 +165,7 @@ def test_every_change_a_table_cannot_take_in_place_is_a_verified_rewrite(tmp_pat
     assert rows(spark, f"SELECT * FROM {db}.totals") == totals
     again = plan(project, metastore)
     assert again.is_empty, [s.summary for s in again.steps]
-    assert sum("as it was before its last rewrite (or restore), rows and files" in w for w in again.warnings) == len(AFTER)
+    assert sum("as it was before its last rewrite, rows and files" in w for w in again.warnings) == len(AFTER)
 
 
 def test_a_conversion_that_loses_values_stops_with_the_table_untouched_unless_a_migration_accepts_it(
@@ -238,12 +239,16 @@ def test_a_cut_over_stopped_between_its_renames_is_finished_by_the_next_apply(tm
         [(i, n) for i, n, *_ in ROWS], key=repr)
     assert plan(project, metastore).is_empty
 
-    # A second rewrite of the table: the plan allowed to run it drops the first one's backup before it.
+    # A second rewrite of the table: allowed to run it, the plan keeps the first one's backup, and waits on its drop;
+    # given leave to drop backups too, it drops that one before it.
     widened = AFTER["renamed"].replace("{name: id, type: int}", "{name: id, type: bigint}")
     project = project_of(tmp_path, db, {"renamed": widened}, migration=True)
-    second = plan(project, metastore, allow_destructive=True)
-    assert [(s.kind, s.object) for s in second.steps] == [("drop_table", f"{db}.renamed_backup_"),
-                                                          ("rewrite_table", f"{db}.renamed")]
+    waits = plan(project, metastore, allow_destructive=True)
+    assert [(s.kind, s.object, bool(s.blocked)) for s in waits.steps] == [
+        ("drop_table", f"{db}.renamed_backup_", True), ("rewrite_table", f"{db}.renamed", True)]
+    second = plan(project, metastore, allow_destructive=True, drop_backups=BackupDrops(copies=True))
+    assert [(s.kind, s.object, s.blocked) for s in second.steps] == [("drop_table", f"{db}.renamed_backup_", None),
+                                                                     ("rewrite_table", f"{db}.renamed", None)]
     apply_plan(second, metastore)
     assert rows(spark, f"SELECT id, full_name FROM {db}.renamed_backup_") == rows(
         spark, f"SELECT id, full_name FROM {db}.renamed")
@@ -442,5 +447,7 @@ def test_restore_swaps_the_backup_back_in_without_a_copy_and_a_stopped_restore_i
                  allow_destructive=True)
     assert [(s.kind, s.object) for s in again.steps] == [("drop_table", f"{db}.renamed_backup_"),
                                                          ("rewrite_table", f"{db}.renamed")]
+    # The backup holds the row written since the rewrite: its drop says so, and waits to be named.
+    assert again.steps[0].blocked.startswith("a backup is dropped only when asked: it holds rows that are in no other")
     nothing = schemaflow("--project", str(tmp_path), "restore", f"{db}.widened", "--auto-approve")
     assert nothing.code == 1 and f"{db}.widened has no backup to restore" in nothing.err

@@ -26,7 +26,8 @@ from typing import Any
 from schemaflow.catalog import rewrite_copy
 from schemaflow.catalog.backend import HiveClient
 from schemaflow.errors import ConcurrentChange, SchemaflowError
-from schemaflow.model import BACKUP_OF, RESTORE_VERSION, REWRITE_OF, VERSION_KEY, Table, split_key
+from schemaflow.claims import parse_claim
+from schemaflow.model import BACKUP_OF, RESTORE_VERSION, REWRITE_OF, SWAPPED_OUT_BY, VERSION_KEY, Table, split_key
 from schemaflow.sql.rewrite import MICROS, TIMESTAMP_TYPE, Filled
 from schemaflow.sql.storage import PATH_OPTION
 from schemaflow.sql.table_kinds import PROVIDER, data_source_provider
@@ -71,7 +72,8 @@ def restore(client: HiveClient, key: str, backup: str, temporary: str, backup_ve
     """Swap the backup a rewrite kept in as ``key``, no row copied (``plan.restore``), from wherever a stopped run
     left it: rename ``backup`` to ``temporary`` (guarded by ``backup_version``; marked as becoming ``key``, with the
     ``version`` the table had), ``key`` to ``backup`` (guarded by ``expected``; it gets that version back and is marked
-    as the backup), then ``temporary`` to ``key`` (taking ``claim``). The name is missing only between the last two."""
+    as the backup, and ``schemaflow.swapped_out_by`` this run: rows written to it under the name are in no other table),
+    then ``temporary`` to ``key`` (taking ``claim``). The name is missing only between the last two."""
     database, name = split_key(key)
     temporary_name = split_key(temporary)[1]
     if not _exists(client, database, temporary_name):
@@ -87,10 +89,12 @@ def restore(client: HiveClient, key: str, backup: str, temporary: str, backup_ve
     if _exists(client, database, name):
         client.report(f"renaming {key} to {backup}, then {temporary} to {key}")
         previous = restoring.getParameters().get(RESTORE_VERSION)
+        run = parse_claim(claim)
         _rename(client, _table(client, database, name), split_key(backup)[1], expected,
-                {BACKUP_OF: key, **({VERSION_KEY: previous} if previous else {})}, () if previous else (VERSION_KEY,))
+                {BACKUP_OF: key, SWAPPED_OUT_BY: run.run if run else "unknown",
+                 **({VERSION_KEY: previous} if previous else {})}, () if previous else (VERSION_KEY,))
     _rename(client, restoring, name, restoring.getParameters().get(VERSION_KEY), {VERSION_KEY: claim},
-            (REWRITE_OF, RESTORE_VERSION))
+            (REWRITE_OF, RESTORE_VERSION, SWAPPED_OUT_BY))
     client.spark._jsparkSession.sessionState().catalog().invalidateAllCachedTables()
 
 

@@ -31,6 +31,7 @@ from schemaflow.model import (
     CURRENT_DATABASE,
     METADATA_LOCATION,
     REWRITE_OF,
+    SWAPPED_OUT_BY,
     Bucketing,
     Catalog,
     Column,
@@ -162,7 +163,7 @@ def to_model(data: Mapping[str, Any], storage: Sequence[str | None] = ()) -> Obj
     location = stored.pop("location", None) or sd.get("location")
     return Table(external=external, location=location if external else None, migrations=migrations,
                  backup_of=parameters.get(BACKUP_OF), rewrite_of=parameters.get(REWRITE_OF),
-                 spelt=spelt_names(parameters), **common, **stored)
+                 spelt=spelt_names(parameters), swapped_out_by=parameters.get(SWAPPED_OUT_BY), **common, **stored)
 
 
 def _resolves_in(database: str, parameters: Mapping[str, str]) -> str | None:

@@ -15,7 +15,7 @@ moves or retypes columns against the rule is refused here, before apply would be
 A Parquet table declared ``format: iceberg`` is converted in place (``ConvertToIceberg``), as Iceberg's own
 ``migrate`` procedure converts one: its files are registered in a new Iceberg table of the same name, none
 rewritten, and the Parquet table is kept under its backup name (``<name>_backup_``, Iceberg's own
-convention) until a plan with ``--allow-destructive`` drops its entry. The conversion changes no column:
+convention) until a plan with ``--drop-backups`` drops its entry. The conversion changes no column:
 the rows read back as before, so a change of columns or partitioning is a later step.
 """
 from __future__ import annotations
@@ -161,7 +161,7 @@ class ConvertToIceberg:
                  f"finishes the conversion a stopped apply began: {backup} is the Parquet table, already renamed",
                  f"Iceberg's metadata and new data files go to {CONVERTED_FOLDER}/ in the table's folder "
                  f"(write.metadata.path, write.data.path), which readers of {backup} skip"]
-        notes.append(f"{backup} is kept until a plan with --allow-destructive drops its entry; its files stay. Until "
+        notes.append(f"{backup} is kept until a plan with --drop-backups drops its entry; its files stay. Until "
                      f"then, expire no snapshot of {key} after rewriting its files (Iceberg would delete the Parquet "
                      f"files {backup} reads)" if self.keep else
                      f"{backup}'s entry is dropped once the Iceberg table is registered (its files are the Iceberg "

@@ -4,7 +4,7 @@
 invalidation mode to them (``plan.invalidation``), count the partitions an append leaves alone, end
 every touched object with its ``Stamp`` (managed properties and version), give partitioned views the
 partitions they should have, order everything, add the settings' steps, and block what may not run
-as asked (destructive steps without ``allow_destructive``, changes that cannot be made in place, changes
+as asked (destructive steps without ``allow_destructive``, backups' drops without ``drop_backups``, changes that cannot be made in place, changes
 that break views under ``invalidation: strict``, views the engine refuses). Everything it needs is given
 before it builds, and a plan, once built, is never patched: what the reviewer reads is what was built.
 """
@@ -24,6 +24,7 @@ from schemaflow.model import (APPLIED_AT_KEY, APPLIED_COMMIT_KEY, APPLIED_STATE_
                               fingerprint, recorded, state_digest)
 from schemaflow.errors import SchemaflowError
 from schemaflow.plan import deps
+from schemaflow.plan.backups import NO_BACKUP_DROPS, BackupDrops, DropBackup, backup_drops, waiting_on_backups
 from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateTable, CreateView, DropTable, DropView,
                                      ReplaceView, Stamp, SyncViewPartitions)
 from schemaflow.plan.diff import diff, property_delta, where_free
@@ -93,6 +94,7 @@ class Plan:
     steps: tuple[Step, ...]
     databases: tuple[str, ...]
     allow_destructive: bool = False
+    drop_backups: BackupDrops = NO_BACKUP_DROPS  # the backups it may drop (plan.backups)
     warnings: tuple[str, ...] = ()  # findings beside the steps: they change nothing and run nothing
     # What the plan was made against, the state digest of each object it touches as it was then (ABSENT for one to
     # be created), and the desired state's commit.
@@ -133,7 +135,8 @@ class Plan:
                 "guards": dict(sorted(self.guards.items())),
                 "partition_counts": dict(sorted(self.partition_counts.items())),
                 "project": self.project, "metastore": self.metastore, "target": self.target,
-                "against": self.against, "settings": self.settings}
+                "against": self.against, "settings": self.settings,
+                **({"drop_backups": self.drop_backups.to_data()} if self.drop_backups.given else {})}
         return {**data, "checksum": _checksum(data)}
 
     def to_json(self) -> str:
@@ -152,7 +155,8 @@ class Plan:
                    basis=Basis(data["basis"]), fingerprints=dict(data["fingerprints"]), commit=data["commit"],
                    guards=dict(data["guards"]), partition_counts=dict(data["partition_counts"]),
                    project=data["project"], metastore=data["metastore"], target=data.get("target"),
-                   against=data.get("against"), settings=data.get("settings"))
+                   against=data.get("against"), settings=data.get("settings"),
+                   drop_backups=BackupDrops.from_data(data.get("drop_backups")))
 
 
 def _checksum(content: Mapping[str, Any]) -> str:
@@ -194,6 +198,7 @@ class PlanBuilder:
     desired: Catalog
     live: Catalog
     allow_destructive: bool = False
+    drop_backups: BackupDrops = NO_BACKUP_DROPS
     basis: Basis = Basis.METASTORE
     commit: str | None = None
     invalidation: Invalidation = Invalidation.STRICT
@@ -229,7 +234,7 @@ class PlanBuilder:
         changes = [replace(c, old_label=self.basis.old_label) if isinstance(c, ReplaceView)
                    else _registering(c, live, self.files) for c in diff(desired, with_found(live, found),
                                                                          self.type_rule)]
-        changes, kept = _backups(changes, allow_destructive)
+        changes, kept, waiting = backup_drops(changes, self.drop_backups)
         changes = _recompiled(changes, desired, self.recompile)
         outcome = resolve(changes, desired, live, self.invalidation)
         changes = outcome.changes + _resumed(desired, live, outcome.changes,
@@ -245,7 +250,7 @@ class PlanBuilder:
         for change in with_live_code(deps.order(changes, live), self.live_views or LiveViews(self.live), allowed):
             step = with_code_hazard(change.to_step(), allowed)
             # Columns are dropped only by migrations that name them: those need no further permission.
-            if (step.destructive and not allow_destructive and not step.blocked
+            if (step.destructive and not allow_destructive and not step.blocked and not isinstance(change, DropBackup)
                     and not (isinstance(change, ColumnChange) and not change.needs_permission)):
                 step = replace(step, blocked=REWRITE_BLOCK if isinstance(change, RewriteTable) else DESTRUCTIVE_BLOCK)
             elif isinstance(change, AlterColumns) and change.hides_values and not allow_destructive and not step.blocked:
@@ -263,7 +268,7 @@ class PlanBuilder:
                                + step.notes, destructive=previous.destructive or step.destructive,
                                blocked=previous.blocked or step.blocked)
             steps.append(step)
-        ordered = tuple(_waiting(steps))
+        ordered = tuple(waiting_on_backups(_waiting(steps), waiting))
         warnings = found_warnings(found) + outcome.warnings + kept
         if self.check_partitions:
             warnings += _stale_elsewhere(desired, live, changes, count_partitions, stale_partitions)
@@ -292,7 +297,8 @@ class PlanBuilder:
         warnings = (self.left_alone + self.planned.warnings + self.notices
                     + (self.settings.warnings if self.settings else ()))
         return Plan(steps=tuple(_note_adoptions(list(steps), guards)), databases=self.desired.databases,
-                    allow_destructive=self.allow_destructive, warnings=warnings, basis=self.basis,
+                    allow_destructive=self.allow_destructive, drop_backups=self.drop_backups, warnings=warnings,
+                    basis=self.basis,
                     fingerprints=fingerprints, commit=self.commit, guards=guards,
                     partition_counts={c.key: c.partition_count for c in changes if isinstance(c, AlterColumns)
                                       and c.cascade and c.partition_count is not None},
@@ -314,21 +320,6 @@ def _waiting(steps: list[Step]) -> list[Step]:
     unsupported = {s.object: number for number, s in enumerate(steps, 1) if s.kind == StepKind.UNSUPPORTED}
     return [replace(s, blocked=f"waits on step {unsupported[s.object]}, which cannot run as planned")
             if s.object in unsupported and not s.blocked else s for s in steps]
-
-
-def _backups(changes: list[Change], allow_destructive: bool) -> tuple[list[Change], tuple[str, ...]]:
-    """The changes, and a warning for each Parquet table kept after its conversion to Iceberg that they would drop:
-    the backup stays (it blocks nothing) until a plan with ``allow_destructive`` drops it. A plan that converts the
-    table in place keeping no backup of its own (the copy a rewrite made) keeps the rewrite's."""
-    converting = {c.key for c in changes if isinstance(c, ConvertToIceberg) and not c.keep}
-    if allow_destructive:
-        return [c for c in changes if not (isinstance(c, DropTable) and c.table.backup_of in converting)], ()
-    kept = [c.table for c in changes if isinstance(c, DropTable) and c.table.backup_of]
-    warnings = tuple(f"{t.key} keeps the Parquet table {t.backup_of} was converted from; plan with --allow-destructive "
-                     "to drop its entry (its files are the Iceberg table's and stay)" if t.external else
-                     f"{t.key} keeps {t.backup_of} as it was before its last rewrite (or restore), rows and files; plan "
-                     "with --allow-destructive to drop it and its files" for t in kept)
-    return [c for c in changes if not (isinstance(c, DropTable) and c.table.backup_of)], warnings
 
 
 def _once(counter: PartitionCounter | None) -> PartitionCounter | None:

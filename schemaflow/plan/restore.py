@@ -34,7 +34,7 @@ def restore_plan(live: Catalog, key: str, *, metastore: str | None = None, targe
     restored = temporary if resumed else backup
     if not isinstance(restored, Table) or not (resumed or restored.backup_of == key and isinstance(table, Table)):
         raise SchemaflowError(f"{key} has no backup to restore: a rewrite keeps the table it replaced as "
-                              f"{backup_name(key)} until a plan with --allow-destructive drops it, and there is no "
+                              f"{backup_name(key)} until a plan with --drop-backups drops it, and there is no "
                               "such table marked as its backup. Nothing was restored")
     if restored.external:
         raise SchemaflowError(f"{backup_name(key)} is the Parquet table {key} was converted to Iceberg from: its files "
@@ -47,7 +47,9 @@ def restore_plan(live: Catalog, key: str, *, metastore: str | None = None, targe
                               "then restore. Nothing was restored")
     current = table if isinstance(table, Table) else None
     notes = [f"swaps the names, no row copied: {backup_name(key)} becomes {key} again, as it was before its rewrite, "
-             f"and {key} as it is now becomes {backup_name(key)}, kept until a plan with --allow-destructive drops it",
+             f"and {key} as it is now becomes {backup_name(key)}, marked as swapped out by this run: it holds the rows "
+             f"written to {key} since its rewrite, so a plan drops it only with --drop-backup-with-rows "
+             f"{backup_name(key)}",
              "readers see the restored table from the last of three renames; the name is missing only between the "
              "last two",
              f"a restore changes no file of the project: unless the change that rewrote {key} is reverted in git, the "

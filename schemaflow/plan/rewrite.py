@@ -7,7 +7,7 @@ a type change the metastore's positional rule refuses. The step creates the new 
 table under a staging name (``<name>_rewrite_``), fills it through Spark from the live rows, each column
 from the live column it was (by name, or by the rename a migration states; ``sql.rewrite``), verifies the
 copy partition by partition, and swaps it in under the table's name. The live table is kept as its backup
-(``<name>_backup_``), files and all, until a plan with ``--allow-destructive`` drops it.
+(``<name>_backup_``), files and all, until a plan given leave to drop backups drops it (``plan.backups``).
 
 A conversion to Iceberg whose files Iceberg cannot register as they are (ORC, Avro or text files, Parquet with INT96
 timestamps or columns spelt with capitals) is a rewrite too, by copying: the staging table is a Parquet table
@@ -133,7 +133,7 @@ class RewriteTable(ColumnChange):
                          f"register its files: after the cut-over they become the Iceberg table {key}'s, none copied "
                          f"again, and the Parquet table's entry is dropped")
         notes.append(f"the new files go to the folder of {key}, as before; {backup} keeps the old ones, and is kept "
-                     "until a plan with --allow-destructive drops it")
+                     "until a plan with --drop-backups drops it")
         if self.evolution.migrations:
             notes.append("applies migration " + ", ".join(self.evolution.migrations))
         new = [f.column for f in columns if f.source is None and not self.resumed]
