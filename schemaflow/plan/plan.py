@@ -39,6 +39,7 @@ from schemaflow.plan.steps import APPLIED_AT, Step
 from schemaflow.plan.view_code import unchecked, with_code_hazard
 from schemaflow.plan.view_partitions import PartitionLister, partition_changes
 from schemaflow.spark_version import SparkVersion, spark_version
+from schemaflow.spec.iceberg import unwritten
 from schemaflow.sql.code_calls import Allowed
 
 FORMAT_VERSION = 3
@@ -225,6 +226,8 @@ class PlanBuilder:
         live = deps.with_live_reads(self.live)
         changes = [replace(c, old_label=self.basis.old_label) if isinstance(c, ReplaceView)
                    else _registering(c, live, self.files) for c in diff(desired, live, self.type_rule)]
+        left = _left_alone(desired, live)  # what no step may touch, declared or not
+        changes = [c for c in changes if c.key not in left]
         changes, kept = _backups(changes, allow_destructive)
         changes = _recompiled(changes, desired, self.recompile)
         outcome = resolve(changes, desired, live, self.invalidation)
@@ -233,7 +236,7 @@ class PlanBuilder:
         changes = [_with_partition_facts(c, count_partitions, stale_partitions, self.files) for c in changes]
         changes = [replace(c, release=self.release) if isinstance(c, AlterColumns) else c for c in changes]
         changes = [_with_records(c, desired, self.commit) for c in changes]
-        changes += _stamps(desired, live, changes, self.commit)
+        changes += [s for s in _stamps(desired, live, changes, self.commit) if s.key not in left]
         # After the stamps: a view's partitions are its contents, not its definition, and need no stamp.
         changes += partition_changes(desired, live, changes, self.list_partitions)
         steps: list[Step] = []
@@ -260,7 +263,7 @@ class PlanBuilder:
                                blocked=previous.blocked or step.blocked)
             steps.append(step)
         ordered = tuple(_waiting(steps))
-        warnings = outcome.warnings + kept
+        warnings = tuple(left.values()) + outcome.warnings + kept
         if self.check_partitions:
             warnings += _stale_elsewhere(desired, live, changes, count_partitions, stale_partitions)
         if self.settings is not None:
@@ -413,6 +416,15 @@ def _fold(step: Step, stamp: Stamp) -> Step:
     properties = stamp.describe_properties()
     notes = step.notes + ((f"properties: {properties}",) if properties else ())
     return replace(step, stamp=stamp.write, notes=notes, values=step.values + stamp.values())
+
+
+def _left_alone(desired: Catalog, live: Catalog) -> dict[str, str]:
+    """A line for each declared table the plan leaves alone whatever its file says (an Iceberg table of a format
+    version schemaflow does not write), by name: no step changes, stamps or drops it. (Undeclared ones are the
+    scope's to leave alone.)"""
+    return {key: f"left alone: {key} is {why}; schemaflow reads it and changes nothing of it, whatever its file says"
+            for key, have in sorted(live.objects.items()) if key in desired.objects and isinstance(have, Table)
+            for why in [unwritten(have)] if why}
 
 
 def _stamps(desired: Catalog, live: Catalog, changes: list[Change], commit: str | None) -> list[Stamp]:
