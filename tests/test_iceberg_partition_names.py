@@ -7,7 +7,6 @@ read back here by Spark with Iceberg's own runtime after each replace, on format
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ from schemaflow.catalog.iceberg_metadata import read_metadata
 from schemaflow.catalog.thrift_reader import ThriftReader
 from schemaflow.model import Table
 from tests.conversions import on_server
-from tests.iceberg_spark import IcebergSpark
+from tests.iceberg_spark import IcebergSpark, engine_fixture
 from tests.projects import schemaflow
 
 pytestmark = [pytest.mark.remote, pytest.mark.iceberg_engine]
@@ -36,11 +35,7 @@ properties: {{format-version: '{version}'}}
 """
 
 
-@pytest.fixture(scope="module")
-def engine(metastore_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[IcebergSpark]:
-    workdir = tmp_path_factory.mktemp("iceberg_engine")
-    with IcebergSpark(metastore_server, workdir / "warehouse", workdir) as spark:
-        yield spark
+engine = engine_fixture()
 
 
 def _declare(project: Path, spec: str) -> None:

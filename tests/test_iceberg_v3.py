@@ -7,7 +7,6 @@ does its other steps and writes nothing to it.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ from schemaflow.catalog.iceberg_metadata import read_metadata
 from schemaflow.catalog.thrift_reader import ThriftReader
 from schemaflow.model import Table
 from tests.conversions import on_server
-from tests.iceberg_spark import IcebergSpark
+from tests.iceberg_spark import IcebergSpark, engine_fixture
 from tests.projects import schemaflow
 
 pytestmark = [pytest.mark.remote, pytest.mark.iceberg_engine]
@@ -26,11 +25,7 @@ REASON = ("is an Iceberg table of format version 3, and schemaflow's writer (pyi
           "versions 1 and 2 only")
 
 
-@pytest.fixture(scope="module")
-def engine(metastore_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[IcebergSpark]:
-    workdir = tmp_path_factory.mktemp("iceberg_engine")
-    with IcebergSpark(metastore_server, workdir / "warehouse", workdir) as spark:
-        yield spark
+engine = engine_fixture()
 
 
 def _location(server: str, key: str) -> str:
