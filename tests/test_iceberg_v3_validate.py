@@ -1,6 +1,7 @@
 """Iceberg format version 3, which schemaflow's writer (pyiceberg 0.12) does not write, with no JVM: declaring it
 is refused at validate with where and what to do; a live version 3 table is left alone by the plan with one line,
-declared or not, and its import writes no file; a commit to one made so since the plan writes nothing."""
+declared or not, and its import writes no file; a commit to one made so since the plan writes nothing; and the
+versions refused are those the installed pyiceberg does not write."""
 from __future__ import annotations
 
 import json
@@ -16,6 +17,7 @@ from schemaflow.errors import SchemaflowError
 from schemaflow.model import Catalog, Column, IcebergState, PartitionField, Table
 from schemaflow.plan.plan import PlanBuilder
 from schemaflow.scope import Scope
+from schemaflow.spec.iceberg import WRITTEN_VERSIONS
 from tests.projects import schemaflow
 
 FILE = """\
@@ -93,3 +95,18 @@ def test_a_commit_to_a_table_made_version_3_since_the_plan_writes_nothing(tmp_pa
         iceberg_commit._commit_once(client, "lake.events", None, {}, None, {"schemaflow.version": "v2"}, (), None, hms)
     assert [p.name for p in location.parent.iterdir()] == ["00001-a.metadata.json"]
     client.alter.assert_not_called()
+
+
+def test_the_versions_written_are_those_the_installed_pyiceberg_writes(tmp_path: Path) -> None:
+    # Measured on the writer itself: when pyiceberg writes version 3, this says to stop refusing it.
+    written, refused = [], []
+    for version in ("1", "2", "3"):
+        table = replace(LIVE, iceberg=None, properties={"format-version": version})
+        metadata = iceberg_commit.first_metadata(table, str(tmp_path), {"format-version": version})
+        try:
+            metadata.model_dump_json()
+            written.append(version)
+        except NotImplementedError as error:
+            refused.append(str(error))
+    assert tuple(written) == WRITTEN_VERSIONS == ("1", "2")
+    assert refused == ["Writing V3 is not yet supported, see: https://github.com/apache/iceberg-python/issues/1551"]
