@@ -6,8 +6,9 @@ Within a managed database schemaflow owns every table and view, except:
   (``scratch.*``, ``retail.tmp_*``), for a notebook's scratch tables or another team's objects;
 - objects of a kind it cannot manage, whoever made them: Delta Lake and Hudi tables, Hive
   transactional (ACID) tables, tables of a SerDe or Spark data source it does not know; Iceberg
-  tables it has not stamped (one it created or changed is its own: removing its file drops it), and tables
-  whose own metadata could not be read (the notice says why);
+  tables it has not stamped (one it created or changed is its own: removing its file drops it), Iceberg tables of
+  a format version its writer does not write (``spec.iceberg.unwritten``; declared ones too, which the plan leaves
+  alone, ``plan.plan``), and tables whose own metadata could not be read (the notice says why);
 - tables of a kind registered since its format was left alone (``TableKind.manages_undeclared``), unless the
   project lists the kind in ``manage_undeclared:``: registering a kind never makes the tables of its format that
   no file declares drops;
@@ -25,6 +26,7 @@ from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 
 from schemaflow.model import Catalog, Object, Table
+from schemaflow.spec.iceberg import unwritten
 from schemaflow.sql.storage import KNOWN_SERDES
 from schemaflow.sql.table_kinds import CUSTOM, FOREIGN_FORMATS, table_kind
 
@@ -56,7 +58,8 @@ class Scope:
     def adopts(self, obj: Object) -> bool:
         """Whether an import writes a file for ``obj``, which a plan leaves alone while no file declares it: an
         Iceberg table whose metadata was read (once declared, it is schemaflow's), unless ``exclude`` names it."""
-        return isinstance(obj, Table) and obj.iceberg is not None and self.excluded_by(obj.key) is None
+        return (isinstance(obj, Table) and obj.iceberg is not None and self.excluded_by(obj.key) is None
+                and unwritten(obj) is None)
 
     def leaves_alone(self, obj: Object, declared: Catalog) -> str | None:
         """Why schemaflow leaves the live object ``obj`` alone, or None when it is schemaflow's."""
@@ -76,6 +79,8 @@ def unmanageable(obj: Object, manage_undeclared: frozenset[str] = frozenset()) -
         return None
     if obj.unreadable:  # its kind's own metadata, which says what it is, was not read
         return f"its own metadata could not be read: {obj.unreadable}"
+    if (format_version := unwritten(obj)) is not None:
+        return format_version
     if obj.iceberg is not None and obj.version is not None:  # an Iceberg table schemaflow created or changed
         return None
     properties = {key.lower(): value for key, value in obj.properties.items()}

@@ -20,6 +20,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
+from collections.abc import Iterator
 from types import TracebackType
 from typing import Any
 
@@ -144,3 +145,16 @@ class IcebergSpark:
                                f"{self.log.read_text(errors='replace')[-6000:]}")
         answer: dict[str, Any] = json.loads(line)
         return answer
+
+
+def engine_fixture() -> Any:
+    """A module's fixture ``engine``: Spark with Iceberg's runtime on the run's Derby server (``metastore_server``),
+    taking Iceberg's table lock (its default), started once for the module: ``engine = engine_fixture()``."""
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def engine(metastore_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[IcebergSpark]:
+        workdir = tmp_path_factory.mktemp("iceberg_engine")
+        with IcebergSpark(metastore_server, workdir / "warehouse", workdir) as spark:
+            yield spark
+    return engine

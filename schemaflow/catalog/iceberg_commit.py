@@ -36,11 +36,13 @@ from typing import Any
 from schemaflow.catalog.backend import HiveClient
 from schemaflow.catalog.iceberg_metadata import INSTALL, PREVIOUS_METADATA_LOCATION, TABLE_TYPE, Unreadable, \
     check_location, current, iceberg_table, is_iceberg, read_metadata
+from schemaflow.catalog.iceberg_specs import VOID, created_fields, next_fields, transform_text
 from schemaflow.catalog.jvm import java_message, jvm_view
 from schemaflow.catalog.table_lock import table_lock
 from schemaflow.errors import ConcurrentChange, SchemaflowError
 from schemaflow.model import (COMMENT_KEY, LIVE_STATE, METADATA_LOCATION, SCHEMAFLOW_PREFIX, Column,
-                              IcebergState, PartitionField, SortTerm, Table, split_key, state_digest)
+                              IcebergState, SortTerm, Table, split_key, state_digest)
+from schemaflow.spec.iceberg import unwritten
 from schemaflow.sql.iceberg_types import evolved_type, evolves, iceberg_type, spark_type
 from schemaflow.sql.table_kinds import LAZY_SIMPLE_SERDE
 
@@ -48,8 +50,6 @@ FORMAT_VERSION = "format-version"
 METADATA_PATH = "write.metadata.path"  # where a table's metadata files go, when not <table>/metadata
 # What Iceberg's catalogs register an Iceberg table's metastore entry with: its files are Iceberg's to read.
 _INPUT_FORMAT, _OUTPUT_FORMAT = "org.apache.hadoop.mapred.FileInputFormat", "org.apache.hadoop.mapred.FileOutputFormat"
-# Iceberg's default names of partition fields, by transform (``id_bucket``, ``ts_day``).
-_SUFFIX = {"bucket": "_bucket", "truncate": "_trunc", "year": "_year", "month": "_month", "day": "_day", "hour": "_hour"}
 _PARTITION_IDS_FROM = 1000  # Iceberg numbers partition fields from 1000
 # A commit that lost the swap to another writer is made again this many times, waiting 0.1 s, then twice as long
 # each time: Iceberg's own defaults (commit.retry.num-retries, commit.retry.min-wait-ms).
@@ -103,6 +103,8 @@ def _commit_once(client: HiveClient, key: str, table: Table | None, sources: Map
     except Unreadable as unread:
         raise SchemaflowError(f"{key}: {unread.line()}; nothing was committed") from None
     assert found.iceberg is not None  # read from its metadata
+    if (version := unwritten(found)) is not None:  # made so since the plan: the plan leaves it alone
+        raise SchemaflowError(f"{key} is {version}: plan again; nothing was committed")
     if requires is not None and _required(found.iceberg) != _required(requires):
         raise ConcurrentChange(key, _required(requires), _required(found.iceberg), "Iceberg metadata")
     if expected is not None and found.version != expected:
@@ -147,7 +149,7 @@ def first_metadata(table: Table, location: str, set: Mapping[str, str]) -> Any:
     fields = [_new_field(c, ids) for c in table.columns]
     schema = {"type": "struct", "schema-id": 0, "fields": fields}
     by_name = {f["name"]: f["id"] for f in fields}
-    spec = {"spec-id": 0, "fields": _spec_fields(table.partition_spec, by_name, [], itertools.count(_PARTITION_IDS_FROM))}
+    spec = {"spec-id": 0, "fields": created_fields(table.partition_spec, by_name, itertools.count(_PARTITION_IDS_FROM))}
     order = {"order-id": 1 if table.sort_order else 0, "fields": _order_fields(table.sort_order, by_name)}
     properties = {**set, **({COMMENT_KEY: table.comment} if table.comment else {})}
     metadata = pyiceberg.new_table_metadata(
@@ -233,15 +235,13 @@ def _layout_updates(base: Mapping[str, Any], table: Table, sources: Mapping[str,
             "identifier-field-ids": kept}}, {"action": "set-current-schema", "schema-id": -1}]
     spec = current(base, "partition-specs", "default-spec-id", "spec-id", {"spec-id": 0, "fields": base.get("partition-spec", [])})
     specs = base.get("partition-specs", [spec])
-    wanted = [(by_name[f.column], _transform(f)) for f in table.partition_spec]
-    if wanted != [(f["source-id"], f["transform"]) for f in spec["fields"] if f["transform"] != "void"]:
-        known = [f for s in specs for f in s["fields"]]
-        last = max([int(base.get("last-partition-id", _PARTITION_IDS_FROM - 1))] + [f["field-id"] for f in known])
-        new_ids = itertools.count(last + 1)
+    wanted = [(by_name[f.column], transform_text(f)) for f in table.partition_spec]
+    if wanted != [(f["source-id"], f["transform"]) for f in spec["fields"] if f["transform"] != VOID]:
+        last = max([int(base.get("last-partition-id", _PARTITION_IDS_FROM - 1))]
+                   + [f["field-id"] for s in specs for f in s["fields"]])
         version = max(int(base["format-version"]), int(table.properties.get(FORMAT_VERSION) or 0))
         new_spec = {"spec-id": max(s["spec-id"] for s in specs) + 1,
-                    "fields": _spec_fields(table.partition_spec, by_name, known, new_ids) if version > 1 else
-                    _v1_spec_fields(spec["fields"], table.partition_spec, by_name, new_ids)}
+                    "fields": next_fields(table.key, version, specs, spec, table.partition_spec, by_name, last)}
         updates += [{"action": "add-spec", "spec": new_spec}, {"action": "set-default-spec", "spec-id": -1}]
     order = current(base, "sort-orders", "default-sort-order-id", "order-id", {"order-id": 0, "fields": []})
     wanted_order = _order_fields(table.sort_order, by_name)
@@ -255,38 +255,8 @@ def _layout_updates(base: Mapping[str, Any], table: Table, sources: Mapping[str,
     return updates
 
 
-def _transform(field: PartitionField) -> str:
-    """A partition field or sort term's transform as Iceberg writes it: ``bucket[16]``, ``day``, ``identity``."""
-    return field.transform if field.argument is None else f"{field.transform}[{field.argument}]"
-
-
-def _spec_fields(terms: Sequence[PartitionField], ids_by_name: Mapping[str, int], known: Sequence[Mapping[str, Any]],
-                 new_ids: Iterator[int]) -> list[dict[str, Any]]:
-    """A partition spec's fields: one identical to a field of an earlier spec keeps its id and name."""
-    fields = []
-    for term in terms:
-        source, transform = ids_by_name[term.column], _transform(term)
-        same = next((f for f in known if (f["source-id"], f["transform"]) == (source, transform)), None)
-        fields.append(dict(same) if same else {"source-id": source, "field-id": next(new_ids), "transform": transform,
-                                                "name": term.column + _SUFFIX.get(term.transform, "")})
-    return fields
-
-
-def _v1_spec_fields(current: Sequence[Mapping[str, Any]], terms: Sequence[PartitionField], ids_by_name: Mapping[str, int],
-                    new_ids: Iterator[int]) -> list[dict[str, Any]]:
-    """A format version 1 spec's next fields: its readers find a partition field by its place, so each field keeps
-    its place, one no longer wanted turning void (renamed ``<name>_<id>``, as Iceberg's own evolution does), and
-    those added come after, with new ids. The plan refuses an order this cannot give (``plan.iceberg``)."""
-    wanted = [(ids_by_name[t.column], _transform(t)) for t in terms]
-    fields = [dict(f) if (f["source-id"], f["transform"]) in wanted or f["transform"] == "void" else
-              {**f, "transform": "void", "name": f"{f['name']}_{f['field-id']}"} for f in current]
-    placed = {(f["source-id"], f["transform"]) for f in fields}
-    added = [t for t, w in zip(terms, wanted, strict=True) if w not in placed]
-    return fields + _spec_fields(added, ids_by_name, [], new_ids)
-
-
 def _order_fields(terms: Sequence[SortTerm], ids_by_name: Mapping[str, int]) -> list[dict[str, Any]]:
-    return [{"transform": _transform(t.field), "source-id": ids_by_name[t.field.column],
+    return [{"transform": transform_text(t.field), "source-id": ids_by_name[t.field.column],
              "direction": "desc" if t.descending else "asc", "null-order": "nulls-first" if t.nulls_first else "nulls-last"}
             for t in terms]
 

@@ -42,6 +42,7 @@ from schemaflow.plan.steps import APPLIED_AT, Step
 from schemaflow.plan.view_code import unchecked, with_code_hazard
 from schemaflow.plan.view_partitions import PartitionLister, partition_changes
 from schemaflow.spark_version import SparkVersion, spark_version
+from schemaflow.spec.iceberg import unwritten
 from schemaflow.sql.code_calls import Allowed
 
 FORMAT_VERSION = 3
@@ -234,6 +235,8 @@ class PlanBuilder:
         changes = [replace(c, old_label=self.basis.old_label) if isinstance(c, ReplaceView)
                    else _registering(c, live, self.files) for c in diff(desired, with_found(live, found),
                                                                          self.type_rule)]
+        left = _left_alone(desired, live)  # what no step may touch, declared or not
+        changes = [c for c in changes if c.key not in left]
         changes, kept, waiting = backup_drops(changes, self.drop_backups)
         changes = _recompiled(changes, desired, self.recompile)
         outcome = resolve(changes, desired, live, self.invalidation)
@@ -242,7 +245,7 @@ class PlanBuilder:
         changes = [_with_partition_facts(c, count_partitions, stale_partitions, self.files) for c in changes]
         changes = [replace(c, release=self.release) if isinstance(c, AlterColumns) else c for c in changes]
         changes = [_with_records(c, desired, self.commit) for c in changes]
-        changes += _stamps(desired, live, changes, self.commit)
+        changes += [s for s in _stamps(desired, live, changes, self.commit) if s.key not in left]
         # After the stamps: a view's partitions are its contents, not its definition, and need no stamp.
         changes += partition_changes(desired, live, changes, self.list_partitions)
         steps: list[Step] = []
@@ -269,7 +272,7 @@ class PlanBuilder:
                                blocked=previous.blocked or step.blocked)
             steps.append(step)
         ordered = tuple(waiting_on_backups(_waiting(steps), waiting))
-        warnings = found_warnings(found) + outcome.warnings + kept
+        warnings = found_warnings(found) + tuple(left.values()) + outcome.warnings + kept
         if self.check_partitions:
             warnings += _stale_elsewhere(desired, live, changes, count_partitions, stale_partitions)
         if self.settings is not None:
@@ -408,6 +411,15 @@ def _fold(step: Step, stamp: Stamp) -> Step:
     properties = stamp.describe_properties()
     notes = step.notes + ((f"properties: {properties}",) if properties else ())
     return replace(step, stamp=stamp.write, notes=notes, values=step.values + stamp.values())
+
+
+def _left_alone(desired: Catalog, live: Catalog) -> dict[str, str]:
+    """A line for each declared table the plan leaves alone whatever its file says (an Iceberg table of a format
+    version schemaflow does not write), by name: no step changes, stamps or drops it. (Undeclared ones are the
+    scope's to leave alone.)"""
+    return {key: f"left alone: {key} is {why}; schemaflow reads it and changes nothing of it, whatever its file says"
+            for key, have in sorted(live.objects.items()) if key in desired.objects and isinstance(have, Table)
+            for why in [unwritten(have)] if why}
 
 
 def _stamps(desired: Catalog, live: Catalog, changes: list[Change], commit: str | None) -> list[Stamp]:

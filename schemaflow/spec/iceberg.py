@@ -12,7 +12,7 @@ import posixpath
 from typing import Any
 
 from schemaflow.errors import Problem
-from schemaflow.model import Column, PartitionField, SortTerm, Source, column_type
+from schemaflow.model import Column, PartitionField, SortTerm, Source, Table, column_type
 from schemaflow.spec.yamlpos import Document
 from schemaflow.sql.iceberg import InvalidTerm, check_source_type, family, parse_field, parse_sort_term
 
@@ -38,6 +38,10 @@ _RESERVED = frozenset({"uuid", "snapshot-count", "current-snapshot-id", "current
 # TableProperties: WRITE_METADATA_LOCATION, WRITE_DATA_LOCATION and the older folder and object-storage paths).
 _PATH_PROPERTIES = ("write.metadata.path", "write.data.path", "write.folder-storage.path", "write.object-storage.path")
 _FORMAT_VERSIONS = ("1", "2", "3")
+# The format versions schemaflow's writer writes: it commits Iceberg metadata through pyiceberg, whose 0.12 releases
+# (the ones the extra iceberg allows) refuse to write version 3 ("Writing V3 is not yet supported").
+WRITTEN_VERSIONS = ("1", "2")
+UNWRITTEN = "schemaflow's writer (pyiceberg 0.12) writes Iceberg format versions 1 and 2 only"
 _FILE_FORMATS = ("parquet", "orc", "avro")
 
 
@@ -150,6 +154,19 @@ def check_properties(doc: Document, properties: dict[str, str], location: str | 
         elif key == "format-version" and value not in _FORMAT_VERSIONS:
             problems.append(Problem(doc.at("properties", key), (
                 f"Iceberg's format versions are {', '.join(_FORMAT_VERSIONS)}, not {value!r}: write one of them")))
+        elif key == "format-version" and value not in WRITTEN_VERSIONS:
+            problems.append(Problem(doc.at("properties", key), (
+                f"format version {value} is Iceberg's, but {UNWRITTEN}: declare format-version: "
+                f"'{WRITTEN_VERSIONS[-1]}'; a version {value} table another engine made is read and left alone "
+                "when its file declares no format-version")))
         elif key == "write.format.default" and value.lower() not in _FILE_FORMATS:
             problems.append(Problem(doc.at("properties", key), (
                 f"Iceberg writes data files as {', '.join(_FILE_FORMATS)}, not {value!r}: write one of them")))
+
+
+def unwritten(table: Table) -> str | None:
+    """Why schemaflow leaves the live table ``table`` alone, declared or not: an Iceberg table of a format version
+    its writer does not write (None: any other table)."""
+    if table.iceberg is None or str(table.iceberg.format_version) in WRITTEN_VERSIONS:
+        return None
+    return f"an Iceberg table of format version {table.iceberg.format_version}, and {UNWRITTEN}"
