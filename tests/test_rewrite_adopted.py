@@ -228,7 +228,8 @@ def test_an_imported_table_is_rewritten_by_its_first_apply_on_a_metastore_server
 
         applied = run(project, "apply", "--auto-approve", "--allow-destructive", env=env)
         assert applied.returncode == 0, applied.stdout + applied.stderr
-        assert "] rewrite table imported_rw.ev: storage (format 'parquet' -> 'orc') ... done" in applied.stdout
+        assert applied.stdout.endswith("Applied 1 step.\n") and "~ 1. rewrite table imported_rw.ev: storage (format " \
+            "'parquet' -> 'orc')" in applied.stdout, applied.stdout
         read = run_python(SESSION + READ, *job)
         assert read.returncode == 0, read.stderr
         table, backup = json.loads(read.stdout.splitlines()[-1])
