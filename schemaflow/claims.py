@@ -91,3 +91,9 @@ def parse_claim(version: str | None) -> Claim | None:
     except (ValueError, KeyError, TypeError):
         # Unreadable, but still a claim: nobody can tell whether its run is alive.
         return Claim(run="unknown", host="unknown", pid=0, since="unknown")
+
+
+def settled(version: str | None) -> str | None:
+    """``version`` where it is an object's version; None where it is absent or a claim: a stopped run's claim stands in
+    for the version its object had, which is lost (kept on a backup, it would say "left half-done" of it for ever)."""
+    return version if parse_claim(version) is None and version else None

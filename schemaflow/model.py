@@ -18,6 +18,10 @@ from typing import Any
 
 # Table parameters that schemaflow itself writes on every object it manages.
 VERSION_KEY = "schemaflow.version"
+# What a guarded write leaves in schemaflow.version of an object that has no version (adopted, or its version lost to
+# a stopped run's claim): the metastore's compare-and-swap (HIVE-26882) refuses a write that unsets the key it
+# guards. Read as no version (``recorded``).
+NO_VERSION = ""
 MANAGED_KEYS_KEY = "schemaflow.managed_properties"
 APPLIED_AT_KEY = "schemaflow.applied_at"
 APPLIED_COMMIT_KEY = "schemaflow.applied_commit"
@@ -603,7 +607,7 @@ def recorded(parameters: Mapping[str, str]) -> dict[str, Any]:
     managed property keys and (a table's) the migrations applied to it. The one reading of what a
     stamp writes: the live reader reads metastores with it, and a plan the state its stamps leave."""
     return {"managed_keys": tuple(sorted(k for k in parameters.get(MANAGED_KEYS_KEY, "").split(",") if k)),
-            "version": parameters.get(VERSION_KEY),
+            "version": parameters.get(VERSION_KEY) or None,
             "migrations": {k[len(MIGRATION_PREFIX):]: v for k, v in sorted(parameters.items())
                            if k.startswith(MIGRATION_PREFIX)}}
 

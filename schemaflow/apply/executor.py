@@ -33,7 +33,7 @@ from schemaflow.catalog.backend import CatalogWriter
 from schemaflow.claims import Claim, new_run
 from schemaflow.errors import ConcurrentChange, SchemaflowError, Unreachable
 from schemaflow.catalog.history import Entry, with_entries
-from schemaflow.model import (DROPPED_PREFIX, HISTORY_PREFIX, VERSION_KEY, Column, Database, IcebergState, PartitionValues,
+from schemaflow.model import (DROPPED_PREFIX, HISTORY_PREFIX, NO_VERSION, VERSION_KEY, Column, Database, IcebergState, PartitionValues,
                               Table, ViewSql, split_key)
 from schemaflow.plan.kinds import EFFECTS, Effect, ObjectType
 from schemaflow.plan.plan import Plan
@@ -208,8 +208,8 @@ class Run:
                 continue
             before = guards[key]
             try:
-                self.writer.set_parameters(key, {VERSION_KEY: before} if before else {},
-                                           () if before else (VERSION_KEY,), token)
+                # Never unset: the write is guarded by that key (HIVE-26882 refuses a write that unsets it).
+                self.writer.set_parameters(key, {VERSION_KEY: before or NO_VERSION}, (), token)
             except Unreachable:
                 return
             except Exception:  # noqa: BLE001 -- whatever failed, the claim stays: the next run takes it over

@@ -109,7 +109,7 @@ def read_history(metastore: LiveSource, databases: tuple[str, ...], objects: Seq
         for data in metastore.table_data(database):
             parameters: Mapping[str, str] = data.get("parameters", {})
             key = f"{data['dbName']}.{data['tableName']}"
-            if VERSION_KEY in parameters:
+            if parameters.get(VERSION_KEY):  # NO_VERSION: none
                 others.append(Applied(parameters.get(APPLIED_AT_KEY, "?"), key, f"version {parameters[VERSION_KEY]}",
                                       parameters.get(APPLIED_COMMIT_KEY)))
             for name, value in parameters.items():

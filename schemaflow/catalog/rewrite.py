@@ -8,7 +8,8 @@ the new one is proved:
    what writers changed meanwhile (``catalog.rewrite_copy``): a run stopped during the copy is resumed by the next
    from its first unfinished chunk;
 2. cut-over, as soon as a last look at the table's files finds nothing left to copy: rename the table to its
-   backup name (guarded by its stamp, marked ``schemaflow.backup_of``), then the staging table to the table's name
+   backup name (guarded by its stamp, marked ``schemaflow.backup_of``, keeping the version it had when planned, or
+   ``NO_VERSION`` for a table that had none: adopted, or its version replaced by a stopped run's claim), then the staging table to the table's name
    (guarded by the claim), each one ``alter_table``, back to back. A managed table's folder moves with its name, so
    the new table's files end in the table's folder and the backup's in its own.
 
@@ -25,9 +26,10 @@ from typing import Any
 
 from schemaflow.catalog import rewrite_copy
 from schemaflow.catalog.backend import HiveClient
+from schemaflow.claims import parse_claim, settled
 from schemaflow.errors import ConcurrentChange, SchemaflowError
-from schemaflow.claims import parse_claim
-from schemaflow.model import BACKUP_OF, RESTORE_VERSION, REWRITE_OF, SWAPPED_OUT_BY, VERSION_KEY, Table, split_key
+from schemaflow.model import (BACKUP_OF, NO_VERSION, RESTORE_VERSION, REWRITE_OF, SWAPPED_OUT_BY, VERSION_KEY, Table,
+                              split_key)
 from schemaflow.sql.rewrite import MICROS, TIMESTAMP_TYPE, Filled
 from schemaflow.sql.storage import PATH_OPTION
 from schemaflow.sql.table_kinds import PROVIDER, data_source_provider
@@ -51,7 +53,7 @@ def rewrite(client: HiveClient, key: str, table: Table, create: str, columns: Se
         rewrite_copy.copy(client, source, copying, create, claim)
         # Read again: what else changed in its entry meanwhile is kept (its version is the guard's to check).
         _rename(client, _table(client, database, name), split_key(backup)[1], expected,
-                {BACKUP_OF: key, **({VERSION_KEY: version} if version else {})}, () if version else (VERSION_KEY,))
+                {BACKUP_OF: key, VERSION_KEY: settled(version) or NO_VERSION}, ())
         client.report(f"renamed {key} to {backup}; renaming {staging} to {key}")
     else:
         kept = _table(client, database, split_key(backup)[1])
@@ -80,19 +82,20 @@ def restore(client: HiveClient, key: str, backup: str, temporary: str, backup_ve
         kept = _table(client, database, split_key(backup)[1])
         if kept.getParameters().get(BACKUP_OF) != key:
             raise SchemaflowError(f"{backup} is not the table {key} was before its rewrite: nothing was restored")
-        _rename(client, kept, temporary_name, backup_version, {REWRITE_OF: key, RESTORE_VERSION: version or ""},
-                (BACKUP_OF,))
+        _rename(client, kept, temporary_name, backup_version,
+                {REWRITE_OF: key, RESTORE_VERSION: settled(version) or NO_VERSION,
+                 VERSION_KEY: kept.getParameters().get(VERSION_KEY) or NO_VERSION}, (BACKUP_OF,))
     restoring = _table(client, database, temporary_name)
     if restoring.getParameters().get(REWRITE_OF) != key:
         raise SchemaflowError(f"{temporary} is not the backup of {key} a restore began: rename or drop it, then "
                               "restore again")
     if _exists(client, database, name):
         client.report(f"renaming {key} to {backup}, then {temporary} to {key}")
-        previous = restoring.getParameters().get(RESTORE_VERSION)
+        previous = settled(restoring.getParameters().get(RESTORE_VERSION))
         run = parse_claim(claim)
         _rename(client, _table(client, database, name), split_key(backup)[1], expected,
-                {BACKUP_OF: key, SWAPPED_OUT_BY: run.run if run else "unknown",
-                 **({VERSION_KEY: previous} if previous else {})}, () if previous else (VERSION_KEY,))
+                {BACKUP_OF: key, SWAPPED_OUT_BY: run.run if run else "unknown", VERSION_KEY: previous or NO_VERSION},
+                ())
     _rename(client, restoring, name, restoring.getParameters().get(VERSION_KEY), {VERSION_KEY: claim},
             (REWRITE_OF, RESTORE_VERSION, SWAPPED_OUT_BY))
     client.spark._jsparkSession.sessionState().catalog().invalidateAllCachedTables()
@@ -100,8 +103,9 @@ def restore(client: HiveClient, key: str, backup: str, temporary: str, backup_ve
 
 def _rename(client: HiveClient, table: Any, name: str, expected: str | None, set: Mapping[str, str],
             unset: Sequence[str]) -> None:
-    """Rename ``table`` to ``name`` in one guarded ``alter_table``, with ``set`` and ``unset`` parameters. The
-    metastore moves a managed table's folder to the new name's; a Spark data-source table's own record of its
+    """Rename ``table`` to ``name`` in one guarded ``alter_table``, with ``set`` and ``unset`` parameters (never
+    ``schemaflow.version``, the key it is guarded by: HIVE-26882's compare-and-swap refuses a write that unsets it; a
+    table without a version keeps ``NO_VERSION``). The metastore moves a managed table's folder to the new name's; a Spark data-source table's own record of its
     folder (the storage property ``path``) is moved with it, as Spark's own rename does."""
     old = table.getTableName()
     parameters = table.getParameters()

@@ -506,13 +506,16 @@ def _resumed(desired: Catalog, live: Catalog, changes: list[Change],
 
 
 def _resume_warnings(live: Catalog) -> tuple[str, ...]:
-    """What the claims found on live objects mean for this plan."""
+    """What the claims found on live objects mean for this plan. A backup's is none: no run works on a backup, and a
+    claim on one is the version a stopped run's claim replaced on the table before its rewrite (as releases before
+    ``catalog.rewrite`` kept ``NO_VERSION`` left it), with nothing to finish."""
     said = {
         RUNNING: "being applied right now by {}; apply refuses it until that run has finished",
         ELSEWHERE: "claimed by {}; if that apply has stopped, apply --take-over finishes its work",
         STOPPED: "left half-done by {}; this plan finishes it",
     }
-    claims = ((key, parse_claim(obj.version)) for key, obj in sorted(live.objects.items()))
+    claims = ((key, parse_claim(obj.version)) for key, obj in sorted(live.objects.items())
+              if not (isinstance(obj, Table) and obj.backup_of))
     return tuple(f"{key}: " + said[standing(claim)].format(claim.describe()) for key, claim in claims if claim)
 
 

@@ -14,8 +14,9 @@ table's steps on it.
 """
 from __future__ import annotations
 
+from schemaflow.claims import settled
 from schemaflow.errors import SchemaflowError
-from schemaflow.model import VERSION_KEY, Catalog, Table, split_key, state_digest
+from schemaflow.model import NO_VERSION, VERSION_KEY, Catalog, Table, split_key, state_digest
 from schemaflow.plan.diff import column_values
 from schemaflow.plan.iceberg import backup_name
 from schemaflow.plan.kinds import ObjectType, StepKind
@@ -59,8 +60,9 @@ def restore_plan(live: Catalog, key: str, *, metastore: str | None = None, targe
     hazards = (f"rows written to {key} since its rewrite are not in the restored table: they stay in "
                f"{backup_name(key)}",) if current else ()
     values = column_values(current.all_columns, restored.all_columns) if current else ()
-    stamp = (SetParameters(key, {VERSION_KEY: restored.version}) if restored.version
-             else SetParameters(key, {}, (VERSION_KEY,)))
+    # A backup without a version (the table was adopted) gives it none back: NO_VERSION, since the stamp is guarded
+    # by the claim and the metastore refuses a guarded write that unsets the key it guards.
+    stamp = SetParameters(key, {VERSION_KEY: settled(restored.version) or NO_VERSION})
     action = RestoreBackup(key, backup_name(key), restore_name(key), restored.version)
     step = Step(StepKind.RESTORE_TABLE, key, ObjectType.TABLE, f"restore table {key} from {backup_name(key)}: the table as it "
                 "was before its rewrite", (action,), notes=tuple(notes), hazards=hazards, destructive=True,
