@@ -1,11 +1,16 @@
 """What each round of a rewrite's copy does (``catalog.rewrite_rounds``), every branch, without a JVM: the first copy,
 a resumed one, writers caught up with, writers that outlast the rounds, partitions dropped during the copy (copied or
-only marked), the whole table copied anew; and chunks bounded by the plan's own rate whatever Spark's task size."""
+only marked), the whole table copied anew; chunks bounded by the plan's own rate whatever Spark's task size, and what
+the plan's step says of them."""
 from __future__ import annotations
+
+from dataclasses import replace
 
 from schemaflow.catalog.rewrite_rounds import (CHUNK_UNITS, MOST_CHUNKS, ROUNDS, WAVES, Copy, CutOver, Stop, Unit,
                                                chunks, next_round, task_bytes)
-from schemaflow.model import CHUNK_SECONDS, COPY_RATE
+from schemaflow.model import CHUNK_SECONDS, COPY_RATE, Column, Table
+from schemaflow.plan.evolution import evolve
+from schemaflow.plan.rewrite import RewriteTable, flat
 
 A: Unit = ("a",)
 B: Unit = ("b",)
@@ -134,3 +139,16 @@ def test_a_table_of_more_than_most_chunks_is_copied_in_chunks_of_a_share_of_it()
     sizes = dict.fromkeys(units, 1 << 30)  # 10 TiB on two cores
     found = list(chunks(units, sizes, 2, 128 * MiB, sum(sizes.values())))
     assert len(found) == MOST_CHUNKS
+
+
+def test_the_step_says_how_big_a_chunk_is_and_what_a_stop_loses() -> None:
+    have = Table("db", "t", (Column("id", "int"),), (Column("ds", "string"),), data_source=True, version="v1")
+    want = replace(have, columns=(Column("id", "bigint"),), version=None)
+    by_partition = RewriteTable("db.t", want, have, ("id: int -> bigint",), evolve(have, want, (), type_rule=False),
+                                cores=2).to_step()
+    assert ("partition by partition, in chunks of at most about 100 s of copying each (2.2 GB on 2 cores; what a stop "
+            "loses at most)") in by_partition.notes[0]
+    moved = replace(want, columns=(Column("ds", "string"),), partition_columns=(Column("id", "bigint"),))
+    whole = RewriteTable("db.t", moved, have, ("partitioned by id",), evolve(flat(have), flat(moved), (),
+                                                                             type_rule=False)).to_step()
+    assert "the whole table at once (a stop loses the whole copy, made again by the next apply)" in whole.notes[0]

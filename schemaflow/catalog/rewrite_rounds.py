@@ -17,8 +17,10 @@ MiB by default, set higher), the copy reads in smaller tasks; where less, the ch
 fewer than ``WAVES`` waves' worth). Two floors: a table larger than ``MOST_CHUNKS`` chunks of that size (440 GB on two
 cores) is copied in chunks of a ``MOST_CHUNKS``-th of it, so that its journal stays small; a partition larger than a
 chunk is a chunk of its own. A chunk names at most ``CHUNK_UNITS`` partitions. A stop loses at most the chunk being
-copied; the whole table copied as one unit (unpartitioned, or its partition columns changed) is one chunk, and a stop
-loses all of it.
+copied. The whole table copied as one unit (unpartitioned, or its partition columns changed) is one chunk, and a stop
+loses all of it: each partition of the new table takes rows from any of the table's files, so a chunk of files would
+append to partitions other chunks fill, and what a stopped append wrote could not be told from what verified chunks
+did (a dynamic overwrite of them would replace the rows of earlier chunks): the next apply makes the copy again.
 """
 from __future__ import annotations
 

@@ -108,8 +108,10 @@ class RewriteTable(ColumnChange):
                          "holds the verified copy")
         else:
             read = f"{plural(self.partition_count, 'partition')} of " if self.partition_count is not None else ""
+            bound = f"{size(COPY_RATE * CHUNK_SECONDS * self.cores)} on {plural(self.cores, 'core')}; " if (
+                self.cores) else ""
             chunks = (f"partition by partition, in chunks of at most about {duration(CHUNK_SECONDS)} of copying each "
-                      "(what a stop loses at most)" if one_to_one(
+                      f"({bound}what a stop loses at most)" if one_to_one(
                           columns, [c.name for c in self.want.partition_columns],
                           [c.name for c in self.have.partition_columns])
                       else "the whole table at once (a stop loses the whole copy, made again by the next apply)")
