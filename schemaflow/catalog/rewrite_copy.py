@@ -32,7 +32,7 @@ import hashlib
 import itertools
 import json
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -118,7 +118,15 @@ def copy(client: HiveClient, source: Any, plan: Copying, create: str, claim: str
     # As Spark reads it ("128m", "134217728b"): set, or its default.
     split = int(jvm_view(client.spark).org.apache.spark.network.util.JavaUtils.byteStringAsBytes(
         client.spark.conf.get(SPLIT)))
-    task = {SPLIT: str(task_bytes(split))} if task_bytes(split) < split else {}
+    # Tasks of at most a WAVES-th of a core's chunk (Spark's task size left as it is where that is less).
+    with _settings(client, {SPLIT: str(task_bytes(split))} if task_bytes(split) < split else {}):
+        _rounds(client, source, plan, partial(_prepared, client, plan, create, claim, digest, keep=False), cores, split)
+
+
+def _rounds(client: HiveClient, source: Any, plan: Copying, remake: Callable[[], None], cores: int,
+            split: int) -> None:
+    """The rounds of the copy (``copy``), on a session of ``cores`` whose tasks read ``split`` bytes; ``remake``
+    makes the staging table anew."""
     copied_bytes, started = 0, time.monotonic()
     for copied in itertools.count():
         listing = _listing(client, source, bool(plan.source_keys))
@@ -150,11 +158,11 @@ def copy(client: HiveClient, source: Any, plan: Copying, create: str, claim: str
         _drop_partitions(client, plan, decided.dropped)
         _mark(client, plan, dict.fromkeys(decided.unmarked, ""))
         if decided.anew:
-            _prepared(client, plan, create, claim, digest, keep=False)  # the whole table again, anew
+            remake()  # the whole table again, anew
         sizes = {u: b for u, (b, _) in listing.items()}
         for chunk in chunks(decided.stale, sizes, cores, split, total):
             _drop_partitions(client, plan, [u for u in chunk if u in decided.replaced])
-            _copy_chunk(client, plan, chunk, task)
+            _copy_chunk(client, plan, chunk)
             # Marked with what its source was before the copy: one written to meanwhile differs at the next look.
             _mark(client, plan, {u: listing[u][1] for u in chunk})
             done += len(chunk)
@@ -270,12 +278,11 @@ def _listing(client: HiveClient, source: Any, by_partition: bool) -> dict[Unit, 
     return {(): (sum(h.bytes for h in whole.values()), f"{len(folders)}|{digest}")}
 
 
-def _copy_chunk(client: HiveClient, plan: Copying, chunk: Sequence[Unit], task: Mapping[str, str]) -> None:
-    """Copy the units of ``chunk`` into the staging table, reading with the ``task`` settings (its tasks' size), and
-    verify them; a difference drops it and stops."""
+def _copy_chunk(client: HiveClient, plan: Copying, chunk: Sequence[Unit]) -> None:
+    """Copy the units of ``chunk`` into the staging table and verify them; a difference drops it and stops."""
     source_where, target_where = plan.where(chunk)
     hive_partitioned = bool(plan.table.partition_columns) and not plan.table.data_source
-    with _settings(client, {**FILTER_FALLBACK, **task}):
+    with _settings(client, FILTER_FALLBACK):
         with _settings(client, {**(DYNAMIC_PARTITIONS if hive_partitioned or plan.source_keys else {}),
                                 **plan.settings}):
             written = _write(client, plan, source_where)
