@@ -132,6 +132,13 @@ def _rounds(client: HiveClient, source: Any, plan: Copying, remake: Callable[[],
         listing = _listing(client, source, bool(plan.source_keys))
         marks, held = _journal(client, plan)
         decided = next_round(copied, {u: f for u, (_, f) in listing.items()}, marks, frozenset(held))
+        total = sum(b for b, _ in listing.values())
+        done = len(listing) - (0 if isinstance(decided, CutOver) else len(decided.stale))
+        if copied == 0 and done:
+            client.report(f"resuming the copy of {plan.key}: {_done(plan, done, len(listing))} by a stopped run")
+        elif copied == 0:
+            client.report(f"copying the rows of {plan.key} into {plan.staging}: {_units(plan, len(listing))}, "
+                          f"{size(total)}")
         match decided:
             case CutOver():
                 return
@@ -141,20 +148,13 @@ def _rounds(client: HiveClient, source: Any, plan: Copying, remake: Callable[[],
                     f"{ROUNDS} rounds of copying ({_units(plan, len(decided.stale))} changed again). {plan.key} is "
                     f"unchanged; what was copied is kept in {plan.staging}, and the next apply copies only the rest: "
                     "apply again when its writers pause")
+            case Copy() if copied:
+                client.report(f"copying again what was written to {plan.key} during the copy: "
+                              f"{_units(plan, len(decided.stale))}")
             case Copy():
                 pass
             case _:
                 assert_never(decided)
-        total = sum(b for b, _ in listing.values())
-        done = len(listing) - len(decided.stale)
-        if copied == 0 and done:
-            client.report(f"resuming the copy of {plan.key}: {_done(plan, done, len(listing))} by a stopped run")
-        elif copied == 0:
-            client.report(f"copying the rows of {plan.key} into {plan.staging}: {_units(plan, len(listing))}, "
-                          f"{size(total)}")
-        else:
-            client.report(f"copying again what was written to {plan.key} during the copy: "
-                          f"{_units(plan, len(decided.stale))}")
         _drop_partitions(client, plan, decided.dropped)
         _mark(client, plan, dict.fromkeys(decided.unmarked, ""))
         if decided.anew:
