@@ -44,6 +44,13 @@ BACKUP_OF = "schemaflow.backup_of"
 # On a table that is to take another's name (see plan.rewrite): the copy a rewrite fills, a backup being restored
 # (plan.restore), until it takes it: that table.
 REWRITE_OF = "schemaflow.rewrite_of"
+# What one core of Spark copies, verifies and journals a second in a rewrite, as bench/rewrite.py measured it: 3.55 GB
+# in 159 s on 2 local cores (11.2 MB/s a core). The plan estimates a rewrite's time by it (plan.rewrite), and the copy
+# bounds its chunks by it (catalog.rewrite_rounds). A cluster's disks and network give another figure.
+COPY_RATE = 11_000_000
+# The most a chunk of a rewrite's copy holds: about this many seconds of copying at COPY_RATE on the cores it copies
+# on (2.2 GB on two cores), what a stopped copy loses at most (catalog.rewrite_rounds).
+CHUNK_SECONDS = 100
 # On a backup being restored: the version the table it replaces had, which that table keeps as the new backup.
 RESTORE_VERSION = "schemaflow.restore_version"
 # On the table a restore swapped out for its backup (the new backup, see plan.restore): the run of that restore. Rows

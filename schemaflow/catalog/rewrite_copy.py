@@ -14,10 +14,13 @@ every partition kept elsewhere.
 fills it (its definition and the query; a staging table filled for another plan is made again), and, appended as each
 chunk is verified, its units with the fingerprint each source had when it was read (``schemaflow.copied.<n>``).
 
-**Rounds.** Each round copies, a chunk at a time, the units whose fingerprint differs from the journal's: every unit at
-first, after a stop those left, then those writers changed during the copy (and drops what the copy holds of units
-gone meanwhile), until a round finds nothing to copy, when the cut-over follows at once. Writers that keep writing
-through ``ROUNDS`` rounds stop the rewrite; what was copied is kept for the next apply.
+**Rounds and chunks** (decided by ``catalog.rewrite_rounds``). Each round copies, a chunk at a time, the units whose
+fingerprint differs from the journal's: every unit at first, after a stop those left, then those writers changed
+during the copy (and drops what the copy holds of units gone meanwhile), until a round finds nothing to copy, when the
+cut-over follows at once. Writers that keep writing through ``ROUNDS`` rounds stop the rewrite; what was copied is kept
+for the next apply. A chunk holds about ``model.CHUNK_SECONDS`` of copying at the rate the plan estimates with (2.2 GB
+on two cores, whatever Spark's defaults), which is what a stop loses at most; the whole table copied as one unit is one
+chunk, and a stop loses all of it (the staging table it fills is made again).
 
 **Verification.** A chunk's rows are counted and checksummed as Spark writes them (``Dataset.observe``: the table is
 read once) and compared with the same totals read back from what it wrote; a difference, or a value a conversion
@@ -26,18 +29,21 @@ turned into NULL, drops the staging table and stops the rewrite, the table untou
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, assert_never
 
 from sqlglot import exp
 
 from schemaflow.catalog.backend import HiveClient
 from schemaflow.catalog.jvm import jvm_view
+from schemaflow.catalog.rewrite_rounds import (ROUNDS, Copy, CutOver, Stop, Unit, chunks, next_round, order,
+                                               task_bytes)
 from schemaflow.catalog.table_files import held, partitions_data
 from schemaflow.catalog.thrift_data import parse_name
 from schemaflow.errors import SchemaflowError
@@ -65,19 +71,9 @@ DYNAMIC_PARTITIONS = {"hive.exec.dynamic.partition": "true", "hive.exec.dynamic.
 # supported only on partition keys of type string"), where a chunk's reads select them: Spark then lists the table's
 # partitions and selects them itself.
 FILTER_FALLBACK = {"spark.sql.hive.metastorePartitionPruningFallbackOnException": "true"}
-# A chunk is at least WAVES waves of the session's tasks (its cores, each reading what Spark gives a task,
-# spark.sql.files.maxPartitionBytes), so that a job's fixed costs (its listing, its commit, the partitions it
-# registers, the read-back) stay small beside its copying: about two minutes of work at the rate bench/rewrite.py
-# measured, on a laptop as on a cluster, and what a stop loses at most. Measured on 1.78 GB: in 8 chunks of one wave
-# each, the copy took 1.2x the bare INSERT, in one chunk 1.0x (docs/performance.md).
-WAVES = 8
+# What Spark gives a task to read, which a chunk's tasks read at most (``rewrite_rounds.task_bytes``).
 SPLIT = "spark.sql.files.maxPartitionBytes"
-MOST_CHUNKS = 200    # chunks of at least a 200th of the table
-CHUNK_UNITS = 1000   # partitions named in one chunk's condition
-ROUNDS = 4           # the first copy and three catch-ups of what writers changed meanwhile
 SHOWN_DIFFERENCES = 10  # partitions a failed verification lists; the rest are counted
-
-Unit = tuple[str | None, ...]  # a partition's values (None: NULL), () the whole table
 
 
 @dataclass(frozen=True)
@@ -113,47 +109,69 @@ def copying(source: Any, key: str, staging: str, table: Table, columns: Sequence
 
 
 def copy(client: HiveClient, source: Any, plan: Copying, create: str, claim: str) -> None:
-    """Fill ``plan.staging`` from ``source`` in rounds (see the module docstring); return once the last round found
-    nothing to copy, for the cut-over to follow at once. ``create`` is the staging table's CREATE, ``claim`` the claim
-    it is born with."""
+    """Fill ``plan.staging`` from ``source`` in rounds (``catalog.rewrite_rounds``); return once a round found nothing
+    to copy, for the cut-over to follow at once. ``create`` is the staging table's CREATE, ``claim`` the claim it is
+    born with."""
     digest = hashlib.sha256(f"{create.replace(claim, '')}\n{flagged(plan.key, plan.columns)}".encode()).hexdigest()
     _prepared(client, plan, create, claim, digest, keep=True)
+    cores = int(client.spark.sparkContext.defaultParallelism)
+    # As Spark reads it ("128m", "134217728b"): set, or its default.
+    split = int(jvm_view(client.spark).org.apache.spark.network.util.JavaUtils.byteStringAsBytes(
+        client.spark.conf.get(SPLIT)))
+    # Tasks of at most a WAVES-th of a core's chunk (Spark's task size left as it is where that is less).
+    with _settings(client, {SPLIT: str(task_bytes(split))} if task_bytes(split) < split else {}):
+        _rounds(client, source, plan, partial(_prepared, client, plan, create, claim, digest, keep=False), cores, split)
+
+
+def _rounds(client: HiveClient, source: Any, plan: Copying, remake: Callable[[], None], cores: int,
+            split: int) -> None:
+    """The rounds of the copy (``copy``), on a session of ``cores`` whose tasks read ``split`` bytes; ``remake``
+    makes the staging table anew."""
     copied_bytes, started = 0, time.monotonic()
-    for round_ in range(ROUNDS):
+    for copied in itertools.count():
         listing = _listing(client, source, bool(plan.source_keys))
         marks, held = _journal(client, plan)
-        stale = sorted((u for u in listing if marks.get(u) != listing[u][1]), key=_order)
-        orphans = sorted((held | marks.keys()) - listing.keys(), key=_order)
+        decided = next_round(copied, {u: f for u, (_, f) in listing.items()}, marks, frozenset(held))
         total = sum(b for b, _ in listing.values())
-        done = len(listing) - len(stale)
-        if round_ == 0 and done:
+        done = len(listing) - (0 if isinstance(decided, CutOver) else len(decided.stale))
+        if copied == 0 and done:
             client.report(f"resuming the copy of {plan.key}: {_done(plan, done, len(listing))} by a stopped run")
-        elif round_ == 0:
+        elif copied == 0:
             client.report(f"copying the rows of {plan.key} into {plan.staging}: {_units(plan, len(listing))}, "
                           f"{size(total)}")
-        elif stale or orphans:
-            client.report(f"copying again what was written to {plan.key} during the copy: {_units(plan, len(stale))}")
-        if not stale and not orphans:
-            return
-        _drop_partitions(client, plan, [u for u in orphans if u in held])
-        _mark(client, plan, {u: "" for u in orphans if u in marks})
-        if not plan.source_keys and marks:
-            _prepared(client, plan, create, claim, digest, keep=False)  # the whole table again, anew
-        for chunk in _chunks(client, stale, listing, total):
-            _drop_partitions(client, plan, [u for u in chunk if u in held])  # copied before, or by a stopped chunk
+        match decided:
+            case CutOver():
+                return
+            case Stop():
+                raise SchemaflowError(
+                    f"the rewrite of {plan.key} stopped before the cut-over: writers kept changing it through "
+                    f"{ROUNDS} rounds of copying ({_units(plan, len(decided.stale))} changed again). {plan.key} is "
+                    f"unchanged; what was copied is kept in {plan.staging}, and the next apply copies only the rest: "
+                    "apply again when its writers pause")
+            case Copy() if copied:
+                client.report(f"copying again what was written to {plan.key} during the copy: "
+                              f"{_units(plan, len(decided.stale))}")
+            case Copy():
+                pass
+            case _:
+                assert_never(decided)
+        _drop_partitions(client, plan, decided.dropped)
+        _mark(client, plan, dict.fromkeys(decided.unmarked, ""))
+        if decided.anew:
+            remake()  # the whole table again, anew
+        sizes = {u: b for u, (b, _) in listing.items()}
+        for chunk in chunks(decided.stale, sizes, cores, split, total):
+            _drop_partitions(client, plan, [u for u in chunk if u in decided.replaced])
             _copy_chunk(client, plan, chunk)
             # Marked with what its source was before the copy: one written to meanwhile differs at the next look.
             _mark(client, plan, {u: listing[u][1] for u in chunk})
             done += len(chunk)
-            copied_bytes += sum(listing[u][0] for u in chunk)
-            left = sum(listing[u][0] for u in stale) - copied_bytes if round_ == 0 else 0
+            copied_bytes += sum(sizes[u] for u in chunk)
+            left = sum(sizes[u] for u in decided.stale) - copied_bytes if copied == 0 else 0
             eta = f", about {duration((time.monotonic() - started) / copied_bytes * left)} left" if (
                 copied_bytes and left > 0) else ""
             client.report(f"{plan.key}: {_done(plan, done, len(listing))}"
                           f" ({size(copied_bytes)} this run){eta}")
-    raise SchemaflowError(f"the rewrite of {plan.key} stopped before the cut-over: writers kept changing it through "
-                          f"{ROUNDS} rounds of copying. {plan.key} is unchanged; what was copied is kept in "
-                          f"{plan.staging}, and the next apply copies only the rest: apply again when its writers pause")
 
 
 def _done(plan: Copying, done: int, count: int) -> str:
@@ -163,10 +181,6 @@ def _done(plan: Copying, done: int, count: int) -> str:
 
 def _units(plan: Copying, count: int) -> str:
     return plural(count, "partition") if plan.source_keys else "the whole table"
-
-
-def _order(unit: Unit) -> tuple[tuple[bool, str], ...]:
-    return tuple((v is None, v or "") for v in unit)
 
 
 def _prepared(client: HiveClient, plan: Copying, create: str, claim: str, digest: str, keep: bool) -> None:
@@ -222,7 +236,7 @@ def _mark(client: HiveClient, plan: Copying, marks: Mapping[Unit, str]) -> None:
     parameters = staged.getParameters()
     count = sum(1 for k in parameters.keySet() if k.startswith(COPIED_PREFIX))
     entries = [json.dumps([list(u), f], separators=(",", ":")) for u, f in sorted(marks.items(),
-                                                                                  key=lambda m: _order(m[0]))]
+                                                                                  key=lambda m: order(m[0]))]
     piece: list[str] = []
     for entry in [*entries, None]:
         if piece and (entry is None or sum(map(len, piece)) + len(piece) + len(entry) + 2 > MARK_CHARACTERS):
@@ -262,26 +276,6 @@ def _listing(client: HiveClient, source: Any, by_partition: bool) -> dict[Unit, 
     whole = held(client, location, [location, *elsewhere])
     digest = hashlib.sha256(",".join(whole[f].digest for f in [location, *elsewhere]).encode()).hexdigest()[:32]
     return {(): (sum(h.bytes for h in whole.values()), f"{len(folders)}|{digest}")}
-
-
-def _chunks(client: HiveClient, units: Sequence[Unit], listing: Mapping[Unit, tuple[int, str]],
-            total: int) -> Iterator[list[Unit]]:
-    """``units`` in chunks of about the bytes one job of the session should copy (see the constants)."""
-    parallelism = int(client.spark.sparkContext.defaultParallelism)
-    # As Spark reads it ("128m", "134217728b"): set, or its default.
-    split = int(jvm_view(client.spark).org.apache.spark.network.util.JavaUtils.byteStringAsBytes(
-        client.spark.conf.get(SPLIT)))
-    budget = max(parallelism * split * WAVES, total // MOST_CHUNKS, 1)
-    chunk: list[Unit] = []
-    held = 0
-    for unit in units:
-        chunk.append(unit)
-        held += listing[unit][0]
-        if held >= budget or len(chunk) >= CHUNK_UNITS:
-            yield chunk
-            chunk, held = [], 0
-    if chunk:
-        yield chunk
 
 
 def _copy_chunk(client: HiveClient, plan: Copying, chunk: Sequence[Unit]) -> None:

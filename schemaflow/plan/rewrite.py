@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from schemaflow.model import Stored, Table
+from schemaflow.model import CHUNK_SECONDS, COPY_RATE, Stored, Table
 from schemaflow.plan.evolution import ColumnChange, Evolution, evolve
 from schemaflow.plan.hazards import rewrite_hazards
 from schemaflow.plan.iceberg import backup_name, staging_name
@@ -32,10 +32,6 @@ from schemaflow.plan.kinds import ObjectType, StepKind
 from schemaflow.plan.steps import IcebergCommit, RewriteRows, Step
 from schemaflow.sql.rewrite import filling, one_to_one
 from schemaflow.wording import duration, plural, size
-
-# What one core of Spark copies, verifies and journals a second, as bench/rewrite.py measured it: 3.55 GB in 159 s on
-# 2 local cores (11.2 MB/s a core). A cluster's disks and network give another figure: the plan names this one.
-COPY_RATE = 11_000_000
 
 REWRITE_BLOCK = ("a rewrite copies every row of the table into a new one: plan with --allow-destructive (in a pull "
                  "request, the schemaflow-allow-destructive label) to run it")
@@ -115,9 +111,13 @@ class RewriteTable(ColumnChange):
                          "holds the verified copy")
         else:
             read = f"{plural(self.partition_count, 'partition')} of " if self.partition_count is not None else ""
-            chunks = ("partition by partition, in chunks" if one_to_one(
-                columns, [c.name for c in self.want.partition_columns], [c.name for c in self.have.partition_columns])
-                else "the whole table at once")
+            bound = f"{size(COPY_RATE * CHUNK_SECONDS * self.cores)} on {plural(self.cores, 'core')}; " if (
+                self.cores) else ""
+            chunks = (f"partition by partition, in chunks of at most about {duration(CHUNK_SECONDS)} of copying each "
+                      f"({bound}what a stop loses at most)" if one_to_one(
+                          columns, [c.name for c in self.want.partition_columns],
+                          [c.name for c in self.have.partition_columns])
+                      else "the whole table at once (a stop loses the whole copy, made again by the next apply)")
             notes.append(f"copies the rows of {read}{key} into {staging} through Spark (on the configured master), "
                          f"{chunks}, and compares what each chunk wrote with what the copy holds (row counts, a checksum "
                          "of the rows' values) before anything changes for readers; any difference stops it with the table "

@@ -1,0 +1,105 @@
+"""What each round of a rewrite's copy does, decided from what it saw: the pure half of ``catalog.rewrite_copy``.
+
+**Rounds.** Each round looks at the table (each unit's fingerprint: ``catalog.table_files.held``) and at the journal on
+the staging table (the fingerprint each unit had when its copy was verified) and the partitions the staging table
+holds. A unit whose fingerprint differs from its mark (not copied yet, written to since) is copied again; what the
+copy holds or marks of a unit gone from the table (a partition dropped meanwhile) is dropped and unmarked. A round
+that finds neither cuts over; after ``ROUNDS`` rounds that copied, a look that still finds some stops the rewrite
+(writers that keep writing), what was copied kept for the next apply. The whole table copied as one unit is copied
+anew whenever it is copied again (a staging table cannot be half-overwritten by a copy that is not by partition).
+
+**Chunks.** The units of a round are copied a chunk at a time, in their order: a chunk holds about ``CHUNK_SECONDS``
+of copying at the rate the plan estimates with (``model.COPY_RATE``) on the session's cores, whatever Spark's
+defaults: 2.2 GB on two cores. Within that, it is at least ``WAVES`` waves of the session's tasks, so that a job's
+fixed costs (its listing, its commit, the partitions it registers, the read-back) stay small beside its copying:
+where Spark would give a task more than a ``WAVES``-th of a core's share (``spark.sql.files.maxPartitionBytes``, 128
+MiB by default, set higher), the copy reads in smaller tasks; where less, the chunk is smaller too (it never holds
+fewer than ``WAVES`` waves' worth). Two floors: a table larger than ``MOST_CHUNKS`` chunks of that size (440 GB on two
+cores) is copied in chunks of a ``MOST_CHUNKS``-th of it, so that its journal stays small; a partition larger than a
+chunk is a chunk of its own. A chunk names at most ``CHUNK_UNITS`` partitions. A stop loses at most the chunk being
+copied. The whole table copied as one unit (unpartitioned, or its partition columns changed) is one chunk, and a stop
+loses all of it: each partition of the new table takes rows from any of the table's files, so a chunk of files would
+append to partitions other chunks fill, and what a stopped append wrote could not be told from what verified chunks
+did (a dynamic overwrite of them would replace the rows of earlier chunks): the next apply makes the copy again.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from schemaflow.model import CHUNK_SECONDS, COPY_RATE
+
+ROUNDS = 4           # the first copy and three catch-ups of what writers changed meanwhile
+WAVES = 8            # waves of the session's tasks a chunk holds at least (see the module docstring)
+MOST_CHUNKS = 200    # chunks of at least a 200th of the table
+CHUNK_UNITS = 1000   # partitions named in one chunk's condition
+
+Unit = tuple[str | None, ...]  # a partition's values (None: NULL), () the whole table
+
+
+@dataclass(frozen=True)
+class Copy:
+    """A round that copies: ``stale`` in order (those of ``replaced`` dropped from the copy first: copied before, or
+    written by a stopped chunk), after dropping the copy's partitions ``dropped`` and unmarking ``unmarked`` (units gone
+    from the table); ``anew``: the whole table, copied before, is copied into a new staging table."""
+
+    stale: tuple[Unit, ...]
+    replaced: frozenset[Unit]
+    dropped: tuple[Unit, ...]
+    unmarked: tuple[Unit, ...]
+    anew: bool
+
+
+@dataclass(frozen=True)
+class CutOver:
+    """Nothing left to copy: the cut-over follows at once."""
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Writers kept changing the table through ``ROUNDS`` rounds: ``stale`` units are still to copy."""
+
+    stale: tuple[Unit, ...]
+
+
+Round = Copy | CutOver | Stop
+
+
+def order(unit: Unit) -> tuple[tuple[bool, str], ...]:
+    """The order units are copied in: by their values, NULL last."""
+    return tuple((v is None, v or "") for v in unit)
+
+
+def next_round(copied: int, listing: Mapping[Unit, str], marks: Mapping[Unit, str], held: frozenset[Unit]) -> Round:
+    """What the round after ``copied`` rounds that copied does, given each unit of the table with its fingerprint
+    (``listing``), the journal (``marks``) and the partitions the copy holds (``held``; none, copied whole)."""
+    stale = tuple(sorted((u for u in listing if marks.get(u) != listing[u]), key=order))
+    gone = sorted((held | marks.keys()) - listing.keys(), key=order)
+    if not stale and not gone:
+        return CutOver()
+    if copied >= ROUNDS:
+        return Stop(stale)
+    return Copy(stale, frozenset(u for u in stale if u in held), tuple(u for u in gone if u in held),
+                tuple(u for u in gone if u in marks), anew=() in stale and () in marks)
+
+
+def task_bytes(split: int) -> int:
+    """What a task of the copy reads at most: Spark's ``split``, and at most a ``WAVES``-th of a core's chunk."""
+    return max(min(split, COPY_RATE * CHUNK_SECONDS // WAVES), 1)
+
+
+def chunks(units: Sequence[Unit], sizes: Mapping[Unit, int], cores: int, split: int,
+           total: int) -> Iterator[list[Unit]]:
+    """``units`` in chunks (see the module docstring), for a session of ``cores`` whose tasks read ``split`` bytes
+    (``task_bytes``), of a table of ``total`` bytes."""
+    budget = max(cores * task_bytes(split) * WAVES, total // MOST_CHUNKS, 1)
+    chunk: list[Unit] = []
+    held = 0
+    for unit in units:
+        chunk.append(unit)
+        held += sizes[unit]
+        if held >= budget or len(chunk) >= CHUNK_UNITS:
+            yield chunk
+            chunk, held = [], 0
+    if chunk:
+        yield chunk
