@@ -25,7 +25,7 @@ from schemaflow.plan.plan import Basis, Plan, PlanBuilder
 from schemaflow.project import Project, load_project
 from schemaflow.spec import load_catalog
 from schemaflow.workflow import applied_state, desired_state
-from tests.gitrepos import commit, init_repo
+from tests.gitrepos import commit, init_repo, put_files
 from tests.inprocess import schemaflow
 
 SCALARS = ["tinyint", "smallint", "int", "bigint", "float", "double", "boolean", "string", "binary", "date",
@@ -64,7 +64,7 @@ def held(root: Path, kind: str) -> dict[str, Table]:
     loaded together, the files validate refuses left out."""
     database = f"held_{kind}"
     files = {f"schemas/{database}/t{i}.yaml": table(database, f"t{i}", kind, t) for i, t in enumerate(TYPES)}
-    write(root, {"schemaflow.yaml": f"databases: [{database}]\n", **files})
+    put_files(root, {"schemaflow.yaml": f"databases: [{database}]\n", **files})
     try:
         load_catalog(root, (database,))
     except SpecError as error:
@@ -72,13 +72,6 @@ def held(root: Path, kind: str) -> dict[str, Table]:
             (root / "schemas" / database / path).unlink()
     loaded = desired_state(load_project(root, env={}))
     return {t: table_ for i, t in enumerate(TYPES) if isinstance(table_ := loaded.get(f"{database}.t{i}"), Table)}
-
-
-def write(root: Path, files: dict[str, str]) -> None:
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
 
 
 def planned(project: Project, base: Catalog, head: Catalog) -> Plan:
@@ -126,7 +119,7 @@ def test_nested_type_to_a_type_with_parameters_is_refused_by_plan_base_with_its_
                                                                                         monkeypatch):
     repo = init_repo(tmp_path)
     for type_ in (old, new):
-        write(tmp_path, {"schemaflow.yaml": "databases: [d]\n",
+        put_files(tmp_path, {"schemaflow.yaml": "databases: [d]\n",
                          "schemas/d/t.yaml": f"table: d.t\n{storage}\ncolumns:\n  - {{name: a, type: \"{type_}\"}}\n"})
         commit(repo, f"a is {type_}")
     monkeypatch.chdir(tmp_path)
