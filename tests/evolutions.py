@@ -72,52 +72,37 @@ class Column:
 
 
 def literal(type_: str, row: int) -> str:
-    base = type_.split("(")[0].split("<")[0]
-    match base:
-        case "smallint" | "int" | "bigint":
-            return str(row * 7)
-        case "string" | "varchar":
-            return f"'s{row}'"
-        case "decimal":
-            return f"'{row}.25'"
-        case "date":
-            return f"DATE'2026-01-0{row}'"
-        case "double":
-            return f"{row}.5D"
-        case "boolean":
-            return "true" if row % 2 == 0 else "false"
-        case "array":
-            return f"array({row}, {row + 1})"
-        case "struct":
-            return f"named_struct('a', {row})"
-        case "map":
-            return f"map('k', {row})"
-    raise ValueError(type_)
+    """The SQL of the value a column created as ``type_`` holds in row ``row``."""
+    return _value(type_, row)[0]
 
 
 def value_text(origin: str, row: int) -> str:
     """The text Spark gives a value of ``origin`` in row ``row`` (``CAST(c AS STRING)``), whatever it became."""
-    base = origin.split("(")[0].split("<")[0]
-    match base:
+    return _value(origin, row)[1]
+
+
+def _value(type_: str, row: int) -> tuple[str, str]:
+    """The value a column created as ``type_`` holds in row ``row``: its SQL, and its text."""
+    match type_.split("(")[0].split("<")[0]:
         case "smallint" | "int" | "bigint":
-            return str(row * 7)
+            return str(row * 7), str(row * 7)
         case "string" | "varchar":
-            return f"s{row}"
+            return f"'s{row}'", f"s{row}"
         case "decimal":
-            return f"{row}.25"
+            return f"'{row}.25'", f"{row}.25"
         case "date":
-            return f"2026-01-0{row}"
+            return f"DATE'2026-01-0{row}'", f"2026-01-0{row}"
         case "double":
-            return f"{row}.5"
+            return f"{row}.5D", f"{row}.5"
         case "boolean":
-            return "true" if row % 2 == 0 else "false"
+            return ("true", "true") if row % 2 == 0 else ("false", "false")
         case "array":
-            return f"[{row}, {row + 1}]"
+            return f"array({row}, {row + 1})", f"[{row}, {row + 1}]"
         case "struct":
-            return f"{{{row}}}"
+            return f"named_struct('a', {row})", f"{{{row}}}"
         case "map":
-            return f"{{k -> {row}}}"
-    raise ValueError(origin)
+            return f"map('k', {row})", f"{{k -> {row}}}"
+    raise ValueError(type_)
 
 
 @dataclass(frozen=True)
@@ -278,7 +263,7 @@ class _Drawing:
             choices += ["rename", "rename", "drop", "retype"]
         if len(table.columns) > 2:
             choices.append("reorder")
-        if self.state.views:
+        if self.state.views and self.rng.random() < 0.3:
             choices.append("drop_view")
         retypable = [c for c in data if retypes(table.kind, c.type)]
         match self.rng.choice(choices):
