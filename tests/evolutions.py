@@ -260,12 +260,14 @@ class _Drawing:
         data = [c for c in table.columns if c.name != "id" and (table.name, c.name) not in self.touched]
         choices = ["add", "new_table", "new_view"]
         if data:
-            choices += ["rename", "rename", "drop", "retype"]
+            choices += ["rename", "rename", "drop"]
+        choices.append("retype")
         if len(table.columns) > 2:
             choices.append("reorder")
         if self.state.views and self.rng.random() < 0.3:
             choices.append("drop_view")
-        retypable = [c for c in data if retypes(table.kind, c.type)]
+        # A column renamed in this commit may be retyped too, as a team renames and widens a column at once.
+        retypable = [c for c in table.columns if c.name != "id" and retypes(table.kind, c.type)]
         match self.rng.choice(choices):
             case "add":
                 self.add(table)
