@@ -52,3 +52,14 @@ def edit(file: Path, old: str, new: str) -> None:
     text = file.read_text()
     assert text.count(old) == 1, f"{old!r} is not in {file} exactly once"
     file.write_text(text.replace(old, new))
+
+
+def put_files(root: Path, files: dict[str, str | None]) -> None:
+    """Write each file of ``files`` (a path under ``root`` -> its text) or delete it (None)."""
+    for name, text in files.items():
+        path = root / name
+        if text is None:
+            path.unlink()
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)

@@ -132,16 +132,17 @@ def _same_shape(old: exp.DataType, new: exp.DataType) -> bool:
     nested = (exp.DataType.Type.ARRAY, exp.DataType.Type.MAP, exp.DataType.Type.STRUCT)
     if old.this not in nested and new.this not in nested:
         return True
+    if old.this != new.this:  # a nested type to a primitive one (whose parameters are no parts), or to another shape
+        return False
     parts = [_part(e) for e in old.expressions], [_part(e) for e in new.expressions]
-    return old.this == new.this and len(parts[0]) == len(parts[1]) and all(
-        _same_shape(a, b) for a, b in zip(*parts, strict=True))
+    return len(parts[0]) == len(parts[1]) and all(
+        a is not None and b is not None and _same_shape(a, b) for a, b in zip(*parts, strict=True))
 
 
-def _part(node: exp.Expression) -> exp.DataType:
-    """The type of a nested type's part: an element, a key or value, or a struct's field."""
+def _part(node: exp.Expression) -> exp.DataType | None:
+    """The type of a nested type's part: an element, a key or value, or a struct's field (None: not a type)."""
     kind = node.args.get("kind") if isinstance(node, exp.ColumnDef) else node
-    assert isinstance(kind, exp.DataType)
-    return kind
+    return kind if isinstance(kind, exp.DataType) else None
 
 
 def _digits(decimal: str) -> tuple[int, int]:
