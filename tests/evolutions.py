@@ -217,7 +217,9 @@ class _Drawing:
 
     def add(self, table: TableShape) -> None:
         column = self.column(table.kind)
-        self.put(replace(table, columns=(*table.columns, column)))
+        # A table created by this commit is given its rows after the apply, a value in every column it then has.
+        filled = table.filled | {column.name} if table.name in self.created else table.filled
+        self.put(replace(table, columns=(*table.columns, column), filled=filled))
         self.edits.append(f"add {table.name}.{column.name} {column.type}")
 
     def rename(self, table: TableShape, column: Column) -> None:
