@@ -206,6 +206,7 @@ def server(line: str, request: pytest.FixtureRequest, workdir: Path) -> Iterator
 
 
 @pytest.mark.remote
+@pytest.mark.one_release
 @pytest.mark.parametrize("line", LINES)
 def test_an_imported_table_is_rewritten_by_its_first_apply_on_a_metastore_server_of_each_line(
         line, request, tmp_path, run_python):

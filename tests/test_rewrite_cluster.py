@@ -18,7 +18,7 @@ from tests.metastore_server import metastore_setting
 from tests.projects import paused, resume, schemaflow
 from tests.spark_cluster import standalone_cluster
 
-pytestmark = pytest.mark.remote
+pytestmark = [pytest.mark.remote, pytest.mark.one_release]
 
 DB = "rewrite_cluster"
 # Spark widens no column of a data-source table in place: int -> bigint is a rewrite.
