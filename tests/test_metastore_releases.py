@@ -35,7 +35,7 @@ from tests.metastore_server import (RELEASES, TEST_JAVA_OPTIONS, MetastoreServer
 from tests.postgres_server import PostgresServer
 from tests.projects import schemaflow as run
 
-pytestmark = pytest.mark.remote
+pytestmark = [pytest.mark.remote, pytest.mark.one_release]
 ROOT = Path(__file__).resolve().parent.parent
 
 
