@@ -17,7 +17,9 @@ from importlib.metadata import PackageNotFoundError, version
 from schemaflow.errors import SchemaflowError
 
 SparkVersion = tuple[int, int]  # (major, minor)
-INSTALL = "pip install 'schemaflow-hive[spark]'"
+# No release is on the package index yet: the hint names where schemaflow comes from, as the README does.
+INSTALL = ("install schemaflow with its extra spark (pip install '<where schemaflow comes from>[spark]', from a clone: "
+           "pip install '/path/to/schemaflow[spark]')")
 
 
 @cache
@@ -43,8 +45,8 @@ def spark_version(declared: SparkVersion | None = None) -> SparkVersion:
         return found[0]
     if declared is not None:
         return declared
-    raise SchemaflowError("a plan needs the Spark release apply runs with, and pyspark is not installed: install it "
-                          f"({INSTALL}), or declare the release in schemaflow.yaml (spark: {{release: \"4.0\"}})")
+    raise SchemaflowError("a plan needs the Spark release apply runs with, and pyspark is not installed: "
+                          f"{INSTALL}, or declare the release in schemaflow.yaml (spark: {{release: \"4.0\"}})")
 
 
 def parse_release(text: str) -> SparkVersion:

@@ -33,8 +33,9 @@ def test_the_installed_release_is_the_one_and_must_be_the_declared_one(monkeypat
 
 def test_without_pyspark_the_declared_release_is_the_one_and_without_either_a_plan_says_what_to_do(without_pyspark):
     assert spark_version((3, 5)) == (3, 5)
-    with pytest.raises(SchemaflowError, match=r"pyspark is not installed: install it \(pip install "
-                                              r"'schemaflow-hive\[spark\]'\), or declare the release in schemaflow.yaml"):
+    with pytest.raises(SchemaflowError, match=r"pyspark is not installed: install schemaflow with its extra spark \(pip install "
+                                              r"'<where schemaflow comes from>\[spark\]', from a clone: pip install "
+                                              r"'/path/to/schemaflow\[spark\]'\), or declare the release in schemaflow.yaml"):
         spark_version()
     assert parse_release("3.5") == (3, 5) and parse_release("10.12") == (10, 12)
 
@@ -49,7 +50,7 @@ def test_a_pull_request_plans_without_pyspark_for_the_declared_release(tmp_path,
     edit(items, "{name: quantity, type: int}", "{name: quantity, type: bigint}")
     # Without a declared release the plan cannot say what the Spark apply runs with reads: it says so.
     assert main(["--project", str(root), "plan", "--base", "HEAD"]) == 1
-    assert "install it (pip install 'schemaflow-hive[spark]'), or declare the release" in capsys.readouterr().err
+    assert "pip install '/path/to/schemaflow[spark]'), or declare the release" in capsys.readouterr().err
     # Declared 3.5: Spark 3.5's Parquet reader cannot read the old files as bigint, which the plan says; 4.0 reads them.
     settings = root / "schemaflow.yaml"
     hazards = {}
@@ -70,8 +71,9 @@ def test_a_command_that_runs_spark_without_pyspark_says_how_to_install_it(tmp_pa
     edit(root / "schemaflow.yaml", "spark:\n", "spark:\n  release: \"4.0\"\n")
     assert main(["--project", str(root), "plan"]) == 1
     assert capsys.readouterr().err.splitlines()[-1] == (
-        "error: this command runs Spark, and pyspark is not installed: pip install 'schemaflow-hive[spark]' (pyspark "
-        "is an extra: a plan --base needs none)")
+        "error: this command runs Spark, and pyspark is not installed: install schemaflow with its extra spark (pip "
+        "install '<where schemaflow comes from>[spark]', from a clone: pip install '/path/to/schemaflow[spark]'); "
+        "pyspark is an extra: a plan --base needs none")
 
 
 def test_a_release_that_is_not_major_dot_minor_is_refused_where_it_is_written(tmp_path, capsys):

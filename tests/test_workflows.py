@@ -193,19 +193,24 @@ def test_every_action_is_pinned_to_a_commit_and_no_checkout_keeps_its_token():
 def test_the_plan_workflow_posts_a_blocked_plan_then_fails(tmp_path):
     workflow = load(PLAN)
     plan = named(workflow, "Plan")
-    assert plan["id"] == "plan" and plan["run"].endswith('|| echo "status=$?" >> "$GITHUB_OUTPUT"')
+    assert plan["id"] == "plan" and plan["run"].endswith('|| echo "status=$?" >> "$GITHUB_OUTPUT"; wait $!')
     names = [step.get("name") or step["uses"] for step in steps(workflow)]
     failing = named(workflow, "Fail when the plan cannot be applied")
     assert names.index("Post the plan, or update the comment that has it") < names.index(failing["name"])
-    assert failing["if"] == "steps.plan.outputs.status == '1'"
-    # The step's shell as the runner runs it (bash -e), schemaflow standing in by its exit code.
+    assert failing["if"] == "steps.plan.outputs.status != '' && steps.plan.outputs.status != '2'"
+    # The step's shell as the runner runs it (bash -e), schemaflow standing in: it writes its errors slowly (the
+    # tee is waited for), then ends with the code (137: killed, as bash reports a process killed by SIGKILL).
     output = tmp_path / "output"
-    redirect = plan["run"][plan["run"].index(" > plan.md"):]
-    for code, recorded in ((0, ""), (2, "status=2\n"), (1, "status=1\n")):
+    schemaflow = ('schemaflow() { echo "# plan"; for i in $(seq 200); do echo "error line $i" >&2; done; sleep 0.2; '
+                  'echo last >&2; return "$CODE"; }; ')
+    for code, recorded in ((0, ""), (2, "status=2\n"), (1, "status=1\n"), (137, "status=137\n")):
         output.write_text("")
-        subprocess.run(["bash", "-e", "-c", f"(exit {code}){redirect}"], cwd=tmp_path, check=True,
-                       env={"GITHUB_OUTPUT": str(output)})
+        ran = subprocess.run(["bash", "-e", "-c", schemaflow + plan["run"]], cwd=tmp_path, check=True, text=True,
+                             capture_output=True, env={"GITHUB_OUTPUT": str(output), "CODE": str(code), "PATH": os.defpath})
         assert output.read_text() == recorded
+        errors = (tmp_path / "plan.err").read_text()
+        assert errors.endswith("error line 200\nlast\n") and ran.stderr == errors, code
+        assert (tmp_path / "plan.md").read_text() == "# plan\n"
 
 
 def test_both_workflows_install_only_schemaflow_pinned_never_a_name_from_the_index(tmp_path):

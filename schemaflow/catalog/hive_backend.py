@@ -66,8 +66,8 @@ class HiveBackend:
         if self.connected is None:
             # Imported here: pyspark loads only when a command needs the live metastore.
             if installed() is None:
-                raise SchemaflowError(f"this command runs Spark, and pyspark is not installed: {INSTALL} (pyspark "
-                                      "is an extra: a plan --base needs none)")
+                raise SchemaflowError(f"this command runs Spark, and pyspark is not installed: {INSTALL}; pyspark "
+                                      "is an extra: a plan --base needs none")
             from schemaflow.catalog.metastore import Metastore
             from schemaflow.catalog.session import spark_session
 

@@ -79,14 +79,18 @@ def pin_spark_home() -> Path:
         _check_absolute(os.environ, name)
     home = spark_home()
     if home is None:
-        raise SchemaflowError(f"Spark needs pyspark, which is not installed here: install it ({INSTALL}), or set "
+        raise SchemaflowError(f"Spark needs pyspark, which is not installed here: {INSTALL}, or set "
                               f"{SPARK_HOME} to the folder of a Spark installation")
     if not (home / "bin" / "spark-submit").is_file():
         raise SchemaflowError(f"{home} holds no bin/spark-submit, which starts Spark: set {SPARK_HOME} to the folder "
                               "of a Spark installation; nothing was run")
     os.environ[SPARK_HOME] = str(home)
     runs = java()
-    if runs is not None and not os.environ.get(JAVA_HOME):  # its installation, through the links to it (bin/java)
+    if runs is None or not runs.is_file():  # said first: Spark's own failure would blame its master
+        missing = f"{JAVA_HOME} is not set and no java is on the PATH" if runs is None else f"there is no {runs}"
+        raise SchemaflowError(f"Spark needs Java, and there is none here ({missing}): install Java 17 (a JDK), or set "
+                              f"{JAVA_HOME} to one; nothing was run")
+    if not os.environ.get(JAVA_HOME):  # its installation, through the links to it (bin/java)
         os.environ[JAVA_HOME] = str(runs.resolve().parent.parent)
     return home
 
