@@ -25,10 +25,11 @@ import functools
 import time
 from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime, UTC
-from typing import Any, TextIO, assert_never
+from typing import Any, NoReturn, TextIO, assert_never
 from collections.abc import Callable, Collection, Mapping, Sequence
 
 from schemaflow.apply.lane import Lane, LaneFailed
+from schemaflow.apply.stops import StopRequest, stop_between_steps
 from schemaflow.catalog.backend import CatalogWriter
 from schemaflow.claims import Claim, new_run
 from schemaflow.errors import ConcurrentChange, SchemaflowError, Unreachable
@@ -141,16 +142,34 @@ class ApplyError(SchemaflowError):
     def __init__(self, failed: int, steps: Sequence[Step], cause: Exception, begun: int | None = None) -> None:
         self.failed = failed  # 0-based index of the failed step
         self.begun = begun    # 0-based index of a later step that had begun beside its last write, if one had
-        applied = [f"  {i}. {s.summary}" for i, s in enumerate(steps[:failed], 1)]
-        pending = [f"  {i}. {s.summary}" for i, s in enumerate(steps[failed:], failed + 1) if i - 1 != begun]
-        lines = [f"step {failed + 1} failed ({steps[failed].summary}): {cause}",
-                 f"applied ({len(applied)}):"] + (applied or ["  none"])
-        if begun is not None:
-            lines += ["begun, not finished (1):", f"  {begun + 1}. {steps[begun].summary}"]
-        lines += [f"not applied ({len(pending)}):"] + pending
-        lines.append("Fix the cause, then plan and apply again: a new plan starts from the live state, "
-                     "so it continues where this run stopped.")
-        super().__init__("\n".join(lines))
+        super().__init__("\n".join([f"step {failed + 1} failed ({steps[failed].summary}): {cause}",
+                                    *_applied_and_not(steps, failed, begun),
+                                    "Fix the cause, then plan and apply again: a new plan starts from the live state, "
+                                    "so it continues where this run stopped."]))
+
+
+class ApplyInterrupted(SchemaflowError):
+    """A signal stopped an apply (``apply.stops``): before step ``stopped``, or with ``begun`` (the same step) begun."""
+
+    def __init__(self, signal: str, stopped: int, steps: Sequence[Step], begun: bool = False) -> None:
+        self.stopped = stopped  # 0-based index of the first step not finished
+        self.begun = begun
+        where = (f"during step {stopped + 1} of {len(steps)}, which is begun" if begun
+                 else f"before step {stopped + 1} of {len(steps)}, between two steps")
+        super().__init__("\n".join([f"apply stopped by {signal} {where}",
+                                    *_applied_and_not(steps, stopped, stopped if begun else None),
+                                    "To finish: schemaflow apply, as you ran it but with no saved PLAN: a new plan "
+                                    "starts from the live state, so it holds exactly what was not applied."]))
+
+
+def _applied_and_not(steps: Sequence[Step], stopped: int, begun: int | None) -> list[str]:
+    """The lines that list the steps before ``stopped`` as applied, ``begun`` (if one was) as begun, the rest as not."""
+    applied = [f"  {i}. {s.summary}" for i, s in enumerate(steps[:stopped], 1)]
+    pending = [f"  {i}. {s.summary}" for i, s in enumerate(steps[stopped:], stopped + 1) if i - 1 != begun]
+    lines = [f"applied ({len(applied)}):"] + (applied or ["  none"])
+    if begun is not None:
+        lines += ["begun, not finished (1):", f"  {begun + 1}. {steps[begun].summary}"]
+    return lines + [f"not applied ({len(pending)}):"] + (pending or ["  none"])
 
 
 class Run:
@@ -294,7 +313,8 @@ def check_runnable(plan: Plan) -> None:
 
 def apply_plan(plan: Plan, writer: CatalogWriter, progress: TextIO | None = None, claim: Claim | None = None,
                pause: Callable[[str], None] | None = None, clock: Callable[[], float] = time.monotonic) -> None:
-    """Claim the plan's objects, then run every step in order; raise ``ApplyError`` at the first failure.
+    """Claim the plan's objects, then run every step in order; raise ``ApplyError`` at the first failure, and
+    ``ApplyInterrupted`` when SIGINT or SIGTERM stops it (before the next step: ``apply.stops``).
 
     ``pause`` is called with ``"claimed"`` after the claims and ``"<step>.<action>"`` (1-based) after
     each action: the points where a test may stop or kill the run. ``clock`` times the steps.
@@ -304,18 +324,18 @@ def apply_plan(plan: Plan, writer: CatalogWriter, progress: TextIO | None = None
     # The second connection first: one that cannot be opened stops the run before anything is claimed.
     # A plan of no stamps (a sync of view partitions) has nothing to hand over, and opens none.
     stamps = any(_ends_with_stamp(step) for step in plan.steps)
-    with writer.beside() if stamps else nullcontext() as second:
+    with writer.beside() if stamps else nullcontext() as second, stop_between_steps() as stop:
         _claim(plan, run, progress, clock)
         if pause:
             pause("claimed")
         lane = Lane() if second is not None else None
         try:
             try:
-                _run_steps(plan, run, progress, pause, clock, lane, second)
+                _run_steps(plan, run, progress, pause, clock, lane, second, stop)
             finally:
                 if lane:
                     lane.close()
-        except ApplyError as error:
+        except (ApplyError, ApplyInterrupted) as error:
             if not isinstance(error.__cause__, Unreachable):  # the steps that landed go into the history
                 try:
                     _record_history(plan, run)
@@ -371,9 +391,10 @@ def _claim(plan: Plan, run: Run, progress: TextIO | None, clock: Callable[[], fl
 
 
 def _run_steps(plan: Plan, run: Run, progress: TextIO | None, pause: Callable[[str], None] | None,
-               clock: Callable[[], float], lane: Lane | None, second: CatalogWriter | None) -> None:
+               clock: Callable[[], float], lane: Lane | None, second: CatalogWriter | None, stop: StopRequest) -> None:
     """Run every step in order, each step's last write to its own object in ``lane`` if there is one
-    (on ``second``); raise ``ApplyError`` at the first failure, in the lane or not.
+    (on ``second``); raise ``ApplyError`` at the first failure, in the lane or not, and ``ApplyInterrupted``
+    before the step after a ``stop`` was asked for (or in the step that runs, at a second signal).
 
     With ``pause``, each write is waited for before the point after it is reached, so the points mean
     what they say; so is the last step's, so that the run ends when everything has landed.
@@ -382,6 +403,8 @@ def _run_steps(plan: Plan, run: Run, progress: TextIO | None, pause: Callable[[s
     width = len(str(total))
     began = estimated = clock()
     for index, step in enumerate(plan.steps):
+        if stop.signal is not None:
+            _stop(plan, run, index, lane, stop.name)
         started = clock()
         if progress and index and started - estimated >= ESTIMATE_EVERY_SECONDS:
             progress.write(_estimate(index, total, started - began))
@@ -421,8 +444,26 @@ def _run_steps(plan: Plan, run: Run, progress: TextIO | None, pause: Callable[[s
             if not isinstance(cause, Unreachable):  # else the claims stay for the next run, as they would
                 run.release(plan.guards)
             raise ApplyError(failed, plan.steps, cause, index if failed != index and wrote else None) from cause
+        except KeyboardInterrupt:  # a second signal (apply.stops): py4j's connection may be mid-answer, so no more
+            if progress:           # writes, and the claims stay for the next run to take over
+                progress.write("STOPPED\n")
+            raise ApplyInterrupted(stop.name, index, plan.steps, begun=wrote) from None
         if progress:
             progress.write(f"done ({clock() - started:.1f}s)\n")
+
+
+def _stop(plan: Plan, run: Run, index: int, lane: Lane | None, signal: str) -> NoReturn:
+    """Stop before step ``index``, once the last write in ``lane`` has landed: hand back the claims on objects not
+    changed, and raise ``ApplyInterrupted`` (``ApplyError`` if that write failed)."""
+    try:
+        if lane:
+            lane.wait()
+    except LaneFailed as failed:
+        if not isinstance(failed.cause, Unreachable):
+            run.release(plan.guards)
+        raise ApplyError(failed.index, plan.steps, failed.cause) from failed.cause
+    run.release(plan.guards)
+    raise ApplyInterrupted(signal, index, plan.steps)
 
 
 def _estimate(done: int, total: int, elapsed: float) -> str:
