@@ -21,6 +21,8 @@ launcher is kept there too, compiled again when its source changes.
 """
 from __future__ import annotations
 
+import ctypes
+import errno
 import fcntl
 import hashlib
 import json
@@ -30,7 +32,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +41,7 @@ from typing import NoReturn, TextIO
 from schemaflow.catalog.private_file import private_file
 from schemaflow.catalog.spark_home import java, pyspark_folder
 from schemaflow.errors import SchemaflowError
-from schemaflow.processes import accepts, alive
+from schemaflow.processes import accepts, alive, runs
 from schemaflow.project import STATE_DIR, Settings
 from schemaflow.wording import duration
 
@@ -55,6 +57,9 @@ START_SECONDS = 120.0   # how long a start may take before it is given up (a bus
 STOP_SECONDS = 30.0     # how long the server may take to let go of the database
 EXITED = "schemaflow: the local metastore server exited"  # the watcher's last line in the log
 DERBY_LOCKED = "Another instance of Derby may have already booted the database"
+WATCHER = "schemaflow.catalog.local_server"  # the watcher's module, run with python -m
+SERVER = "LocalMetastore"                    # the server's main class
+PR_SET_PDEATHSIG = 1                         # Linux's prctl: a signal for this process when its parent ends
 
 
 @dataclass(frozen=True)
@@ -96,14 +101,20 @@ def serves(settings: Settings) -> bool:
 
 def running(state_dir: Path) -> Served | None:
     """The local server serving the database in ``state_dir``, if one is; a state file left by a server
-    that is gone (a machine restarted, a process killed) is removed."""
+    that is gone (a machine restarted, a process killed), or naming processes that are not this folder's watcher
+    and server (their ids taken by other programs since), is removed. A server whose watcher was killed is stopped
+    first: nothing else would stop it, and it holds the database."""
     state = state_dir / STATE_FILE
     try:
         served = Served(**json.loads(state.read_text()))
     except (OSError, ValueError, TypeError):
         return None
-    if alive(served.pid) and accepts(served.port):
+    watched = runs(served.pid, WATCHER, str(state_dir))
+    serving = runs(served.server_pid, SERVER, str(served.port))
+    if watched and serving and accepts(served.port):
         return served
+    if serving and not watched:
+        _end(served.server_pid)
     state.unlink(missing_ok=True)
     return None
 
@@ -112,11 +123,39 @@ def serve(settings: Settings, progress: TextIO) -> Served:
     """The local server of ``settings``' embedded metastore, started if none serves; marks it used now.
     Raises ``NotServed`` (saying why) where it cannot start: the caller opens the database itself."""
     state_dir = state_directory(settings)
-    state_dir.mkdir(parents=True, exist_ok=True)
-    with _locked(state_dir):
+    with usable(state_dir), _locked(state_dir):
         served = running(state_dir) or _start(settings, state_dir, progress)
         os.utime(state_dir / STATE_FILE)  # the watcher's clock: used now
     return served
+
+
+@contextmanager
+def usable(state_dir: Path) -> Iterator[None]:
+    """``state_dir`` made if missing; a failure there to reach, make, lock or write a file of it is one line saying
+    where and what to do (``SchemaflowError``), not the ``OSError``."""
+    try:
+        state_dir.mkdir(parents=True, exist_ok=True)
+        yield
+    except OSError as error:
+        raise SchemaflowError(_unusable(state_dir, error)) from None
+
+
+def _unusable(state_dir: Path, error: OSError) -> str:
+    """What to do about ``error``, met using the state folder ``state_dir``."""
+    where = error.filename or state_dir
+    match error.errno:
+        case errno.EACCES | errno.EPERM:
+            todo = f"make {state_dir} yours and writable (chmod -R u+w), or run schemaflow as the user it is for"
+        case errno.EROFS:
+            todo = "copy the project to a file system you can write, and run schemaflow there"
+        case errno.ENOTDIR | errno.EEXIST:
+            todo = f"a file stands where schemaflow keeps a folder: move {where} away, then run the command again"
+        case errno.ENOSPC | errno.EDQUOT:
+            todo = "free some space (the disk, or your quota, is full), then run the command again"
+        case _:
+            todo = f"make {state_dir} a folder you can write, then run the command again"
+    return (f"cannot use the state folder {state_dir} (the embedded metastore and its server's files): {where}: "
+            f"{error.strerror or error}; {todo}")
 
 
 def stop(state_dir: Path, progress: TextIO | None = None, why: str = "") -> Served | None:
@@ -124,23 +163,28 @@ def stop(state_dir: Path, progress: TextIO | None = None, why: str = "") -> Serv
     what it stopped (None: none served)."""
     if not (state_dir / STATE_FILE).exists():
         return None
-    with _locked(state_dir):
+    with usable(state_dir), _locked(state_dir):
         served = running(state_dir)
         if served is None:
             return None
         if progress is not None:
             progress.write(f"Stopping the local metastore server ({served.uri}){why} ...\n")
             progress.flush()
-        _signal(served.pid, signal.SIGTERM)
-        deadline = time.monotonic() + STOP_SECONDS
-        while alive(served.server_pid) or alive(served.pid):
-            if time.monotonic() > deadline:
-                _signal(served.server_pid, signal.SIGKILL)
-                _signal(served.pid, signal.SIGKILL)
-                break
-            time.sleep(0.1)
+        _end(served.pid, served.server_pid)
         (state_dir / STATE_FILE).unlink(missing_ok=True)
     return served
+
+
+def _end(first: int, *then: int) -> None:
+    """SIGTERM to ``first``, then wait until it and ``then`` have ended; after ``STOP_SECONDS``, SIGKILL to all."""
+    _signal(first, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_SECONDS
+    while any(alive(pid) for pid in (first, *then)):
+        if time.monotonic() > deadline:
+            for pid in (*then, first):
+                _signal(pid, signal.SIGKILL)
+            break
+        time.sleep(0.1)
 
 
 class NotServed(SchemaflowError):
@@ -252,7 +296,8 @@ def watch(state_dir: Path, idle_seconds: float, command: list[str]) -> NoReturn:
         os._exit(0)  # the command waits for this process alone; the watcher is nobody's child
     log = (state_dir / LOG_FILE).open("wb")
     port = int(command[-1])
-    server = subprocess.Popen(command, cwd=state_dir, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+    server = subprocess.Popen(command, cwd=state_dir, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                              preexec_fn=_ending_with(os.getpid()))
     stopping = False
 
     def told_to_stop(signum: int, frame: object) -> None:
@@ -290,6 +335,20 @@ def watch(state_dir: Path, idle_seconds: float, command: list[str]) -> NoReturn:
     except (OSError, ValueError, KeyError):
         pass
     os._exit(0)
+
+
+def _ending_with(watcher: int) -> Callable[[], None]:
+    """Run in the server's process before Java starts: on Linux, it is sent SIGTERM when ``watcher`` ends, killed
+    (-9) included, rather than live on holding the database; elsewhere the next command finds it (``running``)."""
+    def end_with_watcher() -> None:
+        try:
+            prctl = ctypes.CDLL(None).prctl
+        except (OSError, AttributeError):  # no prctl: not Linux
+            return
+        prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != watcher:  # it ended before the signal was asked for
+            os._exit(1)
+    return end_with_watcher
 
 
 def _unused(state: Path, idle_seconds: float, port: int) -> bool:

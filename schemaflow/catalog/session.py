@@ -39,7 +39,7 @@ from pyspark.sql import SparkSession
 
 from schemaflow.catalog.class_archive import ClassArchive, class_archive
 from schemaflow.catalog.jvm import java_message
-from schemaflow.catalog.local_server import derby_url, state_directory
+from schemaflow.catalog.local_server import derby_url, state_directory, usable
 from schemaflow.catalog.spark_compat import HIVE_JARS_KEY, HIVE_VERSION_KEY, silence_error_loggers
 from schemaflow.catalog.spark_defaults import defaults_file, spark_defaults
 from schemaflow.catalog.spark_launch import launch_driver
@@ -80,12 +80,13 @@ def spark_session(settings: Settings) -> SparkSession:
     if active is not None:
         return active
     state_dir = state_directory(settings)
-    state_dir.mkdir(parents=True, exist_ok=True)
+    jvm_log = state_dir / JVM_LOG
+    with usable(state_dir):  # the folder and the JVM's log in it, or one line saying why not
+        jvm_log.write_bytes(b"")
     archive = class_archive(settings_conf)
     if archive is not None:
         settings_conf[JAVA_OPTIONS_KEY] = f"{settings_conf[JAVA_OPTIONS_KEY]} {archive.option}".strip()
     conf = SparkConf(loadDefaults=False).setAll(sorted(settings_conf.items()))
-    jvm_log = state_dir / JVM_LOG
     started = time.monotonic()
     try:
         with jvm_log.open("wb") as output:
