@@ -96,8 +96,10 @@ def test_only_a_jvm_that_ended_well_gives_its_archive_the_name_and_its_installat
     installation = archive.path.name.split("-")[1]
     older = tmp_path / f"spark-{installation}-0123456789ab.jsa"  # this pyspark's, made for another java
     older.write_bytes(b"older")
-    elsewhere = tmp_path / "spark-ba9876543210-0123456789ab.jsa"  # another virtual environment's
+    elsewhere = tmp_path / "spark-ba9876543210-0123456789ab.jsa"  # another virtual environment's, which is there
     elsewhere.write_bytes(b"theirs")
+    theirs = tmp_path / "spark-ba9876543210.environment"
+    theirs.write_text(str(tmp_path))
     archive.writing.write_bytes(b"half")
     archive.finish(Ended(137))
     assert not archive.writing.exists() and not archive.path.exists() and older.exists()
@@ -105,7 +107,8 @@ def test_only_a_jvm_that_ended_well_gives_its_archive_the_name_and_its_installat
     archive.writing.write_bytes(b"whole")
     archive.finish(Ended(0))
     assert archive.path.read_bytes() == b"whole"
-    assert sorted(tmp_path.iterdir()) == sorted([archive.path, elsewhere])
+    mine = tmp_path / f"spark-{installation}.environment"
+    assert sorted(tmp_path.iterdir()) == sorted([archive.path, mine, elsewhere, theirs])
 
 
 @pytest.mark.spark
@@ -138,19 +141,3 @@ def test_a_command_leaves_the_archive_and_the_next_command_s_jvm_maps_spark_s_cl
     assert spark_classes and "source: shared objects file (top)" in spark_classes[0], spark_classes
     assert list(folder.iterdir()) == [archive]  # used, not written again
 
-
-def test_a_new_archive_leaves_those_of_the_installations_used_last_and_marks_each_it_maps(tmp_path, writing):
-    others = [tmp_path / f"spark-{n:012d}-0123456789ab.jsa" for n in range(5)]  # other virtual environments'
-    for age, other in enumerate(others):
-        other.write_bytes(b"theirs")
-        os.utime(other, (1_000_000 + age, 1_000_000 + age))  # others[4] used last
-    archive = class_archive.class_archive({}, environ(tmp_path))
-    assert archive is not None and archive.writing is not None
-    archive.writing.write_bytes(b"whole")
-    archive.finish(Ended(0))
-    assert sorted(tmp_path.iterdir()) == sorted([archive.path, others[3], others[4]])
-    # Mapping it again marks it used: kept before an archive used since it was written, but not since.
-    before = archive.path.stat().st_mtime
-    os.utime(archive.path, (before - 100, before - 100))
-    assert class_archive.class_archive({}, environ(tmp_path)) == ClassArchive(archive.path)
-    assert archive.path.stat().st_mtime >= before

@@ -13,8 +13,10 @@ writing leaves nothing in use. A long-lived process (a notebook, a test run) onl
 archive's name is a digest of pyspark's installation, then of what else the JVM's class path and
 classes come from (the ``java`` that ``spark-submit`` runs, pyspark's version, the settings and
 folders that add to the class path), so a change to any of them makes a new one, and the installation's
-old one is removed. Other installations' (other virtual environments) are kept while they are used: a JVM that
-maps one marks it used, and a new archive leaves the ``KEPT`` used last (each is 110-180 MB), the rest removed.
+old one is removed: one archive per installation (each is 110-180 MB). Other installations' (other virtual
+environments) are never evicted by this one's: each installation's folder is recorded beside its archive
+(``spark-<installation>.environment``), and a new archive removes only those of installations whose folder is gone
+(a virtual environment deleted), and any that no record names (an older schemaflow's).
 
 ``SCHEMAFLOW_CLASS_ARCHIVE`` names the folder, or is ``off``. By default it is the user's cache
 (``$XDG_CACHE_HOME/schemaflow``, else ``~/.cache/schemaflow``), except in CI (``CI`` set), whose
@@ -40,8 +42,7 @@ CLASS_PATH_SETTINGS = ("spark.driver.extraClassPath",)
 CLASS_PATH_VARIABLES = ("SPARK_CONF_DIR", "HADOOP_CONF_DIR", "YARN_CONF_DIR", "SPARK_DIST_CLASSPATH")
 # Java options of the user's that already choose what the JVM shares: then schemaflow adds none.
 SHARING_OPTIONS = ("-Xshare", "SharedArchiveFile", "ArchiveClassesAtExit")
-PREFIX, SUFFIX, PART = "spark-", ".jsa", ".part"
-KEPT = 3  # archives kept in the folder: those of the installations used last
+PREFIX, SUFFIX, PART, RECORD = "spark-", ".jsa", ".part", ".environment"
 EXIT_SECONDS = 120  # how long the process waits at its exit for the JVM to write the archive
 _writing_allowed = False
 
@@ -76,13 +77,15 @@ class ClassArchive:
             return
         if code == 0 and self.writing.exists():
             os.replace(self.writing, self.path)
-            installation = self.path.name.split("-")[1]
-            for other in self.path.parent.glob(f"{PREFIX}{installation}-*{SUFFIX}"):
-                if other != self.path:
+            _record(self.path)
+            folder = self.path.parent
+            for other in folder.glob(f"{PREFIX}*{SUFFIX}"):
+                if other != self.path and (_installation(other) == _installation(self.path)
+                                           or not _installed(folder, _installation(other))):
                     other.unlink(missing_ok=True)
-            kept = sorted(self.path.parent.glob(f"{PREFIX}*{SUFFIX}"), key=_last_used, reverse=True)
-            for unused in [p for p in kept if p != self.path][KEPT - 1:]:
-                unused.unlink(missing_ok=True)
+            for record in folder.glob(f"{PREFIX}*{RECORD}"):
+                if not _installed(folder, record.name[len(PREFIX):-len(RECORD)]):
+                    record.unlink(missing_ok=True)
         else:
             self.writing.unlink(missing_ok=True)
 
@@ -97,10 +100,6 @@ def class_archive(conf: Mapping[str, str], environ: Mapping[str, str] = os.envir
         return None
     path = folder / f"{PREFIX}{_digest(java, conf, environ)}{SUFFIX}"
     if path.exists():
-        try:
-            os.utime(path)  # used: kept before those of installations not used since (KEPT)
-        except OSError:  # another user's, in a shared folder
-            pass
         return ClassArchive(path)
     if not _writing_allowed:
         return None
@@ -141,11 +140,27 @@ def _digest(java: Path, conf: Mapping[str, str], environ: Mapping[str, str]) -> 
     return f"{_short(str(Path(pyspark.__file__).parent))}-{_short(json.dumps(content, sort_keys=True))}"
 
 
-def _last_used(archive: Path) -> float:
+def _installation(archive: Path) -> str:
+    """The digest of the pyspark folder whose archive ``archive`` is (``_digest``)."""
+    return archive.name[len(PREFIX):].split("-", 1)[0]
+
+
+def _record(archive: Path) -> None:
+    """Record beside ``archive`` the folder of this process's pyspark, whose archive it is."""
+    import pyspark
+
+    record = archive.with_name(f"{PREFIX}{_installation(archive)}{RECORD}")
+    written = record.with_name(f"{record.name}.{os.getpid()}")
+    written.write_text(str(Path(pyspark.__file__).parent))
+    written.replace(record)
+
+
+def _installed(folder: Path, installation: str) -> bool:
+    """Whether the pyspark folder recorded for ``installation`` in ``folder`` is there (False: none is recorded)."""
     try:
-        return archive.stat().st_mtime
-    except FileNotFoundError:  # removed meanwhile by another process
-        return 0.0
+        return Path((folder / f"{PREFIX}{installation}{RECORD}").read_text()).is_dir()
+    except (OSError, ValueError):  # no record, or one that names no path
+        return False
 
 
 def _short(text: str) -> str:
