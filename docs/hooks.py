@@ -1,6 +1,8 @@
-"""The MkDocs hook that generates the reference from the code, so that it is never stale.
+"""The MkDocs hook that keeps the reference generated from the code, so that it is never stale.
 
-Registered in mkdocs.yml (``hooks:``); every build runs it:
+Registered in mkdocs.yml (``hooks:``); every build runs it. The generated pages are kept in docs/ too, so that
+their links work where the pages are read as files (on GitHub): ``python docs/hooks.py`` writes them, and a build
+refuses them stale:
 
 - reference/yaml.md, every key of every file format, from the JSON Schemas in ``schemaflow/spec/schemas/``;
 - reference/exit-codes.md, from each command's declared exit codes (``schemaflow.cli.COMMANDS``);
@@ -9,7 +11,8 @@ Registered in mkdocs.yml (``hooks:``); every build runs it:
 - reference/commands.md is written by hand around the commands (one ``## name`` section each, with what
   the command does at length); the hook puts under each heading what the parser declares: the one-line
   help, the usage, every argument, the exit codes and the example;
-- the JSON Schemas themselves, under ``schemas/`` at the site's root: a stable URL for editors.
+- the JSON Schemas themselves, under ``schemas/`` at the site's root: a stable URL for editors. A page links to
+  them where they are in the repository (``schemaflow/spec/schemas/``); the site's links go to its own copies.
 
 The schemaflow it describes is the one in this checkout, whatever else is installed.
 """
@@ -44,22 +47,32 @@ FILE_FORMATS = {"settings.json": "Settings: `schemaflow.yaml`", "table.json": "A
                 "view.json": "A view: `schemas/<database>/<name>.yaml`",
                 "source.json": "A source: `schemas/<database>/<name>.yaml`",
                 "migration.json": "A migration: `migrations/NNNN_<slug>.yaml`"}
+# A page's link to a JSON Schema where it is in the repository, one folder further up than the site's copy.
+SCHEMA_LINK = re.compile(r"\]\(\.\./((?:\.\./)*)schemaflow/spec/schemas/([\w-]+\.json)\)")
 # Options every command takes, described once at the top of the commands page.
 COMMON_OPTIONS = {"-h", "--project", "--target", "--approve-code"}
 
 
+def generated() -> dict[str, str]:
+    """Each generated page (its path under docs/) and what it holds."""
+    return {"reference/yaml.md": yaml_reference(), "reference/exit-codes.md": exit_codes_reference(),
+            "reference/spark-settings.md": spark_settings_reference()}
+
+
 def on_files(files: Files, config: MkDocsConfig) -> Files:
-    """Add the generated pages and the JSON Schemas to the site."""
-    files.append(File.generated(config, "reference/yaml.md", content=yaml_reference()))
-    files.append(File.generated(config, "reference/exit-codes.md", content=exit_codes_reference()))
-    files.append(File.generated(config, "reference/spark-settings.md", content=spark_settings_reference()))
+    """Refuse a generated page that is stale; add the JSON Schemas to the site."""
+    for page, content in generated().items():
+        if (ROOT / "docs" / page).read_text() != content:
+            raise PluginError(f"docs/{page} is stale: write it again with python docs/hooks.py")
     for schema in sorted(SCHEMAS.glob("*.json")):
         files.append(File.generated(config, f"schemas/{schema.name}", abs_src_path=str(schema)))
     return files
 
 
 def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
-    """Under each command's heading on the commands page, what its parser declares."""
+    """Links to the JSON Schemas in the repository go to the site's copies; under each command's heading on the
+    commands page, what its parser declares."""
+    markdown = SCHEMA_LINK.sub(r"](\1schemas/\2)", markdown)
     if page.file.src_uri != COMMANDS_PAGE:
         return markdown
     try:
@@ -160,7 +173,7 @@ def yaml_reference() -> str:
         schema = _load(name)
         rows = "\n".join(f"| `{key}` | {_cell(kind)} | {'yes' if required else ''} | {_cell(rule)} |"
                          for key, kind, required, rule in _keys(schema, name, ""))
-        parts.append(f"## {described}\n\n{_text(schema['title'])}. JSON Schema: [{name}](../schemas/{name}).\n\n"
+        parts.append(f"## {described}\n\n{_text(schema['title'])}. JSON Schema: [{name}](../../schemaflow/spec/schemas/{name}).\n\n"
                      f"| key | type | required | what it takes |\n|---|---|---|---|\n{rows}\n")
     return "\n".join(parts)
 
@@ -261,3 +274,8 @@ def _text(text: str) -> str:
 def _cell(text: str) -> str:
     """``text`` as one cell of a Markdown table."""
     return _text(text).replace("|", "\\|").replace("\n", " ")
+
+
+if __name__ == "__main__":
+    for name, text in generated().items():
+        (ROOT / "docs" / name).write_text(text)

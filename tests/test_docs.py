@@ -63,6 +63,28 @@ def test_the_site_builds_strictly_with_the_schemas_at_their_url(tmp_path: Path) 
     assert "<table>" in ci[ci.index("It writes the reviewed plan"):ci.index("The runner must reach the metastore")]
 
 
+# A markdown link's target: inline, [text](target "title"), or a reference's definition, [name]: target.
+LINK = re.compile(r"\]\(<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\)|^\s*\[[^\]]+\]:\s+<?(\S+?)>?(?:\s|$)", re.MULTILINE)
+
+
+def test_every_link_between_the_docs_pages_names_a_file_of_the_repository() -> None:
+    """As read on GitHub (every page a file of the repository), not only on the built site: a link to a page the site
+    generates alone would be dead there."""
+    dead = []
+    for page in sorted(DOCS.rglob("*.md")):
+        text = re.sub(r"```.*?```|`[^`\n]*`", "", page.read_text(), flags=re.DOTALL)  # code is not a link
+        for match in LINK.finditer(text):
+            target = (match[1] or match[2]).split("#", 1)[0]
+            if target and not re.match(r"[a-z][a-z0-9+.-]*:", target) and not (page.parent / target).exists():
+                dead.append(f"{page.relative_to(ROOT)}: {target}")
+    assert dead == []
+
+
+def test_the_generated_pages_in_docs_are_as_the_hook_writes_them() -> None:
+    for name, content in hooks().generated().items():
+        assert (DOCS / name).read_text() == content, f"docs/{name} is stale: write it again with python docs/hooks.py"
+
+
 def _property_names(node: object) -> set[str]:
     """Every key any ``properties`` of a JSON Schema names, however deep."""
     if isinstance(node, list):
