@@ -56,6 +56,9 @@ def test_the_site_builds_strictly_with_the_schemas_at_their_url(tmp_path: Path) 
     assert "A schemaflow table: schemas/&lt;database&gt;/&lt;name&gt;.yaml" in yaml_page
     assert "<database>" not in yaml_page and "schemas//.yaml" not in yaml_page
     assert (site / "reference" / "exit-codes" / "index.html").is_file()
+    # Code boxes wrap (the quickstart is one line of 181 characters): the stylesheet is served, and every page links it.
+    assert "white-space: pre-wrap" in (site / "stylesheets" / "code.css").read_text()
+    assert 'href="../stylesheets/code.css"' in (site / "getting-started" / "index.html").read_text()
     # Nested list items stay nested (Python-Markdown nests by four spaces), tables in them too.
     ci = (site / "guides" / "ci" / "index.html").read_text()
     apply_item = ci[ci.index("<code>schemaflow-apply-on-merge.yml</code>"):ci.index("It applies exactly what was reviewed")]
