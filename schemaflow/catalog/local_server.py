@@ -109,7 +109,7 @@ def running(state_dir: Path) -> Served | None:
         served = Served(**json.loads(state.read_text()))
     except (OSError, ValueError, TypeError):
         return None
-    watched = runs(served.pid, WATCHER, str(state_dir))
+    watched = runs(served.pid, WATCHER, str(state_dir.resolve()))
     serving = runs(served.server_pid, SERVER, str(served.port))
     if watched and serving and accepts(served.port):
         return served
