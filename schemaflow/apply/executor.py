@@ -149,13 +149,17 @@ class ApplyError(SchemaflowError):
 
 
 class ApplyInterrupted(SchemaflowError):
-    """A signal stopped an apply (``apply.stops``): before step ``stopped``, or with ``begun`` (the same step) begun."""
+    """A signal stopped an apply (``apply.stops``) before step ``stopped``, or ``at_once`` in it (a second signal),
+    which may then be ``begun``."""
 
-    def __init__(self, signal: str, stopped: int, steps: Sequence[Step], begun: bool = False) -> None:
+    def __init__(self, signal: str, stopped: int, steps: Sequence[Step], at_once: bool = False,
+                 begun: bool = False) -> None:
         self.stopped = stopped  # 0-based index of the first step not finished
+        self.at_once = at_once
         self.begun = begun
-        where = (f"during step {stopped + 1} of {len(steps)}, which is begun" if begun
-                 else f"before step {stopped + 1} of {len(steps)}, between two steps")
+        where = (f"before step {stopped + 1} of {len(steps)}, between two steps" if not at_once
+                 else f"during step {stopped + 1} of {len(steps)}, which is begun" if begun
+                 else f"at step {stopped + 1} of {len(steps)}, before it wrote anything")
         super().__init__("\n".join([f"apply stopped by {signal} {where}",
                                     *_applied_and_not(steps, stopped, stopped if begun else None),
                                     "To finish: schemaflow apply, as you ran it but with no saved PLAN: a new plan "
@@ -335,14 +339,23 @@ def apply_plan(plan: Plan, writer: CatalogWriter, progress: TextIO | None = None
             finally:
                 if lane:
                     lane.close()
-        except (ApplyError, ApplyInterrupted) as error:
+        except ApplyError as error:
             if not isinstance(error.__cause__, Unreachable):  # the steps that landed go into the history
-                try:
-                    _record_history(plan, run)
-                except Exception:  # noqa: BLE001 -- bookkeeping: the apply's own failure is what to report
-                    pass
+                _record_history_after_stop(plan, run)
+            raise
+        except ApplyInterrupted as stopped:
+            if not stopped.at_once:  # at once, py4j's connection may have been left mid-answer: nothing more is written
+                _record_history_after_stop(plan, run)
             raise
         _record_history(plan, run)
+
+
+def _record_history_after_stop(plan: Plan, run: Run) -> None:
+    """``_record_history`` of a run that stopped part-way, whose own failure or stop is what to report."""
+    try:
+        _record_history(plan, run)
+    except Exception:  # noqa: BLE001 -- bookkeeping: the apply's own failure is what to report
+        pass
 
 
 def _record_history(plan: Plan, run: Run) -> None:
@@ -447,7 +460,7 @@ def _run_steps(plan: Plan, run: Run, progress: TextIO | None, pause: Callable[[s
         except KeyboardInterrupt:  # a second signal (apply.stops): py4j's connection may be mid-answer, so no more
             if progress:           # writes, and the claims stay for the next run to take over
                 progress.write("STOPPED\n")
-            raise ApplyInterrupted(stop.name, index, plan.steps, begun=wrote) from None
+            raise ApplyInterrupted(stop.name, index, plan.steps, at_once=True, begun=wrote) from None
         if progress:
             progress.write(f"done ({clock() - started:.1f}s)\n")
 
