@@ -118,7 +118,7 @@ def test_a_saved_plan_is_bound_to_its_project_and_metastore(tmp_path, metastore,
     assert "it was made from other schemas or migrations than" in refused(theirs, saved)
 
     def retyped(data):
-        data["steps"][0]["actions"][0]["sql"] = data["steps"][0]["actions"][0]["sql"].replace("`a` int", "`a` bigint")
+        data["steps"][0]["actions"][0]["table"]["columns"][0]["type"] = "bigint"
     forged(retyped)
     said = refused(ours, tmp_path / "forged.json")
     assert "its steps are not what this project plans for this metastore (was it edited?)" in said
