@@ -251,6 +251,16 @@ def stored(key: str, where: exp.Condition | None = None) -> exp.Expression:
                         alias=exp.TableAlias(this=identifier_node(STORED)))
 
 
+def in_slices(columns: Sequence[Filled], count: int, numbers: Sequence[int]) -> exp.Condition:
+    """The condition that selects the rows of slices ``numbers`` of ``count`` of the table the rewrite moves the rows
+    of (``columns``): ``pmod(xxhash64(<the hash of each live column copied>), count) IN (numbers)``, a function of the
+    row's values alone (``catalog.rewrite_rounds``)."""
+    hashed = exp.Anonymous(this="xxhash64", expressions=[_hash(f.source, f.old_type or f.type) for f in columns
+                                                         if f.source is not None] or [exp.Literal.number(0)])
+    slice_ = exp.Anonymous(this="pmod", expressions=[hashed, exp.Literal.number(count)])
+    return exp.In(this=slice_, expressions=[exp.Literal.number(n) for n in numbers])
+
+
 def within(keys: Sequence[tuple[str, str]], partitions: Sequence[Sequence[str | None]]) -> exp.Condition:
     """The condition that selects the ``partitions`` (each the text of its values, None for NULL, as the metastore
     lists them) of a table partitioned by ``keys`` (each a name and a type): one ``IN`` list for a single column,
