@@ -157,11 +157,12 @@ def test_the_whole_table_is_sliced_into_chunks_of_the_plan_s_bound_and_a_small_o
     assert slice_numbers([("00001/00003",), ("00002/00003",)]) == (3, (1, 2))
 
 
-def test_a_slice_is_selected_by_a_hash_of_the_live_values_it_copies() -> None:
+def test_a_slice_is_selected_by_the_hash_the_checksum_takes_of_each_row_moved() -> None:
     columns = [Filled("id", "bigint", "id", "int"), Filled("tags", "map<string,int>", "tags", "map<string,int>"),
                Filled("note", "string", None, None)]
-    assert exp.select("*").from_("t").where(in_slices(columns, 7, (2, 5))).sql(dialect=DIALECT) == (
-        "SELECT * FROM t WHERE PMOD(XXHASH64(XXHASH64(`id`), XXHASH64(TO_JSON(`tags`))), 7) IN (2, 5)")
+    assert exp.select("*").from_("moved").where(in_slices(columns, 7, (2, 5))).sql(dialect=DIALECT) == (
+        "SELECT * FROM moved WHERE PMOD(XXHASH64(XXHASH64(`id`), XXHASH64(TO_JSON(`tags`)), XXHASH64(`note`)), 7) "
+        "IN (2, 5)")
 
 
 def test_a_table_with_no_partitions_and_an_empty_copy_cuts_over() -> None:

@@ -26,9 +26,10 @@ chunk) at a time, and a stop loses the slice being copied (all of them, stopped 
 mark: the copy is made anew rather than hold its rows twice).
 
 **Verification.** A chunk's rows are counted and checksummed as Spark writes them (``Dataset.observe``: the table is
-read once) and compared with the same totals read back from what it wrote; a slice's totals are journaled, and once
-the last is copied their sum is compared with the totals read back from the whole copy, which a slice cannot be told
-apart in without reading all of it. A difference, or a value a conversion turned into NULL, drops the staging table and
+read once) and compared with the same totals read back from what it wrote; a slice's totals are journaled (with those
+of every row its job read, observed before it picks the slice's rows), and once the last is copied their sum is
+compared with those of every row (the slices hold each row once) and with the totals read back from the whole copy,
+which a slice cannot be told apart in without reading all of it. A difference, or a value a conversion turned into NULL, drops the staging table and
 stops the rewrite, the table untouched.
 """
 from __future__ import annotations
@@ -54,6 +55,7 @@ from schemaflow.catalog.thrift_data import parse_name
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import HIVE_DEFAULT_PARTITION, REWRITE_OF, VERSION_KEY, Table, split_key
 from schemaflow.sql import ddl
+from schemaflow.sql.dialect import DIALECT
 from schemaflow.sql.rewrite import (HIGH, LOST, LOW, ROWS, Filled, checksums, flagged, in_slices, moved, one_to_one,
                                     stored, totals, within)
 from schemaflow.wording import duration, plural, size
@@ -80,6 +82,8 @@ FILTER_FALLBACK = {"spark.sql.hive.metastorePartitionPruningFallbackOnException"
 SPLIT = "spark.sql.files.maxPartitionBytes"
 SHOWN_DIFFERENCES = 10  # partitions a failed verification lists; the rest are counted
 
+Totals = dict[str, int | None]  # a verification query's (``sql.rewrite.totals``), by name
+
 
 @dataclass(frozen=True)
 class Copying:
@@ -94,12 +98,18 @@ class Copying:
     settings: Mapping[str, str] = field(default_factory=dict)  # Spark settings the copy writes with
 
     def where(self, units: Sequence[Unit]) -> tuple[exp.Condition | None, exp.Condition | None]:
-        """The conditions selecting ``units`` in the table and in the copy (None: the whole table; a slice is selected
-        in the table alone)."""
+        """The conditions selecting the partitions ``units`` in the table and in the copy (None, None: slices,
+        ``slice_of``)."""
+        if not self.source_keys:
+            return None, None
+        return within(self.source_keys, units), within(self.target_keys, units)
+
+    def slice_of(self, units: Sequence[Unit]) -> exp.Condition | None:
+        """The condition selecting the slices ``units`` among the rows moved (None: partitions, or the one slice)."""
         if self.source_keys:
-            return within(self.source_keys, units), within(self.target_keys, units)
+            return None
         count, numbers = slice_numbers(units)
-        return (in_slices(self.columns, count, numbers) if count > 1 else None), None
+        return in_slices(self.columns, count, numbers) if count > 1 else None
 
 
 def copying(source: Any, key: str, staging: str, table: Table, columns: Sequence[Filled],
@@ -183,10 +193,10 @@ def _rounds(client: HiveClient, source: Any, plan: Copying, remake: Callable[[],
         for chunk in chunks(decided.stale, sizes, cores, split, total) if plan.source_keys else (
                 [u] for u in decided.stale):
             _drop_partitions(client, plan, [u for u in chunk if u in decided.replaced])
-            written = _copy_chunk(client, plan, chunk)
+            written, read = _copy_chunk(client, plan, chunk)
             # Marked with what its source was before the copy: one written to meanwhile differs at the next look.
             _mark(client, plan, {u: listing[u][1] for u in chunk},
-                  None if plan.source_keys else (written, _files_digest(client, plan)))
+                  None if plan.source_keys else (written, _files_digest(client, plan), read))
             done += len(chunk)
             copied_bytes += sum(sizes[u] for u in chunk)
             left = sum(sizes[u] for u in decided.stale) - copied_bytes if copied == 0 else 0
@@ -256,12 +266,13 @@ def _entries(parameters: Any) -> list[list[Any]]:
     return [entry for key in keys for entry in json.loads(parameters.get(key))]
 
 
-def _landed(client: HiveClient, plan: Copying) -> tuple[dict[Unit, dict[str, int | None]], str | None]:
-    """The totals each slice marked wrote, and the digest of the copy's files as the last mark found them."""
+def _landed(client: HiveClient, plan: Copying) -> tuple[dict[Unit, Totals], str | None, Totals]:
+    """The totals each slice marked wrote, and, as the last mark found them, the digest of the copy's files and the
+    totals of every row of the table."""
     database, name = split_key(plan.staging)
     entries = _entries(client.retrying(lambda: client.msc.getTable(database, name)).getParameters())
-    written = {tuple(e[0]): e[2] for e in entries if len(e) > 2}
-    return written, entries[-1][3] if entries and len(entries[-1]) > 2 else None
+    last = entries[-1] if entries and len(entries[-1]) > 4 else [None] * 5
+    return {tuple(e[0]): e[2] for e in entries if len(e) > 4}, last[3], last[4] or {}
 
 
 def _files_digest(client: HiveClient, plan: Copying) -> str:
@@ -276,10 +287,10 @@ def _unit(values: Sequence[str]) -> Unit:
 
 
 def _mark(client: HiveClient, plan: Copying, marks: Mapping[Unit, str],
-          landed: tuple[Mapping[str, int | None], str] | None = None) -> None:
+          landed: tuple[Totals, str, Totals] | None = None) -> None:
     """Append ``marks`` (a unit's fingerprint, or "" to unmark it) to the journal on the staging table, in one write
-    guarded by the staging table's own stamp; ``landed``: a slice's, with the totals it wrote and the digest of the
-    copy's files with it."""
+    guarded by the staging table's own stamp; ``landed``: a slice's, with the totals it wrote, the digest of the
+    copy's files with it and the totals of every row of the table it read."""
     if not marks:
         return
     database, name = split_key(plan.staging)
@@ -329,27 +340,33 @@ def _listing(client: HiveClient, source: Any, by_partition: bool) -> dict[Unit, 
     return {(): (sum(h.bytes for h in whole.values()), f"{len(folders)}|{digest}")}
 
 
-def _copy_chunk(client: HiveClient, plan: Copying, chunk: Sequence[Unit]) -> dict[str, int | None]:
+def _copy_chunk(client: HiveClient, plan: Copying, chunk: Sequence[Unit]) -> tuple[Totals, Totals]:
     """Copy the units of ``chunk`` into the staging table and verify them (a slice: its conversions alone, the rest
-    with the whole copy: ``_verify_whole``); a difference drops it and stops. What it wrote: its totals."""
+    with the whole copy: ``_verify_whole``); a difference drops it and stops. The totals of what it wrote, and of every
+    row it read (a slice: the whole table's)."""
     source_where, target_where = plan.where(chunk)
     hive_partitioned = bool(plan.table.partition_columns) and not plan.table.data_source
     with _settings(client, FILTER_FALLBACK):
         with _settings(client, {**(DYNAMIC_PARTITIONS if hive_partitioned or plan.source_keys else {}),
                                 **plan.settings}):
-            written = _write(client, plan, source_where)
+            written, read = _write(client, plan, source_where, plan.slice_of(chunk))
         lost = _lost(client, plan, written)
         _stop_on(client, plan, _differences(client, plan, written, source_where, target_where) if plan.source_keys
                  else "", lost)
-    return written
+    return written, read
 
 
 def _verify_whole(client: HiveClient, plan: Copying, units: Sequence[Unit]) -> None:
-    """Compare the totals the slices ``units`` wrote, summed, with those of the whole copy; a difference drops it and
-    stops."""
-    written = [_landed(client, plan)[0][u] for u in units]
+    """Compare the totals the slices ``units`` wrote, summed, with those of every row of the table (as the last slice
+    read it: the slices hold each row once) and with those of the whole copy; a difference drops it and stops."""
+    landed, _, read = _landed(client, plan)
+    written = [landed[u] for u in units]
     rows = sum(w[ROWS] or 0 for w in written)
     summed = {k: sum(w[k] or 0 for w in written) if rows or k == ROWS else None for k in written[0]}
+    if summed != read:
+        _stop_on(client, plan, f"its {plural(len(units), 'slice')} hold {plural(rows, 'row')}, its rows read "
+                               f"{read.get(ROWS)}, or their checksums differ (a run that puts rows in other slices, "
+                               "another Spark, resumed the copy)")
     with _settings(client, FILTER_FALLBACK):
         _stop_on(client, plan, _differences(client, plan, summed, None, None))
 
@@ -363,18 +380,27 @@ def _stop_on(client: HiveClient, plan: Copying, *found: str) -> None:
                               "unchanged and the copy was dropped")
 
 
-def _write(client: HiveClient, plan: Copying, where: exp.Condition | None) -> dict[str, int | None]:
-    """Write the rows the rewrite's query moves out of the table (those ``where`` selects) into the staging table,
-    as ``INSERT [OVERWRITE] staging <select>`` does (by position; overwriting the partitions written, copied unit
-    by unit), observing their totals (``sql.rewrite.totals``) as they are written."""
+def _write(client: HiveClient, plan: Copying, where: exp.Condition | None,
+           among: exp.Condition | None = None) -> tuple[Totals, Totals]:
+    """Write the rows the rewrite's query moves out of the table (those ``where`` selects, and of them, those ``among``
+    selects) into the staging table, as ``INSERT [OVERWRITE] staging <select>`` does (by position; overwriting the
+    partitions written, copied unit by unit), observing their totals (``sql.rewrite.totals``) as they are written,
+    and, read in the same job, those of every row ``where`` selects."""
     from pyspark.sql import Observation, functions
 
     observation = Observation(f"schemaflow rewrite {time.monotonic_ns()}")
     rows = client.spark.sql(flagged(plan.key, plan.columns, where))
+    everything: Observation | None = None
+    if among is not None:  # observed before the filter, which Spark moves no filter below
+        everything = Observation(f"schemaflow rewrite read {time.monotonic_ns()}")
+        rows = rows.observe(everything, *(functions.expr(total) for total in totals(plan.columns))).where(
+            among.sql(dialect=DIALECT))
     observed = rows.observe(observation, *(functions.expr(total) for total in totals(plan.columns, nulled=True)))
     observed.select(*(observed[f.column] for f in plan.columns)).write.insertInto(
         plan.staging, overwrite=bool(plan.source_keys))
-    return dict(observation.get)
+    written = dict(observation.get)
+    return written, dict(everything.get) if everything is not None else {
+        k: v for k, v in written.items() if not k.startswith(LOST)}
 
 
 def _differences(client: HiveClient, plan: Copying, written: dict[str, int | None],

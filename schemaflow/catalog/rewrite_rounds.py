@@ -21,7 +21,8 @@ copied.
 
 **Slices.** The whole table copied as one unit (unpartitioned, or its partition columns changed: each partition of the
 new table takes rows from any of the table's) is copied in ``slice_count`` slices of its rows, each about a chunk: a row
-is in slice ``pmod(xxhash64(<its values>), N)`` (``sql.rewrite.in_slices``), a function of the values alone, so that
+is in slice ``pmod(xxhash64(<its values>), N)`` (``sql.rewrite.in_slices``: the hash its checksum takes of the values
+it is copied with), a function of the values alone, so that
 every read of an unchanged table puts each row in the same one slice whatever its files, tasks or engine (unlike
 ``input_file_name()``, which Spark treats as nondeterministic and whose groups follow the files writers replace). A
 slice is appended to the copy: it cannot be overwritten on its own, so each slice's mark holds the totals it wrote and
