@@ -193,10 +193,14 @@ def _rounds(client: HiveClient, source: Any, plan: Copying, remake: Callable[[],
         for chunk in chunks(decided.stale, sizes, cores, split, total) if plan.source_keys else (
                 [u] for u in decided.stale):
             _drop_partitions(client, plan, [u for u in chunk if u in decided.replaced])
-            written, read = _copy_chunk(client, plan, chunk)
+            landed = None
+            if plan.source_keys:
+                _copy_chunk(client, plan, chunk)
+            else:
+                written, read = _copy_slice(client, plan, chunk)
+                landed = (written, _files_digest(client, plan), read)
             # Marked with what its source was before the copy: one written to meanwhile differs at the next look.
-            _mark(client, plan, {u: listing[u][1] for u in chunk},
-                  None if plan.source_keys else (written, _files_digest(client, plan), read))
+            _mark(client, plan, {u: listing[u][1] for u in chunk}, landed)
             done += len(chunk)
             copied_bytes += sum(sizes[u] for u in chunk)
             left = sum(sizes[u] for u in decided.stale) - copied_bytes if copied == 0 else 0
@@ -340,20 +344,30 @@ def _listing(client: HiveClient, source: Any, by_partition: bool) -> dict[Unit, 
     return {(): (sum(h.bytes for h in whole.values()), f"{len(folders)}|{digest}")}
 
 
-def _copy_chunk(client: HiveClient, plan: Copying, chunk: Sequence[Unit]) -> tuple[Totals, Totals]:
-    """Copy the units of ``chunk`` into the staging table and verify them (a slice: its conversions alone, the rest
-    with the whole copy: ``_verify_whole``); a difference drops it and stops. The totals of what it wrote, and of every
-    row it read (a slice: the whole table's)."""
+def _copy_chunk(client: HiveClient, plan: Copying, chunk: Sequence[Unit]) -> None:
+    """Copy the partitions of ``chunk`` into the staging table and verify them; a difference drops it and stops."""
     source_where, target_where = plan.where(chunk)
-    hive_partitioned = bool(plan.table.partition_columns) and not plan.table.data_source
     with _settings(client, FILTER_FALLBACK):
-        with _settings(client, {**(DYNAMIC_PARTITIONS if hive_partitioned or plan.source_keys else {}),
-                                **plan.settings}):
-            written, read = _write(client, plan, source_where, plan.slice_of(chunk))
+        with _settings(client, _write_settings(plan)):
+            written = _write(client, plan, source_where)
         lost = _lost(client, plan, written)
-        _stop_on(client, plan, _differences(client, plan, written, source_where, target_where) if plan.source_keys
-                 else "", lost)
+        _stop_on(client, plan, _differences(client, plan, written, source_where, target_where), lost)
+
+
+def _copy_slice(client: HiveClient, plan: Copying, units: Sequence[Unit]) -> tuple[Totals, Totals]:
+    """Copy the slices ``units`` into the staging table, their conversions verified (the rest with the whole copy:
+    ``_verify_whole``); a value a conversion turned into NULL drops it and stops. The totals of what it wrote, and of
+    every row of the table it read."""
+    with _settings(client, _write_settings(plan)):
+        written, read = _observed(client, plan, None, plan.slice_of(units))
+    _stop_on(client, plan, _lost(client, plan, written))
     return written, read
+
+
+def _write_settings(plan: Copying) -> dict[str, str]:
+    """The Spark settings a copy writes with: dynamic partitions into a Hive table or unit by unit, and the plan's."""
+    hive_partitioned = bool(plan.table.partition_columns) and not plan.table.data_source
+    return {**(DYNAMIC_PARTITIONS if hive_partitioned or plan.source_keys else {}), **plan.settings}
 
 
 def _verify_whole(client: HiveClient, plan: Copying, units: Sequence[Unit]) -> None:
@@ -380,8 +394,14 @@ def _stop_on(client: HiveClient, plan: Copying, *found: str) -> None:
                               "unchanged and the copy was dropped")
 
 
-def _write(client: HiveClient, plan: Copying, where: exp.Condition | None,
-           among: exp.Condition | None = None) -> tuple[Totals, Totals]:
+def _write(client: HiveClient, plan: Copying, where: exp.Condition | None) -> Totals:
+    """Write the rows the rewrite's query moves out of the table (those ``where`` selects) into the staging table
+    (``_observed``): their totals."""
+    return _observed(client, plan, where, None)[0]
+
+
+def _observed(client: HiveClient, plan: Copying, where: exp.Condition | None,
+              among: exp.Condition | None) -> tuple[Totals, Totals]:
     """Write the rows the rewrite's query moves out of the table (those ``where`` selects, and of them, those ``among``
     selects) into the staging table, as ``INSERT [OVERWRITE] staging <select>`` does (by position; overwriting the
     partitions written, copied unit by unit), observing their totals (``sql.rewrite.totals``) as they are written,
