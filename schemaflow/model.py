@@ -51,6 +51,8 @@ COPY_RATE = 11_000_000
 # The most a chunk of a rewrite's copy holds: about this many seconds of copying at COPY_RATE on the cores it copies
 # on (2.2 GB on two cores), what a stopped copy loses at most (catalog.rewrite_rounds).
 CHUNK_SECONDS = 100
+# The most chunks a rewrite's copy makes of a table: a larger table's are a MOST_CHUNKS-th of it (its journal stays small).
+MOST_CHUNKS = 200
 # On a backup being restored: the version the table it replaces had, which that table keeps as the new backup.
 RESTORE_VERSION = "schemaflow.restore_version"
 # On the table a restore swapped out for its backup (the new backup, see plan.restore): the run of that restore. Rows

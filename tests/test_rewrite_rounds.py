@@ -6,36 +6,43 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from schemaflow.catalog.rewrite_rounds import (CHUNK_UNITS, MOST_CHUNKS, ROUNDS, WAVES, Copy, CutOver, Stop, Unit,
-                                               chunks, next_round, task_bytes)
-from schemaflow.model import CHUNK_SECONDS, COPY_RATE, Column, Table
+from sqlglot import exp
+
+from schemaflow.catalog.rewrite_rounds import (CHUNK_UNITS, ROUNDS, WAVES, Copy, CutOver, Stop, Unit,
+                                               chunks, next_round, slice_count, slice_numbers, slices, task_bytes,
+                                               whole)
+from schemaflow.model import CHUNK_SECONDS, COPY_RATE, MOST_CHUNKS, Column, Stored, Table
 from schemaflow.plan.evolution import evolve
 from schemaflow.plan.rewrite import RewriteTable, flat
+from schemaflow.sql.dialect import DIALECT
+from schemaflow.sql.rewrite import Filled, in_slices
 
 A: Unit = ("a",)
 B: Unit = ("b",)
 C: Unit = ("c",)
 NULL: Unit = (None,)
-WHOLE: Unit = ()
 MiB = 1 << 20
 
 
 def rounds(looks: list[dict[Unit, str]], marks: dict[Unit, str] | None = None,
-           held: set[Unit] | None = None) -> list[Copy | CutOver | Stop]:
+           held: set[Unit] | None = None, sliced: bool = False) -> list[Copy | CutOver | Stop]:
     """The rounds of a copy that sees the table as ``looks`` says, one look a round, from the journal ``marks`` and the
-    partitions ``held`` (a stopped run's), copying as each round decides: what it decided each round."""
+    partitions ``held`` (a stopped run's), copying as each round decides: what it decided each round. ``sliced``: the
+    units are slices of the whole table."""
     marks, held = dict(marks or {}), set(held or ())
     decided: list[Copy | CutOver | Stop] = []
     for copied, listing in enumerate(looks):
-        decision = next_round(copied, listing, marks, frozenset(held))
+        decision = next_round(copied, listing, marks, frozenset(held), sliced=sliced)
         decided.append(decision)
         if not isinstance(decision, Copy):
             return decided
+        if decision.anew:  # a new staging table: an empty journal
+            marks.clear()
         held -= set(decision.dropped)
         for unit in decision.unmarked:
             del marks[unit]
         for unit in decision.stale:  # copied as the table was at the look: a later write differs at the next
-            marks[unit], held = listing[unit], held | ({unit} if unit else set())  # the whole table: no partition
+            marks[unit], held = listing[unit], held | (set() if sliced else {unit})  # slices: no partition
     raise AssertionError(f"no decision to stop or cut over after {len(looks)} looks: {decided}")
 
 
@@ -93,15 +100,69 @@ def test_a_partition_dropped_in_the_last_round_also_stops_the_rewrite() -> None:
     assert rounds(looks)[-1] == Stop(())
 
 
-def test_the_whole_table_written_to_during_its_copy_is_copied_anew() -> None:
-    first, again, last = rounds([{WHOLE: "x"}, {WHOLE: "y"}, {WHOLE: "y"}])
-    assert first == Copy((WHOLE,), frozenset(), (), (), anew=False)
-    assert again == Copy((WHOLE,), frozenset(), (), (), anew=True)
+def test_the_whole_table_written_to_during_its_copy_is_copied_anew_every_slice() -> None:
+    first, again, last = rounds([slices(3, "x"), slices(3, "y"), slices(3, "y")], sliced=True)
+    assert first == Copy(tuple(slices(3, "x")), frozenset(), (), (), anew=False)
+    assert again == Copy(tuple(slices(3, "y")), frozenset(), (), (), anew=True)
     assert last == CutOver()
 
 
 def test_the_whole_table_copied_by_a_stopped_run_and_unchanged_cuts_over_at_once() -> None:
-    assert rounds([{WHOLE: "x"}], marks={WHOLE: "x"}) == [CutOver()]
+    assert rounds([slices(3, "x")], marks=slices(3, "x"), sliced=True) == [CutOver()]
+
+
+def test_a_resumed_sliced_copy_copies_only_the_slices_left_and_the_one_in_flight_once() -> None:
+    table = slices(5, "x")
+    units = list(table)
+    first, last = rounds([table, table], marks={units[0]: "x", units[1]: "x"}, sliced=True)
+    assert first == Copy(tuple(units[2:]), frozenset(), (), (), anew=False)
+    assert last == CutOver()
+
+
+def test_a_sliced_copy_holding_files_no_mark_accounts_for_is_made_anew_never_holding_rows_twice() -> None:
+    # Stopped as a slice's files landed, before its mark: its rows cannot be told from the marked slices'.
+    table = slices(3, "x")
+    decided = next_round(0, table, dict(list(table.items())[:2]), frozenset(), sliced=True, strays=True)
+    assert decided == Copy(tuple(table), frozenset(), (), (), anew=True)
+    # Every slice marked, then strays (a writer into the staging table): anew too, never cut over.
+    assert next_round(0, table, table, frozenset(), sliced=True, strays=True) == Copy(tuple(table), frozenset(), (),
+                                                                                         (), anew=True)
+
+
+def test_slices_of_another_count_than_the_journal_s_make_the_copy_anew() -> None:
+    # As a session of other cores would slice a table the journal holds no slice of.
+    assert next_round(0, slices(2, "x"), slices(3, "x"), frozenset(), sliced=True) == Copy(
+        tuple(slices(2, "x")), frozenset(), (), (), anew=True)
+
+
+def test_a_resumed_copy_keeps_the_journal_s_slices_whatever_its_session_and_a_changed_table_is_sliced_anew() -> None:
+    kept = dict(list(slices(7, "x").items())[:2])
+    assert whole(10 << 30, "x", 8, 128 * MiB, kept) == slices(7, "x")  # 7 slices, though 8 cores would make 2
+    assert whole(10 << 30, "y", 8, 128 * MiB, kept) == slices(slice_count(10 << 30, 8, 128 * MiB), "y")
+    # The whole table marked as one unit, by a copy before slices: no slice of it is kept, and the copy is made anew.
+    assert whole(10 << 30, "x", 2, 128 * MiB, {(): "x"}) == slices(5, "x")
+    assert next_round(0, slices(5, "x"), {(): "x"}, frozenset(), sliced=True) == Copy(
+        tuple(slices(5, "x")), frozenset(), (), (), anew=True)
+
+
+def test_the_whole_table_is_sliced_into_chunks_of_the_plan_s_bound_and_a_small_one_is_one_slice() -> None:
+    most = 2 * COPY_RATE * CHUNK_SECONDS  # on two cores
+    for total in (10 << 30, 100 << 30):
+        count = slice_count(total, 2, 128 * MiB)
+        assert total / count <= most and total / (count - 1) > 2 * 128 * MiB * WAVES, total
+    assert slice_count(10 << 30, 2, 128 * MiB) == 5  # a stop loses at most a fifth of this copy
+    assert slice_count(1 << 30, 2, 128 * MiB) == 1 and slice_count(0, 2, 128 * MiB) == 1
+    assert slice_count(1 << 50, 2, 128 * MiB) == MOST_CHUNKS  # a journal of at most MOST_CHUNKS marks
+    assert list(slices(3, "x")) == [("00000/00003",), ("00001/00003",), ("00002/00003",)]
+    assert slice_numbers([("00001/00003",), ("00002/00003",)]) == (3, (1, 2))
+
+
+def test_a_slice_is_selected_by_the_hash_the_checksum_takes_of_each_row_moved() -> None:
+    columns = [Filled("id", "bigint", "id", "int"), Filled("tags", "map<string,int>", "tags", "map<string,int>"),
+               Filled("note", "string", None, None)]
+    assert exp.select("*").from_("moved").where(in_slices(columns, 7, (2, 5))).sql(dialect=DIALECT) == (
+        "SELECT * FROM moved WHERE PMOD(XXHASH64(XXHASH64(`id`), XXHASH64(TO_JSON(`tags`)), XXHASH64(`note`)), 7) "
+        "IN (2, 5)")
 
 
 def test_a_table_with_no_partitions_and_an_empty_copy_cuts_over() -> None:
@@ -149,6 +210,13 @@ def test_the_step_says_how_big_a_chunk_is_and_what_a_stop_loses() -> None:
     assert ("partition by partition, in chunks of at most about 100 s of copying each (2.2 GB on 2 cores; what a stop "
             "loses at most)") in by_partition.notes[0]
     moved = replace(want, columns=(Column("ds", "string"),), partition_columns=(Column("id", "bigint"),))
-    whole = RewriteTable("db.t", moved, have, ("partitioned by id",), evolve(flat(have), flat(moved), (),
-                                                                             type_rule=False)).to_step()
-    assert "the whole table at once (a stop loses the whole copy, made again by the next apply)" in whole.notes[0]
+    evolution = evolve(flat(have), flat(moved), (), type_rule=False)
+    whole = RewriteTable("db.t", moved, have, ("partitioned by id",), evolution, cores=2,
+                         stored=Stored(10_000_000_000, 40, 12)).to_step()
+    assert ("the whole table in slices of its rows (a row's by a hash of its values), at most about 100 s of copying "
+            "each (2.2 GB on 2 cores; what a stop loses at most): 5 slices of its 10.0 GB, and compares what the slices "
+            "wrote with what the whole copy holds (row counts, a checksum of the rows' values)") in whole.notes[0]
+    # Its size or the cores not known: the bound alone.
+    unmeasured = RewriteTable("db.t", moved, have, ("partitioned by id",), evolution).to_step()
+    assert ("the whole table in slices of its rows (a row's by a hash of its values), at most about 100 s of copying "
+            "each (what a stop loses at most), and compares") in unmeasured.notes[0]

@@ -21,10 +21,11 @@ its rewrite is not planned (a later change may move them).
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from schemaflow.model import CHUNK_SECONDS, COPY_RATE, Stored, Table
+from schemaflow.model import CHUNK_SECONDS, COPY_RATE, MOST_CHUNKS, Stored, Table
 from schemaflow.plan.evolution import ColumnChange, Evolution, evolve
 from schemaflow.plan.hazards import rewrite_hazards
 from schemaflow.plan.iceberg import backup_name, staging_name
@@ -101,6 +102,13 @@ class RewriteTable(ColumnChange):
     def resumed(self) -> bool:
         return self.have.key != self.key
 
+    def _slices(self) -> str:
+        """How many slices the copy of the whole table makes, as far as the plan knows ("": not known)."""
+        if self.stored is None or not self.cores or self.stored.unknown:
+            return ""
+        count = min(max(math.ceil(self.stored.bytes / (COPY_RATE * CHUNK_SECONDS * self.cores)), 1), MOST_CHUNKS)
+        return f": {plural(count, 'slice')} of its {size(self.stored.bytes)}"
+
     def to_step(self) -> Step:
         key, staging, backup = self.key, staging_name(self.key), backup_name(self.key)
         columns = filling(self.want, self.have, {new: old for old, new in self.evolution.renamed},
@@ -113,13 +121,15 @@ class RewriteTable(ColumnChange):
             read = f"{plural(self.partition_count, 'partition')} of " if self.partition_count is not None else ""
             bound = f"{size(COPY_RATE * CHUNK_SECONDS * self.cores)} on {plural(self.cores, 'core')}; " if (
                 self.cores) else ""
-            chunks = (f"partition by partition, in chunks of at most about {duration(CHUNK_SECONDS)} of copying each "
-                      f"({bound}what a stop loses at most)" if one_to_one(
-                          columns, [c.name for c in self.want.partition_columns],
-                          [c.name for c in self.have.partition_columns])
-                      else "the whole table at once (a stop loses the whole copy, made again by the next apply)")
+            each = f"at most about {duration(CHUNK_SECONDS)} of copying each ({bound}what a stop loses at most)"
+            by_partition = one_to_one(columns, [c.name for c in self.want.partition_columns],
+                                      [c.name for c in self.have.partition_columns])
+            chunks = (f"partition by partition, in chunks of {each}, and compares what each chunk wrote with what the "
+                      "copy holds" if by_partition else
+                      f"the whole table in slices of its rows (a row's by a hash of its values), {each}"
+                      f"{self._slices()}, and compares what the slices wrote with what the whole copy holds")
             notes.append(f"copies the rows of {read}{key} into {staging} through Spark (on the configured master), "
-                         f"{chunks}, and compares what each chunk wrote with what the copy holds (row counts, a checksum "
+                         f"{chunks} (row counts, a checksum "
                          "of the rows' values) before anything changes for readers; any difference stops it with the table "
                          f"untouched. Progress is journaled on {staging}: a stopped apply is resumed from its first "
                          "unfinished chunk, and what is written to the table meanwhile is copied again before the "

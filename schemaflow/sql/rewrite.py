@@ -206,8 +206,12 @@ def _totals(columns: Sequence[Filled], nulled: bool) -> list[exp.Expr]:
     copy observes it as it writes and the verification reads it back, so that its cost is the rewrite's."""
     lost = [exp.alias_(exp.Sum(this=exp.column(identifier_node(LOST + f.column))), identifier_node(LOST + f.column))
             for f in columns if f.cast and nulled]
-    row = exp.Anonymous(this="xxhash64", expressions=[_hash(f.column, f.type) for f in columns])
-    return [exp.alias_(exp.Count(this=exp.Star()), ROWS), *_summed(row, EVERY), *lost]
+    return [exp.alias_(exp.Count(this=exp.Star()), ROWS), *_summed(_row_hash(columns), EVERY), *lost]
+
+
+def _row_hash(columns: Sequence[Filled]) -> exp.Expression:
+    """A row's hash: of its values' hashes in the columns' order."""
+    return exp.Anonymous(this="xxhash64", expressions=[_hash(f.column, f.type) for f in columns])
 
 
 def totals(columns: Sequence[Filled], nulled: bool = False) -> list[str]:
@@ -249,6 +253,14 @@ def stored(key: str, where: exp.Condition | None = None) -> exp.Expression:
         return table_node(key)
     return exp.Subquery(this=exp.select(exp.Star()).from_(table_node(key)).where(where),
                         alias=exp.TableAlias(this=identifier_node(STORED)))
+
+
+def in_slices(columns: Sequence[Filled], count: int, numbers: Sequence[int]) -> exp.Condition:
+    """The condition that selects, among the rows the rewrite moves (``flagged``, its columns ``columns``), those of
+    slices ``numbers`` of ``count``: ``pmod(<the row's hash, as its checksum hashes it>, count) IN (numbers)``, a
+    function of the row's values alone (``catalog.rewrite_rounds``)."""
+    slice_ = exp.Anonymous(this="pmod", expressions=[_row_hash(columns), exp.Literal.number(count)])
+    return exp.In(this=slice_, expressions=[exp.Literal.number(n) for n in numbers])
 
 
 def within(keys: Sequence[tuple[str, str]], partitions: Sequence[Sequence[str | None]]) -> exp.Condition:
