@@ -1,6 +1,6 @@
 """The embedded metastore served by a local metastore server (``catalog.local_server``): started by the first command
-that reads it, read without a JVM by the next ones, stopped by apply to write and after its idle time, shared with
-a Spark session of the user's own; and what a command does when it cannot start.
+that reads it, read without a JVM by the next ones, written through by apply, stopped after its idle time, shared
+with a Spark session of the user's own; and what a command does when it cannot start.
 
 The test run turns the server off for every other test (``SCHEMAFLOW_LOCAL_SERVER=0``, conftest); these turn it
 on, and stop what they started.
@@ -55,7 +55,7 @@ def _listening_addresses(port: int) -> set[str]:
 
 
 @pytest.mark.spark
-def test_the_first_command_starts_the_server_and_the_next_read_it_without_spark_until_apply_stops_it(example):
+def test_the_first_command_starts_the_server_and_the_next_use_it_without_starting_it_again(example):
     first = schemaflow(example, "plan", "--out", "plan.json", env=SERVED)
     assert first.returncode == 2, first.stderr
     assert "Starting a local metastore server on the embedded metastore in" in first.stderr
@@ -70,12 +70,15 @@ def test_the_first_command_starts_the_server_and_the_next_read_it_without_spark_
 
     applied = schemaflow(example, "apply", "plan.json", "--auto-approve", env=SERVED)
     assert applied.returncode == 0, applied.stderr
-    assert f"Stopping the local metastore server ({served.uri}) to open the embedded metastore" in applied.stderr
-    assert local_server.running(example / ".schemaflow") is None
+    if local_server.guards():  # apply wrote through it (test_local_apply.py)
+        assert "Stopping the local metastore server" not in applied.stderr
+        assert local_server.running(example / ".schemaflow") == served
+    else:  # pyspark 3.5: its metastore has no compare-and-swap, and apply opens the database itself
+        assert f"Stopping the local metastore server ({served.uri}) to open the embedded metastore" in applied.stderr
+        assert local_server.running(example / ".schemaflow") is None
 
     again = schemaflow(example, "plan", env=SERVED)
     assert again.returncode == 0, again.stderr
-    assert "Starting a local metastore server" in again.stderr and "Starting Spark" not in again.stderr
     later = {command: schemaflow(example, command, env=SERVED) for command in ("plan", "drift", "history")}
     for result in later.values():
         assert result.returncode == 0, result.stderr
