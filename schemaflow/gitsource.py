@@ -41,6 +41,7 @@ from schemaflow.spec.loader import CACHED_FILES, SHARED_FROM
 from schemaflow.spec.settings import read_settings
 from schemaflow.spec.source import Entry, dangling_link, folder_problem, walk
 from schemaflow.wording import DIRTY
+from schemaflow.workers import ended, threads
 
 # How many symlinks one path may pass through before it counts as a loop (Linux's limit, ELOOP).
 _MAX_LINKS = 40
@@ -75,6 +76,7 @@ class _Blobs:
         self.coming: set[bytes] = set()  # asked of git by a read ahead, not arrived yet
         self.arrival = threading.Condition()
         self.readers: list[threading.Thread] = []  # the read aheads' threads
+        self.threads_before = 0  # how many threads this process ran before them
         self.hits = self.misses = 0
 
     def __call__(self, blob: git.Blob) -> bytes:
@@ -107,13 +109,18 @@ class _Blobs:
             self._arrived(wanted, {})
             raise
         reader = threading.Thread(target=self._receive, args=(process, wanted), name="git-blobs", daemon=True)
+        if not self.readers:
+            self.threads_before = threads()
         reader.start()
         self.readers.append(reader)
 
     def settle(self) -> None:
         """Wait until every read ahead has ended: then this process runs no thread of theirs."""
+        if not self.readers:
+            return
         while self.readers:
             self.readers.pop().join()
+        ended(self.threads_before)
 
     def cache_info(self) -> CacheInfo:
         return CacheInfo(self.hits, self.misses, self.kept, len(self.contents))
