@@ -56,6 +56,22 @@ def example_project(where: Path, uri: str | None) -> Path:
     return where
 
 
+Setups = dict[str, tuple[dict[str, str], bool]]  # by name: the environment, and whether on the Thrift server
+
+
+def example_projects(work: Path, stack: ExitStack, setups: Setups) -> dict[str, tuple[Path, dict[str, str]]]:
+    """A project of the example in ``work`` for each of ``setups``, and the standalone Thrift metastore server those
+    on a server share; both, and any local server a project starts, stop with ``stack``."""
+    progress("starting the standalone Thrift metastore server")
+    server = stack.enter_context(MetastoreServer(work / "server",
+                                                 settings={"datanucleus.connectionPoolingType": "HikariCP"}))
+    projects = {name: (example_project(work / f"project-{index}", server.uri if remote else None), env)
+                for index, (name, (env, remote)) in enumerate(setups.items())}
+    for project, _ in projects.values():
+        stack.callback(local_server.stop, project / ".schemaflow")  # a local server it started ends with it
+    return projects
+
+
 def timed(project: Path, env: dict[str, str], *command: str) -> float:
     started = time.monotonic()
     done = subprocess.run([SCHEMAFLOW, *command], cwd=project, capture_output=True, text=True,
@@ -70,13 +86,7 @@ def main() -> None:
     parser.add_argument("--runs", type=positive, default=3, help="runs of each command on each metastore (3)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="schemaflow-commands-") as work, ExitStack() as stack:
-        progress("starting the standalone Thrift metastore server")
-        server = stack.enter_context(MetastoreServer(Path(work) / "server",
-                                                     settings={"datanucleus.connectionPoolingType": "HikariCP"}))
-        projects = {name: (example_project(Path(work) / f"project-{index}", server.uri if remote else None), env)
-                    for index, (name, (env, remote)) in enumerate(SETUPS.items())}
-        for project, _ in projects.values():
-            stack.callback(local_server.stop, project / ".schemaflow")  # a local server it started ends with it
+        projects = example_projects(Path(work), stack, SETUPS)
         first_plan: dict[str, float] = {}
         for name, (project, env) in projects.items():
             progress(f"applying the example to the {name} metastore")

@@ -20,13 +20,11 @@ from pathlib import Path
 
 import pyspark
 
-from bench.commands import example_project, timed
+from bench.commands import Setups, example_projects, timed
 from bench.common import positive, progress
-from schemaflow.catalog import local_server
 from schemaflow.project import ENV_LOCAL_SERVER
-from tests.metastore_server import MetastoreServer
 
-SETUPS = {"embedded, served (default)": ({ENV_LOCAL_SERVER: "15"}, False), "Thrift server": ({}, True)}
+SETUPS: Setups = {"embedded, served (default)": ({ENV_LOCAL_SERVER: "15"}, False), "Thrift server": ({}, True)}
 STEPS = ("apply", "plan after apply", "warm plan")
 COMMENT = "comment: One row per order line"
 
@@ -44,13 +42,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=positive, default=3, help="rounds of change, apply, plan, plan (3)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="schemaflow-loop-") as work, ExitStack() as stack:
-        progress("starting the standalone Thrift metastore server")
-        server = stack.enter_context(MetastoreServer(Path(work) / "server",
-                                                     settings={"datanucleus.connectionPoolingType": "HikariCP"}))
-        projects = {name: (example_project(Path(work) / f"project-{index}", server.uri if remote else None), env)
-                    for index, (name, (env, remote)) in enumerate(SETUPS.items())}
-        for project, _ in projects.values():
-            stack.callback(local_server.stop, project / ".schemaflow")  # a local server it started ends with it
+        projects = example_projects(Path(work), stack, SETUPS)
         for name, (project, env) in projects.items():
             progress(f"applying the example to the {name} metastore")
             timed(project, env, "apply", "--auto-approve")

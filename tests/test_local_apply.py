@@ -20,7 +20,7 @@ from schemaflow.catalog import local_server
 from schemaflow.claims import parse_claim
 from schemaflow.model import VERSION_KEY
 from schemaflow.project import ENV_LOCAL_SERVER
-from tests.projects import ROOT, paused, resume, schemaflow
+from tests.projects import ROOT, paused, resume, schemaflow, serving
 
 # The second client: a plain Spark session of the user's own pointed at the server, as a notebook's is. It reads the
 # tables and the version the apply claimed retail.orders with, then writes that version as another writer would.
@@ -46,23 +46,17 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     local_server.stop(tmp_path / ".schemaflow")
 
 
-def _served(project: Path) -> local_server.Served:
-    served = local_server.running(project / ".schemaflow")
-    assert served is not None, "no local server serves the project"
-    return served
-
-
 @pytest.mark.spark
 @pytest.mark.one_release
 def test_apply_writes_through_the_server_which_a_notebook_shares_and_the_guard_holds_against_it(project):
     planned = schemaflow(project, "plan")
     assert planned.returncode == 2, planned.stderr
-    served = _served(project)
+    served = serving(project)
 
     applied = schemaflow(project, "apply", "--auto-approve")
     assert applied.returncode == 0, applied.stderr
     assert "Stopping the local metastore server" not in applied.stderr
-    assert _served(project) == served  # the same server, the same processes
+    assert serving(project) == served  # the same server, the same processes
     assert (project / ".schemaflow" / "metastore_db").exists() and not (project / "metastore_db").exists()
     again = schemaflow(project, "plan")
     assert again.returncode == 0, again.stderr
@@ -85,6 +79,6 @@ def test_apply_writes_through_the_server_which_a_notebook_shares_and_the_guard_h
     assert code == 1, out + err
     assert "error: step 1 failed (add 1 column to retail.orders: channel string): retail.orders was modified " \
            "concurrently: its schemaflow.version is 'a notebook'" in err, err
-    assert _served(project) == served
+    assert serving(project) == served
     after = schemaflow(project, "plan")
     assert after.returncode in (0, 2) and "Starting" not in after.stderr, after.stdout + after.stderr
