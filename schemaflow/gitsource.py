@@ -24,7 +24,7 @@ import threading
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
-from typing import Any, NamedTuple
+from typing import Any
 from collections.abc import Iterable, Iterator
 
 import git
@@ -37,7 +37,7 @@ from schemaflow.project import declared_databases, managed_databases
 from schemaflow.spec import load_catalog
 from schemaflow.spec.code_files import Tally, link_problem
 from schemaflow.spec.layout import is_declaration
-from schemaflow.spec.loader import CACHED_FILES, SHARED_FROM
+from schemaflow.spec.loader import CACHED_FILES, SHARED_FROM, CacheInfo
 from schemaflow.spec.settings import read_settings
 from schemaflow.spec.source import Entry, dangling_link, folder_problem, walk
 from schemaflow.wording import DIRTY
@@ -57,13 +57,6 @@ class GitFile:
 
     def read_bytes(self) -> bytes:
         return _blob_bytes(self.blob)
-
-
-class CacheInfo(NamedTuple):
-    hits: int
-    misses: int
-    maxsize: int
-    currsize: int
 
 
 class _Blobs:

@@ -204,6 +204,15 @@ def _read_files(found: Sequence[tuple[str, ProjectFile]], budget: Budget,
     return half
 
 
+class CacheInfo(NamedTuple):
+    """How a cache has served, counted as ``functools.lru_cache`` counts."""
+
+    hits: int
+    misses: int
+    maxsize: int
+    currsize: int
+
+
 class _Declarations:
     """The object the file at a path declares, read once per path and content in a process (the last ``kept``).
 
@@ -215,12 +224,16 @@ class _Declarations:
     def __init__(self, kept: int) -> None:
         self.kept = kept
         self.known: dict[tuple[str, bytes], Declaration] = {}
+        self.hits = self.misses = 0
 
     def __call__(self, path: str, content: bytes) -> Declaration:
         known = self.known.get((path, content))
-        if known is None:
-            known = self.read(path, content)
-            self.learn(path, content, known)
+        if known is not None:
+            self.hits += 1
+            return known
+        self.misses += 1
+        known = self.read(path, content)
+        self.learn(path, content, known)
         return known
 
     @staticmethod
@@ -234,8 +247,12 @@ class _Declarations:
             self.known.clear()
         self.known[path, content] = declaration
 
+    def cache_info(self) -> CacheInfo:
+        return CacheInfo(self.hits, self.misses, self.kept, len(self.known))
+
     def cache_clear(self) -> None:
         self.known.clear()
+        self.hits = self.misses = 0
 
 
 _declared = _Declarations(CACHED_FILES)
