@@ -11,7 +11,9 @@ work tree would follow it; one that leads out of the repository, or nowhere, is 
 Every file of a folder is read in one pass of ``git cat-file --batch`` when the folder is listed:
 asked for one at a time, each blob is a round trip to git (1.5 s of a plan of 5,500 files). The
 pass runs in the background, in the order the files are read, so the first files are parsed while
-git still reads the rest. A blob is read once per process, however many commits hold it.
+git still reads the rest; for a large project's folder it is waited for instead, so that the files are
+parsed in two processes (``workers.halves``), as validate parses them from disk: a fork is made only of a
+process that runs one thread. A blob is read once per process, however many commits hold it.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ import threading
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
-from typing import Any, NamedTuple
+from typing import Any
 from collections.abc import Iterable, Iterator
 
 import git
@@ -35,10 +37,11 @@ from schemaflow.project import declared_databases, managed_databases
 from schemaflow.spec import load_catalog
 from schemaflow.spec.code_files import Tally, link_problem
 from schemaflow.spec.layout import is_declaration
-from schemaflow.spec.loader import CACHED_FILES
+from schemaflow.spec.loader import CACHED_FILES, SHARED_FROM, CacheInfo
 from schemaflow.spec.settings import read_settings
 from schemaflow.spec.source import Entry, dangling_link, folder_problem, walk
 from schemaflow.wording import DIRTY
+from schemaflow.workers import ended, threads
 
 # How many symlinks one path may pass through before it counts as a loop (Linux's limit, ELOOP).
 _MAX_LINKS = 40
@@ -56,13 +59,6 @@ class GitFile:
         return _blob_bytes(self.blob)
 
 
-class CacheInfo(NamedTuple):
-    hits: int
-    misses: int
-    maxsize: int
-    currsize: int
-
-
 class _Blobs:
     """Blobs' contents by blob id, each read from git once (``plan --base`` reads two commits that share
     most of their files), many at once by ``read_ahead``; ``cache_info`` counts as ``functools.lru_cache`` does."""
@@ -72,6 +68,8 @@ class _Blobs:
         self.contents: dict[bytes, bytes] = {}
         self.coming: set[bytes] = set()  # asked of git by a read ahead, not arrived yet
         self.arrival = threading.Condition()
+        self.readers: list[threading.Thread] = []  # the read aheads' threads
+        self.threads_before = 0  # how many threads this process ran before them
         self.hits = self.misses = 0
 
     def __call__(self, blob: git.Blob) -> bytes:
@@ -103,7 +101,19 @@ class _Blobs:
         except BaseException:
             self._arrived(wanted, {})
             raise
-        threading.Thread(target=self._receive, args=(process, wanted), name="git-blobs", daemon=True).start()
+        reader = threading.Thread(target=self._receive, args=(process, wanted), name="git-blobs", daemon=True)
+        if not self.readers:
+            self.threads_before = threads()
+        reader.start()
+        self.readers.append(reader)
+
+    def settle(self) -> None:
+        """Wait until every read ahead has ended: then this process runs no thread of theirs."""
+        if not self.readers:
+            return
+        while self.readers:
+            self.readers.pop().join()
+        ended(self.threads_before)
 
     def cache_info(self) -> CacheInfo:
         return CacheInfo(self.hits, self.misses, self.kept, len(self.contents))
@@ -212,6 +222,8 @@ class CommitFiles:
             return [], []
         paths, problems = walk(folder, top, str(top.path), self._entries)
         _blob_bytes.read_ahead(self.root.repo, self._blobs(paths))
+        if len(paths) >= SHARED_FROM:  # parsed in two processes (``spec.loader``): git's reader ends first
+            _blob_bytes.settle()
         return paths, problems
 
     def _blobs(self, paths: list[str]) -> Iterator[git.Blob]:

@@ -15,6 +15,7 @@ import os
 import pickle
 import signal
 import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 from typing import TypeVar
 from collections.abc import Callable, Sequence
@@ -49,6 +50,15 @@ def threads() -> int:
         return len(os.listdir("/proc/self/task"))
     except OSError:
         return threading.active_count()
+
+
+def ended(before: int, seconds: float = 1.0) -> None:
+    """Wait (up to ``seconds``) until the system counts no more threads in this process than ``before``: threads that
+    have ended in Python (joined) may still be exiting (measured: on a busy machine), and ``forks_safely`` counts the
+    system's."""
+    deadline = time.monotonic() + seconds
+    while threads() > before and time.monotonic() < deadline:
+        time.sleep(0.001)
 
 
 def halves(work: Callable[[Sequence[Item]], Result], items: Sequence[Item], at_least: int) -> list[Result]:

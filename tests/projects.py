@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from schemaflow.apply.executor import apply_plan
+from schemaflow.catalog import local_server
 from schemaflow.catalog.live import Live
 from schemaflow.catalog.snapshot import read_snapshot
 from schemaflow.errors import SpecError
@@ -113,3 +114,10 @@ def aliased_table(name: str) -> str:
     levels = ["a: &a [x, x, x, x, x, x, x, x, x, x]"] + [
         f"{b}: &{b} [{', '.join(['*' + a] * 10)}]" for a, b in zip("abc", "bcd", strict=True)]
     return f"table: bad.{name}\n" + "\n".join(levels) + "\ne: [*d, *d, *d, *d, *d]\n"
+
+
+def serving(project: Path) -> local_server.Served:
+    """The local metastore server that serves ``project``'s embedded metastore; fails the test where none does."""
+    found = local_server.running(project / ".schemaflow")
+    assert found is not None, "no local server serves the project"
+    return found

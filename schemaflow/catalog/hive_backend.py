@@ -71,12 +71,7 @@ class HiveBackend:
             from schemaflow.catalog.metastore import Metastore
             from schemaflow.catalog.session import spark_session
 
-            settings = self.project.settings
-            if self._served is not None:  # a command that reads: Spark shares the server holding the database
-                settings = replace(settings, metastore_uri=self._served.uri)
-            elif local_server.serves(settings):  # one that writes opens the database itself
-                local_server.stop(local_server.state_directory(settings), self.opening.progress,
-                                  " to open the embedded metastore in this command")
+            settings, endpoint = self._spark_settings()
             uri = direct_uri(settings)
             if uri is not None and {**spark_defaults(), **settings.spark_conf}.get(HIVE_JARS_KEY, "builtin") == "builtin":
                 from schemaflow.catalog.thrift_reader import check_server
@@ -84,9 +79,34 @@ class HiveBackend:
                 check_server(uri)
             self._say(f"Starting Spark ({settings.spark_master}) and connecting to {self.where()} ...")
             started = time.monotonic()
-            self.connected = Metastore.connect(spark_session(settings), lock_guards=settings.lock_guards)
+            self.connected = Metastore.connect(spark_session(settings), lock_guards=settings.lock_guards,
+                                               endpoint=endpoint)
             self._say(f"Spark is up ({time.monotonic() - started:.1f} s)")
         return self.connected
+
+    def _spark_settings(self) -> tuple[Settings, str | None]:
+        """The settings Spark starts with, and the name of the metastore it reaches where the settings do not say it.
+
+        The embedded metastore that a local server serves is reached through the server, as a notebook reaches it
+        (its name the embedded metastore's, as a plan names it however it was read), by a command that reads and by
+        one that writes where the server guards writes (``local_server.guards``); there its compare-and-swap guards
+        them, as the embedded metastore's would (``metastore.guard`` is a metastore server's). Else a command that
+        writes stops the server and opens the database itself."""
+        settings = self.project.settings
+        if self._served is None and local_server.serves(settings):
+            if self.opening.direct or local_server.guards():
+                try:
+                    self._serve()
+                except local_server.NotServed as error:
+                    self._say(f"{error}; opening it in this command instead")
+            if self._served is None:
+                local_server.stop(local_server.state_directory(settings), self.opening.progress,
+                                  " to open the embedded metastore in this command")
+        if self._served is None:
+            return settings, None
+        database = local_server.state_directory(settings) / "metastore_db"
+        return (replace(settings, metastore_uri=self._served.uri, lock_guards=False),
+                local_server.derby_endpoint(str(database)))
 
     @property
     def reader(self) -> CatalogReader:

@@ -8,11 +8,14 @@ connects), and it and every later command read it without a JVM,
 as they read a ``thrift://`` metastore. A watcher process stops the server once no schemaflow command
 has used it and no client has been connected for the idle time (``metastore.local_server``, minutes).
 
-The server holds the database, so the commands that write (apply, ``view-partitions sync``, restore)
-stop it first and open the database in their own JVM, as before: their guards are the embedded
-metastore's (``catalog.spark_compat``), whatever the release of the server's jars. Meanwhile, any
-other client (a Spark session of the user's own) can share the served metastore at the address
-``schemaflow metastore status`` prints, instead of being refused by Derby's lock.
+The commands that write (apply, ``view-partitions sync``, restore) go through the server too, their
+Spark's metastore client pointed at it as a notebook's is: the server stays up across plan, apply and
+plan, and any other client (a Spark session of the user's own) shares the metastore at the address
+``schemaflow metastore status`` prints, while schemaflow applies, instead of being refused by Derby's
+lock. Their writes are guarded by the server's compare-and-swap (HIVE-26882), which the Hive of pyspark
+4's jars has (``guards``). Where the server's Hive lacks it (pyspark 3.5's 2.3.9), a command that writes
+stops the server and opens the database in its own JVM, where it checks each guard itself
+(``catalog.spark_compat``): no other process can write there meanwhile.
 
 Its state is files in the project's state directory: ``metastore-server.json`` (written once it serves:
 the watcher's and the server's process ids, the port; its modification time is the last use), a lock
@@ -39,6 +42,7 @@ from pathlib import Path
 from typing import NoReturn, TextIO
 
 from schemaflow.catalog.private_file import private_file
+from schemaflow.catalog.spark_compat import enforces_guards
 from schemaflow.catalog.spark_home import java, pyspark_folder
 from schemaflow.errors import SchemaflowError
 from schemaflow.processes import accepts, alive, runs
@@ -97,6 +101,14 @@ def serves(settings: Settings) -> bool:
     """Whether the embedded metastore of ``settings`` is read through a local server: it is embedded (no
     metastore address) and ``metastore.local_server`` is not 0."""
     return not settings.metastore_uri and settings.local_server_minutes > 0
+
+
+def guards() -> bool:
+    """Whether the local server (Hive's metastore from pyspark's jars) enforces compare-and-swap guards, so that a
+    command that writes can write through it (see the module's docstring); read from its jar's name, without a JVM."""
+    folder = pyspark_folder()
+    jars = sorted((folder / "jars").glob("hive-metastore-*.jar")) if folder is not None else []
+    return bool(jars) and enforces_guards(jars[0].name.removeprefix("hive-metastore-").removesuffix(".jar"))
 
 
 def running(state_dir: Path) -> Served | None:

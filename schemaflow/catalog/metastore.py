@@ -99,13 +99,13 @@ class Metastore:
                 jvm.org.apache.thrift.protocol.TJSONProtocol.Factory())
 
     @classmethod
-    def connect(cls, spark: SparkSession, lock_guards: bool = False) -> Metastore:
+    def connect(cls, spark: SparkSession, lock_guards: bool = False, endpoint: str | None = None) -> Metastore:
         """Open the metastore that ``spark`` is configured with; fails if it cannot be reached. ``lock_guards``:
-        guard writes with the table lock (``alter``)."""
+        guard writes with the table lock (``alter``); ``endpoint``: its name (default: from Spark's configuration)."""
         # A session built elsewhere (a notebook's, a test's) may substitute variables in SQL text.
         spark.conf.set(VARIABLE_SUBSTITUTION, "false")
         shared_state = spark._jsparkSession.sharedState()  # loads hive-site.xml into the Hadoop conf
-        endpoint = describe_endpoint(spark.sparkContext._jsc.hadoopConfiguration())
+        endpoint = endpoint or describe_endpoint(spark.sparkContext._jsc.hadoopConfiguration())
         with java_errors(f"cannot reach the Hive metastore ({endpoint})", endpoint):
             client = shared_state.externalCatalog().unwrapped().client()
             loader, conf = hive_class_loader(spark, client), hive_conf(spark, client)

@@ -17,10 +17,10 @@ import gc
 import posixpath
 from contextlib import contextmanager
 from dataclasses import replace
-from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from functools import partial
 from collections.abc import Callable, Iterator, Sequence
+from typing import NamedTuple
 
 from schemaflow.errors import Problem, SpecError
 from schemaflow.model import Catalog, Migration, Source, Table
@@ -157,48 +157,105 @@ SHARED_FROM = 1_000
 _Read = Declaration | list[Problem]  # a file's declaration, or why it could not be read
 
 
+class _Half(NamedTuple):
+    """What the files of a half declare, what is left of the budget, and each declaration with its path and content."""
+
+    read: list[_Read]
+    left: Budget
+    declared: list[tuple[str, bytes, Declaration]]
+
+
 def _each_declared(found: list[tuple[str, ProjectFile]], budget: Budget) -> list[_Read]:
     """What each file found declares, in their order; spends ``budget`` on them.
 
     A large project's files are read in two processes (``workers.halves``), each half with all of
     ``budget``: when the two together spend more than it has, they are read again here, one after the
-    other, for the message at the file or alias that crosses the project's bounds.
+    other, for the message at the file or alias that crosses the project's bounds. What the fork read is
+    known here afterwards, as what this process read is: ``plan --base`` reads a second tree of the same files.
     """
     read = halves(partial(_read_files, budget=budget), found, SHARED_FROM)
-    spent = [(budget.bytes - left.bytes, budget.aliased - left.aliased) for _, left in read]
+    spent = [(budget.bytes - half.left.bytes, budget.aliased - half.left.aliased) for half in read]
     bytes_spent, aliased_spent = sum(b for b, _ in spent), sum(a for _, a in spent)
     if len(read) > 1 and (bytes_spent > budget.bytes or aliased_spent > budget.aliased):
-        alone, left = _read_files(found, budget, _declared.__wrapped__)  # each file spends again: none taken as read
-        bytes_spent, aliased_spent = budget.bytes - left.bytes, budget.aliased - left.aliased
-        read = [(alone, left)]
+        read = [_read_files(found, budget, _declared.read)]  # each file spends again: none taken as read
+        bytes_spent, aliased_spent = budget.bytes - read[0].left.bytes, budget.aliased - read[0].left.aliased
     budget.bytes -= bytes_spent
     budget.aliased -= aliased_spent
-    return [declared for half, _ in read for declared in half]
+    for path, content, declaration in read[-1].declared if len(read) > 1 else ():
+        _declared.learn(path, content, declaration)
+    return [declared for half in read for declared in half.read]
 
 
 def _read_files(found: Sequence[tuple[str, ProjectFile]], budget: Budget,
-                declared: Callable[[str, bytes], Declaration] | None = None) -> tuple[list[_Read], Budget]:
+                declared: Callable[[str, bytes], Declaration] | None = None) -> _Half:
     """What each file declares (by ``declared``, else as read once per process), and what is left of ``budget``
     (a copy: the halves of ``_each_declared`` each spend their own)."""
-    read: list[_Read] = []
-    budget = replace(budget)
-    with project_bounds(budget):
+    half = _Half([], replace(budget), [])
+    with project_bounds(half.left):
         for path, file in found:
             try:
-                read.append((declared or _declared)(path, read_bytes(file, path)))
+                content = read_bytes(file, path)
+                declaration = (declared or _declared)(path, content)
             except SpecError as error:
-                read.append(error.problems)
-    return read, budget
+                half.read.append(error.problems)
+                continue
+            half.read.append(declaration)
+            half.declared.append((path, content, declaration))
+    return half
 
 
-@lru_cache(maxsize=CACHED_FILES)
-def _declared(path: str, content: bytes) -> Declaration:
-    """The object the file at ``path`` declares, read once per path and content in a process.
+class CacheInfo(NamedTuple):
+    """How a cache has served, counted as ``functools.lru_cache`` counts."""
+
+    hits: int
+    misses: int
+    maxsize: int
+    currsize: int
+
+
+class _Declarations:
+    """The object the file at a path declares, read once per path and content in a process (the last ``kept``).
 
     ``plan --base`` reads two trees that differ in a few files: each file the same in both is
-    composed and checked once. A file that cannot be read raises ``SpecError`` (not cached).
+    composed and checked once, in this process or in the fork that read it (``learn``). A file that
+    cannot be read raises ``SpecError`` (not kept).
     """
-    return read_object(load_yaml(ReadFile(posixpath.basename(path), content), path))
+
+    def __init__(self, kept: int) -> None:
+        self.kept = kept
+        self.known: dict[tuple[str, bytes], Declaration] = {}
+        self.hits = self.misses = 0
+
+    def __call__(self, path: str, content: bytes) -> Declaration:
+        known = self.known.get((path, content))
+        if known is not None:
+            self.hits += 1
+            return known
+        self.misses += 1
+        known = self.read(path, content)
+        self.learn(path, content, known)
+        return known
+
+    @staticmethod
+    def read(path: str, content: bytes) -> Declaration:
+        """What the file at ``path`` declares, read now."""
+        return read_object(load_yaml(ReadFile(posixpath.basename(path), content), path))
+
+    def learn(self, path: str, content: bytes, declaration: Declaration) -> None:
+        """Keep ``declaration`` as what the file at ``path`` holding ``content`` declares."""
+        if len(self.known) >= self.kept:
+            self.known.clear()
+        self.known[path, content] = declaration
+
+    def cache_info(self) -> CacheInfo:
+        return CacheInfo(self.hits, self.misses, self.kept, len(self.known))
+
+    def cache_clear(self) -> None:
+        self.known.clear()
+        self.hits = self.misses = 0
+
+
+_declared = _Declarations(CACHED_FILES)
 
 
 def _yaml_files(files: ProjectFiles, folder: str, problems: list[Problem]) -> dict[str, ProjectFile]:
