@@ -2,7 +2,7 @@
 
 The server and what it runs on are the ``[iceberg-rest-server]`` set of ``tests/artifacts.lock`` (fetched once into
 the cache, ``tests/artifacts.py``). It is configured through the environment, as Iceberg's ``RCKUtils`` maps it
-(``CATALOG_X_Y`` becomes the catalog property ``x.y``): a free port, a ``file://`` warehouse and a JdbcCatalog on a
+(``CATALOG_X_Y`` becomes the catalog property ``x.y``, ``__`` a ``-``): a free port, a ``file://`` warehouse and a JdbcCatalog on a
 SQLite database, both in the server's own directory. It is ready when ``GET /v1/config`` answers. Used as a
 context manager, it is stopped, with everything it started, on exit.
 """
@@ -62,6 +62,7 @@ class RestCatalogServer:
             "CATALOG_URI": f"jdbc:sqlite:{self.workdir / 'catalog.db'}",
             "CATALOG_JDBC_USER": "schemaflow",
             "CATALOG_JDBC_PASSWORD": "schemaflow",
+            "CATALOG_JDBC_SCHEMA__VERSION": "V1",  # jdbc.schema-version: the JdbcCatalog's tables that hold views
         }
         classpath = os.pathsep.join(map(str, files(ARTIFACTS)))
         started = time.monotonic()
