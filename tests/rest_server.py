@@ -9,7 +9,6 @@ context manager, it is stopped, with everything it started, on exit.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import time
 import urllib.error
@@ -19,7 +18,7 @@ from types import TracebackType
 from collections.abc import Sequence
 
 from tests.artifacts import files
-from tests.metastore_server import free_port, java_binary
+from tests.metastore_server import free_port, java_binary, stop_group
 
 MAIN_CLASS = "org.apache.iceberg.rest.RESTCatalogServer"
 ARTIFACTS = "iceberg-rest-server"
@@ -84,14 +83,7 @@ class RestCatalogServer:
     def stop(self) -> None:
         """Stop the server and any process it started (its whole process group)."""
         process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        stop_group(process)
 
     def _answers(self) -> bool:
         try:

@@ -35,12 +35,12 @@ from typing import Any
 from schemaflow.catalog.backend import HiveClient
 from schemaflow.catalog.iceberg_metadata import PREVIOUS_METADATA_LOCATION, TABLE_TYPE, Unreadable, check_location, \
     current, iceberg_table, is_iceberg, read_metadata
-from schemaflow.catalog.iceberg_updates import evolved, first_metadata, layout_updates, property_changes, pyiceberg_parts
+from schemaflow.catalog.iceberg_updates import check_state, evolved, first_metadata, layout_updates, property_changes, \
+    pyiceberg_parts
 from schemaflow.catalog.jvm import java_message, jvm_view
 from schemaflow.catalog.table_lock import table_lock
 from schemaflow.errors import ConcurrentChange, SchemaflowError
 from schemaflow.model import METADATA_LOCATION, IcebergState, Table, split_key
-from schemaflow.spec.iceberg import unwritten
 from schemaflow.sql.iceberg_types import spark_type
 from schemaflow.sql.table_kinds import LAZY_SIMPLE_SERDE
 
@@ -98,13 +98,7 @@ def _commit_once(client: HiveClient, key: str, table: Table | None, sources: Map
         found = iceberg_table(database, name, base, base_location)
     except Unreadable as unread:
         raise SchemaflowError(f"{key}: {unread.line()}; nothing was committed") from None
-    assert found.iceberg is not None  # read from its metadata
-    if (version := unwritten(found)) is not None:  # made so since the plan: the plan leaves it alone
-        raise SchemaflowError(f"{key} is {version}: plan again; nothing was committed")
-    if requires is not None and _required(found.iceberg) != _required(requires):
-        raise ConcurrentChange(key, _required(requires), _required(found.iceberg), "Iceberg metadata")
-    if expected is not None and found.version != expected:
-        raise ConcurrentChange(key, expected, found.version)
+    check_state(found, requires, expected)
     updates = layout_updates(base, table, sources) if table is not None else []
     properties, removals, upgrade = property_changes(base, table, set, unset)
     metadata = evolved(base, base_location, updates, properties, removals, upgrade, key)
@@ -172,10 +166,6 @@ def register(client: HiveClient, key: str, metadata: Any) -> None:
         if "AlreadyExists" in type(error).__name__ + java_message(error):
             raise ConcurrentChange(key, None, "a table created by another writer", "metastore entry") from None
         raise
-
-
-def _required(state: IcebergState) -> str:
-    return f"table {state.table_uuid}, schema {state.schema_id}, spec {state.spec_id}, sort order {state.sort_order_id}"
 
 
 def _next_location(table_location: str, properties: Mapping[str, str], base_location: str) -> str:

@@ -20,12 +20,31 @@ from typing import Any
 
 from schemaflow.catalog.iceberg_metadata import INSTALL, current, iceberg_table
 from schemaflow.catalog.iceberg_specs import VOID, created_fields, next_fields, transform_text
-from schemaflow.errors import SchemaflowError
-from schemaflow.model import COMMENT_KEY, LIVE_STATE, SCHEMAFLOW_PREFIX, Column, SortTerm, Table, split_key, state_digest
+from schemaflow.errors import ConcurrentChange, SchemaflowError
+from schemaflow.model import (COMMENT_KEY, LIVE_STATE, SCHEMAFLOW_PREFIX, Column, IcebergState, SortTerm, Table,
+                              split_key, state_digest)
+from schemaflow.spec.iceberg import unwritten
 from schemaflow.sql.iceberg_types import evolved_type, evolves, iceberg_type, spark_type
 
 FORMAT_VERSION = "format-version"
 PARTITION_IDS_FROM = 1000  # Iceberg numbers partition fields from 1000
+
+
+def check_state(found: Table, requires: IcebergState | None, expected: str | None) -> None:
+    """Refuse to commit the live table ``found`` (read from its metadata) unless it is as the plan requires and stamped
+    ``expected``: ``ConcurrentChange``, or ``SchemaflowError`` for a table made what schemaflow does not write since."""
+    assert found.iceberg is not None  # read from its metadata
+    if (version := unwritten(found)) is not None:  # made so since the plan: the plan leaves it alone
+        raise SchemaflowError(f"{found.key} is {version}: plan again; nothing was committed")
+    if requires is not None and required(found.iceberg) != required(requires):
+        raise ConcurrentChange(found.key, required(requires), required(found.iceberg), "Iceberg metadata")
+    if expected is not None and found.version != expected:
+        raise ConcurrentChange(found.key, expected, found.version)
+
+
+def required(state: IcebergState) -> str:
+    """What a plan requires of an Iceberg table's metadata, in words."""
+    return f"table {state.table_uuid}, schema {state.schema_id}, spec {state.spec_id}, sort order {state.sort_order_id}"
 
 
 def first_metadata(table: Table, location: str, set: Mapping[str, str]) -> Any:

@@ -28,14 +28,13 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, NoReturn
 
 from schemaflow.catalog.backend import CatalogWriter
-from schemaflow.catalog.iceberg_updates import FORMAT_VERSION, evolved, first_metadata, layout_updates, \
+from schemaflow.catalog.iceberg_updates import FORMAT_VERSION, check_state, evolved, first_metadata, layout_updates, \
     property_changes
 from schemaflow.catalog.rest.connection import TABLE, TABLES, VIEW, VIEWS, Connection, answer
 from schemaflow.catalog.rest.reader import LOCATION_KEY, RestReader, table_from, texts
 from schemaflow.errors import ConcurrentChange, SchemaflowError, Unreachable
 from schemaflow.model import (COMMENT_KEY, LIVE_STATE, VERSION_KEY, Column, Database, IcebergState, PartitionValues,
                               Table, View, ViewSql, split_key)
-from schemaflow.spec.iceberg import unwritten
 from schemaflow.sql.iceberg_types import iceberg_type
 from schemaflow.sql.rewrite import Filled
 
@@ -160,12 +159,7 @@ class RestWriter:
         found, _ = table_from(*split_key(key), base, location)
         if found.unreadable is not None or found.iceberg is None:
             raise SchemaflowError(f"{key}: {found.unreadable}; nothing was committed")
-        if (version := unwritten(found)) is not None:
-            raise SchemaflowError(f"{key} is {version}: plan again; nothing was committed")
-        if requires is not None and _required(found.iceberg) != _required(requires):
-            raise ConcurrentChange(key, _required(requires), _required(found.iceberg), "Iceberg metadata")
-        if expected is not None and found.version != expected:
-            raise ConcurrentChange(key, expected, found.version)
+        check_state(found, requires, expected)
         layout = layout_updates(base, table, sources) if table is not None else []
         properties, removals, upgrade = property_changes(base, table, set, unset)
         after = evolved(base, location, layout, properties, removals, upgrade, key)  # checks them, fills the digests
@@ -207,22 +201,25 @@ class RestWriter:
     def _read_back(self, key: str, kind: str) -> Mapping[str, Any]:
         for attempt in range(3):
             try:
-                return self._load(key) if kind == "table" else self._load_view(key)
+                return self._load(key, kind)
             except Unreachable:
                 if attempt == 2:
                     raise
                 time.sleep(1.0 * 2 ** attempt)
         raise AssertionError("unreachable")
 
-    def _load(self, key: str) -> dict[str, Any]:
-        from pyiceberg.exceptions import NoSuchTableError, RESTError
+    def _load(self, key: str, kind: str = "table") -> dict[str, Any]:
+        """The catalog's answer to loading the table (or ``kind`` "view") ``key``."""
+        from pyiceberg.exceptions import NoSuchTableError, NoSuchViewError, RESTError
         from requests import RequestException
 
         database, name = split_key(key)
+        missing: type[Exception] = NoSuchTableError if kind == "table" else NoSuchViewError
         try:
-            return self.connection.call("GET", TABLE, {404: NoSuchTableError}, namespace=database, table=name)
-        except NoSuchTableError:
-            raise SchemaflowError(f"{key} is not in {NOUN}: plan again; nothing was committed") from None
+            return self.connection.call("GET", TABLE if kind == "table" else VIEW, {404: missing}, namespace=database,
+                                        **{kind: name})
+        except missing:
+            raise SchemaflowError(f"the {kind} {key} is not in {NOUN}: plan again; nothing was changed") from None
         except (RESTError, RequestException) as error:
             raise Unreachable(f"cannot read {key} from {NOUN}: {answer(error)}") from None
 
@@ -267,7 +264,7 @@ class RestWriter:
         from pyiceberg.exceptions import NoSuchViewError
 
         database, name = split_key(key)
-        stamp = (self._load_view(key)["metadata"].get("properties") or {}).get(VERSION_KEY)
+        stamp = (self._load(key, "view")["metadata"].get("properties") or {}).get(VERSION_KEY)
         if expected is not None and stamp != expected:
             raise ConcurrentChange(key, expected, stamp)
         try:
@@ -277,7 +274,7 @@ class RestWriter:
 
     def _commit_view(self, key: str, changes: Callable[[Mapping[str, Any]], list[dict[str, Any]]],
                      set: Mapping[str, str], unset: Sequence[str], expected: str | None, claim: str | None) -> None:
-        loaded = self._load_view(key)
+        loaded = self._load(key, "view")
         metadata = loaded["metadata"]
         have = texts(metadata.get("properties") or {})
         if expected is not None and have.get(VERSION_KEY) != expected:
@@ -289,18 +286,6 @@ class RestWriter:
             updates.append({"action": "remove-properties", "removals": removals})
         self._send(key, VIEW, "view", [{"type": "assert-view-uuid", "uuid": metadata["view-uuid"]}], updates, set,
                    str(loaded.get("metadata-location")))
-
-    def _load_view(self, key: str) -> dict[str, Any]:
-        from pyiceberg.exceptions import NoSuchViewError, RESTError
-        from requests import RequestException
-
-        database, name = split_key(key)
-        try:
-            return self.connection.call("GET", VIEW, {404: NoSuchViewError}, namespace=database, view=name)
-        except NoSuchViewError:
-            raise SchemaflowError(f"the view {key} is not in {NOUN}: plan again; nothing was changed") from None
-        except (RESTError, RequestException) as error:
-            raise Unreachable(f"cannot read {key} from {NOUN}: {answer(error)}") from None
 
     def _is_view(self, key: str) -> bool:
         return bool(self.connection.catalog.view_exists(split_key(key)))
@@ -363,10 +348,6 @@ class RestWriter:
 
 def _cannot(what: str) -> NoReturn:
     raise SchemaflowError(f"{NOUN} cannot {what}: keep such objects in a Hive metastore or Glue")
-
-
-def _required(state: IcebergState) -> str:
-    return f"table {state.table_uuid}, schema {state.schema_id}, spec {state.spec_id}, sort order {state.sort_order_id}"
 
 
 def _rest_form(updates: list[dict[str, Any]]) -> list[dict[str, Any]]:
