@@ -82,7 +82,8 @@ def test_a_table_made_and_evolved_is_read_back_as_declared_and_stale_commits_lan
     assert reader.database(ns).properties == {"team": "sales+ops"}
 
     created = orders(ns)
-    writer.commit_iceberg(created, {}, None, True, {VERSION_KEY: "c1", APPLIED_STATE: LIVE_STATE}, [])
+    writer.commit_iceberg(created, {}, None, True, {"team": "sales", VERSION_KEY: "c1", APPLIED_STATE: LIVE_STATE},
+                          [])
     live = reader.read((ns,)).objects[key]
     assert set(live.properties) - set(ours(live.properties)) <= SERVER_DEFAULTS
     assert replace(live, properties=ours(live.properties)) == created and live.version == "c1"
@@ -96,7 +97,8 @@ def test_a_table_made_and_evolved_is_read_back_as_declared_and_stale_commits_lan
                                   Column("total", "decimal(10,2)", "in euros"), Column("coupon", "string")),
                      properties={"format-version": "2", "team": "finance"}, comment=None)
     sources = {"id": "id", "ts": "ts", "total": "amount"}
-    writer.commit_iceberg(evolved, sources, live.iceberg, False, {VERSION_KEY: "c2"}, [], expected="c1")
+    writer.commit_iceberg(evolved, sources, live.iceberg, False, {"team": "finance", VERSION_KEY: "c2"}, [],
+                          expected="c1")
     after = reader.read((ns,)).objects[key]
     assert replace(after, properties=ours(after.properties)) == evolved and after.version == "c2"
     assert isinstance(after, Table) and after.iceberg is not None

@@ -126,13 +126,15 @@ def view_of(database: str, name: str, metadata: Mapping[str, Any]) -> View:
     chosen = next((r for r in sql if str(r.get("dialect", "")).lower() == SPARK_DIALECT), sql[0])
     properties = texts(metadata.get("properties") or {})
     namespace = ".".join(version.get("default-namespace") or [database])
+    stamps = recorded(properties)
     return View(database, name, str(chosen["sql"]),
                 columns=tuple(Column(str(f["name"]), spark_type(f["type"]), f.get("doc") or None)
                               for f in schema["fields"]),
                 comment=properties.get(COMMENT_KEY) or None,
                 properties={k: v for k, v in sorted(properties.items())
                             if k != COMMENT_KEY and not k.startswith(SCHEMAFLOW_PREFIX)},
-                resolves_in=namespace if namespace != database else None, **recorded(properties))
+                resolves_in=namespace if namespace != database else None, managed_keys=stamps["managed_keys"],
+                version=stamps["version"])
 
 
 def texts(properties: Mapping[str, Any]) -> dict[str, str]:

@@ -181,7 +181,8 @@ class RestWriter:
     def _send(self, key: str, endpoint: str, kind: str, requirements: list[dict[str, Any]],
               updates: list[dict[str, Any]], set: Mapping[str, str], location: str) -> None:
         """Commit ``updates`` under ``requirements``: 409 is ``ConcurrentChange``; an unknown outcome is read back."""
-        from pyiceberg.exceptions import CommitFailedException, RESTError
+        from pyiceberg.exceptions import (CommitFailedException, CommitStateUnknownException, RESTError, ServerError,
+                                          ServiceUnavailableError)
         from requests import RequestException
 
         database, name = split_key(key)
@@ -193,10 +194,12 @@ class RestWriter:
         except CommitFailedException:
             raise ConcurrentChange(key, "the state this commit was made on", "a commit of another writer",
                                    "Iceberg metadata") from None
-        except (RESTError, RequestException) as error:
+        except (CommitStateUnknownException, ServerError, ServiceUnavailableError, RequestException) as error:
             if not _landed(self._read_back(key, kind), set, location):
                 raise Unreachable(f"{NOUN} did not confirm the commit to {key} ({answer(error)}), and it did not "
                                   "land: nothing was applied; plan again") from None
+        except RESTError as error:
+            raise SchemaflowError(f"{NOUN} refused the commit to {key}: {answer(error)}; nothing was applied") from None
 
     def _read_back(self, key: str, kind: str) -> Mapping[str, Any]:
         for attempt in range(3):
@@ -244,11 +247,12 @@ class RestWriter:
                    "default-namespace": [database]}
         if replace:
             def replaced(metadata: Mapping[str, Any]) -> list[dict[str, Any]]:
-                schema_id = max(int(s.get("schema-id", 0)) for s in metadata["schemas"]) + 1
+                schema = _view_schema(view, max(int(s.get("schema-id", 0)) for s in metadata["schemas"]) + 1)
+                same = next((s["schema-id"] for s in metadata["schemas"] if _fields(s) == _fields(schema)), None)
                 number = max(int(v["version-id"]) for v in metadata["versions"]) + 1
-                return [{"action": "add-schema", "schema": _view_schema(view, schema_id)},
-                        {"action": "add-view-version", "view-version": version | {"version-id": number,
-                                                                                   "schema-id": -1}},
+                added = [{"action": "add-schema", "schema": schema}] if same is None else []
+                return [*added, {"action": "add-view-version", "view-version": version | {
+                            "version-id": number, "schema-id": -1 if same is None else same}},
                         {"action": "set-current-view-version", "view-version-id": -1}]
             unset = [COMMENT_KEY] if not view.comment else []
             self._commit_view(view.key, replaced, properties, unset, claim, claim=claim)
@@ -368,6 +372,11 @@ def _view_schema(view: View, schema_id: int) -> dict[str, Any]:
     fields = [{"id": next(ids), "name": n, "required": False, "type": iceberg_type(types.get(n) or "string", ids)}
               | ({"doc": comments[n]} if comments.get(n) else {}) for n in names]
     return {"type": "struct", "schema-id": schema_id, "fields": fields}
+
+
+def _fields(schema: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+    """A schema's fields as a catalog compares them: name, type and comment, in order."""
+    return [(f["name"], json.dumps(f["type"], sort_keys=True), f.get("doc")) for f in schema["fields"]]
 
 
 def _landed(loaded: Mapping[str, Any], set: Mapping[str, str], location: str) -> bool:
