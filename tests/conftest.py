@@ -30,6 +30,7 @@ from schemaflow.project import ENV_LOCAL_SERVER, Settings
 from tests.metastore_server import (TEST_JAVA_OPTIONS, MetastoreServer, NewServer, default_backend,
                                     derby_with_transaction_tables, release_under_test, site_defaults)
 from tests.postgres_server import PostgresServer
+from tests.rest_server import RestCatalogServer
 
 ROOT = Path(__file__).resolve().parent.parent
 pytest_plugins = ["tests.interrupts"]  # SIGTERM tears the fixtures down, servers included
@@ -172,6 +173,21 @@ def postgres_metastore_server(new_metastore_server: NewServer, tmp_path_factory:
     """A standalone Thrift metastore server on PostgreSQL for the run; yields its thrift:// URI."""
     with new_metastore_server("postgresql", tmp_path_factory.mktemp("postgres_metastore_server")) as server:
         yield server.uri
+
+
+@pytest.fixture(scope="session")
+def rest_catalog_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestCatalogServer]:
+    """Iceberg's own REST catalog server for this test process (``tests/rest_server.py``); tests take a namespace
+    of their own on it (``rest_namespace``)."""
+    with RestCatalogServer(tmp_path_factory.mktemp("rest_catalog_server"), java_options=TEST_JAVA_OPTIONS) as server:
+        yield server
+
+
+@pytest.fixture
+def rest_namespace(rest_catalog_server: RestCatalogServer, request: pytest.FixtureRequest) -> str:
+    """A namespace name unique in the run, for one test on the REST catalog server (not created: the test does)."""
+    stem = re.sub(r"[^a-z0-9]+", "_", request.node.name.lower()).strip("_")[:40]
+    return f"ns{next(_database_numbers)}_{stem}"
 
 
 @pytest.fixture(scope="session")

@@ -301,19 +301,24 @@ class MetastoreServer:
     def stop(self) -> None:
         """Stop the server and any process it started (its whole process group)."""
         process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        stop_group(process)
 
     def _fail(self, what: str) -> None:
         self.stop()
         log = self.log.read_text(errors="replace")[-8000:]
         raise RuntimeError(f"the Hive metastore server {what}; its log ({self.log}):\n{log}")
+
+
+def stop_group(process: subprocess.Popen[bytes] | None) -> None:
+    """Stop a server started in a session of its own, with every process it started (its whole process group)."""
+    if process is None or process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
 
 
 def derby_with_transaction_tables(folder: Path, java_options: Sequence[str] = (), timeout: float = 300.0,

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from pyiceberg.table import StaticTable
 
-from schemaflow.catalog import iceberg_commit
+from schemaflow.catalog import iceberg_specs, iceberg_updates
 from schemaflow.catalog.iceberg_specs import created_fields, next_fields
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import Column, PartitionField, Table
@@ -55,14 +55,14 @@ def test_a_replaced_field_is_numbered_and_named_as_pyiceberg_names_it(tmp_path: 
     table = Table("db", "t", columns=(Column("id", "bigint"), Column("code", "string"), Column("ts", "timestamp")),
                   format="iceberg", data_source=True, partition_spec=(before,),
                   properties={"format-version": str(version)})
-    created = iceberg_commit.first_metadata(table, str(tmp_path), {"format-version": str(version)})
+    created = iceberg_updates.first_metadata(table, str(tmp_path), {"format-version": str(version)})
     metadata = json.loads(created.model_dump_json())
     assert metadata["format-version"] == version
     path = tmp_path / "v1.metadata.json"
     path.write_text(json.dumps(metadata))
     update = StaticTable.from_metadata(str(path)).update_spec()
     spec = metadata["partition-specs"][0]
-    update.remove_field(spec["fields"][0]["name"]).add_field(TERMS[new].column, iceberg_commit.transform_text(TERMS[new]))
+    update.remove_field(spec["fields"][0]["name"]).add_field(TERMS[new].column, iceberg_specs.transform_text(TERMS[new]))
     expected = [(f.field_id, f.name, str(f.transform)) for f in update._apply().fields]
 
     fields = next_fields("db.t", version, metadata["partition-specs"], spec, (TERMS[new],), COLUMNS, 1000)

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from schemaflow.catalog import iceberg_commit
+from schemaflow.catalog import iceberg_updates
 from schemaflow.catalog.iceberg_specs import created_fields
 from schemaflow.catalog.iceberg_metadata import iceberg_table
 from schemaflow.model import (LIVE_STATE, Catalog, Column, DropColumn, IcebergState, Migration, PartitionField,
@@ -210,16 +210,16 @@ def test_types_between_iceberg_and_spark():
 
 def _created() -> dict:
     """The first metadata file of db.clicks, as pyiceberg writes it for a commit that creates the table."""
-    pyiceberg = iceberg_commit._pyiceberg()
+    pyiceberg = iceberg_updates.pyiceberg_parts()
     table = replace(LIVE, iceberg=None, version=None)
     ids = itertools.count(1)
-    fields = [iceberg_commit._new_field(c, ids) for c in table.columns]
+    fields = [iceberg_updates.new_field(c, ids) for c in table.columns]
     by_name = {f["name"]: f["id"] for f in fields}
     metadata = pyiceberg.new_table_metadata(
         pyiceberg.Schema.model_validate({"type": "struct", "schema-id": 0, "fields": fields}),
         pyiceberg.PartitionSpec.model_validate({"spec-id": 0, "fields": created_fields(
             table.partition_spec, by_name, itertools.count(1000))}),
-        pyiceberg.SortOrder.model_validate({"order-id": 1, "fields": iceberg_commit._order_fields(table.sort_order,
+        pyiceberg.SortOrder.model_validate({"order-id": 1, "fields": iceberg_updates.order_fields(table.sort_order,
                                                                                                     by_name)}),
         "/lake/db/clicks", {"schemaflow.version": "v0"})
     data: dict = json.loads(metadata.model_dump_json())
@@ -233,8 +233,8 @@ def test_a_commit_evolves_the_metadata_by_field_id_and_reads_back_as_declared():
     assert before.sort_order == LIVE.sort_order and before.version == "v0"
     want = _want(Column("val", "bigint"), Column("channel", "string", "new"), *COLUMNS[:2],
                  partition_spec=(PartitionField("day", "ts"), PartitionField("bucket", "id", 4)), sort_order=())
-    updates = iceberg_commit._layout_updates(base, want, {"val": "v", "ts": "ts", "id": "id"})
-    metadata = iceberg_commit._evolved(base, "/lake/db/clicks/metadata/00000-a.metadata.json", updates,
+    updates = iceberg_updates.layout_updates(base, want, {"val": "v", "ts": "ts", "id": "id"})
+    metadata = iceberg_updates.evolved(base, "/lake/db/clicks/metadata/00000-a.metadata.json", updates,
                                        {"schemaflow.version": "v1", "schemaflow.applied_state": LIVE_STATE}, [], None,
                                        "db.clicks")
     data = json.loads(metadata.model_dump_json())
@@ -285,7 +285,7 @@ def test_a_format_version_1_commit_voids_a_removed_field_in_its_place_and_append
     base = {**base, "format-version": 1}
     want = _want(*COLUMNS, properties={"format-version": "1"},
                  partition_spec=(PartitionField("identity", "code"),))
-    updates = iceberg_commit._layout_updates(base, want, {c.name: c.name for c in COLUMNS})
+    updates = iceberg_updates.layout_updates(base, want, {c.name: c.name for c in COLUMNS})
     [spec] = [u["spec"] for u in updates if u["action"] == "add-spec"]
     assert [(f["field-id"], f["name"], f["transform"]) for f in spec["fields"]] == [
         (1000, "ts_day", "void"), (1001, "code", "identity")]

@@ -1,0 +1,72 @@
+"""An Iceberg REST catalog as a catalog backend (``metastore: {type: iceberg_rest, uri, warehouse, options}``).
+
+The project's ``metastore:`` block names the catalog (checked by ``connection.rest_settings``); credentials come from
+the environment. Nothing is connected until a reader or writer is used; the endpoint a plan records is
+``rest:<uri>#<warehouse>``. No engine runs here: views' SQL is not analysed, and the questions only Spark could answer
+get None.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from schemaflow.catalog.backend import StoredFunction
+from schemaflow.catalog.backends import Opening, register_backend
+from schemaflow.catalog.rest.connection import Connection, rest_settings
+from schemaflow.catalog.rest.reader import RestReader
+from schemaflow.catalog.rest.writer import RestWriter
+from schemaflow.model import Catalog
+from schemaflow.project import Project
+
+NAME = "iceberg_rest"
+
+
+@register_backend(NAME)
+@dataclass
+class RestBackend:
+    """A project's Iceberg REST catalog, connected on first use."""
+
+    project: Project
+    opening: Opening
+    _connection: Connection | None = field(default=None, init=False, repr=False)
+
+    @property
+    def connection(self) -> Connection:
+        if self._connection is None:
+            settings = self.project.settings
+            block = dict(settings.declared.get("metastore") or {})
+            if settings.metastore_uri:
+                block["uri"] = settings.metastore_uri
+            self._connection = Connection(rest_settings(block), os.environ)
+        return self._connection
+
+    def where(self) -> str:
+        return f"the Iceberg REST catalog at {self.connection.settings.uri}"
+
+    @property
+    def reader(self) -> RestReader:
+        return RestReader(self.connection)
+
+    def read_ahead(self, databases: tuple[str, ...]) -> None:
+        return None
+
+    def read(self, databases: tuple[str, ...]) -> Catalog:
+        self.opening.progress.write(f"Reading {self.where()} ...\n")
+        self.opening.progress.flush()
+        return self.reader.read(databases)
+
+    def writer(self) -> RestWriter:
+        return RestWriter(self.connection)
+
+    def stale_partitions(self, key: str, exact: bool = False) -> int | None:
+        return None
+
+    def view_problems(self, desired: Catalog, views: Iterable[str]) -> dict[str, str] | None:
+        return None
+
+    def functions(self, names: Iterable[str]) -> dict[str, StoredFunction | None] | None:
+        return None
+
+    def hints(self) -> None:
+        return None

@@ -1,0 +1,194 @@
+"""The Iceberg REST catalog backend against Iceberg's own REST catalog server (``tests/rest_server.py``).
+
+Each test walks a sequence on a namespace of its own: what the writer makes, the reader reads back as declared; a
+commit made on a state another writer changed is refused by the server (409) and applies nothing; of two appliers
+racing on a table exactly one lands; a properties-only commit by another writer in the window is not refused (the
+documented gap); the server refuses the guard probe; views are created, replaced, read back and dropped. The other
+writer is pyiceberg's own REST client, or a second schemaflow writer; ``Interleaved`` runs it between a writer's
+load and its commit, on the real server.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from schemaflow.catalog.rest.connection import Connection, RestSettings
+from schemaflow.catalog.rest.reader import RestReader
+from schemaflow.catalog.rest.writer import CLAIM_SUMMARY, RestWriter
+from schemaflow.errors import ConcurrentChange
+from schemaflow.model import (LIVE_STATE, VERSION_KEY, Column, Database, PartitionField, SortTerm, Table, View,
+                              state_digest)
+from tests.rest_server import RestCatalogServer
+
+pytestmark = pytest.mark.remote
+
+APPLIED_STATE = "schemaflow.applied_state"
+# What Iceberg's Java library adds to a new table's properties (Parquet's codec since 1.4): the server's, not the project's.
+SERVER_DEFAULTS = {"write.parquet.compression-codec"}
+
+
+def ours(properties: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in properties.items() if k not in SERVER_DEFAULTS}
+
+
+class Interleaved(Connection):
+    """A connection that runs ``meanwhile`` once, just before its next commit (a POST) reaches the server."""
+
+    meanwhile: Callable[[], None] | None = None
+
+    def call(self, method: str, endpoint: str, errors: Mapping[int, type[Exception]], payload: Any = None,
+             **path: str) -> dict[str, Any]:
+        if method == "POST" and self.meanwhile is not None:
+            run, self.meanwhile = self.meanwhile, None
+            run()
+        return super().call(method, endpoint, errors, payload, **path)
+
+
+def connect(server: RestCatalogServer) -> Interleaved:
+    return Interleaved(RestSettings(server.uri), {})
+
+
+def other_client(server: RestCatalogServer) -> Any:
+    from pyiceberg.catalog.rest import RestCatalog
+
+    return RestCatalog("other", uri=server.uri)
+
+
+def orders(namespace: str, **changes: Any) -> Table:
+    declared = dict(
+        database=namespace, name="orders", format="iceberg", data_source=True, comment="what was ordered",
+        columns=(Column("id", "bigint"), Column("ts", "timestamp"), Column("amount", "decimal(10,2)", "in euros"),
+                 Column("note", "string")),
+        partition_spec=(PartitionField("day", "ts"),), sort_order=(SortTerm(PartitionField("identity", "id")),),
+        properties={"format-version": "2", "team": "sales"})
+    return Table(**{**declared, **changes})
+
+
+def test_a_table_made_and_evolved_is_read_back_as_declared_and_stale_commits_land_nothing(
+        rest_catalog_server: RestCatalogServer, rest_namespace: str) -> None:
+    connection = connect(rest_catalog_server)
+    writer, reader = RestWriter(connection), RestReader(connection)
+    ns, key = rest_namespace, f"{rest_namespace}.orders"
+    writer.add_database(Database(ns, "the shop", None, {"team": "sales"}))
+    writer.add_database(Database(ns, "another comment"))  # exists: left as it is
+    database = reader.database(ns)
+    assert database == Database(ns, "the shop", database.location, {"team": "sales"})
+    assert database.location == f"{rest_catalog_server.warehouse.as_uri()}/{ns}"  # the server's choice
+    writer.update_database_properties(ns, ["team"], lambda now: {"team": now["team"] + "+ops"})
+    assert reader.database(ns).properties == {"team": "sales+ops"}
+
+    created = orders(ns)
+    writer.commit_iceberg(created, {}, None, True, {"team": "sales", VERSION_KEY: "c1", APPLIED_STATE: LIVE_STATE},
+                          [])
+    live = reader.read((ns,)).objects[key]
+    assert set(live.properties) - set(ours(live.properties)) <= SERVER_DEFAULTS
+    assert replace(live, properties=ours(live.properties)) == created and live.version == "c1"
+    assert isinstance(live, Table) and live.iceberg is not None
+    [entry] = reader.entries(ns)
+    assert entry.parameters[APPLIED_STATE] == state_digest(live)  # ${live_state}: the table as the create left it
+    writer.check_guards(key)  # the server refuses a commit asserting a schema it does not have
+
+    # Evolve: a column added, one renamed by its source (keeping its field id), one dropped; properties changed.
+    evolved = orders(ns, columns=(Column("id", "bigint"), Column("ts", "timestamp"),
+                                  Column("total", "decimal(10,2)", "in euros"), Column("coupon", "string")),
+                     properties={"format-version": "2", "team": "finance"}, comment=None)
+    sources = {"id": "id", "ts": "ts", "total": "amount"}
+    writer.commit_iceberg(evolved, sources, live.iceberg, False, {"team": "finance", VERSION_KEY: "c2"}, [],
+                          expected="c1")
+    after = reader.read((ns,)).objects[key]
+    assert replace(after, properties=ours(after.properties)) == evolved and after.version == "c2"
+    assert isinstance(after, Table) and after.iceberg is not None
+    assert after.iceberg.table_uuid == live.iceberg.table_uuid
+    other = other_client(rest_catalog_server)
+    fields = {f.name: f.field_id for f in other.load_table((ns, "orders")).schema().fields}
+    before = {f.name: f.field_id for f in other.load_table((ns, "orders")).metadata.schemas[0].fields}
+    assert fields["total"] == before["amount"] and "note" not in fields
+
+    writer.set_parameters(key, {"tier": "gold", VERSION_KEY: "c3"}, ["team"], expected="c2")
+    assert ours(reader.read((ns,)).objects[key].properties) == {"format-version": "2", "tier": "gold"}
+
+    # A stale commit: another writer changes the schema between this writer's load and its commit.
+    def add_column_elsewhere() -> None:
+        from pyiceberg.types import StringType
+
+        other.load_table((ns, "orders")).update_schema().add_column("elsewhere", StringType()).commit()
+
+    grown = orders(ns, columns=(*evolved.columns, Column("mine", "int")), properties=evolved.properties, comment=None)
+    state = reader.read((ns,)).objects[key]
+    assert isinstance(state, Table)
+    connection.meanwhile = add_column_elsewhere
+    with pytest.raises(ConcurrentChange, match="modified concurrently"):
+        writer.commit_iceberg(grown, {c.name: c.name for c in evolved.columns}, state.iceberg, False,
+                              {VERSION_KEY: "c4"}, [], expected="c3")
+    now = reader.read((ns,)).objects[key]
+    assert [c.name for c in now.columns] == ["id", "ts", "total", "coupon", "elsewhere"] and now.version == "c3"
+
+    # Two appliers racing on the table: the second's commit lands between the first's load and commit; one lands.
+    rival = RestWriter(connect(rest_catalog_server))
+    state = reader.read((ns,)).objects[key]
+    assert isinstance(state, Table)
+    theirs = orders(ns, columns=(*now.columns, Column("theirs", "int")), properties=evolved.properties, comment=None)
+    our_change = orders(ns, columns=(*now.columns, Column("ours", "int")), properties=evolved.properties, comment=None)
+    same = {c.name: c.name for c in now.columns}
+    connection.meanwhile = lambda: rival.commit_iceberg(theirs, same, state.iceberg, False, {VERSION_KEY: "r"}, [],
+                                                        expected="c3")
+    with pytest.raises(ConcurrentChange):
+        writer.commit_iceberg(our_change, same, state.iceberg, False, {VERSION_KEY: "o"}, [], expected="c3")
+    landed = reader.read((ns,)).objects[key]
+    assert landed.version == "r" and [c.name for c in landed.columns][-1] == "theirs"
+    assert "ours" not in [c.name for c in landed.columns]
+
+    # The documented gap: a properties-only commit of another writer in the window is not refused; both land.
+    connection.meanwhile = lambda: other.load_table((ns, "orders")).transaction().set_properties(
+        {"audited": "yes"}).commit_transaction()
+    writer.set_parameters(key, {VERSION_KEY: "p"}, [], expected="r")
+    window = reader.read((ns,)).objects[key]
+    assert window.version == "p" and window.properties["audited"] == "yes"  # both landed
+
+    # A drop checks the stamp; the table's files stay.
+    with pytest.raises(ConcurrentChange):
+        writer.drop_table(key, expected="not this run")
+    metadata_file = other.load_table((ns, "orders")).metadata_location
+    writer.drop_table(key, expected="p")
+    assert key not in reader.read((ns,)).objects
+    assert Path(metadata_file.removeprefix("file:")).is_file()
+
+
+def test_views_are_created_replaced_read_back_and_dropped(rest_catalog_server: RestCatalogServer,
+                                                          rest_namespace: str) -> None:
+    connection = connect(rest_catalog_server)
+    writer, reader = RestWriter(connection), RestReader(connection)
+    ns, key = rest_namespace, f"{rest_namespace}.recent"
+    writer.add_database(Database(ns))
+    first = View(ns, "recent", "SELECT id, amount FROM orders WHERE amount > 10",
+                 columns=(Column("id", "bigint", "the order"), Column("amount", "decimal(10,2)")), comment="big ones",
+                 properties={"team": "sales"})
+    writer.create_view(first, False, "v1")
+    with pytest.raises(ConcurrentChange):
+        writer.create_view(first, False, "v1b")  # the name is taken
+    live = reader.views([key, f"{ns}.absent"])
+    assert live[f"{ns}.absent"] is None
+    assert live[key] == first and live[key].version == "v1"  # type: ignore[union-attr]
+
+    second = View(ns, "recent", "SELECT id FROM orders", columns=(Column("id", "bigint"),))
+    writer.set_parameters(key, {VERSION_KEY: "v2"}, [], expected="v1")  # claimed, then replaced under the claim
+    writer.create_view(second, True, "v2")
+    [entry] = reader.entries(ns)
+    assert entry.object == View(ns, "recent", "SELECT id FROM orders", columns=(Column("id", "bigint"),),
+                                properties={"team": "sales"})
+    # Back to the first version's SQL and schema: a version equal but for its claim is a new version, made current.
+    writer.set_parameters(key, {VERSION_KEY: "v3"}, [], expected="v2")
+    writer.create_view(first, True, "v3")
+    assert reader.views([key])[key] == first
+    metadata = other_client(rest_catalog_server).load_view((ns, "recent")).metadata
+    assert [v.summary.get(CLAIM_SUMMARY) for v in metadata.versions][1:] == ["v2", "v3"]  # three versions
+
+    with pytest.raises(ConcurrentChange):
+        writer.drop_view(key, expected="v2")
+    writer.drop_view(key, expected="v3")
+    assert reader.views([key]) == {key: None}
+
