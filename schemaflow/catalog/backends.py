@@ -127,15 +127,23 @@ def settings_problems(project: Project) -> list[Problem]:
             continue
         name = block.get("type") or DEFAULT
         schema: Mapping[str, Any] = backend_info(name).options_schema or {}
+        checked = data
         if "options" not in schema.get("properties", {}):
             problems += [Problem(doc.key(*where, "metastore", "options", key),
                                  f"unknown key '{key}': metastore.type {name} takes no options")
                          for key in sorted(block.get("options") or {})]
-            schema = {**schema, "properties": {**schema.get("properties", {}), "options": {}}}
+            checked = _without_options(data, (*where, "metastore"))
         for part in reversed((*where, "metastore")):  # the schema of the whole file, checking only this block
             schema = {"type": "object", "properties": {part: schema}}
-        problems += check_against(doc, data, schema)
+        problems += check_against(doc, checked, schema)
     return problems
+
+
+def _without_options(data: Mapping[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
+    """``data`` without the ``options`` of the mapping at ``path``."""
+    if not path:
+        return {key: value for key, value in data.items() if key != "options"}
+    return {**data, path[0]: _without_options(data[path[0]], path[1:])}
 
 
 def open_backend(project: Project, opening: Opening) -> Backend:
