@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from schemaflow.capabilities import Capabilities, GuardKind
+from schemaflow.catalog import backends
 from schemaflow.catalog.backends import BUILT_IN, backend_capabilities, register_backend
 from schemaflow.project import Project
 from tests.inprocess import schemaflow
@@ -36,17 +37,24 @@ class Untouched:
         raise AssertionError(f"{name} was asked of a refused project's backend")
 
 
-register_backend(ICEBERG_ONLY, capabilities=Capabilities(
-    noun="Iceberg REST catalog", table_kinds=frozenset({"iceberg"}), views=False, view_partitions=False, renames=False,
-    engine=False, guard=GuardKind.REQUIREMENTS, value_limit=None))(Untouched)  # type: ignore[arg-type]
-register_backend(NO_VIEW_PARTITIONS, capabilities=Capabilities(view_partitions=False))(Untouched)  # type: ignore[arg-type]
-register_backend(WITH_OPTIONS, options_schema={
-    "type": "object", "additionalProperties": False,
-    "properties": {"type": {}, "uri": {"type": "string", "pattern": "^https?://\\S+(?![\\s\\S])",
-                                       "description": "use the catalog's http(s) address"},
-                   "options": {"type": "object", "additionalProperties": False,
-                               "properties": {"scope": {"type": "string"}, "retries": {"type": "number"}}}},
-})(Untouched)  # type: ignore[arg-type]
+@pytest.fixture(autouse=True)
+def test_backends(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test backends registered for one test (the registry as it was after it, the built-ins loaded before)."""
+    for name in BUILT_IN:
+        backend_capabilities(name)
+    monkeypatch.setattr(backends, "_REGISTRY", dict(backends._REGISTRY))
+    register_backend(ICEBERG_ONLY, capabilities=Capabilities(
+        noun="Iceberg REST catalog", table_kinds=frozenset({"iceberg"}), views=False, view_partitions=False,
+        renames=False, engine=False, guard=GuardKind.REQUIREMENTS, value_limit=None))(Untouched)  # type: ignore[arg-type]
+    register_backend(NO_VIEW_PARTITIONS, capabilities=Capabilities(view_partitions=False))(Untouched)  # type: ignore[arg-type]
+    register_backend(WITH_OPTIONS, options_schema={
+        "type": "object", "additionalProperties": False,
+        "properties": {"type": {}, "uri": {"type": "string", "pattern": "^https?://\\S+(?![\\s\\S])",
+                                           "description": "use the catalog's http(s) address"},
+                       "options": {"type": "object", "additionalProperties": False,
+                                   "properties": {"scope": {"type": "string"}, "retries": {"type": "number"}}}},
+    })(Untouched)  # type: ignore[arg-type]
+
 
 ORDERS = "table: retail.orders\ncolumns:\n  - {name: id, type: bigint}\n  - {name: ds, type: string}\n"
 EVENTS = "table: retail.events\nformat: iceberg\ncolumns:\n  - {name: id, type: bigint}\n"
