@@ -103,11 +103,6 @@ class CatalogWriter(Protocol):
 
     ``expected`` guards a metastore write: it lands only if the object's ``schemaflow.version`` still
     holds that value, else ``ConcurrentChange`` is raised; None writes unguarded (adopting an object).
-
-    A ``schemaflow.`` parameter or property written with the value ``model.LIVE_STATE`` (``${live_state}``) is stored
-    as the state digest of the object exactly as that write leaves it, in the same write
-    (``catalog.stamping.fill_live_state(values, after)``); stored as written, drift would report every object after
-    a clean apply.
     """
 
     endpoint: str  # the catalog it writes, as a plan records what it was made against
