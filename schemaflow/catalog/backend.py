@@ -61,10 +61,21 @@ class NamedTables(Protocol):
         """The tables and views of ``database`` among ``names`` (those it holds), as Thrift data."""
 
 
-class CatalogReader(LiveSource, Protocol):
-    """What reads the live state a plan is made against."""
+class CatalogReader(Protocol):
+    """What reads the live state a plan is made against.
+
+    Drift and history read ``entries``: the model objects with the parameters the catalog keeps raw beside them, so a
+    backend hands back the model, never its wire shapes (the Hive metastore's Thrift data stays inside its readers).
+    """
 
     endpoint: str  # what the plan records as the metastore it was made against
+
+    def databases(self) -> tuple[str, ...]: ...
+
+    def database(self, name: str) -> Database: ...
+
+    def entries(self, database: str) -> Iterable[LiveEntry]:
+        """Every table and view of ``database``, as ``read`` gives it, with its raw parameters."""
 
     def read(self, databases: tuple[str, ...]) -> Catalog:
         """Every table and view in ``databases``; databases that do not exist have none."""

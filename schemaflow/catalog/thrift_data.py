@@ -3,7 +3,8 @@
 Both ways of reading a metastore (``catalog.metastore`` through Spark's own client, and
 ``catalog.thrift_reader`` without a JVM) get the metastore's Thrift structs as the same data: a dict
 per struct, keyed by field name, as Thrift's simple JSON protocol writes it. This module turns that
-data into ``Table``, ``View`` and ``Database``, so the two readers cannot disagree on what they read.
+data into ``Table``, ``View`` and ``Database`` (and the ``LiveEntry`` drift and history read: the model with the
+raw parameters), so the two readers cannot disagree on what they read, and drift and history see no Thrift shape.
 A table's columns are read where its kind keeps its live schema (``LiveSchema``): the metastore's column
 lists, Spark's copy of the schema, or the kind's own metadata, read by the reader registered for the kind
 (``catalog.metadata_readers``; Iceberg's is registered here).
@@ -17,9 +18,9 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from typing import Any, assert_never
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 
-from schemaflow.catalog.backend import LiveSource, NamedTables
+from schemaflow.catalog.backend import LiveEntry, LiveSource, NamedTables
 from schemaflow.catalog.iceberg_metadata import iceberg_table, is_iceberg, read_metadata
 from schemaflow.catalog.metadata_bounds import held_budget, metadata_bounds
 from schemaflow.catalog.metadata_readers import (MetadataReader, Unreadable, metadata_reader, recognised_kind,
@@ -78,10 +79,21 @@ def read_catalog(source: LiveSource, databases: tuple[str, ...]) -> Catalog:
     with metadata_bounds():
         for database in present:
             details[database] = source.database(database)
-            for data in source.table_data(database):
-                obj = to_model(data, (details[database].location,))
-                objects[obj.key] = obj
+            for entry in _entries(source, database, details[database].location):
+                objects[entry.object.key] = entry.object
     return Catalog(databases=present, objects=dict(sorted(objects.items())), database_details=details)
+
+
+def table_entries(source: LiveSource, database: str) -> Iterator[LiveEntry]:
+    """Every table and view of ``database`` as the model, with its parameters as the metastore holds them (an Iceberg
+    table's parameters mirror its metadata's properties): what a Hive metastore reader's ``entries`` gives."""
+    return _entries(source, database, source.database(database).location)
+
+
+def _entries(source: LiveSource, database: str, location: str | None) -> Iterator[LiveEntry]:
+    """``table_entries`` of a database whose location is known already."""
+    for data in source.table_data(database):
+        yield LiveEntry(to_model(data, (location,)), data.get("parameters", {}))
 
 
 def read_views(source: NamedTables, keys: Collection[str]) -> dict[str, View | None]:

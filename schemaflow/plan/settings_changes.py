@@ -42,6 +42,7 @@ _PART = 3_900  # characters of the settings' JSON a database parameter holds (DA
 # Settings that say where apply reads and writes.
 _CONNECTIONS = {("metastore", "type"): "the catalog backend apply reads and writes through",
                 ("metastore", "uri"): "the metastore apply reads and writes",
+                ("metastore", "warehouse"): "the warehouse of the catalog apply reads and writes",
                 ("warehouse_dir",): "where new databases and tables store their data",
                 ("spark", "master"): "the Spark master apply runs on"}
 
