@@ -33,6 +33,15 @@ from schemaflow.sql.rewrite import Filled
 T = TypeVar("T")
 
 
+@dataclass(frozen=True)
+class LiveEntry:
+    """One table or view as the catalog holds it: the model object (as ``CatalogReader.read`` gives it), and every
+    parameter the catalog keeps for it, raw (``schemaflow.*`` included; an Iceberg table's: its metadata's properties)."""
+
+    object: Table | View
+    parameters: Mapping[str, str]
+
+
 class LiveSource(Protocol):
     """A metastore as a reader sees it: databases and the tables in them, as Thrift data."""
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
 from schemaflow.catalog import hive_backend  # noqa: F401  (registers the built-in backend)
+from schemaflow.catalog.glue import backend as glue_backend  # noqa: F401  (registers glue; boto3 loads when used)
 from schemaflow.catalog.backend import Backend, CatalogReader, CatalogWriter, PlanHints, StoredFunction
 from schemaflow.catalog.backends import Opening, open_backend
 from schemaflow.errors import SchemaflowError

@@ -35,11 +35,13 @@ HIVE_COMPATIBLE = ("parquet", "orc")  # the data sources Spark stores in Hive's 
 
 
 def table_data(table: Table, parameters: Mapping[str, str], location: str | None = None) -> dict[str, Any]:
-    """The Thrift table data of ``table`` as Spark enters it, with ``parameters`` (schemaflow's stamps) among its
-    parameters; ``location``: where a managed table's files go (its database's folder and its name)."""
+    """The Thrift table data of ``table`` as Spark enters it for schemaflow's ``CREATE TABLE`` (``sql.ddl``), with
+    ``parameters`` (schemaflow's stamps) among its parameters; ``location``: where a managed table's files go (its
+    database's folder and its name). The table's properties are not among them: a plan sets them in a step of
+    their own, as on a Hive metastore."""
     kind = kind_of(table)
     where = table.location or location
-    own = {**table.properties, **({COMMENT_KEY: table.comment} if table.comment else {}), **parameters}
+    own = {**({COMMENT_KEY: table.comment} if table.comment else {}), **parameters}
     if table.external:
         own[EXTERNAL] = "TRUE"
     spark = schema_parameters(table.columns, table.partition_columns, table.bucketing, table.spelt)
