@@ -165,6 +165,7 @@ STORAGE = "accepted as a table's storage by tests/test_readme_storage.py"
 VALIDATED = "written into a copy of the example project, which schemaflow validate then accepts"
 TARGETS = "validated and read as what it says by tests/test_target.py"
 RELEASE_RUN = "names a Hive line the remote tests start, checked below"
+GLUE_OPTIONS = "read as the options of the glue backend, which opens the catalog they name, by tests/test_backend_glue.py"
 COVERED = {
     ("getting-started.md", 0): README_BLOCK,
     ("getting-started.md", 1): WALKTHROUGH,
@@ -193,6 +194,7 @@ COVERED = {
     ("reference/metastore-versions.md", 0): VALIDATED,
     ("reference/metastore-versions.md", 1): VALIDATED,
     ("reference/metastore-versions.md", 2): RELEASE_RUN,
+    ("backends/glue.md", 0): GLUE_OPTIONS,
 }
 
 

@@ -13,16 +13,33 @@ from dataclasses import dataclass, field
 
 from schemaflow.catalog.backend import StoredFunction
 from schemaflow.catalog.backends import Opening, register_backend
-from schemaflow.catalog.rest.connection import Connection, rest_settings
+from schemaflow.capabilities import Capabilities, GuardKind
+from schemaflow.catalog.rest.connection import OPTIONS, Connection, rest_settings
 from schemaflow.catalog.rest.reader import RestReader
 from schemaflow.catalog.rest.writer import RestWriter
 from schemaflow.model import Catalog
 from schemaflow.project import Project
 
 NAME = "iceberg_rest"
+# An Iceberg REST catalog holds Iceberg tables and views, with no engine: nothing renames a table under a guard, and
+# views are not analysed as apply runs. A commit is guarded by the requirements it asserts; properties hold any length.
+CAPABILITIES = Capabilities(noun="Iceberg REST catalog", table_kinds=frozenset({"iceberg"}), view_partitions=False,
+                            renames=False, engine=False, guard=GuardKind.REQUIREMENTS, value_limit=None)
+SETTINGS = {
+    "type": "object", "additionalProperties": False, "required": ["uri"],
+    "properties": {
+        "type": {},
+        "uri": {"type": "string", "pattern": "^https?://\\S+(?![\\s\\S])",
+                "description": "use the catalog's base URL, such as https://catalog.example.com/api/catalog"},
+        "warehouse": {"type": "string", "minLength": 1},
+        "options": {"type": "object", "additionalProperties": False,
+                    "properties": {name: {"type": "string"} for name in sorted(OPTIONS)},
+                    "patternProperties": {"^header\\.[A-Za-z0-9-]+$": {"type": "string"}}},
+    },
+}
 
 
-@register_backend(NAME)
+@register_backend(NAME, capabilities=CAPABILITIES, options_schema=SETTINGS)
 @dataclass
 class RestBackend:
     """A project's Iceberg REST catalog, connected on first use."""
@@ -34,11 +51,10 @@ class RestBackend:
     @property
     def connection(self) -> Connection:
         if self._connection is None:
-            settings = self.project.settings
-            block = dict(settings.declared.get("metastore") or {})
-            if settings.metastore_uri:
-                block["uri"] = settings.metastore_uri
-            self._connection = Connection(rest_settings(block), os.environ)
+            settings = self.project.settings  # the target's where one is chosen, the environment's uri first
+            block = {"uri": settings.metastore_uri, "warehouse": settings.metastore_warehouse,
+                     "options": settings.metastore_options}
+            self._connection = Connection(rest_settings({k: v for k, v in block.items() if v}), os.environ)
         return self._connection
 
     def where(self) -> str:

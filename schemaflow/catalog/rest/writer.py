@@ -330,9 +330,6 @@ class RestWriter:
     def check_views(self, views: Mapping[str, ViewSql | None]) -> None:
         _cannot("check views' SQL through an engine")
 
-    def run_sql(self, sql: str) -> None:
-        _cannot("run Spark SQL")
-
     def rewrite_table(self, key: str, table: Table, create: str, columns: Sequence[Filled], staging: str, backup: str,
                       expected: str | None, version: str | None, claim: str, registrable: bool = False,
                       records: Mapping[str, str] = {}) -> None:

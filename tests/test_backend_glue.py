@@ -1,0 +1,240 @@
+"""The Glue backend's reader and writer against moto's Glue in this process, with the VersionId check moto lacks
+added by tests/glue_versions.py (fast tier: no JVM, no server, no AWS account).
+
+What it proves: each kind of table written reads back as declared; every table write is a compare-and-swap on the
+table's VersionId, so a writer that changes the table between schemaflow's read and its update, or a stamp other than
+the plan's, is a ``ConcurrentChange`` with nothing changed; a cascade rewrites partitions in batches of at most 100;
+``check_guards`` refuses plain moto and passes with the layer.
+"""
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+import yaml
+from moto import mock_aws
+
+from schemaflow.catalog.backend import LiveEntry
+from schemaflow.catalog.live import Live
+from schemaflow.catalog.glue.client import GlueCatalog, GlueOptions
+from schemaflow.catalog.glue.reader import GlueReader
+from schemaflow.catalog.glue.writer import GlueWriter
+from schemaflow.errors import ConcurrentChange, SchemaflowError
+from schemaflow.model import LIVE_STATE, VERSION_KEY, Bucketing, Column, Database, Table, View, state_digest
+from schemaflow.project import Project, Settings
+from tests.glue_versions import Versions, versioned_glue
+
+REGION = "eu-west-1"
+ACCOUNT = "123456789012"  # moto's
+CLAIM = "run-1"
+DOCS = Path(__file__).parent.parent / "docs" / "backends" / "glue.md"
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, "testing")
+    with mock_aws():
+        yield
+
+
+def _writer(**options: Any) -> GlueWriter:
+    glue = GlueCatalog(GlueOptions(region=REGION, **options))
+    writer = GlueWriter(glue, GlueReader(glue))
+    writer.add_database(Database("retail", "Shop data", "s3://lake/retail", {"team": "shop"}))
+    return writer
+
+
+@pytest.fixture
+def glue(aws: None) -> Iterator[tuple[GlueWriter, Versions]]:
+    with versioned_glue() as seen:
+        yield _writer(), seen
+
+
+TABLES = (
+    Table("retail", "orders", (Column("id", "bigint", "the order"), Column("note", "varchar(10)")),
+          (Column("ds", "string", "day"),), comment="Orders"),
+    Table("retail", "lines", (Column("id", "bigint"), Column("text", "string")), format="textfile",
+          serde_properties={"field.delim": "|", "serialization.null.format": ""}, external=True,
+          location="s3://lake/raw/lines"),
+    Table("retail", "events", (Column("id", "bigint"), Column("tags", "map<string,array<int>>", "tags")),
+          (Column("day", "date"),), format="parquet", data_source=True, comment="Events"),
+    Table("retail", "feed", (Column("id", "bigint"), Column("name", "string")), format="csv", data_source=True,
+          external=True, location="s3://lake/feed", serde_properties={"header": "true"}),
+    Table("retail", "buckets", (Column("id", "bigint"), Column("at", "timestamp")), format="orc",
+          bucketing=Bucketing(("id",), 8, ("at",))),
+)
+
+
+def _live(writer: GlueWriter, key: str) -> Table:
+    found = writer.reader.read(("retail",)).objects[key]
+    assert isinstance(found, Table)
+    return found
+
+
+def _version(key: str) -> str:
+    database, name = key.split(".")
+    return str(boto3.client("glue", region_name=REGION).get_table(DatabaseName=database, Name=name)["Table"]["VersionId"])
+
+
+def test_each_kind_of_table_reads_back_as_written(glue: tuple[GlueWriter, Versions]) -> None:
+    writer, _ = glue
+    for table in TABLES:
+        writer.create_table(table, CLAIM)
+    catalog = writer.reader.read(("retail", "absent"))
+    assert catalog.databases == ("retail",)
+    assert catalog.objects == {t.key: t for t in TABLES}
+    assert {o.version for o in catalog.objects.values()} == {CLAIM}
+    assert catalog.database_details["retail"] == Database("retail", "Shop data", "s3://lake/retail", {"team": "shop"})
+    entries = {e.object.key: e for e in writer.reader.entries("retail")}
+    assert isinstance(entries["retail.orders"], LiveEntry)
+    assert entries["retail.orders"].parameters[VERSION_KEY] == CLAIM
+    assert entries["retail.events"].parameters["spark.sql.sources.provider"] == "parquet"
+    raw = boto3.client("glue", region_name=REGION).get_table(DatabaseName="retail", Name="orders")["Table"]
+    assert raw["Description"] == "Orders"  # the comment, mirrored where Glue's console shows it
+    assert raw["StorageDescriptor"]["Location"] == "s3://lake/retail/orders"  # a managed table: its database's folder
+    with pytest.raises(ConcurrentChange, match=r"retail.orders was modified concurrently: its schemaflow.version \(its name is taken\) is 'run-1'"):
+        writer.create_table(TABLES[0], "run-2")
+    assert writer.reader.views(["retail.orders", "retail.none"]) == {"retail.orders": None, "retail.none": None}
+    assert writer.endpoint == f"glue:{REGION}:{ACCOUNT}"
+
+
+def test_each_change_lands_in_one_guarded_update(aws: None) -> None:
+    with versioned_glue() as seen:
+        writer = _writer(skip_archive=True)
+        orders, events = TABLES[0], TABLES[2]
+        for table in (orders, events):
+            writer.create_table(table, CLAIM)
+        added = (Column("coupon", "string", "a code"),)
+        writer.add_columns(orders.key, added, CLAIM)
+        writer.add_columns(events.key, added, CLAIM)
+        writer.set_table_comment(orders.key, "All orders", CLAIM)
+        writer.set_column_comments(events.key, (Column("tags", "map<string,array<int>>", None),
+                                                Column("day", "date", "the day")), CLAIM)
+        writer.set_storage(orders.key, {"parquet.compression": "zstd"}, None, CLAIM)
+        writer.set_parameters(orders.key, {"owner_team": "shop"}, [], CLAIM)
+        writer.set_parameters(orders.key, {"schemaflow.applied": LIVE_STATE, "k": "v"}, ["owner_team"], CLAIM)
+        writer.set_columns(orders.key, (Column("id", "bigint", "the order"), Column("note", "varchar(20)")),
+                           orders.partition_columns, cascade=False, batched=True, parameters={"x": "y"},
+                           expected=CLAIM)
+    live_orders, live_events = _live(writer, orders.key), _live(writer, events.key)
+    # A data-source table's columns live in Spark's copy of the schema, rewritten in each update.
+    assert live_events == replace(events, columns=(events.columns[0], Column("tags", "map<string,array<int>>"),
+                                                   *added), partition_columns=(Column("day", "date", "the day"),))
+    assert live_orders == replace(orders, columns=(Column("id", "bigint", "the order"), Column("note", "varchar(20)")),
+                                  comment="All orders", properties={"k": "v", "x": "y"},
+                                  serde_properties={"parquet.compression": "zstd"})
+    database, name = orders.key.split(".")
+    parameters = boto3.client("glue", region_name=REGION).get_table(DatabaseName=database, Name=name)["Table"]["Parameters"]
+    before_digest = replace(live_orders, columns=orders.columns + added)  # the state the parameters write left
+    assert parameters["schemaflow.applied"] == state_digest(replace(before_digest, properties={"k": "v"}))
+    assert seen.refused == 0
+    assert [s for _, _, s in seen.skip_archive] == [True] * 8
+
+
+def test_a_concurrent_writer_or_a_stale_stamp_changes_nothing(glue: tuple[GlueWriter, Versions]) -> None:
+    writer, seen = glue
+    orders = TABLES[0]
+    writer.create_table(orders, CLAIM)
+    other = boto3.client("glue", region_name=REGION)
+    writer_client = writer.glue.client
+    interleaved: list[str] = []
+
+    def another_writer(**_: Any) -> None:  # between schemaflow's GetTable and its UpdateTable
+        if not interleaved:
+            table = other.get_table(DatabaseName="retail", Name="orders")["Table"]
+            entry = {k: table[k] for k in ("Name", "StorageDescriptor", "PartitionKeys", "TableType", "Parameters")}
+            entry["StorageDescriptor"]["Columns"].append({"Name": "theirs", "Type": "int"})
+            other.update_table(DatabaseName="retail", TableInput=entry, VersionId=table["VersionId"])
+            interleaved.append(table["VersionId"])
+
+    writer_client.meta.events.register("before-call.glue.UpdateTable", another_writer)
+    with pytest.raises(ConcurrentChange, match="retail.orders was modified concurrently: its VersionId"):
+        writer.add_columns(orders.key, (Column("mine", "string"),), CLAIM)
+    writer_client.meta.events.unregister("before-call.glue.UpdateTable", another_writer)
+    assert [c.name for c in _live(writer, orders.key).columns] == ["id", "note", "theirs"]  # theirs kept, mine not
+    assert seen.refused == 1
+    held = _version(orders.key)
+    for write in (lambda: writer.add_columns(orders.key, (Column("mine", "string"),), "run-0"),
+                  lambda: writer.set_parameters(orders.key, {"k": "v"}, [], "run-0"),
+                  lambda: writer.set_table_comment(orders.key, None, "run-0"),
+                  lambda: writer.drop_table(orders.key, "run-0")):
+        with pytest.raises(ConcurrentChange, match="its schemaflow.version is 'run-1', this run expected 'run-0'"):
+            write()
+    assert _version(orders.key) == held  # nothing written
+    writer.drop_table(orders.key, CLAIM)
+    assert "retail.orders" not in writer.reader.read(("retail",)).objects
+
+
+def test_a_cascade_rewrites_partitions_in_batches_of_100(glue: tuple[GlueWriter, Versions]) -> None:
+    writer, _ = glue
+    orders = TABLES[0]
+    writer.create_table(orders, CLAIM)
+    client = boto3.client("glue", region_name=REGION)
+    storage = client.get_table(DatabaseName="retail", Name="orders")["Table"]["StorageDescriptor"]
+    for start in range(0, 250, 100):
+        client.batch_create_partition(DatabaseName="retail", TableName="orders", PartitionInputList=[
+            {"Values": [f"2026-01-{day:03d}"], "StorageDescriptor": {**storage, "Location": f"s3://p/{day}"}}
+            for day in range(start, min(start + 100, 250))])
+    calls: list[int] = []
+    writer.glue.client.meta.events.register("provide-client-params.glue.BatchUpdatePartition",
+                                            lambda params, **_: calls.append(len(params["Entries"])))
+    wanted = (*orders.columns, Column("coupon", "string"))
+    writer.set_columns(orders.key, wanted, orders.partition_columns, cascade=True, batched=True, expected=CLAIM)
+    assert calls == [100, 100, 50]
+    partitions = writer.reader.partitions(orders.key, columns=True)
+    assert {tuple(c["Name"] for c in p["StorageDescriptor"]["Columns"]) for p in partitions} == {
+        ("id", "note", "coupon")}
+    assert writer.cascade_in_batches(orders.key, wanted) == 0  # a rerun finds nothing stale
+    assert writer.reader.count_partitions(orders.key) == 250
+    assert writer.reader.partition_values(orders.key)[0] == ("2026-01-000",)
+    assert len(writer.reader.data_folders(orders.key)) == 250
+
+
+def test_check_guards_refuses_plain_moto_and_passes_with_the_layer(aws: None) -> None:
+    writer = _writer()
+    writer.create_table(TABLES[0], CLAIM)
+    with pytest.raises(SchemaflowError, match="took an UpdateTable of retail.orders at VersionId .*: its writes are "
+                                              "not guarded"):
+        writer.check_guards(TABLES[0].key)
+    with versioned_glue():
+        writer.check_guards(TABLES[0].key)
+
+
+def test_views_and_what_glue_cannot_hold_are_refused(glue: tuple[GlueWriter, Versions]) -> None:
+    writer, _ = glue
+    view = View("retail", "recent", "SELECT 1 AS one")
+    with pytest.raises(SchemaflowError, match="retail.recent: the glue backend does not write views"):
+        writer.create_view(view, False, CLAIM)
+    with pytest.raises(SchemaflowError, match="retail.ice: iceberg tables are not written to Glue"):
+        writer.create_table(Table("retail", "ice", (Column("id", "bigint"),), format="iceberg", data_source=True),
+                            CLAIM)
+    writer.create_table(TABLES[2], CLAIM)
+    with pytest.raises(SchemaflowError, match="is a Spark data-source table"):
+        writer.set_columns(TABLES[2].key, TABLES[2].columns[:1], TABLES[2].partition_columns, False, True, {}, CLAIM)
+    assert writer.after_apply(["retail.events"]) == []
+
+
+def test_the_backend_is_registered_and_connects_nothing_until_asked(aws: None, tmp_path: Path) -> None:
+    # The settings docs/backends/glue.md shows (its one yaml block), as the backend reads them.
+    [example] = re.findall(r"```yaml\n(.*?)```", DOCS.read_text(), flags=re.S)
+    declared = yaml.safe_load(example)
+    options = declared["metastore"]["options"]
+    assert (options["region"], options["catalog_id"], options["skip_archive"]) == (REGION, ACCOUNT, False)
+    del options["endpoint"]  # AWS's own: moto answers in this process at boto3's default endpoint
+    project = Project(tmp_path, Settings(metastore_type="glue", declared=declared))
+    backend = Live(project, progress=io.StringIO()).backend  # Live registers the built-in backends
+    assert backend.where() == f"the Glue Data Catalog in {REGION} of account {ACCOUNT}"
+    assert backend.glue._client is None  # type: ignore[attr-defined]
+    assert backend.reader.endpoint == f"glue:{REGION}:{ACCOUNT}"
+    wrong = Project(tmp_path, Settings(metastore_type="glue",
+                                       declared={"metastore": {"options": {"aws_secret_access_key": "x"}}}))
+    with pytest.raises(SchemaflowError, match="metastore.options.aws_secret_access_key is no option of the glue "
+                                              "backend; its options are region, catalog_id, endpoint, skip_archive"):
+        Live(wrong, progress=io.StringIO())
