@@ -228,13 +228,12 @@ def test_the_backend_is_registered_and_connects_nothing_until_asked(aws: None, t
     options = declared["metastore"]["options"]
     assert (options["region"], options["catalog_id"], options["skip_archive"]) == (REGION, ACCOUNT, False)
     del options["endpoint"]  # AWS's own: moto answers in this process at boto3's default endpoint
-    project = Project(tmp_path, Settings(metastore_type="glue", declared=declared))
+    project = Project(tmp_path, Settings(metastore_type="glue", metastore_options=options, declared=declared))
     backend = Live(project, progress=io.StringIO()).backend  # Live registers the built-in backends
     assert backend.where() == f"the Glue Data Catalog in {REGION} of account {ACCOUNT}"
     assert backend.glue._client is None  # type: ignore[attr-defined]
     assert backend.reader.endpoint == f"glue:{REGION}:{ACCOUNT}"
-    wrong = Project(tmp_path, Settings(metastore_type="glue",
-                                       declared={"metastore": {"options": {"aws_secret_access_key": "x"}}}))
+    wrong = Project(tmp_path, Settings(metastore_type="glue", metastore_options={"aws_secret_access_key": "x"}))
     with pytest.raises(SchemaflowError, match="metastore.options.aws_secret_access_key is no option of the glue "
                                               "backend; its options are region, catalog_id, endpoint, skip_archive"):
         Live(wrong, progress=io.StringIO())

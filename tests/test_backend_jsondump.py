@@ -179,7 +179,7 @@ def test_plan_and_history_run_through_it_and_apply_is_refused_before_anything_ru
 def test_an_unknown_backend_is_refused_with_the_names_there_are(project_root: Path) -> None:
     (project_root / "schemaflow.yaml").write_text("databases: [retail]\nmetastore: {type: unity}\n")
     with pytest.raises(SchemaflowError, match="metastore.type 'unity' names no catalog backend; the backends are "
-                                              f"glue, hive, {NAME} \\(default hive\\)"):
+                                              f"glue, hive, iceberg_rest, {NAME} \\(default hive\\)"):
         Live(load_project(project_root, env={}))
 
 

@@ -72,13 +72,15 @@ def project(root: Path, settings: str, **files: str) -> str:
 def test_no_backend_is_imported_until_a_project_names_one() -> None:
     code = ("import sys; from schemaflow.catalog import live; from schemaflow.catalog.backends import backend_names, "
             "backend_capabilities; print(backend_names()); print(sorted(m for m in sys.modules if m.startswith("
-            "'schemaflow.catalog.hive') or m.startswith('pyspark'))); print(backend_capabilities('hive')); "
+            "'schemaflow.catalog.hive') or m.startswith(('pyspark', 'boto3', 'pyiceberg', 'schemaflow.catalog.glue', "
+            "'schemaflow.catalog.rest')))); print(backend_capabilities('hive')); "
             "print('schemaflow.catalog.hive_backend' in sys.modules)")
     ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     names, loaded, capabilities, hive = ran.stdout.splitlines()
-    assert "'hive'" in names and loaded == "[]"
+    assert names == "('glue', 'hive', 'iceberg_rest')" and loaded == "[]"
     assert capabilities == repr(Capabilities())  # the Hive metastore's: the defaults
-    assert hive == "True" and BUILT_IN == {"hive": "schemaflow.catalog.hive_backend"}
+    assert hive == "True" and BUILT_IN == {"hive": "schemaflow.catalog.hive_backend", "iceberg_rest": "schemaflow.catalog.rest.backend",
+                                     "glue": "schemaflow.catalog.glue.backend"}
 
 
 def test_a_backend_whose_module_fails_to_import_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
