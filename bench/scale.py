@@ -286,7 +286,7 @@ def bare_loop(statements: list[str], env: dict[str, str], scratch: Path) -> floa
 def apply_figures(project: Path, size: int, backend: str) -> str:
     """One row of the apply table for the project at ``project`` (see the module docstring)."""
     from bench.common import private_session
-    from schemaflow.plan.steps import AddDatabase, SqlAction
+    from schemaflow.plan.steps import AddDatabase
     from schemaflow.sql import ddl
     from schemaflow.workflow import load_plan
 
@@ -298,9 +298,13 @@ def apply_figures(project: Path, size: int, backend: str) -> str:
         progress(f"{size} objects: cold plan of everything against {server}")
         planned, _, _ = run_command(project, env, "plan", "--out", str(project / "plan.json"), expect=2)
         plan = load_plan(project / "plan.json")
-        statements = [f"CREATE DATABASE {ddl.ident(a.database.name)}" if isinstance(a, AddDatabase)
-                      else ddl.fill_claim(a.sql, "bare") if a.claims else a.sql
-                      for step in plan.steps for a in step.actions if isinstance(a, (SqlAction, AddDatabase))]
+        # Each action's Spark SQL on the Hive metastore, as its writer runs it (a created object claimed).
+        statements: list[str] = []
+        for action in (a for step in plan.steps for a in step.actions):
+            if isinstance(action, AddDatabase):
+                statements.append(f"CREATE DATABASE {ddl.ident(action.database.name)}")
+            statements += [ddl.fill_claim(sql, "bare") if ddl.CLAIM in sql else sql
+                           for sql in getattr(action, "statements", ())]
         progress(f"{size} objects: the bare loop of {len(statements)} statements")
         bare = bare_loop(statements, env, project.parent)
         for database in plan.databases:

@@ -1,5 +1,6 @@
 """An apply from start to finish: which plan runs, the checks before its first write, the
-confirmation, the executor, and what follows it (Spark's cache refreshed, the project's hooks).
+confirmation, the executor, and what follows it (the catalog's own, ``CatalogWriter.after_apply``: Spark's cache
+refreshed on the Hive metastore; the project's hooks).
 
 The command line only asks and prints: it hands in how to show a plan, how to confirm it and where
 progress goes, and reads the outcome. So another program drives an apply exactly as ``schemaflow
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from schemaflow.apply.after import HookFailure, cached_before, changed_objects, refresh, run_hooks
+from schemaflow.apply.after import HookFailure, cached_before, changed_objects, run_hooks
 from schemaflow.apply.executor import apply_plan, check_runnable
 from schemaflow.catalog.live import Live
 from schemaflow.errors import SchemaflowError
@@ -71,7 +72,7 @@ def apply_project(project: Project, live: Live, options: ApplyOptions, *, show: 
         pause("planned")
     apply_plan(plan, writer, progress=progress, pause=pause)
     changed = changed_objects(plan)
-    warnings = refresh(cached_before(plan), writer.run_sql) + _uncommitted(plan)
+    warnings = writer.after_apply(cached_before(plan)) + _uncommitted(plan)
     # The state directory as the project names it (local_server.state_directory's, before links are followed: hooks
     # refuse a link there rather than write through it).
     state = project.settings.derby_dir or STATE_DIR

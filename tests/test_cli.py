@@ -80,7 +80,7 @@ def test_markdown_and_json_formats(example, tmp_path, capsys):
     first = capsys.readouterr().out
     main(["--project", str(example), "plan", "--against", str(empty), "--format", "json"])
     assert capsys.readouterr().out == first  # stable, byte for byte
-    assert json.loads(first)["format_version"] == 3
+    assert json.loads(first)["format_version"] == 4
 
 
 def test_apply_refuses_a_blocked_saved_plan_without_starting_spark(example, tmp_path, capsys):

@@ -112,7 +112,7 @@ def test_an_unchanged_work_tree_plans_nothing(repo, capsys):
     document = json.loads(captured.out)
     assert Plan.from_data(document).is_empty  # its checksum holds
     del document["checksum"]
-    assert document == {"allow_destructive": False, "databases": ["analytics", "retail"], "format_version": 3,
+    assert document == {"allow_destructive": False, "databases": ["analytics", "retail"], "format_version": 4,
                         "steps": [], "warnings": [], "basis": "git", "fingerprints": {}, "guards": {}, "partition_counts": {},
                         "commit": repo.head.commit.hexsha, "project": catalog_digest(desired_state(load_project(project_dir(repo)))),
                         "metastore": None, "target": None, "against": "main",

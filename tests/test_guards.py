@@ -19,9 +19,9 @@ from schemaflow.catalog.metastore import READ_ATTEMPTS, Metastore
 from schemaflow.catalog.spark_compat import enforces_guards
 from schemaflow.claims import Claim, new_run, parse_claim
 from schemaflow.errors import ConcurrentChange, SchemaflowError
-from schemaflow.model import VERSION_KEY
+from schemaflow.model import VERSION_KEY, View
 from schemaflow.plan.plan import PlanBuilder
-from schemaflow.plan.steps import SetColumns
+from schemaflow.plan.steps import CreateTableAction, CreateViewAction, SetColumns
 from schemaflow.workflow import check_claims
 from tests.catalogs import DESIRED, WIDER, applied
 
@@ -93,7 +93,8 @@ def test_every_write_expects_the_claim_and_the_stamp_swaps_it_for_the_version():
     assert all(parse_claim(t).run == "run1" for t in tokens.values())
     assert parse_claim(tokens["retail.orders"]).steps == ("add_columns",)
     # After the claims, every guarded write expects the claim of its object ...
-    assert target.guards[3:] == [tokens[a.object] for a in target.actions[3:] if not hasattr(a, "sql")]
+    assert target.guards[3:] == [tokens[a.object] for a in target.actions[3:]
+                                 if not isinstance(a, (CreateTableAction, CreateViewAction))]
     # ... and each object ends with its new version, not a claim.
     assert target.versions == {k: o.version for k, o in applied(WIDER).objects.items()}
 
@@ -137,10 +138,10 @@ def test_a_step_that_fails_at_its_first_action_hands_back_its_objects_claim():
     versions = {k: o.version for k, o in live.objects.items()}
 
     class FailsOnDaily(VersionedTarget):
-        def run_sql(self, sql: str) -> None:
-            if "`daily`" in sql:
+        def create_view(self, view: View, replace: bool, claim: str) -> None:
+            if view.key == "retail.daily":
                 raise RuntimeError("Spark refuses the view")
-            super().run_sql(sql)
+            super().create_view(view, replace, claim)
 
     target = FailsOnDaily(versions)
     with pytest.raises(ApplyError):

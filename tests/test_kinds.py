@@ -9,20 +9,28 @@ from dataclasses import replace
 import pytest
 
 from schemaflow.model import (CURRENT_DATABASE, VERSION_KEY, Catalog, Column, Database, IcebergState, PartitionField,
-                              SortTerm, Table, ViewSql)
+                              SortTerm, Table, View, ViewSql)
 from schemaflow.plan.kinds import EFFECTS, ActionKind, Effect, StepKind
 from schemaflow.plan.plan import Plan, PlanBuilder
 from schemaflow.plan.settings_changes import SettingsChange
-from schemaflow.plan.steps import (ACTION_CLASSES, Action, AddDatabase, ChangeViewPartitions, CheckLiveViews, DropViewEntry,
+from schemaflow.plan.steps import (ACTION_CLASSES, Action, AddColumnsAction, AddDatabase, ChangeViewPartitions,
+                                   CheckLiveViews, CreateTableAction, CreateViewAction, DropTableAction, DropViewAction,
                                    IcebergCommit, RewriteRows,
                                    KeepViewPartitions, RestoreBackup,
-                                   PartitionView, SetColumns, SetDatabaseParameters, SetParameters, SetStorageAction,
-                                   SqlAction, Step, action_from_data)
+                                   PartitionView, SetColumnCommentsAction, SetColumns, SetDatabaseParameters,
+                                   SetParameters, SetStorageAction, SetTableCommentAction, Step, action_from_data)
 from schemaflow.render.summary import BLOCKED, MARKERS, step_marker
 from schemaflow.sql.rewrite import Filled
 
 ONE_OF_EACH: tuple[Action, ...] = (
-    SqlAction("CREATE TABLE `db`.`t` (id bigint)", claims="db.t"),
+    CreateTableAction(Table("db", "t", (Column("id", "bigint"),))),
+    AddColumnsAction("db.t", (Column("n", "int", "count"),)),
+    SetTableCommentAction("db.t", "orders"),
+    SetTableCommentAction("db.t", None),
+    SetColumnCommentsAction("db.t", (Column("id", "bigint", "key"),)),
+    DropTableAction("db.t"),
+    CreateViewAction(View("db", "v", "SELECT id FROM db.t", (Column("id", None, "key"),)), replace=True),
+    DropViewAction("db.v"),
     AddDatabase(Database("db", comment="sales", properties={"team": "a"})),
     SetDatabaseParameters("db", {"team": "b"}),
     SetParameters("db.t", {"owner": "x"}, ("tier",)),
@@ -47,7 +55,7 @@ ONE_OF_EACH: tuple[Action, ...] = (
                 "db.t_backup_", resumed=True),
     RestoreBackup("db.t", "db.t_backup_", "db.t_restore_", "v1"),
     RestoreBackup("db.t", "db.t_backup_", "db.t_restore_", None),
-    DropViewEntry("db.v"),
+    DropViewAction("db.v", engine=False),
     CheckLiveViews("db.v", {"db.w": ViewSql("SELECT f(1) AS a", "SELECT `db`.f(1) AS a", CURRENT_DATABASE),
                             "other.x": ViewSql("SELECT 1 AS b"), "other.y": None}, "db.w calls metastore functions (db.f)"),
 )

@@ -17,9 +17,9 @@ from schemaflow.apply.executor import ApplyError, RecordingTarget, apply_plan
 from schemaflow.apply.lane import Lane, LaneFailed
 from schemaflow.claims import Claim
 from schemaflow.errors import SchemaflowError
-from schemaflow.model import VERSION_KEY
+from schemaflow.model import VERSION_KEY, Column, Table
 from schemaflow.plan.plan import Plan
-from schemaflow.plan.steps import SetParameters, SqlAction, Step
+from schemaflow.plan.steps import AddColumnsAction, CreateTableAction, SetParameters, Step
 
 RUN = Claim("run1", "ci-host", 4242, "2026-01-01T00:00:00Z")
 
@@ -27,7 +27,7 @@ RUN = Claim("run1", "ci-host", 4242, "2026-01-01T00:00:00Z")
 def created(key: str) -> Step:
     """A step that creates ``key``, then stamps it."""
     return Step("create_table", key, "table", f"create table {key}",
-                (SqlAction(f"CREATE TABLE {key} (id bigint)"),), stamp=SetParameters(key, {VERSION_KEY: f"v-{key}"}))
+                (CreateTableAction(Table(*key.split("."), (Column("id", "bigint"),))),), stamp=SetParameters(key, {VERSION_KEY: f"v-{key}"}))
 
 
 class Connection(RecordingTarget):
@@ -40,12 +40,19 @@ class Connection(RecordingTarget):
         self.second = second
         self.failing: set[str] = set()  # objects whose stamp fails
         self.hold: dict[str, threading.Event] = {}  # objects whose stamp waits for an event (10 s at most)
-        self.on_statement: Callable[[str], None] = lambda sql: None  # called as each statement runs
+        self.on_statement: Callable[[str], None] = lambda what: None  # called as each create or alter runs
 
-    def run_sql(self, sql: str) -> None:
-        self.log.append((self.name, threading.current_thread().name, sql))
-        self.on_statement(sql)
-        super().run_sql(sql)
+    def _logged(self, what: str) -> None:
+        self.log.append((self.name, threading.current_thread().name, what))
+        self.on_statement(what)
+
+    def create_table(self, table: Table, claim: str) -> None:
+        self._logged(f"create {table.key}")
+        super().create_table(table, claim)
+
+    def add_columns(self, key: str, columns: Sequence[Column], expected: str | None) -> None:
+        self._logged(f"add columns to {key}")
+        super().add_columns(key, columns, expected)
 
     def set_parameters(self, key: str, set: Mapping[str, str], unset: Sequence[str],
                        expected: str | None = None) -> None:
@@ -106,17 +113,17 @@ def test_each_stamp_runs_on_the_second_connection_while_the_next_statement_runs_
     first, second, log = connections()
     second.hold["db.a"] = threading.Event()
 
-    def statement(sql: str) -> None:
+    def statement(what: str) -> None:
         # The stamp of db.a goes on only once db.b's CREATE has begun: only a lane beside the statements lets it.
-        if "db.b" in sql:
+        if "db.b" in what:
             second.hold["db.a"].set()
     first.on_statement = statement
     plan = Plan(steps=(created("db.a"), created("db.b"), created("db.c")), databases=("db",))
     out = io.StringIO()
     apply_plan(plan, first, progress=out, claim=RUN)
     assert [(name, what) for name, _, what in log] == [
-        ("first", "CREATE TABLE db.a (id bigint)"), ("first", "CREATE TABLE db.b (id bigint)"),
-        ("second", "stamp db.a"), ("first", "CREATE TABLE db.c (id bigint)"),
+        ("first", "create db.a"), ("first", "create db.b"),
+        ("second", "stamp db.a"), ("first", "create db.c"),
         ("second", "stamp db.b"), ("second", "stamp db.c")]
     assert {thread for name, thread, _ in log if name == "second"} == {"apply-lane"}
     assert [a.object for a in second.actions] == ["db.a", "db.b", "db.c"]  # every stamp landed before it returned
@@ -128,11 +135,11 @@ def test_a_step_of_the_object_whose_stamp_is_in_the_lane_waits_for_it() -> None:
     second.hold["db.a"] = threading.Event()
     threading.Timer(0.2, second.hold["db.a"].set).start()  # the stamp lands late: the ALTER must wait for it
     altered = Step("add_columns", "db.a", "table", "add 1 column to db.a",
-                   (SqlAction("ALTER TABLE db.a ADD COLUMNS (x string)"),), stamp=SetParameters("db.a", {VERSION_KEY: "v2"}))
+                   (AddColumnsAction("db.a", (Column("x", "string"),)),), stamp=SetParameters("db.a", {VERSION_KEY: "v2"}))
     apply_plan(Plan(steps=(created("db.a"), altered), databases=("db",)), first, claim=RUN)
-    assert [what for _, _, what in log] == ["CREATE TABLE db.a (id bigint)", "stamp db.a",
-                                            "ALTER TABLE db.a ADD COLUMNS (x string)", "stamp db.a"]
-    assert second.guards == [None, "v-db.a"]  # the second stamp expects the version the first set
+    assert [what for _, _, what in log] == ["create db.a", "stamp db.a", "add columns to db.a", "stamp db.a"]
+    # The first stamp expects the claim db.a was created with, the second the version the first set.
+    assert second.guards == [first.claims[0], "v-db.a"]
 
 
 def test_a_stamp_that_fails_beside_the_next_step_names_its_step_and_the_one_begun() -> None:
@@ -148,7 +155,7 @@ def test_a_stamp_that_fails_beside_the_next_step_names_its_step_and_the_one_begu
         "begun, not finished (1):\n  2. create table db.b\n"
         "not applied (2):\n  1. create table db.a\n  3. create table db.c\n")
     assert out.getvalue().endswith("[2/3] create table db.b ... stopped: step 1 failed\n")
-    assert "CREATE TABLE db.c (id bigint)" not in [a.sql for a in first.actions if isinstance(a, SqlAction)]
+    assert "db.c" not in [a.object for a in first.actions if isinstance(a, CreateTableAction)]
 
 
 def test_a_step_that_fails_itself_reports_an_earlier_stamp_that_failed_beside_it_first() -> None:
@@ -156,8 +163,8 @@ def test_a_step_that_fails_itself_reports_an_earlier_stamp_that_failed_beside_it
     second.failing.add("db.a")
     second.hold["db.a"] = threading.Event()
 
-    def statement(sql: str) -> None:
-        if "db.b" in sql:  # db.a's stamp fails while db.b's CREATE fails too
+    def statement(what: str) -> None:
+        if "db.b" in what:  # db.a's stamp fails while db.b's CREATE fails too
             second.hold["db.a"].set()
             raise RuntimeError("Spark refuses db.b")
     first.on_statement = statement
@@ -211,9 +218,8 @@ def test_a_plan_without_stamps_opens_no_second_connection() -> None:
 
     first, _, _ = connections()
     target = Counted("first", [], first.second)
-    sql_only = Step("create_table", "db.a", "table", "create table db.a", (SqlAction("CREATE TABLE db.a (id bigint)"),))
-    apply_plan(Plan(steps=(sql_only,), databases=("db",)), target, claim=RUN)
-    assert Counted.opened == 0 and [a.sql for a in target.actions if isinstance(a, SqlAction)] == [
-        "CREATE TABLE db.a (id bigint)"]
+    unstamped = Step("create_table", "db.a", "table", "create table db.a", created("db.a").body)
+    apply_plan(Plan(steps=(unstamped,), databases=("db",)), target, claim=RUN)
+    assert Counted.opened == 0 and [a.object for a in target.actions if isinstance(a, CreateTableAction)] == ["db.a"]
     apply_plan(Plan(steps=(created("db.b"),), databases=("db",)), target, claim=RUN)
     assert Counted.opened == 1

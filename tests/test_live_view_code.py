@@ -26,7 +26,7 @@ from schemaflow.plan.kinds import StepKind
 from schemaflow.plan.live_code import LiveViews
 from schemaflow.plan.plan import Basis, Plan, PlanBuilder
 from schemaflow.plan.review_check import differences
-from schemaflow.plan.steps import CheckLiveViews, DropViewEntry, SetParameters, SqlAction, Step
+from schemaflow.plan.steps import CheckLiveViews, CreateViewAction, DropViewAction, SetParameters, Step
 from schemaflow.plan.view_code import plan_code, step_code
 from schemaflow.project import load_project
 from schemaflow.render.review import Review
@@ -60,7 +60,9 @@ def step_of(plan: Plan, key: str) -> Step:
 
 
 def statements(step: Step) -> list[str]:
-    return [a.sql.split(" (")[0].split("\n")[0] if isinstance(a, SqlAction) else type(a).__name__ for a in step.body]
+    """Each action of the step's body: the head of each Spark SQL statement it is on Hive, else its class."""
+    return [head for a in step.body for head in [sql.split(" (")[0].split("\n")[0] for sql in getattr(a, "statements", ())]
+            or [type(a).__name__]]
 
 
 def test_a_replace_of_a_view_whose_live_sql_calls_code_drops_the_live_entry_through_the_metastore_first():
@@ -68,8 +70,8 @@ def test_a_replace_of_a_view_whose_live_sql_calls_code_drops_the_live_entry_thro
     step = step_of(PlanBuilder(DESIRED, live(altered)).build(), "retail.daily")
 
     assert step.kind == StepKind.REPLACE_VIEW and "SQL changed" in step.summary
-    assert statements(step) == ["USE `retail`", "DropViewEntry", "CREATE VIEW `retail`.`daily`"]
-    assert step.body[1] == DropViewEntry("retail.daily")
+    assert statements(step) == ["DropViewAction", "USE `retail`", "CREATE VIEW `retail`.`daily`"]
+    assert step.body[0] == DropViewAction("retail.daily", engine=False)
     assert (f"its live entry is dropped through the metastore client first, then the view created anew: Spark would "
             f"analyse its live SQL to replace it, and retail.daily {CALLS}; none of it runs") in step.notes[0]
     assert step.hazards == () and step_code(step) == ()  # nothing of their code runs: nobody has to approve it
@@ -77,8 +79,8 @@ def test_a_replace_of_a_view_whose_live_sql_calls_code_drops_the_live_entry_thro
     # A live text that calls no code: Spark replaces the view, as before, once the live text is checked unchanged.
     clean = replace(altered, sql="SELECT order_id, ds FROM retail.orders WHERE ds > '2024'")
     step = step_of(PlanBuilder(DESIRED, live(clean)).build(), "retail.daily")
-    assert statements(step) == ["USE `retail`", "CheckLiveViews", "CREATE OR REPLACE VIEW `retail`.`daily`"]
-    assert step.body[1] == CheckLiveViews("retail.daily", {"retail.daily": ViewSql(clean.sql)})
+    assert statements(step) == ["CheckLiveViews", "USE `retail`", "CREATE OR REPLACE VIEW `retail`.`daily`"]
+    assert step.body[0] == CheckLiveViews("retail.daily", {"retail.daily": ViewSql(clean.sql)})
     assert step.notes == () and step.hazards == () and step_code(step) == ()
 
 
@@ -94,10 +96,10 @@ def test_a_drop_goes_through_the_metastore_where_the_view_or_any_view_it_reads_c
     drops = {s.object: s for s in plan.steps if s.kind == StepKind.DROP_VIEW}
     assert [s.object for s in plan.steps] == ["retail.afar", "retail.over", "retail.plain", "retail.theirs"]
     assert drops["retail.plain"].body[:2] == (  # as every drop was, once the live text is checked unchanged
-        CheckLiveViews("retail.plain", {"retail.plain": ViewSql(plain.sql)}), SqlAction("DROP VIEW `retail`.`plain`"))
+        CheckLiveViews("retail.plain", {"retail.plain": ViewSql(plain.sql)}), DropViewAction("retail.plain"))
     for key, why in [("retail.theirs", f"retail.theirs {CALLS}"), ("retail.over", f"retail.theirs {CALLS}"),
                      ("retail.afar", "other.src runs a command (TRANSFORM ... USING)")]:
-        assert drops[key].body[0] == DropViewEntry(key)
+        assert drops[key].body[0] == DropViewAction(key, engine=False)
         assert (f"dropped through the metastore client, not Spark's DROP VIEW, which would analyse its live SQL first: "
                 f"{why}; none of it runs") in drops[key].notes
         assert drops[key].hazards == ()
@@ -122,7 +124,7 @@ def test_what_spark_parses_of_a_live_view_is_what_is_held_to_the_rule(stored, wh
                       lambda names: {"shared.mask"} & set(names))
     step = step_of(PlanBuilder(DESIRED, live(stored), allow_destructive=True, live_views=views,
                                allowed=Allowed(spark_version(), frozenset({"shared.mask"}))).build(), "retail.theirs")
-    assert step.body[0] == DropViewEntry("retail.theirs")
+    assert step.body[0] == DropViewAction("retail.theirs", engine=False)
     assert why in step.notes[1], step.notes
 
 
@@ -154,8 +156,8 @@ def test_a_view_created_over_a_live_view_that_calls_code_carries_that_sql_under_
 
     check = CheckLiveViews("retail.reach", {"other.middle": ViewSql("SELECT x FROM other.src"),
                                             "other.src": ViewSql("SELECT shared.f('a') AS x")}, f"other.src {CALLS}")
-    assert statements(step) == ["USE `retail`", "CheckLiveViews", "CREATE VIEW `retail`.`reach`"]
-    assert step.body[1] == check
+    assert statements(step) == ["CheckLiveViews", "USE `retail`", "CREATE VIEW `retail`.`reach`"]
+    assert step.body[0] == check
     [code] = step_code(step)
     assert step.hazards == (f"runs code in the apply job: view retail.reach reads live views whose SQL is code, analysed "
                             f"with it (other.src {CALLS}) in every engine that reads it, apply's Spark first; apply "
@@ -176,7 +178,8 @@ def test_a_view_created_over_a_live_view_that_calls_code_carries_that_sql_under_
     over = replace(reach, sql="SELECT x FROM retail.middle", reads=("retail.middle",))
     declared = replace(DESIRED, objects={**DESIRED.objects, "retail.middle": middle_declared, "retail.reach": over})
     plan = PlanBuilder(declared, live(), live_views=elsewhere()).build()
-    assert not any(isinstance(a, (CheckLiveViews, DropViewEntry)) for s in plan.steps for a in s.actions)
+    assert not any(isinstance(a, CheckLiveViews) or isinstance(a, DropViewAction) and not a.engine
+                   for s in plan.steps for a in s.actions)
     assert plan_code(plan.steps) == ()
 
 
@@ -206,14 +209,14 @@ def test_apply_checks_the_live_views_then_drops_the_entry_under_its_claim_before
     desired = replace(DESIRED, objects={**DESIRED.objects, "retail.daily": reading})
     plan = PlanBuilder(desired, live(daily), live_views=LiveViews(live(daily), lambda keys: {"other.src": src})).build()
     step = step_of(plan, "retail.daily")
-    assert statements(step) == ["USE `retail`", "CheckLiveViews", "DropViewEntry", "CREATE VIEW `retail`.`daily`"]
+    assert statements(step) == ["CheckLiveViews", "DropViewAction", "USE `retail`", "CREATE VIEW `retail`.`daily`"]
 
     recorded = RecordingTarget()
     apply_plan(replace(plan, steps=(step,), guards={"retail.daily": "v1"}), recorded)
     claim = recorded.actions[0]
     assert isinstance(claim, SetParameters) and claim.object == "retail.daily"
     assert recorded.checked == [{"other.src": ViewSql("SELECT shared.f('a') AS x")}]
-    assert [type(a).__name__ for a in recorded.actions[1:4]] == ["SqlAction", "DropViewEntry", "SqlAction"]
+    assert recorded.actions[1:3] == [DropViewAction("retail.daily", engine=False), CreateViewAction(reading)]
     assert recorded.guards[1] == claim.set[VERSION_KEY]  # the drop expects this run's claim on the view
 
 
@@ -257,9 +260,9 @@ def test_the_plan_says_it_in_text_markdown_and_json(project, tmp_path):
 
     steps = json.loads(schemaflow(*plan, "--format", "json").out)["steps"]
     actions = {s["object"]: [a["action"] for a in s["actions"] if a["action"] != "set_database_parameters"] for s in steps}
-    assert actions == {"retail.daily_revenue": ["sql", "keep_view_partitions", "drop_view_entry", "sql", "partition_view",
+    assert actions == {"retail.daily_revenue": ["keep_view_partitions", "drop_view", "create_view", "partition_view",
                                                 "set_parameters"],
-                       "analytics.reach": ["sql", "check_live_views", "sql", "set_parameters"]}
+                       "analytics.reach": ["check_live_views", "create_view", "set_parameters"]}
     [check] = [a for s in steps for a in s["actions"] if a["action"] == "check_live_views"]
     assert check["views"] == {"analytics.theirs": {"sql": theirs.sql, "expanded": theirs.expanded_sql,
                                                    "resolves_in": CURRENT_DATABASE}}
@@ -281,7 +284,7 @@ def test_views_that_call_no_code_plan_and_show_as_they_did(project, tmp_path):
     assert {s.kind for s in plan.steps} >= {StepKind.CREATE_VIEW, StepKind.REPLACE_VIEW, StepKind.DROP_VIEW}
     checks = [a for s in plan.steps for a in s.actions if isinstance(a, CheckLiveViews)]
     assert {c.object for c in checks} == {"analytics.reach", "retail.customer_orders", "retail.gone"}
-    assert all(c.code == "" for c in checks) and not any(isinstance(a, DropViewEntry) for s in plan.steps for a in s.actions)
+    assert all(c.code == "" for c in checks) and not any(isinstance(a, DropViewAction) and not a.engine for s in plan.steps for a in s.actions)
     assert plan_code(plan.steps) == () and not any(s.hazards for s in plan.steps)
     shown = render(Review(plan))
     assert "-- metastore" not in shown and "check the live views" in render(Review(plan), verbose=True)

@@ -10,13 +10,13 @@ import pytest
 from schemaflow.apply.executor import ApplyError, RecordingTarget, apply_plan
 from schemaflow.claims import Claim
 from schemaflow.errors import ConcurrentChange, SchemaflowError, Unreachable
-from schemaflow.model import APPLIED_AT_KEY, APPLIED_STATE_KEY, LIVE_STATE, MANAGED_KEYS_KEY, VERSION_KEY, Catalog, Column, Table, fingerprint
+from schemaflow.model import (APPLIED_AT_KEY, APPLIED_STATE_KEY, LIVE_STATE, MANAGED_KEYS_KEY, VERSION_KEY, Catalog, Column,
+                              Table, View, fingerprint)
 from schemaflow.plan.plan import DESTRUCTIVE_BLOCK, Plan, PlanBuilder
 from schemaflow.plan.rewrite import REWRITE_BLOCK
-from schemaflow.plan.steps import (APPLIED_AT, CheckLiveViews, KeepViewPartitions, PartitionView, RewriteRows, SetColumns, SetParameters,
-                                   SqlAction)
-from schemaflow.sql import ddl
-from schemaflow.sql.ddl import CLAIM
+from schemaflow.plan.steps import (APPLIED_AT, AddColumnsAction, CheckLiveViews, CreateTableAction, CreateViewAction,
+                                   KeepViewPartitions, PartitionView, RewriteRows, SetColumns, SetParameters,
+                                   SetTableCommentAction)
 from tests.catalogs import DAILY, DESIRED, ORDERS, TOP, applied, catalog, table, view
 
 
@@ -33,11 +33,12 @@ def test_everything_new_is_created_in_dependency_order():
                            ("create_view", "retail.daily"), ("create_view", "retail.top")]
     # Each object's last write, folded into its step, stamps its properties and version.
     create, stamp = plan.steps[1].actions
-    assert create.sql.startswith("CREATE TABLE `retail`.`orders` (")
+    assert create == CreateTableAction(ORDERS) and create.describe().startswith("CREATE TABLE `retail`.`orders` (")
     assert stamp == SetParameters("retail.orders", {"owner": "sales-eng", MANAGED_KEYS_KEY: "owner",
                                                     VERSION_KEY: fingerprint(ORDERS), **STAMPED})
     assert plan.steps[1].notes == ("properties: set owner",)
-    assert plan.steps[2].actions[0] == SqlAction("USE `retail`")
+    assert plan.steps[2].actions[0] == CreateViewAction(DAILY)
+    assert plan.steps[2].actions[0].statements[0] == "USE `retail`"
     assert plan.steps[2].actions[-1] == SetParameters("retail.daily", {VERSION_KEY: fingerprint(DAILY),
                                                                        **STAMPED})
 
@@ -76,8 +77,9 @@ def test_appended_column_on_partitioned_table_is_table_only_and_leaves_views_tha
     plan = PlanBuilder(catalog(wider, DAILY, TOP), applied(DESIRED), count_partitions={"retail.orders": 120}.get).build()
     assert kinds(plan) == [("add_columns", "retail.orders")]
     add = plan.steps[0]
-    assert add.actions[0] == SqlAction("ALTER TABLE `retail`.`orders` ADD COLUMNS (\n"
-                                       "  `coupon` string COMMENT 'Coupon code'\n)")
+    assert add.actions[0] == AddColumnsAction("retail.orders", (Column("coupon", "string", "Coupon code"),))
+    assert add.actions[0].statements == ("ALTER TABLE `retail`.`orders` ADD COLUMNS (\n"
+                                         "  `coupon` string COMMENT 'Coupon code'\n)",)
     assert add.actions[1].set[VERSION_KEY] == fingerprint(wider)
     assert add.notes == ("table only: 120 partitions keep their old column list "
                          "(safe: appended columns read as NULL there)",)
@@ -97,7 +99,8 @@ def test_comment_and_property_changes_touch_only_what_changed():
                                                 cascade=True),)
     assert plan.steps[0].summary == "alter columns of retail.orders: change comment of order_id"
     comment, stamp = plan.steps[1].actions
-    assert comment == SqlAction("COMMENT ON TABLE `retail`.`orders` IS 'new'")
+    assert comment == SetTableCommentAction("retail.orders", "new")
+    assert comment.statements == ("COMMENT ON TABLE `retail`.`orders` IS 'new'",)
     assert plan.steps[1].notes == ("properties: set owner; unset stale",)
     assert stamp.set == {"owner": "data-eng", MANAGED_KEYS_KEY: "owner", VERSION_KEY: fingerprint(desired_orders),
                          **STAMPED}
@@ -200,10 +203,10 @@ def test_partitioned_view_moves_its_columns_to_partition_keys():
     plan = PlanBuilder(catalog(ORDERS, partitioned, TOP), applied(DESIRED)).build()
     # Re-created: its partitions are read first, to come back as they were (none here, as it was not partitioned), and
     # the live view Spark analyses as it replaces it is checked to hold the SQL planned (plan.live_code).
-    assert [type(a) for a in plan.steps[0].actions] == [SqlAction, KeepViewPartitions, CheckLiveViews, SqlAction,
+    assert [type(a) for a in plan.steps[0].actions] == [KeepViewPartitions, CheckLiveViews, CreateViewAction,
                                                         PartitionView, SetParameters]
-    assert plan.steps[0].actions[1] == KeepViewPartitions("retail.daily")
-    assert plan.steps[0].actions[4] == PartitionView("retail.daily", ("ds",))
+    assert plan.steps[0].actions[0] == KeepViewPartitions("retail.daily")
+    assert plan.steps[0].actions[3] == PartitionView("retail.daily", ("ds",))
 
 
 def test_plan_round_trips_through_json_and_applies_the_same_actions():
@@ -213,25 +216,24 @@ def test_plan_round_trips_through_json_and_applies_the_same_actions():
     recorded = RecordingTarget()
     run = Claim("run1", "ci-host", 4242, "2026-01-01T00:00:00Z")
     apply_plan(again, recorded, claim=run)
-    # The executor writes the moment of each write where the plan holds its placeholder, and the
-    # run's claim into each CREATE; the object's stamp then expects that claim.
+    # The executor writes the moment of each write where the plan holds its placeholder, and gives each object
+    # created the run's claim; the object's stamp then expects that claim.
     times = {a.set[APPLIED_AT_KEY] for a in recorded.actions if isinstance(a, SetParameters)}
     assert len(times) >= 1 and all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", t) for t in times)
     tokens = {s.object: run.for_object((s.kind,), False).token for s in plan.steps if s.object_type != "database"}
     planned = [a for s in plan.steps for a in s.actions]
-    as_run = [replace(a, sql=a.sql.replace(CLAIM, ddl.string(tokens[a.claims])), claims=None)
-              if isinstance(a, SqlAction) and a.claims else a for a in planned]
     as_recorded = [replace(a, set={k: APPLIED_AT if k == APPLIED_AT_KEY else v for k, v in a.set.items()})
                    if isinstance(a, SetParameters) else a for a in recorded.actions]
-    assert as_recorded == as_run
+    assert as_recorded == planned
+    assert recorded.claims == [tokens[a.object] for a in planned if isinstance(a, (CreateTableAction, CreateViewAction))]
     assert recorded.guards == [tokens[a.object] for a in planned if isinstance(a, (SetParameters, PartitionView))]
 
 
 class FailingTarget(RecordingTarget):
-    def run_sql(self, sql: str) -> None:
-        if sql.startswith("CREATE VIEW `retail`.`top`"):
+    def create_view(self, view: View, replace: bool, claim: str) -> None:
+        if view.key == "retail.top":
             raise RuntimeError("boom")
-        super().run_sql(sql)
+        super().create_view(view, replace, claim)
 
 
 def test_a_failed_step_names_what_was_and_was_not_applied():

@@ -165,7 +165,7 @@ def test_a_data_source_table_takes_appends_and_comments_and_refuses_the_rest() -
     [comments] = diff_table(commented, have)
     assert comments == SetColumnComments("raw.t", (Column("line", "string", "New"),), (LINE.comment,))
     assert diff_table(appended, have) == [AddColumns("raw.t", (Column("n", "int"),), partitioned=False)]
-    assert comments.to_step().actions[0].sql == "ALTER TABLE `raw`.`t` ALTER COLUMN `line` COMMENT 'New'"
+    assert comments.to_step().actions[0].statements == ("ALTER TABLE `raw`.`t` ALTER COLUMN `line` COMMENT 'New'",)
     assert comments.to_step().values == (f"comment of line: {LINE.comment!r} -> 'New'",)
 
     retyped = Table("raw", "t", (Column("id", "string"), LINE), (DS,), format="parquet", data_source=True)

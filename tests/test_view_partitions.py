@@ -70,7 +70,7 @@ def test_a_new_view_gets_its_listed_partitions_after_it_is_partitioned():
     listing = lister({})
     plan = PlanBuilder(catalog(ORDERS, view), live(ORDERS), list_partitions=listing).build()
     assert kinds(plan) == [("create_view", "retail.daily"), ("view_partitions", "retail.daily")]
-    assert isinstance(plan.steps[0].actions[2], PartitionView)
+    assert isinstance(plan.steps[0].actions[1], PartitionView)
     step = plan.steps[1]
     assert step.summary == "partitions of view retail.daily: add 2"
     assert step.notes == ("adds ds=2024-01-01, ds=2024-01-02 (listed in its file), without a location",)

@@ -1,9 +1,10 @@
 """What follows a successful apply: caches refreshed, other engines told, never hiding the apply.
 
 Engines that cache the metastore (Spark sessions, Trino, Impala, Doris) go on reading the old
-definitions of what an apply changed until told otherwise. After an apply, schemaflow refreshes its
-own Spark session's cache of every changed table it may have read before (``REFRESH TABLE``; not one
-the apply created or dropped, nor a view, of which Spark caches nothing), then runs each command of ``after_apply`` in
+definitions of what an apply changed until told otherwise. After an apply, schemaflow has the catalog's writer
+do what follows an apply there (``CatalogWriter.after_apply``: the Hive metastore's refreshes its own Spark
+session's cache) for every changed table it may have read before (not one the apply created or dropped, nor a view,
+of which Spark caches nothing), then runs each command of ``after_apply`` in
 ``schemaflow.yaml`` in turn, through the shell, with every changed object in ``SCHEMAFLOW_CHANGED``
 (``db.name`` separated by spaces, sorted) and on standard input (one a line). A hook that fails or times out is reported with its exit code and the end of its
 output; the others still run, and the apply's own outcome, already printed, stands.
@@ -30,13 +31,12 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from schemaflow.apply.sandbox import sandbox
 from schemaflow.plan.kinds import Effect, ObjectType
 from schemaflow.plan.plan import Plan
 from schemaflow.plan.steps import Step
-from schemaflow.sql.session import refresh_table
 
 CHANGED_VARIABLE = "SCHEMAFLOW_CHANGED"
 FOLDER_VARIABLE = "SCHEMAFLOW_HOOK_DIR"  # the hooks' own folder, the one they write
@@ -78,18 +78,6 @@ def cached_before(plan: Plan) -> tuple[str, ...]:
             steps.setdefault(step.object, []).append(step)
     return tuple(sorted(key for key, of in steps.items()
                         if of[0].effect != Effect.CREATE and of[-1].effect != Effect.DROP))
-
-
-def refresh(objects: Sequence[str], run_sql: Callable[[str], None]) -> list[str]:
-    """Refresh this session's cached metadata of each object (``REFRESH TABLE`` takes views too);
-    a line for each it could not refresh, which changes nothing in the metastore."""
-    failed = []
-    for key in objects:
-        try:
-            run_sql(refresh_table(key))
-        except Exception as error:  # noqa: BLE001 -- the cache of this session only: never the apply's outcome
-            failed.append(f"could not refresh Spark's cache of {key}: {error}")
-    return failed
 
 
 def hook_environment(environ: Mapping[str, str], objects: Sequence[str], folder: str) -> dict[str, str]:

@@ -10,8 +10,9 @@ will take at its pace so far.
 
 Every write is guarded (see ``schemaflow.claims``): first each existing object the plan touches is
 claimed with a compare-and-swap against the version the plan saw; each later metastore write to it
-expects the claim; its final stamp swaps the claim for the new version. Spark SQL cannot carry a
-guard, but it runs only on objects this run holds, and a CREATE gives the new object the claim.
+expects the claim; its final stamp swaps the claim for the new version. An object a step creates is born
+with the claim (the writer's ``claim``). Where a catalog cannot carry a guard (the Hive metastore's Spark SQL),
+its writes run only on objects this run holds.
 
 Against a metastore server, a step's last write to its own object (its stamp) runs in a second lane
 (``apply.lane``), on a connection of its own, while the next step's statements run: one write at a
@@ -34,13 +35,14 @@ from schemaflow.claims import Claim, new_run
 from schemaflow.errors import ConcurrentChange, SchemaflowError, Unreachable
 from schemaflow.catalog.history import Entry, with_entries
 from schemaflow.model import (DROPPED_PREFIX, HISTORY_PREFIX, NO_VERSION, VERSION_KEY, Column, Database, IcebergState, PartitionValues,
-                              Table, ViewSql, split_key)
+                              Table, View, ViewSql, split_key)
 from schemaflow.plan.kinds import EFFECTS, Effect, ObjectType
 from schemaflow.plan.plan import Plan
-from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, CheckLiveViews, DropViewEntry, IcebergCommit,
-                                   KeepViewPartitions, PartitionView, RestoreBackup, RewriteRows, SetColumns,
-                                   SetDatabaseParameters, SetParameters, SetStorageAction, SqlAction, Step, fill_applied_at,
-                                   with_stamp)
+from schemaflow.plan.steps import (Action, AddColumnsAction, AddDatabase, ChangeViewPartitions, CheckLiveViews,
+                                   CreateTableAction, CreateViewAction, DropTableAction, DropViewAction, IcebergCommit,
+                                   KeepViewPartitions, PartitionView, RestoreBackup, RewriteRows,
+                                   SetColumnCommentsAction, SetColumns, SetDatabaseParameters, SetParameters,
+                                   SetStorageAction, SetTableCommentAction, Step, fill_applied_at, with_stamp)
 from schemaflow.sql import ddl
 from schemaflow.sql.rewrite import Filled
 from schemaflow.wording import duration, plural
@@ -54,11 +56,33 @@ class RecordingTarget:
     def __init__(self) -> None:
         self.actions: list[Action] = []
         self.guards: list[str | None] = []  # one per metastore write, in order
+        self.claims: list[str] = []  # the claim each object created is born with, in order
         self.histories: dict[str, dict[str, str]] = {}  # database -> the history parameters written on it
         self.checked: list[dict[str, ViewSql | None]] = []  # the live views each check was to find as planned
 
-    def run_sql(self, sql: str) -> None:
-        self.actions.append(SqlAction(sql))
+    def create_table(self, table: Table, claim: str) -> None:
+        self.actions.append(CreateTableAction(table))
+        self.claims.append(claim)
+
+    def add_columns(self, key: str, columns: Sequence[Column], expected: str | None) -> None:
+        self.actions.append(AddColumnsAction(key, tuple(columns)))
+        self.guards.append(expected)
+
+    def set_table_comment(self, key: str, comment: str | None, expected: str | None) -> None:
+        self.actions.append(SetTableCommentAction(key, comment))
+        self.guards.append(expected)
+
+    def set_column_comments(self, key: str, columns: Sequence[Column], expected: str | None) -> None:
+        self.actions.append(SetColumnCommentsAction(key, tuple(columns)))
+        self.guards.append(expected)
+
+    def drop_table(self, key: str, expected: str | None) -> None:
+        self.actions.append(DropTableAction(key))
+        self.guards.append(expected)
+
+    def create_view(self, view: View, replace: bool, claim: str) -> None:
+        self.actions.append(CreateViewAction(view, replace))
+        self.claims.append(claim)
 
     def add_database(self, database: Database) -> None:
         self.actions.append(AddDatabase(database))
@@ -104,8 +128,8 @@ class RecordingTarget:
         self.actions.append(SetStorageAction(key, dict(serde_properties), buckets))
         self.guards.append(expected)
 
-    def drop_view(self, key: str, expected: str | None = None) -> None:
-        self.actions.append(DropViewEntry(key))
+    def drop_view(self, key: str, expected: str | None = None, engine: bool = False) -> None:
+        self.actions.append(DropViewAction(key, engine))
         self.guards.append(expected)
 
     def check_views(self, views: Mapping[str, ViewSql | None]) -> None:
@@ -129,6 +153,10 @@ class RecordingTarget:
                       version: str | None, claim: str) -> None:
         self.actions.append(RestoreBackup(key, backup, temporary, backup_version))
         self.guards.append(expected)
+
+    def after_apply(self, changed: Sequence[str]) -> list[str]:
+        """A recorder caches nothing: nothing follows."""
+        return []
 
     def beside(self) -> AbstractContextManager[RecordingTarget | None]:
         """None: a recorder keeps the order of what it is given."""
@@ -221,13 +249,22 @@ class Run:
         writer = writer or self.writer
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         match action:
-            case SqlAction():
-                sql = action.sql
-                if action.claims:
-                    sql = ddl.fill_claim(sql, self.tokens[action.claims])
-                writer.run_sql(sql)
-                if action.claims:
-                    self.held[action.claims] = self.tokens[action.claims]
+            case CreateTableAction():  # born with the run's claim
+                writer.create_table(action.table, self.tokens[action.object])
+                self.held[action.object] = self.tokens[action.object]
+            case CreateViewAction():
+                writer.create_view(action.view, action.replace, self.tokens[action.object])
+                self.held[action.object] = self.tokens[action.object]
+            case AddColumnsAction():
+                writer.add_columns(action.object, action.columns, self.held.get(action.object))
+            case SetTableCommentAction():
+                writer.set_table_comment(action.object, action.comment, self.held.get(action.object))
+            case SetColumnCommentsAction():
+                writer.set_column_comments(action.object, action.columns, self.held.get(action.object))
+            case DropTableAction():
+                writer.drop_table(action.object, self.held.get(action.object))
+            case DropViewAction():
+                writer.drop_view(action.object, self.held.get(action.object), engine=action.engine)
             case AddDatabase():
                 writer.add_database(action.database)
             case SetDatabaseParameters():
@@ -255,8 +292,6 @@ class Run:
                 writer.partition_view(action.object, action.columns, self.held.get(action.object))
             case SetStorageAction():
                 writer.set_storage(action.object, action.serde_properties, action.buckets, self.held.get(action.object))
-            case DropViewEntry():
-                writer.drop_view(action.object, self.held.pop(action.object, None))
             case CheckLiveViews():
                 writer.check_views(action.views)
             case IcebergCommit():
@@ -450,15 +485,14 @@ def _ends_with_stamp(step: Step) -> bool:
 
 
 def _writes(action: Action) -> bool:
-    """Whether ``action`` changes the metastore (a USE or a read of partitions does not)."""
+    """Whether ``action`` changes the catalog (a read of partitions or of live views does not)."""
     match action:
-        case SqlAction():
-            return action.writes
         case KeepViewPartitions() | CheckLiveViews():
             return False
-        case (AddDatabase() | SetDatabaseParameters() | SetParameters() | SetColumns() | ChangeViewPartitions()
-              | PartitionView() | SetStorageAction() | IcebergCommit() | RewriteRows()
-              | RestoreBackup() | DropViewEntry()):
+        case (CreateTableAction() | AddColumnsAction() | SetTableCommentAction() | SetColumnCommentsAction()
+              | DropTableAction() | CreateViewAction() | DropViewAction() | AddDatabase() | SetDatabaseParameters()
+              | SetParameters() | SetColumns() | ChangeViewPartitions() | PartitionView() | SetStorageAction()
+              | IcebergCommit() | RewriteRows() | RestoreBackup()):
             return True
         case _ as unreachable:
             assert_never(unreachable)

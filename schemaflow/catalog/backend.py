@@ -7,13 +7,13 @@ rather than start something to find out.
 
 Planning needs a ``CatalogReader``: the live catalog of some databases as the model, the partition
 counts and values and the sizes a plan shows, and whether the backend refuses positional type changes. Applying
-needs a ``CatalogWriter``: the actions of a plan (SQL, parameters written under the metastore's
-compare-and-swap, column lists, view partitions), each raising ``ConcurrentChange`` when the guard
-refuses. The Hive metastore is one backend: ``catalog.metastore.Metastore`` is both, through a
-SparkSession's Thrift client, and ``catalog.thrift_reader.ThriftReader`` reads a metastore server
-without a JVM; ``catalog.hive_backend`` serves them, and ``catalog.live.Live`` picks the backend the settings
-name. Another backend (Glue, Unity) implements these protocols and registers its name: nothing in ``plan/`` or
-``apply/`` changes.
+needs a ``CatalogWriter``: the actions of a plan as changes to the model (tables and views created, altered and
+dropped, parameters written under the catalog's compare-and-swap, column lists, view partitions), never SQL text,
+each raising ``ConcurrentChange`` when the guard refuses. The Hive metastore is one backend:
+``catalog.metastore.Metastore`` is both, through a SparkSession's Thrift client (rendering the changes to Spark SQL
+and metastore calls), and ``catalog.thrift_reader.ThriftReader`` reads a metastore server without a JVM;
+``catalog.hive_backend`` serves them, and ``catalog.live.Live`` picks the backend the settings name. Another
+backend (Glue, Unity) implements these protocols and registers its name: nothing in ``plan/`` or ``apply/`` changes.
 
 ``HiveClient`` is the narrow view of the Hive implementation that its helpers for column cascades
 (``catalog.columns``) and view partitions (``catalog.view_partitions``) work through, so they need
@@ -79,16 +79,19 @@ class CatalogReader(LiveSource, Protocol):
 
 
 class CatalogWriter(Protocol):
-    """Where a plan's actions run.
+    """Where a plan's actions run, each a change to the model, which the writer makes in its catalog's own terms.
 
-    ``expected`` guards a metastore write: it lands only if the object's ``schemaflow.version`` still
-    holds that value, else ``ConcurrentChange`` is raised; None writes unguarded (adopting an object).
+    ``expected`` guards a write: it lands only if the object's ``schemaflow.version`` still holds that value (a run's
+    claim token), else ``ConcurrentChange`` (``schemaflow.errors``) is raised with nothing changed; None writes
+    unguarded (adopting an object). ``claim`` is the token an object a run creates is born with, in
+    ``schemaflow.version``, so that its later writes can be guarded from its first moment.
+
+    One call is one atomic change, or ``ConcurrentChange`` with nothing changed; a write whose outcome is unknown (the
+    catalog stopped answering) is never repeated blindly: what the catalog holds now tells whether it landed.
     """
 
     endpoint: str  # the catalog it writes, as a plan records what it was made against
     progress: Callable[[str], None] | None  # told what a long action is doing (None: nobody listens)
-
-    def run_sql(self, sql: str) -> None: ...
 
     def add_database(self, database: Database) -> None:
         """Create ``database`` as declared (by default where the metastore puts databases), unless it exists."""
@@ -100,7 +103,30 @@ class CatalogWriter(Protocol):
         """Set the properties ``update`` makes of the current values of ``keys``, read just before."""
 
     def set_parameters(self, key: str, set: Mapping[str, str], unset: Sequence[str],
-                       expected: str | None = None) -> None: ...
+                       expected: str | None = None) -> None:
+        """Set and unset parameters of the table or view ``key`` in one write. A ``schemaflow.`` parameter whose
+        value is ``model.LIVE_STATE`` (``${live_state}``) is written as ``model.state_digest`` of the object exactly as
+        this write leaves it, as the catalog's reader will read it back (else drift reports every object after a clean
+        apply); a user's parameter holding that text is stored as written."""
+
+    def create_table(self, table: Table, claim: str) -> None:
+        """Create ``table`` (not Iceberg: those come through ``commit_iceberg``) stamped ``schemaflow.version`` =
+        ``claim``; ``ConcurrentChange`` if its name is taken."""
+
+    def add_columns(self, key: str, columns: Sequence[Column], expected: str | None) -> None:
+        """Append ``columns`` to the data columns of the table ``key``."""
+
+    def set_table_comment(self, key: str, comment: str | None, expected: str | None) -> None:
+        """Make ``comment`` the comment of the table ``key`` (None: remove it)."""
+
+    def set_column_comments(self, key: str, columns: Sequence[Column], expected: str | None) -> None:
+        """Set the comment of each of ``columns`` (by name) as given."""
+
+    def drop_table(self, key: str, expected: str | None) -> None:
+        """Drop the table ``key`` (its files as its kind keeps them: an external table's stay)."""
+
+    def create_view(self, view: View, replace: bool, claim: str) -> None:
+        """Create (or with ``replace``, replace the view stamped ``claim``) ``view``, stamped ``claim``."""
 
     def check_guards(self, key: str) -> None:
         """Raise unless guarded writes of ``key`` are refused when the version differs."""
@@ -123,9 +149,9 @@ class CatalogWriter(Protocol):
     def set_storage(self, key: str, serde_properties: Mapping[str, str], buckets: int | None,
                     expected: str | None = None) -> None: ...
 
-    def drop_view(self, key: str, expected: str | None = None) -> None:
-        """Drop the view ``key`` (stamped ``expected``) from the catalog without the engine analysing its SQL; a table
-        of the name is never dropped so."""
+    def drop_view(self, key: str, expected: str | None = None, engine: bool = False) -> None:
+        """Drop the view ``key``; ``engine``: through the engine (Hive: Spark's DROP VIEW), else as a catalog entry,
+        without the engine analysing its SQL. A table of the name is never dropped so."""
 
     def check_views(self, views: Mapping[str, ViewSql | None]) -> None:
         """Raise unless each of ``views`` holds that SQL now (None: it could not be read when planned)."""
@@ -154,6 +180,9 @@ class CatalogWriter(Protocol):
         """Swap the table ``backup`` (stamped ``backup_version``) in as ``key`` (stamped ``expected``; it had
         ``version`` when planned, and keeps it as the new ``backup``), through ``temporary``; it takes ``claim``.
         Resumes the swap a stopped run left. See ``catalog.rewrite``."""
+
+    def after_apply(self, changed: Sequence[str]) -> list[str]:
+        """What to do once a plan is applied (Hive: refresh Spark's cache of ``changed``); a warning per failure."""
 
     def beside(self) -> AbstractContextManager[CatalogWriter | None]:
         """A second writer on the same metastore, on which a write may run while this one runs the next

@@ -56,7 +56,9 @@ from schemaflow.model import (
     state_digest,
     view_sql,
 )
+from schemaflow.sql import ddl
 from schemaflow.sql.rewrite import Filled
+from schemaflow.sql.session import refresh_table
 from schemaflow.sql.storage import FIELD_DELIMITER, PATH_OPTION, SERIALIZATION_FORMAT
 
 BATCH_SIZE = 100
@@ -440,10 +442,43 @@ class Metastore:
                 parameters.put(key, value)
             self.msc.alterDatabase(name, database)
 
-    def run_sql(self, sql: str) -> None:
-        """Run one statement through the session's ``spark.sql``, its text as written (no variable substitution)."""
+    def _sql(self, statement: str) -> None:
+        """Run one statement through the session's ``spark.sql``, its text as written (no variable substitution).
+
+        Spark SQL carries no guard: the statements run only on objects the running apply holds (claimed by
+        compare-and-swap), and a created object is born with the run's claim (``ddl.fill_claim``)."""
         with self._errors("running Spark SQL"):
-            self.spark.sql(sql)
+            self.spark.sql(statement)
+
+    def create_table(self, table: Table, claim: str) -> None:
+        """``CREATE TABLE`` through Spark, which refuses a name taken (its error, ``TABLE_OR_VIEW_ALREADY_EXISTS``, says
+        so)."""
+        self._sql(ddl.fill_claim(ddl.create_table(table), claim))
+
+    def add_columns(self, key: str, columns: Sequence[Column], expected: str | None) -> None:
+        self._sql(ddl.add_columns(key, columns))
+
+    def set_table_comment(self, key: str, comment: str | None, expected: str | None) -> None:
+        self._sql(ddl.set_table_comment(key, comment))
+
+    def set_column_comments(self, key: str, columns: Sequence[Column], expected: str | None) -> None:
+        """A statement a column (Spark's ALTER COLUMN takes one), each landing alone: a run stopped between them
+        leaves ``key`` claimed, and the next plan sets the comments still to set."""
+        for column in columns:
+            self._sql(ddl.set_column_comment(key, column))
+
+    def drop_table(self, key: str, expected: str | None) -> None:
+        self._sql(ddl.drop("table", key))
+
+    def create_view(self, view: View, replace: bool, claim: str) -> None:
+        """``CREATE [OR REPLACE] VIEW`` through Spark, in the view's own database, where unqualified names in its SQL
+        resolve as validate resolved them."""
+        self._sql(ddl.use_database(view.database))
+        self._sql(ddl.fill_claim(ddl.create_view(view, replace), claim))
+
+    def after_apply(self, changed: Sequence[str]) -> list[str]:
+        """Refresh this session's cached metadata of each of ``changed`` (``refresh``)."""
+        return refresh(changed, self._sql)
 
     def partition_view(self, key: str, columns: Sequence[str], expected: str | None = None) -> None:
         """Make the view's trailing output ``columns`` its partition keys (Hive ``PARTITIONED ON``).
@@ -463,13 +498,17 @@ class Metastore:
             view.setPartitionKeys(move)
             self.alter(view, expected)
 
-    def drop_view(self, key: str, expected: str | None = None) -> None:
-        """Drop the view ``key`` through the metastore client: Spark's DROP VIEW would analyse its SQL first (to uncache
-        it), resolving every function it calls and every view it reads, with theirs (measured on Spark 3.5 and 4.3).
+    def drop_view(self, key: str, expected: str | None = None, engine: bool = False) -> None:
+        """Drop the view ``key``: with ``engine``, Spark's DROP VIEW (unguarded, as Spark SQL is); else through the
+        metastore client: Spark's DROP VIEW would analyse its SQL first (to uncache it), resolving every function it
+        calls and every view it reads, with theirs (measured on Spark 3.5 and 4.3).
 
         Guarded as a write is where the metastore has no compare-and-swap for a drop: under the table lock where writes
         hold it, else by reading the entry first, which must be a view holding ``expected`` (this run's claim). The
         session forgets what it knew of the name, so that the CREATE VIEW after it meets no stale entry."""
+        if engine:
+            self._sql(ddl.drop("view", key))
+            return
         database, name = split_key(key)
         with self._errors(f"dropping view {key}"):
             with table_lock(self, key) if expected is not None and self.lock_guards else nullcontext():
@@ -548,6 +587,18 @@ class Metastore:
 
     def _errors(self, doing: str) -> AbstractContextManager[None]:
         return java_errors(doing, self.endpoint)
+
+
+def refresh(objects: Sequence[str], run: Callable[[str], None]) -> list[str]:
+    """Refresh a session's cached metadata of each object (``REFRESH TABLE`` takes views too), each statement through
+    ``run``; a line for each it could not refresh, which changes nothing in the metastore."""
+    failed = []
+    for key in objects:
+        try:
+            run(refresh_table(key))
+        except Exception as error:  # noqa: BLE001 -- the cache of this session only: never the apply's outcome
+            failed.append(f"could not refresh Spark's cache of {key}: {error}")
+    return failed
 
 
 def describe_endpoint(hadoop_conf: Any) -> str:

@@ -18,9 +18,11 @@ from schemaflow.plan.hazards import OFFER, appended_note, column_hazards, hidden
 from schemaflow.plan.kinds import ObjectType, StepKind
 from schemaflow.plan.iceberg import AlterIcebergTable, ConvertToIceberg
 from schemaflow.plan.rewrite import RewriteTable
-from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, CheckLiveViews, DropViewEntry, IcebergCommit,
-                                   KeepViewPartitions, PartitionView, SetColumns, SetDatabaseParameters, SetParameters,
-                                   SetStorageAction, SqlAction, Step, listed_partitions)
+from schemaflow.plan.steps import (Action, AddColumnsAction, AddDatabase, ChangeViewPartitions, CheckLiveViews,
+                                   CreateTableAction, CreateViewAction, DropTableAction, DropViewAction, IcebergCommit,
+                                   KeepViewPartitions, PartitionView, SetColumnCommentsAction, SetColumns,
+                                   SetDatabaseParameters, SetParameters, SetStorageAction, SetTableCommentAction, Step,
+                                   listed_partitions)
 from schemaflow.sql import ddl
 from schemaflow.sql.table_kinds import kind_of, table_kind
 from schemaflow.wording import duration, listed, plural, value_change
@@ -107,7 +109,7 @@ class CreateTable(_OfTable):
         if t.bucketing:
             storage += f", {plural(t.bucketing.count, 'bucket')}"
         return Step(StepKind.CREATE_TABLE, t.key, ObjectType.TABLE, f"create {kind} {t.key} ({shape}, {storage})",
-                    (SqlAction(ddl.create_table(t), claims=t.key),))
+                    (CreateTableAction(t),))
 
 
 @dataclass(frozen=True)
@@ -131,7 +133,7 @@ class DropTable(_OfTable):
         else:
             note = "managed table: its data files are deleted with it"
         return Step(StepKind.DROP_TABLE, self.key, ObjectType.TABLE, f"drop table {self.key}",
-                    (SqlAction(ddl.drop("table", self.key)),) + _recorded(self.table.database, self.record),
+                    (DropTableAction(self.key),) + _recorded(self.table.database, self.record),
                     notes=(note,), destructive=True)
 
 
@@ -145,7 +147,7 @@ class DropLeftover(DropTable):
 
     def to_step(self) -> Step:
         return Step(StepKind.DROP_TABLE, self.key, ObjectType.TABLE, f"drop table {self.key}",
-                    (SqlAction(ddl.drop("table", self.key)),) + _recorded(self.table.database, self.record),
+                    (DropTableAction(self.key),) + _recorded(self.table.database, self.record),
                     notes=(f"finishes the conversion of {self.table.rewrite_of} to Iceberg that a stopped apply began: "
                            "the copy's entry goes; its files are the Iceberg table's and are kept",))
 
@@ -172,7 +174,7 @@ class AddColumns:
         if self.partitioned:
             notes = (appended_note(self.partition_count),)
         return Step(StepKind.ADD_COLUMNS, self.key, ObjectType.TABLE, f"add {plural(len(self.columns), 'column')} to {self.key}: {names}",
-                    (SqlAction(ddl.add_columns(self.key, self.columns)),), notes=notes, hazards=self.hazards)
+                    (AddColumnsAction(self.key, self.columns),), notes=notes, hazards=self.hazards)
 
 
 # Seconds per partition the metastore spends on a CASCADE: bench/partitions.py measured 2.3-2.6 ms.
@@ -278,7 +280,7 @@ class SetTableComment:
     reshapes = False
 
     def to_step(self) -> Step:
-        action: SqlAction | SetParameters = SqlAction(ddl.set_table_comment(self.key, self.new))
+        action: SetTableCommentAction | SetParameters = SetTableCommentAction(self.key, self.new)
         if self.through_metastore:
             action = SetParameters(self.key, {COMMENT_KEY: self.new} if self.new else {},
                                    () if self.new else (COMMENT_KEY,))
@@ -300,7 +302,7 @@ class SetColumnComments:
     def to_step(self) -> Step:
         names = ", ".join(c.name for c in self.columns)
         return Step(StepKind.SET_COLUMN_COMMENTS, self.key, ObjectType.TABLE, f"comment on columns of {self.key}: {names}",
-                    tuple(SqlAction(ddl.set_column_comment(self.key, c)) for c in self.columns),
+                    (SetColumnCommentsAction(self.key, self.columns),),
                     values=tuple(value_change(f"comment of {c.name}", old, c.comment)
                                  for c, old in zip(self.columns, self.old, strict=True)))
 
@@ -360,15 +362,14 @@ class SetStorage:
 
 
 def _view_actions(view: View, replace: bool, check: CheckLiveViews | None, drop_first: bool = False) -> tuple:
-    # Unqualified names in the SQL resolve in the view's own database, as validate resolved them.
-    actions: tuple = (SqlAction(ddl.use_database(view.database)),)
+    actions: tuple = ()
     if replace and view.partitioned_on:
         actions += (KeepViewPartitions(view.key),)
     if check:
         actions += (check,)
     if drop_first:
-        actions += (DropViewEntry(view.key),)
-    actions += (SqlAction(ddl.create_view(view, replace and not drop_first), claims=view.key),)
+        actions += (DropViewAction(view.key, engine=False),)
+    actions += (CreateViewAction(view, replace and not drop_first),)
     if view.partitioned_on:
         actions += (PartitionView(view.key, view.partitioned_on),)
     return actions
@@ -422,7 +423,7 @@ class DropView(_OfView):
     reshapes = True
 
     def to_step(self) -> Step:
-        drop: Action = DropViewEntry(self.key) if self.through_metastore else SqlAction(ddl.drop("view", self.key))
+        drop: Action = DropViewAction(self.key, engine=not self.through_metastore)
         return Step(StepKind.DROP_VIEW, self.key, ObjectType.VIEW, f"drop view {self.key}",
                     ((self.check,) if self.check else ()) + (drop,) + _recorded(self.view.database, self.record),
                     notes=("queries and views that read it will fail",) + ((self.through_metastore,)

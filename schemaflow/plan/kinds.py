@@ -1,7 +1,7 @@
 """The kinds a plan is written in: of steps, of what each step does to its object, and of actions.
 
 A step's kind names the change a reviewer reads ("create_table", "alter_columns"); an action's
-kind names what the executor runs ("sql", "set_parameters"). Both are written into plan JSON and
+kind names what the executor runs ("create_table", "set_parameters"). Both are written into plan JSON and
 a step's kind into the claims an apply leaves on objects, so their values never change. Each step
 kind declares its ``Effect`` in one table: the markers and counts a reader scans are derived from
 it, not from the spelling of the kind.
@@ -81,7 +81,13 @@ VIEW_DEFINITIONS = frozenset({StepKind.CREATE_VIEW, StepKind.REPLACE_VIEW})  # t
 class ActionKind(StrEnum):
     """What an action is, as plan JSON names it (its ``action`` field); each action class declares its own."""
 
-    SQL = "sql"
+    CREATE_TABLE = "create_table"
+    ADD_COLUMNS = "add_columns"
+    SET_TABLE_COMMENT = "set_table_comment"
+    SET_COLUMN_COMMENTS = "set_column_comments"
+    DROP_TABLE = "drop_table"
+    CREATE_VIEW = "create_view"
+    DROP_VIEW = "drop_view"  # through the engine, or (where the engine would analyse its SQL) as a catalog entry
     ADD_DATABASE = "add_database"
     SET_DATABASE_PARAMETERS = "set_database_parameters"
     SET_PARAMETERS = "set_parameters"
@@ -93,5 +99,4 @@ class ActionKind(StrEnum):
     ICEBERG_COMMIT = "iceberg_commit"
     REWRITE_ROWS = "rewrite_rows"
     RESTORE_BACKUP = "restore_backup"
-    DROP_VIEW_ENTRY = "drop_view_entry"    # a view dropped through the metastore client: Spark never analyses its SQL
     CHECK_LIVE_VIEWS = "check_live_views"  # the live views a step has Spark analyse, checked to hold the SQL planned

@@ -19,8 +19,8 @@ and the same allowed calls as declared SQL: Spark's built-ins of the project's r
 (where the metastore holds them as declared: ``LiveViews.otherwise``). Where one calls anything else, or cannot be
 read to tell:
 
-- a drop does not go through Spark: the view's entry is dropped through the metastore client (``DropViewEntry``),
-  so nothing of its SQL is analysed. Nobody has to read that code and approve it to be rid of the view;
+- a drop does not go through Spark: the view's entry is dropped through the metastore client (a ``DropViewAction``
+  not through the engine), so nothing of its SQL is analysed. Nobody has to read that code and approve it to be rid of the view;
 - a replace drops the live entry so too, then creates the view (``CREATE VIEW``, which fails rather than replace
   an entry someone else made meanwhile). One rule for every release (4.3 would not analyse what it replaces, 3.5
   would). A reader of the view meets no view for the moment between the two, as with Spark's own ``CREATE OR

@@ -45,7 +45,7 @@ from schemaflow.spark_version import SparkVersion, spark_version
 from schemaflow.spec.iceberg import unwritten
 from schemaflow.sql.code_calls import Allowed
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 ABSENT = "absent"  # the fingerprint of an object that does not exist yet
 DESTRUCTIVE_BLOCK = "destructive: run with --allow-destructive to allow it"
 # A rename in files read by name: existing rows read NULL under the new name, as lost as a dropped column's.

@@ -19,9 +19,11 @@ from typing import Any, assert_never
 from schemaflow.model import APPLIED_COMMIT_KEY, DROPPED_PREFIX
 from schemaflow.plan.kinds import StepKind
 from schemaflow.plan.plan import Basis, Plan
-from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, CheckLiveViews, DropViewEntry, IcebergCommit,
-                                   KeepViewPartitions, PartitionView, RestoreBackup, RewriteRows, SetColumns,
-                                   SetDatabaseParameters, SetParameters, SetStorageAction, SqlAction, Step)
+from schemaflow.plan.steps import (Action, AddColumnsAction, AddDatabase, ChangeViewPartitions, CheckLiveViews,
+                                   CreateTableAction, CreateViewAction, DropTableAction, DropViewAction, IcebergCommit,
+                                   KeepViewPartitions, PartitionView, RestoreBackup, RewriteRows,
+                                   SetColumnCommentsAction, SetColumns, SetDatabaseParameters, SetParameters,
+                                   SetStorageAction, SetTableCommentAction, Step)
 
 
 def _comparable(step: Step, unversioned: frozenset[str] = frozenset(), live: bool = True) -> tuple[Any, ...]:
@@ -33,8 +35,10 @@ def _comparable(step: Step, unversioned: frozenset[str] = frozenset(), live: boo
     return step.kind, step.object, step.blocked, body, stamp
 
 
-def _comparable_action(action: Action, unversioned: frozenset[str]) -> Action:
+def _comparable_action(action: Action, unversioned: frozenset[str]) -> object:
     match action:
+        case CreateTableAction() | CreateViewAction():  # what runs, not what only the catalog read fills in the model
+            return action.kind, action.statements
         case SetColumns():  # batching follows the partition count, and the migration records name the commit
             return SetColumns(action.object, action.columns, action.partition_columns, action.cascade)
         case IcebergCommit():  # what an Iceberg commit requires is in the table's metadata, which only the live plan reads
@@ -43,9 +47,9 @@ def _comparable_action(action: Action, unversioned: frozenset[str]) -> Action:
             return SetDatabaseParameters(action.database, {
                 k: _drop_record(v, versioned=k not in unversioned) if k.startswith(DROPPED_PREFIX) else v
                 for k, v in action.properties.items()})
-        case (SqlAction() | AddDatabase() | SetParameters() | PartitionView() | ChangeViewPartitions()
-              | KeepViewPartitions() | SetStorageAction() | RewriteRows() | RestoreBackup() | DropViewEntry()
-              | CheckLiveViews()):
+        case (AddColumnsAction() | SetTableCommentAction() | SetColumnCommentsAction() | DropTableAction()
+              | DropViewAction() | AddDatabase() | SetParameters() | PartitionView() | ChangeViewPartitions()
+              | KeepViewPartitions() | SetStorageAction() | RewriteRows() | RestoreBackup() | CheckLiveViews()):
             return action
         case _ as unreachable:
             assert_never(unreachable)

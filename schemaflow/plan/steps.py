@@ -1,50 +1,209 @@
 """The plan's serialisable vocabulary: steps, and the actions each step runs.
 
 A ``Step`` is what a reviewer reads (one change to one object, with its notes and hazards) and an
-``Action`` is what the executor runs: a Spark SQL statement, or a metastore call that Spark SQL
-cannot express. Printing a plan and applying it are two walks over the same steps, so what is
-reviewed is exactly what runs. Steps round-trip through plain JSON data for saved plans.
+``Action`` is what the executor runs: one change to the catalog, carrying the model (a table, a view, columns),
+never SQL text; a backend makes of it what its catalog takes (the Hive metastore's writer: the Spark SQL
+``statements`` an action shows, or a metastore call that Spark SQL cannot express). Printing a plan and applying it
+are two walks over the same steps, so what is reviewed is exactly what runs. Steps round-trip through plain JSON data for saved plans.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, assert_never, get_args
+from typing import Any, ClassVar, Self, assert_never, get_args
 from collections.abc import Mapping
 
 from schemaflow.model import (SCHEMAFLOW_PREFIX, SETTINGS_KEY, VERSION_KEY, Column, Database, IcebergState,
-                              PartitionValues, Table, ViewSql, column_data, from_data, partition_name, split_key, to_data)
+                              PartitionValues, Table, View, ViewSql, column_data, from_data, partition_name, split_key,
+                              to_data)
 from schemaflow.plan.kinds import EFFECTS, ActionKind, Effect, ObjectType, StepKind
 from schemaflow.sql import ddl, rewrite
 from schemaflow.sql.rewrite import MICROS, TIMESTAMP_TYPE, Filled
 from schemaflow.wording import plural
 
 
+def _shown(statements: tuple[str, ...]) -> str:
+    return "\n".join(statement + ";" for statement in statements)
+
+
 @dataclass(frozen=True)
-class SqlAction:
-    """A statement run through ``spark.sql``.
+class CreateTableAction:
+    """Create a table that is not Iceberg (those are an ``IcebergCommit``), born claimed: it holds the run's claim in
+    ``schemaflow.version`` from its first moment, so its later writes can be guarded."""
 
-    ``claims`` names the object a CREATE statement gives the run's claim (its ``CLAIM`` placeholder
-    in TBLPROPERTIES), so the object's later writes can be guarded from its first moment.
-    """
-
-    kind: ClassVar[ActionKind] = ActionKind.SQL
-    sql: str
-    claims: str | None = None
+    kind: ClassVar[ActionKind] = ActionKind.CREATE_TABLE
+    table: Table
 
     @property
-    def writes(self) -> bool:
-        """Whether it changes the metastore: every statement schemaflow runs does, but ``USE``."""
-        return not self.sql.startswith("USE ")
+    def object(self) -> str:
+        return self.table.key
+
+    @property
+    def statements(self) -> tuple[str, ...]:
+        """The Spark SQL the Hive metastore's writer runs for it, ``CLAIM`` in place of the run's claim."""
+        return (ddl.create_table(self.table),)
 
     def describe(self) -> str:
-        return self.sql + ";"
+        return _shown(self.statements)
 
     def to_data(self) -> dict[str, Any]:
-        return {"action": self.kind, "sql": self.sql, **({"claims": self.claims} if self.claims else {})}
+        return {"action": self.kind, "table": to_data(self.table)}
 
     @classmethod
-    def from_data(cls, data: Mapping[str, Any]) -> SqlAction:
-        return cls(sql=data["sql"], claims=data.get("claims"))
+    def from_data(cls, data: Mapping[str, Any]) -> CreateTableAction:
+        table = from_data(data["table"])
+        assert isinstance(table, Table)
+        return cls(table)
+
+
+@dataclass(frozen=True)
+class _OfColumns:
+    """An action on some of a table's columns, as they are to be."""
+
+    kind: ClassVar[ActionKind]
+    object: str
+    columns: tuple[Column, ...]
+
+    def to_data(self) -> dict[str, Any]:
+        return {"action": self.kind, "object": self.object, "columns": [column_data(c) for c in self.columns]}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> Self:
+        return cls(data["object"], tuple(Column(**c) for c in data["columns"]))
+
+
+@dataclass(frozen=True)
+class AddColumnsAction(_OfColumns):
+    """Append ``columns`` to a table's data columns."""
+
+    kind: ClassVar[ActionKind] = ActionKind.ADD_COLUMNS
+
+    @property
+    def statements(self) -> tuple[str, ...]:
+        return (ddl.add_columns(self.object, self.columns),)
+
+    def describe(self) -> str:
+        return _shown(self.statements)
+
+
+@dataclass(frozen=True)
+class SetTableCommentAction:
+    """Make ``comment`` a table's comment (None: remove it)."""
+
+    kind: ClassVar[ActionKind] = ActionKind.SET_TABLE_COMMENT
+    object: str
+    comment: str | None
+
+    @property
+    def statements(self) -> tuple[str, ...]:
+        return (ddl.set_table_comment(self.object, self.comment),)
+
+    def describe(self) -> str:
+        return _shown(self.statements)
+
+    def to_data(self) -> dict[str, Any]:
+        return {"action": self.kind, "object": self.object, "comment": self.comment}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> SetTableCommentAction:
+        return cls(data["object"], data["comment"])
+
+
+@dataclass(frozen=True)
+class SetColumnCommentsAction(_OfColumns):
+    """Give each of ``columns`` (by name) its comment, on a Spark data-source table, whose copy of the schema
+    follows."""
+
+    kind: ClassVar[ActionKind] = ActionKind.SET_COLUMN_COMMENTS
+
+    @property
+    def statements(self) -> tuple[str, ...]:
+        return tuple(ddl.set_column_comment(self.object, c) for c in self.columns)
+
+    def describe(self) -> str:
+        return _shown(self.statements)
+
+
+@dataclass(frozen=True)
+class DropTableAction:
+    """Drop a table (what becomes of its files is its kind's: the step's note says)."""
+
+    kind: ClassVar[ActionKind] = ActionKind.DROP_TABLE
+    object: str
+
+    @property
+    def statements(self) -> tuple[str, ...]:
+        return (ddl.drop("table", self.object),)
+
+    def describe(self) -> str:
+        return _shown(self.statements)
+
+    def to_data(self) -> dict[str, Any]:
+        return {"action": self.kind, "object": self.object}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> DropTableAction:
+        return cls(data["object"])
+
+
+@dataclass(frozen=True)
+class CreateViewAction:
+    """Create a view (with ``replace``, in place of the live one), born claimed as a created table is.
+
+    The Hive metastore's writer runs it in the view's own database (``USE``), where unqualified names in its SQL
+    resolve, as validate resolved them."""
+
+    kind: ClassVar[ActionKind] = ActionKind.CREATE_VIEW
+    view: View
+    replace: bool = False
+
+    @property
+    def object(self) -> str:
+        return self.view.key
+
+    @property
+    def statements(self) -> tuple[str, ...]:
+        return ddl.use_database(self.view.database), ddl.create_view(self.view, self.replace)
+
+    def describe(self) -> str:
+        return _shown(self.statements)
+
+    def to_data(self) -> dict[str, Any]:
+        # What each ``*`` stands for is no part of a view's data, but of the text its CREATE stores.
+        return {"action": self.kind, "view": to_data(self.view), "replace": self.replace,
+                **({"stars": [list(star) for star in self.view.stars]} if self.view.stars else {})}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> CreateViewAction:
+        view = from_data(data["view"])
+        assert isinstance(view, View)
+        stars = tuple((int(start), int(end), str(columns)) for start, end, columns in data.get("stars", ()))
+        return cls(replace(view, stars=stars), bool(data["replace"]))
+
+
+@dataclass(frozen=True)
+class DropViewAction:
+    """Drop a view: through the engine (``engine``: Spark's DROP VIEW), or as a catalog entry, never through Spark,
+    whose DROP VIEW, and on Spark 3.5 its CREATE OR REPLACE VIEW too, analyses the view's live SQL first (to uncache
+    it), which runs the functions it calls and those of every view it reads: planned so where that SQL calls code
+    (``plan.live_code``)."""
+
+    kind: ClassVar[ActionKind] = ActionKind.DROP_VIEW
+    object: str
+    engine: bool = True
+
+    @property
+    def statements(self) -> tuple[str, ...]:
+        return (ddl.drop("view", self.object),) if self.engine else ()
+
+    def describe(self) -> str:
+        return _shown(self.statements) or f"-- metastore drop_table {self.object} (a view: its SQL is not analysed)"
+
+    def to_data(self) -> dict[str, Any]:
+        return {"action": self.kind, "object": self.object, "engine": self.engine}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> DropViewAction:
+        return cls(data["object"], bool(data["engine"]))
 
 
 # Stands for the moment a parameter is written; the executor puts the time in its place.
@@ -209,25 +368,6 @@ class KeepViewPartitions:
         return cls(object=data["object"])
 
 
-
-@dataclass(frozen=True)
-class DropViewEntry:
-    """Drop a view's entry through the metastore client, never through Spark: Spark's DROP VIEW, and on Spark 3.5 its
-    CREATE OR REPLACE VIEW too, analyses the view's live SQL first (to uncache it), which runs the functions it calls
-    and those of every view it reads. Planned where that SQL calls code (``plan.live_code``)."""
-
-    kind: ClassVar[ActionKind] = ActionKind.DROP_VIEW_ENTRY
-    object: str
-
-    def describe(self) -> str:
-        return f"-- metastore drop_table {self.object} (a view: its SQL is not analysed)"
-
-    def to_data(self) -> dict[str, Any]:
-        return {"action": self.kind, "object": self.object}
-
-    @classmethod
-    def from_data(cls, data: Mapping[str, Any]) -> DropViewEntry:
-        return cls(object=data["object"])
 
 
 @dataclass(frozen=True)
@@ -503,9 +643,10 @@ class RestoreBackup:
         return cls(data["object"], data["backup"], data["temporary"], data["backup_version"])
 
 
-Action = (SqlAction | AddDatabase | SetDatabaseParameters | SetParameters | PartitionView | SetColumns
+Action = (CreateTableAction | AddColumnsAction | SetTableCommentAction | SetColumnCommentsAction | DropTableAction
+          | CreateViewAction | DropViewAction | AddDatabase | SetDatabaseParameters | SetParameters | PartitionView | SetColumns
           | ChangeViewPartitions | KeepViewPartitions | SetStorageAction | IcebergCommit | RewriteRows | RestoreBackup
-          | DropViewEntry | CheckLiveViews)
+          | CheckLiveViews)
 
 
 # The one map from what plan JSON calls an action to its class, from the classes' own kinds.
@@ -519,9 +660,10 @@ def with_stamp(action: Action, stamp: SetParameters) -> Action | None:
     match action:
         case IcebergCommit():
             return action.with_properties(stamp)
-        case (SqlAction() | AddDatabase() | SetDatabaseParameters() | SetParameters() | PartitionView() | SetColumns()
-              | ChangeViewPartitions() | KeepViewPartitions() | SetStorageAction() | RewriteRows() | RestoreBackup()
-              | DropViewEntry() | CheckLiveViews()):
+        case (CreateTableAction() | AddColumnsAction() | SetTableCommentAction() | SetColumnCommentsAction()
+              | DropTableAction() | CreateViewAction() | DropViewAction() | AddDatabase() | SetDatabaseParameters()
+              | SetParameters() | PartitionView() | SetColumns() | ChangeViewPartitions() | KeepViewPartitions()
+              | SetStorageAction() | RewriteRows() | RestoreBackup() | CheckLiveViews()):
             return None
         case _ as unreachable:
             assert_never(unreachable)

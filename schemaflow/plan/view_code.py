@@ -26,7 +26,7 @@ from collections.abc import Collection, Iterable
 
 from schemaflow.code_settings import APPROVAL_VARIABLE, CodeSetting
 from schemaflow.plan.kinds import VIEW_DEFINITIONS
-from schemaflow.plan.steps import CheckLiveViews, SqlAction, Step
+from schemaflow.plan.steps import CheckLiveViews, CreateViewAction, Step
 from schemaflow.spark_version import spark_version
 from schemaflow.sql.code_calls import UNREADABLE, Allowed, Resolved, code_calls, described
 from schemaflow.sql.views import ViewSqlError
@@ -54,8 +54,8 @@ def step_code(step: Step, allowed: Allowed | None = None) -> tuple[CodeSetting, 
 def _own_code(step: Step, allowed: Allowed) -> list[tuple[str, tuple[Resolved, ...] | None]]:
     """Each statement of the step that calls code, with the calls (None: it cannot be read to tell)."""
     database = step.object.partition(".")[0]
-    found = [(action.sql, _code(action.sql, database, allowed)) for action in step.actions
-             if isinstance(action, SqlAction)]
+    found = [(sql, _code(sql, database, allowed)) for action in step.actions
+             if isinstance(action, CreateViewAction) for sql in action.statements]
     return [(sql, code) for sql, code in found if code != ()]
 
 

@@ -12,9 +12,11 @@ from dataclasses import replace
 from typing import assert_never
 
 from schemaflow.model import SCHEMAFLOW_PREFIX
-from schemaflow.plan.steps import (Action, AddDatabase, ChangeViewPartitions, CheckLiveViews, DropViewEntry, IcebergCommit,
-                                   KeepViewPartitions, PartitionView, RestoreBackup, RewriteRows, SetColumns,
-                                   SetDatabaseParameters, SetParameters, SetStorageAction, SqlAction, Step)
+from schemaflow.plan.steps import (Action, AddColumnsAction, AddDatabase, ChangeViewPartitions, CheckLiveViews,
+                                   CreateTableAction, CreateViewAction, DropTableAction, DropViewAction, IcebergCommit,
+                                   KeepViewPartitions, PartitionView, RestoreBackup, RewriteRows,
+                                   SetColumnCommentsAction, SetColumns, SetDatabaseParameters, SetParameters,
+                                   SetStorageAction, SetTableCommentAction, Step)
 from schemaflow.sql.ddl import CLAIM
 
 # Said under the first statement that holds CLAIM: a reader meets ${claim} in every CREATE.
@@ -36,9 +38,19 @@ def statement_lines(step: Step, verbose: bool = False) -> list[str]:
     """The lines that show what ``step`` runs: its SQL diff, or each action's statement, bookkeeping left out."""
     if step.sql_diff and not verbose:
         return list(step.sql_diff)
+    shown = [kept for action in step.actions
+             if (kept := action if verbose else without_bookkeeping(action)) is not None]
     # Split at newlines only: a CR or another separator in user text stays in its line, to be escaped.
-    return [line for action in step.actions for shown in [action if verbose else without_bookkeeping(action)]
-            if shown is not None for line in shown.describe().split("\n")]
+    return [line for text in _described(shown) for line in text.split("\n")]
+
+
+def _described(actions: Sequence[Action]) -> list[str]:
+    """Each action's text, but that the ``USE`` a view's CREATE runs in comes first in its step, as plans have always
+    shown it: what runs between (reads of its partitions and of live views, a drop of its entry) are metastore calls,
+    which no current database moves."""
+    uses = [f"{action.statements[0]};" for action in actions if isinstance(action, CreateViewAction)]
+    return uses + ["\n".join(f"{s};" for s in action.statements[1:]) if isinstance(action, CreateViewAction)
+                   else action.describe() for action in actions]
 
 
 def without_bookkeeping(action: Action) -> Action | None:
@@ -58,8 +70,9 @@ def without_bookkeeping(action: Action) -> Action | None:
             return replace(action, properties=kept) if kept else None
         case CheckLiveViews():  # bookkeeping where none of those views' SQL is code
             return action if action.code else None
-        case (SqlAction() | AddDatabase() | PartitionView() | ChangeViewPartitions() | KeepViewPartitions()
-              | SetStorageAction() | RewriteRows() | RestoreBackup() | DropViewEntry()):
+        case (CreateTableAction() | AddColumnsAction() | SetTableCommentAction() | SetColumnCommentsAction()
+              | DropTableAction() | CreateViewAction() | DropViewAction() | AddDatabase() | PartitionView()
+              | ChangeViewPartitions() | KeepViewPartitions() | SetStorageAction() | RewriteRows() | RestoreBackup()):
             return action
         case _ as unreachable:
             assert_never(unreachable)
