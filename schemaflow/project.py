@@ -53,6 +53,8 @@ _LOCAL_MASTER = re.compile(r"local(?:\[(\d+|\*)(?:,\s*\d+)?\])?")
 class Settings:
     metastore_type: str = "hive"              # the catalog backend (catalog.backends)
     metastore_uri: str | None = None          # None: embedded Derby under .schemaflow/
+    metastore_warehouse: str | None = None    # metastore.warehouse: the warehouse a backend's catalog serves
+    metastore_options: Mapping[str, Any] = field(default_factory=dict)  # metastore.options: the backend's own
     lock_guards: bool = False                 # metastore.guard: lock (the table lock, not compare-and-swap)
     local_server_minutes: float = LOCAL_SERVER_MINUTES  # metastore.local_server: 0, no local server
     warehouse_dir: str = ""                   # "": the metastore server's own (embedded: .schemaflow/warehouse)
@@ -174,6 +176,8 @@ def load_project(root: str | Path, env: Mapping[str, str] | None = None, target:
     settings = Settings(
         metastore_type=metastore.get("type") or "hive",
         metastore_uri=metastore_uri,
+        metastore_warehouse=metastore.get("warehouse"),
+        metastore_options=dict(metastore.get("options") or {}),
         lock_guards=metastore.get("guard") == "lock",
         local_server_minutes=_local_server(env, metastore.get("local_server")),
         warehouse_dir=_absolute(root, warehouse_dir) if warehouse_dir else "",

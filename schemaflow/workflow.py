@@ -23,7 +23,9 @@ from schemaflow.code_settings import check_approved, unapproved
 from schemaflow.claims import ELSEWHERE, RUNNING, parse_claim, standing
 from schemaflow.errors import Problem, SchemaflowError, SpecError
 from schemaflow.catalog.iceberg_metadata import INSTALL
+from schemaflow.capabilities import refusals
 from schemaflow.catalog.backend import PlanHints, StoredFunction
+from schemaflow.catalog.backends import backend_capabilities, settings_problems
 from schemaflow.catalog.live import Live
 from schemaflow.catalog import registrable
 from schemaflow.catalog.thrift_reader import lenient
@@ -59,9 +61,17 @@ def desired_state(project: Project) -> Catalog:
     problems = [Problem(obj.source or Source(key), f"{key} is declared here and excluded by '{pattern}' in "
                         "schemaflow.yaml: remove the file, or narrow the pattern")
                 for key, obj in desired.objects.items() for pattern in [scope.excluded_by(key)] if pattern]
+    problems += backend_problems(project, desired)
     if problems:
         raise SpecError(problems)
     return desired
+
+
+def backend_problems(project: Project, desired: Catalog) -> list[Problem]:
+    """What the project's catalog backend refuses: its ``metastore:`` settings against the backend's schema, and what
+    of ``desired`` the catalog cannot hold (``capabilities.refusals``), each where it is written."""
+    name = project.settings.metastore_type
+    return settings_problems(project) + refusals(backend_capabilities(name), name, desired)
 
 
 def _plannable(*catalogs: Catalog) -> None:

@@ -10,17 +10,17 @@ import subprocess
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from schemaflow.catalog.backend import CatalogReader, CatalogWriter, PlanHints
+from schemaflow.catalog.backend import CatalogReader, CatalogWriter, LiveEntry, PlanHints
 from schemaflow.catalog.backends import Opening, register_backend
 from schemaflow.catalog.live import Live
 from schemaflow.catalog.snapshot import Snapshot, load_snapshot, write_snapshot
 from schemaflow.cli import main
 from schemaflow.errors import SchemaflowError
-from schemaflow.model import Catalog, Database, PartitionValues, Stored, View
+from schemaflow.model import (MANAGED_KEYS_KEY, MIGRATION_PREFIX, VERSION_KEY, Catalog, Database, Object,
+                              PartitionValues, Stored, Table, View)
 from schemaflow.plan.kinds import StepKind
 from schemaflow.project import Project, load_project
 from schemaflow.workflow import applied_state, desired_state, review_live, review_refs
@@ -45,8 +45,10 @@ class JsonDumpReader:
     def database(self, name: str) -> Database:
         return self.saved.catalog.database_details.get(name) or Database(name)
 
-    def table_data(self, database: str) -> Iterable[dict[str, Any]]:
-        return ()
+    def entries(self, database: str) -> Iterable[LiveEntry]:
+        """The dump's objects, with the parameters their stamps wrote (a dump keeps no others)."""
+        return [LiveEntry(obj, stamp_parameters(obj))
+                for obj in self.saved.catalog.in_databases((database,)).objects.values()]
 
     def count_partitions(self, key: str) -> int:
         return self.saved.partition_counts.get(key, 0)
@@ -65,6 +67,13 @@ class JsonDumpReader:
 
     def views(self, keys: Collection[str]) -> dict[str, View | None]:
         return {key: obj if isinstance(obj := self.saved.catalog.objects.get(key), View) else None for key in keys}
+
+
+def stamp_parameters(obj: Object) -> dict[str, str]:
+    """What an apply's stamp of ``obj`` wrote, as far as the model keeps it: its version, managed keys, migrations."""
+    migrations = obj.migrations if isinstance(obj, Table) else {}
+    return {**obj.properties, VERSION_KEY: obj.version or "", MANAGED_KEYS_KEY: ",".join(obj.managed_keys),
+            **{MIGRATION_PREFIX + key: value for key, value in migrations.items()}}
 
 
 @register_backend(NAME)

@@ -22,7 +22,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("claims", "code_settings", "spark_version"),
     ("sql",),
     ("spec",),
-    ("project", "scope", "target"),
+    ("project", "scope", "target", "capabilities"),
     ("gitsource", "catalog", "plan"),
     ("apply", "render"),
     ("workflow", "starter", "completion"),

@@ -33,6 +33,15 @@ from schemaflow.sql.rewrite import Filled
 T = TypeVar("T")
 
 
+@dataclass(frozen=True)
+class LiveEntry:
+    """One table or view as the catalog holds it: the model object (as ``CatalogReader.read`` gives it), and every
+    parameter the catalog keeps for it, raw (``schemaflow.*`` included; an Iceberg table's: its metadata's properties)."""
+
+    object: Table | View
+    parameters: Mapping[str, str]
+
+
 class LiveSource(Protocol):
     """A metastore as a reader sees it: databases and the tables in them, as Thrift data."""
 
@@ -52,10 +61,21 @@ class NamedTables(Protocol):
         """The tables and views of ``database`` among ``names`` (those it holds), as Thrift data."""
 
 
-class CatalogReader(LiveSource, Protocol):
-    """What reads the live state a plan is made against."""
+class CatalogReader(Protocol):
+    """What reads the live state a plan is made against.
+
+    Drift and history read ``entries``: the model objects with the parameters the catalog keeps raw beside them, so a
+    backend hands back the model, never its wire shapes (the Hive metastore's Thrift data stays inside its readers).
+    """
 
     endpoint: str  # what the plan records as the metastore it was made against
+
+    def databases(self) -> tuple[str, ...]: ...
+
+    def database(self, name: str) -> Database: ...
+
+    def entries(self, database: str) -> Iterable[LiveEntry]:
+        """Every table and view of ``database``, as ``read`` gives it, with its raw parameters."""
 
     def read(self, databases: tuple[str, ...]) -> Catalog:
         """Every table and view in ``databases``; databases that do not exist have none."""
@@ -88,6 +108,11 @@ class CatalogWriter(Protocol):
 
     One call is one atomic change, or ``ConcurrentChange`` with nothing changed; a write whose outcome is unknown (the
     catalog stopped answering) is never repeated blindly: what the catalog holds now tells whether it landed.
+
+    A ``schemaflow.`` parameter or property written with the value ``model.LIVE_STATE`` (``${live_state}``) is stored
+    as the state digest of the object exactly as that write leaves it, in the same write
+    (``catalog.stamping.fill_live_state(values, after)``); stored as written, drift would report every object after
+    a clean apply.
     """
 
     endpoint: str  # the catalog it writes, as a plan records what it was made against

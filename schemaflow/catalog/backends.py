@@ -1,26 +1,36 @@
 """The catalog backends by name: the one registry that maps the name a project's settings give
-(``metastore.type``, default ``hive``) to the factory of its ``Backend`` (``catalog.backend``).
+(``metastore.type``, default ``hive``) to the factory of its ``Backend`` (``catalog.backend``), what the backend can
+hold (its ``Capabilities``) and the JSON Schema of its ``metastore:`` settings.
 
-A backend registers itself when its module is imported (``@register_backend("name")``, as Alembic's
-``implementation_for``); ``catalog.live`` imports the built-in ones, and a package installed beside schemaflow
-names its module under the entry-point group ``schemaflow.backends`` (``name = "package.module"``), imported when a
-project names it: code comes from what the operator installed, never from the project. A factory is called with the project and how
-the command opens it (``Opening``), and connects nothing until asked: a command that reads no live state starts
-nothing.
+A backend registers itself when its module is imported (``@register_backend("name", capabilities=...)``, as Alembic's
+``implementation_for``). The built-in ones are named in ``BUILT_IN`` and imported only when a project names them, so a
+command that needs none (or another) loads nothing of theirs; a package installed beside schemaflow names its module
+under the entry-point group ``schemaflow.backends`` (``name = "package.module"``), imported when a project names it:
+code comes from what the operator installed, never from the project. A module that cannot be imported is one line
+naming the backend, the module and the error, not a traceback. A factory is called with the project and how the
+command opens it (``Opening``), and connects nothing until asked: a command that reads no live state starts nothing.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from importlib import import_module
 from importlib.metadata import entry_points
 from typing import Any, TextIO, TypeVar
 
+from schemaflow.capabilities import HIVE_METASTORE, Capabilities
 from schemaflow.catalog.backend import Backend
-from schemaflow.errors import SchemaflowError
+from schemaflow.errors import Problem, SchemaflowError
 from schemaflow.project import Project
+from schemaflow.spec.layout import SETTINGS_FILE
+from schemaflow.spec.schema import check_against
+from schemaflow.spec.source import Directory
+from schemaflow.spec.yamlpos import load_yaml
 
 DEFAULT = "hive"
 ENTRY_POINTS = "schemaflow.backends"
+# The backends in the package, by name: the module that registers each, imported when a project names it.
+BUILT_IN = {"hive": "schemaflow.catalog.hive_backend"}
 
 
 @dataclass(frozen=True)
@@ -35,31 +45,107 @@ class Opening:
 
 BackendFactory = Callable[[Project, Opening], Backend]
 F = TypeVar("F", bound=BackendFactory)
-_REGISTRY: dict[str, BackendFactory] = {}
 
 
-def register_backend(name: str) -> Callable[[F], F]:
-    """Register the decorated factory (a class, say) as the backend ``name``; a name is registered once."""
+@dataclass(frozen=True)
+class BackendInfo:
+    """A registered backend: its factory, what it can hold, and the JSON Schema of its ``metastore:`` settings (None:
+    it takes no ``options``)."""
+
+    factory: BackendFactory
+    capabilities: Capabilities = field(default_factory=Capabilities)
+    options_schema: Mapping[str, Any] | None = None
+
+
+_REGISTRY: dict[str, BackendInfo] = {}
+
+
+def register_backend(name: str, *, capabilities: Capabilities = HIVE_METASTORE,
+                     options_schema: Mapping[str, Any] | None = None) -> Callable[[F], F]:
+    """Register the decorated factory (a class, say) as the backend ``name``, with its ``capabilities`` and the JSON
+    Schema its ``metastore:`` settings are checked against (``uri``, ``warehouse``, ``guard``, ``local_server`` and
+    ``options``: allow-list the keys of ``options``); a name is registered once."""
     def register(factory: F) -> F:
         if name in _REGISTRY:
             raise ValueError(f"a catalog backend named {name!r} is registered already")
-        _REGISTRY[name] = factory
+        _REGISTRY[name] = BackendInfo(factory, capabilities, options_schema)
         return factory
     return register
 
 
 def backend_names() -> tuple[str, ...]:
-    return tuple(sorted(_REGISTRY))
+    """The names a project may give: built in, registered, or installed under the entry points (none is imported)."""
+    installed = {entry.name for entry in entry_points(group=ENTRY_POINTS)}
+    return tuple(sorted(set(BUILT_IN) | set(_REGISTRY) | installed))
+
+
+def backend_info(name: str) -> BackendInfo:
+    """The backend ``name``, its module imported first if need be; ``SchemaflowError`` if none is, or its module
+    cannot be imported."""
+    if name not in _REGISTRY:
+        if name in BUILT_IN:
+            _load(name, BUILT_IN[name], lambda: import_module(BUILT_IN[name]))
+        for entry in entry_points(group=ENTRY_POINTS, name=name):
+            if name not in _REGISTRY:
+                _load(name, entry.value, entry.load)  # its module registers the backend
+    info = _REGISTRY.get(name)
+    if info is None:
+        raise SchemaflowError(f"schemaflow.yaml: metastore.type {name!r} names no catalog backend; the backends are "
+                              f"{', '.join(backend_names())} (default {DEFAULT})")
+    return info
+
+
+def backend_capabilities(name: str) -> Capabilities:
+    """What the backend ``name`` can hold and how it guards its writes."""
+    return backend_info(name).capabilities
+
+
+def _load(name: str, module: str, load: Callable[[], object]) -> None:
+    """Import ``module``, which registers the backend ``name``: a failure is one line, the error's first."""
+    try:
+        load()
+    except Exception as error:  # noqa: BLE001  (whatever the module raises: said in one line, not a traceback)
+        said = next(iter(str(error).splitlines()), "")
+        raise SchemaflowError(f"catalog backend {name!r} (module {module}) could not be imported: "
+                              f"{type(error).__name__}: {said}") from None
+
+
+def settings_problems(project: Project) -> list[Problem]:
+    """The problems of each ``metastore:`` block of the project's settings file (its targets' too) against the JSON
+    Schema of the backend it names, each at its key or value; a backend whose schema lists no ``options`` takes none."""
+    file = Directory(project.root).open(SETTINGS_FILE)
+    if file is None:
+        return []
+    doc = load_yaml(file, file.name)
+    data = doc.data if isinstance(doc.data, dict) else {}
+    targets = data.get("targets") or {}
+    blocks = [((), data)] + [(("targets", name), target) for name, target in sorted(targets.items())]
+    problems = []
+    for where, settings in blocks:
+        block = (settings or {}).get("metastore")
+        if not isinstance(block, dict):
+            continue
+        name = block.get("type") or DEFAULT
+        schema: Mapping[str, Any] = backend_info(name).options_schema or {}
+        checked = data
+        if "options" not in schema.get("properties", {}):
+            problems += [Problem(doc.key(*where, "metastore", "options", key),
+                                 f"unknown key '{key}': metastore.type {name} takes no options")
+                         for key in sorted(block.get("options") or {})]
+            checked = _without_options(data, (*where, "metastore"))
+        for part in reversed((*where, "metastore")):  # the schema of the whole file, checking only this block
+            schema = {"type": "object", "properties": {part: schema}}
+        problems += check_against(doc, checked, schema)
+    return problems
+
+
+def _without_options(data: Mapping[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
+    """``data`` without the ``options`` of the mapping at ``path``."""
+    if not path:
+        return {key: value for key, value in data.items() if key != "options"}
+    return {**data, path[0]: _without_options(data[path[0]], path[1:])}
 
 
 def open_backend(project: Project, opening: Opening) -> Backend:
     """The backend the project's settings name, opened (nothing is connected yet)."""
-    name = project.settings.metastore_type
-    if name not in _REGISTRY:
-        for entry in entry_points(group=ENTRY_POINTS, name=name):
-            entry.load()  # its module registers the backend
-    factory = _REGISTRY.get(name)
-    if factory is None:
-        raise SchemaflowError(f"schemaflow.yaml: metastore.type {name!r} names no catalog backend; the backends are "
-                              f"{', '.join(backend_names())} (default {DEFAULT})")
-    return factory(project, opening)
+    return backend_info(project.settings.metastore_type).factory(project, opening)

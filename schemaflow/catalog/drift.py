@@ -21,9 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 import yaml
 
-from schemaflow.catalog.backend import LiveSource
+from schemaflow.catalog.backend import CatalogReader
 from schemaflow.catalog.metadata_bounds import metadata_bounds
-from schemaflow.catalog.thrift_data import to_model
 from schemaflow.model import (APPLIED_AT_KEY, APPLIED_COMMIT_KEY, APPLIED_STATE_KEY, Column, Object, PartitionField,
                               SortTerm, Table, View, changed_aspects, column_type, fingerprint, state_digest)
 from schemaflow.wording import short_commit, value_change
@@ -62,7 +61,7 @@ class Drift:
         return f"{self.object}: {', '.join(self.aspects)} changed {since}"
 
 
-def read_drift(metastore: LiveSource, declared: Mapping[str, Object], databases: tuple[str, ...],
+def read_drift(metastore: CatalogReader, declared: Mapping[str, Object], databases: tuple[str, ...],
                left_alone: Callable[[Object], bool] = lambda obj: False) -> list[Drift]:
     """Every object in ``databases`` that changed since schemaflow wrote it, every ``declared``
     object that is missing or carries no record, and every object there that is neither declared
@@ -76,23 +75,21 @@ def read_drift(metastore: LiveSource, declared: Mapping[str, Object], databases:
     return sorted(drifts, key=lambda d: d.object)
 
 
-def _database_drift(metastore: LiveSource, database: str, declared: Mapping[str, Object],
+def _database_drift(metastore: CatalogReader, database: str, declared: Mapping[str, Object],
                     left_alone: Callable[[Object], bool], seen: set[str]) -> list[Drift]:
     """What ``read_drift`` finds in ``database``, adding the objects it holds to ``seen``."""
     drifts = []
-    storage = (metastore.database(database).location,)
-    for data in metastore.table_data(database):
-        key = f"{data['dbName']}.{data['tableName']}"
+    for entry in metastore.entries(database):
+        live, parameters = entry.object, entry.parameters
+        key = live.key
         seen.add(key)
-        parameters = data.get("parameters", {})
         recorded = parameters.get(APPLIED_STATE_KEY)
         if not recorded:
             if key in declared:
                 drifts.append(Drift(key, (UNRECORDED,)))
-            elif not left_alone(to_model(data, storage)):
+            elif not left_alone(live):
                 drifts.append(Drift(key, (OUTSIDE,)))
             continue
-        live = to_model(data, storage)
         if isinstance(live, Table) and live.unreadable:
             drifts.append(Drift(key, (UNREAD,), parameters.get(APPLIED_AT_KEY), parameters.get(APPLIED_COMMIT_KEY),
                                 unreadable=live.unreadable))

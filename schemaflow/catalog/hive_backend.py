@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterable
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from schemaflow.background import Background
 from schemaflow.catalog import local_server
@@ -39,7 +39,22 @@ class _ReadAhead:
     catalog: Background[Catalog]
 
 
-@register_backend("hive")
+# The settings of a Hive metastore (``metastore:``): a server's Thrift URI (none: the embedded metastore), the guard,
+# the local server's minutes; no ``warehouse`` (``warehouse_dir`` is Spark's) and no ``options``.
+OPTIONS: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "type": {},
+        "uri": {"type": "string", "pattern": "^thrift://\\S+(?![\\s\\S])",
+                "description": "use a Thrift URI such as thrift://127.0.0.1:9083 (several: comma-separated)"},
+        "guard": {"enum": ["compare-and-swap", "lock"]},
+        "local_server": {"type": "number", "minimum": 0},
+    },
+}
+
+
+@register_backend("hive", options_schema=OPTIONS)
 @dataclass
 class HiveBackend:
     """A project's Hive metastore, connected on first use (or given, as tests do: ``opening.connected``).

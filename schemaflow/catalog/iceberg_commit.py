@@ -38,10 +38,10 @@ from schemaflow.catalog.iceberg_metadata import INSTALL, PREVIOUS_METADATA_LOCAT
     check_location, current, iceberg_table, is_iceberg, read_metadata
 from schemaflow.catalog.iceberg_specs import VOID, created_fields, next_fields, transform_text
 from schemaflow.catalog.jvm import java_message, jvm_view
+from schemaflow.catalog.stamping import fill_live_state
 from schemaflow.catalog.table_lock import table_lock
 from schemaflow.errors import ConcurrentChange, SchemaflowError
-from schemaflow.model import (COMMENT_KEY, LIVE_STATE, METADATA_LOCATION, SCHEMAFLOW_PREFIX, Column,
-                              IcebergState, SortTerm, Table, split_key, state_digest)
+from schemaflow.model import COMMENT_KEY, LIVE_STATE, METADATA_LOCATION, Column, IcebergState, SortTerm, Table, split_key
 from schemaflow.spec.iceberg import unwritten
 from schemaflow.sql.iceberg_types import evolved_type, evolves, iceberg_type, spark_type
 from schemaflow.sql.table_kinds import LAZY_SIMPLE_SERDE
@@ -292,13 +292,13 @@ def _evolved(base: Mapping[str, Any], base_location: str, updates: list[dict[str
 
 def _with_live_state(metadata: Any, properties: Mapping[str, str], key: str) -> Any:
     """``metadata`` with each of schemaflow's properties that ``properties`` set to ``LIVE_STATE`` holding the
-    state digest of the table as this commit leaves it (schemaflow's own keys are no part of that digest)."""
-    live = [k for k, v in properties.items() if v == LIVE_STATE and k.startswith(SCHEMAFLOW_PREFIX)]
-    if not live:
-        return metadata
+    state digest of the table as this commit leaves it (schemaflow's own keys are no part of that digest:
+    ``catalog.stamping``)."""
     database, name = split_key(key)
-    digest = state_digest(iceberg_table(database, name, json.loads(metadata.model_dump_json()), ""))
-    return metadata.model_copy(update={"properties": {**metadata.properties, **dict.fromkeys(live, digest)}})
+    filled = fill_live_state(properties, lambda: iceberg_table(database, name, json.loads(metadata.model_dump_json()),
+                                                               ""))
+    return metadata if filled == properties else metadata.model_copy(
+        update={"properties": {**metadata.properties, **filled}})
 
 
 def _next_location(table_location: str, properties: Mapping[str, str], base_location: str) -> str:

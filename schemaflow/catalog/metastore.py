@@ -22,7 +22,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from pyspark.sql import SparkSession
 
 from schemaflow.catalog import iceberg_commit, iceberg_convert, rewrite, table_files
-from schemaflow.catalog.backend import StoredFunction
+from schemaflow.catalog.backend import LiveEntry, StoredFunction
 from schemaflow.catalog.columns import set_columns, stale_partitions
 from schemaflow.catalog.iceberg_metadata import is_iceberg
 from schemaflow.catalog.local_server import derby_endpoint
@@ -32,28 +32,27 @@ from schemaflow.catalog.session import VARIABLE_SUBSTITUTION
 from schemaflow.catalog.spark_compat import (EXPECTED_PARAMETER_KEY, EXPECTED_PARAMETER_VALUE, derby_embedded,
                                              enforces_guards)
 from schemaflow.catalog.spark_schema import NUM_BUCKETS
+from schemaflow.catalog.stamping import fill_live_state
 from schemaflow.catalog.table_lock import table_lock
 from schemaflow.catalog.thrift_data import (READ_ATTEMPTS, READ_BACKOFF_SECONDS, VIRTUAL_VIEW, database_of, read_catalog,
-                                            read_views, to_model)
+                                            read_views, table_entries, to_model)
 from schemaflow.catalog.view_partitions import (KeptPartitions, change_view_partitions, partition_values,
                                                 read_view_partitions)
 from schemaflow.errors import ConcurrentChange, SchemaflowError
 from schemaflow.model import (
-    SCHEMAFLOW_PREFIX,
     TYPE_RULE,
     VERSION_KEY,
     Catalog,
     Column,
     Database,
     IcebergState,
+    Object,
     PartitionValues,
-    LIVE_STATE,
     Stored,
     Table,
     View,
     ViewSql,
     split_key,
-    state_digest,
     view_sql,
 )
 from schemaflow.sql import ddl
@@ -188,7 +187,7 @@ class Metastore:
 
         Through the client rather than Spark SQL, because Spark refuses reserved keys such as
         ``owner``; parameters written this way survive later ALTERs made through Spark. A value
-        ``LIVE_STATE`` becomes the state digest of the object exactly as this write leaves it.
+        ``LIVE_STATE`` becomes the state digest of the object exactly as this write leaves it (``catalog.stamping``).
         """
         database, name = split_key(key)
         with self._errors(f"setting the parameters of {key}"):
@@ -197,17 +196,16 @@ class Metastore:
             if is_iceberg(parameters):  # its properties are its metadata's: a commit of them
                 iceberg_commit.commit(self, key, None, {}, None, set, unset, expected, table)
                 return
+
+            def after() -> Object:  # the table as this write leaves it
+                data = self.to_data(table)
+                kept = {k: v for k, v in data.get("parameters", {}).items() if k not in unset}
+                return to_model({**data, "parameters": {**kept, **set}})
+            filled = fill_live_state(set, after)
             for parameter in unset:
                 parameters.remove(parameter)
-            for parameter, value in sorted(set.items()):
+            for parameter, value in sorted(filled.items()):
                 parameters.put(parameter, value)
-            # Only schemaflow's own parameters: a user's property may hold the same text, stored as written.
-            digested = [parameter for parameter, value in set.items()
-                        if value == LIVE_STATE and parameter.startswith(SCHEMAFLOW_PREFIX)]
-            if digested:
-                digest = state_digest(to_model(self.to_data(table)))
-                for parameter in digested:
-                    parameters.put(parameter, digest)
             self.alter(table, expected)
 
     def commit_iceberg(self, table: Table, sources: Mapping[str, str], requires: IcebergState | None, create: bool,
@@ -563,6 +561,10 @@ class Metastore:
     def from_json(self, struct: Any, data: Mapping[str, Any]) -> None:
         """Fill a Thrift struct from data in Thrift's JSON protocol, decoded in the JVM: one round trip."""
         self._deserializer.deserialize(struct, bytearray(json.dumps(data, separators=(",", ":")).encode()))
+
+    def entries(self, database: str) -> Iterator[LiveEntry]:
+        """Every table and view of ``database``, with its parameters (``thrift_data.table_entries``)."""
+        return table_entries(self, database)
 
     def table_data(self, database: str) -> Iterator[dict[str, Any]]:
         """The Thrift Table objects of ``database`` as JSON-decoded dicts, fetched in batches."""

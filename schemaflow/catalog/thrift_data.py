@@ -17,9 +17,9 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from typing import Any, assert_never
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 
-from schemaflow.catalog.backend import LiveSource, NamedTables
+from schemaflow.catalog.backend import LiveEntry, LiveSource, NamedTables
 from schemaflow.catalog.iceberg_metadata import iceberg_table, is_iceberg, read_metadata
 from schemaflow.catalog.metadata_bounds import held_budget, metadata_bounds
 from schemaflow.catalog.metadata_readers import (MetadataReader, Unreadable, metadata_reader, recognised_kind,
@@ -78,10 +78,20 @@ def read_catalog(source: LiveSource, databases: tuple[str, ...]) -> Catalog:
     with metadata_bounds():
         for database in present:
             details[database] = source.database(database)
-            for data in source.table_data(database):
-                obj = to_model(data, (details[database].location,))
-                objects[obj.key] = obj
+            for entry in _entries(source, database, details[database].location):
+                objects[entry.object.key] = entry.object
     return Catalog(databases=present, objects=dict(sorted(objects.items())), database_details=details)
+
+
+def table_entries(source: LiveSource, database: str) -> Iterator[LiveEntry]:
+    """Every table and view of ``database`` as the model, with its parameters as the metastore holds them (an Iceberg
+    table's mirror its metadata's properties): what a Hive reader's ``entries`` gives."""
+    return _entries(source, database, source.database(database).location)
+
+
+def _entries(source: LiveSource, database: str, location: str | None) -> Iterator[LiveEntry]:
+    for data in source.table_data(database):
+        yield LiveEntry(to_model(data, (location,)), data.get("parameters", {}))
 
 
 def read_views(source: NamedTables, keys: Collection[str]) -> dict[str, View | None]:

@@ -24,9 +24,9 @@ from typing import Any, TypeVar
 from collections.abc import Callable, Collection, Iterator, Sequence
 from urllib.parse import urlparse
 
-from schemaflow.catalog.backend import PlanHints
+from schemaflow.catalog.backend import LiveEntry, PlanHints
 from schemaflow.catalog.thrift_data import (READ_ATTEMPTS, READ_BACKOFF_SECONDS, database_of, folders, parse_name,
-                                            read_catalog, read_views, statistics)
+                                            read_catalog, read_views, statistics, table_entries)
 from schemaflow.catalog.thrift_wire import I16, LIST, STRING, STRUCT, Argument, Connection, NotPlainThrift, Shape, ThriftError
 from schemaflow.errors import SchemaflowError, Unreachable
 from schemaflow.model import TYPE_RULE, Catalog, Database, PartitionValues, Stored, View, split_key
@@ -128,6 +128,10 @@ class ThriftReader:
     def database(self, name: str) -> Database:
         """A database's comment, location and properties, as the metastore holds them."""
         return database_of(name, self._call(f"reading database {name}", "get_database", [(1, STRING, name)], DATABASE))
+
+    def entries(self, database: str) -> Iterator[LiveEntry]:
+        """Every table and view of ``database``, with its parameters (``thrift_data.table_entries``)."""
+        return table_entries(self, database)
 
     def table_data(self, database: str) -> Iterator[dict[str, Any]]:
         """The Thrift Table structs of ``database`` as data, fetched in batches."""

@@ -13,7 +13,7 @@ import json
 from functools import cache
 from importlib.resources import files
 from typing import Any, cast
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from jsonschema import Draft202012Validator, ValidationError
 
@@ -38,7 +38,16 @@ def check_shape(doc: Document, data: Any, schema: str) -> list[Problem]:
     """The problems of ``data`` (the document's data, or a stand-in for it) against ``<schema>.json``."""
     if _predicate(schema)(data):
         return []
-    errors = _validator(schema).iter_errors(data)
+    return _worded(doc, _validator(schema).iter_errors(data))
+
+
+def check_against(doc: Document, data: Any, schema: Mapping[str, Any]) -> list[Problem]:
+    """The problems of ``data`` (the document's data) against ``schema``, a JSON Schema that code gives (a catalog
+    backend's for its settings, ``catalog.backends``), worded and placed as the files' own are."""
+    return _worded(doc, Draft202012Validator(schema).iter_errors(data))
+
+
+def _worded(doc: Document, errors: Iterable[ValidationError]) -> list[Problem]:
     problems = [problem for error in errors for problem in _problems(doc, error)]
     return sorted(problems, key=lambda p: (p.source.line, p.source.col, p.message))
 

@@ -1,0 +1,80 @@
+"""What a catalog backend can hold and how it guards a write: its capabilities, which validate and history read.
+
+Catalogs differ in what they hold: a Hive metastore holds every table kind, views and view partitions, and renames
+tables; an Iceberg REST catalog holds Iceberg tables and views only. A backend says so once, when it registers
+(``catalog.backends.register_backend(name, capabilities=...)``), as SQLMesh's engine adapters say what their
+engine supports; a project that declares what its catalog cannot hold is refused at validate, where the object is
+declared, rather than half-way through an apply. The defaults are the Hive metastore's.
+
+``guard`` is how the catalog refuses a write that would overwrite what it did not see: the metastore's compare-and-swap
+on a parameter (Hive, HIVE-26882), an entry's version id (Glue's ``VersionId``), or the requirements a commit asserts
+(an Iceberg REST catalog's). ``value_limit`` is the longest value a database property holds, which bounds an object's
+history (``catalog.history``); None: no limit. ``refusals`` is what validate, plan and apply refuse of a project because
+its catalog cannot hold it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from schemaflow.errors import Problem, Source
+from schemaflow.model import Catalog
+from schemaflow.spec.settings import DATABASE_VALUE
+
+
+class GuardKind(Enum):
+    """How a catalog refuses a stale write."""
+
+    PARAMETER_CAS = "parameter compare-and-swap"  # the write lands only while schemaflow.version holds a value
+    VERSION_ID = "version id"                     # the write names the entry's version as read
+    REQUIREMENTS = "commit requirements"          # the commit asserts the table's ids and schema as read
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a catalog backend can hold and do; the defaults are the Hive metastore's."""
+
+    noun: str = "metastore"  # how plans and messages name the catalog ("Iceberg REST catalog", "Glue Data Catalog")
+    table_kinds: frozenset[str] | None = None  # the table kinds (``sql.table_kinds`` names) it holds; None: every one
+    views: bool = True            # it holds views
+    view_partitions: bool = True  # a view may be partitioned (``partitioned_on``)
+    renames: bool = True          # it renames tables (rewrites and restores)
+    engine: bool = True           # an engine analyses views as apply runs (Spark)
+    guard: GuardKind = GuardKind.PARAMETER_CAS
+    value_limit: int | None = DATABASE_VALUE.length  # the longest database property value; None: no limit
+
+
+HIVE_METASTORE = Capabilities()  # what a backend registered without capabilities can do: the defaults
+
+
+def refusals(capabilities: Capabilities, backend: str, declared: Catalog) -> list[Problem]:
+    """What of ``declared`` the catalog of ``backend`` (registered with ``capabilities``) cannot hold, each at the
+    object's declaration, with the reason and what to do."""
+    catalog = f"the {capabilities.noun} (metastore.type {backend})"
+    held = _held(capabilities)
+    problems = []
+    for table in declared.tables():
+        kinds = capabilities.table_kinds
+        if kinds is not None and table.format not in kinds:
+            problems.append(Problem(table.source or Source(table.key), (
+                f"{table.key} is a {table.format} table, and {catalog} holds {held} only: declare "
+                f"{' or '.join(f'format: {kind}' for kind in sorted(kinds))}, or keep this table in a catalog that "
+                f"holds {table.format} tables (a Hive metastore: metastore.type hive)")))
+    for view in declared.views():
+        if not capabilities.views:
+            problems.append(Problem(view.source or Source(view.key), (
+                f"{view.key} is a view, and {catalog} holds {held} only: remove it, or keep it in a catalog that "
+                "holds views (a Hive metastore: metastore.type hive)")))
+        elif view.partitioned_on and not capabilities.view_partitions:
+            problems.append(Problem(view.source or Source(view.key), (
+                f"{view.key} is partitioned on {', '.join(view.partitioned_on)}, and {catalog} keeps no partitions "
+                "of views: remove partitioned_on (and partitions), or keep this view in a Hive metastore "
+                "(metastore.type hive)")))
+    return problems
+
+
+def _held(capabilities: Capabilities) -> str:
+    """What a catalog holds, in words: "iceberg tables and views"."""
+    kinds = capabilities.table_kinds
+    tables = "tables" if kinds is None else f"{' and '.join(sorted(kinds))} tables" if kinds else "no tables"
+    return f"{tables} and views" if capabilities.views else tables
