@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,6 +38,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 class SqliteHarness(Harness):
     name = "sqlitecat"
 
+    def careless(self, root: Path) -> dict[str, Any] | None:
+        return {"type": self.name, "options": {"careless": True}}
+
     def change_outside(self, root: Path, key: str, column: Column) -> None:
         with sqlite3.connect(root / ".schemaflow" / "sqlitecat.db") as db:
             (data,) = db.execute("SELECT data FROM objects WHERE key = ?", (key,)).fetchone()
@@ -50,6 +54,7 @@ class TestSqlitecatSuite(BackendSuite):
 
 
 def test_the_backend_comes_through_its_entry_point(tmp_path: Path) -> None:
+    (tmp_path / "schemas").mkdir()
     (tmp_path / "schemaflow.yaml").write_text("databases: [suite]\nmetastore: {type: sqlitecat}\n")
     backend = Live(load_project(tmp_path, env={})).backend
     assert type(backend).__module__ == "sqlitecat"

@@ -23,6 +23,11 @@ class Harness:
         """Variables the commands run with (credentials: never in the project's files)."""
         return {}
 
+    def careless(self, root: Path) -> dict[str, Any] | None:
+        """A ``metastore:`` block reaching the same catalog as ``metastore(root)`` with its guard off (a catalog that
+        lands a write whatever version it names), which ``check_guards`` must refuse; None: it cannot be had."""
+        return None
+
     def change_outside(self, root: Path, key: str, column: Column) -> None:
         """Add ``column`` to the table ``key`` as another writer would (not through schemaflow)."""
         raise NotImplementedError(f"{type(self).__name__} says no way for another writer to add a column")

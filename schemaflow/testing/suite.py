@@ -21,6 +21,7 @@ from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 
+from schemaflow.catalog.backends import backend_capabilities
 from schemaflow.catalog.live import Live
 from schemaflow.cli import main
 from schemaflow.errors import ConcurrentChange
@@ -45,7 +46,18 @@ class BackendSuite:
     """Subclass with ``harness = YourHarness()``; every ``test_*`` method is a duty."""
 
     harness: Harness
-    views: bool = True  # whether the suite's project declares a view (a backend without views: False)
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        """A duty the harness cannot stage is left out of the subclass (not skipped): a catalog that cannot be made
+        careless has no careless duty."""
+        super().__init_subclass__(**kwargs)
+        if getattr(cls, "harness", None) is not None and cls.harness.careless(Path()) is None:
+            cls.test_check_guards_refuses_a_careless_catalog = None  # type: ignore[assignment]
+
+    @property
+    def views(self) -> bool:
+        """Whether the suite's project declares a view: where the backend holds views."""
+        return backend_capabilities(self.harness.name).views
 
     # -- the means ---------------------------------------------------------------------------------------------
 
@@ -152,19 +164,19 @@ class BackendSuite:
             assert "nothing was applied" in refused.err, refused.err
             assert self.live_table(root).properties.get("owner") == "finance"
 
-    def test_of_two_applies_racing_the_second_is_refused(self) -> None:
+    def test_of_two_applies_racing_the_second_is_refused_while_the_first_holds_its_claims(self) -> None:
         with self.project() as root:
-            second: list[Ran] = []
+            self.ok(root, "apply", "--auto-approve")
+            self.declare(root, coupon=True)
+            first, second = self._race(root)
+            assert (first.code, second.code) == (0, 1), (first, second)
+            assert "No changes" in self.ok(root, "plan").out
 
-            def at(point: str) -> None:
-                if point == "claimed" and not second:
-                    second.append(self.run(root, "apply", "--auto-approve"))
-
-            out, err = io.StringIO(), io.StringIO()
-            with redirect_stdout(out), redirect_stderr(err):
-                first = main(["--project", str(root), "apply", "--auto-approve"], pause=at)
-            assert first == 0, err.getvalue()
-            assert second[0].code == 1, second[0]
+    def test_of_two_applies_racing_to_create_one_lands(self) -> None:
+        with self.project() as root:
+            first, second = self._race(root)  # nothing to claim yet: the name taken refuses the other's create
+            assert sorted((first.code, second.code)) == [0, 1], (first, second)
+            assert "concurrently" in first.err + second.err
             assert "No changes" in self.ok(root, "plan").out
 
     def test_a_guarded_write_refuses_an_object_stamped_since(self) -> None:
@@ -208,6 +220,28 @@ class BackendSuite:
             else:
                 raise AssertionError("a write expecting another stamp landed")
             assert self.live_table(root).properties.get("owner") == "sales"
+
+    def test_check_guards_refuses_a_careless_catalog(self) -> None:
+        with self.project() as root:
+            self.ok(root, "apply", "--auto-approve")
+            careless = self.harness.careless(root)
+            assert careless is not None
+            write_project(root, careless, orders(self.harness.table_format, coupon=True), TOTALS if self.views else None)
+            self.ok(root, "apply", "--auto-approve", code=1)
+            assert [c.name for c in self.live_table(root).columns] == ["id", "amount"]
+
+    def _race(self, root: Path) -> tuple[Ran, Ran]:
+        """An apply, and another run in full while the first holds its claims (``"claimed"``): what each did."""
+        second: list[Ran] = []
+
+        def at(point: str) -> None:
+            if point == "claimed" and not second:
+                second.append(self.run(root, "apply", "--auto-approve"))
+
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            code = main(["--project", str(root), "apply", "--auto-approve"], pause=at)
+        return Ran(code, out.getvalue(), err.getvalue()), second[0]
 
     def _stamp(self, root: Path, key: str, version: str) -> None:
         writer = Live(load_project(root)).writer()

@@ -9,6 +9,7 @@ engine: no view partitions, no rewrites, no view checks. Registered through the 
 """
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
@@ -17,11 +18,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from schemaflow.catalog.backend import CatalogReader, CatalogWriter, LiveEntry, PlanHints, StoredFunction
+from schemaflow.capabilities import Capabilities
 from schemaflow.catalog.backends import Opening, register_backend
+from schemaflow.catalog.stamping import fill_live_state
 from schemaflow.errors import ConcurrentChange, SchemaflowError
-from schemaflow.model import (LIVE_STATE, SCHEMAFLOW_PREFIX, VERSION_KEY, Catalog, Column, Database, IcebergState,
-                              Object, PartitionValues, Stored, Table, View, ViewSql, from_data, recorded, split_key,
-                              state_digest, to_data)
+from schemaflow.model import (SCHEMAFLOW_PREFIX, VERSION_KEY, Catalog, Column, Database, IcebergState,
+                              Object, PartitionValues, Stored, Table, View, ViewSql, from_data, recorded, to_data)
 from schemaflow.project import Project
 
 NAME = "sqlitecat"
@@ -136,10 +138,8 @@ class SqliteWriter:
         if expected is not None and parameters.get(VERSION_KEY) != expected and not self.careless:
             raise ConcurrentChange(key, expected, parameters.get(VERSION_KEY))
         changed = change(live_object(data, parameters))
-        parameters = {k: v for k, v in parameters.items() if k not in unset} | dict(set)
-        digest = state_digest(live_object(_definition(changed), parameters))
-        parameters = {k: digest if v == LIVE_STATE and k.startswith(SCHEMAFLOW_PREFIX) else v
-                      for k, v in parameters.items()}
+        kept = {k: v for k, v in parameters.items() if k not in unset}
+        parameters = fill_live_state(kept | dict(set), lambda: live_object(_definition(changed), kept | dict(set)))
         with self.store.transaction() as db:
             if db.execute("UPDATE objects SET data = ?, parameters = ?, revision = revision + 1 "
                           "WHERE key = ? AND revision = ?", (json.dumps(_definition(changed)), json.dumps(parameters),
@@ -187,7 +187,8 @@ class SqliteWriter:
             self._write(key, "\0never a version", lambda obj: obj)
         except ConcurrentChange:
             return
-        raise SchemaflowError(f"{self.endpoint} wrote {key} under a stamp it does not hold: its guard is off")
+        raise SchemaflowError(f"{self.endpoint} wrote {key} under a stamp it does not hold: its guard is off, so nothing was applied: "
+                              "set metastore.options.careless: false")
 
     def create_table(self, table: Table, claim: str) -> None:
         self._insert(table, claim)
@@ -212,8 +213,9 @@ class SqliteWriter:
                     expected: str | None = None) -> None:
         def stored(t: Object) -> Table:
             table = _table(t)
-            bucketing = table.bucketing and buckets and replace(table.bucketing, buckets=buckets)
-            return replace(table, serde_properties=dict(serde_properties), bucketing=bucketing or table.bucketing)
+            bucketing = table.bucketing if buckets is None or table.bucketing is None else \
+                replace(table.bucketing, count=buckets)
+            return replace(table, serde_properties=dict(serde_properties), bucketing=bucketing)
         self._write(key, expected, stored)
 
     def drop_table(self, key: str, expected: str | None) -> None:
@@ -276,13 +278,18 @@ def _definition(obj: Object) -> dict[str, Any]:
     return to_data(replace(obj, properties={}, managed_keys=(), version=None))
 
 
-@register_backend(NAME)
+CAPABILITIES = Capabilities(noun="SQLite catalog", view_partitions=False, renames=False, engine=False, value_limit=None)
+OPTIONS = {"type": "object", "properties": {"careless": {"type": "boolean"}}, "additionalProperties": False}  # the guard off: check_guards must notice
+
+
+@register_backend(NAME, capabilities=CAPABILITIES, options_schema={
+    "type": "object", "properties": {"type": {}, "options": OPTIONS}, "additionalProperties": False})
 @dataclass
 class SqliteCatalog:
     project: Project
     opening: Opening
 
-    @property
+    @functools.cached_property
     def _store(self) -> Store:
         (self.project.root / ".schemaflow").mkdir(exist_ok=True)
         return Store(str(self.project.root / FILE))
