@@ -28,6 +28,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("workflow", "starter", "completion"),
     ("applying",),
     ("cli",),
+    ("testing",),
     ("__main__",),
 ]
 RANK = {unit: rank for rank, units in enumerate(LAYERS) for unit in units}

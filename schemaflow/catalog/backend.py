@@ -127,7 +127,7 @@ class CatalogWriter(Protocol):
         """Set and unset parameters of the table or view ``key`` in one write. A ``schemaflow.`` parameter whose
         value is ``model.LIVE_STATE`` (``${live_state}``) is written as ``model.state_digest`` of the object exactly as
         this write leaves it, as the catalog's reader will read it back (else drift reports every object after a clean
-        apply); a user's parameter holding that text is stored as written."""
+        apply; ``catalog.stamping.fill_live_state`` does it); a user's parameter holding that text is stored as written."""
 
     def create_table(self, table: Table, claim: str) -> None:
         """Create ``table`` (not Iceberg: those come through ``commit_iceberg``) stamped ``schemaflow.version`` =
