@@ -28,9 +28,7 @@ from schemaflow.errors import ConcurrentChange
 from schemaflow.model import VERSION_KEY, Column, Table
 from schemaflow.project import load_project
 from schemaflow.testing.harness import Harness
-from schemaflow.testing.projects import DATABASE, TOTALS, orders, write_project
-
-ORDERS = f"{DATABASE}.orders"
+from schemaflow.testing.projects import new_database, orders, totals, write_project
 
 
 @dataclass(frozen=True)
@@ -46,6 +44,7 @@ class BackendSuite:
     """Subclass with ``harness = YourHarness()``; every ``test_*`` method is a duty."""
 
     harness: Harness
+    database: str = ""  # the database of the project the running duty made
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         """A duty the harness cannot stage is left out of the subclass (not skipped): a catalog that cannot be made
@@ -66,12 +65,14 @@ class BackendSuite:
         """A fresh project folder, declaring the suite's table (and view), in the harness's environment."""
         with tempfile.TemporaryDirectory(prefix="schemaflow-suite-") as folder, self._environment():
             root = Path(folder)
+            self.database = new_database()
             self.declare(root)
             yield root
 
     def declare(self, root: Path, **table: object) -> None:
-        write_project(root, self.harness.metastore(root), orders(self.harness.table_format, **table),  # type: ignore[arg-type]
-                      TOTALS if self.views else None)
+        write_project(root, self.harness.metastore(root), self.database,
+                      orders(self.database, self.harness.table_format, **table),  # type: ignore[arg-type]
+                      totals(self.database) if self.views else None)
 
     def run(self, root: Path, *argv: str) -> Ran:
         out, err = io.StringIO(), io.StringIO()
@@ -84,9 +85,14 @@ class BackendSuite:
         assert ran.code == code, f"schemaflow {' '.join(argv)} exited {ran.code}, not {code}:\n{ran.out}\n{ran.err}"
         return ran
 
+    @property
+    def table(self) -> str:
+        """The key of the project's table."""
+        return f"{self.database}.orders"
+
     def live_table(self, root: Path) -> Table:
-        table = Live(load_project(root)).read((DATABASE,)).get(ORDERS)
-        assert isinstance(table, Table), f"{ORDERS} is not a table in the catalog: {table!r}"
+        table = Live(load_project(root)).read((self.database,)).get(self.table)
+        assert isinstance(table, Table), f"{self.table} is not a table in the catalog: {table!r}"
         return table
 
     @contextmanager
@@ -128,7 +134,7 @@ class BackendSuite:
         with self.project() as root:
             self.ok(root, "apply", "--auto-approve")
             self.ok(root, "drift")
-            self.harness.change_outside(root, ORDERS, Column("added_outside", "string"))
+            self.harness.change_outside(root, self.table, Column("added_outside", "string"))
             drift = self.ok(root, "drift", code=2)
             assert "added_outside" in drift.out, drift.out
 
@@ -137,19 +143,19 @@ class BackendSuite:
             self.ok(root, "apply", "--auto-approve")
             self.declare(root, coupon=True)
             self.ok(root, "apply", "--auto-approve")
-            (root / "schemas" / DATABASE / "orders.yaml").unlink()
-            (root / "schemas" / DATABASE / "totals.yaml").unlink(missing_ok=True)
+            (root / "schemas" / self.database / "orders.yaml").unlink()
+            (root / "schemas" / self.database / "totals.yaml").unlink(missing_ok=True)
             self.ok(root, "apply", "--auto-approve", "--allow-destructive")
             said = self.ok(root, "history", "--format", "json").out
-            assert said.count(ORDERS) >= 3, said
+            assert said.count(self.table) >= 3, said
 
     def test_import_writes_files_that_plan_empty(self) -> None:
         with self.project() as root:
             self.ok(root, "apply", "--auto-approve")
-            for declared in (root / "schemas" / DATABASE).iterdir():
+            for declared in (root / "schemas" / self.database).iterdir():
                 declared.unlink()
-            self.ok(root, "import", "--database", DATABASE)
-            assert (root / "schemas" / DATABASE / "orders.yaml").is_file()
+            self.ok(root, "import", "--database", self.database)
+            assert (root / "schemas" / self.database / "orders.yaml").is_file()
             assert "No changes" in self.ok(root, "plan").out
 
     def test_a_saved_plan_made_stale_by_another_apply_is_refused(self) -> None:
@@ -186,7 +192,7 @@ class BackendSuite:
 
             def at(point: str) -> None:
                 if point == "claimed":  # another run takes the table over, unguarded, as an operator's --take-over
-                    self._stamp(root, ORDERS, "taken-over-by-another-run")
+                    self._stamp(root, self.table, "taken-over-by-another-run")
 
             out, err = io.StringIO(), io.StringIO()
             with redirect_stdout(out), redirect_stderr(err):
@@ -198,23 +204,23 @@ class BackendSuite:
     def test_a_drop_is_blocked_until_allowed(self) -> None:
         with self.project() as root:
             self.ok(root, "apply", "--auto-approve")
-            (root / "schemas" / DATABASE / "orders.yaml").unlink()
-            (root / "schemas" / DATABASE / "totals.yaml").unlink(missing_ok=True)
+            (root / "schemas" / self.database / "orders.yaml").unlink()
+            (root / "schemas" / self.database / "totals.yaml").unlink(missing_ok=True)
             self.ok(root, "plan", code=1)
             self.ok(root, "apply", "--auto-approve", code=1)
-            assert Live(load_project(root)).read((DATABASE,)).get(ORDERS) is not None
+            assert Live(load_project(root)).read((self.database,)).get(self.table) is not None
             self.ok(root, "apply", "--auto-approve", "--allow-destructive")
-            assert Live(load_project(root)).read((DATABASE,)).get(ORDERS) is None
+            assert Live(load_project(root)).read((self.database,)).get(self.table) is None
             assert "No changes" in self.ok(root, "plan").out
 
     def test_check_guards_passes_and_writes_are_refused_on_a_stale_stamp(self) -> None:
         with self.project() as root:
             self.ok(root, "apply", "--auto-approve")
             writer = Live(load_project(root)).writer()
-            writer.check_guards(ORDERS)
+            writer.check_guards(self.table)
             stamp = self.live_table(root).version
             try:
-                writer.set_parameters(ORDERS, {"owner": "nobody"}, (), expected=f"{stamp}-not")
+                writer.set_parameters(self.table, {"owner": "nobody"}, (), expected=f"{stamp}-not")
             except ConcurrentChange:
                 pass
             else:
@@ -226,7 +232,8 @@ class BackendSuite:
             self.ok(root, "apply", "--auto-approve")
             careless = self.harness.careless(root)
             assert careless is not None
-            write_project(root, careless, orders(self.harness.table_format, coupon=True), TOTALS if self.views else None)
+            write_project(root, careless, self.database, orders(self.database, self.harness.table_format, coupon=True),
+                          totals(self.database) if self.views else None)
             self.ok(root, "apply", "--auto-approve", code=1)
             assert [c.name for c in self.live_table(root).columns] == ["id", "amount"]
 
