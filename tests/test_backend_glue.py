@@ -28,6 +28,7 @@ from schemaflow.catalog.glue.writer import GlueWriter
 from schemaflow.errors import ConcurrentChange, SchemaflowError
 from schemaflow.model import LIVE_STATE, VERSION_KEY, Bucketing, Column, Database, Table, View, state_digest
 from schemaflow.project import Project, Settings
+from schemaflow.testing import BackendSuite, Harness
 from tests.glue_versions import Versions, versioned_glue
 
 REGION = "eu-west-1"
@@ -237,3 +238,33 @@ def test_the_backend_is_registered_and_connects_nothing_until_asked(aws: None, t
     with pytest.raises(SchemaflowError, match="metastore.options.aws_secret_access_key is no option of the glue "
                                               "backend; its options are region, catalog_id, endpoint, skip_archive"):
         Live(wrong, progress=io.StringIO())
+
+
+class GlueHarness(Harness):
+    """The conformance suite's view of moto's Glue in this process, with the tests' VersionId layer."""
+
+    name = "glue"
+
+    def metastore(self, root: Path) -> dict[str, Any]:
+        return {"type": self.name, "options": {"region": REGION, "catalog_id": ACCOUNT}}
+
+    def change_outside(self, root: Path, key: str, column: Column) -> None:
+        client = boto3.client("glue", region_name=REGION)
+        database, name = key.split(".")
+        table = client.get_table(DatabaseName=database, Name=name)["Table"]
+        kept = ("Name", "Description", "StorageDescriptor", "PartitionKeys", "TableType", "Parameters")
+        entry = {k: v for k, v in table.items() if k in kept}
+        entry["StorageDescriptor"]["Columns"].append({"Name": column.name, "Type": column.type})
+        client.update_table(DatabaseName=database, TableInput=entry)
+
+
+@pytest.fixture
+def served(aws: None) -> Iterator[None]:
+    """moto's Glue with the VersionId layer, for the suite's commands run in this process."""
+    with versioned_glue():
+        yield
+
+
+@pytest.mark.usefixtures("served")
+class TestGlueSuite(BackendSuite):
+    harness = GlueHarness()

@@ -20,6 +20,7 @@ from schemaflow.catalog.rest.connection import Connection, RestSettings
 from schemaflow.catalog.rest.reader import RestReader
 from schemaflow.catalog.rest.writer import CLAIM_SUMMARY, RestWriter
 from schemaflow.errors import ConcurrentChange
+from schemaflow.testing import BackendSuite, Harness
 from schemaflow.model import (LIVE_STATE, VERSION_KEY, Column, Database, PartitionField, SortTerm, Table, View,
                               state_digest)
 from tests.rest_server import RestCatalogServer
@@ -192,3 +193,30 @@ def test_views_are_created_replaced_read_back_and_dropped(rest_catalog_server: R
     writer.drop_view(key, expected="v3")
     assert reader.views([key]) == {key: None}
 
+
+
+class RestHarness(Harness):
+    """The conformance suite's view of the REST catalog server this test process started."""
+
+    name = "iceberg_rest"
+    table_format = "iceberg"
+    uri = ""  # set once the server is up (``serving_the_suite``)
+
+    def metastore(self, root: Path) -> dict[str, Any]:
+        return {"type": self.name, "uri": self.uri}
+
+    def change_outside(self, root: Path, key: str, column: Column) -> None:
+        from pyiceberg.catalog.rest import RestCatalog
+        from pyiceberg.types import StringType
+
+        with RestCatalog("other", uri=self.uri).load_table(key).update_schema() as update:
+            update.add_column(column.name, StringType())
+
+
+@pytest.fixture(autouse=True)
+def serving_the_suite(rest_catalog_server: RestCatalogServer) -> None:
+    RestHarness.uri = rest_catalog_server.uri
+
+
+class TestRestSuite(BackendSuite):
+    harness = RestHarness()

@@ -30,12 +30,12 @@ def write_project(root: Path, metastore: dict[str, Any], database: str, table: s
 
 
 def orders(database: str, table_format: str, *, coupon: bool = False, comment: str = "orders placed",
-           owner: str = "sales") -> str:
+           team: str = "sales") -> str:
     """The suite's table: with ``coupon``, a column more; its comment and a property as given."""
     extra = "  - {name: coupon, type: string, comment: code used}\n" if coupon else ""
     return (f"table: {database}.orders\nformat: {table_format}\ncomment: {comment}\n"
             f"columns:\n  - {{name: id, type: bigint}}\n  - {{name: amount, type: 'decimal(12,2)'}}\n{extra}"
-            f"properties: {{owner: {owner}}}\n")
+            f"properties: {{team: {team}}}\n")
 
 
 def totals(database: str) -> str:

@@ -117,18 +117,18 @@ class BackendSuite:
             assert "No changes" in self.ok(root, "plan").out
             table = self.live_table(root)
             assert [c.name for c in table.columns] == ["id", "amount"] and table.comment == "orders placed"
-            assert table.properties.get("owner") == "sales"
+            assert table.properties.get("team") == "sales"
 
     def test_an_evolution_applied_plans_empty(self) -> None:
         with self.project() as root:
             self.ok(root, "apply", "--auto-approve")
-            self.declare(root, coupon=True, comment="orders taken", owner="finance")
+            self.declare(root, coupon=True, comment="orders taken", team="finance")
             self.ok(root, "plan", code=2)
             self.ok(root, "apply", "--auto-approve")
             assert "No changes" in self.ok(root, "plan").out
             table = self.live_table(root)
             assert [(c.name, c.comment) for c in table.columns][-1] == ("coupon", "code used")
-            assert (table.comment, table.properties.get("owner")) == ("orders taken", "finance")
+            assert (table.comment, table.properties.get("team")) == ("orders taken", "finance")
 
     def test_drift_is_empty_after_apply_and_names_another_writers_column(self) -> None:
         with self.project() as root:
@@ -163,12 +163,12 @@ class BackendSuite:
             self.ok(root, "apply", "--auto-approve")
             self.declare(root, coupon=True)
             self.ok(root, "plan", "--out", str(root / "saved.json"), code=2)
-            self.declare(root, coupon=True, owner="finance")
+            self.declare(root, coupon=True, team="finance")
             self.ok(root, "apply", "--auto-approve")
             self.declare(root, coupon=True)
             refused = self.ok(root, "apply", str(root / "saved.json"), "--auto-approve", code=1)
             assert "nothing was applied" in refused.err, refused.err
-            assert self.live_table(root).properties.get("owner") == "finance"
+            assert self.live_table(root).properties.get("team") == "finance"
 
     def test_of_two_applies_racing_the_second_is_refused_while_the_first_holds_its_claims(self) -> None:
         with self.project() as root:
@@ -220,12 +220,12 @@ class BackendSuite:
             writer.check_guards(self.table)
             stamp = self.live_table(root).version
             try:
-                writer.set_parameters(self.table, {"owner": "nobody"}, (), expected=f"{stamp}-not")
+                writer.set_parameters(self.table, {"team": "nobody"}, (), expected=f"{stamp}-not")
             except ConcurrentChange:
                 pass
             else:
                 raise AssertionError("a write expecting another stamp landed")
-            assert self.live_table(root).properties.get("owner") == "sales"
+            assert self.live_table(root).properties.get("team") == "sales"
 
     def test_check_guards_refuses_a_careless_catalog(self) -> None:
         with self.project() as root:

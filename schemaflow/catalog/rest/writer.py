@@ -31,8 +31,10 @@ from schemaflow.catalog.backend import CatalogWriter
 from schemaflow.catalog.iceberg_updates import FORMAT_VERSION, check_state, evolved, first_metadata, layout_updates, \
     property_changes
 from schemaflow.catalog.rest.connection import TABLE, TABLES, VIEW, VIEWS, Connection, answer
-from schemaflow.catalog.rest.reader import LOCATION_KEY, RestReader, table_from, texts
+from schemaflow.catalog.rest.reader import LOCATION_KEY, RestReader, table_from, texts, view_of
+from schemaflow.catalog.stamping import fill_live_state
 from schemaflow.errors import ConcurrentChange, SchemaflowError, Unreachable
+from schemaflow.output_safety import one_line
 from schemaflow.model import (COMMENT_KEY, LIVE_STATE, VERSION_KEY, Column, Database, IcebergState, PartitionValues,
                               Table, View, ViewSql, split_key)
 from schemaflow.sql.iceberg_types import iceberg_type
@@ -283,9 +285,13 @@ class RestWriter:
         have = texts(metadata.get("properties") or {})
         if expected is not None and have.get(VERSION_KEY) != expected:
             raise ConcurrentChange(key, expected, have.get(VERSION_KEY))
-        if any(v == LIVE_STATE for v in set.values()):
-            _cannot("record a view's state digest in the same commit")
-        updates = changes(metadata) + [{"action": "set-properties", "updates": dict(set)}]
+        definition = changes(metadata)
+        if definition and LIVE_STATE in set.values():  # a new version's digest is only known once it is read back
+            _cannot("record a view's state digest in the commit that changes its definition")
+        database, name = split_key(key)
+        after = {**metadata, "properties": {k: v for k, v in have.items() if k not in unset} | dict(set)}
+        set = fill_live_state(set, lambda: view_of(database, name, after))
+        updates = definition + [{"action": "set-properties", "updates": dict(set)}]
         if removals := [k for k in unset if k in have]:
             updates.append({"action": "remove-properties", "removals": removals})
         self._send(key, VIEW, "view", [{"type": "assert-view-uuid", "uuid": metadata["view-uuid"]}], updates, set,
@@ -328,7 +334,14 @@ class RestWriter:
         _cannot("partition a view")
 
     def check_views(self, views: Mapping[str, ViewSql | None]) -> None:
-        _cannot("check views' SQL through an engine")
+        """Raise unless each of ``views`` holds the SQL it held when planned: read from the catalog, as no engine
+        analyses it here (None: it could not be read then, and is not compared)."""
+        held = RestReader(self.connection).views([key for key, sql in views.items() if sql is not None])
+        for key, view in sorted(held.items()):
+            planned = views[key]
+            if view is None or planned is None or view.sql != planned.sql:
+                raise SchemaflowError(f"{one_line(key)} is not the view it was when planned: nothing of the step ran. "
+                                      "Plan again, and read what the plan says of it now")
 
     def rewrite_table(self, key: str, table: Table, create: str, columns: Sequence[Filled], staging: str, backup: str,
                       expected: str | None, version: str | None, claim: str, registrable: bool = False,
