@@ -265,6 +265,27 @@ class Backend(Protocol):
         """Reads for a plan made between git refs, which start nothing heavy; None: the backend has none."""
 
 
+class WithoutEngine:
+    """What a backend with no engine behind it answers to ``Backend``'s optional questions: it reads nothing ahead, and
+    cannot tell a partition's stale column list, a view's problems, a function or a hint (None each, starting
+    nothing). A backend inherits it and overrides what it can answer."""
+
+    def read_ahead(self, databases: tuple[str, ...]) -> None:
+        return None
+
+    def stale_partitions(self, key: str, exact: bool = False) -> int | None:
+        return None
+
+    def view_problems(self, desired: Catalog, views: Iterable[str]) -> dict[str, str] | None:
+        return None
+
+    def functions(self, names: Iterable[str]) -> dict[str, StoredFunction | None] | None:
+        return None
+
+    def hints(self) -> PlanHints | None:
+        return None
+
+
 class HiveClient(Protocol):
     """A Hive metastore reached through a JVM: the Thrift client and its API classes, and the guarded
     ``alter`` every write of a table goes through."""

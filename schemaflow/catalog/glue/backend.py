@@ -9,9 +9,8 @@ refused when applied, saying so.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from collections.abc import Iterable
 
-from schemaflow.catalog.backend import PlanHints, StoredFunction
+from schemaflow.catalog.backend import WithoutEngine
 from schemaflow.catalog.backends import Opening, register_backend
 from schemaflow.capabilities import Capabilities, GuardKind
 from schemaflow.catalog.glue.client import OPTIONS, GlueCatalog, GlueOptions
@@ -43,7 +42,7 @@ SETTINGS = {
 
 @register_backend("glue", capabilities=CAPABILITIES, options_schema=SETTINGS)
 @dataclass
-class GlueBackend:
+class GlueBackend(WithoutEngine):
     """A project's Glue Data Catalog, connected on first use (or given, as tests do: ``opening.connected``, a
     ``GlueCatalog``)."""
 
@@ -69,9 +68,6 @@ class GlueBackend:
             self._reader = GlueReader(self.glue)
         return self._reader
 
-    def read_ahead(self, databases: tuple[str, ...]) -> None:
-        """Nothing read ahead: a Glue read waits on AWS, not on this process."""
-
     def read(self, databases: tuple[str, ...]) -> Catalog:
         self.opening.progress.write(f"Reading {self.where()} ...\n")
         self.opening.progress.flush()
@@ -81,16 +77,3 @@ class GlueBackend:
         def say(message: str) -> None:
             self.opening.progress.write(message + "\n")
         return GlueWriter(self.glue, self.reader, say)
-
-    def stale_partitions(self, key: str, exact: bool = False) -> int | None:
-        """Not told: the writer's cascade rewrites only the partitions whose column list differs."""
-        return None
-
-    def view_problems(self, desired: Catalog, views: Iterable[str]) -> dict[str, str] | None:
-        return None
-
-    def functions(self, names: Iterable[str]) -> dict[str, StoredFunction | None] | None:
-        return None
-
-    def hints(self) -> PlanHints | None:
-        return None

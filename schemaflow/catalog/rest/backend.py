@@ -8,10 +8,9 @@ get None.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from schemaflow.catalog.backend import StoredFunction
+from schemaflow.catalog.backend import WithoutEngine
 from schemaflow.catalog.backends import Opening, register_backend
 from schemaflow.capabilities import Capabilities, GuardKind
 from schemaflow.catalog.rest.connection import OPTIONS, Connection, rest_settings
@@ -41,7 +40,7 @@ SETTINGS = {
 
 @register_backend(NAME, capabilities=CAPABILITIES, options_schema=SETTINGS)
 @dataclass
-class RestBackend:
+class RestBackend(WithoutEngine):
     """A project's Iceberg REST catalog, connected on first use."""
 
     project: Project
@@ -64,9 +63,6 @@ class RestBackend:
     def reader(self) -> RestReader:
         return RestReader(self.connection)
 
-    def read_ahead(self, databases: tuple[str, ...]) -> None:
-        return None
-
     def read(self, databases: tuple[str, ...]) -> Catalog:
         self.opening.progress.write(f"Reading {self.where()} ...\n")
         self.opening.progress.flush()
@@ -74,15 +70,3 @@ class RestBackend:
 
     def writer(self) -> RestWriter:
         return RestWriter(self.connection)
-
-    def stale_partitions(self, key: str, exact: bool = False) -> int | None:
-        return None
-
-    def view_problems(self, desired: Catalog, views: Iterable[str]) -> dict[str, str] | None:
-        return None
-
-    def functions(self, names: Iterable[str]) -> dict[str, StoredFunction | None] | None:
-        return None
-
-    def hints(self) -> None:
-        return None

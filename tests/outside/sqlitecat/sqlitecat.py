@@ -17,7 +17,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from schemaflow.catalog.backend import CatalogReader, CatalogWriter, LiveEntry, PlanHints, StoredFunction
+from schemaflow.catalog.backend import CatalogReader, CatalogWriter, LiveEntry, WithoutEngine
 from schemaflow.capabilities import Capabilities
 from schemaflow.catalog.backends import Opening, register_backend
 from schemaflow.catalog.stamping import fill_live_state
@@ -285,7 +285,7 @@ OPTIONS = {"type": "object", "properties": {"careless": {"type": "boolean"}}, "a
 @register_backend(NAME, capabilities=CAPABILITIES, options_schema={
     "type": "object", "properties": {"type": {}, "options": OPTIONS}, "additionalProperties": False})
 @dataclass
-class SqliteCatalog:
+class SqliteCatalog(WithoutEngine):
     project: Project
     opening: Opening
 
@@ -301,24 +301,9 @@ class SqliteCatalog:
     def reader(self) -> CatalogReader:
         return SqliteReader(self._store, f"{NAME}:{FILE}")
 
-    def read_ahead(self, databases: tuple[str, ...]) -> None:
-        pass
-
     def read(self, databases: tuple[str, ...]) -> Catalog:
         return self.reader.read(databases)
 
     def writer(self) -> CatalogWriter | None:
         return SqliteWriter(self._store, f"{NAME}:{FILE}",
                             careless=bool(self.project.settings.metastore_options.get("careless")))
-
-    def stale_partitions(self, key: str, exact: bool = False) -> int | None:
-        return None
-
-    def view_problems(self, desired: Catalog, views: Iterable[str]) -> dict[str, str] | None:
-        return None
-
-    def functions(self, names: Iterable[str]) -> dict[str, StoredFunction | None] | None:
-        return None
-
-    def hints(self) -> PlanHints | None:
-        return None
