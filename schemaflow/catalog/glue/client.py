@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Mapping
 from schemaflow.errors import SchemaflowError, Unreachable
 from schemaflow.output_safety import one_line
 
-INSTALL = "pip install 'schemaflow-hive[glue]'"
+INSTALL = "install schemaflow with its extra glue (pip install '<where schemaflow comes from>[glue]')"
 OPTIONS = {"region": str, "catalog_id": str, "endpoint": str, "skip_archive": bool}
 
 
