@@ -129,8 +129,11 @@ def test_a_command_leaves_the_archive_and_the_next_command_s_jvm_maps_spark_s_cl
     said = snapshot().splitlines()
     assert said[-2].startswith("Writing the JVM's class archive for faster Spark starts, once for this environment")
     assert said[-1].startswith("Written in ") and said[-1].endswith(" s: later commands start Spark faster.")
-    [archive] = folder.iterdir()
-    assert archive.name.startswith("spark-") and archive.suffix == ".jsa" and archive.stat().st_size > 10_000_000
+    [archive] = folder.glob("*.jsa")
+    assert archive.name.startswith("spark-") and archive.stat().st_size > 10_000_000
+    # ... and beside it, which environment it is of (so environments do not evict each other's).
+    [record] = folder.glob("*.environment")
+    assert sorted(folder.iterdir()) == sorted([archive, record]) and Path(record.read_text()).is_dir()
 
     loaded = tmp_path / "classes.log"
     logging = f"-Xlog:class+load=info:file={loaded}"
@@ -139,5 +142,5 @@ def test_a_command_leaves_the_archive_and_the_next_command_s_jvm_maps_spark_s_cl
     assert "class archive" not in snapshot(f"spark: {{conf: {{{JAVA_OPTIONS}: '{logging}'}}}}\n")
     spark_classes = [line for line in loaded.read_text().splitlines() if " org.apache.spark.SparkContext " in line]
     assert spark_classes and "source: shared objects file (top)" in spark_classes[0], spark_classes
-    assert list(folder.iterdir()) == [archive]  # used, not written again
+    assert sorted(folder.iterdir()) == sorted([archive, record])  # used, not written again
 
