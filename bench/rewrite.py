@@ -52,7 +52,7 @@ from schemaflow.apply.executor import apply_plan  # noqa: E402
 from schemaflow.catalog import rewrite, rewrite_copy  # noqa: E402
 from schemaflow.catalog.live import Live  # noqa: E402
 from schemaflow.project import Project, load_project  # noqa: E402
-from schemaflow.sql.rewrite import ROWS  # noqa: E402
+from schemaflow.sql.rewrite import LOST, ROWS  # noqa: E402
 from schemaflow.workflow import make_plan  # noqa: E402
 
 DB = "bench"
@@ -198,7 +198,9 @@ def rewritten(metastore: Any, root: Path, columns: Sequence[Column],
                                         ("journal", "_journal", rewrite_copy), ("cut-over", "_rename", rewrite)):
             stack.enter_context(timed(spent, phase, function, module))
         if not verified:
-            stack.enter_context(replaced(rewrite_copy, "totals", lambda columns, nulled=False: [f"count(1) AS {ROWS}"]))
+            observed = rewrite_copy.totals  # the row count, and the values a conversion made NULL (which apply checks)
+            stack.enter_context(replaced(rewrite_copy, "totals", lambda columns, nulled=False: [f"count(1) AS {ROWS}"] + [
+                total for total in observed(columns, nulled) if total.endswith(tuple(f"`{LOST}{c.column}`" for c in columns))]))
             stack.enter_context(replaced(rewrite_copy, "_differences", lambda *args: ""))
         began = time.monotonic()
         apply_plan(plan, metastore)
