@@ -23,7 +23,7 @@ from schemaflow.code_settings import check_approved, unapproved
 from schemaflow.claims import ELSEWHERE, RUNNING, parse_claim, standing
 from schemaflow.errors import Problem, SchemaflowError, SpecError
 from schemaflow.catalog.iceberg_metadata import INSTALL
-from schemaflow.capabilities import refusals
+from schemaflow.capabilities import Capabilities, refusals
 from schemaflow.catalog.backend import PlanHints, StoredFunction
 from schemaflow.catalog.backends import backend_capabilities, settings_problems
 from schemaflow.catalog.live import Live
@@ -75,11 +75,11 @@ def backend_problems(project: Project, desired: Catalog) -> list[Problem]:
     return settings_problems(project) + refusals(backend_capabilities(name), name, desired)
 
 
-def _catalog(project: Project) -> dict[str, Any]:
+def _catalog(project: Project) -> tuple[str, Capabilities]:
     """The backend the project's settings name (its ``metastore.type``) and its capabilities, as a plan is made for
     them (``PlanBuilder``'s ``backend`` and ``capabilities``)."""
     name = project.settings.metastore_type
-    return {"backend": name, "capabilities": backend_capabilities(name)}
+    return name, backend_capabilities(name)
 
 
 def value_limit(project: Project) -> int | None:
@@ -171,7 +171,9 @@ def _live_builder(project: Project, live: Live, desired: Catalog | None = None, 
         read = live.read(desired.databases)
     current, left_alone = owned(project, read, desired)
     target = project.settings.target
-    return PlanBuilder(desired, current, **_catalog(project), count_partitions=reader.count_partitions,
+    backend, capabilities = _catalog(project)
+    return PlanBuilder(desired, current, backend=backend, capabilities=capabilities,
+                       count_partitions=reader.count_partitions,
                        stale_partitions=live.stale_partitions,
                        unfinished_partitions=partial(live.stale_partitions, exact=True), commit=commit_of(project.root),
                        invalidation=project.settings.invalidation, list_partitions=reader.partition_values,
@@ -350,8 +352,10 @@ def review_snapshot(project: Project, snapshot: Path, *, allow_destructive: bool
     saved = load_snapshot(snapshot)
     read = saved.catalog.in_databases(desired.databases)
     current, left_alone = owned(project, read, desired)
-    plan = PlanBuilder(desired, current, **_catalog(project), allow_destructive=allow_destructive,
-                       drop_backups=drop_backups, count_partitions=saved.partition_counts.get, basis=Basis.SNAPSHOT,
+    backend, capabilities = _catalog(project)
+    plan = PlanBuilder(desired, current, backend=backend, capabilities=capabilities,
+                       allow_destructive=allow_destructive, drop_backups=drop_backups,
+                       count_partitions=saved.partition_counts.get, basis=Basis.SNAPSHOT,
                        invalidation=project.settings.invalidation, release=project.settings.release,
                        allowed=project.settings.allowed_calls, live_views=LiveViews(read),
                        against=f"the snapshot {snapshot}", left_alone=left_alone,
@@ -423,7 +427,8 @@ def review_refs(project: Project, base: str, head: str | None = None, *, allow_d
     before, left_alone = owned(project, applied, desired)
     hints = hints or review_hints(project, base)
     read = hints.hints
-    plan = PlanBuilder(desired, before, **_catalog(project), allow_destructive=allow_destructive,
+    backend, capabilities = _catalog(project)
+    plan = PlanBuilder(desired, before, backend=backend, capabilities=capabilities, allow_destructive=allow_destructive,
                        drop_backups=drop_backups, commit=commit_of(project.root, head),
                        count_partitions=read.count_partitions if read else None, basis=Basis.GIT,
                        invalidation=project.settings.invalidation, release=project.settings.release,
@@ -448,8 +453,9 @@ def restoring(project: Project, live: Live, key: str) -> Plan:
     database, _, name = key.lower().partition(".")
     if not name:
         raise SchemaflowError(f"{key!r}: name the table as database.table")
-    check_restorable(key, **_catalog(project))  # before the catalog is read
     on = on_target(Catalog(databases=(database,)), project.settings.database_names).databases[0]
+    backend, capabilities = _catalog(project)
+    check_restorable(f"{on}.{name}", capabilities, backend)  # before the catalog is read
     return restore_plan(live.read((on,)), f"{on}.{name}", metastore=live.reader.endpoint,
                         target=project.settings.target, commit=commit_of(project.root))
 

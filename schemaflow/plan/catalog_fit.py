@@ -20,14 +20,16 @@ from dataclasses import replace
 
 from schemaflow.capabilities import Capabilities
 from schemaflow.errors import SchemaflowError
+from schemaflow.output_safety import one_line
 from schemaflow.plan.changes import Change, DropView, Unsupported
 from schemaflow.plan.diff import RECREATE
 from schemaflow.plan.iceberg import ConvertToIceberg, staging_name
 from schemaflow.plan.kinds import ObjectType
 from schemaflow.plan.rewrite import RewriteTable
 
-# Where to make a change that needs renames: a catalog that has them.
+# Where to make a change that needs renames: a catalog that has them; and how to have an Iceberg table of it without.
 _ELSEWHERE = "or keep the table in a Hive metastore (metastore.type hive), which renames tables"
+_COPY = f"create the Iceberg table under another name and copy the rows into it, {_ELSEWHERE}"
 
 
 def renaming(change: Change, capabilities: Capabilities, backend: str) -> Change:
@@ -39,15 +41,12 @@ def renaming(change: Change, capabilities: Capabilities, backend: str) -> Change
         why = (f"needs a rewrite, and {_catalog(capabilities)} renames no tables, so schemaflow cannot rewrite {key} "
                f"there (metastore.type {backend}; a rewrite copies its rows into {staging_name(key)} and swaps that "
                "in by renaming)")
-        way_out = (f"create the Iceberg table under another name and copy the rows into it, {_ELSEWHERE}"
-                   if change.iceberg is not None else f"{RECREATE}, {_ELSEWHERE}")
+        way_out = _COPY if change.iceberg is not None else f"{RECREATE}, {_ELSEWHERE}"
         return Unsupported(key, ObjectType.TABLE, "; ".join(change.reasons), way_out, change.values, why)
     if isinstance(change, ConvertToIceberg):
         why = (f"keeps the Parquet table by renaming it to {change.backup}, and {_catalog(capabilities)} renames no "
                f"tables (metastore.type {backend})")
-        return Unsupported(change.key, ObjectType.TABLE, "converting to Iceberg in place",
-                           f"create the Iceberg table under another name and copy the rows into it, {_ELSEWHERE}",
-                           why=why)
+        return Unsupported(change.key, ObjectType.TABLE, "converting to Iceberg in place", _COPY, why=why)
     return change
 
 
@@ -59,9 +58,10 @@ def without_engine(changes: Sequence[Change]) -> list[Change]:
 def check_restorable(key: str, capabilities: Capabilities, backend: str) -> None:
     """Refuse a restore of ``key`` where the catalog of ``backend`` renames no tables, in one line."""
     if not capabilities.renames:
-        raise SchemaflowError(f"{key}: {_catalog(capabilities)} (metastore.type {backend}) renames no tables, so "
-                              "schemaflow restores no table there (a restore swaps the backup in by renaming): nor "
-                              "does it rewrite one there, so there is no backup to restore. Nothing was restored")
+        raise SchemaflowError(f"{one_line(key)}: {_catalog(capabilities)} (metastore.type {backend}) renames no "
+                              "tables, so schemaflow restores no table there (a restore swaps the backup in by "
+                              "renaming): nor does it rewrite one there, so there is no backup to restore. Nothing was "
+                              "restored")
 
 
 def _catalog(capabilities: Capabilities) -> str:
