@@ -70,7 +70,7 @@ def apply_project(project: Project, live: Live, options: ApplyOptions, *, show: 
     writer.progress = report if pause is None else _paused(report, pause)
     if pause:
         pause("planned")
-    apply_plan(plan, writer, progress=progress, pause=pause)
+    apply_plan(plan, writer, progress=progress, pause=pause, value_limit=workflow.value_limit(project))
     changed = changed_objects(plan)
     warnings = writer.after_apply(cached_before(plan)) + _uncommitted(plan)
     # The state directory as the project names it (local_server.state_directory's, before links are followed: hooks
@@ -145,4 +145,4 @@ def run_plan(live: Live, plan: Plan, progress: TextIO, report: Callable[[str], N
     workflow.check_claims(plan)
     writer = live.writer()
     writer.progress = report if pause is None else _paused(report, pause)
-    apply_plan(plan, writer, progress=progress, pause=pause)
+    apply_plan(plan, writer, progress=progress, pause=pause, value_limit=workflow.value_limit(live.project))

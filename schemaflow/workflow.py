@@ -23,7 +23,7 @@ from schemaflow.code_settings import check_approved, unapproved
 from schemaflow.claims import ELSEWHERE, RUNNING, parse_claim, standing
 from schemaflow.errors import Problem, SchemaflowError, SpecError
 from schemaflow.catalog.iceberg_metadata import INSTALL
-from schemaflow.capabilities import refusals
+from schemaflow.capabilities import Capabilities, refusals
 from schemaflow.catalog.backend import PlanHints, StoredFunction
 from schemaflow.catalog.backends import backend_capabilities, settings_problems
 from schemaflow.catalog.live import Live
@@ -37,6 +37,7 @@ from schemaflow.plan.live_code import LiveViews
 from schemaflow.plan.kinds import StepKind
 from schemaflow.sql.code_calls import Reach, declared_calls, resolved_calls
 from schemaflow.sql.ddl import view_text
+from schemaflow.plan.catalog_fit import check_restorable
 from schemaflow.plan.plan import Basis, LiveFiles, Plan, PlanBuilder, applied
 from schemaflow.plan.view_code import calls_code, plan_code
 from schemaflow.plan.settings_changes import SettingsChange, settings_digest, since_applied
@@ -72,6 +73,18 @@ def backend_problems(project: Project, desired: Catalog) -> list[Problem]:
     of ``desired`` the catalog cannot hold (``capabilities.refusals``), each where it is written."""
     name = project.settings.metastore_type
     return settings_problems(project) + refusals(backend_capabilities(name), name, desired)
+
+
+def _catalog(project: Project) -> tuple[str, Capabilities]:
+    """The backend the project's settings name (its ``metastore.type``) and its capabilities, as a plan is made for
+    them (``PlanBuilder``'s ``backend`` and ``capabilities``)."""
+    name = project.settings.metastore_type
+    return name, backend_capabilities(name)
+
+
+def value_limit(project: Project) -> int | None:
+    """The longest database property value the project's catalog holds (None: no limit), which bounds histories."""
+    return backend_capabilities(project.settings.metastore_type).value_limit
 
 
 def _plannable(*catalogs: Catalog) -> None:
@@ -158,7 +171,9 @@ def _live_builder(project: Project, live: Live, desired: Catalog | None = None, 
         read = live.read(desired.databases)
     current, left_alone = owned(project, read, desired)
     target = project.settings.target
-    return PlanBuilder(desired, current, count_partitions=reader.count_partitions,
+    backend, capabilities = _catalog(project)
+    return PlanBuilder(desired, current, backend=backend, capabilities=capabilities,
+                       count_partitions=reader.count_partitions,
                        stale_partitions=live.stale_partitions,
                        unfinished_partitions=partial(live.stale_partitions, exact=True), commit=commit_of(project.root),
                        invalidation=project.settings.invalidation, list_partitions=reader.partition_values,
@@ -337,7 +352,9 @@ def review_snapshot(project: Project, snapshot: Path, *, allow_destructive: bool
     saved = load_snapshot(snapshot)
     read = saved.catalog.in_databases(desired.databases)
     current, left_alone = owned(project, read, desired)
-    plan = PlanBuilder(desired, current, allow_destructive=allow_destructive, drop_backups=drop_backups,
+    backend, capabilities = _catalog(project)
+    plan = PlanBuilder(desired, current, backend=backend, capabilities=capabilities,
+                       allow_destructive=allow_destructive, drop_backups=drop_backups,
                        count_partitions=saved.partition_counts.get, basis=Basis.SNAPSHOT,
                        invalidation=project.settings.invalidation, release=project.settings.release,
                        allowed=project.settings.allowed_calls, live_views=LiveViews(read),
@@ -410,7 +427,9 @@ def review_refs(project: Project, base: str, head: str | None = None, *, allow_d
     before, left_alone = owned(project, applied, desired)
     hints = hints or review_hints(project, base)
     read = hints.hints
-    plan = PlanBuilder(desired, before, allow_destructive=allow_destructive, drop_backups=drop_backups, commit=commit_of(project.root, head),
+    backend, capabilities = _catalog(project)
+    plan = PlanBuilder(desired, before, backend=backend, capabilities=capabilities, allow_destructive=allow_destructive,
+                       drop_backups=drop_backups, commit=commit_of(project.root, head),
                        count_partitions=read.count_partitions if read else None, basis=Basis.GIT,
                        invalidation=project.settings.invalidation, release=project.settings.release,
                        allowed=project.settings.allowed_calls,
@@ -435,6 +454,8 @@ def restoring(project: Project, live: Live, key: str) -> Plan:
     if not name:
         raise SchemaflowError(f"{key!r}: name the table as database.table")
     on = on_target(Catalog(databases=(database,)), project.settings.database_names).databases[0]
+    backend, capabilities = _catalog(project)
+    check_restorable(f"{on}.{name}", capabilities, backend)  # before the catalog is read
     return restore_plan(live.read((on,)), f"{on}.{name}", metastore=live.reader.endpoint,
                         target=project.settings.target, commit=commit_of(project.root))
 

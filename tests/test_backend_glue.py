@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import re
+from contextlib import redirect_stderr, redirect_stdout
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -238,6 +239,46 @@ def test_the_backend_is_registered_and_connects_nothing_until_asked(aws: None, t
     with pytest.raises(SchemaflowError, match="metastore.options.aws_secret_access_key is no option of the glue "
                                               "backend; its options are region, catalog_id, endpoint, skip_archive"):
         Live(wrong, progress=io.StringIO())
+
+
+def _glue_project(root: Path, table_format: str) -> None:
+    (root / "schemas" / "retail").mkdir(parents=True, exist_ok=True)
+    (root / "schemaflow.yaml").write_text(
+        f"databases: [retail]\nmetastore: {{type: glue, options: {{region: {REGION}, catalog_id: '{ACCOUNT}'}}}}\n")
+    (root / "schemas" / "retail" / "lines.yaml").write_text(
+        f"table: retail.lines\nformat: {table_format}\ncolumns:\n  - {{name: id, type: bigint}}\n"
+        "  - {name: text, type: string}\n")
+
+
+def _cli(root: Path, *argv: str) -> tuple[int, str, str]:
+    from schemaflow.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(["--project", str(root), *argv])
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.usefixtures("served")
+def test_a_change_that_needs_a_rewrite_is_blocked_at_plan_and_a_restore_refused(tmp_path: Path) -> None:
+    _glue_project(tmp_path, "textfile")
+    assert _cli(tmp_path, "apply", "--auto-approve")[0] == 0
+    version = _version("retail.lines")
+    _glue_project(tmp_path, "parquet")  # another format: only a rewrite makes it, and Glue renames no tables
+    for allowed in ((), ("--allow-destructive",)):
+        code, out, _ = _cli(tmp_path, "plan", *allowed)
+        assert code == 1, out
+        assert ("storage (format 'textfile' -> 'parquet') needs a rewrite, and the Glue Data Catalog renames no "
+                "tables, so schemaflow cannot rewrite retail.lines there (metastore.type glue;") in " ".join(out.split())
+        assert "rewrite table" not in out
+        code, _, err = _cli(tmp_path, "apply", "--auto-approve", *allowed)
+        assert code == 1 and "the plan has 1 blocked step; nothing was applied" in err, err
+    assert _version("retail.lines") == version  # not one UpdateTable
+    code, out, err = _cli(tmp_path, "restore", "retail.lines", "--auto-approve")
+    assert (code, out, err) == (1, "", "error: retail.lines: the Glue Data Catalog (metastore.type glue) renames no "
+                                       "tables, so schemaflow restores no table there (a restore swaps the backup in "
+                                       "by renaming): nor does it rewrite one there, so there is no backup to restore. "
+                                       "Nothing was restored\n")
 
 
 class GlueHarness(Harness):

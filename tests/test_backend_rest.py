@@ -9,7 +9,9 @@ load and its commit, on the real server.
 """
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Mapping
+from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -19,8 +21,10 @@ import pytest
 from schemaflow.catalog.rest.connection import Connection, RestSettings
 from schemaflow.catalog.rest.reader import RestReader
 from schemaflow.catalog.rest.writer import CLAIM_SUMMARY, RestWriter
+from schemaflow.cli import main
 from schemaflow.errors import ConcurrentChange
 from schemaflow.testing import BackendSuite, Harness
+from schemaflow.testing import projects
 from schemaflow.model import (LIVE_STATE, VERSION_KEY, Column, Database, PartitionField, SortTerm, Table, View,
                               state_digest)
 from tests.rest_server import RestCatalogServer
@@ -193,6 +197,34 @@ def test_views_are_created_replaced_read_back_and_dropped(rest_catalog_server: R
     writer.drop_view(key, expected="v3")
     assert reader.views([key]) == {key: None}
 
+
+
+def test_a_type_iceberg_cannot_promote_is_blocked_at_plan_and_a_restore_refused(rest_catalog_server: RestCatalogServer,
+                                                                                  tmp_path: Path) -> None:
+    database = projects.new_database()
+    metastore = {"type": "iceberg_rest", "uri": rest_catalog_server.uri}
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            code = main(["--project", str(tmp_path), *argv])
+        return code, " ".join(out.getvalue().split()), err.getvalue()
+
+    projects.write_project(tmp_path, metastore, database, projects.orders(database, "iceberg"))
+    assert run("apply", "--auto-approve")[0] == 0
+    projects.write_project(tmp_path, metastore, database, projects.orders(database, "iceberg", amount="string"))
+    for allowed in ((), ("--allow-destructive",)):
+        code, out, _ = run("plan", *allowed)
+        assert code == 1 and ("[BLOCKED: changing the type of amount from decimal(12,2) to string is not supported in "
+                              "place: Iceberg changes a column's type in place only from int to bigint") in out, out
+        code, _, err = run("apply", "--auto-approve", *allowed)
+        assert code == 1 and "the plan has 1 blocked step; nothing was applied" in err, err
+    table = RestReader(Connection(RestSettings(rest_catalog_server.uri), {})).read((database,)).get(f"{database}.orders")
+    assert isinstance(table, Table) and table.columns[1].type == "decimal(12,2)"
+    assert run("restore", f"{database}.orders", "--auto-approve") == (
+        1, "", f"error: {database}.orders: the Iceberg REST catalog (metastore.type iceberg_rest) renames no tables, so "
+               "schemaflow restores no table there (a restore swaps the backup in by renaming): nor does it rewrite one "
+               "there, so there is no backup to restore. Nothing was restored\n")
 
 
 class RestHarness(Harness):

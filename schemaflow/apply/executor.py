@@ -32,6 +32,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from schemaflow.apply.lane import Lane, LaneFailed
 from schemaflow.apply.stops import StopRequest, stop_between_steps
 from schemaflow.catalog.backend import CatalogWriter
+from schemaflow.capabilities import HIVE_METASTORE
 from schemaflow.claims import Claim, new_run
 from schemaflow.errors import ConcurrentChange, SchemaflowError, Unreachable
 from schemaflow.catalog.history import Entry, with_entries
@@ -351,9 +352,12 @@ def check_runnable(plan: Plan) -> None:
 
 
 def apply_plan(plan: Plan, writer: CatalogWriter, progress: TextIO | None = None, claim: Claim | None = None,
-               pause: Callable[[str], None] | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+               pause: Callable[[str], None] | None = None, clock: Callable[[], float] = time.monotonic,
+               value_limit: int | None = HIVE_METASTORE.value_limit) -> None:
     """Claim the plan's objects, then run every step in order; raise ``ApplyError`` at the first failure, and
-    ``ApplyInterrupted`` when SIGINT or SIGTERM stops it (before the next step: ``apply.stops``).
+    ``ApplyInterrupted`` when SIGINT or SIGTERM stops it (before the next step: ``apply.stops``). The objects' histories
+    are kept within ``value_limit``, the longest database property value of the writer's catalog (its capabilities';
+    None: no limit).
 
     ``pause`` is called with ``"claimed"`` after the claims and ``"<step>.<action>"`` (1-based) after
     each action: the points where a test may stop or kill the run. ``clock`` times the steps.
@@ -376,26 +380,26 @@ def apply_plan(plan: Plan, writer: CatalogWriter, progress: TextIO | None = None
                     lane.close()
         except ApplyError as error:
             if not isinstance(error.__cause__, Unreachable):  # the steps that landed go into the history
-                _record_history_after_stop(plan, run)
+                _record_history_after_stop(plan, run, value_limit)
             raise
         except ApplyInterrupted as stopped:
             if not stopped.at_once:  # at once, py4j's connection may have been left mid-answer: nothing more is written
-                _record_history_after_stop(plan, run)
+                _record_history_after_stop(plan, run, value_limit)
             raise
-        _record_history(plan, run)
+        _record_history(plan, run, value_limit)
 
 
-def _record_history_after_stop(plan: Plan, run: Run) -> None:
+def _record_history_after_stop(plan: Plan, run: Run, limit: int | None) -> None:
     """``_record_history`` of a run that stopped part-way, whose own failure or stop is what to report."""
     try:
-        _record_history(plan, run)
+        _record_history(plan, run, limit)
     except Exception:  # noqa: BLE001 -- bookkeeping: the apply's own failure is what to report
         pass
 
 
-def _record_history(plan: Plan, run: Run) -> None:
+def _record_history(plan: Plan, run: Run, limit: int | None) -> None:
     """Add a line to the history of each object whose stamp or drop record this run wrote (``catalog.history``),
-    one write per database."""
+    one write per database, each history kept within ``limit`` characters."""
     created = {s.object for s in plan.steps if EFFECTS[s.kind] == Effect.CREATE}
     lines: dict[str, dict[str, list[Entry]]] = {}
     for step in plan.steps:
@@ -409,12 +413,15 @@ def _record_history(plan: Plan, run: Run) -> None:
         lines.setdefault(database, {}).setdefault(HISTORY_PREFIX + name, []).append(
             Entry(at, change, step.object_type, version, plan.commit))
     for database, histories in sorted(lines.items()):
-        run.writer.update_database_properties(database, sorted(histories), functools.partial(_with_lines, histories))
+        run.writer.update_database_properties(database, sorted(histories),
+                                              functools.partial(_with_lines, histories, limit))
 
 
-def _with_lines(histories: Mapping[str, Sequence[Entry]], current: Mapping[str, str]) -> dict[str, str]:
-    """The history parameters ``histories`` names, each as ``current`` holds it with its new lines added."""
-    return {key: with_entries(current.get(key), entries) for key, entries in histories.items()}
+def _with_lines(histories: Mapping[str, Sequence[Entry]], limit: int | None,
+                current: Mapping[str, str]) -> dict[str, str]:
+    """The history parameters ``histories`` names, each as ``current`` holds it with its new lines added (within
+    ``limit``)."""
+    return {key: with_entries(current.get(key), entries, limit) for key, entries in histories.items()}
 
 
 def _claim(plan: Plan, run: Run, progress: TextIO | None, clock: Callable[[], float]) -> None:

@@ -419,11 +419,12 @@ class DropView(_OfView):
     # Why it is dropped through the metastore client, not Spark (``plan.live_code``); None: through Spark.
     through_metastore: str | None = None
     check: CheckLiveViews | None = None  # the live views Spark's DROP VIEW analyses, checked unchanged first
+    engine: bool = True  # the catalog runs an engine (``capabilities``); without one, a view is dropped as an entry
     destructive = True
     reshapes = True
 
     def to_step(self) -> Step:
-        drop: Action = DropViewAction(self.key, engine=not self.through_metastore)
+        drop: Action = DropViewAction(self.key, engine=self.engine and not self.through_metastore)
         return Step(StepKind.DROP_VIEW, self.key, ObjectType.VIEW, f"drop view {self.key}",
                     ((self.check,) if self.check else ()) + (drop,) + _recorded(self.view.database, self.record),
                     notes=("queries and views that read it will fail",) + ((self.through_metastore,)

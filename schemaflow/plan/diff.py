@@ -36,7 +36,7 @@ from schemaflow.wording import listed, value_change
 # --allow-destructive does not unblock such a change: it allows the drop of an object no file declares.
 _RECREATE_FROM_FILES = ("re-create it (remove its file and apply with --allow-destructive, which drops it and its "
                         "data, then add the file back)")
-_RECREATE = _RECREATE_FROM_FILES + ", or create a new table and copy the data"
+RECREATE = _RECREATE_FROM_FILES + ", or create a new table and copy the data"
 
 
 _INCONVERTIBLE = ("a rewrite converts a nested value only to a type of the same shape (Spark casts a struct only to "
@@ -129,7 +129,7 @@ def diff_table(want: Table, have: Table, migrations: Sequence[Migration] = (), t
                ] if want.comment != have.comment else []
     unmovable = _unmovable(want, have)
     if unmovable:
-        return [Unsupported(key, ObjectType.TABLE, "changing storage (" + ", ".join(unmovable) + ")", _RECREATE), *comment]
+        return [Unsupported(key, ObjectType.TABLE, "changing storage (" + ", ".join(unmovable) + ")", RECREATE), *comment]
     reasons = [f"storage ({', '.join(storage)})" for storage in [_storage_changes(want, have)] if storage]
     if _shape(want.partition_columns) != _shape(have.partition_columns):
         reasons.append(f"partition columns {listed(_names(have.partition_columns))} -> "
@@ -151,7 +151,7 @@ def diff_table(want: Table, have: Table, migrations: Sequence[Migration] = (), t
                        type_rule=False, by_id=True)
         if not moved.problems and have.external:
             return [Unsupported(key, ObjectType.TABLE, "; ".join(reasons), "an external table's files are not rewritten by "
-                                "schemaflow: " + _RECREATE), *comment]
+                                "schemaflow: " + RECREATE), *comment]
         stuck = [f for f in filling(want, have, {new: old for old, new in moved.renamed})
                  if f.cast and f.old_type and not convertible(f.old_type, f.type)]
         if not moved.problems and stuck:
@@ -224,7 +224,7 @@ def _iceberg(want: Table, have: Table, had: TableKind | None, migrations: Sequen
     if want.format != have.format or want.data_source != have.data_source:
         kind = (f"USING {have.format}" if have.data_source else f"STORED AS {have.format}") + " -> " + (
             f"USING {want.format}" if want.data_source else f"STORED AS {want.format}")
-        return [Unsupported(want.key, ObjectType.TABLE, f"changing storage (format {kind})", _RECREATE)]
+        return [Unsupported(want.key, ObjectType.TABLE, f"changing storage (format {kind})", RECREATE)]
     change = iceberg_change(want, have, migrations, type_rule)
     if isinstance(change, tuple):
         return [Unsupported(want.key, ObjectType.TABLE, p.what, p.way_out) for p in change]

@@ -5,7 +5,8 @@ invalidation mode to them (``plan.invalidation``), count the partitions an appen
 every touched object with its ``Stamp`` (managed properties and version), give partitioned views the
 partitions they should have, order everything, add the settings' steps, and block what may not run
 as asked (destructive steps without ``allow_destructive``, backups' drops without ``drop_backups``, changes that cannot be made in place, changes
-that break views under ``invalidation: strict``, views the engine refuses). Everything it needs is given
+that break views under ``invalidation: strict``, views the engine refuses, changes the catalog cannot make:
+``plan.catalog_fit``). Everything it needs is given
 before it builds, and a plan, once built, is never patched: what the reviewer reads is what was built.
 """
 from __future__ import annotations
@@ -18,6 +19,7 @@ from enum import StrEnum
 from typing import Any, assert_never
 from collections.abc import Callable, Collection, Mapping
 
+from schemaflow.capabilities import HIVE_METASTORE, Capabilities
 from schemaflow.claims import ELSEWHERE, RUNNING, STOPPED, parse_claim, standing
 from schemaflow.model import (APPLIED_AT_KEY, APPLIED_COMMIT_KEY, APPLIED_STATE_KEY, LIVE_STATE, MANAGED_KEYS_KEY,
                               DROPPED_PREFIX, VERSION_KEY, Catalog, Invalidation, Migration, Partitions, Object, Stored, Table, View, catalog_digest,
@@ -25,6 +27,7 @@ from schemaflow.model import (APPLIED_AT_KEY, APPLIED_COMMIT_KEY, APPLIED_STATE_
 from schemaflow.errors import SchemaflowError
 from schemaflow.plan import deps
 from schemaflow.plan.backups import NO_BACKUP_DROPS, BackupDrops, DropBackup, backup_drops, waiting_on_backups
+from schemaflow.plan.catalog_fit import renaming, without_engine
 from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateTable, CreateView, DropTable, DropView,
                                      ReplaceView, Stamp, SyncViewPartitions)
 from schemaflow.plan.diff import diff, property_delta, where_free
@@ -194,6 +197,10 @@ class PlanBuilder:
     ``live_views`` are the live views a step may have Spark analyse (None: those of ``live``): each step that would
     analyse one whose SQL calls code runs none of it, or carries it for the operator's approval (``plan.live_code``).
     ``left_alone`` and ``notices`` are warnings before and after the planner's own.
+
+    ``capabilities`` are those of the catalog the plan is for, the backend ``backend`` (its ``metastore.type``): a
+    change that renames tables where it cannot is blocked, and where it runs no engine, no step has one analyse views
+    (``plan.catalog_fit``), nor is ``view_problems`` asked.
     """
 
     desired: Catalog
@@ -223,6 +230,8 @@ class PlanBuilder:
     checked: Allowed | None = None
     approved_code: frozenset[str] = frozenset()
     live_views: LiveViews | None = None
+    capabilities: Capabilities = HIVE_METASTORE
+    backend: str = "hive"
 
     @functools.cached_property
     def planned(self) -> _Planned:
@@ -236,7 +245,7 @@ class PlanBuilder:
                    else _registering(c, live, self.files) for c in diff(desired, with_found(live, found),
                                                                          self.type_rule)]
         left = _left_alone(desired, live)  # what no step may touch, declared or not
-        changes = [c for c in changes if c.key not in left]
+        changes = [renaming(c, self.capabilities, self.backend) for c in changes if c.key not in left]
         changes, kept, waiting = backup_drops(changes, self.drop_backups)
         changes = _recompiled(changes, desired, self.recompile)
         outcome = resolve(changes, desired, live, self.invalidation)
@@ -250,7 +259,9 @@ class PlanBuilder:
         changes += partition_changes(desired, live, changes, self.list_partitions)
         steps: list[Step] = []
         allowed = self.allowed or Allowed(spark_version())
-        for change in with_live_code(deps.order(changes, live), self.live_views or LiveViews(self.live), allowed):
+        ordered_changes = deps.order(changes, live)
+        for change in (with_live_code(ordered_changes, self.live_views or LiveViews(self.live), allowed)
+                       if self.capabilities.engine else without_engine(ordered_changes)):
             step = with_code_hazard(change.to_step(), allowed)
             # Columns are dropped only by migrations that name them: those need no further permission.
             if (step.destructive and not allow_destructive and not step.blocked and not isinstance(change, DropBackup)
@@ -277,7 +288,8 @@ class PlanBuilder:
             warnings += _stale_elsewhere(desired, live, changes, count_partitions, stale_partitions)
         if self.settings is not None:
             ordered = self.settings.steps(ordered, self.commit, desired.databases)
-        if self.view_problems is not None and (views := tuple(s.object for s in ordered if s.kind in VIEW_DEFINITIONS)):
+        if (self.view_problems is not None and self.capabilities.engine
+                and (views := tuple(s.object for s in ordered if s.kind in VIEW_DEFINITIONS))):
             skipped = unchecked(ordered, self.checked or self.allowed, self.approved_code)
             reasons = self.view_problems(views, skipped)
             ordered = tuple(replace(s, blocked=s.blocked or reasons[s.object]) if s.kind in VIEW_DEFINITIONS
@@ -410,7 +422,9 @@ def _with_records(change: Change, desired: Catalog, commit: str | None) -> Chang
 def _fold(step: Step, stamp: Stamp) -> Step:
     properties = stamp.describe_properties()
     notes = step.notes + ((f"properties: {properties}",) if properties else ())
-    return replace(step, stamp=stamp.write, notes=notes, values=step.values + stamp.values())
+    # A change that cannot be made shows what it would have made, the properties the stamp sets among them: once.
+    return replace(step, stamp=stamp.write, notes=notes,
+                   values=step.values + tuple(v for v in stamp.values() if v not in step.values))
 
 
 def _left_alone(desired: Catalog, live: Catalog) -> dict[str, str]:

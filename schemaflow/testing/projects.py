@@ -30,14 +30,16 @@ def write_project(root: Path, metastore: dict[str, Any], database: str, table: s
 
 
 def orders(database: str, table_format: str, *, coupon: bool = False, comment: str = "orders placed",
-           team: str = "sales") -> str:
-    """The suite's table: with ``coupon``, a column more; its comment and a property as given."""
+           team: str = "sales", amount: str = "decimal(12,2)") -> str:
+    """The suite's table: with ``coupon``, a column more; its comment, a property and the type of ``amount`` as
+    given."""
     extra = "  - {name: coupon, type: string, comment: code used}\n" if coupon else ""
     return (f"table: {database}.orders\nformat: {table_format}\ncomment: {comment}\n"
-            f"columns:\n  - {{name: id, type: bigint}}\n  - {{name: amount, type: 'decimal(12,2)'}}\n{extra}"
+            f"columns:\n  - {{name: id, type: bigint}}\n  - {{name: amount, type: '{amount}'}}\n{extra}"
             f"properties: {{team: {team}}}\n")
 
 
-def totals(database: str) -> str:
-    """The suite's view, of its table."""
-    return f"view: {database}.totals\nsql: SELECT id, amount FROM {database}.orders\ncolumns: [{{name: id}}, {{name: amount}}]\n"
+def totals(database: str, where: str = "") -> str:
+    """The suite's view, of its table (with ``where``, of its rows that hold)."""
+    sql = f"SELECT id, amount FROM {database}.orders" + (f" WHERE {where}" if where else "")
+    return f"view: {database}.totals\nsql: {sql}\ncolumns: [{{name: id}}, {{name: amount}}]\n"

@@ -5,8 +5,11 @@ Duties: what apply makes plans empty again, after a create and after an evolutio
 ``${live_state}`` stamp); drift is empty after an apply and names a column another writer added; history records the
 creates, changes and drops; ``import`` writes files that plan empty; a saved plan made stale by another apply is
 refused; of two applies racing, the second is refused while the first holds its claims; a guarded write refuses an
-object whose stamp changed under it, with nothing of the step landed; a drop is blocked until allowed. A duty the
-backend's capabilities exclude (views) is left out of its project, not skipped.
+object whose stamp changed under it, with nothing of the step landed; a drop is blocked until allowed. And what the
+planner reads of the backend's capabilities holds: a change only a rewrite makes is blocked at plan, with nothing
+applied even with ``--allow-destructive``, where the catalog renames no tables; a plan has an engine analyse views (a
+check of live views, a drop through the engine) only where the catalog runs one; an object's history is kept within the
+catalog's ``value_limit``. A duty the backend's capabilities exclude (views) is left out of its project, not skipped.
 
 No pytest here: a subclass is collected by whatever runner the backend's tests use; each test makes its own
 temporary project folder.
@@ -14,6 +17,7 @@ temporary project folder.
 from __future__ import annotations
 
 import io
+import json
 import os
 import tempfile
 from collections.abc import Iterator
@@ -25,7 +29,8 @@ from schemaflow.catalog.backends import backend_capabilities
 from schemaflow.catalog.live import Live
 from schemaflow.cli import main
 from schemaflow.errors import ConcurrentChange
-from schemaflow.model import VERSION_KEY, Column, Table
+from schemaflow.capabilities import Capabilities
+from schemaflow.model import HISTORY_PREFIX, VERSION_KEY, Column, Table
 from schemaflow.project import load_project
 from schemaflow.testing.harness import Harness
 from schemaflow.testing.projects import new_database, orders, totals, write_project
@@ -54,9 +59,13 @@ class BackendSuite:
             cls.test_check_guards_refuses_a_careless_catalog = None  # type: ignore[assignment]
 
     @property
+    def capabilities(self) -> Capabilities:
+        return backend_capabilities(self.harness.name)
+
+    @property
     def views(self) -> bool:
         """Whether the suite's project declares a view: where the backend holds views."""
-        return backend_capabilities(self.harness.name).views
+        return self.capabilities.views
 
     # -- the means ---------------------------------------------------------------------------------------------
 
@@ -69,10 +78,12 @@ class BackendSuite:
             self.declare(root)
             yield root
 
-    def declare(self, root: Path, **table: object) -> None:
+    def declare(self, root: Path, table_format: str | None = None, where: str = "", **table: object) -> None:
+        """Declare the suite's table (of ``table_format``, else the harness's) as ``table`` says, and its view (of the
+        rows ``where`` holds) where the backend holds views."""
         write_project(root, self.harness.metastore(root), self.database,
-                      orders(self.database, self.harness.table_format, **table),  # type: ignore[arg-type]
-                      totals(self.database) if self.views else None)
+                      orders(self.database, table_format or self.harness.table_format, **table),  # type: ignore[arg-type]
+                      totals(self.database, where) if self.views else None)
 
     def run(self, root: Path, *argv: str) -> Ran:
         out, err = io.StringIO(), io.StringIO()
@@ -236,6 +247,68 @@ class BackendSuite:
                           totals(self.database) if self.views else None)
             self.ok(root, "apply", "--auto-approve", code=1)
             assert [c.name for c in self.live_table(root).columns] == ["id", "amount"]
+
+    def test_a_change_only_a_rewrite_makes_is_blocked_at_plan_where_the_catalog_renames_no_tables(self) -> None:
+        renames = self.capabilities.renames
+        with self.project() as root:
+            self.ok(root, "apply", "--auto-approve")
+            before = self.live_table(root)
+            if self.harness.table_format == "iceberg":  # Iceberg rewrites nothing: a type it cannot promote would take one
+                self.declare(root, amount="string")
+            else:  # another format: the rows move into a new table, swapped in by renaming
+                self.declare(root, table_format="orc" if self.harness.table_format != "orc" else "parquet")
+            plan = self.ok(root, "plan", code=1)
+            if not renames and self.harness.table_format != "iceberg":
+                assert f"the {self.capabilities.noun} renames no tables, so schemaflow cannot rewrite {self.table}" in (
+                    plan.out), plan.out
+            # Where the catalog renames, --allow-destructive would run the rewrite: without it, nothing runs.
+            refused = self.ok(root, "apply", "--auto-approve", *(() if renames else ("--allow-destructive",)), code=1)
+            assert "nothing was applied" in refused.err, refused.err
+            after = self.live_table(root)
+            assert (after.format, after.columns, after.version) == (before.format, before.columns, before.version)
+
+    def test_a_plan_has_an_engine_analyse_views_only_where_the_catalog_runs_one(self) -> None:
+        engine = self.capabilities.engine
+        with self.project() as root:
+            self.ok(root, "apply", "--auto-approve")
+            self.declare(root, coupon=True, where="amount > 0")  # the view re-created, where the backend holds views
+            changed = self._saved_actions(root, "changed.json")
+            (root / "schemas" / self.database / "orders.yaml").unlink()
+            (root / "schemas" / self.database / "totals.yaml").unlink(missing_ok=True)
+            dropped = self._saved_actions(root, "dropped.json", "--allow-destructive")
+            assert "No changes" in self.ok(root, "plan").out
+        if self.views:
+            assert "create_view" in [a["action"] for a in changed], changed
+            assert "drop_view" in [a["action"] for a in dropped], dropped
+        assert all(engine for a in changed + dropped if a["action"] == "check_live_views"), changed + dropped
+        assert all(a["engine"] == engine for a in changed + dropped if a["action"] == "drop_view"), dropped
+
+    def test_a_history_is_kept_within_the_catalogs_value_limit(self) -> None:
+        limit, key = self.capabilities.value_limit, HISTORY_PREFIX + "orders"
+        with self.project() as root:
+            self.ok(root, "apply", "--auto-approve")
+            live = Live(load_project(root))
+            # As if applied many times before: twice as long as a Hive metastore holds (4,000 characters).
+            (entry,) = json.loads(live.reader.database(self.database).properties[key])["applies"]
+            applies = [entry] * (8_000 // len(json.dumps(entry)) + 1)
+            long = json.dumps({"applies": applies, "earlier": 0}, separators=(",", ":"))
+            live.writer().set_database_properties(self.database, {key: long})
+            self.declare(root, coupon=True)
+            self.ok(root, "apply", "--auto-approve")
+            held = Live(load_project(root)).reader.database(self.database).properties[key]
+        kept = json.loads(held)
+        assert kept["applies"][-1][1] == "change", kept["applies"][-1]
+        if limit is None or len(long) * 2 < limit:
+            assert (kept["earlier"], len(kept["applies"])) == (0, len(applies) + 1), kept["earlier"]
+        else:
+            assert len(held) <= limit, len(held)
+
+    def _saved_actions(self, root: Path, name: str, *argv: str) -> list[dict[str, object]]:
+        """The actions of the plan made now (``plan --out``), once that plan is applied as saved."""
+        self.ok(root, "plan", "--out", str(root / name), *argv, code=2)
+        self.ok(root, "apply", str(root / name), "--auto-approve")
+        steps = json.loads((root / name).read_text())["steps"]
+        return [action for step in steps for action in step["actions"]]
 
     def _race(self, root: Path) -> tuple[Ran, Ran]:
         """An apply, and another run in full while the first holds its claims (``"claimed"``): what each did."""

@@ -3,8 +3,8 @@
 Nothing is connected until a command reads or writes: then a boto3 client of the region and endpoint
 ``metastore.options`` name (``glue.client``), with credentials from AWS's default chain. The plan records the catalog
 as ``glue:<region>:<catalog id>`` (the account's, from STS, when ``catalog_id`` is not set). Hive-format and
-data-source tables are read and written (``glue.reader``, ``glue.writer``); views, Iceberg tables and rewrites are
-refused when applied, saying so.
+data-source tables are read and written (``glue.reader``, ``glue.writer``); views and Iceberg tables are refused at
+validate, and rewrites at plan (its capabilities say so), each saying why.
 """
 from __future__ import annotations
 
