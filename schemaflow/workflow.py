@@ -170,7 +170,8 @@ def _live_builder(project: Project, live: Live, desired: Catalog | None = None, 
                        view_problems=partial(_view_problems, project, desired, live),
                        allowed=project.settings.allowed_calls, checked=project.settings.checked_calls,
                        approved_code=project.settings.approved_code,
-                       live_views=LiveViews(read, reader.views, partial(_held_otherwise, project, live)), **options)
+                       live_views=LiveViews(read, reader.views, partial(_held_otherwise, project, live)),
+                       catalog=project.settings.metastore_type, **options)
 
 
 def _live_files(project: Project, stored: Callable[[str], Stored | None],
@@ -341,7 +342,7 @@ def review_snapshot(project: Project, snapshot: Path, *, allow_destructive: bool
                        count_partitions=saved.partition_counts.get, basis=Basis.SNAPSHOT,
                        invalidation=project.settings.invalidation, release=project.settings.release,
                        allowed=project.settings.allowed_calls, live_views=LiveViews(read),
-                       against=f"the snapshot {snapshot}", left_alone=left_alone,
+                       against=f"the snapshot {snapshot}", left_alone=left_alone, catalog=project.settings.metastore_type,
                        settings=since_applied(project.settings.declared, saved.catalog, desired.databases)).build()
     return Review(plan, counts_from=str(snapshot) if saved.partition_counts else None,
                   reads=_reads(current, desired))
@@ -415,7 +416,7 @@ def review_refs(project: Project, base: str, head: str | None = None, *, allow_d
                        invalidation=project.settings.invalidation, release=project.settings.release,
                        allowed=project.settings.allowed_calls,
                        files=_live_files(project, read.stored, read.data_folders) if read else None,
-                       against=base, left_alone=left_alone,
+                       against=base, left_alone=left_alone, catalog=project.settings.metastore_type,
                        settings=SettingsChange(settings, settings_at(project.root, base), settings)).build()
     return Review(plan, head=head or "the working tree", counts_from=hints.source,
                   reads=_reads(before, desired))
@@ -436,7 +437,8 @@ def restoring(project: Project, live: Live, key: str) -> Plan:
         raise SchemaflowError(f"{key!r}: name the table as database.table")
     on = on_target(Catalog(databases=(database,)), project.settings.database_names).databases[0]
     return restore_plan(live.read((on,)), f"{on}.{name}", metastore=live.reader.endpoint,
-                        target=project.settings.target, commit=commit_of(project.root))
+                        target=project.settings.target, commit=commit_of(project.root),
+                        catalog=project.settings.metastore_type)
 
 
 def history(project: Project, live: Live, objects: tuple[str, ...] = ()) -> list[Applied]:

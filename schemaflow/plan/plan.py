@@ -46,6 +46,7 @@ from schemaflow.spec.iceberg import unwritten
 from schemaflow.sql.code_calls import Allowed
 
 FORMAT_VERSION = 4
+HIVE = "hive"  # the catalog backend of a plan that names none: the Hive metastore's
 ABSENT = "absent"  # the fingerprint of an object that does not exist yet
 DESTRUCTIVE_BLOCK = "destructive: run with --allow-destructive to allow it"
 # A rename in files read by name: existing rows read NULL under the new name, as lost as a dropped column's.
@@ -114,6 +115,9 @@ class Plan:
     target: str | None = None
     against: str | None = None  # what it was planned against, in words ("main", "the snapshot live.json")
     settings: str | None = None  # the digest of the settings it was made with (plan.settings_changes)
+    # The catalog backend it was made for (the project's metastore.type): how its actions are worded. Plan JSON has it
+    # only where it is not the Hive metastore's, so that a plan saved before it was recorded loads as one.
+    catalog: str = HIVE
 
     @property
     def is_empty(self) -> bool:
@@ -137,7 +141,8 @@ class Plan:
                 "partition_counts": dict(sorted(self.partition_counts.items())),
                 "project": self.project, "metastore": self.metastore, "target": self.target,
                 "against": self.against, "settings": self.settings,
-                **({"drop_backups": self.drop_backups.to_data()} if self.drop_backups.given else {})}
+                **({"drop_backups": self.drop_backups.to_data()} if self.drop_backups.given else {}),
+                **({"catalog": self.catalog} if self.catalog != HIVE else {})}
         return {**data, "checksum": _checksum(data)}
 
     def to_json(self) -> str:
@@ -157,7 +162,7 @@ class Plan:
                    guards=dict(data["guards"]), partition_counts=dict(data["partition_counts"]),
                    project=data["project"], metastore=data["metastore"], target=data.get("target"),
                    against=data.get("against"), settings=data.get("settings"),
-                   drop_backups=BackupDrops.from_data(data.get("drop_backups")))
+                   drop_backups=BackupDrops.from_data(data.get("drop_backups")), catalog=data.get("catalog", HIVE))
 
 
 def _checksum(content: Mapping[str, Any]) -> str:
@@ -193,7 +198,8 @@ class PlanBuilder:
     and a step is blocked only by what the callback finds without Spark (a function the metastore does not have).
     ``live_views`` are the live views a step may have Spark analyse (None: those of ``live``): each step that would
     analyse one whose SQL calls code runs none of it, or carries it for the operator's approval (``plan.live_code``).
-    ``left_alone`` and ``notices`` are warnings before and after the planner's own.
+    ``left_alone`` and ``notices`` are warnings before and after the planner's own. ``catalog`` names the catalog
+    backend the plan is for (``metastore.type``), which words its actions.
     """
 
     desired: Catalog
@@ -223,6 +229,7 @@ class PlanBuilder:
     checked: Allowed | None = None
     approved_code: frozenset[str] = frozenset()
     live_views: LiveViews | None = None
+    catalog: str = HIVE
 
     @functools.cached_property
     def planned(self) -> _Planned:
@@ -306,7 +313,8 @@ class PlanBuilder:
                     partition_counts={c.key: c.partition_count for c in changes if isinstance(c, AlterColumns)
                                       and c.cascade and c.partition_count is not None},
                     project=catalog_digest(self.desired), metastore=self.metastore, target=self.target,
-                    against=self.against, settings=self.settings.digest if self.settings else None)
+                    against=self.against, settings=self.settings.digest if self.settings else None,
+                    catalog=self.catalog)
 
 
 @dataclass(frozen=True)

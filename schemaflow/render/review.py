@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from collections.abc import Mapping
 
+from schemaflow.catalog.backends import backend_capabilities
 from schemaflow.plan.plan import Plan
 
 
@@ -21,5 +22,11 @@ class Review:
 
     @property
     def base(self) -> str:
-        """What the plan starts from, in words ("origin/main", "the snapshot live.json"), as the plan records it."""
-        return self.plan.against or "the metastore"
+        """What the plan starts from, in words ("origin/main", "the snapshot live.json", "the Iceberg REST catalog"),
+        as the plan records it."""
+        return self.plan.against or f"the {self.catalog}"
+
+    @property
+    def catalog(self) -> str:
+        """What the plan's catalog is called ("metastore", "Glue Data Catalog")."""
+        return backend_capabilities(self.plan.catalog).noun
