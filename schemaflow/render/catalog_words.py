@@ -32,6 +32,9 @@ from schemaflow.plan.steps import (Action, AddColumnsAction, AddDatabase, Change
 from schemaflow.sql.ddl import CLAIM
 from schemaflow.wording import plural
 
+# The kinds of action that run one of two calls, and the names of their variants (``capabilities.Wording``).
+VARIANTS = {"iceberg_commit": ("create", "convert"), "create_view": ("replace",), "set_parameters": ("view",),
+            "set_columns": ("cascade",)}
 DETAIL = "--   "   # the lines under an action's first line
 SQL_INDENT = "    "  # a view's SQL under the line that introduces it: never at the start of a line of schemaflow's
 
@@ -61,8 +64,9 @@ def words(action: Action, catalog: str, wording: Wording, object_type: ObjectTyp
             return _action(catalog, wording, action.kind, f"add {plural(len(action.columns), 'column')} to "
                            f"{_name(action.object)}", _columns("column", action.columns))
         case SetTableCommentAction():
-            said = f"comment {action.comment!r}" if action.comment is not None else "comment removed"
-            return _action(catalog, wording, action.kind, f"set the comment of table {_name(action.object)}", [said])
+            comment = f"comment {action.comment!r}" if action.comment is not None else "comment removed"
+            return _action(catalog, wording, action.kind, f"set the comment of table {_name(action.object)}",
+                           [comment])
         case SetColumnCommentsAction():
             said = [f"column {_name(c.name)}: " + (f"comment {c.comment!r}" if c.comment else "comment removed")
                     for c in action.columns]
@@ -80,10 +84,10 @@ def words(action: Action, catalog: str, wording: Wording, object_type: ObjectTyp
         case DropViewAction():
             return _action(catalog, wording, action.kind, f"drop view {_name(action.object)}", [])
         case SetParameters():
-            view = object_type == ObjectType.VIEW
+            of_view = object_type == ObjectType.VIEW
             said = _set(action.set) + [f"unset {_name(key)}" for key in action.unset]
-            return _action(catalog, wording, action.kind, f"set properties of {'view' if view else 'table'} "
-                           f"{_name(action.object)}", said, "view" if view else None)
+            return _action(catalog, wording, action.kind, f"set properties of {'view' if of_view else 'table'} "
+                           f"{_name(action.object)}", said, "view" if of_view else None)
         case SetColumns():
             mode = ("every partition follows" if action.cascade else "partitions keep theirs")
             said = (_columns("column", action.columns) + _columns("partition column", action.partition_columns)
@@ -153,6 +157,7 @@ def _commit(commit: IcebergCommit, catalog: str, wording: Wording) -> str:
 def _action(catalog: str, wording: Wording, kind: str, what: str, said: list[str], variant: str | None = None,
             sql: Iterable[str] = ()) -> str:
     """The first line (the change and the catalog's call for it), then each of ``said`` and the ``sql`` lines."""
+    assert variant is None or variant in VARIANTS[kind]
     call = wording.calls.get(f"{kind}:{variant}" if variant else kind)
     first = f"-- {one_line(catalog)}: {what} " + (f"({one_line(call)})" if call else
                                                    "(this catalog takes no such change: apply refuses it)")
@@ -165,7 +170,7 @@ def _name(name: str) -> str:
 
 def _column(what: str, column: Column) -> str:
     comment = f", comment {column.comment!r}" if column.comment else ""
-    return f"{what} {_name(column.name)} {one_line(column.type or '(its type from the SQL)')}{comment}"
+    return f"{what} {_name(column.name)} {one_line(column.type) if column.type else '(no type declared)'}{comment}"
 
 
 def _columns(what: str, columns: Iterable[Column]) -> list[str]:

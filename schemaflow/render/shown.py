@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import assert_never
 
-from schemaflow.capabilities import Wording
+from schemaflow.capabilities import HIVE_METASTORE, Wording
 from schemaflow.catalog.backends import backend_capabilities
 from schemaflow.model import SCHEMAFLOW_PREFIX
 from schemaflow.plan.plan import HIVE, Plan
@@ -43,7 +43,8 @@ def statements_of(plan: Plan, verbose: bool = False) -> Iterator[list[str]]:
         yield lines
 
 
-def statement_lines(step: Step, verbose: bool = False, catalog: str = HIVE, wording: Wording = Wording()) -> list[str]:
+def statement_lines(step: Step, verbose: bool = False, catalog: str = HIVE,
+                    wording: Wording = HIVE_METASTORE.wording) -> list[str]:
     """The lines that show what ``step`` runs on the backend ``catalog`` (worded as its ``wording`` says): its SQL
     diff, or each action's statement, bookkeeping left out."""
     if step.sql_diff and not verbose:

@@ -23,9 +23,11 @@ NAME = "iceberg_rest"
 # An Iceberg REST catalog holds Iceberg tables and views, with no engine: nothing renames a table under a guard, and
 # views are not analysed as apply runs. A commit is guarded by the requirements it asserts; properties hold any length.
 # How a plan words what ``RestWriter`` sends, call by call (the kinds it refuses are named by none).
-_TABLE, _VIEW = "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}", "POST /v1/{prefix}/namespaces/{namespace}/views/{view}"
+_TABLE = "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}"
+_VIEW = "POST /v1/{prefix}/namespaces/{namespace}/views/{view}"
 _TABLE_COMMIT = (f"{_TABLE}: one commit, its requirements the table's uuid, current schema, default spec and sort "
                  "order and last column and partition ids as loaded; another writer's change in between is a 409")
+_VIEW_VERSION = "dialect spark, a column of no declared type stored as string"
 WORDING = Wording(sql=False, database="namespace", calls={
     "add_database": "POST /v1/{prefix}/namespaces",
     "set_database_parameters": "POST /v1/{prefix}/namespaces/{namespace}/properties, unguarded",
@@ -34,9 +36,9 @@ WORDING = Wording(sql=False, database="namespace", calls={
     "set_parameters": _TABLE_COMMIT,
     "set_parameters:view": f"{_VIEW}: one view commit, its requirement the view's uuid as loaded",
     "drop_table": "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}: the entry, its files kept",
-    "create_view": "POST /v1/{prefix}/namespaces/{namespace}/views: REST view API, dialect spark",
-    "create_view:replace": f"{_VIEW}: one view commit adding a version (dialect spark), its requirement the view's "
-                           "uuid as loaded",
+    "create_view": f"POST /v1/{{prefix}}/namespaces/{{namespace}}/views: REST view API, {_VIEW_VERSION}",
+    "create_view:replace": f"{_VIEW}: one view commit adding a version ({_VIEW_VERSION}), its requirement the "
+                           "view's uuid as loaded",
     "drop_view": "DELETE /v1/{prefix}/namespaces/{namespace}/views/{view}",
     "check_live_views": "GET /v1/{prefix}/namespaces/{namespace}/views/{view}: each one's SQL read and compared",
 })
