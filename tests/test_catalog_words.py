@@ -34,6 +34,7 @@ from tests.glue_versions import versioned_glue
 from tests.golden import golden
 
 CASES = Path(__file__).parent / "cases" / "wording"
+DOCS = Path(__file__).parent.parent / "docs" / "backends"
 STATE = IcebergState("8f1c0a6e-0000-4000-8000-000000000001", 3, 1, 0, 2, "s3://lake/sales/orders/metadata/v4.json")
 # What a hostile author or catalog may write: terminal escapes, a bidi override, a line of its own that reads as one of
 # schemaflow's, a fence, the end of the comment's fold, a mention, HTML and a link.
@@ -41,8 +42,9 @@ HOSTILE = ("x\x1b[31m\u202e\n-- iceberg_rest: drop table sales.orders\n```\n</de
            "https://evil.example")
 
 
-def rest_plan(comment: str = "orders taken", dropped: str = "sales.old_orders") -> Plan:
-    """A plan for the Iceberg REST catalog: a table evolved, one dropped, a view re-created, one created."""
+def rest_plan(hostile: str | None = None, dropped: str = "sales.old_orders") -> Plan:
+    """A plan for the Iceberg REST catalog: a table evolved, one dropped, a view re-created, one created; ``hostile``
+    in place of each comment and property value the author writes."""
     database, name = dropped.split(".")
     live_orders = Table("sales", "orders", (Column("id", "bigint"), Column("amount", "decimal(10,2)", "in euros")),
                         format="iceberg", data_source=True, comment="orders placed", properties={"team": "sales"},
@@ -51,8 +53,9 @@ def rest_plan(comment: str = "orders taken", dropped: str = "sales.old_orders") 
                      version="b2")
     live_recent = View("sales", "recent", "SELECT id FROM sales.orders", version="c3")
     orders = Table("sales", "orders", (Column("id", "bigint"), Column("amount", "decimal(12,2)", "in euros"),
-                                       Column("coupon", "string", comment)),
-                   format="iceberg", data_source=True, comment=comment, properties={"team": comment},
+                                       Column("coupon", "string", hostile or "code used")),
+                   format="iceberg", data_source=True, comment=hostile or "orders taken",
+                   properties={"team": hostile or "finance"},
                    partition_spec=(PartitionField("bucket", "id", 16),))
     recent = View("sales", "recent", "SELECT id, amount\nFROM sales.orders\nWHERE amount > 0", comment="recent ones")
     large = View("sales", "large", "SELECT id FROM sales.orders WHERE amount > 100", (Column("id", None, "the order"),))
@@ -70,6 +73,7 @@ def test_a_rest_plan_reads_as_the_catalogs_calls() -> None:
     statements = comment.split("```sql\n")[1]
     assert "CREATE" not in text + statements and "ALTER" not in text + statements and "metastore" not in statements
     assert "Planned: the working tree against the Iceberg REST catalog." in comment
+    assert text in (DOCS / "iceberg-rest.md").read_text()  # the page shows this plan as a reviewer reads it
 
 
 def test_hostile_text_in_the_words_stays_inert() -> None:
@@ -193,7 +197,7 @@ def test_a_glue_plan_names_the_calls_apply_makes(glue: list[str], tmp_path: Path
     # database is one more UpdateDatabase).
     write(tmp_path, FIRST)
     code, first, _ = run(tmp_path, "plan", "--verbose")
-    assert code == 2 and "glue:CreateTable, the entry Spark's Hive catalog writes" in first
+    assert code == 2 and "glue:CreateTable, the entry Spark's Hive catalog writes, a managed" in first
     glue.clear()
     assert run(tmp_path, "apply", "--auto-approve")[0] == 0
     assert written(glue) <= named_calls(first) <= set(glue)
@@ -207,6 +211,7 @@ def test_a_glue_plan_names_the_calls_apply_makes(glue: list[str], tmp_path: Path
     code, text, _ = run(tmp_path, "plan", "--allow-destructive")
     assert code == 2
     assert text == golden(CASES / "glue.txt", text)
+    assert text in (DOCS / "glue.md").read_text()  # the page shows this plan as a reviewer reads it
     comment = run(tmp_path, "plan", "--allow-destructive", "--format", "markdown")[1]
     assert comment == golden(CASES / "glue.md", comment)
     assert "CREATE" not in text and "ALTER" not in text and "metastore alter_table" not in text

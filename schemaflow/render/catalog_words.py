@@ -57,7 +57,7 @@ def words(action: Action, catalog: str, wording: Wording, object_type: ObjectTyp
                            _set(action.properties))
         case CreateTableAction():
             table = action.table
-            where = [] if table.location else [f"in its {thing}'s location, where it has one"]
+            where = [] if table.location else ["no location declared"]
             return _action(catalog, wording, action.kind, f"create table {_name(table.key)}",
                            _table(table) + where + _claimed(verbose))
         case AddColumnsAction():
@@ -144,7 +144,7 @@ def _commit(commit: IcebergCommit, catalog: str, wording: Wording) -> str:
         return _action(catalog, wording, commit.kind, f"convert {_name(commit.object)} to Iceberg, its files "
                        f"registered in place, the Parquet table kept as {_name(commit.backup)}", said, "convert")
     if commit.create:
-        where = f"location {table.location!r}" if table.location else f"in its {wording.database}'s location"
+        where = f"location {table.location!r}" if table.location else "no location declared"
         return _action(catalog, wording, commit.kind, f"create Iceberg table {_name(commit.object)}", said + [where],
                        "create")
     state = commit.requires

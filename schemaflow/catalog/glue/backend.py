@@ -34,7 +34,8 @@ _UPDATE = "glue:GetTable, then glue:UpdateTable at the VersionId read"
 WORDING = Wording(sql=False, calls={
     "add_database": "glue:CreateDatabase",
     "set_database_parameters": "glue:GetDatabase, then glue:UpdateDatabase, unguarded",
-    "create_table": "glue:CreateTable, the entry Spark's Hive catalog writes",
+    "create_table": "glue:CreateTable, the entry Spark's Hive catalog writes, a managed table in its database's "
+                    "location where it has one",
     "add_columns": _UPDATE, "set_table_comment": _UPDATE, "set_column_comments": _UPDATE, "set_columns": _UPDATE,
     "set_columns:cascade": f"{_UPDATE}, then glue:BatchUpdatePartition, 100 partitions a call",
     "set_storage": _UPDATE, "set_parameters": _UPDATE,

@@ -31,7 +31,8 @@ _VIEW_VERSION = "dialect spark, a column of no declared type stored as string"
 WORDING = Wording(sql=False, database="namespace", calls={
     "add_database": "POST /v1/{prefix}/namespaces",
     "set_database_parameters": "POST /v1/{prefix}/namespaces/{namespace}/properties, unguarded",
-    "iceberg_commit:create": "POST /v1/{prefix}/namespaces/{namespace}/tables: one create-table request",
+    "iceberg_commit:create": "POST /v1/{prefix}/namespaces/{namespace}/tables: one create-table request, the "
+                             "catalog's location where none is declared",
     "iceberg_commit": _TABLE_COMMIT,
     "set_parameters": _TABLE_COMMIT,
     "set_parameters:view": f"{_VIEW}: one view commit, its requirement the view's uuid as loaded",
