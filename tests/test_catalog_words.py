@@ -129,6 +129,14 @@ def test_a_saved_plan_without_a_catalog_is_the_hive_metastores() -> None:
     assert "CREATE TABLE `sales`.`t`" in render(Review(loaded), "text")
 
 
+def test_a_plan_for_a_backend_not_installed_here_is_not_shown(tmp_path: Path) -> None:
+    plan = Plan((), ("sales",), catalog="nocat\x1b[2J")
+    (tmp_path / "plan.json").write_text(plan.to_json())
+    assert run(tmp_path, "show", str(tmp_path / "plan.json")) == (1, "", (
+        "error: the plan was made for the catalog backend 'nocat\\x1b[2J', which is not installed here (the backends "
+        "are glue, hive, iceberg_rest): install it to show the plan as apply would run it\n"))
+
+
 # -- Glue, end to end on moto ------------------------------------------------------------------------------------------
 
 REGION = "eu-west-1"

@@ -9,7 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from collections.abc import Mapping
 
-from schemaflow.catalog.backends import backend_capabilities
+from schemaflow.capabilities import Capabilities
+from schemaflow.catalog.backends import backend_capabilities, backend_names
+from schemaflow.errors import SchemaflowError
+from schemaflow.output_safety import one_line
 from schemaflow.plan.plan import Plan
 
 
@@ -29,4 +32,14 @@ class Review:
     @property
     def catalog(self) -> str:
         """What the plan's catalog is called ("metastore", "Glue Data Catalog")."""
-        return backend_capabilities(self.plan.catalog).noun
+        return capabilities_of(self.plan).noun
+
+
+def capabilities_of(plan: Plan) -> Capabilities:
+    """The capabilities of the catalog backend ``plan`` was made for, which word it; ``SchemaflowError`` where that
+    backend is not installed here."""
+    if plan.catalog not in backend_names():
+        raise SchemaflowError(f"the plan was made for the catalog backend '{one_line(plan.catalog)}', which is not "
+                              f"installed here (the backends are {', '.join(backend_names())}): install it to show "
+                              "the plan as apply would run it")
+    return backend_capabilities(plan.catalog)

@@ -1,7 +1,7 @@
 """What a reader is shown of a step's actions, in a terminal and in a pull-request comment alike.
 
 Each action is worded for the catalog the plan was made for (``Plan.catalog``), as its backend's ``Wording`` says
-(``catalog.backends.backend_capabilities``): on the Hive metastore, the Spark SQL and metastore calls its writer runs;
+(``catalog.backends.backend_capabilities``, through ``review.capabilities_of``): on the Hive metastore, the Spark SQL and metastore calls its writer runs;
 on a catalog that runs no SQL, the catalog's own calls and what they change (``render.catalog_words``).
 schemaflow's own bookkeeping (the ``schemaflow.*`` parameters each write stamps, the record of the
 settings applied, the check that live views none of whose SQL is code are as planned) is left out unless asked for
@@ -15,7 +15,6 @@ from dataclasses import replace
 from typing import assert_never
 
 from schemaflow.capabilities import HIVE_METASTORE, Wording
-from schemaflow.catalog.backends import backend_capabilities
 from schemaflow.model import SCHEMAFLOW_PREFIX
 from schemaflow.plan.plan import HIVE, Plan
 from schemaflow.plan.steps import (Action, AddColumnsAction, AddDatabase, ChangeViewPartitions, CheckLiveViews,
@@ -24,6 +23,7 @@ from schemaflow.plan.steps import (Action, AddColumnsAction, AddDatabase, Change
                                    SetColumnCommentsAction, SetColumns, SetDatabaseParameters, SetParameters,
                                    SetStorageAction, SetTableCommentAction, Step)
 from schemaflow.render.catalog_words import words
+from schemaflow.render.review import capabilities_of
 from schemaflow.sql.ddl import CLAIM
 
 # Said under the first statement that holds CLAIM: a reader meets ${claim} in every CREATE.
@@ -33,7 +33,7 @@ CLAIM_EXPLAINED = f"-- {CLAIM}: apply puts its run's claim here; the step's last
 def statements_of(plan: Plan, verbose: bool = False) -> Iterator[list[str]]:
     """``statement_lines`` of each of the plan's steps, worded for its catalog, with ``CLAIM_EXPLAINED`` under the
     first that shows ``CLAIM``."""
-    wording = backend_capabilities(plan.catalog).wording
+    wording = capabilities_of(plan).wording
     explained = False
     for step in plan.steps:
         lines = statement_lines(step, verbose, plan.catalog, wording)
