@@ -10,11 +10,12 @@ declared, rather than half-way through an apply. The defaults are the Hive metas
 on a parameter (Hive, HIVE-26882), an entry's version id (Glue's ``VersionId``), or the requirements a commit asserts
 (an Iceberg REST catalog's). ``value_limit`` is the longest value a database property holds, which bounds an object's
 history (``catalog.history``); None: no limit. ``refusals`` is what validate, plan and apply refuse of a project because
-its catalog cannot hold it.
+its catalog cannot hold it. ``wording`` is how a plan words what apply runs on the catalog (``Wording``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from enum import Enum
 
 from schemaflow.errors import Problem, Source
@@ -31,6 +32,27 @@ class GuardKind(Enum):
 
 
 @dataclass(frozen=True)
+class Wording:
+    """How a plan words the actions apply runs on a catalog, so that what a reviewer reads is what runs.
+
+    ``sql``: the Spark SQL and metastore calls the Hive metastore's writer runs (the default). Otherwise each action is
+    worded in neutral terms (``render.catalog_words``): a first line naming the change and the catalog's own call for
+    it, ``calls[kind]`` (the action's kind as plan JSON names it: ``add_database``, ``iceberg_commit``...), then what it
+    changes. A few kinds run one of two calls, named apart as ``kind:variant``: ``iceberg_commit:create`` (a new
+    Iceberg table; ``iceberg_commit`` is a commit to a live one), ``iceberg_commit:convert`` (a Parquet table's files
+    registered in place), ``create_view:replace``, ``set_parameters:view`` (a view's; ``set_parameters``, a table's)
+    and ``set_columns:cascade`` (partitions following the table's columns). A kind (or variant) not in ``calls`` is one
+    the catalog does not take: the plan says apply refuses it. ``database`` is what the catalog calls a database
+    ("namespace"). Plain data, so a backend outside the package gives its own through
+    ``register_backend(capabilities=...)`` without importing the planner or the renderers.
+    """
+
+    sql: bool = True
+    database: str = "database"
+    calls: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Capabilities:
     """What a catalog backend can hold and do; the defaults are the Hive metastore's."""
 
@@ -42,6 +64,7 @@ class Capabilities:
     engine: bool = True           # an engine analyses views as apply runs (Spark)
     guard: GuardKind = GuardKind.PARAMETER_CAS
     value_limit: int | None = DATABASE_VALUE.length  # the longest database property value; None: no limit
+    wording: Wording = Wording()  # how plans word its actions: the Hive metastore's Spark SQL by default
 
 
 HIVE_METASTORE = Capabilities()  # what a backend registered without capabilities can do: the defaults

@@ -1,6 +1,6 @@
 """The ``schemaflow`` command line: parse arguments, call the library, choose the exit code.
 
-Exit codes: ``validate`` and ``graph`` 0 valid, 1 invalid; ``plan`` (against the metastore, a snapshot, or a git
+Exit codes: ``validate`` and ``graph`` 0 valid, 1 invalid; ``plan`` (against the catalog, a snapshot, or a git
 ref) 0 no changes, 2 changes, 1 error or a blocked step (a plan ``apply`` would refuse);
 ``apply`` 0 done (or nothing to do), 1 error; ``drift`` 0 none, 2 drift, 1 error. Errors go to stderr as ``path:line:col: message``
 for the project's files, or ``error: ...`` otherwise.
@@ -43,8 +43,9 @@ from schemaflow.wording import duration, plural, short_commit
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
 # What --help opens with: what the tool is, for someone who has not met it.
-ABOUT = ("Declarative schema migrations for the tables and views of a Hive metastore: keep their definitions as "
-         "YAML in git, see what would change with plan, and make it so with apply, through PySpark.")
+ABOUT = ("Declarative schema migrations for the tables and views of a catalog (a Hive metastore through PySpark, an "
+         "Iceberg REST catalog, the AWS Glue Data Catalog): keep their definitions as YAML in git, see what would "
+         "change with plan, and make it so with apply.")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -168,7 +169,7 @@ def _command(argv: Sequence[str] | None, pause: Pause | None) -> int:
     command = next(c for c in COMMANDS if c.name == args.command)
     if args.target and not command.targeted:
         _parser().error(f"argument --target: {command.name} uses no target; give --target to the commands that "
-                        "reach a metastore or read the project's names")
+                        "reach a catalog or read the project's names")
     try:
         with metadata_bounds():  # one budget for all the metadata files a command reads
             return command.run(_Invocation(args, pause))
@@ -222,7 +223,7 @@ def _plan(call: _Invocation) -> int:
     sys.stdout.write(render(review, args.format, **_display(args)))
     if args.out:
         args.out.write_text(plan.to_json())
-        # A plan between git refs is for review: what to apply is planned against the metastore.
+        # A plan between git refs is for review: what to apply is planned against the catalog.
         apply_hint = "" if args.base or plan.blocked else f"; apply it with: schemaflow apply {args.out}"
         print(f"Saved the plan to {args.out}{apply_hint}", file=sys.stderr)
     if plan.blocked:  # a change that cannot be applied must not pass a CI check as "changes"
@@ -288,7 +289,7 @@ def _init(call: _Invocation) -> int:
         print(f"wrote {path}")
     here = "" if root.resolve() == Path.cwd() else f"--project {args.project} "
     print(f"A starter project for the database {args.database}. Next:\n"
-          f"  schemaflow {here}validate     # the files, without a metastore\n"
+          f"  schemaflow {here}validate     # the files, without a catalog\n"
           f"  schemaflow {here}plan         # what apply would do (embedded metastore: .schemaflow/)\n"
           f"  schemaflow {here}apply\n"
           "Then set SCHEMAFLOW_PACKAGE in .github/workflows/ (and PYSPARK_VERSION in the apply workflow) to review "
@@ -635,9 +636,9 @@ def _plan_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument("--check-partitions", action="store_true",
                          help="also look for stale partition column lists in every partitioned table (lists them all)")
     command.add_argument("--against", type=Path, metavar="SNAPSHOT",
-                         help="plan against a saved live state (see snapshot) instead of the metastore")
+                         help="plan against a saved live state (see snapshot) instead of the catalog")
     command.add_argument("--base", metavar="REF",
-                         help="plan against the schemas at this git ref instead of the metastore (no JVM)")
+                         help="plan against the schemas at this git ref instead of the catalog (no JVM)")
     command.add_argument("--head", metavar="REF", help="with --base: plan the schemas at this git ref "
                                                        "(default: the working tree, uncommitted edits included)")
 
@@ -744,7 +745,7 @@ class _Command:
     example: str
     arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[_Invocation], int]
-    targeted: bool = True  # whether --target does anything to it: it reaches a metastore or maps names
+    targeted: bool = True  # whether --target does anything to it: it reaches a catalog or maps names
 
 
 # In the order --help lists them.
@@ -756,22 +757,22 @@ COMMANDS = (
              "Schema, one column a line), comments and values kept",
              "0 formatted (or canonical already), 2 with --check: files would change, 1 a file cannot be formatted",
              "schemaflow fmt --check", _fmt_arguments, _fmt, targeted=False),
-    _Command("validate", "check the project's YAML, without a metastore", "0 valid, 1 invalid",
+    _Command("validate", "check the project's YAML, without a catalog", "0 valid, 1 invalid",
              "schemaflow validate --format json > problems.json", _validate_arguments, _validate),
-    _Command("plan", "show the steps that would make the metastore match schemas/",
+    _Command("plan", "show the steps that would make the catalog match schemas/",
              "0 no changes, 2 changes, 1 error or a blocked step",
              "schemaflow plan --base origin/main --format markdown --out plan.json", _plan_arguments, _plan),
     _Command("apply", "plan (or load a saved plan) and apply it",
              "0 applied, 1 error (what was and was not applied is listed)", "schemaflow apply plan.json --auto-approve",
              _apply_arguments, _apply),
-    _Command("show", "a saved plan (plan --out), for people; needs no project or metastore",
+    _Command("show", "a saved plan (plan --out), for people; needs no project or catalog",
              "as plan: 0 no changes, 2 changes, 1 error or a blocked step", "schemaflow show plan.json",
              _show_arguments, _show, targeted=False),
     _Command("graph", "show how the declared tables and views depend on each other", "0, 1 invalid",
              "schemaflow graph --format mermaid retail.daily_revenue", _graph_arguments, _graph),
     _Command("history", "what schemaflow applied to and dropped from the managed databases: when, from which commit",
              "0, 1 error", "schemaflow history 'retail.*'", _history_arguments, _history),
-    _Command("drift", "what changed in the metastore outside schemaflow since the last apply",
+    _Command("drift", "what changed in the catalog outside schemaflow since the last apply",
              "0 none, 2 drift, 1 error", "schemaflow drift", _drift_arguments, _drift),
     _Command("hash-migrations", "write migrations/schemaflow.sum after reviewing the migrations", "0, 1 error",
              "schemaflow hash-migrations", _no_arguments, _hash_migrations, targeted=False),

@@ -172,7 +172,7 @@ def _live_builder(project: Project, live: Live, desired: Catalog | None = None, 
     current, left_alone = owned(project, read, desired)
     target = project.settings.target
     backend, capabilities = _catalog(project)
-    return PlanBuilder(desired, current, backend=backend, capabilities=capabilities,
+    return PlanBuilder(desired, current, catalog=backend, capabilities=capabilities,
                        count_partitions=reader.count_partitions,
                        stale_partitions=live.stale_partitions,
                        unfinished_partitions=partial(live.stale_partitions, exact=True), commit=commit_of(project.root),
@@ -185,7 +185,8 @@ def _live_builder(project: Project, live: Live, desired: Catalog | None = None, 
                        view_problems=partial(_view_problems, project, desired, live),
                        allowed=project.settings.allowed_calls, checked=project.settings.checked_calls,
                        approved_code=project.settings.approved_code,
-                       live_views=LiveViews(read, reader.views, partial(_held_otherwise, project, live)), **options)
+                       live_views=LiveViews(read, reader.views, partial(_held_otherwise, project, live)),
+                       **options)
 
 
 def _live_files(project: Project, stored: Callable[[str], Stored | None],
@@ -353,7 +354,7 @@ def review_snapshot(project: Project, snapshot: Path, *, allow_destructive: bool
     read = saved.catalog.in_databases(desired.databases)
     current, left_alone = owned(project, read, desired)
     backend, capabilities = _catalog(project)
-    plan = PlanBuilder(desired, current, backend=backend, capabilities=capabilities,
+    plan = PlanBuilder(desired, current, catalog=backend, capabilities=capabilities,
                        allow_destructive=allow_destructive, drop_backups=drop_backups,
                        count_partitions=saved.partition_counts.get, basis=Basis.SNAPSHOT,
                        invalidation=project.settings.invalidation, release=project.settings.release,
@@ -428,7 +429,7 @@ def review_refs(project: Project, base: str, head: str | None = None, *, allow_d
     hints = hints or review_hints(project, base)
     read = hints.hints
     backend, capabilities = _catalog(project)
-    plan = PlanBuilder(desired, before, backend=backend, capabilities=capabilities, allow_destructive=allow_destructive,
+    plan = PlanBuilder(desired, before, catalog=backend, capabilities=capabilities, allow_destructive=allow_destructive,
                        drop_backups=drop_backups, commit=commit_of(project.root, head),
                        count_partitions=read.count_partitions if read else None, basis=Basis.GIT,
                        invalidation=project.settings.invalidation, release=project.settings.release,
@@ -457,7 +458,8 @@ def restoring(project: Project, live: Live, key: str) -> Plan:
     backend, capabilities = _catalog(project)
     check_restorable(f"{on}.{name}", capabilities, backend)  # before the catalog is read
     return restore_plan(live.read((on,)), f"{on}.{name}", metastore=live.reader.endpoint,
-                        target=project.settings.target, commit=commit_of(project.root))
+                        target=project.settings.target, commit=commit_of(project.root),
+                        catalog=backend)
 
 
 def history(project: Project, live: Live, objects: tuple[str, ...] = ()) -> list[Applied]:

@@ -25,6 +25,7 @@ from schemaflow.cli import main
 from schemaflow.errors import ConcurrentChange
 from schemaflow.testing import BackendSuite, Harness
 from schemaflow.testing import projects
+from schemaflow.testing.projects import orders as orders_file, totals, write_project
 from schemaflow.model import (LIVE_STATE, VERSION_KEY, Column, Database, PartitionField, SortTerm, Table, View,
                               state_digest)
 from tests.rest_server import RestCatalogServer
@@ -225,6 +226,51 @@ def test_a_type_iceberg_cannot_promote_is_blocked_at_plan_and_a_restore_refused(
         1, "", f"error: {database}.orders: the Iceberg REST catalog (metastore.type iceberg_rest) renames no tables, so "
                "schemaflow restores no table there (a restore swaps the backup in by renaming): nor does it rewrite one "
                "there, so there is no backup to restore. Nothing was restored\n")
+
+
+def test_a_plan_words_the_catalogs_calls_and_apply_runs_them(rest_catalog_server: RestCatalogServer,
+                                                             rest_namespace: str, tmp_path: Path) -> None:
+    ns = rest_namespace
+    write_project(tmp_path, {"type": "iceberg_rest", "uri": rest_catalog_server.uri}, ns, orders_file(ns, "iceberg"),
+                  totals(ns))
+    out = io.StringIO()
+    with redirect_stdout(out), redirect_stderr(io.StringIO()):
+        assert main(["--project", str(tmp_path), "plan"]) == 2
+    created = out.getvalue()
+    assert "CREATE" not in created and "metastore" not in created
+    assert f"       -- iceberg_rest: create namespace {ns}, unless it exists (POST /v1/{{prefix}}/namespaces)\n" in created
+    table = (f"       -- iceberg_rest: create Iceberg table {ns}.orders (POST /v1/{{prefix}}/namespaces/{{namespace}}/"
+             "tables: one create-table request, the catalog's location where none is declared)\n"
+             "       --   column id bigint\n       --   column amount decimal(12,2)\n"
+             "       --   comment 'orders placed'\n       --   set team='sales'\n       --   no location declared\n")
+    assert table in created
+    assert (f"       -- iceberg_rest: create view {ns}.totals (POST /v1/{{prefix}}/namespaces/{{namespace}}/views: REST "
+            "view API, dialect spark, a column of no declared type stored as string)\n"
+            "       --   column id (no type declared)\n       --   column amount (no type declared)\n"
+            f"       --   SQL, stored as written (its unqualified names resolve in {ns}):\n"
+            f"           SELECT id, amount FROM {ns}.orders\n") in created
+    with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
+        assert main(["--project", str(tmp_path), "apply", "--auto-approve"]) == 0
+
+    write_project(tmp_path, {"type": "iceberg_rest", "uri": rest_catalog_server.uri}, ns,
+                  orders_file(ns, "iceberg", coupon=True, comment="orders taken"), totals(ns))
+    live = RestReader(connect(rest_catalog_server)).read((ns,)).objects[f"{ns}.orders"]
+    assert isinstance(live, Table) and live.iceberg is not None
+    out = io.StringIO()
+    with redirect_stdout(out), redirect_stderr(io.StringIO()):
+        assert main(["--project", str(tmp_path), "plan"]) == 2
+    assert (f"       -- iceberg_rest: commit table {ns}.orders (POST /v1/{{prefix}}/namespaces/{{namespace}}/tables/"
+            "{table}: one commit, its requirements the table's uuid, current schema, default spec and sort order and "
+            "last column and partition ids as loaded; another writer's change in between is a 409)\n"
+            f"       --   requires table uuid {live.iceberg.table_uuid}, schema {live.iceberg.schema_id}, spec "
+            f"{live.iceberg.spec_id}, sort order {live.iceberg.sort_order_id}, as planned\n"
+            "       --   column id bigint\n       --   column amount decimal(12,2)\n"
+            "       --   column coupon string, comment 'code used' (new)\n       --   not partitioned\n"
+            "       --   unsorted\n       --   comment 'orders taken'\n") in out.getvalue()
+    with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
+        assert main(["--project", str(tmp_path), "apply", "--auto-approve"]) == 0
+    evolved = RestReader(connect(rest_catalog_server)).read((ns,)).objects[f"{ns}.orders"]
+    assert isinstance(evolved, Table) and [c.name for c in evolved.columns] == ["id", "amount", "coupon"]
 
 
 class RestHarness(Harness):

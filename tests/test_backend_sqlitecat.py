@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from schemaflow.catalog.live import Live
+from schemaflow.cli import main
 from schemaflow.model import Column, from_data, to_data
 from schemaflow.project import load_project
 from schemaflow.testing import BackendSuite, Harness
@@ -59,3 +60,16 @@ def test_the_backend_comes_through_its_entry_point(tmp_path: Path) -> None:
     backend = Live(load_project(tmp_path, env={})).backend
     assert type(backend).__module__ == "sqlitecat"
     assert sys.modules["sqlitecat"].__file__ == str(OUTSIDE / "sqlitecat.py")
+
+
+def test_its_plans_are_worded_as_it_says(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "schemas" / "suite").mkdir(parents=True)
+    (tmp_path / "schemaflow.yaml").write_text("databases: [suite]\nmetastore: {type: sqlitecat}\n")
+    (tmp_path / "schemas" / "suite" / "orders.yaml").write_text(
+        "table: suite.orders\ncomment: orders placed\ncolumns:\n  - {name: id, type: bigint}\n")
+    assert main(["--project", str(tmp_path), "plan"]) == 2
+    assert capsys.readouterr().out.endswith(
+        "+ 2. create table suite.orders (1 column, parquet)\n"
+        "       -- sqlitecat: create table suite.orders (INSERT of its row, unless the name is taken)\n"
+        "       --   column id bigint\n       --   format parquet\n       --   comment 'orders placed'\n"
+        "       --   no location declared\n\nPlan: 2 to create, 0 to change, 0 to drop.\n")

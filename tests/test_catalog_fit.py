@@ -37,7 +37,7 @@ def stamped(*objects: Table | View) -> Catalog:
 
 def plan(desired: Catalog, live: Catalog, capabilities: Capabilities = HIVE_METASTORE, backend: str = "hive",
          **options: object) -> Plan:
-    return PlanBuilder(desired, live, capabilities=capabilities, backend=backend, **options).build()  # type: ignore[arg-type]
+    return PlanBuilder(desired, live, capabilities=capabilities, catalog=backend, **options).build()  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("allow_destructive", [False, True])
@@ -123,7 +123,7 @@ def test_without_an_engine_the_views_a_plan_creates_are_not_given_to_the_engine_
         return {view: "the engine refuses it" for view in views}
 
     without = PlanBuilder(catalog(ORDERS, TOTALS), stamped(ORDERS), view_problems=problems,
-                          capabilities=NO_ENGINE, backend="iceberg_rest").build()
+                          capabilities=NO_ENGINE, catalog="iceberg_rest").build()
     assert asked == [] and not without.blocked
     with_engine = PlanBuilder(catalog(ORDERS, TOTALS), stamped(ORDERS), view_problems=problems).build()
     assert asked == [("retail.totals",)] and with_engine.steps[-1].blocked == "the engine refuses it"

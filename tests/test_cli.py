@@ -279,7 +279,7 @@ def test_every_commands_help_says_what_it_does_its_exit_codes_and_an_example(cap
         codes, example = _HELP[name]
         assert f"\nexit codes: {codes}\nexample:\n  {example}\n" in out, name
         assert example.startswith(f"schemaflow {name}")
-    assert "Check the project's YAML, without a metastore." in main_help("validate", capsys)
+    assert "Check the project's YAML, without a catalog." in main_help("validate", capsys)
 
 
 def main_help(command: str, capsys) -> str:

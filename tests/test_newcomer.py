@@ -26,8 +26,9 @@ def test_help_opens_with_what_the_tool_is(capsys):
     out = capsys.readouterr().out
     about = out.split("\n\n")[1]
     assert " ".join(about.split()) == (
-        "Declarative schema migrations for the tables and views of a Hive metastore: keep their definitions as "
-        "YAML in git, see what would change with plan, and make it so with apply, through PySpark.")
+        "Declarative schema migrations for the tables and views of a catalog (a Hive metastore through PySpark, an "
+        "Iceberg REST catalog, the AWS Glue Data Catalog): keep their definitions as YAML in git, see what would "
+        "change with plan, and make it so with apply.")
     assert "``" not in out
 
 
@@ -52,7 +53,7 @@ def test_target_only_where_it_does_something(capsys):
         main(["--target", "dev", "hash-migrations"])
     assert stopped.value.code == 1
     assert capsys.readouterr().err.endswith("schemaflow: error: argument --target: hash-migrations uses no target; "
-                                            "give --target to the commands that reach a metastore or read the "
+                                            "give --target to the commands that reach a catalog or read the "
                                             "project's names\n")
     with pytest.raises(SystemExit):
         main(["init", "--target", "dev"])

@@ -528,10 +528,8 @@ def _estimate(done: int, total: int, elapsed: float) -> str:
 
 
 def _actions(step: Step) -> tuple[Action, ...]:
-    """What ``step`` runs: its actions, but that a last action that writes the step's stamp itself (an Iceberg
-    commit: ``plan.steps.with_stamp``) takes it in, so that the change and the stamp land in one write."""
-    stamped = _stamped(step)
-    return step.actions if stamped is None else (*step.body[:-1], stamped, *step.settings_record)
+    """What ``step`` runs (``Step.runs``: a last action that writes the step's stamp itself takes it in)."""
+    return step.runs
 
 
 def _stamped(step: Step) -> Action | None:

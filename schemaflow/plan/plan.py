@@ -49,6 +49,7 @@ from schemaflow.spec.iceberg import unwritten
 from schemaflow.sql.code_calls import Allowed
 
 FORMAT_VERSION = 4
+HIVE = "hive"  # the catalog backend of a plan that names none: the Hive metastore's
 ABSENT = "absent"  # the fingerprint of an object that does not exist yet
 DESTRUCTIVE_BLOCK = "destructive: run with --allow-destructive to allow it"
 # A rename in files read by name: existing rows read NULL under the new name, as lost as a dropped column's.
@@ -117,6 +118,9 @@ class Plan:
     target: str | None = None
     against: str | None = None  # what it was planned against, in words ("main", "the snapshot live.json")
     settings: str | None = None  # the digest of the settings it was made with (plan.settings_changes)
+    # The catalog backend it was made for (the project's metastore.type): how its actions are worded. Plan JSON has it
+    # only where it is not the Hive metastore's, so that a plan saved before it was recorded loads as one.
+    catalog: str = HIVE
 
     @property
     def is_empty(self) -> bool:
@@ -140,7 +144,8 @@ class Plan:
                 "partition_counts": dict(sorted(self.partition_counts.items())),
                 "project": self.project, "metastore": self.metastore, "target": self.target,
                 "against": self.against, "settings": self.settings,
-                **({"drop_backups": self.drop_backups.to_data()} if self.drop_backups.given else {})}
+                **({"drop_backups": self.drop_backups.to_data()} if self.drop_backups.given else {}),
+                **({"catalog": self.catalog} if self.catalog != HIVE else {})}
         return {**data, "checksum": _checksum(data)}
 
     def to_json(self) -> str:
@@ -160,7 +165,7 @@ class Plan:
                    guards=dict(data["guards"]), partition_counts=dict(data["partition_counts"]),
                    project=data["project"], metastore=data["metastore"], target=data.get("target"),
                    against=data.get("against"), settings=data.get("settings"),
-                   drop_backups=BackupDrops.from_data(data.get("drop_backups")))
+                   drop_backups=BackupDrops.from_data(data.get("drop_backups")), catalog=data.get("catalog", HIVE))
 
 
 def _checksum(content: Mapping[str, Any]) -> str:
@@ -198,9 +203,9 @@ class PlanBuilder:
     analyse one whose SQL calls code runs none of it, or carries it for the operator's approval (``plan.live_code``).
     ``left_alone`` and ``notices`` are warnings before and after the planner's own.
 
-    ``capabilities`` are those of the catalog the plan is for, the backend ``backend`` (its ``metastore.type``): a
-    change that renames tables where it cannot is blocked, and where it runs no engine, no step has one analyse views
-    (``plan.catalog_fit``), nor is ``view_problems`` asked.
+    ``capabilities`` are those of the catalog the plan is for, the backend ``catalog`` (its ``metastore.type``, which
+    also words its actions): a change that renames tables where it cannot is blocked, and where it runs no engine, no
+    step has one analyse views (``plan.catalog_fit``), nor is ``view_problems`` asked.
     """
 
     desired: Catalog
@@ -231,7 +236,7 @@ class PlanBuilder:
     approved_code: frozenset[str] = frozenset()
     live_views: LiveViews | None = None
     capabilities: Capabilities = HIVE_METASTORE
-    backend: str = "hive"
+    catalog: str = HIVE
 
     @functools.cached_property
     def planned(self) -> _Planned:
@@ -245,7 +250,7 @@ class PlanBuilder:
                    else _registering(c, live, self.files) for c in diff(desired, with_found(live, found),
                                                                          self.type_rule)]
         left = _left_alone(desired, live)  # what no step may touch, declared or not
-        changes = [renaming(c, self.capabilities, self.backend) for c in changes if c.key not in left]
+        changes = [renaming(c, self.capabilities, self.catalog) for c in changes if c.key not in left]
         changes, kept, waiting = backup_drops(changes, self.drop_backups)
         changes = _recompiled(changes, desired, self.recompile)
         outcome = resolve(changes, desired, live, self.invalidation)
@@ -318,7 +323,8 @@ class PlanBuilder:
                     partition_counts={c.key: c.partition_count for c in changes if isinstance(c, AlterColumns)
                                       and c.cascade and c.partition_count is not None},
                     project=catalog_digest(self.desired), metastore=self.metastore, target=self.target,
-                    against=self.against, settings=self.settings.digest if self.settings else None)
+                    against=self.against, settings=self.settings.digest if self.settings else None,
+                    catalog=self.catalog)
 
 
 @dataclass(frozen=True)

@@ -20,15 +20,15 @@ from schemaflow.model import NO_VERSION, VERSION_KEY, Catalog, Table, split_key,
 from schemaflow.plan.diff import column_values
 from schemaflow.plan.iceberg import backup_name
 from schemaflow.plan.kinds import ObjectType, StepKind
-from schemaflow.plan.plan import Plan
+from schemaflow.plan.plan import HIVE, Plan
 from schemaflow.plan.rewrite import restore_name
 from schemaflow.plan.steps import RestoreBackup, SetParameters, Step
 from schemaflow.sql.table_kinds import table_kind
 
 def restore_plan(live: Catalog, key: str, *, metastore: str | None = None, target: str | None = None,
-                 commit: str | None = None) -> Plan:
+                 commit: str | None = None, catalog: str = HIVE) -> Plan:
     """The one-step plan that swaps the backup of ``key`` back in (see the module docstring), or finishes the swap
-    a stopped run began, made against ``metastore`` for ``target`` from ``commit``; a ``SchemaflowError`` saying why
+    a stopped run began, made against ``metastore`` (of the backend ``catalog``) for ``target`` from ``commit``; a ``SchemaflowError`` saying why
     when there is no such backup."""
     table, backup, temporary = live.get(key), live.get(backup_name(key)), live.get(restore_name(key))
     resumed = isinstance(temporary, Table) and temporary.rewrite_of == key
@@ -70,4 +70,4 @@ def restore_plan(live: Catalog, key: str, *, metastore: str | None = None, targe
     guards = {key: current.version} if current else {}
     return Plan(steps=(step,), databases=(split_key(key)[0],), allow_destructive=True, guards=guards,
                 fingerprints={key: state_digest(current)} if current else {}, metastore=metastore, target=target,
-                commit=commit)
+                commit=commit, catalog=catalog)

@@ -708,6 +708,14 @@ class Step:
         return self.body + ((self.stamp,) if self.stamp else ()) + self.settings_record
 
     @property
+    def runs(self) -> tuple[Action, ...]:
+        """What apply runs of the step, write by write: its ``actions``, but that a last action of its body that
+        writes the stamp itself (an Iceberg commit: ``with_stamp``) takes it in, so that the change and the stamp land
+        in one write."""
+        stamped = with_stamp(self.body[-1], self.stamp) if self.stamp and self.body else None
+        return self.actions if stamped is None else (*self.body[:-1], stamped, *self.settings_record)
+
+    @property
     def effect(self) -> Effect:
         return EFFECTS[self.kind]
 

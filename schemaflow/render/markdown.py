@@ -46,7 +46,8 @@ def render(review: Review) -> str:
     plan = review.plan
     basis = f"Planned: {review.head} against {review.base}"
     if review.counts_from is None:
-        basis += ", without a metastore: partition counts are unknown"
+        article = "an" if review.catalog[:1].lower() in "aeiou" else "a"
+        basis += f", without {article} {review.catalog}: partition counts are unknown"
     elif review.counts_from != "the metastore":
         basis += f", with partition counts from {review.counts_from}"
     top = [MARKER, "### schemaflow plan", "", f"**{_escape(summary(plan, review.base))}**", "", _escape(basis) + "."]
@@ -132,7 +133,7 @@ def _state(steps: list[Step]) -> str:
 def _statements(plan: Plan) -> list[str]:
     """What each step runs, as the text plan shows it: a re-created view's SQL as a diff, bookkeeping left out."""
     sql = []
-    for number, (step, lines) in enumerate(zip(plan.steps, statements_of(plan.steps), strict=True), 1):
+    for number, (step, lines) in enumerate(zip(plan.steps, statements_of(plan), strict=True), 1):
         sql.append(f"-- {number}. {one_line(step.summary)}")
         sql += lines
     # A fence longer than any run of backticks in the statements, which quote names with them.

@@ -9,6 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from collections.abc import Mapping
 
+from schemaflow.capabilities import Capabilities
+from schemaflow.catalog.backends import backend_capabilities, backend_names
+from schemaflow.errors import SchemaflowError
+from schemaflow.output_safety import one_line
 from schemaflow.plan.plan import Plan
 
 
@@ -21,5 +25,21 @@ class Review:
 
     @property
     def base(self) -> str:
-        """What the plan starts from, in words ("origin/main", "the snapshot live.json"), as the plan records it."""
-        return self.plan.against or "the metastore"
+        """What the plan starts from, in words ("origin/main", "the snapshot live.json", "the Iceberg REST catalog"),
+        as the plan records it."""
+        return self.plan.against or f"the {self.catalog}"
+
+    @property
+    def catalog(self) -> str:
+        """What the plan's catalog is called ("metastore", "Glue Data Catalog")."""
+        return capabilities_of(self.plan).noun
+
+
+def capabilities_of(plan: Plan) -> Capabilities:
+    """The capabilities of the catalog backend ``plan`` was made for, which word it; ``SchemaflowError`` where that
+    backend is not installed here."""
+    if plan.catalog not in backend_names():
+        raise SchemaflowError(f"the plan was made for the catalog backend '{one_line(plan.catalog)}', which is not "
+                              f"installed here (the backends are {', '.join(backend_names())}): install it to show "
+                              "the plan as apply would run it")
+    return backend_capabilities(plan.catalog)

@@ -1,5 +1,8 @@
 """What a reader is shown of a step's actions, in a terminal and in a pull-request comment alike.
 
+Each action is worded for the catalog the plan was made for (``Plan.catalog``), as its backend's ``Wording`` says
+(``catalog.backends.backend_capabilities``, through ``review.capabilities_of``): on the Hive metastore, the Spark SQL and metastore calls its writer runs;
+on a catalog that runs no SQL, the catalog's own calls and what they change (``render.catalog_words``).
 schemaflow's own bookkeeping (the ``schemaflow.*`` parameters each write stamps, the record of the
 settings applied, the check that live views none of whose SQL is code are as planned) is left out unless asked for
 (``verbose``); a view whose SQL changes shows a unified
@@ -11,37 +14,49 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import assert_never
 
+from schemaflow.capabilities import HIVE_METASTORE, Wording
 from schemaflow.model import SCHEMAFLOW_PREFIX
+from schemaflow.plan.plan import HIVE, Plan
 from schemaflow.plan.steps import (Action, AddColumnsAction, AddDatabase, ChangeViewPartitions, CheckLiveViews,
                                    CreateTableAction, CreateViewAction, DropTableAction, DropViewAction, IcebergCommit,
                                    KeepViewPartitions, PartitionView, RestoreBackup, RewriteRows,
                                    SetColumnCommentsAction, SetColumns, SetDatabaseParameters, SetParameters,
                                    SetStorageAction, SetTableCommentAction, Step)
+from schemaflow.render.catalog_words import words
+from schemaflow.render.review import capabilities_of
 from schemaflow.sql.ddl import CLAIM
 
 # Said under the first statement that holds CLAIM: a reader meets ${claim} in every CREATE.
 CLAIM_EXPLAINED = f"-- {CLAIM}: apply puts its run's claim here; the step's last write replaces it with the object's version"
 
 
-def statements_of(steps: Sequence[Step], verbose: bool = False) -> Iterator[list[str]]:
-    """``statement_lines`` of each of ``steps``, with ``CLAIM_EXPLAINED`` under the first that shows ``CLAIM``."""
+def statements_of(plan: Plan, verbose: bool = False) -> Iterator[list[str]]:
+    """``statement_lines`` of each of the plan's steps, worded for its catalog, with ``CLAIM_EXPLAINED`` under the
+    first that shows ``CLAIM``."""
+    wording = capabilities_of(plan).wording
     explained = False
-    for step in steps:
-        lines = statement_lines(step, verbose)
+    for step in plan.steps:
+        lines = statement_lines(step, verbose, plan.catalog, wording)
         if not explained and any(CLAIM in line for line in lines):
             lines.append(CLAIM_EXPLAINED)
             explained = True
         yield lines
 
 
-def statement_lines(step: Step, verbose: bool = False) -> list[str]:
-    """The lines that show what ``step`` runs: its SQL diff, or each action's statement, bookkeeping left out."""
+def statement_lines(step: Step, verbose: bool = False, catalog: str = HIVE,
+                    wording: Wording = HIVE_METASTORE.wording) -> list[str]:
+    """The lines that show what ``step`` runs on the backend ``catalog`` (worded as its ``wording`` says): its SQL
+    diff, or each action's statement, bookkeeping left out."""
     if step.sql_diff and not verbose:
         return list(step.sql_diff)
-    shown = [kept for action in step.actions
+    # The Hive metastore's text shows a commit and the stamp it takes in apart, as it always has; the words of
+    # another catalog show each write as apply makes it.
+    shown = [kept for action in (step.actions if wording.sql else step.runs)
              if (kept := action if verbose else without_bookkeeping(action)) is not None]
+    texts = (_described(shown) if wording.sql else
+             [words(action, catalog, wording, step.object_type, verbose) for action in shown])
     # Split at newlines only: a CR or another separator in user text stays in its line, to be escaped.
-    return [line for text in _described(shown) for line in text.split("\n")]
+    return [line for text in texts for line in text.split("\n")]
 
 
 def _described(actions: Sequence[Action]) -> list[str]:

@@ -29,7 +29,7 @@ def render(review: Review, color: bool = False, verbose: bool = False) -> str:
     paint = _painter(color)
     lines = [safe(summary(plan, review.base))] + [f"warning: {one_line(warning)}" for warning in plan.warnings]
     width = len(str(len(plan.steps)))
-    for number, (step, statements) in enumerate(zip(plan.steps, statements_of(plan.steps, verbose), strict=True), 1):
+    for number, (step, statements) in enumerate(zip(plan.steps, statements_of(plan, verbose), strict=True), 1):
         flags = [safe(flag) for flag in markers(step)]
         marker = step_marker(step)
         lines.append("")

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from schemaflow.catalog.backend import WithoutEngine
 from schemaflow.catalog.backends import Opening, register_backend
-from schemaflow.capabilities import Capabilities, GuardKind
+from schemaflow.capabilities import Capabilities, GuardKind, Wording
 from schemaflow.catalog.glue.client import OPTIONS, GlueCatalog, GlueOptions
 from schemaflow.catalog.glue.reader import GlueReader
 from schemaflow.catalog.glue.writer import GlueWriter
@@ -28,9 +28,23 @@ def glue_options(project: Project) -> GlueOptions:
 
 # Glue holds Hive-format and data-source tables here (Iceberg tables and views are to come); no engine, no rename.
 # Each table update names the VersionId it read; a parameter value holds up to 512,000 bytes.
+# How a plan words what ``GlueWriter`` calls (the kinds it refuses are named by none): every change to a table is the
+# guarded update.
+_UPDATE = "glue:GetTable, then glue:UpdateTable at the VersionId read"
+WORDING = Wording(sql=False, calls={
+    "add_database": "glue:CreateDatabase",
+    "set_database_parameters": "glue:GetDatabase, then glue:UpdateDatabase, unguarded",
+    "create_table": "glue:CreateTable, the entry Spark's Hive catalog writes, a managed table in its database's "
+                    "location where it has one",
+    "add_columns": _UPDATE, "set_table_comment": _UPDATE, "set_column_comments": _UPDATE, "set_columns": _UPDATE,
+    "set_columns:cascade": f"{_UPDATE}, then glue:BatchUpdatePartition, 100 partitions a call",
+    "set_storage": _UPDATE, "set_parameters": _UPDATE,
+    "drop_table": "glue:DeleteTable: the entry, its files kept",
+})
 CAPABILITIES = Capabilities(
     noun="Glue Data Catalog", table_kinds=frozenset({*names(False), *names(True), CUSTOM}), views=False,
-    view_partitions=False, renames=False, engine=False, guard=GuardKind.VERSION_ID, value_limit=512_000)
+    view_partitions=False, renames=False, engine=False, guard=GuardKind.VERSION_ID, value_limit=512_000,
+    wording=WORDING)
 _KINDS = {"str": "string", "bool": "boolean"}
 SETTINGS = {
     "type": "object", "additionalProperties": False,

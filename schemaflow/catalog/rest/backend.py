@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from schemaflow.catalog.backend import WithoutEngine
 from schemaflow.catalog.backends import Opening, register_backend
-from schemaflow.capabilities import Capabilities, GuardKind
+from schemaflow.capabilities import Capabilities, GuardKind, Wording
 from schemaflow.catalog.rest.connection import OPTIONS, Connection, rest_settings
 from schemaflow.catalog.rest.reader import RestReader
 from schemaflow.catalog.rest.writer import RestWriter
@@ -22,8 +22,30 @@ from schemaflow.project import Project
 NAME = "iceberg_rest"
 # An Iceberg REST catalog holds Iceberg tables and views, with no engine: nothing renames a table under a guard, and
 # views are not analysed as apply runs. A commit is guarded by the requirements it asserts; properties hold any length.
+# How a plan words what ``RestWriter`` sends, call by call (the kinds it refuses are named by none).
+_TABLE = "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}"
+_VIEW = "POST /v1/{prefix}/namespaces/{namespace}/views/{view}"
+_TABLE_COMMIT = (f"{_TABLE}: one commit, its requirements the table's uuid, current schema, default spec and sort "
+                 "order and last column and partition ids as loaded; another writer's change in between is a 409")
+_VIEW_VERSION = "dialect spark, a column of no declared type stored as string"
+WORDING = Wording(sql=False, database="namespace", calls={
+    "add_database": "POST /v1/{prefix}/namespaces",
+    "set_database_parameters": "POST /v1/{prefix}/namespaces/{namespace}/properties, unguarded",
+    "iceberg_commit:create": "POST /v1/{prefix}/namespaces/{namespace}/tables: one create-table request, the "
+                             "catalog's location where none is declared",
+    "iceberg_commit": _TABLE_COMMIT,
+    "set_parameters": _TABLE_COMMIT,
+    "set_parameters:view": f"{_VIEW}: one view commit, its requirement the view's uuid as loaded",
+    "drop_table": "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}: the entry, its files kept",
+    "create_view": f"POST /v1/{{prefix}}/namespaces/{{namespace}}/views: REST view API, {_VIEW_VERSION}",
+    "create_view:replace": f"{_VIEW}: one view commit adding a version ({_VIEW_VERSION}), its requirement the "
+                           "view's uuid as loaded",
+    "drop_view": "DELETE /v1/{prefix}/namespaces/{namespace}/views/{view}",
+    "check_live_views": "GET /v1/{prefix}/namespaces/{namespace}/views/{view}: each one's SQL read and compared",
+})
 CAPABILITIES = Capabilities(noun="Iceberg REST catalog", table_kinds=frozenset({"iceberg"}), view_partitions=False,
-                            renames=False, engine=False, guard=GuardKind.REQUIREMENTS, value_limit=None)
+                            renames=False, engine=False, guard=GuardKind.REQUIREMENTS, value_limit=None,
+                            wording=WORDING)
 SETTINGS = {
     "type": "object", "additionalProperties": False, "required": ["uri"],
     "properties": {

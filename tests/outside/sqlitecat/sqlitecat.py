@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from schemaflow.catalog.backend import CatalogReader, CatalogWriter, LiveEntry, WithoutEngine
-from schemaflow.capabilities import Capabilities
+from schemaflow.capabilities import Capabilities, Wording
 from schemaflow.catalog.backends import Opening, register_backend
 from schemaflow.catalog.stamping import fill_live_state
 from schemaflow.errors import ConcurrentChange, SchemaflowError
@@ -278,7 +278,18 @@ def _definition(obj: Object) -> dict[str, Any]:
     return to_data(replace(obj, properties={}, managed_keys=(), version=None))
 
 
-CAPABILITIES = Capabilities(noun="SQLite catalog", view_partitions=False, renames=False, engine=False, value_limit=None)
+# How a plan words its writes: rows of its SQLite file, each update a compare-and-swap on the row's revision.
+UPDATE = "UPDATE of its row at the revision read"
+WORDING = Wording(sql=False, calls={
+    "add_database": "INSERT OR IGNORE of its row", "set_database_parameters": "UPDATE of its row, unguarded",
+    "create_table": "INSERT of its row, unless the name is taken", "drop_table": "DELETE of its row",
+    "create_view": "INSERT of its row, unless the name is taken", "create_view:replace": "REPLACE of its row",
+    "drop_view": "DELETE of its row", "check_live_views": "SELECT of their rows",
+    "iceberg_commit:create": "INSERT of its row, then an UPDATE", **dict.fromkeys(
+        ("add_columns", "set_table_comment", "set_column_comments", "set_columns", "set_columns:cascade",
+         "set_storage", "set_parameters", "set_parameters:view", "iceberg_commit"), UPDATE)})
+CAPABILITIES = Capabilities(noun="SQLite catalog", view_partitions=False, renames=False, engine=False, value_limit=None,
+                            wording=WORDING)
 OPTIONS = {"type": "object", "properties": {"careless": {"type": "boolean"}}, "additionalProperties": False}  # the guard off: check_guards must notice
 
 
