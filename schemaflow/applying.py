@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import TextIO
 
 from schemaflow.apply.after import HookFailure, cached_before, changed_objects, run_hooks
-from schemaflow.apply.executor import apply_plan, check_runnable
+from schemaflow.apply.executor import ApplyNotStarted, apply_plan, check_runnable
+from schemaflow.apply.stops import signal_name, terminated
 from schemaflow.catalog.live import Live
 from schemaflow.errors import SchemaflowError
 from schemaflow.plan.backups import NO_BACKUP_DROPS, BackupDrops
@@ -58,18 +59,24 @@ def apply_project(project: Project, live: Live, options: ApplyOptions, *, show: 
     """Choose the plan (``chosen_plan``), ``show`` it, check it can run and that no other apply holds
     its objects, ask ``confirm``, then run it (``progress`` gets the steps, ``report`` what a long step
     does) and, once it is applied, refresh Spark's cache of what changed and run the project's hooks."""
-    plan = chosen_plan(project, live, options)
-    show(plan)
-    if plan.is_empty:
-        return ApplyOutcome(plan, ran=False)
-    check_runnable(plan)
-    workflow.check_claims(plan, take_over=options.take_over)
-    if not confirm(plan):
-        return ApplyOutcome(plan, ran=False)
-    writer = live.writer()
-    writer.progress = report if pause is None else _paused(report, pause)
-    if pause:
-        pause("planned")
+    plan: Plan | None = None
+    try:
+        with terminated():  # SIGTERM, as SIGINT, stops at once before the steps, where nothing is written
+            plan = chosen_plan(project, live, options)
+            show(plan)
+            if plan.is_empty:
+                return ApplyOutcome(plan, ran=False)
+            check_runnable(plan)
+            workflow.check_claims(plan, take_over=options.take_over)
+            if not confirm(plan):
+                return ApplyOutcome(plan, ran=False)
+            writer = live.writer()
+            writer.progress = report if pause is None else _paused(report, pause)
+            if pause:
+                pause("planned")
+    except KeyboardInterrupt as stopped:
+        raise ApplyNotStarted(signal_name(stopped), "while it made the plan" if plan is None else
+                              "before its first step", plan) from None
     apply_plan(plan, writer, progress=progress, pause=pause, value_limit=workflow.value_limit(project))
     changed = changed_objects(plan)
     warnings = writer.after_apply(cached_before(plan)) + _uncommitted(plan)

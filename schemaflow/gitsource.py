@@ -19,16 +19,14 @@ from __future__ import annotations
 
 import os
 import posixpath
+import shutil
 import subprocess
 import threading
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from collections.abc import Iterable, Iterator
-
-import git
-from gitdb.exc import BadName
 
 from schemaflow.errors import Problem, SchemaflowError, SpecError
 from schemaflow.model import Catalog, Source
@@ -41,7 +39,34 @@ from schemaflow.spec.loader import CACHED_FILES, SHARED_FROM, CacheInfo
 from schemaflow.spec.settings import read_settings
 from schemaflow.spec.source import Entry, dangling_link, folder_problem, walk
 from schemaflow.wording import DIRTY
+from schemaflow.spec.code_files import checkout_of
 from schemaflow.workers import ended, threads
+
+if TYPE_CHECKING:
+    import git
+    from gitdb.exc import BadName
+
+
+def require_git(needed_for: str) -> None:
+    """Import GitPython (``git`` and gitdb's ``BadName`` in this module) where a command reads a repository: it
+    refuses to load without a git on the PATH, and every command that reads no repository works without one."""
+    if "git" in globals():
+        return
+    try:
+        import git as gitpython
+        from gitdb.exc import BadName as bad_name
+    except ImportError:
+        if shutil.which("git") is not None:
+            raise
+        raise SchemaflowError(f"git is not on the PATH, and {needed_for}: install git (e.g. apt-get install git), or "
+                              "add the folder that holds it to PATH") from None
+    globals().update(git=gitpython, BadName=bad_name)
+
+
+def reading_at(ref: str) -> str:
+    """Why a command that reads ``ref`` needs git."""
+    return f"schemaflow reads the project's files at {ref!r} from the repository with it"
+
 
 # How many symlinks one path may pass through before it counts as a loop (Linux's limit, ELOOP).
 _MAX_LINKS = 40
@@ -390,6 +415,7 @@ def settings_at(project_root: Path, ref: str) -> dict[str, Any]:
 def commit_files(project_root: Path, ref: str) -> Iterator[CommitFiles]:
     """The project's files at ``ref``, readable while the block runs; a problem found in them is reported at
     ``REF:path:line:col``."""
+    require_git(reading_at(ref))
     try:
         repo = git.Repo(project_root, search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
@@ -415,8 +441,12 @@ def commit_of(project_root: Path, ref: str | None = None) -> str | None:
     """The commit the project's files come from, recorded on every object an apply writes.
 
     ``ref`` None means the working tree: its HEAD, marked ``+dirty`` when ``schemas/`` or
-    ``migrations/`` have uncommitted changes. None outside a git repository.
+    ``migrations/`` have uncommitted changes. None outside a git repository (then git is not needed).
     """
+    if checkout_of(Path(project_root).resolve()) is None:
+        return None
+    require_git("the project is in a git repository: schemaflow records the commit its files come from on each "
+               "object it writes, and reads it with git")
     try:
         repo = git.Repo(project_root, search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):

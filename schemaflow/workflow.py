@@ -29,7 +29,6 @@ from schemaflow.catalog.backends import backend_capabilities, settings_problems
 from schemaflow.catalog.live import Live
 from schemaflow.catalog import registrable
 from schemaflow.catalog.thrift_reader import lenient
-from schemaflow.gitsource import commit_of
 from schemaflow.model import Catalog, Object, Source, Stored, Table, View, catalog_digest, split_key
 from schemaflow.plan.backups import NO_BACKUP_DROPS, BackupDrops
 from schemaflow.plan.invalidation import created_schema_mode
@@ -161,6 +160,8 @@ def _live_builder(project: Project, live: Live, desired: Catalog | None = None, 
                   **options: Any) -> PlanBuilder:
     """What a plan of the project's desired state against the live metastore is made from (``desired`` and
     ``read``, the live databases, when the caller has read them already); ``options`` as ``PlanBuilder``'s."""
+    from schemaflow.gitsource import commit_of  # GitPython loads only with a git on the PATH: where it is needed
+
     release = project.settings.release  # before Spark starts: a pyspark of another release than declared is refused
     if desired is None:
         live.read_ahead(_named_databases(project))
@@ -387,8 +388,9 @@ def review_hints(project: Project, base: str, environ: Mapping[str, str] | None 
     the operator's (``SCHEMAFLOW_METASTORE_URI`` in ``environ``, the job's environment), else that of the
     settings at ``base`` (merged, and reviewed, before), read with the backend those settings name; the head's
     settings are never used for it. Without either, the review has no hints, as without a metastore."""
-    from schemaflow.gitsource import commit_files
+    from schemaflow.gitsource import commit_files, reading_at, require_git
 
+    require_git(reading_at(base))  # said as the error it is, not as why the review has no hints
     environ = os.environ if environ is None else environ
     try:
         with commit_files(project.root, base) as files:
@@ -417,7 +419,7 @@ def review_refs(project: Project, base: str, head: str | None = None, *, allow_d
     come from a thrift:// metastore when the operator or the settings at ``base`` name one (``review_hints``,
     unless given: one Thrift call each, see ``catalog.thrift_reader``), else they are unknown.
     """
-    from schemaflow.gitsource import desired_at, settings_at
+    from schemaflow.gitsource import commit_of, desired_at, settings_at
 
     desired = desired_state(project) if head is None else _on_target(project, desired_at(project.root, head))
     settings = project.settings.declared if head is None else settings_at(project.root, head)
@@ -449,6 +451,7 @@ def _reads(live: Catalog, desired: Catalog) -> dict[str, tuple[str, ...]]:
 def restoring(project: Project, live: Live, key: str) -> Plan:
     """The plan that swaps the backup a rewrite kept of the table ``key`` (the project's name for it) back in
     (``plan.restore``), against the live metastore, on the project's target."""
+    from schemaflow.gitsource import commit_of
     from schemaflow.plan.restore import restore_plan
 
     database, _, name = key.lower().partition(".")

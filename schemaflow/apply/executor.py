@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import functools
 import time
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from datetime import datetime, UTC
 from typing import Any, NoReturn, TextIO, assert_never
 from collections.abc import Callable, Collection, Mapping, Sequence
 
 from schemaflow.apply.lane import Lane, LaneFailed
-from schemaflow.apply.stops import StopRequest, stop_between_steps
+from schemaflow.apply.stops import StopRequest, signal_name, stop_between_steps
 from schemaflow.catalog.backend import CatalogWriter
 from schemaflow.capabilities import HIVE_METASTORE
 from schemaflow.claims import Claim, new_run
@@ -193,6 +193,16 @@ class ApplyInterrupted(SchemaflowError):
                                     *_applied_and_not(steps, stopped, stopped if begun else None),
                                     "To finish: schemaflow apply, as you ran it but with no saved PLAN: a new plan "
                                     "starts from the live state, so it holds exactly what was not applied."]))
+
+
+class ApplyNotStarted(SchemaflowError):
+    """A signal stopped an apply before its first step (``apply.stops``): ``when`` it came, and the ``plan``, once made."""
+
+    def __init__(self, signal: str, when: str, plan: Plan | None = None) -> None:
+        said = _applied_and_not(plan.steps, 0, None) if plan is not None else ["applied: none (no plan was made yet)"]
+        super().__init__("\n".join([f"apply stopped by {signal} {when}: nothing was applied", *said,
+                                    "To apply: schemaflow apply, as you ran it (a new plan starts from the live state; "
+                                    "an object this run had claimed is taken over)."]))
 
 
 def _applied_and_not(steps: Sequence[Step], stopped: int, begun: int | None) -> list[str]:
@@ -367,8 +377,12 @@ def apply_plan(plan: Plan, writer: CatalogWriter, progress: TextIO | None = None
     # The second connection first: one that cannot be opened stops the run before anything is claimed.
     # A plan of no stamps (a sync of view partitions) has nothing to hand over, and opens none.
     stamps = any(_ends_with_stamp(step) for step in plan.steps)
-    with writer.beside() if stamps else nullcontext() as second, stop_between_steps() as stop:
-        _claim(plan, run, progress, clock)
+    with stop_between_steps() as stop, ExitStack() as opened:
+        try:
+            second = opened.enter_context(writer.beside()) if stamps else None
+            _claim(plan, run, progress, clock)
+        except KeyboardInterrupt as stopped:  # a second signal (the first is noted): no step has begun
+            raise ApplyNotStarted(signal_name(stopped), "before its first step", plan) from None
         if pause:
             pause("claimed")
         lane = Lane() if second is not None else None

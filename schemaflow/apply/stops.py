@@ -7,6 +7,10 @@ executor stops before the next step, as after a failed one, and says what was ap
 not. A second signal stops at once (``KeyboardInterrupt``), leaving the step that runs begun: its
 object keeps this run's claim, which the next apply takes over and finishes.
 
+Before the steps (while the plan is made, at the confirmation, while the objects are claimed) nothing is written
+that a stop could cut: SIGINT, and SIGTERM too (``terminated``), stop at once there, and the apply says that nothing
+was applied.
+
 Signal handlers belong to the main thread: an apply run in another thread (a test's) is stopped as
 any code there is.
 """
@@ -58,3 +62,28 @@ def stop_between_steps() -> Iterator[StopRequest]:
     finally:
         for signum, handler in before.items():
             signal.signal(signum, handler)
+
+
+def signal_name(stop: KeyboardInterrupt) -> str:
+    """The signal a ``KeyboardInterrupt`` stands for: the one its text names (``stop_between_steps``,
+    ``terminated``), else SIGINT, which Python raises it for."""
+    named = str(stop)
+    return named if named in {signum.name for signum in SIGNALS} else signal.SIGINT.name
+
+
+@contextmanager
+def terminated() -> Iterator[None]:
+    """While inside: SIGTERM raises ``KeyboardInterrupt`` as SIGINT does (Python's default for it ends the process
+    there and then, saying nothing); the handler before is put back on the way out."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    before = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)

@@ -16,7 +16,7 @@ Errors inside SQL are placed at their line and column in the YAML file.
 from __future__ import annotations
 
 from dataclasses import replace
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 
 from schemaflow.errors import Problem
 from schemaflow.graph import CycleError, topological_order
@@ -24,7 +24,8 @@ from schemaflow.model import Column, Table, View, column_type
 from schemaflow.spec.yamlpos import Document
 from schemaflow.sql.function_calls import function_calls
 from schemaflow.sql.spark_functions import JAVA_FUNCTIONS
-from schemaflow.sql.views import DYNAMIC_NAME, ViewSqlError, analyze_view, tables_read
+from schemaflow.sql.views import (DYNAMIC_NAME, ViewAnalysis, ViewSqlError, analysis_key, analyze_view, known_analysis,
+                                  learn_analysis, tables_read)
 from schemaflow.wording import plural
 from schemaflow.workers import halves
 
@@ -76,8 +77,18 @@ def analyze_views(
     # project's in two processes (``workers.halves``); the others after what they read, as their columns come.
     not_tables = skipped | views.keys()
     over_tables = [key for key in order if not not_tables.intersection(reads[key])]
-    shared = halves(lambda keys: [checked(key) for key in keys], over_tables, VIEWS_SHARED_FROM)
-    early = dict(zip(over_tables, [found for half in shared for found in half], strict=True))
+    analyses = {key: analysis_key(views[key].sql, views[key].database, schema) for key in over_tables}
+
+    def checked_here(keys: Sequence[str]) -> list[tuple[tuple[View, list[Problem]], ViewAnalysis | None]]:
+        return [(checked(key), known_analysis(analyses[key])) for key in keys]  # the analysis made, to be known here
+    # A second tree's views (``plan --base``) are mostly analysed already: a fork pays only for those that are not.
+    new = sum(1 for key in over_tables if known_analysis(analyses[key]) is None)
+    shared = halves(checked_here, over_tables, VIEWS_SHARED_FROM) if new >= VIEWS_SHARED_FROM else [
+        checked_here(over_tables)]
+    for key, (_, analysis) in zip(over_tables[len(shared[0]):], shared[-1] if len(shared) > 1 else [], strict=True):
+        if analysis is not None:
+            learn_analysis(analyses[key], analysis)
+    early = dict(zip(over_tables, [found for half in shared for found, _ in half], strict=True))
     analysed: dict[str, View] = {}
     for key in order:
         if skipped.intersection(reads[key]):

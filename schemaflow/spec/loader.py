@@ -31,6 +31,7 @@ from schemaflow.spec.declaration import Declaration, DeclarationKind, read_objec
 from schemaflow.spec.layout import SCHEMAS_DIR, SUFFIXES
 from schemaflow.spec.source import Directory, ProjectFile, ProjectFiles, ReadFile
 from schemaflow.spec.yamlpos import Budget, load_yaml, project_bounds, read_bytes
+from schemaflow.sql.views import CacheInfo
 from schemaflow.workers import halves
 
 CACHED_FILES = 25_000  # schema files kept read in a process: two trees of a warehouse of 10,000 objects
@@ -173,7 +174,9 @@ def _each_declared(found: list[tuple[str, ProjectFile]], budget: Budget) -> list
     other, for the message at the file or alias that crosses the project's bounds. What the fork read is
     known here afterwards, as what this process read is: ``plan --base`` reads a second tree of the same files.
     """
-    read = halves(partial(_read_files, budget=budget), found, SHARED_FROM)
+    found, new = _peeked(found)
+    read = halves(partial(_read_files, budget=budget), found, SHARED_FROM) if new >= SHARED_FROM else [
+        _read_files(found, budget)]
     spent = [(budget.bytes - half.left.bytes, budget.aliased - half.left.aliased) for half in read]
     bytes_spent, aliased_spent = sum(b for b, _ in spent), sum(a for _, a in spent)
     if len(read) > 1 and (bytes_spent > budget.bytes or aliased_spent > budget.aliased):
@@ -184,6 +187,26 @@ def _each_declared(found: list[tuple[str, ProjectFile]], budget: Budget) -> list
     for path, content, declaration in read[-1].declared if len(read) > 1 else ():
         _declared.learn(path, content, declaration)
     return [declared for half in read for declared in half.read]
+
+
+def _peeked(found: list[tuple[str, ProjectFile]]) -> tuple[list[tuple[str, ProjectFile]], int]:
+    """``found``, and how many of its files this process has not read yet: all of them in its first read; in a
+    second (``plan --base``'s other tree), each file's content is read first (a ``ReadFile`` from then on), so that
+    only a tree with enough files that differ is shared with a fork. A file that cannot be read stays as it was."""
+    if not _declared.known:
+        return found, len(found)
+    peeked: list[tuple[str, ProjectFile]] = []
+    new = 0
+    for path, file in found:
+        try:
+            content = read_bytes(file, path)
+        except SpecError:
+            peeked.append((path, file))  # read again where its problem is reported
+            new += 1
+            continue
+        peeked.append((path, ReadFile(file.name, content)))
+        new += (path, content) not in _declared.known
+    return peeked, new
 
 
 def _read_files(found: Sequence[tuple[str, ProjectFile]], budget: Budget,
@@ -202,15 +225,6 @@ def _read_files(found: Sequence[tuple[str, ProjectFile]], budget: Budget,
             half.read.append(declaration)
             half.declared.append((path, content, declaration))
     return half
-
-
-class CacheInfo(NamedTuple):
-    """How a cache has served, counted as ``functools.lru_cache`` counts."""
-
-    hits: int
-    misses: int
-    maxsize: int
-    currsize: int
 
 
 class _Declarations:

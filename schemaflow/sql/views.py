@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import pairwise
-from typing import cast
+from typing import NamedTuple, cast
 from collections.abc import Iterator, Mapping, Sequence
 
 import sqlglot
@@ -224,13 +224,75 @@ def analyze_view(sql: str, default_database: str, schema: Mapping[str, Sequence[
     a duplicate output name. Only the columns of what the query reads count, so the same text over
     the same columns is analysed once in a process (the result is shared: read it, do not change it).
     """
+    return _analyzed(analysis_key(sql, default_database, schema))
+
+
+# What an analysis depends on: the text, its default database and the columns of each object it reads.
+AnalysisKey = tuple[str, str, tuple[tuple[str, tuple[tuple[str, str], ...]], ...]]
+
+
+def analysis_key(sql: str, default_database: str, schema: Mapping[str, Sequence[tuple[str, str]]]) -> AnalysisKey:
+    """What ``analyze_view`` of these arguments depends on alone; raises ``ViewSqlError`` where the SQL does not parse."""
     read = tables_read(sql, default_database)
-    return _analyzed(sql, default_database, tuple((key, tuple(schema[key])) for key in read if key in schema))
+    return sql, default_database, tuple((key, tuple(schema[key])) for key in read if key in schema)
 
 
-@lru_cache(maxsize=PARSED_KEPT)
+class _Analyses:
+    """Each text's analysis over the columns it reads, made once in a process (the last ``kept``), or in the fork that
+    analysed it (``learn``): ``plan --base`` analyses the views of two trees, and the plan the base's again."""
+
+    def __init__(self, kept: int) -> None:
+        self.kept = kept
+        self.known: dict[AnalysisKey, ViewAnalysis] = {}
+        self.hits = self.misses = 0
+
+    def __call__(self, key: AnalysisKey) -> ViewAnalysis:
+        known = self.known.get(key)
+        if known is not None:
+            self.hits += 1
+            return known
+        self.misses += 1
+        analysis = _analysis(*key)  # a ViewSqlError is raised each time, as lru_cache does
+        self.learn(key, analysis)
+        return analysis
+
+    def learn(self, key: AnalysisKey, analysis: ViewAnalysis) -> None:
+        if len(self.known) >= self.kept:
+            self.known.clear()
+        self.known[key] = analysis
+
+    def cache_info(self) -> CacheInfo:
+        return CacheInfo(self.hits, self.misses, self.kept, len(self.known))
+
+    def cache_clear(self) -> None:
+        self.known.clear()
+        self.hits = self.misses = 0
+
+
+class CacheInfo(NamedTuple):
+    """How a cache has served, counted as ``functools.lru_cache`` counts."""
+
+    hits: int
+    misses: int
+    maxsize: int
+    currsize: int
+
+
+_analyzed = _Analyses(PARSED_KEPT)
+
+
+def known_analysis(key: AnalysisKey) -> ViewAnalysis | None:
+    """The analysis of ``key`` made in this process already (or learnt), None when none was."""
+    return _analyzed.known.get(key)
+
+
+def learn_analysis(key: AnalysisKey, analysis: ViewAnalysis) -> None:
+    """Keep ``analysis`` as that of ``key``, made in a fork of this process."""
+    _analyzed.learn(key, analysis)
+
+
 @_within_python_stack()
-def _analyzed(sql: str, default_database: str, known: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
+def _analysis(sql: str, default_database: str, known: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
               ) -> ViewAnalysis:
     schema = dict(known)
     query = parse_select(sql)
@@ -700,7 +762,8 @@ HIVE_RESERVED = frozenset("""
 
 
 def hive_readable(sql: str, default_database: str, stars: Sequence[StarColumns] = ()) -> str:
-    """``sql`` as Hive can read it back from a view's stored text, otherwise as written.
+    """``sql`` as Hive can read it back from a view's stored text, otherwise as written (made once per text in a
+    process: ``plan --base`` stores the base's views and compares the head's with them).
 
     Hive expands a view's stored text itself, from whatever database is current: each table or view
     read by an unqualified name gets ``default_database`` (back-quoted) before its name, and an
@@ -709,6 +772,11 @@ def hive_readable(sql: str, default_database: str, stars: Sequence[StarColumns] 
     at every read, so a column added to a table later shows in Hive and not in Spark: each of
     ``stars`` (``ViewAnalysis.stars``) is replaced by the columns it selected when the view was made.
     """
+    return _hive_readable(sql, default_database, tuple(stars))
+
+
+@lru_cache(maxsize=PARSED_KEPT)
+def _hive_readable(sql: str, default_database: str, stars: tuple[StarColumns, ...]) -> str:
     query = parse_select(sql)
     # (start, end, text): replace sql[start:end] by text; an insertion has end == start.
     edits = [(table.this.meta["start"], table.this.meta["start"], ident(default_database) + ".")
