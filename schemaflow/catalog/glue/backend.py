@@ -3,8 +3,9 @@
 Nothing is connected until a command reads or writes: then a boto3 client of the region and endpoint
 ``metastore.options`` name (``glue.client``), with credentials from AWS's default chain. The plan records the catalog
 as ``glue:<region>:<catalog id>`` (the account's, from STS, when ``catalog_id`` is not set). Hive-format and
-data-source tables are read and written (``glue.reader``, ``glue.writer``); views, Iceberg tables and rewrites are
-refused when applied, saying so.
+data-source tables are read and written (``glue.reader``, ``glue.writer``), and Iceberg tables, by commits of their
+metadata (``glue.iceberg``), whose new files go to ``metastore.warehouse`` where a database has no location; views and
+rewrites are refused when applied, saying so.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from schemaflow.catalog.glue.reader import GlueReader
 from schemaflow.catalog.glue.writer import GlueWriter
 from schemaflow.model import Catalog
 from schemaflow.project import Project
-from schemaflow.sql.table_kinds import CUSTOM, names
+from schemaflow.sql.table_kinds import CUSTOM, ICEBERG, names
 
 
 def glue_options(project: Project) -> GlueOptions:
@@ -26,15 +27,16 @@ def glue_options(project: Project) -> GlueOptions:
     return GlueOptions.of(project.settings.metastore_options)
 
 
-# Glue holds Hive-format and data-source tables here (Iceberg tables and views are to come); no engine, no rename.
+# Glue holds Hive-format, data-source and Iceberg tables here (no views: docs/backends/glue.md says why); no engine,
+# no rename.
 # Each table update names the VersionId it read; a parameter value holds up to 512,000 bytes.
 CAPABILITIES = Capabilities(
-    noun="Glue Data Catalog", table_kinds=frozenset({*names(False), *names(True), CUSTOM}), views=False,
+    noun="Glue Data Catalog", table_kinds=frozenset({*names(False), *names(True), CUSTOM, ICEBERG}), views=False,
     view_partitions=False, renames=False, engine=False, guard=GuardKind.VERSION_ID, value_limit=512_000)
 _KINDS = {"str": "string", "bool": "boolean"}
 SETTINGS = {
     "type": "object", "additionalProperties": False,
-    "properties": {"type": {}, "options": {
+    "properties": {"type": {}, "warehouse": {"type": "string", "minLength": 1}, "options": {
         "type": "object", "additionalProperties": False,
         "properties": {name: {"type": _KINDS[kind.__name__]} for name, kind in OPTIONS.items()}}},
 }
@@ -76,4 +78,4 @@ class GlueBackend(WithoutEngine):
     def writer(self) -> GlueWriter:
         def say(message: str) -> None:
             self.opening.progress.write(message + "\n")
-        return GlueWriter(self.glue, self.reader, say)
+        return GlueWriter(self.glue, self.reader, say, self.project.settings.metastore_warehouse)

@@ -12,7 +12,7 @@ front of it, so schemaflow writes the same entry itself, and Spark, EMR or Athen
   form), else Hive's placeholder column ``col array<string>``.
 
 ``catalog.thrift_data.to_model`` reads such data back as the table declared (tests/test_glue_shape.py holds it to
-what Spark itself writes in a Hive metastore). Iceberg tables and views are not made here.
+what Spark itself writes in a Hive metastore). Iceberg tables are made by ``glue.iceberg``; views are not made.
 """
 from __future__ import annotations
 
@@ -52,7 +52,8 @@ def table_data(table: Table, parameters: Mapping[str, str], location: str | None
             sd = _data_source_sd(table, where)
             spark[PROVIDER] = table.format
         case LiveSchema.OWN_METADATA:
-            raise SchemaflowError(f"{table.key}: {table.format} tables are not written to Glue by this backend yet")
+            raise SchemaflowError(f"{table.key}: {table.format} tables are made by a commit of their own metadata "
+                                  "(glue.iceberg), not entered as Spark enters a table")
         case _ as unreachable:
             assert_never(unreachable)
     return {"dbName": table.database, "tableName": table.name,
