@@ -51,7 +51,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def glue(aws: None, tmp_path: Path) -> Iterator[tuple[GlueWriter, Versions]]:
     with versioned_glue() as seen:
         catalog = GlueCatalog(GlueOptions(region=REGION))
-        writer = GlueWriter(catalog, GlueReader(catalog), warehouse=str(tmp_path / "warehouse"))
+        writer = GlueWriter(catalog, GlueReader(catalog, str(tmp_path / "warehouse")))
         writer.add_database(Database("lake"))
         yield writer, seen
 

@@ -67,7 +67,7 @@ class GlueBackend(WithoutEngine):
     @property
     def reader(self) -> GlueReader:
         if self._reader is None:
-            self._reader = GlueReader(self.glue)
+            self._reader = GlueReader(self.glue, self.project.settings.metastore_warehouse)
         return self._reader
 
     def read(self, databases: tuple[str, ...]) -> Catalog:
@@ -78,4 +78,4 @@ class GlueBackend(WithoutEngine):
     def writer(self) -> GlueWriter:
         def say(message: str) -> None:
             self.opening.progress.write(message + "\n")
-        return GlueWriter(self.glue, self.reader, say, self.project.settings.metastore_warehouse)
+        return GlueWriter(self.glue, self.reader, say)

@@ -22,7 +22,7 @@ partitions still stale.
 An Iceberg table is written by commits of its metadata (``glue.iceberg``): the next metadata file, then one
 ``UpdateTable`` naming it at the ``VersionId`` read with the metadata it was made on; its properties (the stamps among
 them) are set by such a commit too, so a change and its stamp land together. A new one's metadata goes to its declared
-location, else its database's folder, else ``<metadata.warehouse>/<database>.db/<name>`` (as pyiceberg's Glue catalog
+location, else its database's folder, else ``<metastore.warehouse>/<database>.db/<name>`` (as pyiceberg's Glue catalog
 places it). Views, renames and rewrites are not written to Glue by this backend: each is refused, saying so.
 """
 from __future__ import annotations
@@ -60,7 +60,6 @@ class GlueWriter:
     glue: GlueCatalog
     reader: GlueReader
     progress: Callable[[str], None] | None = None
-    warehouse: str | None = None  # metastore.warehouse: where new Iceberg tables go in a database with no location
     endpoint: str = field(init=False)  # the catalog it writes, as its reader names it
 
     def __post_init__(self) -> None:
@@ -257,8 +256,9 @@ class GlueWriter:
 
     def _create_iceberg(self, table: Table, set: Mapping[str, str]) -> None:
         held = self.reader.database(table.database).location
+        warehouse = self.reader.warehouse
         location = table.location or (f"{held.rstrip('/')}/{table.name}" if held else None) or (
-            f"{self.warehouse.rstrip('/')}/{table.database}.db/{table.name}" if self.warehouse else None)
+            f"{warehouse.rstrip('/')}/{table.database}.db/{table.name}" if warehouse else None)
         if location is None:
             raise SchemaflowError(f"{table.key}: an Iceberg table needs a place for its files: declare its location, "
                                   "give its database a location, or set metastore.warehouse; nothing was created")
@@ -296,7 +296,7 @@ class GlueWriter:
 
     def _storage(self, database: str) -> tuple[str | None, ...]:
         """Where an Iceberg table of ``database`` may keep its metadata: its database's storage, the warehouse's."""
-        return (self.reader.database(database).location, self.warehouse)
+        return (self.reader.database(database).location, self.reader.warehouse)
 
     # What Glue does not take from this backend.
 
