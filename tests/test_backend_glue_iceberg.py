@@ -5,8 +5,8 @@ What it proves: an Iceberg table created, evolved (columns added, renamed, retyp
 spec, sort order, comments) and dropped reads back as declared, from the metadata file its entry names; the entry is
 the one pyiceberg's Glue catalog writes, and pyiceberg loads and commits to it; each commit is one ``UpdateTable`` at
 the ``VersionId`` read with the metadata it was made on, so another writer's commit in between is a
-``ConcurrentChange`` with nothing of schemaflow's landed (and its metadata file deleted); the conformance suite passes
-with the project's table declared ``format: iceberg``.
+``ConcurrentChange`` with nothing of schemaflow's landed (and its metadata file deleted). The conformance suite with
+the project's table declared ``format: iceberg`` is in tests/test_backend_glue.py, beside the suite's other run.
 """
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from typing import Any
 
 import boto3
 import pytest
-from moto import mock_aws
 
 from schemaflow.catalog.glue.client import GlueCatalog, GlueOptions
 from schemaflow.catalog.glue.reader import GlueReader
@@ -26,8 +25,7 @@ from schemaflow.catalog.glue.writer import GlueWriter
 from schemaflow.errors import ConcurrentChange, SchemaflowError
 from schemaflow.model import (LIVE_STATE, VERSION_KEY, Column, Database, IcebergState, PartitionField, SortTerm, Table,
                               state_digest)
-from schemaflow.testing import BackendSuite, Harness
-from tests.glue_versions import Versions, versioned_glue
+from tests.glue_versions import Versions, moto_aws, versioned_glue
 
 REGION = "eu-west-1"
 ACCOUNT = "123456789012"  # moto's
@@ -41,9 +39,7 @@ EVENTS = Table("lake", "events", (Column("id", "bigint", "the event"), Column("a
 
 @pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
-        monkeypatch.setenv(name, "testing")
-    with mock_aws():
+    with moto_aws(monkeypatch):
         yield
 
 
@@ -214,33 +210,3 @@ def test_what_an_iceberg_table_on_glue_cannot_be_given_is_refused(aws: None, tmp
         with pytest.raises(SchemaflowError, match="not converted to Iceberg in place in Glue"):
             writer.commit_iceberg(EVENTS, {}, None, True, {VERSION_KEY: CLAIM}, (), None, backup="lake.events_old")
         assert writer.reader.read(("lake",)).objects == {}
-
-
-class GlueIcebergHarness(Harness):
-    """The conformance suite on moto's Glue (with the tests' VersionId layer), its table an Iceberg table whose files
-    go to a warehouse in the project's folder; another writer is pyiceberg's own Glue catalog."""
-
-    name = "glue"
-    table_format = "iceberg"
-
-    def metastore(self, root: Path) -> dict[str, Any]:
-        return {"type": self.name, "warehouse": str(root / "warehouse"),
-                "options": {"region": REGION, "catalog_id": ACCOUNT}}
-
-    def change_outside(self, root: Path, key: str, column: Column) -> None:
-        from pyiceberg.types import StringType
-
-        assert column.type == "string"
-        with _outside().load_table(tuple(key.split("."))).update_schema() as update:
-            update.add_column(column.name, StringType())
-
-
-@pytest.fixture
-def served(aws: None) -> Iterator[None]:
-    with versioned_glue():
-        yield
-
-
-@pytest.mark.usefixtures("served")
-class TestGlueIcebergSuite(BackendSuite):
-    harness = GlueIcebergHarness()
