@@ -22,6 +22,8 @@ from threading import Lock
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
+from moto import mock_aws
 from moto.glue.exceptions import GlueClientError
 from moto.glue.responses import GlueResponse
 
@@ -40,6 +42,16 @@ class Versions:
 
     skip_archive: list[tuple[str, str, bool]] = field(default_factory=list)
     refused: int = 0
+
+
+@contextmanager
+def moto_aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """moto's AWS in this process for the time of a ``with``, with the made-up credentials it takes (no real ones are
+    ever read)."""
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, "testing")
+    with mock_aws():
+        yield
 
 
 @contextmanager

@@ -4,7 +4,8 @@ added by tests/glue_versions.py (fast tier: no JVM, no server, no AWS account).
 What it proves: each kind of table written reads back as declared; every table write is a compare-and-swap on the
 table's VersionId, so a writer that changes the table between schemaflow's read and its update, or a stamp other than
 the plan's, is a ``ConcurrentChange`` with nothing changed; a cascade rewrites partitions in batches of at most 100;
-``check_guards`` refuses plain moto and passes with the layer.
+``check_guards`` refuses plain moto and passes with the layer. The conformance suite runs twice: with the project's
+table a Parquet data-source table, and an Iceberg table (whose other writer is pyiceberg's own Glue catalog).
 """
 from __future__ import annotations
 
@@ -19,7 +20,6 @@ from typing import Any
 import boto3
 import pytest
 import yaml
-from moto import mock_aws
 
 from schemaflow.catalog.backend import LiveEntry
 from schemaflow.catalog.live import Live
@@ -30,7 +30,7 @@ from schemaflow.errors import ConcurrentChange, SchemaflowError
 from schemaflow.model import LIVE_STATE, VERSION_KEY, Bucketing, Column, Database, Table, View, state_digest
 from schemaflow.project import Project, Settings
 from schemaflow.testing import BackendSuite, Harness
-from tests.glue_versions import Versions, versioned_glue
+from tests.glue_versions import Versions, moto_aws, versioned_glue
 
 REGION = "eu-west-1"
 ACCOUNT = "123456789012"  # moto's
@@ -40,9 +40,7 @@ DOCS = Path(__file__).parent.parent / "docs" / "backends" / "glue.md"
 
 @pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
-        monkeypatch.setenv(name, "testing")
-    with mock_aws():
+    with moto_aws(monkeypatch):
         yield
 
 
@@ -214,7 +212,7 @@ def test_views_and_what_glue_cannot_hold_are_refused(glue: tuple[GlueWriter, Ver
     view = View("retail", "recent", "SELECT 1 AS one")
     with pytest.raises(SchemaflowError, match="retail.recent: the glue backend does not write views"):
         writer.create_view(view, False, CLAIM)
-    with pytest.raises(SchemaflowError, match="retail.ice: iceberg tables are not written to Glue"):
+    with pytest.raises(SchemaflowError, match="retail.ice: iceberg tables are made by a commit of their own metadata"):
         writer.create_table(Table("retail", "ice", (Column("id", "bigint"),), format="iceberg", data_source=True),
                             CLAIM)
     writer.create_table(TABLES[2], CLAIM)
@@ -309,3 +307,29 @@ def served(aws: None) -> Iterator[None]:
 @pytest.mark.usefixtures("served")
 class TestGlueSuite(BackendSuite):
     harness = GlueHarness()
+
+
+class GlueIcebergHarness(Harness):
+    """The conformance suite on moto's Glue (with the tests' VersionId layer), its table an Iceberg table whose files
+    go to a warehouse in the project's folder; another writer is pyiceberg's own Glue catalog."""
+
+    name = "glue"
+    table_format = "iceberg"
+
+    def metastore(self, root: Path) -> dict[str, Any]:
+        return {"type": self.name, "warehouse": str(root / "warehouse"),
+                "options": {"region": REGION, "catalog_id": ACCOUNT}}
+
+    def change_outside(self, root: Path, key: str, column: Column) -> None:
+        from pyiceberg.catalog.glue import GlueCatalog as PyicebergGlue
+        from pyiceberg.types import StringType
+
+        assert column.type == "string"
+        outside = PyicebergGlue("outside", client=boto3.client("glue", region_name=REGION))
+        with outside.load_table(tuple(key.split("."))).update_schema() as update:
+            update.add_column(column.name, StringType())
+
+
+@pytest.mark.usefixtures("served")
+class TestGlueIcebergSuite(BackendSuite):
+    harness = GlueIcebergHarness()

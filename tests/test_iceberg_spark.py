@@ -189,7 +189,7 @@ def _appended_at_each_swap(monkeypatch, tmp_path, metastore, fresh_db, times: in
     plan_and_apply(write_project(tmp_path, _clicks(db, BEFORE, LAYOUT)), metastore)
     project = write_project(tmp_path, _clicks(db, BEFORE + "\n          - {name: extra, type: string}", LAYOUT))
     planned = plan(project, metastore)
-    write, swaps = iceberg_commit._write, []
+    write, swaps = iceberg_commit.write_metadata, []
 
     def appended_meanwhile(metadata, location):
         write(metadata, location)
@@ -198,7 +198,7 @@ def _appended_at_each_swap(monkeypatch, tmp_path, metastore, fresh_db, times: in
             _append(metastore, key, [{"ts": datetime(2024, 1, 1, tzinfo=UTC), "id": len(swaps), "v": 1,
                                       "code": "a", "region": "eu"}])
 
-    monkeypatch.setattr(iceberg_commit, "_write", appended_meanwhile)
+    monkeypatch.setattr(iceberg_commit, "write_metadata", appended_meanwhile)
     monkeypatch.setattr(iceberg_commit, "_BACKOFF_SECONDS", 0.0)
     return key, project, planned, swaps
 

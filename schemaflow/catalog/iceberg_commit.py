@@ -28,15 +28,14 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from schemaflow.catalog.backend import HiveClient
 from schemaflow.catalog.iceberg_metadata import PREVIOUS_METADATA_LOCATION, TABLE_TYPE, Unreadable, check_location, \
     current, iceberg_table, is_iceberg, read_metadata
-from schemaflow.catalog.iceberg_updates import check_state, evolved, first_metadata, layout_updates, property_changes, \
-    pyiceberg_parts
+from schemaflow.catalog.iceberg_updates import check_state, delete_metadata, evolved, first_metadata, layout_updates, \
+    next_metadata_location, property_changes, write_metadata
 from schemaflow.catalog.jvm import java_message, jvm_view
 from schemaflow.catalog.table_lock import table_lock
 from schemaflow.errors import ConcurrentChange, SchemaflowError
@@ -44,7 +43,6 @@ from schemaflow.model import METADATA_LOCATION, IcebergState, Table, split_key
 from schemaflow.sql.iceberg_types import spark_type
 from schemaflow.sql.table_kinds import LAZY_SIMPLE_SERDE
 
-METADATA_PATH = "write.metadata.path"  # where a table's metadata files go, when not <table>/metadata
 # What Iceberg's catalogs register an Iceberg table's metastore entry with: its files are Iceberg's to read.
 _INPUT_FORMAT, _OUTPUT_FORMAT = "org.apache.hadoop.mapred.FileInputFormat", "org.apache.hadoop.mapred.FileOutputFormat"
 # A commit that lost the swap to another writer is made again this many times, waiting 0.1 s, then twice as long
@@ -102,23 +100,23 @@ def _commit_once(client: HiveClient, key: str, table: Table | None, sources: Map
     updates = layout_updates(base, table, sources) if table is not None else []
     properties, removals, upgrade = property_changes(base, table, set, unset)
     metadata = evolved(base, base_location, updates, properties, removals, upgrade, key)
-    location = _next_location(metadata.location, metadata.properties, base_location)
+    location = next_metadata_location(metadata.location, metadata.properties, base_location)
     try:  # where the file read says: pyiceberg writes only where schemaflow would read
         check_location(location, storage)
     except Unreadable as refused:
         raise SchemaflowError(f"{key}: its next metadata file would go where its metadata says, and {refused}; "
                               "nothing was committed") from None
-    _write(metadata, location)
+    write_metadata(metadata, location)
     _mirror(client, hms, metadata, removals)
     hms.getParameters().put(PREVIOUS_METADATA_LOCATION, base_location)
     hms.getParameters().put(METADATA_LOCATION, location)
     try:
         client.alter(hms, base_location, guarded_by=METADATA_LOCATION)
     except ConcurrentChange as change:
-        _delete(location)  # never named by the metastore: nobody reads it
+        delete_metadata(location)  # never named by the metastore: nobody reads it
         raise _LostSwap(change) from None
     except Exception:
-        _delete(location)
+        delete_metadata(location)
         raise
 
 
@@ -135,8 +133,8 @@ def register(client: HiveClient, key: str, metadata: Any) -> None:
     """Write ``metadata`` as the first metadata file of the Iceberg table ``key``, and create its metastore entry
     naming it, as Iceberg's catalogs register a table; fails (and deletes the file) if the name is taken."""
     database, name = split_key(key)
-    metadata_location = _next_location(metadata.location, metadata.properties, "")
-    _write(metadata, metadata_location)
+    metadata_location = next_metadata_location(metadata.location, metadata.properties, "")
+    write_metadata(metadata, metadata_location)
     api = client.api
     hms = api.Table()
     hms.setDbName(database)
@@ -162,20 +160,10 @@ def register(client: HiveClient, key: str, metadata: Any) -> None:
     try:
         client.msc.createTable(hms)
     except Exception as error:
-        _delete(metadata_location)
+        delete_metadata(metadata_location)
         if "AlreadyExists" in type(error).__name__ + java_message(error):
             raise ConcurrentChange(key, None, "a table created by another writer", "metastore entry") from None
         raise
-
-
-def _next_location(table_location: str, properties: Mapping[str, str], base_location: str) -> str:
-    """Where the next metadata file after ``base_location`` goes (the first when it is empty):
-    ``<metadata folder>/<version + 1>-<uuid>.metadata.json``, the folder being ``write.metadata.path`` when the
-    table sets it, else ``<table>/metadata``."""
-    file = base_location.rsplit("/", 1)[-1]
-    version = int(file.split("-", 1)[0]) if file.split("-", 1)[0].isdigit() else -1
-    folder = properties.get(METADATA_PATH) or f"{table_location.rstrip('/')}/metadata"
-    return f"{folder.rstrip('/')}/{version + 1:05d}-{uuid.uuid4()}.metadata.json"
 
 
 def _mirror(client: HiveClient, hms: Any, metadata: Any, removals: Sequence[str]) -> None:
@@ -192,15 +180,3 @@ def _mirror(client: HiveClient, hms: Any, metadata: Any, removals: Sequence[str]
         parameters.remove(removed)
     for property_, value in sorted(metadata.properties.items()):
         parameters.put(property_, str(value))
-
-
-def _write(metadata: Any, location: str) -> None:
-    pyiceberg = pyiceberg_parts()
-    pyiceberg.ToOutputFile.table_metadata(metadata, pyiceberg.load_file_io({}, location).new_output(location))
-
-
-def _delete(location: str) -> None:
-    try:
-        pyiceberg_parts().load_file_io({}, location).delete(location)
-    except OSError:
-        pass  # an orphan metadata file is harmless: no metastore entry names it

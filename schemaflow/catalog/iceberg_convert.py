@@ -28,7 +28,8 @@ from functools import cache
 from typing import Any
 
 from schemaflow.catalog.backend import HiveClient
-from schemaflow.catalog.iceberg_commit import METADATA_PATH, first_metadata, register
+from schemaflow.catalog.iceberg_commit import register
+from schemaflow.catalog.iceberg_updates import METADATA_PATH, first_metadata
 from schemaflow.catalog.registrable import data_files, int96_writers
 from schemaflow.catalog.thrift_data import TRANSLATED, to_model, translated
 from schemaflow.errors import ConcurrentChange, SchemaflowError

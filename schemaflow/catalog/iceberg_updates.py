@@ -6,7 +6,8 @@ the updates, in Iceberg's REST form, that turn a table's current metadata into w
 a sort order whose fields reuse the ids of identical fields; ``property_changes``: the properties set and removed, the
 comment among them, and a format upgrade). ``evolved`` applies them with pyiceberg as a catalog would, and
 ``with_live_state`` fills schemaflow's ``${live_state}`` stamps with the digest of the table as the commit leaves it.
-The Hive metastore's commit (``catalog.iceberg_commit``) writes the result as the next metadata file and swaps it in;
+The Hive metastore's commit (``catalog.iceberg_commit``) and Glue's (``catalog.glue.iceberg``) write the result as the
+next metadata file (``next_metadata_location``, ``write_metadata``) and swap it in, each under its catalog's guard;
 the Iceberg REST catalog's (``catalog.rest.writer``) sends the same updates to the server with its requirements.
 pyiceberg is the optional extra ``schemaflow[iceberg]``, imported at the first use (``pyiceberg_parts()``).
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import uuid
 from functools import cache
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -28,6 +30,7 @@ from schemaflow.spec.iceberg import unwritten
 from schemaflow.sql.iceberg_types import evolved_type, evolves, iceberg_type, spark_type
 
 FORMAT_VERSION = "format-version"
+METADATA_PATH = "write.metadata.path"  # where a table's metadata files go, when not <table>/metadata
 PARTITION_IDS_FROM = 1000  # Iceberg numbers partition fields from 1000
 
 
@@ -165,6 +168,30 @@ def with_live_state(metadata: Any, properties: Mapping[str, str], key: str) -> A
                                                                ""))
     return metadata if filled == properties else metadata.model_copy(
         update={"properties": {**metadata.properties, **filled}})
+
+
+def next_metadata_location(table_location: str, properties: Mapping[str, str], base_location: str) -> str:
+    """Where the next metadata file after ``base_location`` goes (the first when it is empty):
+    ``<metadata folder>/<version + 1>-<uuid>.metadata.json``, the folder being ``write.metadata.path`` when the
+    table sets it, else ``<table>/metadata``."""
+    file = base_location.rsplit("/", 1)[-1]
+    version = int(file.split("-", 1)[0]) if file.split("-", 1)[0].isdigit() else -1
+    folder = properties.get(METADATA_PATH) or f"{table_location.rstrip('/')}/metadata"
+    return f"{folder.rstrip('/')}/{version + 1:05d}-{uuid.uuid4()}.metadata.json"
+
+
+def write_metadata(metadata: Any, location: str) -> None:
+    """Write ``metadata`` as the metadata file ``location`` (pyiceberg's file IO: local, object storage, HDFS)."""
+    pyiceberg = pyiceberg_parts()
+    pyiceberg.ToOutputFile.table_metadata(metadata, pyiceberg.load_file_io({}, location).new_output(location))
+
+
+def delete_metadata(location: str) -> None:
+    """Delete the metadata file ``location`` that a refused commit wrote, where it can."""
+    try:
+        pyiceberg_parts().load_file_io({}, location).delete(location)
+    except OSError:
+        pass  # an orphan metadata file is harmless: no catalog entry names it
 
 
 class _Pyiceberg:

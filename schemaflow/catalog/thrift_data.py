@@ -69,9 +69,10 @@ READ_ATTEMPTS = 4
 READ_BACKOFF_SECONDS = 1.0
 
 
-def read_catalog(source: LiveSource, databases: tuple[str, ...]) -> Catalog:
+def read_catalog(source: LiveSource, databases: tuple[str, ...], storage: Sequence[str | None] = ()) -> Catalog:
     """Every table and view in ``databases``; databases that do not exist have none. Tables' own metadata is read
-    within the command's budget (``catalog.metadata_bounds``)."""
+    within the command's budget (``catalog.metadata_bounds``), from its database's storage or ``storage`` (what else
+    the backend's settings name: a warehouse)."""
     existing = set(source.databases())
     present = tuple(sorted({d for d in databases if d in existing}))
     objects: dict[str, Object] = {}
@@ -79,21 +80,22 @@ def read_catalog(source: LiveSource, databases: tuple[str, ...]) -> Catalog:
     with metadata_bounds():
         for database in present:
             details[database] = source.database(database)
-            for entry in _entries(source, database, details[database].location):
+            for entry in _entries(source, database, (details[database].location, *storage)):
                 objects[entry.object.key] = entry.object
     return Catalog(databases=present, objects=dict(sorted(objects.items())), database_details=details)
 
 
-def table_entries(source: LiveSource, database: str) -> Iterator[LiveEntry]:
+def table_entries(source: LiveSource, database: str, storage: Sequence[str | None] = ()) -> Iterator[LiveEntry]:
     """Every table and view of ``database`` as the model, with its parameters as the metastore holds them (an Iceberg
-    table's parameters mirror its metadata's properties): what a Hive metastore reader's ``entries`` gives."""
-    return _entries(source, database, source.database(database).location)
+    table's parameters mirror its metadata's properties): what a Hive metastore reader's ``entries`` gives.
+    ``storage``: as ``read_catalog``'s."""
+    return _entries(source, database, (source.database(database).location, *storage))
 
 
-def _entries(source: LiveSource, database: str, location: str | None) -> Iterator[LiveEntry]:
-    """``table_entries`` of a database whose location is known already."""
+def _entries(source: LiveSource, database: str, storage: Sequence[str | None]) -> Iterator[LiveEntry]:
+    """``table_entries`` of a database whose storage (its location among it) is known already."""
     for data in source.table_data(database):
-        yield LiveEntry(to_model(data, (location,)), data.get("parameters", {}))
+        yield LiveEntry(to_model(data, storage), data.get("parameters", {}))
 
 
 def read_views(source: NamedTables, keys: Collection[str]) -> dict[str, View | None]:

@@ -3,8 +3,9 @@
 Nothing is connected until a command reads or writes: then a boto3 client of the region and endpoint
 ``metastore.options`` name (``glue.client``), with credentials from AWS's default chain. The plan records the catalog
 as ``glue:<region>:<catalog id>`` (the account's, from STS, when ``catalog_id`` is not set). Hive-format and
-data-source tables are read and written (``glue.reader``, ``glue.writer``); views and Iceberg tables are refused at
-validate, and rewrites at plan (its capabilities say so), each saying why.
+data-source tables are read and written (``glue.reader``, ``glue.writer``), and Iceberg tables, by commits of their
+metadata (``glue.iceberg``), whose new files go to ``metastore.warehouse`` where a database has no location; views are
+refused at validate and rewrites at plan (its capabilities say so), each saying why.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from schemaflow.catalog.glue.reader import GlueReader
 from schemaflow.catalog.glue.writer import GlueWriter
 from schemaflow.model import Catalog
 from schemaflow.project import Project
-from schemaflow.sql.table_kinds import CUSTOM, names
+from schemaflow.sql.table_kinds import CUSTOM, ICEBERG, names
 
 
 def glue_options(project: Project) -> GlueOptions:
@@ -26,7 +27,8 @@ def glue_options(project: Project) -> GlueOptions:
     return GlueOptions.of(project.settings.metastore_options)
 
 
-# Glue holds Hive-format and data-source tables here (Iceberg tables and views are to come); no engine, no rename.
+# Glue holds Hive-format, data-source and Iceberg tables here (no views: docs/backends/glue.md says why); no engine,
+# no rename.
 # Each table update names the VersionId it read; a parameter value holds up to 512,000 bytes.
 # How a plan words what ``GlueWriter`` calls (the kinds it refuses are named by none): every change to a table is the
 # guarded update.
@@ -40,15 +42,18 @@ WORDING = Wording(sql=False, calls={
     "set_columns:cascade": f"{_UPDATE}, then glue:BatchUpdatePartition, 100 partitions a call",
     "set_storage": _UPDATE, "set_parameters": _UPDATE,
     "drop_table": "glue:DeleteTable: the entry, its files kept",
+    "iceberg_commit:create": "its first metadata file written, then glue:CreateTable, the entry pyiceberg's Glue "
+                             "catalog writes",
+    "iceberg_commit": "glue:GetTable, its next metadata file written, then glue:UpdateTable at the VersionId read",
 })
 CAPABILITIES = Capabilities(
-    noun="Glue Data Catalog", table_kinds=frozenset({*names(False), *names(True), CUSTOM}), views=False,
+    noun="Glue Data Catalog", table_kinds=frozenset({*names(False), *names(True), CUSTOM, ICEBERG}), views=False,
     view_partitions=False, renames=False, engine=False, guard=GuardKind.VERSION_ID, value_limit=512_000,
     wording=WORDING)
 _KINDS = {"str": "string", "bool": "boolean"}
 SETTINGS = {
     "type": "object", "additionalProperties": False,
-    "properties": {"type": {}, "options": {
+    "properties": {"type": {}, "warehouse": {"type": "string", "minLength": 1}, "options": {
         "type": "object", "additionalProperties": False,
         "properties": {name: {"type": _KINDS[kind.__name__]} for name, kind in OPTIONS.items()}}},
 }
@@ -79,7 +84,7 @@ class GlueBackend(WithoutEngine):
     @property
     def reader(self) -> GlueReader:
         if self._reader is None:
-            self._reader = GlueReader(self.glue)
+            self._reader = GlueReader(self.glue, self.project.settings.metastore_warehouse)
         return self._reader
 
     def read(self, databases: tuple[str, ...]) -> Catalog:

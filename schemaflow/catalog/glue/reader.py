@@ -1,7 +1,9 @@
 """Reading a Glue Data Catalog into the model: databases, tables (``GetTables`` pages) and their partitions.
 
 Each table is mapped onto Thrift's table data (``glue.shape``) and read by ``catalog.thrift_data`` as a Hive
-metastore's table is, so a Glue table and a metastore table of one declaration read alike. A Glue table has no
+metastore's table is, so a Glue table and a metastore table of one declaration read alike. An Iceberg table (its
+``table_type`` parameter ``ICEBERG``) is read from the metadata file its entry names, as a metastore's is, on its
+database's storage or the warehouse's (``metastore.warehouse``). A Glue table has no
 kind but what its parameters and storage descriptor say, as in a metastore. What the plan shows of a table's files
 comes from Glue's statistics of it and its partitions (``thrift_data.statistics``), as a metastore's do.
 """
@@ -14,7 +16,7 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 from schemaflow.catalog.backend import LiveEntry
 from schemaflow.catalog.glue.client import GlueCatalog, Missing
 from schemaflow.catalog.glue.shape import thrift_database, thrift_table
-from schemaflow.catalog.thrift_data import database_of, folders, read_catalog, read_views, statistics, to_model
+from schemaflow.catalog.thrift_data import database_of, folders, read_catalog, read_views, statistics, table_entries
 from schemaflow.model import Catalog, Database, PartitionValues, Stored, View, split_key
 
 
@@ -23,6 +25,7 @@ class GlueReader:
     """The live state of a Glue catalog, read through ``glue``'s client."""
 
     glue: GlueCatalog
+    warehouse: str | None = None  # metastore.warehouse: where Iceberg tables of a database with no location are
     endpoint: str = field(init=False)  # what a plan records: ``glue:<region>:<catalog id>``
 
     def __post_init__(self) -> None:
@@ -59,13 +62,10 @@ class GlueReader:
         return dict(found["Table"])
 
     def entries(self, database: str) -> Iterable[LiveEntry]:
-        location = self.database(database).location
-        for data in self.table_data(database):
-            found = to_model(data, (location,))
-            yield LiveEntry(found, dict(data["parameters"]))
+        return table_entries(self, database, (self.warehouse,))
 
     def read(self, databases: tuple[str, ...]) -> Catalog:
-        return read_catalog(self, databases)
+        return read_catalog(self, databases, (self.warehouse,))
 
     def views(self, keys: Collection[str]) -> dict[str, View | None]:
         return read_views(self, keys)

@@ -105,3 +105,14 @@ def partition_input(partition: Mapping[str, Any], storage: Mapping[str, Any]) ->
     descriptor ``storage`` (Glue's spelling)."""
     kept = {key: partition[key] for key in ("Values", "Parameters", "LastAccessTime") if key in partition}
     return {**kept, "StorageDescriptor": dict(storage)}
+
+
+# The fields of a ``GetTable`` table that its ``TableInput`` takes (Glue's API reference), as they were read.
+_INPUT_FIELDS = ("Name", "Description", "Owner", "LastAccessTime", "LastAnalyzedTime", "Retention",
+                 "StorageDescriptor", "PartitionKeys", "ViewOriginalText", "ViewExpandedText", "TableType",
+                 "Parameters", "TargetTable", "ViewDefinition")
+
+
+def as_input(table: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``TableInput`` that leaves the Glue ``table`` (as ``GetTable`` gives it) exactly as it is."""
+    return {key: table[key] for key in _INPUT_FIELDS if key in table}

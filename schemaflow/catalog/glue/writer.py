@@ -17,8 +17,13 @@ run's claim; a name already taken is ``ConcurrentChange``. ``DeleteTable`` and d
 run under the claim, as the Hive metastore's do, and Glue deletes no files of a dropped table (neither external nor
 "managed": Glue manages none). A column change that cascades rewrites each partition whose column list differs,
 after the table, in ``BatchUpdatePartition`` calls of at most 100 (Glue's limit); a run stopped part-way resumes on the
-partitions still stale. Views, Iceberg tables, renames and rewrites are not written to Glue by this backend: each
-is refused, saying so.
+partitions still stale.
+
+An Iceberg table is written by commits of its metadata (``glue.iceberg``): the next metadata file, then one
+``UpdateTable`` naming it at the ``VersionId`` read with the metadata it was made on; its properties (the stamps among
+them) are set by such a commit too, so a change and its stamp land together. A new one's metadata goes to its declared
+location, else its database's folder, else ``<metastore.warehouse>/<database>.db/<name>`` (as pyiceberg's Glue catalog
+places it). Views, renames and rewrites are not written to Glue by this backend: each is refused, saying so.
 """
 from __future__ import annotations
 
@@ -28,9 +33,11 @@ from functools import partial
 from typing import Any, NoReturn
 from collections.abc import Callable, Collection, Mapping, Sequence
 
+from schemaflow.catalog.glue import iceberg
 from schemaflow.catalog.glue.client import GlueCatalog, Missing, Stale, Taken
 from schemaflow.catalog.glue.reader import GlueReader
-from schemaflow.catalog.glue.shape import partition_input, table_input, thrift_table
+from schemaflow.catalog.glue.shape import as_input, partition_input, table_input, thrift_table
+from schemaflow.catalog.iceberg_updates import delete_metadata, write_metadata
 from schemaflow.catalog.glue.spark_entry import fields, table_data
 from schemaflow.catalog.spark_schema import (NUM_BUCKETS, NUM_PARTITION_COLUMNS, PARTITION_COLUMN, SPARK_SCHEMA,
                                              SPARK_SCHEMA_PART, SPARK_SCHEMA_PARTS, schema_parameters, schema_text,
@@ -165,7 +172,13 @@ class GlueWriter:
     def set_parameters(self, key: str, set: Mapping[str, str], unset: Sequence[str],
                        expected: str | None = None) -> None:
         """Set and remove parameters of ``key`` in one guarded update; a ``schemaflow.`` value ``LIVE_STATE`` becomes
-        the state digest of the table as this update leaves it."""
+        the state digest of the table as this update leaves it. An Iceberg table's parameters are its metadata's
+        properties: they are set by a commit of it."""
+        found = self.reader.table(key)
+        if iceberg.iceberg_entry(found):
+            self._commit_iceberg(found, None, {}, None, set, unset, expected)
+            return
+
         def parameters(data: dict[str, Any], _: Table) -> None:
             for parameter in unset:
                 data["parameters"].pop(parameter, None)
@@ -174,7 +187,7 @@ class GlueWriter:
             if digested:
                 digest = state_digest(to_model(data))
                 data["parameters"] |= dict.fromkeys(digested, digest)
-        self._update(key, expected, "setting the parameters of", parameters)
+        self._update(key, expected, "setting the parameters of", parameters, found)
 
     def set_storage(self, key: str, serde_properties: Mapping[str, str], buckets: int | None,
                     expected: str | None = None) -> None:
@@ -198,7 +211,7 @@ class GlueWriter:
 
     def drop_table(self, key: str, expected: str | None) -> None:
         """``DeleteTable`` of ``key`` once its stamp is ``expected`` (Glue takes no version on a delete); its files
-        stay where they are: Glue deletes none."""
+        stay where they are: Glue deletes none (an Iceberg table's metadata and data files too)."""
         self._check(key, self.reader.table(key), expected)
         database, name = split_key(key)
         self.glue.call(f"dropping {key}", lambda: self.glue.client.delete_table(
@@ -206,12 +219,13 @@ class GlueWriter:
 
     def check_guards(self, key: str) -> None:
         """Raise unless Glue refuses an ``UpdateTable`` of ``key`` at a ``VersionId`` other than the table's: the
-        guard every write relies on (moto's Glue, for one, takes any)."""
+        guard every write relies on (moto's Glue, for one, takes any). The update sent is the entry as read, so a
+        catalog that takes it is left as it was."""
         found = self.reader.table(key)
         version = str(found["VersionId"])
         stale = str(int(version) + 1_000) if version.isdigit() else version + "0"
         try:
-            self._put(key, table_input(thrift_table(found)), stale, "checking the guard of")
+            self._put(key, as_input(found), stale, "checking the guard of")
         except Stale:
             return
         raise SchemaflowError(f"{self.endpoint} took an UpdateTable of {key} at VersionId {stale}, not the table's "
@@ -224,6 +238,65 @@ class GlueWriter:
 
     def beside(self) -> AbstractContextManager[GlueWriter | None]:
         return nullcontext(None)
+
+    # Iceberg tables.
+
+    def commit_iceberg(self, table: Table, sources: Mapping[str, str], requires: IcebergState | None, create: bool,
+                       set: Mapping[str, str], unset: Sequence[str], expected: str | None = None,
+                       backup: str | None = None, keep: bool = True) -> None:
+        """Create the Iceberg table ``table`` (``create``), or commit it as ``table`` says with ``set`` and ``unset``
+        among its properties, guarded as the module says."""
+        if backup is not None:
+            raise SchemaflowError(f"{table.key}: a Parquet table is not converted to Iceberg in place in Glue (its "
+                                  "files would be registered under a rename Glue does not have): re-create it")
+        if create:
+            self._create_iceberg(table, set)
+        else:
+            self._commit_iceberg(self.reader.table(table.key), table, sources, requires, set, unset, expected)
+
+    def _create_iceberg(self, table: Table, set: Mapping[str, str]) -> None:
+        held = self.reader.database(table.database).location
+        warehouse = self.reader.warehouse
+        location = table.location or (f"{held.rstrip('/')}/{table.name}" if held else None) or (
+            f"{warehouse.rstrip('/')}/{table.database}.db/{table.name}" if warehouse else None)
+        if location is None:
+            raise SchemaflowError(f"{table.key}: an Iceberg table needs a place for its files: declare its location, "
+                                  "give its database a location, or set metastore.warehouse; nothing was created")
+        prepared = iceberg.prepare_create(table, set, location, self._storage(table.database))
+        write_metadata(prepared.metadata, prepared.location)
+        try:
+            self.glue.call(f"creating {table.key}", lambda: self.glue.client.create_table(
+                **self.glue.catalog, DatabaseName=table.database, TableInput=prepared.entry))
+        except Taken:
+            delete_metadata(prepared.location)
+            raise ConcurrentChange(table.key, None, self._stamp(table.key),
+                                   "schemaflow.version (its name is taken)") from None
+        except BaseException:
+            delete_metadata(prepared.location)
+            raise
+
+    def _commit_iceberg(self, found: Mapping[str, Any], table: Table | None, sources: Mapping[str, str],
+                        requires: IcebergState | None, set: Mapping[str, str], unset: Sequence[str],
+                        expected: str | None) -> None:
+        """Commit the Iceberg table ``found`` (as ``GetTable`` gave it) at its ``VersionId``."""
+        key = f"{found['DatabaseName']}.{found['Name']}"
+        if not iceberg.iceberg_entry(found):
+            raise SchemaflowError(f"{key} is no longer an Iceberg table in Glue: plan again; nothing was committed")
+        prepared = iceberg.prepare_commit(found, self._storage(found["DatabaseName"]), table, sources, requires, set,
+                                          unset, expected)
+        write_metadata(prepared.metadata, prepared.location)
+        try:
+            self._put(key, prepared.entry, str(found["VersionId"]), "committing the Iceberg table")
+        except Stale:
+            delete_metadata(prepared.location)  # never named by the catalog: nobody reads it
+            raise ConcurrentChange(key, expected, self._stamp(key), "VersionId (another writer committed)") from None
+        except BaseException:
+            delete_metadata(prepared.location)
+            raise
+
+    def _storage(self, database: str) -> tuple[str | None, ...]:
+        """Where an Iceberg table of ``database`` may keep its metadata: its database's storage, the warehouse's."""
+        return (self.reader.database(database).location, self.reader.warehouse)
 
     # What Glue does not take from this backend.
 
@@ -247,12 +320,6 @@ class GlueWriter:
         if views:
             _refuse_view(min(views))
 
-    def commit_iceberg(self, table: Table, sources: Mapping[str, str], requires: IcebergState | None, create: bool,
-                       set: Mapping[str, str], unset: Sequence[str], expected: str | None = None,
-                       backup: str | None = None, keep: bool = True) -> None:
-        raise SchemaflowError(f"{table.key}: Iceberg tables are not written to Glue by this backend yet: keep it in "
-                              "a Hive metastore, or declare a Hive-format or data-source table")
-
     def rewrite_table(self, key: str, table: Table, create: str, columns: Sequence[Filled], staging: str, backup: str,
                       expected: str | None, version: str | None, claim: str, registrable: bool = False,
                       records: Mapping[str, str] = {}) -> None:
@@ -265,9 +332,13 @@ class GlueWriter:
     # The guarded update.
 
     def _update(self, key: str, expected: str | None, doing: str,
-                change: Callable[[dict[str, Any], Table], None]) -> None:
-        """``GetTable``, check the stamp, ``change`` the table's Thrift data, ``UpdateTable`` at the version read."""
-        found = self.reader.table(key)
+                change: Callable[[dict[str, Any], Table], None], found: Mapping[str, Any] | None = None) -> None:
+        """``GetTable`` (unless given, as ``found``), check the stamp, ``change`` the table's Thrift data,
+        ``UpdateTable`` at the version read."""
+        found = self.reader.table(key) if found is None else found
+        if iceberg.iceberg_entry(found):
+            raise SchemaflowError(f"{key} is an Iceberg table in Glue: its columns, comment and storage change by "
+                                  "commits of its metadata only; plan again, nothing was changed")
         self._check(key, found, expected)
         data = thrift_table(found)
         live = to_model(data)
@@ -287,8 +358,11 @@ class GlueWriter:
             SkipArchive=self.glue.options.skip_archive))
 
     def _check(self, key: str, found: Mapping[str, Any], expected: str | None) -> None:
-        held = (found.get("Parameters") or {}).get(VERSION_KEY)
-        if expected is not None and held != expected:
+        if expected is None:
+            return
+        held = iceberg.stamp(found, self._storage(found["DatabaseName"])) if iceberg.iceberg_entry(found) \
+            else (found.get("Parameters") or {}).get(VERSION_KEY)
+        if held != expected:
             raise ConcurrentChange(key, expected, held)
 
     def _stamp(self, key: str) -> str | None:
