@@ -242,3 +242,27 @@ def test_a_saved_glue_plan_shows_as_planned(glue: list[str], tmp_path: Path) -> 
     saved: dict[str, Any] = json.loads((tmp_path / "plan.json").read_text())
     assert saved["catalog"] == "glue"
     assert run(tmp_path, "show", str(tmp_path / "plan.json")) == (2, text, "")
+
+
+def test_a_glue_plan_names_the_calls_an_iceberg_tables_commits_make(glue: list[str], tmp_path: Path) -> None:
+    warehouse = tmp_path / "warehouse"
+    settings = (f"databases: [sales]\nmetastore: {{type: glue, warehouse: 'file://{warehouse}', options: "
+                f"{{region: {REGION}, catalog_id: \"123456789012\"}}}}\n")
+    table = ("table: sales.clicks\nformat: iceberg\ncolumns:\n  - {name: id, type: bigint}\n"
+             "  - {name: url, type: string}\n")
+    write(tmp_path, {"schemaflow.yaml": settings, "schemas/sales/clicks.yaml": table})
+    code, first, _ = run(tmp_path, "plan", "--verbose")
+    assert code == 2 and ("-- glue: create Iceberg table sales.clicks (its first metadata file written, then "
+                          "glue:CreateTable, the entry pyiceberg's Glue catalog writes)") in first, first
+    glue.clear()
+    assert run(tmp_path, "apply", "--auto-approve")[0] == 0
+    assert written(glue) <= named_calls(first) <= set(glue)
+
+    write(tmp_path, {"schemas/sales/clicks.yaml": table + "  - {name: referrer, type: string}\n"})
+    code, second, _ = run(tmp_path, "plan", "--verbose")
+    assert code == 2 and ("glue:GetTable, its next metadata file written, then glue:UpdateTable at the VersionId "
+                          "read") in second and "this catalog takes no such change" not in second, second
+    glue.clear()
+    assert run(tmp_path, "apply", "--auto-approve")[0] == 0
+    assert written(glue) <= named_calls(second) <= set(glue)
+    assert "No changes" in run(tmp_path, "plan")[1]
