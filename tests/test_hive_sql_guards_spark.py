@@ -67,6 +67,7 @@ def test_a_spark_sql_write_refuses_an_object_another_writer_stamped_after_the_cl
     project(tmp_path, db, **declared)  # type: ignore[arg-type]
     key = f"{db}.orders" if kind == "table" else f"{db}.totals"
     before = metastore.read((db,)).get(key)
+    assert isinstance(before, Table | View)
 
     def notebook(point: str) -> None:  # after the claims, before the first write: another writer's own stamp
         if point == "claimed":
