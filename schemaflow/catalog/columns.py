@@ -25,7 +25,7 @@ from schemaflow.catalog.backend import HiveClient
 from schemaflow.catalog.jvm import jvm_view
 from schemaflow.catalog.spark_schema import SPARK_SCHEMA, SPARK_SCHEMA_LENGTH, SPARK_SCHEMA_PART, SPARK_SCHEMA_PARTS
 from schemaflow.errors import SchemaflowError
-from schemaflow.model import Column, split_key
+from schemaflow.model import VERSION_KEY, Column, split_key
 from schemaflow.sql.ddl import column_def
 from schemaflow.sql.table_kinds import PROVIDER, data_source_provider
 
@@ -51,11 +51,12 @@ def set_columns(metastore: HiveClient, key: str, columns: Sequence[Column], part
     _sync_spark_schema(metastore, table, [*columns, *partition_columns])
     for parameter, value in sorted(parameters.items()):
         table.getParameters().put(parameter, value)
+    keeps_guard = VERSION_KEY not in parameters
     if cascade and batched:
-        metastore.alter(table, expected)
+        metastore.alter(table, expected, keeps_guard=keeps_guard)
         cascade_in_batches(metastore, key, columns)
     else:
-        metastore.alter(table, expected, CASCADE="true" if cascade else "false")
+        metastore.alter(table, expected, keeps_guard=keeps_guard, CASCADE="true" if cascade else "false")
 
 
 def cascade_in_batches(metastore: HiveClient, key: str, columns: Sequence[Column]) -> int:

@@ -69,6 +69,7 @@ T = TypeVar("T")
 CAS_REFUSED = "The table has been modified"
 # How it fails one it cannot run: its UPDATE compares the parameter's value, which Hive 4's Derby schema makes a CLOB.
 GUARD_FAILS = 'update "TABLE_PARAMS" set "PARAM_VALUE"=? where'
+ALREADY_EXISTS = "TABLE_OR_VIEW_ALREADY_EXISTS"  # Spark's error condition for a CREATE whose name is taken
 FAILURE_RETRIES = "hive.metastore.failure.retries"  # how often Hive's client repeats a call whose connection broke
 
 
@@ -206,7 +207,7 @@ class Metastore:
                 parameters.remove(parameter)
             for parameter, value in sorted(filled.items()):
                 parameters.put(parameter, value)
-            self.alter(table, expected)
+            self.alter(table, expected, keeps_guard=VERSION_KEY not in filled and VERSION_KEY not in unset)
 
     def commit_iceberg(self, table: Table, sources: Mapping[str, str], requires: IcebergState | None, create: bool,
                        set: Mapping[str, str], unset: Sequence[str], expected: str | None = None,
@@ -236,25 +237,28 @@ class Metastore:
         return self.api.EnvironmentContext({DO_NOT_UPDATE_STATS: "true", **properties})
 
     def alter(self, table: Any, expected: str | None = None, guarded_by: str = VERSION_KEY, renames: str | None = None,
-              **context: str) -> None:
+              keeps_guard: bool = False, **context: str) -> None:
         """``alter_table`` with an environment context (CASCADE, ...), guarded when ``expected`` is given.
 
         Guarded, the metastore applies it only if the stored parameter ``guarded_by`` (``schemaflow.version``;
         an Iceberg table's ``metadata_location``) is ``expected`` (its compare-and-swap), else
         ``ConcurrentChange``. Hive's client retries a call whose connection broke, so a guarded write that
         landed may come back refused: the value read back then is the one this write set, and that is success.
+        ``keeps_guard``: ``table`` carries ``guarded_by`` as it was read, not a value of this write's, so finding
+        it back proves nothing landed (a write read stale carries the stale value: refused, never success).
         ``renames``: the entry's name now, when ``table`` gives it another. With ``lock_guards``, a guarded write
         holds the table's lock and reads the parameter under it first (the compare-and-swap is sent as well).
         """
         database, name = table.getDbName(), renames or table.getTableName()
         if expected is not None and self.lock_guards:
             with table_lock(self, f"{database}.{name}"):
-                self._alter(table, database, name, expected, guarded_by, renames, True, context)
+                self._alter(table, database, name, expected, guarded_by, renames, True, keeps_guard, context)
         else:
-            self._alter(table, database, name, expected, guarded_by, renames, self.guards_in_process, context)
+            self._alter(table, database, name, expected, guarded_by, renames, self.guards_in_process, keeps_guard,
+                        context)
 
     def _alter(self, table: Any, database: str, name: str, expected: str | None, guarded_by: str, renames: str | None,
-               compare_first: bool, context: dict[str, str]) -> None:
+               compare_first: bool, keeps_guard: bool, context: dict[str, str]) -> None:
         key, wrote = f"{database}.{name}", table.getParameters().get(guarded_by)
         if expected is not None:
             context = {**self._guard(expected, guarded_by), **context}
@@ -278,7 +282,7 @@ class Metastore:
             now = (table.getTableName() if renames and self.retrying(lambda: self.msc.tableExists(
                 database, table.getTableName())) else name)
             found = self.retrying(lambda: self.msc.getTable(database, now)).getParameters().get(guarded_by)
-            if found == wrote and wrote != expected:
+            if found == wrote and wrote != expected and not keeps_guard:
                 return  # it landed (and a repetition of it was refused)
             if found != expected:
                 raise ConcurrentChange(key, expected, found, guarded_by) from None
@@ -408,7 +412,7 @@ class Metastore:
                     table.getParameters().put(NUM_BUCKETS, str(buckets))
                 if table.getSd().getNumBuckets() > 0:
                     table.getSd().setNumBuckets(buckets)
-            self.alter(table, expected)
+            self.alter(table, expected, keeps_guard=True)
 
     def add_database(self, database: Database) -> None:
         """Create ``database`` unless it exists. Without a declared location the metastore puts it in its
@@ -440,39 +444,66 @@ class Metastore:
                 parameters.put(key, value)
             self.msc.alterDatabase(name, database)
 
-    def _sql(self, statement: str) -> None:
+    def _sql(self, statement: str, creates: str | None = None) -> None:
         """Run one statement through the session's ``spark.sql``, its text as written (no variable substitution).
 
-        Spark SQL carries no guard: the statements run only on objects the running apply holds (claimed by
-        compare-and-swap), and a created object is born with the run's claim (``ddl.fill_claim``)."""
-        with self._errors("running Spark SQL"):
-            self.spark.sql(statement)
+        Spark SQL carries no guard: a statement that changes an object runs inside ``_holding`` it, and a created object
+        is born with the run's claim (``ddl.fill_claim``); ``creates``: the key the statement creates, which Spark
+        refusing as taken (``TABLE_OR_VIEW_ALREADY_EXISTS``) makes ``ConcurrentChange``, another writer's object."""
+        try:
+            with self._errors("running Spark SQL"):
+                self.spark.sql(statement)
+        except SchemaflowError as error:
+            if creates is not None and ALREADY_EXISTS in str(error):
+                raise ConcurrentChange(creates, None, "an object created by another writer", "catalog entry") from None
+            raise
+
+    @contextmanager
+    def _holding(self, key: str, expected: str | None) -> Iterator[None]:
+        """Run a Spark SQL write of ``key`` (which carries no guard) only while ``key`` still holds ``expected``, this
+        run's claim, read just before (one read); else ``ConcurrentChange`` with nothing written. Under
+        ``lock_guards`` the table's lock is held from the read to the end of the write; otherwise another writer may
+        still land in the moment between them, and the step's stamp, guarded, refuses it then."""
+        if expected is None:  # an unguarded write (adopting an object): nothing to hold
+            yield
+            return
+        database, name = split_key(key)
+        with table_lock(self, key) if self.lock_guards else nullcontext():
+            with self._errors(f"reading the version of {key}"):
+                found = self.retrying(lambda: self.msc.getTable(database, name)).getParameters().get(VERSION_KEY)
+            if found != expected:
+                raise ConcurrentChange(key, expected, found)
+            yield
 
     def create_table(self, table: Table, claim: str) -> None:
-        """``CREATE TABLE`` through Spark, which refuses a name taken (its error, ``TABLE_OR_VIEW_ALREADY_EXISTS``, says
-        so)."""
-        self._sql(ddl.fill_claim(ddl.create_table(table), claim))
+        """``CREATE TABLE`` through Spark, which refuses a name taken: another writer's (``ConcurrentChange``)."""
+        self._sql(ddl.fill_claim(ddl.create_table(table), claim), creates=table.key)
 
     def add_columns(self, key: str, columns: Sequence[Column], expected: str | None) -> None:
-        self._sql(ddl.add_columns(key, columns))
+        with self._holding(key, expected):
+            self._sql(ddl.add_columns(key, columns))
 
     def set_table_comment(self, key: str, comment: str | None, expected: str | None) -> None:
-        self._sql(ddl.set_table_comment(key, comment))
+        with self._holding(key, expected):
+            self._sql(ddl.set_table_comment(key, comment))
 
     def set_column_comments(self, key: str, columns: Sequence[Column], expected: str | None) -> None:
         """A statement a column (Spark's ALTER COLUMN takes one), each landing alone: a run stopped between them
-        leaves ``key`` claimed, and the next plan sets the comments still to set."""
-        for column in columns:
-            self._sql(ddl.set_column_comment(key, column))
+        leaves ``key`` claimed, and the next plan sets the comments still to set. The claim is read once, before the
+        first."""
+        with self._holding(key, expected):
+            for column in columns:
+                self._sql(ddl.set_column_comment(key, column))
 
     def drop_table(self, key: str, expected: str | None) -> None:
-        self._sql(ddl.drop("table", key))
+        with self._holding(key, expected):
+            self._sql(ddl.drop("table", key))
 
     def create_view(self, view: View, replace: bool, claim: str) -> None:
         """``CREATE [OR REPLACE] VIEW`` through Spark, in the view's own database, where unqualified names in its SQL
         resolve as validate resolved them."""
         self._sql(ddl.use_database(view.database))
-        self._sql(ddl.fill_claim(ddl.create_view(view, replace), claim))
+        self._sql(ddl.fill_claim(ddl.create_view(view, replace), claim), creates=None if replace else view.key)
 
     def after_apply(self, changed: Sequence[str]) -> list[str]:
         """Refresh this session's cached metadata of each of ``changed`` (``refresh``)."""
@@ -494,10 +525,10 @@ class Metastore:
                 raise SchemaflowError(f"view {key} does not end with the columns {', '.join(columns)}")
             view.getSd().setCols(keep)
             view.setPartitionKeys(move)
-            self.alter(view, expected)
+            self.alter(view, expected, keeps_guard=True)
 
     def drop_view(self, key: str, expected: str | None = None, engine: bool = False) -> None:
-        """Drop the view ``key``: with ``engine``, Spark's DROP VIEW (unguarded, as Spark SQL is); else through the
+        """Drop the view ``key``: with ``engine``, Spark's DROP VIEW (``_holding`` it); else through the
         metastore client: Spark's DROP VIEW would analyse its SQL first (to uncache it), resolving every function it
         calls and every view it reads, with theirs (measured on Spark 3.5 and 4.3).
 
@@ -505,7 +536,8 @@ class Metastore:
         hold it, else by reading the entry first, which must be a view holding ``expected`` (this run's claim). The
         session forgets what it knew of the name, so that the CREATE VIEW after it meets no stale entry."""
         if engine:
-            self._sql(ddl.drop("view", key))
+            with self._holding(key, expected):
+                self._sql(ddl.drop("view", key))
             return
         database, name = split_key(key)
         with self._errors(f"dropping view {key}"):
