@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import re
+import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -238,6 +239,27 @@ def test_the_backend_is_registered_and_connects_nothing_until_asked(aws: None, t
     with pytest.raises(SchemaflowError, match="metastore.options.aws_secret_access_key is no option of the glue "
                                               "backend; its options are region, catalog_id, endpoint, skip_archive"):
         Live(wrong, progress=io.StringIO())
+
+
+def test_a_plan_reads_glue_ahead_while_it_parses_the_files_and_takes_that_read(glue: tuple[GlueWriter, Versions],
+                                                                               tmp_path: Path) -> None:
+    writer, _ = glue
+    writer.create_table(TABLES[0], CLAIM)
+    project = Project(tmp_path, Settings(metastore_type="glue", metastore_options={"region": REGION}))
+    live = Live(project, progress=io.StringIO())
+    threads: set[str] = set()
+    reader = live.reader
+    listed = reader.table_data
+
+    def table_data(database: str) -> Iterator[dict[str, Any]]:
+        threads.add(threading.current_thread().name)
+        return listed(database)
+
+    reader.table_data = table_data  # type: ignore[method-assign]
+    live.read_ahead(("retail",))
+    read = live.read(("retail",))
+    assert threads == {"catalog-read"}  # read in the background, once: the plan's read took it
+    assert read == writer.reader.read(("retail",)) and list(read.objects) == [TABLES[0].key]
 
 
 class GlueHarness(Harness):
