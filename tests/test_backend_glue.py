@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import re
 from contextlib import redirect_stderr, redirect_stdout
+import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -277,6 +278,25 @@ def test_a_change_that_needs_a_rewrite_is_blocked_at_plan_and_a_restore_refused(
                                        "tables, so schemaflow restores no table there (a restore swaps the backup in "
                                        "by renaming): nor does it rewrite one there, so there is no backup to restore. "
                                        "Nothing was restored\n")
+def test_a_plan_reads_glue_ahead_while_it_parses_the_files_and_takes_that_read(glue: tuple[GlueWriter, Versions],
+                                                                               tmp_path: Path) -> None:
+    writer, _ = glue
+    writer.create_table(TABLES[0], CLAIM)
+    project = Project(tmp_path, Settings(metastore_type="glue", metastore_options={"region": REGION}))
+    live = Live(project, progress=io.StringIO())
+    threads: set[str] = set()
+    reader = live.reader
+    listed = reader.table_data
+
+    def table_data(database: str) -> Iterator[dict[str, Any]]:
+        threads.add(threading.current_thread().name)
+        return listed(database)
+
+    reader.table_data = table_data  # type: ignore[method-assign]
+    live.read_ahead(("retail",))
+    read = live.read(("retail",))
+    assert threads == {"catalog-read"}  # read in the background, once: the plan's read took it
+    assert read == writer.reader.read(("retail",)) and list(read.objects) == [TABLES[0].key]
 
 
 class GlueHarness(Harness):

@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
-from schemaflow.catalog.rest.connection import Connection, RestSettings
+from schemaflow.catalog.rest.connection import TABLE, Connection, RestSettings
 from schemaflow.catalog.rest.reader import RestReader
 from schemaflow.catalog.rest.writer import CLAIM_SUMMARY, RestWriter
 from schemaflow.cli import main
-from schemaflow.errors import ConcurrentChange
+from schemaflow.errors import ConcurrentChange, SchemaflowError
 from schemaflow.testing import BackendSuite, Harness
 from schemaflow.testing import projects
 from schemaflow.testing.projects import orders as orders_file, totals, write_project
@@ -271,6 +271,34 @@ def test_a_plan_words_the_catalogs_calls_and_apply_runs_them(rest_catalog_server
         assert main(["--project", str(tmp_path), "apply", "--auto-approve"]) == 0
     evolved = RestReader(connect(rest_catalog_server)).read((ns,)).objects[f"{ns}.orders"]
     assert isinstance(evolved, Table) and [c.name for c in evolved.columns] == ["id", "amount", "coupon"]
+class Recording(Connection):
+    """A connection that records each request's method and endpoint."""
+
+    def __init__(self, settings: RestSettings) -> None:
+        super().__init__(settings, {})
+        self.requests: list[tuple[str, str]] = []
+
+    def call(self, method: str, endpoint: str, errors: Mapping[int, type[Exception]], payload: Any = None,
+             **path: str) -> dict[str, Any]:
+        self.requests.append((method, endpoint))
+        return super().call(method, endpoint, errors, payload, **path)
+
+
+def test_a_claim_loads_the_table_and_commits_asking_nothing_else(rest_catalog_server: RestCatalogServer,
+                                                                rest_namespace: str) -> None:
+    connection = Recording(RestSettings(rest_catalog_server.uri))
+    writer, ns = RestWriter(connection), rest_namespace
+    writer.add_database(Database(ns))
+    writer.commit_iceberg(orders(ns), {}, None, True, {VERSION_KEY: "c1"}, [])
+    connection.requests.clear()
+    connection.catalog.view_exists = None  # a request asking whether the key is a view would fail here
+    writer.set_parameters(f"{ns}.orders", {VERSION_KEY: "claim"}, [], expected="c1")
+    assert connection.requests == [("GET", TABLE), ("POST", TABLE)]
+    assert RestReader(connection).read((ns,)).objects[f"{ns}.orders"].version == "claim"
+    with pytest.raises(ConcurrentChange):
+        writer.set_parameters(f"{ns}.orders", {VERSION_KEY: "again"}, [], expected="c1")
+    with pytest.raises(SchemaflowError, match=f"the view {ns}.absent is not in the Iceberg REST catalog"):
+        writer.set_parameters(f"{ns}.absent", {VERSION_KEY: "claim"}, [], expected=None)
 
 
 class RestHarness(Harness):

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
+from schemaflow.background import Background
 from schemaflow.model import (VERSION_KEY, Catalog, Column, Database, IcebergState, PartitionValues, Stored, Table,
                               View, ViewSql)
 from schemaflow.sql.rewrite import Filled
@@ -263,6 +264,28 @@ class Backend(Protocol):
 
     def hints(self) -> PlanHints | None:
         """Reads for a plan made between git refs, which start nothing heavy; None: the backend has none."""
+
+
+class ReadAhead:
+    """A backend's read of some databases started early, in a thread (``background.Background``), so that a catalog
+    reached over the network answers while the command parses the project's files: a plan reads both, and neither
+    needs the other. ``take`` hands it to the read of the same databases, its errors surfacing there as they would
+    have; a read of others waits for it first, so that a connection serves one read at a time."""
+
+    def __init__(self) -> None:
+        self._started: tuple[tuple[str, ...], Background[Catalog]] | None = None
+
+    def start(self, databases: tuple[str, ...], read: Callable[[tuple[str, ...]], Catalog]) -> None:
+        if databases and self._started is None:
+            self._started = (databases, Background(lambda: read(databases), "catalog-read"))
+
+    def take(self, databases: tuple[str, ...], read: Callable[[tuple[str, ...]], Catalog]) -> Catalog:
+        started, self._started = self._started, None
+        if started is not None and started[0] == databases:
+            return started[1].result()
+        if started is not None:
+            started[1].wait()
+        return read(databases)
 
 
 class WithoutEngine:

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from schemaflow.catalog.backend import WithoutEngine
+from schemaflow.catalog.backend import ReadAhead, WithoutEngine
 from schemaflow.catalog.backends import Opening, register_backend
 from schemaflow.capabilities import Capabilities, GuardKind, Wording
 from schemaflow.catalog.glue.client import OPTIONS, GlueCatalog, GlueOptions
 from schemaflow.catalog.glue.reader import GlueReader
 from schemaflow.catalog.glue.writer import GlueWriter
+from schemaflow.errors import SchemaflowError
 from schemaflow.model import Catalog
 from schemaflow.project import Project
 from schemaflow.sql.table_kinds import CUSTOM, ICEBERG, names
@@ -69,6 +70,7 @@ class GlueBackend(WithoutEngine):
     opening: Opening
     glue: GlueCatalog = field(init=False)
     _reader: GlueReader | None = field(default=None, init=False, repr=False)
+    _ahead: ReadAhead = field(default_factory=ReadAhead, init=False, repr=False)
 
     def __post_init__(self) -> None:
         given = self.opening.connected
@@ -87,10 +89,20 @@ class GlueBackend(WithoutEngine):
             self._reader = GlueReader(self.glue, self.project.settings.metastore_warehouse)
         return self._reader
 
+    def read_ahead(self, databases: tuple[str, ...]) -> None:
+        """Start reading ``databases`` in the background (``ReadAhead``) while this process parses the project's
+        files; the reader is made first, here, so that both threads share it. A reader that cannot be made (no
+        credentials) is left for ``read`` to report."""
+        try:
+            reader = self.reader
+        except SchemaflowError:
+            return
+        self._ahead.start(databases, reader.read)
+
     def read(self, databases: tuple[str, ...]) -> Catalog:
         self.opening.progress.write(f"Reading {self.where()} ...\n")
         self.opening.progress.flush()
-        return self.reader.read(databases)
+        return self._ahead.take(databases, self.reader.read)
 
     def writer(self) -> GlueWriter:
         def say(message: str) -> None:

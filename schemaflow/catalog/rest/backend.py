@@ -10,13 +10,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from schemaflow.catalog.backend import WithoutEngine
+from schemaflow.catalog.backend import ReadAhead, WithoutEngine
 from schemaflow.catalog.backends import Opening, register_backend
 from schemaflow.capabilities import Capabilities, GuardKind, Wording
 from schemaflow.catalog.rest.connection import OPTIONS, Connection, rest_settings
 from schemaflow.catalog.rest.reader import RestReader
 from schemaflow.catalog.rest.writer import RestWriter
 from schemaflow.model import Catalog
+from schemaflow.errors import SchemaflowError
 from schemaflow.project import Project
 
 NAME = "iceberg_rest"
@@ -68,6 +69,7 @@ class RestBackend(WithoutEngine):
     project: Project
     opening: Opening
     _connection: Connection | None = field(default=None, init=False, repr=False)
+    _ahead: ReadAhead = field(default_factory=ReadAhead, init=False, repr=False)
 
     @property
     def connection(self) -> Connection:
@@ -85,10 +87,19 @@ class RestBackend(WithoutEngine):
     def reader(self) -> RestReader:
         return RestReader(self.connection)
 
+    def read_ahead(self, databases: tuple[str, ...]) -> None:
+        """Start reading ``databases`` in the background (``ReadAhead``): the catalog answers each table's load while
+        this process parses the project's files. Settings it cannot use are left for ``read`` to report."""
+        try:
+            reader = self.reader  # made here, connected in the background: this thread uses the connection after
+        except SchemaflowError:
+            return
+        self._ahead.start(databases, reader.read)
+
     def read(self, databases: tuple[str, ...]) -> Catalog:
         self.opening.progress.write(f"Reading {self.where()} ...\n")
         self.opening.progress.flush()
-        return self.reader.read(databases)
+        return self._ahead.take(databases, self.reader.read)
 
     def writer(self) -> RestWriter:
         return RestWriter(self.connection)

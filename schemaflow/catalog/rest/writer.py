@@ -96,11 +96,14 @@ class RestWriter:
 
     def set_parameters(self, key: str, set: Mapping[str, str], unset: Sequence[str],
                        expected: str | None = None) -> None:
-        """Set and unset properties of the table or view ``key`` in one guarded commit."""
-        if self._is_view(key):
+        """Set and unset properties of the table or view ``key`` in one guarded commit. The table's load tells a table
+        from a view (no table of the name: a view's), with no request of its own: apply claims every object this way."""
+        try:
+            loaded = self._load(key)
+        except _Missing:
             self._commit_view(key, lambda metadata: [], set, unset, expected, claim=None)
-        else:
-            self._commit(key, None, {}, None, set, unset, expected)
+            return
+        self._commit(key, None, {}, None, set, unset, expected, loaded)
 
     def drop_table(self, key: str, expected: str | None) -> None:
         """Drop the table ``key`` (stamped ``expected``) from the catalog; its files are kept."""
@@ -155,8 +158,9 @@ class RestWriter:
             raise ConcurrentChange(table.key, None, "a table created by another writer", "catalog entry") from None
 
     def _commit(self, key: str, table: Table | None, sources: Mapping[str, str], requires: IcebergState | None,
-                set: Mapping[str, str], unset: Sequence[str], expected: str | None) -> None:
-        loaded = self._load(key)
+                set: Mapping[str, str], unset: Sequence[str], expected: str | None,
+                loaded: dict[str, Any] | None = None) -> None:
+        loaded = loaded or self._load(key)
         base, location = loaded["metadata"], str(loaded.get("metadata-location"))
         found, _ = table_from(*split_key(key), base, location)
         if found.unreadable is not None or found.iceberg is None:
@@ -224,7 +228,7 @@ class RestWriter:
             return self.connection.call("GET", TABLE if kind == "table" else VIEW, {404: missing}, namespace=database,
                                         **{kind: name})
         except missing:
-            raise SchemaflowError(f"the {kind} {key} is not in {NOUN}: plan again; nothing was changed") from None
+            raise _Missing(f"the {kind} {key} is not in {NOUN}: plan again; nothing was changed") from None
         except (RESTError, RequestException) as error:
             raise Unreachable(f"cannot read {key} from {NOUN}: {answer(error)}") from None
 
@@ -358,6 +362,10 @@ class RestWriter:
 
     def beside(self) -> AbstractContextManager[CatalogWriter | None]:
         return nullcontext(None)
+
+
+class _Missing(SchemaflowError):
+    """The table or view a write loads is not in the catalog."""
 
 
 def _cannot(what: str) -> NoReturn:
