@@ -34,6 +34,7 @@ from schemaflow.model import Catalog, Object, Source, Stored, Table, View, catal
 from schemaflow.plan.backups import NO_BACKUP_DROPS, BackupDrops
 from schemaflow.plan.invalidation import created_schema_mode
 from schemaflow.plan.live_code import LiveViews
+from schemaflow.plan.moving import Moving
 from schemaflow.plan.kinds import StepKind
 from schemaflow.sql.code_calls import Reach, declared_calls, resolved_calls
 from schemaflow.sql.ddl import view_text
@@ -70,8 +71,9 @@ def desired_state(project: Project) -> Catalog:
 def backend_problems(project: Project, desired: Catalog) -> list[Problem]:
     """What the project's catalog backend refuses: its ``metastore:`` settings against the backend's schema, and what
     of ``desired`` the catalog cannot hold (``capabilities.refusals``), each where it is written."""
-    name = project.settings.metastore_type
-    return settings_problems(project) + refusals(backend_capabilities(name), name, desired)
+    name, moving = project.settings.metastore_type, project.settings.moving_from
+    return settings_problems(project) + refusals(backend_capabilities(name), name, desired,
+                                                 str(moving["type"]) if moving else None)
 
 
 def _plannable(*catalogs: Catalog) -> None:
@@ -170,7 +172,21 @@ def _live_builder(project: Project, live: Live, desired: Catalog | None = None, 
                        view_problems=partial(_view_problems, project, desired, live),
                        allowed=project.settings.allowed_calls, checked=project.settings.checked_calls,
                        approved_code=project.settings.approved_code,
-                       live_views=LiveViews(read, reader.views, partial(_held_otherwise, project, live)), **options)
+                       live_views=LiveViews(read, reader.views, partial(_held_otherwise, project, live)),
+                       moving=_moving(project, live, desired.databases), **options)
+
+
+def _moving(project: Project, live: Live, databases: tuple[str, ...]) -> Moving | None:
+    """The catalog the project moves from (``metastore.moving_from``), read in ``databases`` (read only); None: none."""
+    source, moving = live.source, project.settings.moving_from
+    if source is None or moving is None:
+        return None
+    new, old = project.settings.metastore_type, str(moving["type"])
+    capabilities = backend_capabilities(new)
+    return Moving(source.read(databases), source.reader.endpoint,
+                  f"the {backend_capabilities(old).noun} moved from (metastore.moving_from.type {old})",
+                  f"the {capabilities.noun} (metastore.type {new})", capabilities.registers, capabilities.views,
+                  bool(moving.get("forget")))
 
 
 def _live_files(project: Project, stored: Callable[[str], Stored | None],

@@ -14,9 +14,9 @@ from typing import assert_never
 from schemaflow.model import SCHEMAFLOW_PREFIX
 from schemaflow.plan.steps import (Action, AddColumnsAction, AddDatabase, ChangeViewPartitions, CheckLiveViews,
                                    CreateTableAction, CreateViewAction, DropTableAction, DropViewAction, IcebergCommit,
-                                   KeepViewPartitions, PartitionView, RestoreBackup, RewriteRows,
-                                   SetColumnCommentsAction, SetColumns, SetDatabaseParameters, SetParameters,
-                                   SetStorageAction, SetTableCommentAction, Step)
+                                   ForgetEntryAction, KeepViewPartitions, PartitionView, RegisterTableAction,
+                                   RestoreBackup, RewriteRows, SetColumnCommentsAction, SetColumns,
+                                   SetDatabaseParameters, SetParameters, SetStorageAction, SetTableCommentAction, Step)
 from schemaflow.sql.ddl import CLAIM
 
 # Said under the first statement that holds CLAIM: a reader meets ${claim} in every CREATE.
@@ -72,7 +72,8 @@ def without_bookkeeping(action: Action) -> Action | None:
             return action if action.code else None
         case (CreateTableAction() | AddColumnsAction() | SetTableCommentAction() | SetColumnCommentsAction()
               | DropTableAction() | CreateViewAction() | DropViewAction() | AddDatabase() | PartitionView()
-              | ChangeViewPartitions() | KeepViewPartitions() | SetStorageAction() | RewriteRows() | RestoreBackup()):
+              | ChangeViewPartitions() | KeepViewPartitions() | SetStorageAction() | RewriteRows() | RestoreBackup()
+              | RegisterTableAction() | ForgetEntryAction()):
             return action
         case _ as unreachable:
             assert_never(unreachable)

@@ -23,7 +23,8 @@ NAME = "iceberg_rest"
 # An Iceberg REST catalog holds Iceberg tables and views, with no engine: nothing renames a table under a guard, and
 # views are not analysed as apply runs. A commit is guarded by the requirements it asserts; properties hold any length.
 CAPABILITIES = Capabilities(noun="Iceberg REST catalog", table_kinds=frozenset({"iceberg"}), view_partitions=False,
-                            renames=False, engine=False, guard=GuardKind.REQUIREMENTS, value_limit=None)
+                            renames=False, engine=False, guard=GuardKind.REQUIREMENTS, value_limit=None,
+                            registers=True)
 SETTINGS = {
     "type": "object", "additionalProperties": False, "required": ["uri"],
     "properties": {
