@@ -68,6 +68,7 @@ def apply_project(project: Project, live: Live, options: ApplyOptions, *, show: 
     workflow.check_claims(plan, take_over=options.take_over)
     if not confirm(plan):
         return ApplyOutcome(plan, ran=False)
+    workflow.check_moved(plan, live)
     writer = live.writer()
     writer.progress = report if pause is None else _paused(report, pause)
     if pause:

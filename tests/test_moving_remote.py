@@ -2,7 +2,7 @@
 with rows and a view in the embedded metastore of the test session, Iceberg's own REST catalog server
 (``tests/rest_server.py``). The plan registers each table by its metadata file and creates the view; apply lands them
 with the same snapshot and rows; the old entries stay until a step that forgets them, which is blocked unless allowed;
-a name taken between plan and apply is refused as a concurrent change."""
+a commit through the old catalog since the plan, and a name taken between plan and apply, are refused."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,11 +14,11 @@ from pyiceberg.table import StaticTable
 
 from schemaflow.apply.executor import ApplyError, apply_plan
 from schemaflow.catalog.live import Live
-from schemaflow.errors import ConcurrentChange
+from schemaflow.errors import ConcurrentChange, SchemaflowError
 from schemaflow.model import Table
 from schemaflow.plan.kinds import StepKind
 from schemaflow.project import Project
-from schemaflow.workflow import make_plan
+from schemaflow.workflow import check_moved, make_plan
 from tests.iceberg_writer import OtherWriter
 from tests.projects import plan_and_apply, write_project
 from tests.rest_server import RestCatalogServer
@@ -149,6 +149,15 @@ def test_a_name_taken_in_the_new_catalog_between_plan_and_apply_is_refused_as_a_
         """})
     live, planned = _plan(project, metastore)
     assert [s.kind for s in planned.steps] == [StepKind.CREATE_DATABASE, StepKind.REGISTER_TABLE]
+    # A commit through the old catalog since the plan: apply refuses before anything is claimed or registered.
+    table = OtherWriter(metastore).load_table(f"{db}.orders")
+    table.append(pa.Table.from_pylist([{"id": 1}], schema=table.schema().as_arrow()))
+    with pytest.raises(SchemaflowError) as refused:
+        check_moved(planned, live)
+    assert str(refused.value).startswith(f"{db}.orders: ") and "holds another metadata file than the plan registers" \
+        in str(refused.value)
+    live, planned = _plan(project, metastore)
+    check_moved(planned, live)
     other = RestCatalog("other", uri=rest_catalog_server.uri)
     other.create_namespace(db)
     other.create_table((db, "orders"), pa.schema([pa.field("x", pa.string())]))

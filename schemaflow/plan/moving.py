@@ -13,7 +13,8 @@ declared object that the catalog moved to lacks and the one moved from holds:
   catalog moved to cannot register one (``Capabilities.registers``).
 
 Both catalogs then name the same files: a commit through the old entry after the register forks the table's history,
-which each register step says as a hazard. The old catalog's entries stay until a step names them: with
+which each register step says as a hazard; apply refuses a plan whose old entry names another metadata file than the
+one planned (``workflow.check_moved``). The old catalog's entries stay until a step names them: with
 ``moving_from.forget: true`` the plan drops the old entry of each moved object that the new catalog holds now (a
 table only where it is the same Iceberg table, by its uuid), keeping its files; such a step is destructive, so blocked
 without ``--allow-destructive``. Without it, the plan warns that the old entries remain.
@@ -149,12 +150,12 @@ class RegisterTable:
             notes=(f"the catalog adopts the table's current metadata file in {self.noun} ({one_line(location)}), with "
                    "its snapshots and history: no data or metadata file is written or copied, and its rows read as "
                    "there; the schemas' changes to it, if any, follow as commits",),
-            hazards=(f"both catalogs name the same files from this step on: a commit through {self.noun} after it is "
-                     "not seen here, nor one here there, and the table's history forks: stop every writer that uses "
-                     f"{self.noun} for {key} before applying (its entry stays there, until a step forgets it: "
+            hazards=(f"both catalogs name the same files from this step on: a commit through {self.noun} after it "
+                     "is not seen here, nor one here there, and the table's history forks: stop every writer that uses "
+                     f"the old catalog for {key} before applying (its entry stays there until a step forgets it: "
                      f"{FORGET_SETTING})",
-                     f"it adopts the metadata file current when planned: a commit through {self.noun} after the plan "
-                     "is not carried over (plan again after the last one)"))
+                     "it adopts the metadata file current when planned: apply refuses the plan if the old entry names "
+                     "another by then, and a commit through the old catalog after that check is not carried over"))
 
 
 def _iceberg(obj: Object | None) -> bool:
