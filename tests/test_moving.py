@@ -16,6 +16,7 @@ from schemaflow.model import Catalog, Column, IcebergState, Table, View, fingerp
 from schemaflow.plan.kinds import ObjectType, StepKind
 from schemaflow.plan.moving import Moving
 from schemaflow.plan.plan import ABSENT, Plan, PlanBuilder, applied
+from schemaflow.plan.settings_changes import settings_steps
 from schemaflow.plan.steps import DropTableAction, ForgetEntryAction, IcebergCommit, RegisterTableAction
 from schemaflow.project import load_project
 
@@ -193,3 +194,14 @@ def test_the_catalog_moved_from_is_named_in_the_settings_and_checked_against_its
                                                   "    type: hive\n    warehouse: w1\n"), env={})
     assert [str(p) for p in settings_problems(wrong)] == [
         "schemaflow.yaml:6:5: unknown key 'warehouse' (expected one of: guard, local_server, type, uri)"]
+
+
+def test_a_pull_request_that_starts_a_move_shows_it_as_a_settings_step_with_its_hazard() -> None:
+    before = {"metastore": {"type": "hive"}}
+    after = {"metastore": {"type": "iceberg_rest", "uri": "http://new:8181", "moving_from": {"type": "hive"}}}
+    steps = {s.values[0]: s.hazards for s in settings_steps(before, after)}
+    assert steps['metastore.moving_from.type: (not set) -> "hive"'] == (
+        "changes the catalog the project moves from: plan reads it, and registers its Iceberg tables in the project's "
+        "catalog, where a writer still using the old entries forks those tables (see Moving between catalogs)",)
+    assert "changes the catalog backend apply reads and writes through" in steps[
+        'metastore.type: "hive" -> "iceberg_rest"'][0]
