@@ -16,9 +16,11 @@ from typing import TextIO
 from schemaflow.apply.after import HookFailure, cached_before, changed_objects, run_hooks
 from schemaflow.apply.executor import ApplyNotStarted, apply_plan, check_runnable
 from schemaflow.apply.stops import signal_name, terminated
+from schemaflow.catalog.backend import CatalogWriter
 from schemaflow.catalog.live import Live
 from schemaflow.errors import SchemaflowError
 from schemaflow.plan.backups import NO_BACKUP_DROPS, BackupDrops
+from schemaflow.plan.kinds import StepKind
 from schemaflow.plan.plan import Plan
 from schemaflow.plan.review_check import differences
 from schemaflow.project import STATE_DIR, Project
@@ -70,6 +72,7 @@ def apply_project(project: Project, live: Live, options: ApplyOptions, *, show: 
             workflow.check_claims(plan, take_over=options.take_over)
             if not confirm(plan):
                 return ApplyOutcome(plan, ran=False)
+            workflow.check_moved(plan, live)
             writer = live.writer()
             writer.progress = report if pause is None else _paused(report, pause)
             if pause:
@@ -77,7 +80,8 @@ def apply_project(project: Project, live: Live, options: ApplyOptions, *, show: 
     except KeyboardInterrupt as stopped:
         raise ApplyNotStarted(signal_name(stopped), "while it made the plan" if plan is None else
                               "before its first step", plan) from None
-    apply_plan(plan, writer, progress=progress, pause=pause, value_limit=workflow.value_limit(project))
+    apply_plan(plan, writer, progress=progress, pause=pause, value_limit=workflow.value_limit(project),
+               source=_source_writer(live, plan))
     changed = changed_objects(plan)
     warnings = writer.after_apply(cached_before(plan)) + _uncommitted(plan)
     # The state directory as the project names it (local_server.state_directory's, before links are followed: hooks
@@ -85,6 +89,12 @@ def apply_project(project: Project, live: Live, options: ApplyOptions, *, show: 
     state = project.settings.derby_dir or STATE_DIR
     failures = run_hooks(project.settings.after_apply, changed, str(project.root), state)
     return ApplyOutcome(plan, ran=True, changed=changed, warnings=tuple(warnings), failures=tuple(failures))
+
+
+def _source_writer(live: Live, plan: Plan) -> CatalogWriter | None:
+    """The writer of the catalog the project moves from, where the plan forgets entries there (``plan.moving``)."""
+    forgets = any(step.kind == StepKind.FORGET_ENTRY for step in plan.steps)
+    return live.source_writer() if forgets else None
 
 
 def _paused(report: Callable[[str], None], pause: Pause) -> Callable[[str], None]:
@@ -152,4 +162,5 @@ def run_plan(live: Live, plan: Plan, progress: TextIO, report: Callable[[str], N
     workflow.check_claims(plan)
     writer = live.writer()
     writer.progress = report if pause is None else _paused(report, pause)
-    apply_plan(plan, writer, progress=progress, pause=pause, value_limit=workflow.value_limit(live.project))
+    apply_plan(plan, writer, progress=progress, pause=pause, value_limit=workflow.value_limit(live.project),
+               source=_source_writer(live, plan))

@@ -63,6 +63,7 @@ class Capabilities:
     renames: bool = True          # it renames tables (rewrites and restores)
     engine: bool = True           # an engine analyses views as apply runs (Spark)
     guard: GuardKind = GuardKind.PARAMETER_CAS
+    registers: bool = False       # it adopts an Iceberg table by its metadata file (``catalog.backend.Registering``)
     value_limit: int | None = DATABASE_VALUE.length  # the longest database property value; None: no limit
     wording: Wording = Wording()  # how plans word its actions: the Hive metastore's Spark SQL by default
 
@@ -70,15 +71,22 @@ class Capabilities:
 HIVE_METASTORE = Capabilities()  # what a backend registered without capabilities can do: the defaults
 
 
-def refusals(capabilities: Capabilities, backend: str, declared: Catalog) -> list[Problem]:
+def refusals(capabilities: Capabilities, backend: str, declared: Catalog, moving_from: str | None = None) -> list[Problem]:
     """What of ``declared`` the catalog of ``backend`` (registered with ``capabilities``) cannot hold, each at the
-    object's declaration, with the reason and what to do."""
+    object's declaration, with the reason and what to do; ``moving_from``: the backend of the catalog the project moves
+    from, which holds such a table as declared, and from which it cannot move in this release (``plan.moving``)."""
     catalog = f"the {capabilities.noun} (metastore.type {backend})"
     held = _held(capabilities)
     problems = []
     for table in declared.tables():
         kinds = capabilities.table_kinds
-        if kinds is not None and table.format not in kinds:
+        if kinds is not None and table.format not in kinds and moving_from is not None:
+            problems.append(Problem(table.source or Source(table.key), (
+                f"{table.key} is a {table.format} table, and {catalog} holds {held} only: moving from the catalog of "
+                f"metastore.moving_from (type {moving_from}), a {table.format} table there cannot move in this release "
+                "(only Iceberg tables are registered): keep it in that catalog, declared in a project of its own, or "
+                f"declare {' or '.join(f'format: {kind}' for kind in sorted(kinds))} for a new, empty table")))
+        elif kinds is not None and table.format not in kinds:
             problems.append(Problem(table.source or Source(table.key), (
                 f"{table.key} is a {table.format} table, and {catalog} holds {held} only: declare "
                 f"{' or '.join(f'format: {kind}' for kind in sorted(kinds))}, or keep this table in a catalog that "

@@ -55,6 +55,7 @@ class Settings:
     metastore_uri: str | None = None          # None: embedded Derby under .schemaflow/
     metastore_warehouse: str | None = None    # metastore.warehouse: the warehouse a backend's catalog serves
     metastore_options: Mapping[str, Any] = field(default_factory=dict)  # metastore.options: the backend's own
+    moving_from: Mapping[str, Any] | None = None  # metastore.moving_from: the catalog the project moves from (plan.moving)
     lock_guards: bool = False                 # metastore.guard: lock (the table lock, not compare-and-swap)
     local_server_minutes: float = LOCAL_SERVER_MINUTES  # metastore.local_server: 0, no local server
     warehouse_dir: str = ""                   # "": the metastore server's own (embedded: .schemaflow/warehouse)
@@ -178,6 +179,7 @@ def load_project(root: str | Path, env: Mapping[str, str] | None = None, target:
         metastore_uri=metastore_uri,
         metastore_warehouse=metastore.get("warehouse"),
         metastore_options=dict(metastore.get("options") or {}),
+        moving_from=dict(metastore["moving_from"]) if isinstance(metastore.get("moving_from"), Mapping) else None,
         lock_guards=metastore.get("guard") == "lock",
         local_server_minutes=_local_server(env, metastore.get("local_server")),
         warehouse_dir=_absolute(root, warehouse_dir) if warehouse_dir else "",

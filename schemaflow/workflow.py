@@ -33,6 +33,8 @@ from schemaflow.model import Catalog, Object, Source, Stored, Table, View, catal
 from schemaflow.plan.backups import NO_BACKUP_DROPS, BackupDrops
 from schemaflow.plan.invalidation import created_schema_mode
 from schemaflow.plan.live_code import LiveViews
+from schemaflow.plan.moving import Moving
+from schemaflow.plan.steps import RegisterTableAction
 from schemaflow.plan.kinds import StepKind
 from schemaflow.sql.code_calls import Reach, declared_calls, resolved_calls
 from schemaflow.sql.ddl import view_text
@@ -70,8 +72,9 @@ def desired_state(project: Project) -> Catalog:
 def backend_problems(project: Project, desired: Catalog) -> list[Problem]:
     """What the project's catalog backend refuses: its ``metastore:`` settings against the backend's schema, and what
     of ``desired`` the catalog cannot hold (``capabilities.refusals``), each where it is written."""
-    name = project.settings.metastore_type
-    return settings_problems(project) + refusals(backend_capabilities(name), name, desired)
+    name, moving = project.settings.metastore_type, project.settings.moving_from
+    return settings_problems(project) + refusals(backend_capabilities(name), name, desired,
+                                                 str(moving["type"]) if moving else None)
 
 
 def _catalog(project: Project) -> tuple[str, Capabilities]:
@@ -187,7 +190,20 @@ def _live_builder(project: Project, live: Live, desired: Catalog | None = None, 
                        allowed=project.settings.allowed_calls, checked=project.settings.checked_calls,
                        approved_code=project.settings.approved_code,
                        live_views=LiveViews(read, reader.views, partial(_held_otherwise, project, live)),
-                       **options)
+                       moving=_moving(project, live, desired.databases), **options)
+
+
+def _moving(project: Project, live: Live, databases: tuple[str, ...]) -> Moving | None:
+    """The catalog the project moves from (``metastore.moving_from``), read in ``databases`` (read only); None: none."""
+    source, moving = live.source, project.settings.moving_from
+    if source is None or moving is None:
+        return None
+    new, old = project.settings.metastore_type, str(moving["type"])
+    capabilities = backend_capabilities(new)
+    return Moving(source.read(databases), source.reader.endpoint,
+                  f"the {backend_capabilities(old).noun} moved from (metastore.moving_from.type {old})",
+                  f"the {capabilities.noun} (metastore.type {new})", capabilities.registers, capabilities.views,
+                  bool(moving.get("forget")))
 
 
 def _live_files(project: Project, stored: Callable[[str], Stored | None],
@@ -602,6 +618,27 @@ def check_claims(plan: Plan, take_over: bool = False) -> None:
         if found == ELSEWHERE and not take_over:
             raise SchemaflowError(f"{key} is claimed by an apply on another machine ({claim.describe()}); nothing "
                                   "was applied. If that apply has stopped, run apply --take-over to finish its work")
+
+
+def check_moved(plan: Plan, live: Live) -> None:
+    """Refuse, before anything is claimed, a plan that registers a table whose entry in the catalog moved from names
+    another metadata file now than when planned (a commit there since): registered, the new catalog would not have it
+    (``plan.moving``). A commit between this check and the register is not seen: the register steps say so."""
+    registers = [action for step in plan.steps for action in step.body if isinstance(action, RegisterTableAction)]
+    if not registers:
+        return
+    source = live.source
+    if source is None:
+        raise SchemaflowError("the plan registers tables from the catalog the project moves from, which schemaflow.yaml "
+                              "names no more (metastore.moving_from): nothing was applied; plan again")
+    held = source.read(tuple(sorted({split_key(action.object)[0] for action in registers})))
+    moved = [action.object for action in registers
+             if not (isinstance(table := held.get(action.object), Table) and table.iceberg is not None
+                     and table.iceberg.metadata_location == action.metadata_location)]
+    if moved:
+        raise SchemaflowError(f"{', '.join(moved)}: {source.where()} holds another metadata file than the plan "
+                              "registers (a commit there since it was made, or the entry is gone): nothing was applied; "
+                              "stop the writers that use it, then plan again")
 
 
 def load_plan(path: Path) -> Plan:

@@ -26,7 +26,7 @@ from schemaflow.cli import main
 from schemaflow.model import Catalog, Column, IcebergState, PartitionField, Table, View
 from schemaflow.plan.kinds import ActionKind, ObjectType, StepKind
 from schemaflow.plan.plan import PlanBuilder, Plan
-from schemaflow.plan.steps import CreateViewAction, Step
+from schemaflow.plan.steps import CreateViewAction, ForgetEntryAction, RegisterTableAction, Step
 from schemaflow.render import render
 from schemaflow.render.catalog_words import VARIANTS
 from schemaflow.render.review import Review
@@ -104,6 +104,22 @@ def test_a_kind_the_catalog_does_not_take_says_apply_refuses_it() -> None:
     step = Step(StepKind.CREATE_VIEW, view.key, ObjectType.VIEW, "create view sales.recent", (CreateViewAction(view),))
     text = render(Review(Plan((step,), ("sales",), catalog="glue")), "text")
     assert "       -- glue: create view sales.recent (this catalog takes no such change: apply refuses it)\n" in text
+
+
+def test_a_move_reads_as_a_register_in_the_new_catalog_and_a_forget_in_the_old() -> None:
+    metadata = "file:///lake/sales/clicks/metadata/00003-x.metadata.json"
+    register = Step(StepKind.REGISTER_TABLE, "sales.clicks", ObjectType.TABLE, "register table sales.clicks",
+                    (RegisterTableAction("sales.clicks", metadata, "r1", "thrift://old:9083\x1b[2J"),))
+    forget = Step(StepKind.FORGET_ENTRY, "sales.clicks", ObjectType.TABLE, "forget sales.clicks",
+                  (ForgetEntryAction("sales.clicks", ObjectType.TABLE, "r1", "thrift://old:9083"),))
+    text = render(Review(Plan((register, forget), ("sales",), catalog="iceberg_rest")), "text")
+    assert ("       -- iceberg_rest: register table sales.clicks (POST /v1/{prefix}/namespaces/{namespace}/register: "
+            "one request, refused with a 409 where the name is taken)\n"
+            f"       --   metadata file {metadata!r}, its current one in thrift://old:9083\\x1b[2J\n"
+            "       --   no file written or copied\n") in text, text
+    assert ("       -- thrift://old:9083: forget the table entry sales.clicks in the catalog moved from, its files kept "
+            "(they are the moved object's)\n") in text, text
+    assert "\x1b" not in text
 
 
 def test_every_call_a_backend_names_is_of_a_kind_of_action() -> None:

@@ -10,10 +10,11 @@ import pytest
 
 from schemaflow.model import (CURRENT_DATABASE, VERSION_KEY, Catalog, Column, Database, IcebergState, PartitionField,
                               SortTerm, Table, View, ViewSql)
-from schemaflow.plan.kinds import EFFECTS, ActionKind, Effect, StepKind
+from schemaflow.plan.kinds import EFFECTS, ActionKind, Effect, ObjectType, StepKind
 from schemaflow.plan.plan import Plan, PlanBuilder
 from schemaflow.plan.settings_changes import SettingsChange
 from schemaflow.plan.steps import (ACTION_CLASSES, Action, AddColumnsAction, AddDatabase, ChangeViewPartitions,
+                                   ForgetEntryAction, RegisterTableAction,
                                    CheckLiveViews, CreateTableAction, CreateViewAction, DropTableAction, DropViewAction,
                                    IcebergCommit, RewriteRows,
                                    KeepViewPartitions, RestoreBackup,
@@ -58,6 +59,10 @@ ONE_OF_EACH: tuple[Action, ...] = (
     DropViewAction("db.v", engine=False),
     CheckLiveViews("db.v", {"db.w": ViewSql("SELECT f(1) AS a", "SELECT `db`.f(1) AS a", CURRENT_DATABASE),
                             "other.x": ViewSql("SELECT 1 AS b"), "other.y": None}, "db.w calls metastore functions (db.f)"),
+    RegisterTableAction("db.i", "file:/lake/i/metadata/00004-x.metadata.json", "v1", "thrift://old:9083"),
+    RegisterTableAction("db.i", "s3://lake/i/metadata/00001-y.metadata.json", None, "embedded:/state"),
+    ForgetEntryAction("db.i", ObjectType.TABLE, "v1", "thrift://old:9083"),
+    ForgetEntryAction("db.v", ObjectType.VIEW, None, "thrift://old:9083"),
 )
 
 

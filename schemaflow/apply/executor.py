@@ -12,7 +12,9 @@ Every write is guarded (see ``schemaflow.claims``): first each existing object t
 claimed with a compare-and-swap against the version the plan saw; each later metastore write to it
 expects the claim; its final stamp swaps the claim for the new version. An object a step creates is born
 with the claim (the writer's ``claim``). Where a catalog cannot carry a guard (the Hive metastore's Spark SQL),
-its writes run only on objects this run holds.
+its writes run only on objects this run holds. A table registered from the catalog the project moves from
+(``plan.moving``) is not claimed: its later writes expect the version its metadata held when planned; the entries that
+plan forgets there are dropped through ``source``, the writer of that catalog, each guarded by its version then.
 
 Against a metastore server, a step's last write to its own object (its stamp) runs in a second lane
 (``apply.lane``), on a connection of its own, while the next step's statements run: one write at a
@@ -31,20 +33,21 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 
 from schemaflow.apply.lane import Lane, LaneFailed
 from schemaflow.apply.stops import StopRequest, signal_name, stop_between_steps
-from schemaflow.catalog.backend import CatalogWriter
+from schemaflow.catalog.backend import CatalogWriter, Registering
 from schemaflow.capabilities import HIVE_METASTORE
 from schemaflow.claims import Claim, new_run
 from schemaflow.errors import ConcurrentChange, SchemaflowError, Unreachable
 from schemaflow.catalog.history import Entry, with_entries
 from schemaflow.model import (DROPPED_PREFIX, HISTORY_PREFIX, NO_VERSION, VERSION_KEY, Column, Database, IcebergState, PartitionValues,
                               Table, View, ViewSql, split_key)
-from schemaflow.plan.kinds import EFFECTS, Effect, ObjectType
+from schemaflow.plan.kinds import EFFECTS, Effect, ObjectType, StepKind
 from schemaflow.plan.plan import Plan
 from schemaflow.plan.steps import (Action, AddColumnsAction, AddDatabase, ChangeViewPartitions, CheckLiveViews,
                                    CreateTableAction, CreateViewAction, DropTableAction, DropViewAction, IcebergCommit,
-                                   KeepViewPartitions, PartitionView, RestoreBackup, RewriteRows,
-                                   SetColumnCommentsAction, SetColumns, SetDatabaseParameters, SetParameters,
-                                   SetStorageAction, SetTableCommentAction, Step, fill_applied_at, with_stamp)
+                                   ForgetEntryAction, KeepViewPartitions, PartitionView, RegisterTableAction,
+                                   RestoreBackup, RewriteRows, SetColumnCommentsAction, SetColumns,
+                                   SetDatabaseParameters, SetParameters, SetStorageAction, SetTableCommentAction, Step,
+                                   fill_applied_at, with_stamp)
 from schemaflow.sql import ddl
 from schemaflow.sql.rewrite import Filled
 from schemaflow.wording import duration, plural
@@ -218,8 +221,9 @@ def _applied_and_not(steps: Sequence[Step], stopped: int, begun: int | None) -> 
 class Run:
     """One apply run: its claim, and the ``schemaflow.version`` each object holds as far as it knows."""
 
-    def __init__(self, plan: Plan, claim: Claim, writer: CatalogWriter) -> None:
+    def __init__(self, plan: Plan, claim: Claim, writer: CatalogWriter, source: CatalogWriter | None = None) -> None:
         self.writer = writer
+        self.source = source  # the catalog the project moves from (None: the plan forgets nothing there)
         self.held: dict[str, str] = {}
         self.started: set[str] = set()  # objects this run has begun to change
         self.stamped: dict[str, str] = {}  # when each object's stamp or drop record was written
@@ -344,6 +348,21 @@ class Run:
                                      self.guards.get(action.object), token, action.registrable,
                                      fill_applied_at(action.records, now))
                 self.held[action.object] = token
+            case RegisterTableAction():
+                if not isinstance(writer, Registering):
+                    raise SchemaflowError("the catalog this apply writes cannot register a table another catalog holds "
+                                          "(its backend does not): nothing of this step ran")
+                writer.register_table(action.object, action.metadata_location)
+                if action.version is not None:  # what its metadata holds: the step's later writes expect it
+                    self.held[action.object] = action.version
+            case ForgetEntryAction():
+                if self.source is None:
+                    raise SchemaflowError(f"{action.object}: this step drops its entry in {action.source}, which this "
+                                          "apply was not given: nothing of this step ran")
+                if action.object_type == ObjectType.VIEW:
+                    self.source.drop_view(action.object, action.version)
+                else:
+                    self.source.drop_table(action.object, action.version)
             case RestoreBackup():
                 # The backup takes the name and the run's claim, which the step's stamp then swaps for its version.
                 token = self.tokens[action.object]
@@ -363,17 +382,18 @@ def check_runnable(plan: Plan) -> None:
 
 def apply_plan(plan: Plan, writer: CatalogWriter, progress: TextIO | None = None, claim: Claim | None = None,
                pause: Callable[[str], None] | None = None, clock: Callable[[], float] = time.monotonic,
-               value_limit: int | None = HIVE_METASTORE.value_limit) -> None:
+               value_limit: int | None = HIVE_METASTORE.value_limit, source: CatalogWriter | None = None) -> None:
     """Claim the plan's objects, then run every step in order; raise ``ApplyError`` at the first failure, and
     ``ApplyInterrupted`` when SIGINT or SIGTERM stops it (before the next step: ``apply.stops``). The objects' histories
     are kept within ``value_limit``, the longest database property value of the writer's catalog (its capabilities';
-    None: no limit).
+    None: no limit). ``source``: the writer of the catalog the project moves from, for the steps that forget entries
+    there.
 
     ``pause`` is called with ``"claimed"`` after the claims and ``"<step>.<action>"`` (1-based) after
     each action: the points where a test may stop or kill the run. ``clock`` times the steps.
     """
     check_runnable(plan)
-    run = Run(plan, claim or new_run(), writer)
+    run = Run(plan, claim or new_run(), writer, source)
     # The second connection first: one that cannot be opened stops the run before anything is claimed.
     # A plan of no stamps (a sync of view partitions) has nothing to hand over, and opens none.
     stamps = any(_ends_with_stamp(step) for step in plan.steps)
@@ -418,6 +438,8 @@ def _record_history(plan: Plan, run: Run, limit: int | None) -> None:
     lines: dict[str, dict[str, list[Entry]]] = {}
     for step in plan.steps:
         at = run.stamped.get(step.object)
+        if step.kind == StepKind.FORGET_ENTRY:  # an entry of another catalog, whose history is not this one's
+            continue
         dropped = EFFECTS[step.kind] == Effect.DROP and step.object_type != ObjectType.DATABASE
         if at is None or not (step.stamp or dropped):
             continue
@@ -565,7 +587,7 @@ def _writes(action: Action) -> bool:
         case (CreateTableAction() | AddColumnsAction() | SetTableCommentAction() | SetColumnCommentsAction()
               | DropTableAction() | CreateViewAction() | DropViewAction() | AddDatabase() | SetDatabaseParameters()
               | SetParameters() | SetColumns() | ChangeViewPartitions() | PartitionView() | SetStorageAction()
-              | IcebergCommit() | RewriteRows() | RestoreBackup()):
+              | IcebergCommit() | RewriteRows() | RestoreBackup() | RegisterTableAction() | ForgetEntryAction()):
             return True
         case _ as unreachable:
             assert_never(unreachable)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 from schemaflow.background import Background
@@ -208,6 +208,20 @@ class CatalogWriter(Protocol):
     def beside(self) -> AbstractContextManager[CatalogWriter | None]:
         """A second writer on the same metastore, on which a write may run while this one runs the next
         statement; None: everything runs here, in turn."""
+
+
+@runtime_checkable
+class Registering(Protocol):
+    """A ``CatalogWriter`` that adopts an Iceberg table another catalog holds, by its metadata file: what a project
+    moving from one catalog to another plans (``plan.moving``). A duty only some writers take on, which their backend
+    declares (``Capabilities.registers``); the planner blocks a register step into a catalog that does not, and the
+    executor refuses a writer that is not one, so a backend written before it needs no change."""
+
+    def register_table(self, key: str, metadata_location: str) -> None:
+        """Make ``key`` an Iceberg table whose current metadata is the file ``metadata_location``, writing and copying
+        no file: ``ConcurrentChange`` if the name is taken (by a table or a view), with nothing changed. A request
+        whose outcome is not known (the catalog stopped answering) is read back, never repeated blindly: it landed if
+        ``key`` names that metadata file now."""
 
 
 @dataclass(frozen=True)

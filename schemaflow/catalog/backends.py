@@ -13,7 +13,8 @@ command opens it (``Opening``), and connects nothing until asked: a command that
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from importlib import import_module
 from importlib.metadata import entry_points
 from typing import Any, TextIO, TypeVar
@@ -126,27 +127,53 @@ def settings_problems(project: Project) -> list[Problem]:
         block = (settings or {}).get("metastore")
         if not isinstance(block, dict):
             continue
-        name = block.get("type") or DEFAULT
-        schema: Mapping[str, Any] = backend_info(name).options_schema or {}
-        checked = data
-        if "options" not in schema.get("properties", {}):
-            problems += [Problem(doc.key(*where, "metastore", "options", key),
-                                 f"unknown key '{key}': metastore.type {name} takes no options")
-                         for key in sorted(block.get("options") or {})]
-            checked = _without_options(data, (*where, "metastore"))
-        for part in reversed((*where, "metastore")):  # the schema of the whole file, checking only this block
-            schema = {"type": "object", "properties": {part: schema}}
-        problems += check_against(doc, checked, schema)
+        moving = block.get("moving_from")
+        # The catalog moved from is checked against its own backend's schema, without the key only it takes.
+        problems += _block_problems(doc, data, (*where, "metastore"), {k: v for k, v in block.items() if k != "moving_from"})
+        if isinstance(moving, dict) and isinstance(moving.get("type"), str):
+            problems += _block_problems(doc, data, (*where, "metastore", "moving_from"),
+                                        {k: v for k, v in moving.items() if k != "forget"})
     return problems
 
 
-def _without_options(data: Mapping[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
-    """``data`` without the ``options`` of the mapping at ``path``."""
-    if not path:
-        return {key: value for key, value in data.items() if key != "options"}
-    return {**data, path[0]: _without_options(data[path[0]], path[1:])}
+def _block_problems(doc: Any, data: Mapping[str, Any], path: tuple[str, ...], block: Mapping[str, Any]) -> list[Problem]:
+    """The problems of the catalog block ``block`` at ``path`` of the settings file ``data`` against the schema of the
+    backend it names, each at its key or value."""
+    name = block.get("type") or DEFAULT
+    schema: Mapping[str, Any] = backend_info(name).options_schema or {}
+    problems = []
+    if "options" not in schema.get("properties", {}):
+        problems += [Problem(doc.key(*path, "options", key), f"unknown key '{key}': metastore.type {name} takes no options")
+                     for key in sorted(block.get("options") or {})]
+        block = {k: v for k, v in block.items() if k != "options"}
+    checked = _replaced(data, path, block)
+    for part in reversed(path):  # the schema of the whole file, checking only this block
+        schema = {"type": "object", "properties": {part: schema}}
+    return problems + check_against(doc, checked, schema)
+
+
+def _replaced(data: Mapping[str, Any], path: tuple[str, ...], block: Mapping[str, Any]) -> dict[str, Any]:
+    """``data`` with the mapping at ``path`` made ``block``."""
+    if len(path) == 1:
+        return {**data, path[0]: block}
+    return {**data, path[0]: _replaced(data[path[0]], path[1:], block)}
 
 
 def open_backend(project: Project, opening: Opening) -> Backend:
     """The backend the project's settings name, opened (nothing is connected yet)."""
     return backend_info(project.settings.metastore_type).factory(project, opening)
+
+
+def source_project(project: Project) -> Project | None:
+    """The project as it stood on the catalog it moves from (``metastore.moving_from``, see ``plan.moving``), whose
+    backend reads that catalog; None where it moves from none. An embedded Hive metastore moved from keeps its
+    warehouse under the project's state folder, as before the move."""
+    moving = project.settings.moving_from
+    if moving is None:
+        return None
+    uri = moving.get("uri")
+    warehouse_dir = project.settings.warehouse_dir or ("" if uri else str(Path(project.settings.derby_dir) / "warehouse"))
+    return replace(project, settings=replace(
+        project.settings, metastore_type=str(moving["type"]), metastore_uri=uri, metastore_warehouse=moving.get("warehouse"),
+        metastore_options=dict(moving.get("options") or {}), lock_guards=False, moving_from=None,
+        warehouse_dir=warehouse_dir))

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
 from schemaflow.catalog.backend import Backend, CatalogReader, CatalogWriter, PlanHints, StoredFunction
-from schemaflow.catalog.backends import Opening, open_backend
+from schemaflow.catalog.backends import Opening, open_backend, source_project
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import Catalog
 from schemaflow.project import Project
@@ -27,13 +27,15 @@ if TYPE_CHECKING:
 class Live:
     """The live catalog of ``project``, connected on first use; ``connected``: a connection the caller made (tests).
     With ``direct`` (the commands that only read: plan, drift, snapshot), the backend may read without starting what
-    its writes need."""
+    its writes need. ``source_connected``: a connection to the catalog the project moves from, made by the caller."""
 
     project: Project
     connected: Any = None
     progress: TextIO = sys.stderr
     direct: bool = False
+    source_connected: Any = None
     backend: Backend = field(init=False, repr=False)
+    _source: Backend | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.backend = open_backend(self.project, Opening(self.progress, self.direct, self.connected))
@@ -41,6 +43,27 @@ class Live:
     @property
     def reader(self) -> CatalogReader:
         return self.backend.reader
+
+    @property
+    def source(self) -> Backend | None:
+        """The catalog the project moves from (``metastore.moving_from``), opened on first use; None: it moves from
+        none. Plan only reads it; apply writes it only for the steps that forget its entries (``plan.moving``)."""
+        moved_from = source_project(self.project)
+        if moved_from is None:
+            return None
+        if self._source is None:
+            self._source = open_backend(moved_from, Opening(self.progress, self.direct, self.source_connected))
+        return self._source
+
+    def source_writer(self) -> CatalogWriter:
+        """Where the steps that forget entries of the catalog moved from run."""
+        source = self.source
+        writer = source.writer() if source is not None else None
+        if writer is None:
+            raise SchemaflowError("the plan forgets entries of the catalog the project moves from, which "
+                                  + ("schemaflow.yaml names no more (metastore.moving_from)" if source is None else
+                                     f"schemaflow writes not ({source.where()})") + ": nothing was applied")
+        return writer
 
     def read_ahead(self, databases: tuple[str, ...]) -> None:
         self.backend.read_ahead(databases)

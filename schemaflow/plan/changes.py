@@ -17,6 +17,7 @@ from schemaflow.spark_version import SparkVersion
 from schemaflow.plan.hazards import OFFER, appended_note, column_hazards, hidden_by_renames, restrict_hazard
 from schemaflow.plan.kinds import ObjectType, StepKind
 from schemaflow.plan.iceberg import AlterIcebergTable, ConvertToIceberg
+from schemaflow.plan.moving import RegisterTable
 from schemaflow.plan.rewrite import RewriteTable
 from schemaflow.plan.steps import (Action, AddColumnsAction, AddDatabase, ChangeViewPartitions, CheckLiveViews,
                                    CreateTableAction, CreateViewAction, DropTableAction, DropViewAction, IcebergCommit,
@@ -568,4 +569,4 @@ class Stamp:
 
 Change = (CreateDatabase | SetDatabaseProperties | CreateTable | DropTable | AddColumns | AlterColumns | AlterIcebergTable
           | ConvertToIceberg | SetTableComment | SetColumnComments | SetStorage | CreateView | ReplaceView | DropView
-          | SyncViewPartitions | Unsupported | Stamp | RewriteTable)
+          | SyncViewPartitions | Unsupported | Stamp | RewriteTable | RegisterTable)

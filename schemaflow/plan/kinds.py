@@ -26,6 +26,8 @@ class StepKind(StrEnum):
     CONVERT_TO_ICEBERG = "convert_to_iceberg"  # a Parquet table's files registered in a new Iceberg table
     REWRITE_TABLE = "rewrite_table"  # the rows copied into a new definition of the table, verified, swapped in
     RESTORE_TABLE = "restore_table"  # the backup a rewrite kept swapped back in under the table's name (no copy)
+    REGISTER_TABLE = "register_table"  # an Iceberg table the catalog moved from holds, adopted by its metadata file
+    FORGET_ENTRY = "forget_entry"  # the entry of a moved object in the catalog moved from, dropped (no file touched)
     CREATE_VIEW = "create_view"
     REPLACE_VIEW = "replace_view"
     DROP_VIEW = "drop_view"
@@ -66,6 +68,8 @@ EFFECTS: Mapping[StepKind, Effect] = {
     StepKind.CONVERT_TO_ICEBERG: Effect.CHANGE,
     StepKind.REWRITE_TABLE: Effect.CHANGE,
     StepKind.RESTORE_TABLE: Effect.CHANGE,
+    StepKind.REGISTER_TABLE: Effect.CREATE,
+    StepKind.FORGET_ENTRY: Effect.DROP,
     StepKind.CREATE_VIEW: Effect.CREATE,
     StepKind.REPLACE_VIEW: Effect.CHANGE,  # in place, under its name: the summary counts re-created views apart
     StepKind.DROP_VIEW: Effect.DROP,
@@ -99,4 +103,6 @@ class ActionKind(StrEnum):
     ICEBERG_COMMIT = "iceberg_commit"
     REWRITE_ROWS = "rewrite_rows"
     RESTORE_BACKUP = "restore_backup"
+    REGISTER_TABLE = "register_table"  # a table's current metadata file adopted by the catalog (moving catalogs)
+    FORGET_ENTRY = "forget_entry"  # an entry dropped from the catalog moved from, its files kept
     CHECK_LIVE_VIEWS = "check_live_views"  # the live views a step has Spark analyse, checked to hold the SQL planned

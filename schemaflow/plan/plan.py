@@ -40,6 +40,7 @@ from schemaflow.plan.rewrite import REWRITE_BLOCK, RewriteTable, by_copying
 from schemaflow.plan.invalidation import resolve
 from schemaflow.plan.kinds import VIEW_DEFINITIONS, ObjectType, StepKind
 from schemaflow.plan.live_code import LiveViews, with_live_code
+from schemaflow.plan.moving import Moving
 from schemaflow.plan.settings_changes import SettingsChange
 from schemaflow.plan.steps import APPLIED_AT, Step
 from schemaflow.plan.view_code import unchecked, with_code_hazard
@@ -206,6 +207,8 @@ class PlanBuilder:
     ``capabilities`` are those of the catalog the plan is for, the backend ``catalog`` (its ``metastore.type``, which
     also words its actions): a change that renames tables where it cannot is blocked, and where it runs no engine, no
     step has one analyse views (``plan.catalog_fit``), nor is ``view_problems`` asked.
+    ``moving``: the catalog the project moves from (``plan.moving``; None: none): the tables registered from it are
+    planned as if live, after their register steps, but neither claimed nor fingerprinted (the catalog lacks them).
     """
 
     desired: Catalog
@@ -237,6 +240,7 @@ class PlanBuilder:
     live_views: LiveViews | None = None
     capabilities: Capabilities = HIVE_METASTORE
     catalog: str = HIVE
+    moving: Moving | None = None
 
     @functools.cached_property
     def planned(self) -> _Planned:
@@ -244,11 +248,15 @@ class PlanBuilder:
         desired, allow_destructive = self.desired, self.allow_destructive
         # Several parts of the plan ask about one table; each metastore count is made once.
         count_partitions, stale_partitions = _once(self.count_partitions), _once(self.stale_partitions)
-        live = deps.with_live_reads(self.live)
+        registered = self.moving.registered(desired, self.live) if self.moving else {}
+        # A table registered from the catalog moved from is planned as it holds it, once registered.
+        live = deps.with_live_reads(replace(self.live, objects={**self.live.objects, **registered}))
         found = found_elsewhere(desired, live)  # migrations an earlier apply made and did not record on a table
         changes = [replace(c, old_label=self.basis.old_label) if isinstance(c, ReplaceView)
                    else _registering(c, live, self.files) for c in diff(desired, with_found(live, found),
                                                                          self.type_rule)]
+        if self.moving:  # each register before the table's other changes (deps.order keeps an object's order)
+            changes = [*self.moving.register_steps(registered), *changes]
         left = _left_alone(desired, live)  # what no step may touch, declared or not
         changes = [renaming(c, self.capabilities, self.catalog) for c in changes if c.key not in left]
         changes, kept, waiting = backup_drops(changes, self.drop_backups)
@@ -268,6 +276,8 @@ class PlanBuilder:
         for change in (with_live_code(ordered_changes, self.live_views or LiveViews(self.live), allowed)
                        if self.capabilities.engine else without_engine(ordered_changes)):
             step = with_code_hazard(change.to_step(), allowed)
+            if self.moving:
+                step = self.moving.with_move(step)
             # Columns are dropped only by migrations that name them: those need no further permission.
             if (step.destructive and not allow_destructive and not step.blocked and not isinstance(change, DropBackup)
                     and not (isinstance(change, ColumnChange) and not change.needs_permission)):
@@ -287,8 +297,13 @@ class PlanBuilder:
                                + step.notes, destructive=previous.destructive or step.destructive,
                                blocked=previous.blocked or step.blocked)
             steps.append(step)
+        if self.moving:  # destructive all: as any other, blocked unless allowed
+            steps += [s if allow_destructive else replace(s, blocked=DESTRUCTIVE_BLOCK)
+                      for s in self.moving.forget_steps(desired, self.live)]
         ordered = tuple(waiting_on_backups(_waiting(steps), waiting))
         warnings = found_warnings(found) + tuple(left.values()) + outcome.warnings + kept
+        if self.moving:
+            warnings += self.moving.warnings(desired, self.live, registered)
         if self.check_partitions:
             warnings += _stale_elsewhere(desired, live, changes, count_partitions, stale_partitions)
         if self.settings is not None:
@@ -300,16 +315,19 @@ class PlanBuilder:
             ordered = tuple(replace(s, blocked=s.blocked or reasons[s.object]) if s.kind in VIEW_DEFINITIONS
                             and s.object in reasons else replace(s, notes=s.notes + (skipped[s.object],))
                             if s.kind in VIEW_DEFINITIONS and s.object in skipped else s for s in ordered)
-        return _Planned(ordered, tuple(changes), warnings + _resume_warnings(live), live)
+        return _Planned(ordered, tuple(changes), warnings + _resume_warnings(live), live, frozenset(registered))
 
     def build(self, objects: Collection[str] | None = None) -> Plan:
         """The plan; with ``objects``, of their steps alone (what a command that runs part of a plan reviews)."""
         steps, changes, live = self.planned.steps, self.planned.changes, self.planned.live
-        touched = {s.object for s in steps if s.object_type != ObjectType.DATABASE}
-        fingerprints = {key: state_digest(live.objects[key]) if key in live.objects else ABSENT for key in sorted(touched)}
+        # An entry forgotten in the catalog moved from is no object of this one's.
+        touched = {s.object for s in steps if s.object_type != ObjectType.DATABASE and s.kind != StepKind.FORGET_ENTRY}
+        held = {key: obj for key, obj in live.objects.items() if key not in self.planned.moved}
+        fingerprints = {key: state_digest(held[key]) if key in held else ABSENT for key in sorted(touched)}
         # A view's partitions are contents, synced without a stamp: they alone do not claim the view.
-        claimed = {s.object for s in steps if s.object_type != ObjectType.DATABASE and s.kind != StepKind.VIEW_PARTITIONS}
-        guards = {key: live.objects[key].version for key in sorted(claimed) if key in live.objects}
+        claimed = {s.object for s in steps if s.object_type != ObjectType.DATABASE
+                   and s.kind not in (StepKind.VIEW_PARTITIONS, StepKind.FORGET_ENTRY)}
+        guards = {key: held[key].version for key in sorted(claimed) if key in held}
         if objects is not None:
             steps = tuple(s for s in steps if s.object in objects)
             fingerprints = {k: v for k, v in fingerprints.items() if k in objects}
@@ -333,6 +351,7 @@ class _Planned:
     changes: tuple[Change, ...]
     warnings: tuple[str, ...]  # the planner's own
     live: Catalog              # as planned against: each view with what its stored SQL reads
+    moved: frozenset[str] = frozenset()  # the tables registered from the catalog moved from: not in the live one
 
 
 def _waiting(steps: list[Step]) -> list[Step]:

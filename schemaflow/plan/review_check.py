@@ -21,7 +21,8 @@ from schemaflow.plan.kinds import StepKind
 from schemaflow.plan.plan import Basis, Plan
 from schemaflow.plan.steps import (Action, AddColumnsAction, AddDatabase, ChangeViewPartitions, CheckLiveViews,
                                    CreateTableAction, CreateViewAction, DropTableAction, DropViewAction, IcebergCommit,
-                                   KeepViewPartitions, PartitionView, RestoreBackup, RewriteRows,
+                                   ForgetEntryAction, KeepViewPartitions, PartitionView, RegisterTableAction,
+                                   RestoreBackup, RewriteRows,
                                    SetColumnCommentsAction, SetColumns, SetDatabaseParameters, SetParameters,
                                    SetStorageAction, SetTableCommentAction, Step)
 
@@ -49,7 +50,8 @@ def _comparable_action(action: Action, unversioned: frozenset[str]) -> object:
                 for k, v in action.properties.items()})
         case (AddColumnsAction() | SetTableCommentAction() | SetColumnCommentsAction() | DropTableAction()
               | DropViewAction() | AddDatabase() | SetParameters() | PartitionView() | ChangeViewPartitions()
-              | KeepViewPartitions() | SetStorageAction() | RewriteRows() | RestoreBackup() | CheckLiveViews()):
+              | KeepViewPartitions() | SetStorageAction() | RewriteRows() | RestoreBackup() | CheckLiveViews()
+              | RegisterTableAction() | ForgetEntryAction()):
             return action
         case _ as unreachable:
             assert_never(unreachable)

@@ -208,6 +208,12 @@ def _hazards(path: tuple[str, ...], old: Any, new: Any, files: Mapping[str, str]
     for tail, what in _CONNECTIONS.items():
         if path[-len(tail):] == tail and old is not _MISSING:  # moved, not set where there was none
             hazards.append(f"changes {what} (the operator's SCHEMAFLOW_* variables, where set, still win)")
+    if path[-3:-1] == ("metastore", "moving_from") and new is not _MISSING:
+        hazards.append("forgets, in the catalog moved from, the entries of the objects moved (destructive steps, with "
+                       "--allow-destructive)" if path[-1] == "forget" and new is True else
+                       "changes the catalog the project moves from: plan reads it, and registers its Iceberg tables in "
+                       "the project's catalog, where a writer still using the old entries forks those tables (see "
+                       "Moving between catalogs)")
     if path[-2:] == ("metastore", "guard") and new == "lock":
         hazards.append("guards each write with the metastore's table lock instead of its compare-and-swap: a writer "
                        "that alters a table without taking the lock (a plain Spark ALTER TABLE) is not seen")

@@ -643,10 +643,61 @@ class RestoreBackup:
         return cls(data["object"], data["backup"], data["temporary"], data["backup_version"])
 
 
+@dataclass(frozen=True)
+class RegisterTableAction:
+    """The catalog adopts an Iceberg table that the catalog the project moves from holds (``plan.moving``): a new entry
+    ``object`` naming ``metadata_location``, the table's current metadata file there when planned, with no data or
+    metadata file written or copied. ``version`` is the ``schemaflow.version`` that metadata holds (None: not stamped),
+    which the step's later writes expect. Refused if the name is taken meanwhile (``ConcurrentChange``)."""
+
+    kind: ClassVar[ActionKind] = ActionKind.REGISTER_TABLE
+    object: str
+    metadata_location: str
+    version: str | None
+    source: str  # the catalog moved from, as its plan records it (catalog.backend's ``endpoint``)
+
+    def describe(self) -> str:
+        return (f"-- register {self.object}: a new entry naming the metadata file {self.metadata_location!r} (the "
+                f"table's current one in {self.source}); no file is written or copied")
+
+    def to_data(self) -> dict[str, Any]:
+        return {"action": self.kind, "object": self.object, "metadata_location": self.metadata_location,
+                "version": self.version, "source": self.source}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> RegisterTableAction:
+        return cls(data["object"], data["metadata_location"], data["version"], data["source"])
+
+
+@dataclass(frozen=True)
+class ForgetEntryAction:
+    """The entry of a moved table or view dropped from the catalog the project moves from (``plan.moving``), once the
+    catalog it moves to holds it: its data and metadata files are kept (they are the moved table's). Guarded by the
+    ``schemaflow.version`` the old entry had when planned (``version``)."""
+
+    kind: ClassVar[ActionKind] = ActionKind.FORGET_ENTRY
+    object: str
+    object_type: ObjectType  # TABLE or VIEW
+    version: str | None
+    source: str  # the catalog moved from, as its plan records it
+
+    def describe(self) -> str:
+        return (f"-- in {self.source}: drop the {self.object_type} entry {self.object} (its files are kept: they are "
+                "the moved object's)")
+
+    def to_data(self) -> dict[str, Any]:
+        return {"action": self.kind, "object": self.object, "object_type": self.object_type, "version": self.version,
+                "source": self.source}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> ForgetEntryAction:
+        return cls(data["object"], ObjectType(data["object_type"]), data["version"], data["source"])
+
+
 Action = (CreateTableAction | AddColumnsAction | SetTableCommentAction | SetColumnCommentsAction | DropTableAction
           | CreateViewAction | DropViewAction | AddDatabase | SetDatabaseParameters | SetParameters | PartitionView | SetColumns
           | ChangeViewPartitions | KeepViewPartitions | SetStorageAction | IcebergCommit | RewriteRows | RestoreBackup
-          | CheckLiveViews)
+          | CheckLiveViews | RegisterTableAction | ForgetEntryAction)
 
 
 # The one map from what plan JSON calls an action to its class, from the classes' own kinds.
@@ -663,7 +714,8 @@ def with_stamp(action: Action, stamp: SetParameters) -> Action | None:
         case (CreateTableAction() | AddColumnsAction() | SetTableCommentAction() | SetColumnCommentsAction()
               | DropTableAction() | CreateViewAction() | DropViewAction() | AddDatabase() | SetDatabaseParameters()
               | SetParameters() | PartitionView() | SetColumns() | ChangeViewPartitions() | KeepViewPartitions()
-              | SetStorageAction() | RewriteRows() | RestoreBackup() | CheckLiveViews()):
+              | SetStorageAction() | RewriteRows() | RestoreBackup() | CheckLiveViews() | RegisterTableAction()
+              | ForgetEntryAction()):
             return None
         case _ as unreachable:
             assert_never(unreachable)

@@ -26,9 +26,10 @@ from schemaflow.output_safety import one_line
 from schemaflow.plan.kinds import ObjectType
 from schemaflow.plan.steps import (Action, AddColumnsAction, AddDatabase, ChangeViewPartitions, CheckLiveViews,
                                    CreateTableAction, CreateViewAction, DropTableAction, DropViewAction, IcebergCommit,
-                                   KeepViewPartitions, PartitionView, RestoreBackup, RewriteRows,
-                                   SetColumnCommentsAction, SetColumns, SetDatabaseParameters, SetParameters,
-                                   SetStorageAction, SetTableCommentAction, listed_partitions)
+                                   ForgetEntryAction, KeepViewPartitions, PartitionView, RegisterTableAction,
+                                   RestoreBackup, RewriteRows, SetColumnCommentsAction, SetColumns,
+                                   SetDatabaseParameters, SetParameters, SetStorageAction, SetTableCommentAction,
+                                   listed_partitions)
 from schemaflow.sql.ddl import CLAIM
 from schemaflow.wording import plural
 
@@ -116,6 +117,13 @@ def words(action: Action, catalog: str, wording: Wording, object_type: ObjectTyp
         case RestoreBackup():
             return _action(catalog, wording, action.kind, f"restore table {_name(action.object)} from "
                            f"{_name(action.backup)}", [])
+        case RegisterTableAction():
+            return _action(catalog, wording, action.kind, f"register table {_name(action.object)}", [
+                f"metadata file {action.metadata_location!r}, its current one in {one_line(action.source)}",
+                "no file written or copied"])
+        case ForgetEntryAction():  # run by the catalog moved from, whose calls this wording does not name
+            return (f"-- {one_line(action.source)}: forget the {action.object_type} entry {_name(action.object)} in the "
+                    "catalog moved from, its files kept (they are the moved object's)")
         case CheckLiveViews():
             said = [f"{_name(key)}: " + ("(could not be read)" if sql is None else f"{sql.sql!r}")
                     for key, sql in sorted(action.views.items())]

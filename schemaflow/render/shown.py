@@ -19,9 +19,9 @@ from schemaflow.model import SCHEMAFLOW_PREFIX
 from schemaflow.plan.plan import HIVE, Plan
 from schemaflow.plan.steps import (Action, AddColumnsAction, AddDatabase, ChangeViewPartitions, CheckLiveViews,
                                    CreateTableAction, CreateViewAction, DropTableAction, DropViewAction, IcebergCommit,
-                                   KeepViewPartitions, PartitionView, RestoreBackup, RewriteRows,
-                                   SetColumnCommentsAction, SetColumns, SetDatabaseParameters, SetParameters,
-                                   SetStorageAction, SetTableCommentAction, Step)
+                                   ForgetEntryAction, KeepViewPartitions, PartitionView, RegisterTableAction,
+                                   RestoreBackup, RewriteRows, SetColumnCommentsAction, SetColumns,
+                                   SetDatabaseParameters, SetParameters, SetStorageAction, SetTableCommentAction, Step)
 from schemaflow.render.catalog_words import words
 from schemaflow.render.review import capabilities_of
 from schemaflow.sql.ddl import CLAIM
@@ -87,7 +87,8 @@ def without_bookkeeping(action: Action) -> Action | None:
             return action if action.code else None
         case (CreateTableAction() | AddColumnsAction() | SetTableCommentAction() | SetColumnCommentsAction()
               | DropTableAction() | CreateViewAction() | DropViewAction() | AddDatabase() | PartitionView()
-              | ChangeViewPartitions() | KeepViewPartitions() | SetStorageAction() | RewriteRows() | RestoreBackup()):
+              | ChangeViewPartitions() | KeepViewPartitions() | SetStorageAction() | RewriteRows() | RestoreBackup()
+              | RegisterTableAction() | ForgetEntryAction()):
             return action
         case _ as unreachable:
             assert_never(unreachable)

@@ -35,6 +35,7 @@ _VALUE = re.compile(r"[\x20-\x7e]{0,1024}")  # printable ASCII: nothing that cou
 # The REST catalog's paths (Iceberg's open-api spec), under /v1/{prefix}/.
 TABLES = "namespaces/{namespace}/tables"
 TABLE = "namespaces/{namespace}/tables/{table}"
+REGISTER = "namespaces/{namespace}/register"
 VIEWS = "namespaces/{namespace}/views"
 VIEW = "namespaces/{namespace}/views/{view}"
 _URI = re.compile(r"https?://[A-Za-z0-9.\-\[\]:]+(?:/[A-Za-z0-9._~%/\-]*)?")

@@ -10,7 +10,8 @@ is overwritten. An answer that leaves a commit's fate unknown (5xx, a broken con
 the commit landed if the object holds the stamp it set.
 
 The updates are those the Hive metastore's Iceberg commits apply (``catalog.iceberg_updates``), in their REST form;
-a new table is created with the schema, spec, sort order and properties of the same first metadata. Views are created
+a new table is created with the schema, spec, sort order and properties of the same first metadata, and a table
+another catalog holds is registered by its metadata file (moving catalogs: ``plan.moving``). Views are created
 and replaced through the REST view endpoints (pyiceberg 0.12 has no view commit): each version carries the run's claim
 in its summary, since the catalog deduplicates equal versions and would otherwise make an earlier one current without
 a new entry. Dropped tables keep their files (``purgeRequested`` false).
@@ -30,7 +31,7 @@ from typing import Any, NoReturn
 from schemaflow.catalog.backend import CatalogWriter
 from schemaflow.catalog.iceberg_updates import FORMAT_VERSION, check_state, evolved, first_metadata, layout_updates, \
     property_changes
-from schemaflow.catalog.rest.connection import TABLE, TABLES, VIEW, VIEWS, Connection, answer
+from schemaflow.catalog.rest.connection import REGISTER, TABLE, TABLES, VIEW, VIEWS, Connection, answer
 from schemaflow.catalog.rest.reader import LOCATION_KEY, RestReader, table_from, texts, view_of
 from schemaflow.catalog.stamping import fill_live_state
 from schemaflow.errors import ConcurrentChange, SchemaflowError, Unreachable
@@ -115,6 +116,33 @@ class RestWriter:
             self.connection.call("DELETE", TABLE, {404: NoSuchTableError}, namespace=database, table=name)
         except NoSuchTableError:
             raise ConcurrentChange(key, expected, None) from None
+
+    def register_table(self, key: str, metadata_location: str) -> None:
+        """Register ``key`` as the Iceberg table whose current metadata file is ``metadata_location`` (the REST
+        catalog's register endpoint): refused as ``ConcurrentChange`` if the name is taken (409, or a view holds it);
+        an unknown outcome is read back."""
+        from pyiceberg.exceptions import (RESTError, ServerError, ServiceUnavailableError, TableAlreadyExistsError)
+        from requests import RequestException
+
+        database, name = split_key(key)
+        if self._is_view(key):
+            raise ConcurrentChange(key, None, "a view", "catalog entry")
+        try:
+            self.connection.call("POST", REGISTER, {409: TableAlreadyExistsError},
+                                 {"name": name, "metadata-location": metadata_location}, namespace=database)
+        except TableAlreadyExistsError:
+            raise ConcurrentChange(key, None, "a table registered or created by another writer",
+                                   "catalog entry") from None
+        except (ServerError, ServiceUnavailableError, RequestException) as error:
+            try:
+                landed = self._load(key).get("metadata-location") == metadata_location
+            except SchemaflowError:
+                landed = False
+            if not landed:
+                raise Unreachable(f"{NOUN} did not confirm the registration of {key} ({answer(error)}), and it did "
+                                  "not land: nothing was applied; plan again") from None
+        except RESTError as error:
+            raise SchemaflowError(f"{NOUN} refused to register {key}: {answer(error)}; nothing was applied") from None
 
     def check_guards(self, key: str) -> None:
         """Refuse the catalog unless it refuses a commit whose requirement fails (a schema id it does not have)."""
