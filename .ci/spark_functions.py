@@ -6,7 +6,7 @@ names a view may call without the operator's approval (``schemaflow.sql.spark_fu
 
 Each release is read from a running Spark of its own, in a venv of its own (the reference venv for the
 newest, ``spark_versions.REFERENCE``; a new one, removed after, for the others: ``spark_versions.RELEASES``),
-through its JVM (``schemaflow.catalog.builtin_functions``): about 450 MB of pyspark each, installed one at a
+through its JVM (``schemaflow.catalog.hive.builtin_functions``): about 450 MB of pyspark each, installed one at a
 time. tests/test_view_functions_spark.py checks the installed release's list against what this wrote, so a
 CI run on each of its releases (4.3 and 3.5) finds a list that is not Spark's.
 """
@@ -29,7 +29,7 @@ DATA = ROOT / "schemaflow" / "sql" / "spark_functions.json"
 LIST = """
 import json
 from pyspark.sql import SparkSession
-from schemaflow.catalog.builtin_functions import registered
+from schemaflow.catalog.hive.builtin_functions import registered
 spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
 print(json.dumps(registered(spark)))
 spark.stop()

@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.commands [--runs 3]
 
 The example is applied to three projects: one on the embedded Derby metastore as schemaflow serves it
-by default (a local metastore server started by the first command that reads it: ``catalog.local_server``),
+by default (a local metastore server started by the first command that reads it: ``catalog.hive.local_server``),
 one on the embedded metastore with that server off (``SCHEMAFLOW_LOCAL_SERVER=0``: every command opens
 the database in a JVM of its own), and one on a standalone Thrift metastore server
 (``tests/metastore_server.py``, Derby behind it). Then each command runs ``--runs`` times on each, and
@@ -29,7 +29,7 @@ from pathlib import Path
 import pyspark
 
 from bench.common import positive, progress
-from schemaflow.catalog import local_server
+from schemaflow.catalog.hive import local_server
 from schemaflow.project import ENV_LOCAL_SERVER
 from tests.metastore_server import MetastoreServer
 

@@ -25,8 +25,8 @@ from collections.abc import Iterator
 import pyspark
 from pyspark.sql import SparkSession
 
-from schemaflow.catalog.metastore import Metastore
-from schemaflow.catalog.session import spark_session
+from schemaflow.catalog.hive.metastore import Metastore
+from schemaflow.catalog.hive.session import spark_session
 from schemaflow.code_settings import code_settings
 from schemaflow.project import Settings
 from tests.metastore_server import ALL_BACKENDS, MetastoreServer

@@ -42,10 +42,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import COLUMN_TYPES, Heartbeat, positive, private_session, progress, ratio  # noqa: E402
-from schemaflow.catalog.iceberg_commit import first_metadata, register  # noqa: E402
+from schemaflow.catalog.hive.iceberg_commit import first_metadata, register  # noqa: E402
 from schemaflow.catalog.iceberg_metadata import iceberg_table, read_metadata  # noqa: E402
-from schemaflow.catalog.thrift_reader import TABLE, ThriftReader  # noqa: E402
-from schemaflow.catalog.thrift_wire import STRING  # noqa: E402
+from schemaflow.catalog.hive.thrift_reader import TABLE, ThriftReader  # noqa: E402
+from schemaflow.catalog.hive.thrift_wire import STRING  # noqa: E402
 from schemaflow.model import METADATA_LOCATION, Column, PartitionField, Table  # noqa: E402
 from schemaflow.spec.export import write_schemas  # noqa: E402
 from tests.metastore_server import ALL_BACKENDS  # noqa: E402

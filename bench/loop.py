@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.loop [--rounds 3]
 
 The README's example warehouse is applied to two projects side by side: one on the embedded Derby metastore as
-schemaflow serves it by default (its local metastore server, ``catalog.local_server``, which apply writes through)
+schemaflow serves it by default (its local metastore server, ``catalog.hive.local_server``, which apply writes through)
 and one on a standalone Thrift metastore server (``tests/metastore_server.py``, Derby behind it). Each round changes
 the comment of ``retail.orders`` in both, then runs ``apply --auto-approve``, the ``plan`` right after it, and a
 second ``plan`` (a warm one: nothing started since the last). Reported: the median of each, and the plan after an

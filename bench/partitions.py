@@ -52,8 +52,8 @@ from unittest.mock import patch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import COLUMN_TYPES, Heartbeat, Session, positive, private_session, progress, ratio  # noqa: E402
-from schemaflow.catalog import columns as catalog_columns  # noqa: E402
-from schemaflow.catalog.metastore import Metastore  # noqa: E402
+from schemaflow.catalog.hive import columns as catalog_columns  # noqa: E402
+from schemaflow.catalog.hive.metastore import Metastore  # noqa: E402
 from schemaflow.model import Column, split_key  # noqa: E402
 from schemaflow.plan.changes import CASCADE_SECONDS_PER_PARTITION  # noqa: E402
 

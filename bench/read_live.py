@@ -48,7 +48,7 @@ from pyspark.sql import SparkSession
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import COLUMN_TYPES, Heartbeat, positive, private_session, progress, ratio  # noqa: E402
-from schemaflow.catalog.metastore import BATCH_SIZE, Metastore  # noqa: E402
+from schemaflow.catalog.hive.metastore import BATCH_SIZE, Metastore  # noqa: E402
 
 DATABASE = "read_live"
 PARTITION_COLUMN = ("ds", "string")

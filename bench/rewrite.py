@@ -49,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import positive, private_session, progress  # noqa: E402
 from schemaflow.apply.executor import apply_plan  # noqa: E402
-from schemaflow.catalog import rewrite, rewrite_copy  # noqa: E402
+from schemaflow.catalog.hive import rewrite, rewrite_copy  # noqa: E402
 from schemaflow.catalog.live import Live  # noqa: E402
 from schemaflow.project import Project, load_project  # noqa: E402
 from schemaflow.sql.rewrite import LOST, ROWS  # noqa: E402

@@ -64,7 +64,7 @@ APPENDED = 1_000  # tables a column is appended to, in projects of at least as m
 # A bare loop of statements through spark.sql in a process of its own: prints the loop's seconds.
 BARE_LOOP = """
 import json, sys, time
-from schemaflow.catalog.session import spark_session
+from schemaflow.catalog.hive.session import spark_session
 from schemaflow.project import Settings
 uri, warehouse, state, statements = sys.argv[1], sys.argv[2], sys.argv[3], json.load(open(sys.argv[4]))
 spark = spark_session(Settings(metastore_uri=uri, warehouse_dir=warehouse, derby_dir=state))

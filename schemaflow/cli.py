@@ -24,8 +24,8 @@ from collections.abc import Callable, Sequence
 from schemaflow import __version__
 from schemaflow.apply.after import CHANGED_VARIABLE
 from schemaflow.applying import ApplyOptions, Pause, apply_project, run_plan
-from schemaflow.catalog import local_server
-from schemaflow.catalog.class_archive import write_at_exit
+from schemaflow.catalog.hive import local_server
+from schemaflow.catalog.hive.class_archive import write_at_exit
 from schemaflow.catalog.live import Live
 from schemaflow.catalog.metadata_bounds import metadata_bounds
 from schemaflow.code_settings import APPROVAL_VARIABLE
@@ -530,7 +530,7 @@ def _restore(call: _Invocation) -> int:
 
 
 def _metastore(call: _Invocation) -> int:
-    """``metastore status|start|stop|uri``: the local server of the embedded metastore (``catalog.local_server``)."""
+    """``metastore status|start|stop|uri``: the local server of the embedded metastore (``catalog.hive.local_server``)."""
     settings, action = call.project.settings, call.args.action
     if settings.metastore_uri:
         if action == "uri":

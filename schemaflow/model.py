@@ -46,10 +46,10 @@ BACKUP_OF = "schemaflow.backup_of"
 REWRITE_OF = "schemaflow.rewrite_of"
 # What one core of Spark copies, verifies and journals a second in a rewrite, as bench/rewrite.py measured it: 3.55 GB
 # in 159 s on 2 local cores (11.2 MB/s a core). The plan estimates a rewrite's time by it (plan.rewrite), and the copy
-# bounds its chunks by it (catalog.rewrite_rounds). A cluster's disks and network give another figure.
+# bounds its chunks by it (catalog.hive.rewrite_rounds). A cluster's disks and network give another figure.
 COPY_RATE = 11_000_000
 # The most a chunk of a rewrite's copy holds: about this many seconds of copying at COPY_RATE on the cores it copies
-# on (2.2 GB on two cores), what a stopped copy loses at most (catalog.rewrite_rounds).
+# on (2.2 GB on two cores), what a stopped copy loses at most (catalog.hive.rewrite_rounds).
 CHUNK_SECONDS = 100
 # The most chunks a rewrite's copy makes of a table: a larger table's are a MOST_CHUNKS-th of it (its journal stays small).
 MOST_CHUNKS = 200

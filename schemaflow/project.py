@@ -40,7 +40,7 @@ ENV_WAREHOUSE_DIR = "SCHEMAFLOW_WAREHOUSE_DIR"
 ENV_SPARK_MASTER = "SCHEMAFLOW_SPARK_MASTER"
 ENV_TARGET = "SCHEMAFLOW_TARGET"
 ENV_LOCAL_SERVER = "SCHEMAFLOW_LOCAL_SERVER"
-LOCAL_SERVER_MINUTES = 15  # how long the embedded metastore's local server stays unused (catalog.local_server)
+LOCAL_SERVER_MINUTES = 15  # how long the embedded metastore's local server stays unused (catalog.hive.local_server)
 # thrift://host:port, several separated by commas (Hive's hive.metastore.uris).
 _METASTORE_URIS = re.compile(r"thrift://[A-Za-z0-9.\-]+(?::\d{1,5})?(?:,\s*thrift://[A-Za-z0-9.\-]+(?::\d{1,5})?)*")
 

@@ -3,7 +3,7 @@ project declares (``spark.release`` in schemaflow.yaml).
 
 The release decides facts a plan states as well as what the JVM offers: Spark 4's Parquet reader
 converts widened column types that Spark 3.5's refuses (``plan.hazards``), and 3.5 lacks APIs that
-4.x has (``catalog.spark_compat``). Reading the version needs no JVM and does not import pyspark,
+4.x has (``catalog.hive.spark_compat``). Reading the version needs no JVM and does not import pyspark,
 so a JVM-free plan (``plan --base``, a thrift:// metastore) knows it too. pyspark is an extra
 (``schemaflow-hive[spark]``): a pull request's plan runs without it, on the release the project
 declares, and an apply whose pyspark is another release than declared is refused, so that what was

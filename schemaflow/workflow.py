@@ -27,8 +27,8 @@ from schemaflow.capabilities import Capabilities, refusals
 from schemaflow.catalog.backend import PlanHints, StoredFunction
 from schemaflow.catalog.backends import backend_capabilities, settings_problems
 from schemaflow.catalog.live import Live
-from schemaflow.catalog import registrable
-from schemaflow.catalog.thrift_reader import lenient
+from schemaflow.catalog.hive import registrable
+from schemaflow.catalog.hive.thrift_reader import lenient
 from schemaflow.model import Catalog, Object, Source, Stored, Table, View, catalog_digest, split_key
 from schemaflow.plan.backups import NO_BACKUP_DROPS, BackupDrops
 from schemaflow.plan.invalidation import created_schema_mode
@@ -91,7 +91,7 @@ def value_limit(project: Project) -> int | None:
 
 def _plannable(*catalogs: Catalog) -> None:
     """Refuse to plan catalogs that declare an Iceberg table where pyiceberg is not installed: every commit to
-    an Iceberg table goes through it (``catalog.iceberg_commit``). Raised before any plan is made, so nothing
+    an Iceberg table goes through it (``catalog.hive.iceberg_commit``). Raised before any plan is made, so nothing
     is read for it or written; validate checks such tables without it."""
     if find_spec("pyiceberg") is not None:
         return
@@ -249,7 +249,7 @@ def check_settings(plan: Plan, path: Path, project: Project) -> None:
 def _view_problems(project: Project, desired: Catalog, live: Live, views: tuple[str, ...],
                    unchecked: Mapping[str, str]) -> dict[str, str]:
     """Why each of ``views`` cannot be created as declared, where its SQL is written: Spark's refusal of those not
-    ``unchecked`` (see ``catalog.view_check``), and, of those, a function called that the metastore does not hold.
+    ``unchecked`` (see ``catalog.hive.view_check``), and, of those, a function called that the metastore does not hold.
 
     Spark is shown nothing that would run code the operator has not approved (``plan.view_code``): not the
     ``unchecked`` views, nor the other declared views whose SQL calls code (nor, so, the views that read them), nor a
@@ -433,7 +433,7 @@ def review_refs(project: Project, base: str, head: str | None = None, *, allow_d
     No JVM: the base's desired state, as a complete apply of it leaves the metastore, plays the live
     state; both refs are read from the repository's objects, without a checkout. Partition counts
     come from a thrift:// metastore when the operator or the settings at ``base`` name one (``review_hints``,
-    unless given: one Thrift call each, see ``catalog.thrift_reader``), else they are unknown.
+    unless given: one Thrift call each, see ``catalog.hive.thrift_reader``), else they are unknown.
     """
     from schemaflow.gitsource import commit_of, desired_at, settings_at
 

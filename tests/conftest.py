@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Mapping
 
 import pytest
 
-from schemaflow.catalog.class_archive import ARCHIVE_SETTING
+from schemaflow.catalog.hive.class_archive import ARCHIVE_SETTING
 from schemaflow.project import ENV_LOCAL_SERVER, Settings
 from tests.metastore_server import (TEST_JAVA_OPTIONS, MetastoreServer, NewServer, default_backend,
                                     derby_with_transaction_tables, release_under_test, site_defaults)
@@ -38,7 +38,7 @@ pytest_plugins = ["tests.interrupts"]  # SIGTERM tears the fixtures down, server
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from schemaflow.catalog.metastore import Metastore
+    from schemaflow.catalog.hive.metastore import Metastore
 
 _database_numbers = itertools.count(1)
 
@@ -47,7 +47,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """Spark's JVMs, in this process and in the schemaflow processes the tests start, get the test run's
     JVM options (``TEST_JAVA_OPTIONS``) unless the developer set their own; those processes import the
     checkout under test. In CI, where schemaflow
-    keeps no class archive by default (``catalog.class_archive``), the run keeps one in a folder of its
+    keeps no class archive by default (``catalog.hive.class_archive``), the run keeps one in a folder of its
     own, so that the schemaflow processes the tests start share it."""
     os.environ.setdefault("SPARK_SUBMIT_OPTS", " ".join(TEST_JAVA_OPTIONS))
     # A local metastore server outlives the command that starts it: the tests' projects are many and short-lived,
@@ -84,7 +84,7 @@ def spark_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
 @pytest.fixture(scope="session")
 def spark(spark_settings: Settings) -> Iterator[SparkSession]:
     """The one SparkSession of the test run, built the way schemaflow builds it."""
-    from schemaflow.catalog.session import spark_session
+    from schemaflow.catalog.hive.session import spark_session
 
     site = os.environ.pop("SPARK_CONF_DIR", None)  # the site's Hive client is for metastore servers, not embedded
     try:
@@ -99,7 +99,7 @@ def spark(spark_settings: Settings) -> Iterator[SparkSession]:
 @pytest.fixture(scope="session")
 def metastore(spark: SparkSession) -> Metastore:
     """The metastore of the shared session."""
-    from schemaflow.catalog.metastore import Metastore
+    from schemaflow.catalog.hive.metastore import Metastore
 
     return Metastore.connect(spark)
 

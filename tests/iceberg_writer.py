@@ -12,7 +12,7 @@ from pyiceberg.serializers import FromInputFile, ToOutputFile
 from pyiceberg.table import CommitTableResponse, Table
 from pyiceberg.table.update import TableRequirement, TableUpdate, update_table_metadata
 
-from schemaflow.catalog.metastore import Metastore
+from schemaflow.catalog.hive.metastore import Metastore
 
 
 class OtherWriter(NoopCatalog):

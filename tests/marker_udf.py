@@ -87,7 +87,7 @@ def marker_jar(folder: Path) -> Iterator[tuple[Served, Path]]:
 
 def spark_sql(project: Path, *statements: str) -> None:
     """Run ``statements`` through a Spark of the project's settings, in a process of its own (another team's job)."""
-    code = ("import sys\nfrom schemaflow.catalog.session import spark_session\nfrom schemaflow.project import "
+    code = ("import sys\nfrom schemaflow.catalog.hive.session import spark_session\nfrom schemaflow.project import "
             "load_project\nspark = spark_session(load_project(sys.argv[1], env={}).settings)\n"
             "for statement in sys.argv[2:]:\n    spark.sql(statement).collect()\n")
     ran = subprocess.run([sys.executable, "-c", code, str(project), *statements], capture_output=True, text=True,

@@ -32,7 +32,7 @@ from schemaflow.processes import accepts as accepts_connections
 from tests.artifacts import files, unpacked
 
 if TYPE_CHECKING:
-    from schemaflow.catalog.metastore import Metastore
+    from schemaflow.catalog.hive.metastore import Metastore
 
 # Without this selector the server dies with NoClassDefFoundError: com/lmax/disruptor.
 LOG4J_SELECTOR = "-Dlog4j2.contextSelector=org.apache.logging.log4j.core.selector.ClassLoaderContextSelector"
@@ -194,8 +194,8 @@ def other_client(spark: Any, uri: str, release: Release | None = None) -> Iterat
     """Another writer's connection to the server ``uri`` of ``release`` (default: the one under test), from the test
     process's JVM (``spark``'s): a metastore client of its own, of Spark's built-in Hive or, where the line needs
     another (``Release.client``), of that one, its jars loaded before Spark's own as Spark loads them."""
-    from schemaflow.catalog.jvm import jvm_view, loaded_by
-    from schemaflow.catalog.metastore import Metastore
+    from schemaflow.catalog.hive.jvm import jvm_view, loaded_by
+    from schemaflow.catalog.hive.metastore import Metastore
 
     release = release or release_under_test()
     view = jvm_view(spark)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from schemaflow.apply.executor import apply_plan
-from schemaflow.catalog import local_server
+from schemaflow.catalog.hive import local_server
 from schemaflow.catalog.live import Live
 from schemaflow.catalog.snapshot import read_snapshot
 from schemaflow.errors import SpecError

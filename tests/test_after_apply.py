@@ -8,7 +8,7 @@ from pathlib import Path
 
 
 from schemaflow.apply.after import cached_before, changed_objects, run_hooks
-from schemaflow.catalog.metastore import refresh
+from schemaflow.catalog.hive.metastore import refresh
 from schemaflow.plan.plan import PlanBuilder
 from tests.catalogs import DESIRED, WIDER, applied, catalog, table
 

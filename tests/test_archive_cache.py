@@ -11,8 +11,8 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from schemaflow.catalog import class_archive
-from schemaflow.catalog.class_archive import ARCHIVE_SETTING
+from schemaflow.catalog.hive import class_archive
+from schemaflow.catalog.hive.class_archive import ARCHIVE_SETTING
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The Hive metastore as a catalog backend (``catalog.hive_backend``, ``hive``), in what it does without a JVM: the
+"""The Hive metastore as a catalog backend (``catalog.hive.backend``, ``hive``), in what it does without a JVM: the
 backend a project gets by default, what it says it reads, which metastore it reads without Spark, the hints a plan
 gets, and the read a plan starts ahead in the background, with a stand-in for the Thrift reader (the real one is read
 ahead against a metastore server in ``test_thrift_reader_remote``). What it does through Spark is tested in the
@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from schemaflow.catalog import thrift_reader
+from schemaflow.catalog.hive import thrift_reader
 from schemaflow.catalog.backends import DEFAULT, Opening, backend_names, open_backend
-from schemaflow.catalog.hive_backend import HiveBackend, direct_uri
+from schemaflow.catalog.hive.backend import HiveBackend, direct_uri
 from schemaflow.catalog.live import Live
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import Catalog

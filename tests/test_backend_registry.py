@@ -74,12 +74,12 @@ def test_no_backend_is_imported_until_a_project_names_one() -> None:
             "backend_capabilities; print(backend_names()); print(sorted(m for m in sys.modules if m.startswith("
             "'schemaflow.catalog.hive') or m.startswith(('pyspark', 'boto3', 'pyiceberg', 'schemaflow.catalog.glue', "
             "'schemaflow.catalog.rest')))); print(backend_capabilities('hive')); "
-            "print('schemaflow.catalog.hive_backend' in sys.modules)")
+            "print('schemaflow.catalog.hive.backend' in sys.modules)")
     ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     names, loaded, capabilities, hive = ran.stdout.splitlines()
     assert names == "('glue', 'hive', 'iceberg_rest')" and loaded == "[]"
     assert capabilities == repr(Capabilities())  # the Hive metastore's: the defaults
-    assert hive == "True" and BUILT_IN == {"hive": "schemaflow.catalog.hive_backend", "iceberg_rest": "schemaflow.catalog.rest.backend",
+    assert hive == "True" and BUILT_IN == {"hive": "schemaflow.catalog.hive.backend", "iceberg_rest": "schemaflow.catalog.rest.backend",
                                      "glue": "schemaflow.catalog.glue.backend"}
 
 

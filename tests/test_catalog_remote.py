@@ -23,8 +23,8 @@ RunPython = Callable[..., subprocess.CompletedProcess[str]]  # the run_python fi
 # argv: metastore URI, warehouse dir, state dir, then what the snippet needs.
 SESSION = """
 import sys
-from schemaflow.catalog.metastore import Metastore
-from schemaflow.catalog.session import spark_session
+from schemaflow.catalog.hive.metastore import Metastore
+from schemaflow.catalog.hive.session import spark_session
 from schemaflow.errors import SchemaflowError
 from schemaflow.project import Settings
 settings = Settings(metastore_uri=sys.argv[1], warehouse_dir=sys.argv[2], derby_dir=sys.argv[3])
@@ -170,7 +170,7 @@ def test_an_unreachable_metastore_is_one_clear_line(run_python: RunPython, tmp_p
 def test_partition_counts_come_from_the_server_without_a_jvm(
     metastore_server: str, run_python: RunPython, tmp_path: Path,
 ) -> None:
-    from schemaflow.catalog.thrift_reader import ThriftError, hints as plan_hints
+    from schemaflow.catalog.hive.thrift_reader import ThriftError, hints as plan_hints
 
     made = run_python(PARTITIONED, metastore_server, str(tmp_path / "warehouse"), str(tmp_path / "state"), "counted", "7")
     assert made.returncode == 0, made.stderr

@@ -12,9 +12,9 @@ from collections.abc import Callable
 import pytest
 from pyspark.sql import SparkSession
 
-from schemaflow.catalog.metastore import Metastore
-from schemaflow.catalog.thrift_data import hive_storage, to_model, user_properties
-from schemaflow.catalog.session import spark_conf
+from schemaflow.catalog.hive.metastore import Metastore
+from schemaflow.catalog.hive.thrift_data import hive_storage, to_model, user_properties
+from schemaflow.catalog.hive.session import spark_conf
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import MANAGED_KEYS_KEY, VERSION_KEY, Bucketing, Column, Table, View
 from schemaflow.project import Settings

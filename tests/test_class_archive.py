@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from schemaflow.catalog import class_archive
-from schemaflow.catalog.class_archive import ARCHIVE_SETTING, PART, ClassArchive
+from schemaflow.catalog.hive import class_archive
+from schemaflow.catalog.hive.class_archive import ARCHIVE_SETTING, PART, ClassArchive
 from schemaflow.code_settings import APPROVAL_VARIABLE, OPERATOR_PATHS_VARIABLE, code_settings
 
 JAVA_OPTIONS = "spark.driver.extraJavaOptions"

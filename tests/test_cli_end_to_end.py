@@ -174,8 +174,8 @@ def test_with_a_metastore_server_and_no_warehouse_dir_a_new_database_goes_where_
 
     read = run_python(
         "import sys\n"
-        "from schemaflow.catalog.metastore import Metastore\n"
-        "from schemaflow.catalog.session import spark_session\n"
+        "from schemaflow.catalog.hive.metastore import Metastore\n"
+        "from schemaflow.catalog.hive.session import spark_session\n"
         "from schemaflow.project import Settings\n"
         "metastore = Metastore.connect(spark_session(Settings(metastore_uri=sys.argv[1], derby_dir=sys.argv[2])))\n"
         "print(metastore.msc.getConfigValue('hive.metastore.warehouse.dir', ''))\n"

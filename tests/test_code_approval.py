@@ -304,7 +304,7 @@ def test_a_spark_setting_schemaflow_does_not_know_to_be_safe_needs_the_operator(
     status, said = apply_reviewed(project)
     assert status == 1 and NOT_APPROVED in said and f"{APPROVAL_VARIABLE}='{code.id}'" in said
     with pytest.raises(SchemaflowError, match="run code when Spark starts, and the operator has not approved"):
-        from schemaflow.catalog.session import spark_session
+        from schemaflow.catalog.hive.session import spark_session
 
         spark_session(load_project(project, env={}).settings)  # refused before any JVM
 

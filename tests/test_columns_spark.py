@@ -15,8 +15,8 @@ import pytest
 from tests.inprocess import schemaflow
 
 from schemaflow.apply.executor import apply_plan
-from schemaflow.catalog import columns as metastore_columns
-from schemaflow.catalog.jvm import JAVA_ERRORS, jvm_view
+from schemaflow.catalog.hive import columns as metastore_columns
+from schemaflow.catalog.hive.jvm import JAVA_ERRORS, jvm_view
 from schemaflow.plan import changes as plan_changes
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import Catalog, Column, DropColumn, Migration, Partitions, PartitionsMode, RenameColumn, ReorderColumns, Table

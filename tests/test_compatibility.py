@@ -5,7 +5,7 @@ import itertools
 
 import pytest
 
-from schemaflow.catalog.jvm import JAVA_ERRORS
+from schemaflow.catalog.hive.jvm import JAVA_ERRORS
 from schemaflow.model import Column
 from schemaflow.plan.compatibility import compatible, incompatibilities
 

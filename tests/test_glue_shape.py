@@ -18,7 +18,7 @@ import pytest
 
 from schemaflow.catalog.glue.shape import table_input, thrift_table
 from schemaflow.catalog.glue.spark_entry import table_data
-from schemaflow.catalog.metastore import Metastore
+from schemaflow.catalog.hive.metastore import Metastore
 from schemaflow.model import VERSION_KEY, Bucketing, Column, Table
 from schemaflow.sql.ddl import create_table, fill_claim
 

@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 import pytest
 
 from schemaflow.apply.executor import ApplyError, RecordingTarget, apply_plan
-from schemaflow.catalog.metastore import READ_ATTEMPTS, Metastore
-from schemaflow.catalog.spark_compat import enforces_guards
+from schemaflow.catalog.hive.metastore import READ_ATTEMPTS, Metastore
+from schemaflow.catalog.hive.spark_compat import enforces_guards
 from schemaflow.claims import Claim, new_run, parse_claim
 from schemaflow.errors import ConcurrentChange, SchemaflowError
 from schemaflow.model import VERSION_KEY, View
@@ -211,7 +211,7 @@ def test_another_runs_claims_are_taken_over_only_when_it_is_gone():
 
 
 class _JavaThrowable:
-    """Enough of a Java throwable for ``catalog.jvm`` to read its class and message."""
+    """Enough of a Java throwable for ``catalog.hive.jvm`` to read its class and message."""
 
     def __init__(self, name: str, message: str) -> None:
         self.name, self.message = name, message

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from schemaflow.catalog.metastore import Metastore
+from schemaflow.catalog.hive.metastore import Metastore
 from schemaflow.cli import main
 from schemaflow.model import Table, View
 from schemaflow.sql.quoting import qualified

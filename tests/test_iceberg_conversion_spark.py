@@ -14,9 +14,9 @@ import pytest
 from pyiceberg.table import StaticTable
 
 from schemaflow.apply.executor import ApplyError, apply_plan
-from schemaflow.catalog.registrable import unregistrable
+from schemaflow.catalog.hive.registrable import unregistrable
 from schemaflow.errors import SchemaflowError
-from schemaflow.catalog import iceberg_convert
+from schemaflow.catalog.hive import iceberg_convert
 from schemaflow.catalog.iceberg_metadata import read_metadata
 from schemaflow.model import Table, View
 from schemaflow.plan.backups import BackupDrops

@@ -16,7 +16,7 @@ import pytest
 
 from schemaflow.catalog import iceberg_metadata
 from schemaflow.catalog.iceberg_metadata import MAX_METADATA_BYTES, Unreadable, iceberg_table, read_metadata
-from schemaflow.catalog.thrift_data import to_model
+from schemaflow.catalog.hive.thrift_data import to_model
 
 
 def unreadable(location: str, storage: tuple[str, ...] = ()) -> str:

@@ -13,7 +13,7 @@ import pytest
 from pyiceberg.table import StaticTable
 
 from schemaflow.catalog.iceberg_metadata import read_metadata
-from schemaflow.catalog.thrift_reader import ThriftReader
+from schemaflow.catalog.hive.thrift_reader import ThriftReader
 from schemaflow.model import Table
 from tests.conversions import on_server
 from tests.iceberg_spark import IcebergSpark, engine_fixture

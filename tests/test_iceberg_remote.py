@@ -11,7 +11,7 @@ import pytest
 
 from schemaflow.catalog.iceberg_metadata import read_metadata
 from schemaflow.claims import parse_claim
-from schemaflow.catalog.thrift_reader import ThriftReader
+from schemaflow.catalog.hive.thrift_reader import ThriftReader
 from schemaflow.model import Table
 from tests import iceberg_java
 from tests.metastore_server import BACKENDS, default_backend, metastore_setting, other_client

@@ -182,7 +182,7 @@ def test_rows_appended_after_the_plan_survive_its_commit(tmp_path, metastore, fr
 def _appended_at_each_swap(monkeypatch, tmp_path, metastore, fresh_db, times: int):
     """db.clicks applied, a plan that adds a column to it, and another writer that appends a row between each of the
     first ``times`` commits' read and swap. Returns the key, the project, the plan and the metadata files written."""
-    from schemaflow.catalog import iceberg_commit
+    from schemaflow.catalog.hive import iceberg_commit
 
     key = f"{fresh_db()}.clicks"
     db = key.split(".")[0]
@@ -214,7 +214,7 @@ def test_a_commit_that_loses_the_swap_to_appends_is_made_again_on_them(tmp_path,
 
 
 def test_a_commit_that_keeps_losing_the_swap_stops_with_nothing_changed(tmp_path, metastore, fresh_db, monkeypatch):
-    from schemaflow.catalog import iceberg_commit
+    from schemaflow.catalog.hive import iceberg_commit
 
     key, project, planned, swaps = _appended_at_each_swap(monkeypatch, tmp_path, metastore, fresh_db, times=99)
     version = metastore.read((key.split(".")[0],)).get(key).version
@@ -256,7 +256,7 @@ def test_a_view_over_an_iceberg_table_is_checked_by_spark_and_created(tmp_path, 
 
 def test_an_iceberg_table_made_elsewhere_is_imported_then_planned_and_its_drift_spelt_out(tmp_path, metastore,
                                                                                           fresh_db):
-    from schemaflow.catalog import iceberg_commit
+    from schemaflow.catalog.hive import iceberg_commit
     from schemaflow.model import Column, PartitionField, SortTerm
     from tests.inprocess import schemaflow
 

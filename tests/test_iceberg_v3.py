@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from schemaflow.catalog.iceberg_metadata import read_metadata
-from schemaflow.catalog.thrift_reader import ThriftReader
+from schemaflow.catalog.hive.thrift_reader import ThriftReader
 from schemaflow.model import Table
 from tests.conversions import on_server
 from tests.iceberg_spark import IcebergSpark, engine_fixture

@@ -12,7 +12,7 @@ from unittest import mock
 
 import pytest
 
-from schemaflow.catalog import iceberg_commit
+from schemaflow.catalog.hive import iceberg_commit
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import Catalog, Column, IcebergState, PartitionField, Table
 from schemaflow.plan.plan import PlanBuilder

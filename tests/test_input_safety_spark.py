@@ -10,8 +10,8 @@ import re
 
 import pytest
 
-from schemaflow.catalog.metastore import Metastore
-from schemaflow.catalog.session import VARIABLE_SUBSTITUTION
+from schemaflow.catalog.hive.metastore import Metastore
+from schemaflow.catalog.hive.session import VARIABLE_SUBSTITUTION
 from schemaflow.project import load_project
 from tests.foreign_tables import iceberg_like
 from tests.inprocess import schemaflow

@@ -16,8 +16,8 @@ import pytest
 
 from schemaflow.catalog import metadata_readers
 from schemaflow.catalog.metadata_readers import MetadataReader, register_metadata_reader
-from schemaflow.catalog.spark_schema import SPARK_SCHEMA
-from schemaflow.catalog.thrift_data import read_catalog, user_properties
+from schemaflow.catalog.hive.spark_schema import SPARK_SCHEMA
+from schemaflow.catalog.hive.thrift_data import read_catalog, user_properties
 from schemaflow.model import Catalog, Column, Database, Table, recorded
 from schemaflow.plan.kinds import StepKind
 from schemaflow.plan.plan import Plan, PlanBuilder

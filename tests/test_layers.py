@@ -2,7 +2,8 @@
 
 Read from the source (every ``import``, lazy ones inside functions and ``TYPE_CHECKING`` ones
 included), so an arrow that runs up a layer, an import cycle between modules, or the JVM reached
-outside ``catalog/`` fails here before it reaches review.
+outside the Hive backend (``catalog/hive/``), or a backend's package reached from the neutral ``catalog/`` or from
+another backend's, fails here before it reaches review.
 """
 from __future__ import annotations
 
@@ -83,12 +84,34 @@ def test_imports_run_down_the_layers(path: Path) -> None:
     assert upward == []
 
 
-def test_only_the_catalog_reaches_the_jvm() -> None:
+def test_only_the_hive_backend_reaches_the_jvm() -> None:
     reaching = [f"{path.relative_to(PACKAGE.parent)}:{line}: {name}" for path in SOURCES
                 for line, name in imports(path)
-                if name.split(".")[0] in JVM and unit(module_name(path)) != "catalog"
+                if name.split(".")[0] in JVM and _backend(module_name(path)) != "hive"
                 and not _type_only(path, line)]
     assert reaching == []
+
+
+BACKENDS = ("hive", "rest", "glue")
+# What one backend may take from another: the Glue Data Catalog holds the Hive metastore's entries, read and written
+# as Spark's Hive catalog makes them.
+SHARED = {("glue", "schemaflow.catalog.hive.thrift_data"), ("glue", "schemaflow.catalog.hive.spark_schema")}
+
+
+def _backend(module: str) -> str | None:
+    """The backend package ``module`` is in (``hive`` for schemaflow.catalog.hive.metastore), None elsewhere."""
+    parts = module.split(".")
+    return parts[2] if parts[:2] == ["schemaflow", "catalog"] and len(parts) > 2 and parts[2] in BACKENDS else None
+
+
+def test_the_neutral_catalog_and_each_backend_keep_to_their_own() -> None:
+    """The neutral ``catalog/`` imports no backend (the registry imports one by name when a project names it), and no
+    backend imports another's modules but what ``SHARED`` names."""
+    crossing = [f"{path.relative_to(PACKAGE.parent)}:{line}: {name}" for path in SOURCES
+                for line, name in imports(path)
+                if unit(module_name(path)) == "catalog" and (theirs := _backend(name)) is not None
+                and theirs != _backend(module_name(path)) and (_backend(module_name(path)), name) not in SHARED]
+    assert crossing == []
 
 
 def _type_only(path: Path, line: int) -> bool:

@@ -22,7 +22,7 @@ from schemaflow.background import Background
 from schemaflow.catalog import iceberg_metadata
 from schemaflow.catalog.iceberg_metadata import MAX_METADATA_BYTES, Unreadable, read_metadata
 from schemaflow.catalog.metadata_bounds import COMMAND_BYTES, COMMAND_SECONDS, MetadataBudget, metadata_bounds
-from schemaflow.catalog.thrift_data import to_model
+from schemaflow.catalog.hive.thrift_data import to_model
 from schemaflow.model import Table
 from tests.gitrepos import commit, init_repo
 from tests.probes import Listener, bytes_read
@@ -64,7 +64,7 @@ def test_a_file_that_fails_as_it_is_read_is_one_line_naming_the_kind_of_failure(
 
 READ_ONE = """
 import sys
-from schemaflow.catalog.thrift_data import to_model
+from schemaflow.catalog.hive.thrift_data import to_model
 data = {"dbName": "db", "tableName": "t", "tableType": "EXTERNAL_TABLE", "sd": {},
         "parameters": {"table_type": "ICEBERG", "metadata_location": sys.argv[1]}}
 print(to_model(data, (sys.argv[2],)).unreadable)

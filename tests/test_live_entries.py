@@ -100,7 +100,7 @@ def test_an_objects_history_keeps_what_its_catalogs_value_limit_holds(capabiliti
 @pytest.mark.spark
 def test_the_hive_readers_entries_are_its_read_with_the_raw_parameters(
         spark: object, metastore: object, fresh_db: Callable[[], str]) -> None:
-    from schemaflow.catalog.metastore import Metastore
+    from schemaflow.catalog.hive.metastore import Metastore
 
     assert isinstance(metastore, Metastore)
     db = fresh_db()

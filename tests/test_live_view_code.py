@@ -18,7 +18,7 @@ import pytest
 
 from schemaflow.apply.executor import RecordingTarget, apply_plan
 from schemaflow.catalog.snapshot import write_snapshot
-from schemaflow.catalog.thrift_data import to_model
+from schemaflow.catalog.hive.thrift_data import to_model
 from schemaflow.code_settings import check_approved
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import CURRENT_DATABASE, VERSION_KEY, Catalog, View, ViewSql

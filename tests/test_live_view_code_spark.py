@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from schemaflow.catalog.local_server import state_directory
+from schemaflow.catalog.hive.local_server import state_directory
 from schemaflow.project import load_project
 from tests.gitrepos import commit, init_repo
 from tests.marker_udf import CLASS, Served, forget, marker_jar, spark_sql

@@ -1,4 +1,4 @@
-"""apply on the embedded metastore through its local server (``catalog.local_server``): the server stays up across
+"""apply on the embedded metastore through its local server (``catalog.hive.local_server``): the server stays up across
 plan, apply and plan, another process reads the metastore while an apply runs, and a change that process makes to an
 object the apply holds is refused by the guard (the server's compare-and-swap) rather than overwritten.
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from schemaflow.catalog import local_server
+from schemaflow.catalog.hive import local_server
 from schemaflow.claims import parse_claim
 from schemaflow.model import VERSION_KEY
 from schemaflow.project import ENV_LOCAL_SERVER

@@ -1,4 +1,4 @@
-"""The embedded metastore served by a local metastore server (``catalog.local_server``): started by the first command
+"""The embedded metastore served by a local metastore server (``catalog.hive.local_server``): started by the first command
 that reads it, read without a JVM by the next ones, written through by apply, stopped after its idle time, shared
 with a Spark session of the user's own; and what a command does when it cannot start.
 
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from schemaflow.catalog import local_server
+from schemaflow.catalog.hive import local_server
 from schemaflow.errors import SchemaflowError
 from schemaflow.project import ENV_LOCAL_SERVER, load_project
 from tests.projects import ROOT, schemaflow, serving

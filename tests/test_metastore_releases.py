@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from schemaflow.catalog.thrift_reader import ThriftReader
+from schemaflow.catalog.hive.thrift_reader import ThriftReader
 from schemaflow.spark_version import installed
 from tests.metastore_server import (RELEASES, TEST_JAVA_OPTIONS, MetastoreServer, derby_with_transaction_tables,
                                     give_client, java_binary, other_client)
@@ -99,7 +99,7 @@ def test_hive_3_1_creates_the_example_and_refuses_changes_it_cannot_guard(tmp_pa
 @pytest.mark.spark
 def test_on_hive_3_1_the_lock_guard_refuses_the_write_its_ignored_compare_and_swap_lets_through(
         spark, tmp_path: Path) -> None:
-    from schemaflow.catalog.metastore import Metastore
+    from schemaflow.catalog.hive.metastore import Metastore
     from schemaflow.errors import ConcurrentChange
 
     with server("3.1", tmp_path) as hive:

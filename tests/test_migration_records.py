@@ -16,7 +16,7 @@ from schemaflow.apply.executor import RecordingTarget, apply_plan
 from schemaflow.model import (MIGRATION_PREFIX, AcceptLoss, Catalog, Column, DropColumn, IcebergState, Migration,
                               MigrationChange, PartitionsMode, Partitions, RenameColumn, ReorderColumns, Table)
 from schemaflow.plan.migration_records import in_place
-from schemaflow.catalog.registrable import unregistrable
+from schemaflow.catalog.hive.registrable import unregistrable
 from schemaflow.plan.plan import LiveFiles, Plan, PlanBuilder
 from schemaflow.plan.steps import IcebergCommit, RewriteRows, SetColumns, SetParameters, Step
 

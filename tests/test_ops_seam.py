@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from schemaflow.apply.executor import RecordingTarget, apply_plan
-from schemaflow.catalog.metastore import Metastore
+from schemaflow.catalog.hive.metastore import Metastore
 from schemaflow.claims import Claim
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import Catalog, Column, Table, View

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from schemaflow.catalog import local_server
+from schemaflow.catalog.hive import local_server
 from schemaflow.project import ENV_LOCAL_SERVER
 from tests.pages import walkthrough_blocks as blocks
 

@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from schemaflow.catalog.registrable import data_files, unregistrable
+from schemaflow.catalog.hive.registrable import data_files, unregistrable
 from schemaflow.errors import SchemaflowError
 
 COLUMNS = {"id", "s_manager", "at", "ds"}

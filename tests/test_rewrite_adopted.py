@@ -20,7 +20,7 @@ import pytest
 from pyiceberg.table import StaticTable
 
 from schemaflow.apply.executor import ApplyError, apply_plan
-from schemaflow.catalog import rewrite_copy
+from schemaflow.catalog.hive import rewrite_copy
 from schemaflow.claims import new_run
 from schemaflow.errors import ConcurrentChange, SchemaflowError
 from schemaflow.model import BACKUP_OF, NO_VERSION, VERSION_KEY

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from schemaflow.catalog.rewrite_copy import COPIED_PREFIX
-from schemaflow.catalog.thrift_reader import ThriftReader
+from schemaflow.catalog.hive.rewrite_copy import COPIED_PREFIX
+from schemaflow.catalog.hive.thrift_reader import ThriftReader
 from tests.metastore_server import metastore_setting
 from tests.projects import paused, resume, schemaflow
 from tests.spark_cluster import standalone_cluster

@@ -1,11 +1,11 @@
-"""The journal of a rewrite's copy (``catalog.rewrite_copy``), on a stand-in for the staging table's metastore entry:
+"""The journal of a rewrite's copy (``catalog.hive.rewrite_copy``), on a stand-in for the staging table's metastore entry:
 marks appended in pieces a metastore keeps, read back with the last mark of each unit winning. The real metastore
 is in tests/test_rewrite_spark.py and tests/test_rewrite_remote.py."""
 from __future__ import annotations
 
 from typing import Any
 
-from schemaflow.catalog.rewrite_copy import COPIED_PREFIX, MARK_CHARACTERS, PLANNED, Copying, _mark, _marks, journal_keys
+from schemaflow.catalog.hive.rewrite_copy import COPIED_PREFIX, MARK_CHARACTERS, PLANNED, Copying, _mark, _marks, journal_keys
 from schemaflow.model import VERSION_KEY, Table, Column
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from schemaflow.catalog.thrift_data import to_model
+from schemaflow.catalog.hive.thrift_data import to_model
 from schemaflow.errors import SpecError
 from schemaflow.model import AcceptLoss, Catalog, Column, Migration, Table, fingerprint, from_data, to_data
 from schemaflow.plan.plan import PlanBuilder

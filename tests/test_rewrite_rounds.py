@@ -1,4 +1,4 @@
-"""What each round of a rewrite's copy does (``catalog.rewrite_rounds``), every branch, without a JVM: the first copy,
+"""What each round of a rewrite's copy does (``catalog.hive.rewrite_rounds``), every branch, without a JVM: the first copy,
 a resumed one, writers caught up with, writers that outlast the rounds, partitions dropped during the copy (copied or
 only marked), the whole table copied anew; chunks bounded by the plan's own rate whatever Spark's task size, and what
 the plan's step says of them."""
@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from sqlglot import exp
 
-from schemaflow.catalog.rewrite_rounds import (CHUNK_UNITS, ROUNDS, WAVES, Copy, CutOver, Stop, Unit,
+from schemaflow.catalog.hive.rewrite_rounds import (CHUNK_UNITS, ROUNDS, WAVES, Copy, CutOver, Stop, Unit,
                                                chunks, next_round, slice_count, slice_numbers, slices, task_bytes,
                                                whole)
 from schemaflow.model import CHUNK_SECONDS, COPY_RATE, MOST_CHUNKS, Column, Stored, Table

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from schemaflow.apply.executor import ApplyError, apply_plan
-from schemaflow.catalog import rewrite_copy
-from schemaflow.catalog.table_files import stored
+from schemaflow.catalog.hive import rewrite_copy
+from schemaflow.catalog.hive.table_files import stored
 from tests.projects import plan, write_project
 
 pytestmark = pytest.mark.spark

@@ -13,7 +13,7 @@ from urllib.parse import urlparse
 import pytest
 
 from schemaflow.apply.executor import ApplyError, apply_plan
-from schemaflow.catalog import rewrite, rewrite_copy
+from schemaflow.catalog.hive import rewrite, rewrite_copy
 from schemaflow.catalog.history import read_history
 from schemaflow.plan.backups import BackupDrops
 from schemaflow.wording import size

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from schemaflow.catalog.session import VARIABLE_SUBSTITUTION, _jvm_failure, check_driver_settings, spark_conf
+from schemaflow.catalog.hive.session import VARIABLE_SUBSTITUTION, _jvm_failure, check_driver_settings, spark_conf
 from schemaflow.errors import SchemaflowError
 from schemaflow.project import Settings
 

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from schemaflow.catalog.view_check import STAND_IN_PREFIX, ViewChecker
+from schemaflow.catalog.hive.view_check import STAND_IN_PREFIX, ViewChecker
 from schemaflow.errors import SpecError
 from schemaflow.model import Catalog, Column, Table, View, catalog_digest
 from schemaflow.plan.changes import CreateDatabase, CreateView

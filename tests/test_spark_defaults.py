@@ -1,12 +1,12 @@
-"""The site's spark-defaults.conf, read as Spark's launcher reads it (``schemaflow/catalog/spark_defaults.py``)."""
+"""The site's spark-defaults.conf, read as Spark's launcher reads it (``schemaflow/catalog/hive/spark_defaults.py``)."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
 
-from schemaflow.catalog.session import check_driver_settings, spark_conf
-from schemaflow.catalog.spark_defaults import defaults_file, parse_properties, spark_defaults
+from schemaflow.catalog.hive.session import check_driver_settings, spark_conf
+from schemaflow.catalog.hive.spark_defaults import defaults_file, parse_properties, spark_defaults
 from schemaflow.errors import SchemaflowError
 from schemaflow.project import Settings
 
@@ -70,7 +70,7 @@ def test_a_hive_client_the_site_chooses_sees_py4j(site_client: Path) -> None:
 
 def test_a_hive_4_client_the_site_chooses_is_refused_on_spark_3_5_naming_the_file(
         site_client: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("schemaflow.catalog.session.installed", lambda: ((3, 5), "3.5.9"))
+    monkeypatch.setattr("schemaflow.catalog.hive.session.installed", lambda: ((3, 5), "3.5.9"))
     with pytest.raises(SchemaflowError) as refused:
         check_driver_settings({"spark.master": "local[1]"})
     assert str(refused.value) == (

@@ -1,6 +1,6 @@
-"""How schemaflow starts Spark, without a JVM: the Spark it runs (``catalog/spark_home.py``), the settings it hands
-over in a private file rather than on a command line (``catalog/spark_launch.py``, ``catalog/private_file.py``), and
-the formats of those files (``catalog/spark_defaults.py``, the local metastore server's ``java`` argument file).
+"""How schemaflow starts Spark, without a JVM: the Spark it runs (``catalog/hive/spark_home.py``), the settings it hands
+over in a private file rather than on a command line (``catalog/hive/spark_launch.py``, ``catalog/hive/private_file.py``), and
+the formats of those files (``catalog/hive/spark_defaults.py``, the local metastore server's ``java`` argument file).
 
 The launch is run for real against a stand-in ``spark-submit`` (a shell script, the operator's ``SPARK_HOME``) that
 records what it was given; tests/test_spark_launch_spark.py starts the real one.
@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from pyspark.errors import PySparkException
 
-from schemaflow.catalog import class_archive, local_server
-from schemaflow.catalog.private_file import private_file
-from schemaflow.catalog.spark_defaults import format_properties, parse_properties
-from schemaflow.catalog.spark_home import LAUNCH_PATHS, conf_dir, java, pin_spark_home, pyspark_folder, spark_home
-from schemaflow.catalog.spark_launch import SUBMIT_ARGS, launch_driver
+from schemaflow.catalog.hive import class_archive, local_server
+from schemaflow.catalog.hive.private_file import private_file
+from schemaflow.catalog.hive.spark_defaults import format_properties, parse_properties
+from schemaflow.catalog.hive.spark_home import LAUNCH_PATHS, conf_dir, java, pin_spark_home, pyspark_folder, spark_home
+from schemaflow.catalog.hive.spark_launch import SUBMIT_ARGS, launch_driver
 from schemaflow.errors import SchemaflowError
 from schemaflow.project import ENV_LOCAL_SERVER, Settings
 from tests.inprocess import schemaflow

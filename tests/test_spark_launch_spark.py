@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from schemaflow.catalog import local_server
-from schemaflow.catalog.thrift_reader import ThriftReader
+from schemaflow.catalog.hive import local_server
+from schemaflow.catalog.hive.thrift_reader import ThriftReader
 from schemaflow.project import ENV_LOCAL_SERVER
 from tests.projects import ROOT, schemaflow
 
@@ -29,7 +29,7 @@ SECRET = "s3cr3t-stand-in/AbC+dEf=gh:ij#k!l\\m ñ 🔑"
 PROBE = """
 import dataclasses, json, os, sys, threading, time
 from pathlib import Path
-from schemaflow.catalog.session import spark_session
+from schemaflow.catalog.hive.session import spark_session
 from schemaflow.project import Settings
 
 def descendants(root):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from schemaflow import spark_version as module
-from schemaflow.catalog import hive_backend
+from schemaflow.catalog.hive import backend as hive_backend
 from schemaflow.cli import main
 from schemaflow.errors import SchemaflowError
 from schemaflow.spark_version import parse_release, spark_version

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from schemaflow.catalog.hive_backend import OPTIONS as HIVE_OPTIONS
-from schemaflow.catalog.thrift_data import user_properties
+from schemaflow.catalog.hive.backend import OPTIONS as HIVE_OPTIONS
+from schemaflow.catalog.hive.thrift_data import user_properties
 from schemaflow.sql.table_parameters import RESERVED_KEYS, RESERVED_PREFIXES
 from schemaflow.errors import SpecError
 from schemaflow.model import Catalog, Table, View, ViewPartitions
@@ -208,7 +208,7 @@ def test_every_schema_pattern_ends_at_the_end_of_the_text() -> None:
             text = resource.read_text(encoding="utf-8")
             found += re.findall(r'"pattern": ("(?:[^"\\]|\\.)*")', text)
             assert '$"' not in text, resource.name
-    # The Hive metastore's URI pattern is its backend's settings schema's (catalog.hive_backend), checked at validate.
+    # The Hive metastore's URI pattern is its backend's settings schema's (catalog.hive.backend), checked at validate.
     # A backend's name has one pattern, where the catalog is named and where the catalog moved from is: seven in the
     # files, six of them distinct, and the Hive URI's.
     patterns = sorted({json.loads(p) for p in found} | {HIVE_OPTIONS["properties"]["uri"]["pattern"]})

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from schemaflow.catalog import local_server
+from schemaflow.catalog.hive import local_server
 from schemaflow.processes import alive
 from tests.projects import schemaflow
 

@@ -7,7 +7,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from schemaflow.catalog.table_files import held
+from schemaflow.catalog.hive.table_files import held
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import Stored
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from schemaflow.catalog.metadata_readers import metadata_reader
-from schemaflow.catalog.thrift_data import to_model
+from schemaflow.catalog.hive.thrift_data import to_model
 from schemaflow.scope import unmanageable
 from schemaflow.model import Column, Table
 from schemaflow.sql import ddl

@@ -1,7 +1,7 @@
 """The metastore's Thrift structs, as data, turned into what schemaflow knows of them: no JVM, no server."""
 from __future__ import annotations
 
-from schemaflow.catalog.thrift_data import statistics
+from schemaflow.catalog.hive.thrift_data import statistics
 from schemaflow.model import Stored
 
 

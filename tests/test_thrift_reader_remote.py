@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 import pytest
 
 from schemaflow.catalog.snapshot import load_snapshot
-from schemaflow.catalog.thrift_reader import ThriftReader
+from schemaflow.catalog.hive.thrift_reader import ThriftReader
 from schemaflow.errors import SchemaflowError
 from tests.conftest import NewServer
 from tests.metastore_server import BACKENDS, default_backend, free_port
@@ -35,8 +35,8 @@ ROOT = Path(__file__).resolve().parent.parent
 # argv: metastore URI, warehouse dir, state dir, output JSON, snapshot path.
 MAKE_AND_READ = """
 import json, sys
-from schemaflow.catalog.metastore import Metastore
-from schemaflow.catalog.session import spark_session
+from schemaflow.catalog.hive.metastore import Metastore
+from schemaflow.catalog.hive.session import spark_session
 from schemaflow.catalog.snapshot import write_snapshot
 from schemaflow.project import Settings
 spark = spark_session(Settings(metastore_uri=sys.argv[1], warehouse_dir=sys.argv[2], derby_dir=sys.argv[3]))

@@ -12,8 +12,8 @@ import re
 import threading
 import pytest
 
-from schemaflow.catalog.thrift_reader import ThriftReader, UnsupportedMetastore, check_server, hints as plan_hints
-from schemaflow.catalog.thrift_wire import (EXCEPTION, I32, LIST, MAP, REPLY, STOP, STRING, STRUCT, VERSION_1,
+from schemaflow.catalog.hive.thrift_reader import ThriftReader, UnsupportedMetastore, check_server, hints as plan_hints
+from schemaflow.catalog.hive.thrift_wire import (EXCEPTION, I32, LIST, MAP, REPLY, STOP, STRING, STRUCT, VERSION_1,
                                             Connection, NotPlainThrift, ThriftError)
 from schemaflow.errors import SchemaflowError
 

@@ -230,7 +230,7 @@ def test_apply_refuses_a_reviewed_plan_made_with_other_settings(repo, monkeypatc
 
 
 def test_spark_refuses_to_start_with_unapproved_code_and_starts_with_approved():
-    from schemaflow.catalog.session import spark_session
+    from schemaflow.catalog.hive.session import spark_session
 
     settings = Settings(spark_conf={"spark.jars": "/tmp/x.jar", "spark.sql.shuffle.partitions": "4"})
     with pytest.raises(SchemaflowError, match="run code when Spark starts, and the operator has not approved"):

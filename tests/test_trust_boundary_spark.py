@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # it runs (the project's folder, whatever folder schemaflow runs in).
 PROBE = """
 import sys
-from schemaflow.catalog.session import spark_session
+from schemaflow.catalog.hive.session import spark_session
 from schemaflow.project import Settings
 spark = spark_session(Settings(derby_dir=sys.argv[1], warehouse_dir=sys.argv[2], root=sys.argv[3]))
 jvm = spark._jvm

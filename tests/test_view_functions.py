@@ -16,7 +16,7 @@ import pytest
 
 from schemaflow import spark_version as spark_release
 from schemaflow.apply.after import cached_before
-from schemaflow.catalog import hive_backend
+from schemaflow.catalog.hive import backend as hive_backend
 from schemaflow.code_settings import APPROVAL_VARIABLE, function_settings
 from schemaflow.plan.kinds import StepKind
 from schemaflow.plan.plan import PlanBuilder

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from schemaflow.catalog.builtin_functions import registered
-from schemaflow.catalog.jvm import JAVA_ERRORS
-from schemaflow.catalog.local_server import state_directory
+from schemaflow.catalog.hive.builtin_functions import registered
+from schemaflow.catalog.hive.jvm import JAVA_ERRORS
+from schemaflow.catalog.hive.local_server import state_directory
 from schemaflow.project import load_project
 from schemaflow.spark_version import installed, release_text
 from schemaflow.sql.code_calls import Allowed, Reach, code_calls

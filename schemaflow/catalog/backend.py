@@ -10,13 +10,13 @@ counts and values and the sizes a plan shows, and whether the backend refuses po
 needs a ``CatalogWriter``: the actions of a plan as changes to the model (tables and views created, altered and
 dropped, parameters written under the catalog's compare-and-swap, column lists, view partitions), never SQL text,
 each raising ``ConcurrentChange`` when the guard refuses. The Hive metastore is one backend:
-``catalog.metastore.Metastore`` is both, through a SparkSession's Thrift client (rendering the changes to Spark SQL
-and metastore calls), and ``catalog.thrift_reader.ThriftReader`` reads a metastore server without a JVM;
-``catalog.hive_backend`` serves them, and ``catalog.live.Live`` picks the backend the settings name. Another
+``catalog.hive.metastore.Metastore`` is both, through a SparkSession's Thrift client (rendering the changes to Spark SQL
+and metastore calls), and ``catalog.hive.thrift_reader.ThriftReader`` reads a metastore server without a JVM;
+``catalog.hive.backend`` serves them, and ``catalog.live.Live`` picks the backend the settings name. Another
 backend (Glue, Unity) implements these protocols and registers its name: nothing in ``plan/`` or ``apply/`` changes.
 
 ``HiveClient`` is the narrow view of the Hive implementation that its helpers for column cascades
-(``catalog.columns``) and view partitions (``catalog.view_partitions``) work through, so they need
+(``catalog.hive.columns``) and view partitions (``catalog.hive.view_partitions``) work through, so they need
 not import the class that uses them.
 """
 from __future__ import annotations
@@ -183,8 +183,8 @@ class CatalogWriter(Protocol):
         """Create the Iceberg table ``table`` (``create``), or commit it as ``table`` says, each column named in
         ``sources`` keeping that live column's field id, with the properties ``set`` and ``unset`` in the same
         commit: only while the table is as ``requires`` says and its stamp is ``expected``, else
-        ``ConcurrentChange``. See ``catalog.iceberg_commit``. A create with a ``backup`` converts the Parquet
-        table of the same name (stamped ``expected``) and keeps it as ``backup`` (``catalog.iceberg_convert``), or,
+        ``ConcurrentChange``. See ``catalog.hive.iceberg_commit``. A create with a ``backup`` converts the Parquet
+        table of the same name (stamped ``expected``) and keeps it as ``backup`` (``catalog.hive.iceberg_convert``), or,
         not to ``keep``, moves its entry there, then drops it (its files are the Iceberg table's)."""
 
     def rewrite_table(self, key: str, table: Table, create: str, columns: Sequence[Filled], staging: str, backup: str,
@@ -194,13 +194,13 @@ class CatalogWriter(Protocol):
         fill each of its ``columns`` from the live column it names, verify it against the rows moved, rename ``key``
         to ``backup`` (with ``version``, the stamp it had when planned) and ``staging`` to ``key``, setting ``records``
         (the migrations' records) in that rename; with ``key`` renamed already (a stopped run's), only the last rename.
-        ``registrable``: write files Iceberg can register (timestamps in microseconds). See ``catalog.rewrite``."""
+        ``registrable``: write files Iceberg can register (timestamps in microseconds). See ``catalog.hive.rewrite``."""
 
     def restore_table(self, key: str, backup: str, temporary: str, backup_version: str | None, expected: str | None,
                       version: str | None, claim: str) -> None:
         """Swap the table ``backup`` (stamped ``backup_version``) in as ``key`` (stamped ``expected``; it had
         ``version`` when planned, and keeps it as the new ``backup``), through ``temporary``; it takes ``claim``.
-        Resumes the swap a stopped run left. See ``catalog.rewrite``."""
+        Resumes the swap a stopped run left. See ``catalog.hive.rewrite``."""
 
     def after_apply(self, changed: Sequence[str]) -> list[str]:
         """What to do once a plan is applied (Hive: refresh Spark's cache of ``changed``); a warning per failure."""
@@ -330,7 +330,7 @@ class HiveClient(Protocol):
     spark: Any  # the SparkSession whose JVM holds the client
     msc: Any    # Hive's IMetaStoreClient
     api: Any    # the package org.apache.hadoop.hive.metastore.api
-    takes_locks: bool | None  # whether the metastore keeps table locks (None: not asked yet; see catalog.table_lock)
+    takes_locks: bool | None  # whether the metastore keeps table locks (None: not asked yet; see catalog.hive.table_lock)
     held_locks: set[str]      # the tables whose lock this client holds now
     lock_guards: bool         # whether guarded writes hold the table lock (metastore.guard: lock)
 

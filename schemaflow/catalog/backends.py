@@ -31,7 +31,7 @@ from schemaflow.spec.yamlpos import load_yaml
 DEFAULT = "hive"
 ENTRY_POINTS = "schemaflow.backends"
 # The backends in the package, by name: the module that registers each, imported when a project names it.
-BUILT_IN = {"hive": "schemaflow.catalog.hive_backend", "iceberg_rest": "schemaflow.catalog.rest.backend",
+BUILT_IN = {"hive": "schemaflow.catalog.hive.backend", "iceberg_rest": "schemaflow.catalog.rest.backend",
             "glue": "schemaflow.catalog.glue.backend"}
 
 

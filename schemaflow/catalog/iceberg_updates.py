@@ -6,7 +6,7 @@ the updates, in Iceberg's REST form, that turn a table's current metadata into w
 a sort order whose fields reuse the ids of identical fields; ``property_changes``: the properties set and removed, the
 comment among them, and a format upgrade). ``evolved`` applies them with pyiceberg as a catalog would, and
 ``with_live_state`` fills schemaflow's ``${live_state}`` stamps with the digest of the table as the commit leaves it.
-The Hive metastore's commit (``catalog.iceberg_commit``) and Glue's (``catalog.glue.iceberg``) write the result as the
+The Hive metastore's commit (``catalog.hive.iceberg_commit``) and Glue's (``catalog.glue.iceberg``) write the result as the
 next metadata file (``next_metadata_location``, ``write_metadata``) and swap it in, each under its catalog's guard;
 the Iceberg REST catalog's (``catalog.rest.writer``) sends the same updates to the server with its requirements.
 pyiceberg is the optional extra ``schemaflow[iceberg]``, imported at the first use (``pyiceberg_parts()``).

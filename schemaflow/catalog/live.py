@@ -4,7 +4,7 @@ A command asks ``Live`` and never names a backend: ``reader`` for what a plan is
 ``CatalogReader``), ``writer()`` for where apply runs (a ``CatalogWriter``), and the questions only
 some backends can answer (the columns of each partition, a view's SQL as the engine analyses it),
 which answer "not known" where the backend cannot. The built-in backend is the Hive metastore
-(``catalog.hive_backend``), imported when a project names it (``catalog.backends``).
+(``catalog.hive.backend``), imported when a project names it (``catalog.backends``).
 """
 from __future__ import annotations
 

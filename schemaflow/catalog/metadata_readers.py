@@ -6,9 +6,9 @@ metastore does not: in a metadata file (Iceberg) or a log (Delta). Its catalogs 
 metastore in a way of their own (Iceberg's with the ``table_type`` parameter, and no Spark provider), and the
 metastore's columns of such a table are a mirror at best, a placeholder at worst: read from there, a plan would
 propose re-adding every column. So such a kind provides how a live table of it is recognised from the
-metastore's parameters of it, and how it is read into a ``Table``; the live reader (``catalog.thrift_data``)
+metastore's parameters of it, and how it is read into a ``Table``; the live reader (``catalog.hive.thrift_data``)
 asks this registry for both. A reader registers itself when its module is imported (Iceberg's in
-``catalog.thrift_data``); every read of the live state fails while a registered kind has none.
+``catalog.hive.thrift_data``); every read of the live state fails while a registered kind has none.
 
 Whoever can register a table writes where its metadata is, so a reader reads it as hostile input: what it cannot
 or will not read is ``Unreadable``, one line that names the kind of failure and never quotes the file, with
@@ -31,7 +31,7 @@ class MetadataReader:
 
     # Whether the metastore's parameters of a table say it is one, as the kind's catalogs register a table.
     recognises: Callable[[Mapping[str, str]], bool]
-    # The table, from the metastore's entry of it (a Thrift ``Table`` as data, ``catalog.thrift_data``) and where
+    # The table, from the metastore's entry of it (a Thrift ``Table`` as data, ``catalog.hive.thrift_data``) and where
     # its database is (the storage other than local files its metadata may be read from). A table whose metadata
     # cannot be read keeps what the entry says and the reason, in ``unreadable``: a plan refuses to change it.
     read: Callable[[Mapping[str, Any], Sequence[str | None]], Table]

@@ -5,7 +5,7 @@ What a backup holds is read from its marks, not assumed from its name:
 
 - the Parquet table a conversion to Iceberg kept (external): its files are the Iceberg table's, only its entry goes;
 - the table as it was before a rewrite: the rewrite copied every row of it into the table, verified;
-- the table a restore swapped out (marked ``schemaflow.swapped_out_by`` with the restore's run, ``catalog.rewrite``):
+- the table a restore swapped out (marked ``schemaflow.swapped_out_by`` with the restore's run, ``catalog.hive.rewrite``):
   it holds the rows written to the table while it had the name (since the cut-over of its rewrite, or since an
   earlier restore), and those are in no other table.
 

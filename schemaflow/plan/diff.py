@@ -71,7 +71,7 @@ def diff(desired: Catalog, live: Catalog, type_rule: bool = True) -> list[Change
                                                                        restore_name(have.rewrite_of)):
                 if _left_by_a_conversion(have, live):
                     changes.append(DropLeftover(have))
-                continue  # the copy a rewrite is filling, or a backup being restored: theirs (catalog.rewrite)
+                continue  # the copy a rewrite is filling, or a backup being restored: theirs (catalog.hive.rewrite)
             changes.append(DropTable(have) if isinstance(have, Table) else DropView(have))
         elif want.kind != have.kind:
             changes += [DropTable(have) if isinstance(have, Table) else DropView(have), create(want)]
@@ -297,7 +297,7 @@ def where_free(change: Change, live: Catalog) -> Change:
 
 def _left_by_a_conversion(staging: Table, live: Catalog) -> bool:
     """Whether ``staging`` is the copy's entry a conversion to Iceberg by copying left when it stopped after registering
-    the Iceberg table it was the copy of (``catalog.iceberg_convert``): external, beside that Iceberg table."""
+    the Iceberg table it was the copy of (``catalog.hive.iceberg_convert``): external, beside that Iceberg table."""
     owner = live.get(staging.rewrite_of or "")
     kind = table_kind(owner.format, owner.data_source) if isinstance(owner, Table) else None
     return (staging.external and staging.key == staging_name(staging.rewrite_of or "") and kind is not None

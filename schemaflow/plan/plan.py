@@ -547,7 +547,7 @@ def _resumed(desired: Catalog, live: Catalog, changes: list[Change],
 def _resume_warnings(live: Catalog) -> tuple[str, ...]:
     """What the claims found on live objects mean for this plan. A backup's is none: no run works on a backup, and a
     claim on one is the version a stopped run's claim replaced on the table before its rewrite (as releases before
-    ``catalog.rewrite`` kept ``NO_VERSION`` left it), with nothing to finish."""
+    ``catalog.hive.rewrite`` kept ``NO_VERSION`` left it), with nothing to finish."""
     said = {
         RUNNING: "being applied right now by {}; apply refuses it until that run has finished",
         ELSEWHERE: "claimed by {}; if that apply has stopped, apply --take-over finishes its work",

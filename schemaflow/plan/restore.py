@@ -7,7 +7,7 @@ in the new backup, and the plan says so). Reverting the change in git instead re
 rewritten one, a copy that keeps those rows. The project's files are not the restore's to change: until they
 declare the table as it was, the next plan rewrites it again.
 
-The swap is three guarded renames (``catalog.rewrite.restore``): the backup to ``<name>_restore_``, marked as
+The swap is three guarded renames (``catalog.hive.rewrite.restore``): the backup to ``<name>_restore_``, marked as
 becoming the table, the table to the backup's name, then the marked one to the table's name. A run stopped
 between them left its marks; the next restore of the table finishes the swap, and a plan until then blocks the
 table's steps on it.

@@ -12,7 +12,7 @@ copy partition by partition, and swaps it in under the table's name. The live ta
 A conversion to Iceberg whose files Iceberg cannot register as they are (ORC, Avro or text files, Parquet with INT96
 timestamps or columns spelt with capitals) is a rewrite too, by copying: the staging table is a Parquet table
 (``registrable_copy``) filled as Iceberg can register its files (timestamps in microseconds, the metastore's
-lower-case names), swapped in as any rewrite, then converted in place (``catalog.iceberg_convert``), its entry not
+lower-case names), swapped in as any rewrite, then converted in place (``catalog.hive.iceberg_convert``), its entry not
 kept: the backup is the table as it was.
 
 A rewrite moves every row, so it runs only when allowed, as a drop does: a plan without

@@ -488,7 +488,7 @@ class IcebergCommit:
     its metastore entry still names the metadata file it was made from. ``set`` and ``unset`` are properties
     written in the same commit: its step's stamp, which the executor gives it (``with_stamp``), so the
     stamp and the change land together. A create with a ``backup`` converts the Parquet table of the same
-    name: its files become the new table's, and it is kept as ``backup`` (``catalog.iceberg_convert``).
+    name: its files become the new table's, and it is kept as ``backup`` (``catalog.hive.iceberg_convert``).
     """
 
     kind: ClassVar[ActionKind] = ActionKind.ICEBERG_COMMIT
@@ -551,8 +551,8 @@ class RewriteRows:
     """A table's rows moved into a new definition of it (``plan.rewrite``), verified, then swapped in.
 
     The new table is created as ``staging`` (claimed), filled by ``INSERT INTO staging <select>`` in verified,
-    journaled chunks (``catalog.rewrite_copy``); then the table is renamed to ``backup`` (kept, its files untouched)
-    and ``staging`` to the table's name. ``describe`` shows the statements ``catalog.rewrite``
+    journaled chunks (``catalog.hive.rewrite_copy``); then the table is renamed to ``backup`` (kept, its files untouched)
+    and ``staging`` to the table's name. ``describe`` shows the statements ``catalog.hive.rewrite``
     runs, made by the same functions.
     """
 

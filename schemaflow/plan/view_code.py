@@ -14,7 +14,7 @@ Creating a view also has Spark analyse the live views its query reads, with thei
 client of the metastore writes: where that is code, the step carries it (``plan.live_code``), and the same id
 covers it, so the operator approves exactly the code that runs, as it is.
 
-Nor does planning run it: Spark checks a view's SQL by analysing it (``catalog.view_check``), which
+Nor does planning run it: Spark checks a view's SQL by analysing it (``catalog.hive.view_check``), which
 resolves its functions, fetching and loading what the metastore names. A view step whose code the
 operator has not approved is not checked, and says so (``unchecked``).
 """
@@ -83,7 +83,7 @@ def plan_code(steps: Iterable[Step], allowed: Allowed | None = None) -> tuple[Co
 def unchecked(steps: Iterable[Step], allowed: Allowed | None, approved: Collection[str]) -> dict[str, str]:
     """The views ``steps`` create or replace whose own SQL calls code the operator has not approved, each with the
     note its step carries: Spark does not check them, since checking would run that code. (Spark checks a view
-    against stand-ins of what it reads, never live views: ``catalog.view_check``.)"""
+    against stand-ins of what it reads, never live views: ``catalog.hive.view_check``.)"""
     return {step.object: ("not checked with Spark before apply: Spark would run the code its SQL calls to analyse it, "
                           "and the operator has not approved that code")
             for step in steps if step.kind in VIEW_DEFINITIONS and _own_code(step, allowed or Allowed(spark_version()))

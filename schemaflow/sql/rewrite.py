@@ -258,7 +258,7 @@ def stored(key: str, where: exp.Condition | None = None) -> exp.Expression:
 def in_slices(columns: Sequence[Filled], count: int, numbers: Sequence[int]) -> exp.Condition:
     """The condition that selects, among the rows the rewrite moves (``flagged``, its columns ``columns``), those of
     slices ``numbers`` of ``count``: ``pmod(<the row's hash, as its checksum hashes it>, count) IN (numbers)``, a
-    function of the row's values alone (``catalog.rewrite_rounds``)."""
+    function of the row's values alone (``catalog.hive.rewrite_rounds``)."""
     slice_ = exp.Anonymous(this="pmod", expressions=[_row_hash(columns), exp.Literal.number(count)])
     return exp.In(this=slice_, expressions=[exp.Literal.number(n) for n in numbers])
 

@@ -1,7 +1,7 @@
 """Statements schemaflow runs on its own Spark session, never part of a plan.
 
 After an apply, ``REFRESH TABLE`` drops the session's cached metadata of an object the apply
-changed. Before one, the view check (``catalog.view_check``) has Spark analyse a view's SQL against
+changed. Before one, the view check (``catalog.hive.view_check``) has Spark analyse a view's SQL against
 session-local temporary views of the declared shapes: a table stands in as one row of typed NULLs.
 """
 from __future__ import annotations

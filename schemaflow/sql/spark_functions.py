@@ -5,7 +5,7 @@ its own code, and any other name (``db.f``, or ``f`` not built in, which Spark l
 database) is looked up in the metastore, whose function names a class and the jars to fetch for it: code
 of whoever registered it, loaded in whichever engine reads the view. So the names a view may call freely
 are the built-in ones of the Spark release the project runs, kept here per release as Spark's registries
-list them (``catalog.builtin_functions``; written by ``.ci/spark_functions.py`` into
+list them (``catalog.hive.builtin_functions``; written by ``.ci/spark_functions.py`` into
 ``spark_functions.json``, checked against the installed release by tests/test_view_functions_spark.py),
 less those that are code although built in (``CODE_FUNCTIONS``).
 
@@ -48,7 +48,7 @@ class Builtins:
 
 
 def allowed(registered: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
-    """What the package data keeps of a release's registries (``catalog.builtin_functions.registered``)."""
+    """What the package data keeps of a release's registries (``catalog.hive.builtin_functions.registered``)."""
     return {kind: sorted(name.lower() for name in names if name.lower() not in CODE_FUNCTIONS)
             for kind, names in sorted(registered.items())}
 

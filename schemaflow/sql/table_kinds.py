@@ -70,7 +70,7 @@ class ColumnChanges(Enum):
 
 
 class LiveSchema(Enum):
-    """Where the live reader finds the columns of a table of a kind (``catalog.thrift_data``)."""
+    """Where the live reader finds the columns of a table of a kind (``catalog.hive.thrift_data``)."""
 
     # The metastore's column lists (its storage descriptor's columns and partition keys): a Hive format's.
     METASTORE = "metastore"
@@ -298,8 +298,8 @@ register(replace(_data_source("csv"), type_rule=TypeRule.PRIMITIVE))
 # Spark cannot add columns to a text table (it asks to drop and re-create it).
 register(replace(_data_source("text"), type_rule=TypeRule.STRING, one_column=True, adds_columns=False))
 
-# Iceberg: created and evolved through commits to its own metadata (``plan.iceberg``, ``catalog.iceberg_commit``), and
-# read from it (``catalog.thrift_data`` registers its reader); live tables of it are still left alone
+# Iceberg: created and evolved through commits to its own metadata (``plan.iceberg``, ``catalog.hive.iceberg_commit``), and
+# read from it (``catalog.hive.thrift_data`` registers its reader); live tables of it are still left alone
 # (``FOREIGN_FORMATS``) but those schemaflow stamped (``scope``).
 ICEBERG = "iceberg"
 register(TableKind(ICEBERG, True, f"USING {ICEBERG}", None, None, Resolution.BY_ID, ColumnChanges.ICEBERG,

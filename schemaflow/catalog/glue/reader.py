@@ -1,6 +1,6 @@
 """Reading a Glue Data Catalog into the model: databases, tables (``GetTables`` pages) and their partitions.
 
-Each table is mapped onto Thrift's table data (``glue.shape``) and read by ``catalog.thrift_data`` as a Hive
+Each table is mapped onto Thrift's table data (``glue.shape``) and read by ``catalog.hive.thrift_data`` as a Hive
 metastore's table is, so a Glue table and a metastore table of one declaration read alike. An Iceberg table (its
 ``table_type`` parameter ``ICEBERG``) is read from the metadata file its entry names, as a metastore's is, on its
 database's storage or the warehouse's (``metastore.warehouse``). A Glue table has no
@@ -16,7 +16,7 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 from schemaflow.catalog.backend import LiveEntry
 from schemaflow.catalog.glue.client import GlueCatalog, Missing
 from schemaflow.catalog.glue.shape import thrift_database, thrift_table
-from schemaflow.catalog.thrift_data import database_of, folders, read_catalog, read_views, statistics, table_entries
+from schemaflow.catalog.hive.thrift_data import database_of, folders, read_catalog, read_views, statistics, table_entries
 from schemaflow.model import Catalog, Database, PartitionValues, Stored, View, split_key
 
 

@@ -3,7 +3,7 @@
 Glue keeps what a Hive metastore keeps for a table (its storage descriptor, SerDe, partition keys, parameters),
 spelt in AWS's JSON (``StorageDescriptor``, ``Columns``, ``SerdeInfo.SerializationLibrary``) where Thrift's simple
 JSON spells ``sd``, ``cols``, ``serdeInfo.serializationLib``. ``thrift_table`` turns a ``GetTable``/``GetTables``
-table into the Thrift form, so ``catalog.thrift_data.to_model`` reads a Glue table with every format, SerDe and
+table into the Thrift form, so ``catalog.hive.thrift_data.to_model`` reads a Glue table with every format, SerDe and
 Spark-schema-copy reader a Hive table is read with; ``table_input`` turns Thrift table data into the
 ``TableInput`` of ``CreateTable`` and ``UpdateTable``. A table's comment is its ``comment`` parameter, as Spark keeps
 it; Glue's ``Description`` mirrors it (read where a table has no such parameter: another tool's). Fields neither
@@ -73,7 +73,7 @@ def _mapped(data: Mapping[str, Any], pairs: Pairs, to_thrift: bool) -> dict[str,
 
 
 def thrift_table(table: Mapping[str, Any]) -> dict[str, Any]:
-    """A Glue table (as ``GetTable`` gives it) as the Thrift table data ``catalog.thrift_data`` reads."""
+    """A Glue table (as ``GetTable`` gives it) as the Thrift table data ``catalog.hive.thrift_data`` reads."""
     data = _mapped(table, _table_pairs(True), True)
     data["dbName"] = table["DatabaseName"]
     parameters = dict(data.get("parameters", {}))

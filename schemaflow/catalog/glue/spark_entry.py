@@ -5,7 +5,7 @@ front of it, so schemaflow writes the same entry itself, and Spark, EMR or Athen
 
 - a Hive-format table (``STORED AS``): its columns, partition keys, format classes, SerDe and SERDEPROPERTIES
   (``serialization.format`` ``1``, Hive's default, which Spark's ``ROW FORMAT SERDE`` leaves) and bucketing in the
-  storage descriptor, plus Spark's copy of the schema in the parameters (``catalog.spark_schema.schema_parameters``),
+  storage descriptor, plus Spark's copy of the schema in the parameters (``catalog.hive.spark_schema.schema_parameters``),
   which Spark writes for every table;
 - a data-source table (``USING``): ``spark.sql.sources.provider``, Spark's copy of the schema (the only true one)
   and, where it is partitioned, ``spark.sql.partitionProvider`` (its partitions are the catalog's) in the
@@ -14,7 +14,7 @@ front of it, so schemaflow writes the same entry itself, and Spark, EMR or Athen
   form), else Hive's placeholder column ``col array<string>`` (and, for an external table, Spark's placeholder
   location).
 
-``catalog.thrift_data.to_model`` reads such data back as the table declared (tests/test_glue_shape.py holds it to
+``catalog.hive.thrift_data.to_model`` reads such data back as the table declared (tests/test_glue_shape.py holds it to
 what Spark itself writes in a Hive metastore). Iceberg tables are made by ``glue.iceberg``; views are not made.
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any, assert_never
 from collections.abc import Mapping, Sequence
 
-from schemaflow.catalog.spark_schema import schema_parameters
+from schemaflow.catalog.hive.spark_schema import schema_parameters
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import COMMENT_KEY, Column, Table
 from schemaflow.sql.storage import PATH_OPTION, SERIALIZATION_FORMAT

@@ -39,10 +39,10 @@ from schemaflow.catalog.glue.reader import GlueReader
 from schemaflow.catalog.glue.shape import as_input, partition_input, table_input, thrift_table
 from schemaflow.catalog.iceberg_updates import delete_metadata, write_metadata
 from schemaflow.catalog.glue.spark_entry import fields, table_data
-from schemaflow.catalog.spark_schema import (NUM_BUCKETS, NUM_PARTITION_COLUMNS, PARTITION_COLUMN, SPARK_SCHEMA,
+from schemaflow.catalog.hive.spark_schema import (NUM_BUCKETS, NUM_PARTITION_COLUMNS, PARTITION_COLUMN, SPARK_SCHEMA,
                                              SPARK_SCHEMA_PART, SPARK_SCHEMA_PARTS, schema_parameters, schema_text,
                                              spark_bucketing)
-from schemaflow.catalog.thrift_data import to_model
+from schemaflow.catalog.hive.thrift_data import to_model
 from schemaflow.errors import ConcurrentChange, SchemaflowError
 from schemaflow.model import (COMMENT_KEY, LIVE_STATE, SCHEMAFLOW_PREFIX, VERSION_KEY, Column, Database, IcebergState,
                               PartitionValues, Table, View, ViewSql, split_key, state_digest)

@@ -1,5 +1,5 @@
 """Whether a Parquet table's files can be registered in an Iceberg table as they are, read from their footers
-when the conversion is planned: what a conversion in place (``catalog.iceberg_convert``) would otherwise meet file by
+when the conversion is planned: what a conversion in place (``catalog.hive.iceberg_convert``) would otherwise meet file by
 file at apply, one table at a time, is found for every table of a plan at once.
 
 Iceberg's Python implementation registers a Parquet file by its columns' exact names (through the table's name

@@ -6,14 +6,14 @@ directory. Every ``spark_conf`` entry of the settings is passed through, so a si
 its cluster needs (Kerberos principals, S3 credentials providers, ...).
 
 Its JVM maps an archive of the classes Spark loads, kept between runs, and starts seconds sooner
-(``catalog.class_archive``); the first session without one has its JVM write it at the process's exit.
+(``catalog.hive.class_archive``); the first session without one has its JVM write it at the process's exit.
 
 Nothing runs in its JVM that the settings do not name and the operator did not approve: the
 Spark settings that load code need the operator's approval (``code_settings``), the driver's
 class path holds no path relative to the folder schemaflow runs in (Spark's launcher would put
 ``hive-jackson/*`` there, so that a jar committed to a repository at that path would be loaded),
 and Spark is the one the operator installed, never one found above that folder; the settings reach
-the JVM in a file, not on its command line (``catalog.spark_launch``).
+the JVM in a file, not on its command line (``catalog.hive.spark_launch``).
 
 Spark, Hive and DataNucleus log nothing (see ``log4j2.properties``), the JVM's own output goes to
 ``jvm.log`` in the state directory, and PySpark's JSON error loggers are silenced: schemaflow
@@ -37,12 +37,12 @@ from pyspark import SparkConf, SparkContext
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
-from schemaflow.catalog.class_archive import ClassArchive, class_archive
-from schemaflow.catalog.jvm import java_message
-from schemaflow.catalog.local_server import derby_url, state_directory, usable
-from schemaflow.catalog.spark_compat import HIVE_JARS_KEY, HIVE_VERSION_KEY, silence_error_loggers
-from schemaflow.catalog.spark_defaults import defaults_file, spark_defaults
-from schemaflow.catalog.spark_launch import launch_driver
+from schemaflow.catalog.hive.class_archive import ClassArchive, class_archive
+from schemaflow.catalog.hive.jvm import java_message
+from schemaflow.catalog.hive.local_server import derby_url, state_directory, usable
+from schemaflow.catalog.hive.spark_compat import HIVE_JARS_KEY, HIVE_VERSION_KEY, silence_error_loggers
+from schemaflow.catalog.hive.spark_defaults import defaults_file, spark_defaults
+from schemaflow.catalog.hive.spark_launch import launch_driver
 from schemaflow.code_settings import check_approved
 from schemaflow.errors import SchemaflowError
 from schemaflow.project import Settings
@@ -110,7 +110,7 @@ def spark_session(settings: Settings) -> SparkSession:
 
 def _stop_for_archive(gateway: Any, archive: ClassArchive) -> None:
     """At the process's exit: stop Spark and its JVM (closing its standard input ends it), which then
-    writes the class archive; wait for that, so that only a complete one is used (``catalog.class_archive``)."""
+    writes the class archive; wait for that, so that only a complete one is used (``catalog.hive.class_archive``)."""
     context = SparkContext._active_spark_context
     if context is not None:
         context.stop()

@@ -21,7 +21,7 @@ from py4j.java_gateway import JavaClass
 from py4j.protocol import Py4JError, Py4JNetworkError
 from pyspark.errors import PySparkException
 
-from schemaflow.catalog.spark_compat import HIVE_JARS_KEY
+from schemaflow.catalog.hive.spark_compat import HIVE_JARS_KEY
 from schemaflow.errors import SchemaflowError, Unreachable
 
 if TYPE_CHECKING:

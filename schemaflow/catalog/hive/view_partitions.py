@@ -25,8 +25,8 @@ from typing import Any
 from collections.abc import Mapping, Sequence
 
 from schemaflow.catalog.backend import HiveClient
-from schemaflow.catalog.jvm import jvm_view
-from schemaflow.catalog.thrift_data import parse_name
+from schemaflow.catalog.hive.jvm import jvm_view
+from schemaflow.catalog.hive.thrift_data import parse_name
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import PartitionValues, partition_name, split_key
 from schemaflow.wording import plural

@@ -9,7 +9,7 @@ catalog uses without a lock). A writer that committed in between moved ``metadat
 swap is refused and the file written is deleted; the commit is made again on that writer's metadata, as
 Iceberg retries its own, as long as it still meets what the plan requires (a writer that only appended
 rows); otherwise ``ConcurrentChange`` is raised and nothing changed. Where
-the metastore keeps locks, the commit also holds its table lock (``catalog.table_lock``), as Iceberg's
+the metastore keeps locks, the commit also holds its table lock (``catalog.hive.table_lock``), as Iceberg's
 Hive catalog does by default, so that a writer relying on that lock alone cannot overwrite it.
 
 The new metadata is made by pyiceberg (``update_table_metadata``, ``new_table_metadata``) from updates in
@@ -36,8 +36,8 @@ from schemaflow.catalog.iceberg_metadata import PREVIOUS_METADATA_LOCATION, TABL
     current, iceberg_table, is_iceberg, read_metadata
 from schemaflow.catalog.iceberg_updates import check_state, delete_metadata, evolved, first_metadata, layout_updates, \
     next_metadata_location, property_changes, write_metadata
-from schemaflow.catalog.jvm import java_message, jvm_view
-from schemaflow.catalog.table_lock import table_lock
+from schemaflow.catalog.hive.jvm import java_message, jvm_view
+from schemaflow.catalog.hive.table_lock import table_lock
 from schemaflow.errors import ConcurrentChange, SchemaflowError
 from schemaflow.model import METADATA_LOCATION, IcebergState, Table, split_key
 from schemaflow.sql.iceberg_types import spark_type

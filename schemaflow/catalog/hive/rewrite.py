@@ -5,7 +5,7 @@ the new one is proved:
 
 1. fill the staging table (``<name>_rewrite_``, the new definition, born with the run's claim and marked
    ``schemaflow.rewrite_of``) by the planned ``INSERT ... SELECT``, in verified chunks journaled on it, and again
-   what writers changed meanwhile (``catalog.rewrite_copy``): a run stopped during the copy is resumed by the next
+   what writers changed meanwhile (``catalog.hive.rewrite_copy``): a run stopped during the copy is resumed by the next
    from its first unfinished chunk;
 2. cut-over, as soon as a last look at the table's files finds nothing left to copy: rename the table to its
    backup name (guarded by its stamp, marked ``schemaflow.backup_of``, keeping the version it had when planned, or
@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from schemaflow.catalog import rewrite_copy
+from schemaflow.catalog.hive import rewrite_copy
 from schemaflow.catalog.backend import HiveClient
 from schemaflow.claims import parse_claim, settled
 from schemaflow.errors import ConcurrentChange, SchemaflowError

@@ -1,8 +1,8 @@
 """The Hive metastore as a catalog backend (``hive``, the default): embedded, or a metastore server.
 
-Written through a SparkSession's Thrift client (``catalog.metastore.Metastore``), in a JVM started on first
+Written through a SparkSession's Thrift client (``catalog.hive.metastore.Metastore``), in a JVM started on first
 use; read without a JVM where the settings allow (a plain ``thrift://`` metastore whose client the user does
-not tune: ``catalog.thrift_reader``), else through the same client. The questions only Spark's client can
+not tune: ``catalog.hive.thrift_reader``), else through the same client. The questions only Spark's client can
 answer (a partition's column list, a view's SQL as Spark analyses it) start it.
 """
 from __future__ import annotations
@@ -14,11 +14,11 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from schemaflow.background import Background
-from schemaflow.catalog import local_server
+from schemaflow.catalog.hive import local_server
 from schemaflow.catalog.backend import CatalogReader, PlanHints, StoredFunction
 from schemaflow.catalog.backends import Opening, register_backend
-from schemaflow.catalog.spark_compat import CLIENT_CHOICE, HIVE_JARS_KEY
-from schemaflow.catalog.spark_defaults import spark_defaults
+from schemaflow.catalog.hive.spark_compat import CLIENT_CHOICE, HIVE_JARS_KEY
+from schemaflow.catalog.hive.spark_defaults import spark_defaults
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import Catalog
 from schemaflow.project import Project, Settings, no_target_chosen
@@ -26,8 +26,8 @@ from schemaflow.spark_version import INSTALL, installed
 from schemaflow.wording import plural
 
 if TYPE_CHECKING:  # pyspark loads only when a command needs the live metastore
-    from schemaflow.catalog.metastore import Metastore
-    from schemaflow.catalog.thrift_reader import ThriftReader
+    from schemaflow.catalog.hive.metastore import Metastore
+    from schemaflow.catalog.hive.thrift_reader import ThriftReader
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ class HiveBackend:
 
     ``metastore`` is Spark's client, in a JVM started on first use. With ``opening.direct`` (the commands
     that only read: plan, drift, snapshot), ``reader`` reads a ``thrift://`` metastore without a JVM
-    (``catalog.thrift_reader``), and Spark starts only if the command needs it after all (to check
+    (``catalog.hive.thrift_reader``), and Spark starts only if the command needs it after all (to check
     a view's SQL); a metastore that does not answer plain Thrift (SASL, TLS) is read through Spark.
     ``read_ahead`` starts such a read early, in the background.
     """
@@ -83,13 +83,13 @@ class HiveBackend:
             if installed() is None:
                 raise SchemaflowError(f"this command runs Spark, and pyspark is not installed: {INSTALL}; pyspark "
                                       "is an extra: a plan --base needs none")
-            from schemaflow.catalog.metastore import Metastore
-            from schemaflow.catalog.session import spark_session
+            from schemaflow.catalog.hive.metastore import Metastore
+            from schemaflow.catalog.hive.session import spark_session
 
             settings, endpoint = self._spark_settings()
             uri = direct_uri(settings)
             if uri is not None and {**spark_defaults(), **settings.spark_conf}.get(HIVE_JARS_KEY, "builtin") == "builtin":
-                from schemaflow.catalog.thrift_reader import check_server
+                from schemaflow.catalog.hive.thrift_reader import check_server
 
                 check_server(uri)
             self._say(f"Starting Spark ({settings.spark_master}) and connecting to {self.where()} ...")
@@ -129,7 +129,7 @@ class HiveBackend:
         if self._reader is None:
             direct = self._direct()
             if direct is not None:
-                from schemaflow.catalog.thrift_reader import NotPlainThrift
+                from schemaflow.catalog.hive.thrift_reader import NotPlainThrift
 
                 self._say(f"Reading {self.where()} ...")
                 try:
@@ -178,18 +178,18 @@ class HiveBackend:
         uri = self.project.settings.metastore_uri
         if not uri or not uri.startswith("thrift://"):
             return None
-        from schemaflow.catalog.thrift_reader import hints
+        from schemaflow.catalog.hive.thrift_reader import hints
 
         return hints(uri)
 
     def stale_partitions(self, key: str, exact: bool = False) -> int:
         """How many partitions of ``key`` have a stale column list (read through Spark's client; see
-        ``catalog.columns.stale_partitions``)."""
+        ``catalog.hive.columns.stale_partitions``)."""
         return self.metastore.stale_partitions(key, exact)
 
     def view_problems(self, desired: Catalog, views: Iterable[str]) -> dict[str, str]:
-        """Why Spark refuses the SQL of each of ``views`` as ``desired`` declares it (see ``catalog.view_check``)."""
-        from schemaflow.catalog.view_check import ViewChecker
+        """Why Spark refuses the SQL of each of ``views`` as ``desired`` declares it (see ``catalog.hive.view_check``)."""
+        from schemaflow.catalog.hive.view_check import ViewChecker
 
         return ViewChecker(self.metastore.spark, desired).problems(views)
 
@@ -218,7 +218,7 @@ class HiveBackend:
     def _connect(self, direct: Callable[[], str]) -> ThriftReader:
         """The JVM-free reader of ``direct``'s address; the served embedded metastore named as a plan names it
         however it is read."""
-        from schemaflow.catalog.thrift_reader import ThriftReader
+        from schemaflow.catalog.hive.thrift_reader import ThriftReader
 
         uri = direct()
         if self._served is None:

@@ -22,7 +22,7 @@ import re
 from typing import Any
 from collections.abc import Iterable, Sequence
 
-from schemaflow.catalog.jvm import JAVA_ERRORS, java_message
+from schemaflow.catalog.hive.jvm import JAVA_ERRORS, java_message
 from schemaflow.model import Catalog, Table, View
 from schemaflow.sql.session import temporary_view, typed_nulls
 from schemaflow.sql.views import ViewSqlError, with_tables_renamed

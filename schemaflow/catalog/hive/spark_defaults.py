@@ -2,9 +2,9 @@
 
 A team on a shared cluster sets the Hive client Spark talks to its metastore with there, once, for every job
 (``spark.sql.hive.metastore.version`` and jars: a Hive 4 metastore needs Hive 4's client). Spark reads the file from
-``SPARK_CONF_DIR``, else the installation's ``conf/`` (``catalog.spark_home``). schemaflow reads it itself and hands
+``SPARK_CONF_DIR``, else the installation's ``conf/`` (``catalog.hive.spark_home``). schemaflow reads it itself and hands
 its entries to the JVM beneath the application's own, in the properties file Spark starts from
-(``catalog.spark_launch``: given one, Spark reads no ``spark-defaults.conf``); decisions schemaflow takes before the
+(``catalog.hive.spark_launch``: given one, Spark reads no ``spark-defaults.conf``); decisions schemaflow takes before the
 JVM starts (whether Spark's built-in client will be the one, whether a Hive client's classes must see py4j's) read
 the same entries, so that they agree with the JVM. The file is in Java's properties format, which Spark reads with
 ``java.util.Properties`` and then trims each value; ``format_properties`` writes that format.
@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from schemaflow.catalog.spark_home import conf_dir
+from schemaflow.catalog.hive.spark_home import conf_dir
 
 FILE_NAME = "spark-defaults.conf"
 # A key ends at its first unescaped '=', ':' or white space; the separator may be padded with white space.

@@ -16,7 +16,7 @@ fills it (its definition and the query; a staging table filled for another plan 
 chunk is verified, its units with the fingerprint each source had when it was read (``schemaflow.copied.<n>``); a
 slice's, also the totals it wrote and a digest of the staging table's files once they landed.
 
-**Rounds and chunks** (decided by ``catalog.rewrite_rounds``). Each round copies, a chunk at a time, the units whose
+**Rounds and chunks** (decided by ``catalog.hive.rewrite_rounds``). Each round copies, a chunk at a time, the units whose
 fingerprint differs from the journal's: every unit at first, after a stop those left, then those writers changed
 during the copy (and drops what the copy holds of units gone meanwhile), until a round finds nothing to copy, when the
 cut-over follows at once. Writers that keep writing through ``ROUNDS`` rounds stop the rewrite; what was copied is kept
@@ -47,11 +47,11 @@ from typing import Any, assert_never
 from sqlglot import exp
 
 from schemaflow.catalog.backend import HiveClient
-from schemaflow.catalog.jvm import jvm_view
-from schemaflow.catalog.rewrite_rounds import (ROUNDS, Copy, CutOver, Stop, Unit, chunks, next_round, order,
+from schemaflow.catalog.hive.jvm import jvm_view
+from schemaflow.catalog.hive.rewrite_rounds import (ROUNDS, Copy, CutOver, Stop, Unit, chunks, next_round, order,
                                                slice_numbers, task_bytes, whole)
-from schemaflow.catalog.table_files import held, partitions_data
-from schemaflow.catalog.thrift_data import parse_name
+from schemaflow.catalog.hive.table_files import held, partitions_data
+from schemaflow.catalog.hive.thrift_data import parse_name
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import HIVE_DEFAULT_PARTITION, REWRITE_OF, VERSION_KEY, Table, split_key
 from schemaflow.sql import ddl
@@ -126,7 +126,7 @@ def copying(source: Any, key: str, staging: str, table: Table, columns: Sequence
 
 
 def copy(client: HiveClient, source: Any, plan: Copying, create: str, claim: str) -> None:
-    """Fill ``plan.staging`` from ``source`` in rounds (``catalog.rewrite_rounds``); return once a round found nothing
+    """Fill ``plan.staging`` from ``source`` in rounds (``catalog.hive.rewrite_rounds``); return once a round found nothing
     to copy, for the cut-over to follow at once. ``create`` is the staging table's CREATE, ``claim`` the claim it is
     born with."""
     digest = hashlib.sha256(f"{create.replace(claim, '')}\n{flagged(plan.key, plan.columns)}".encode()).hexdigest()

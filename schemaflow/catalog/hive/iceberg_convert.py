@@ -28,10 +28,10 @@ from functools import cache
 from typing import Any
 
 from schemaflow.catalog.backend import HiveClient
-from schemaflow.catalog.iceberg_commit import register
+from schemaflow.catalog.hive.iceberg_commit import register
 from schemaflow.catalog.iceberg_updates import METADATA_PATH, first_metadata
-from schemaflow.catalog.registrable import data_files, int96_writers
-from schemaflow.catalog.thrift_data import TRANSLATED, to_model, translated
+from schemaflow.catalog.hive.registrable import data_files, int96_writers
+from schemaflow.catalog.hive.thrift_data import TRANSLATED, to_model, translated
 from schemaflow.errors import ConcurrentChange, SchemaflowError
 from schemaflow.model import (APPLIED_STATE_KEY, BACKUP_OF, CONVERTED_FOLDER, HIVE_DEFAULT_PARTITION, REWRITE_OF,
                               VERSION_KEY, Table, split_key, state_digest)

@@ -23,7 +23,7 @@ from urllib.parse import urlparse
 from pyspark.errors import AnalysisException
 
 from schemaflow.catalog.backend import HiveClient
-from schemaflow.catalog.thrift_data import folders, statistics
+from schemaflow.catalog.hive.thrift_data import folders, statistics
 from schemaflow.model import Stored, split_key
 
 

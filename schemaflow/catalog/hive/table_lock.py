@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from schemaflow.catalog.backend import HiveClient
-from schemaflow.catalog.jvm import jvm_view, unreachable
+from schemaflow.catalog.hive.jvm import jvm_view, unreachable
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import split_key
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Mapping
 
-from schemaflow.catalog.spark_home import java, spark_home
+from schemaflow.catalog.hive.spark_home import java, spark_home
 from schemaflow.processes import alive
 
 ARCHIVE_SETTING = "SCHEMAFLOW_CLASS_ARCHIVE"

@@ -1,7 +1,7 @@
 """Tables, views and databases as the metastore holds them, in the model.
 
-Both ways of reading a metastore (``catalog.metastore`` through Spark's own client, and
-``catalog.thrift_reader`` without a JVM) get the metastore's Thrift structs as the same data: a dict
+Both ways of reading a metastore (``catalog.hive.metastore`` through Spark's own client, and
+``catalog.hive.thrift_reader`` without a JVM) get the metastore's Thrift structs as the same data: a dict
 per struct, keyed by field name, as Thrift's simple JSON protocol writes it. This module turns that
 data into ``Table``, ``View`` and ``Database`` (and the ``LiveEntry`` drift and history read: the model with the
 raw parameters), so the two readers cannot disagree on what they read, and drift and history see no Thrift shape.
@@ -25,7 +25,7 @@ from schemaflow.catalog.iceberg_metadata import iceberg_table, is_iceberg, read_
 from schemaflow.catalog.metadata_bounds import held_budget, metadata_bounds
 from schemaflow.catalog.metadata_readers import (MetadataReader, Unreadable, metadata_reader, recognised_kind,
                                                  register_metadata_reader)
-from schemaflow.catalog.spark_schema import spark_bucketing, spark_columns, spelt_names
+from schemaflow.catalog.hive.spark_schema import spark_bucketing, spark_columns, spelt_names
 from schemaflow.model import (
     BACKUP_OF,
     COMMENT_KEY,

@@ -10,7 +10,7 @@ project's. So schemaflow chooses the folder itself and sets ``SPARK_HOME`` to it
 (``conf_dir``).
 
 Spark's scripts and launcher take more folders from the environment (its configuration, Java, Hadoop's and YARN's
-configuration, extra class path entries), and run in the project's folder (``catalog.session``): a relative one would
+configuration, extra class path entries), and run in the project's folder (``catalog.hive.session``): a relative one would
 be the project's files, code a pull request writes. Each must be absolute, or is refused before Spark starts. So
 is the ``java`` they run: without ``JAVA_HOME`` Spark's scripts run the first ``java`` on the ``PATH``, where an empty
 or relative entry is the project's folder; schemaflow looks on the absolute entries alone and sets ``JAVA_HOME`` to

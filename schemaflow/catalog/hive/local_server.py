@@ -15,7 +15,7 @@ plan, and any other client (a Spark session of the user's own) shares the metast
 lock. Their writes are guarded by the server's compare-and-swap (HIVE-26882), which the Hive of pyspark
 4's jars has (``guards``). Where the server's Hive lacks it (pyspark 3.5's 2.3.9), a command that writes
 stops the server and opens the database in its own JVM, where it checks each guard itself
-(``catalog.spark_compat``): no other process can write there meanwhile.
+(``catalog.hive.spark_compat``): no other process can write there meanwhile.
 
 Its state is files in the project's state directory: ``metastore-server.json`` (written once it serves:
 the watcher's and the server's process ids, the port; its modification time is the last use), a lock
@@ -41,9 +41,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn, TextIO
 
-from schemaflow.catalog.private_file import private_file
-from schemaflow.catalog.spark_compat import enforces_guards
-from schemaflow.catalog.spark_home import java, pyspark_folder
+from schemaflow.catalog.hive.private_file import private_file
+from schemaflow.catalog.hive.spark_compat import enforces_guards
+from schemaflow.catalog.hive.spark_home import java, pyspark_folder
 from schemaflow.errors import SchemaflowError
 from schemaflow.processes import accepts, alive, runs
 from schemaflow.project import STATE_DIR, Settings
@@ -61,7 +61,7 @@ START_SECONDS = 120.0   # how long a start may take before it is given up (a bus
 STOP_SECONDS = 30.0     # how long the server may take to let go of the database
 EXITED = "schemaflow: the local metastore server exited"  # the watcher's last line in the log
 DERBY_LOCKED = "Another instance of Derby may have already booted the database"
-WATCHER = "schemaflow.catalog.local_server"  # the watcher's module, run with python -m
+WATCHER = "schemaflow.catalog.hive.local_server"  # the watcher's module, run with python -m
 SERVER = "LocalMetastore"                    # the server's main class
 PR_SET_PDEATHSIG = 1                         # Linux's prctl: a signal for this process when its parent ends
 
@@ -217,7 +217,7 @@ def _start(settings: Settings, state_dir: Path, progress: TextIO) -> Served:
     with private_file(ARGUMENTS_FILE, _argument_file(_server_properties(settings, state_dir))) as arguments:
         command = [*_java_command(state_dir, arguments), str(_free_port())]
         # The watcher forks away at once (this waits for that alone) and lives on after this command.
-        subprocess.run([sys.executable, "-m", "schemaflow.catalog.local_server", str(state_dir), str(idle_seconds),
+        subprocess.run([sys.executable, "-m", "schemaflow.catalog.hive.local_server", str(state_dir), str(idle_seconds),
                         *command], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                        check=True, start_new_session=True, env={**os.environ, "PYTHONPATH": _package_path()})
         served = _wait_for_server(state_dir, log, started, progress)  # the server has read the file once it serves

@@ -1,6 +1,6 @@
-"""What each round of a rewrite's copy does, decided from what it saw: the pure half of ``catalog.rewrite_copy``.
+"""What each round of a rewrite's copy does, decided from what it saw: the pure half of ``catalog.hive.rewrite_copy``.
 
-**Rounds.** Each round looks at the table (each unit's fingerprint: ``catalog.table_files.held``) and at the journal on
+**Rounds.** Each round looks at the table (each unit's fingerprint: ``catalog.hive.table_files.held``) and at the journal on
 the staging table (the fingerprint each unit had when its copy was verified) and the partitions the staging table
 holds. A unit whose fingerprint differs from its mark (not copied yet, written to since) is copied again; what the
 copy holds or marks of a unit gone from the table (a partition dropped meanwhile) is dropped and unmarked. A round

@@ -1,5 +1,5 @@
 // The local metastore server schemaflow starts on a project's embedded Derby database
-// (schemaflow/catalog/local_server.py): Hive's own metastore handler, the one an embedded client or
+// (schemaflow/catalog/hive/local_server.py): Hive's own metastore handler, the one an embedded client or
 // Hive's HiveMetaStore server runs, served over plain Thrift on the loopback address alone. Hive 2.3's
 // HiveMetaStore main listens on every interface and has no option to bind one, which would open a
 // laptop's metastore to its network with no authentication.

@@ -22,8 +22,8 @@ from typing import Any
 from collections.abc import Iterator, Mapping, Sequence
 
 from schemaflow.catalog.backend import HiveClient
-from schemaflow.catalog.jvm import jvm_view
-from schemaflow.catalog.spark_schema import SPARK_SCHEMA, SPARK_SCHEMA_LENGTH, SPARK_SCHEMA_PART, SPARK_SCHEMA_PARTS
+from schemaflow.catalog.hive.jvm import jvm_view
+from schemaflow.catalog.hive.spark_schema import SPARK_SCHEMA, SPARK_SCHEMA_LENGTH, SPARK_SCHEMA_PART, SPARK_SCHEMA_PARTS
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import VERSION_KEY, Column, split_key
 from schemaflow.sql.ddl import column_def

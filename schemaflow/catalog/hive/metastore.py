@@ -4,7 +4,7 @@ Everything goes through the session's Thrift metastore client, the same one Spar
 works alike for an embedded and a remote metastore. Reading is built for thousands of objects:
 every py4j call is a socket round trip, so tables are fetched 100 at a time with
 ``getTableObjectsByName``, each batch is serialised to JSON inside the JVM, and only those bytes
-cross to Python, where they become ``Table`` and ``View`` objects (``catalog.thrift_data``).
+cross to Python, where they become ``Table`` and ``View`` objects (``catalog.hive.thrift_data``).
 Writes go through the same client; ``beside`` opens a second connection to a metastore server, for
 a write to run on while the first runs the next statement. A JVM failure becomes a
 ``SchemaflowError`` carrying the Java message.
@@ -21,22 +21,22 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 
 from pyspark.sql import SparkSession
 
-from schemaflow.catalog import iceberg_commit, iceberg_convert, rewrite, table_files
+from schemaflow.catalog.hive import iceberg_commit, iceberg_convert, rewrite, table_files
 from schemaflow.catalog.backend import LiveEntry, StoredFunction
-from schemaflow.catalog.columns import set_columns, stale_partitions
+from schemaflow.catalog.hive.columns import set_columns, stale_partitions
 from schemaflow.catalog.iceberg_metadata import is_iceberg
-from schemaflow.catalog.local_server import derby_endpoint
-from schemaflow.catalog.jvm import (JAVA_ERRORS, hive_class_loader, hive_conf, hive_package, java_errors, java_message,
+from schemaflow.catalog.hive.local_server import derby_endpoint
+from schemaflow.catalog.hive.jvm import (JAVA_ERRORS, hive_class_loader, hive_conf, hive_package, java_errors, java_message,
                                    jvm_view, loaded_by, unreachable)
-from schemaflow.catalog.session import VARIABLE_SUBSTITUTION
-from schemaflow.catalog.spark_compat import (EXPECTED_PARAMETER_KEY, EXPECTED_PARAMETER_VALUE, derby_embedded,
+from schemaflow.catalog.hive.session import VARIABLE_SUBSTITUTION
+from schemaflow.catalog.hive.spark_compat import (EXPECTED_PARAMETER_KEY, EXPECTED_PARAMETER_VALUE, derby_embedded,
                                              enforces_guards)
-from schemaflow.catalog.spark_schema import NUM_BUCKETS
+from schemaflow.catalog.hive.spark_schema import NUM_BUCKETS
 from schemaflow.catalog.stamping import fill_live_state
-from schemaflow.catalog.table_lock import table_lock
-from schemaflow.catalog.thrift_data import (READ_ATTEMPTS, READ_BACKOFF_SECONDS, VIRTUAL_VIEW, database_of, read_catalog,
+from schemaflow.catalog.hive.table_lock import table_lock
+from schemaflow.catalog.hive.thrift_data import (READ_ATTEMPTS, READ_BACKOFF_SECONDS, VIRTUAL_VIEW, database_of, read_catalog,
                                             read_views, table_entries, to_model)
-from schemaflow.catalog.view_partitions import (KeptPartitions, change_view_partitions, partition_values,
+from schemaflow.catalog.hive.view_partitions import (KeptPartitions, change_view_partitions, partition_values,
                                                 read_view_partitions)
 from schemaflow.errors import ConcurrentChange, SchemaflowError
 from schemaflow.model import (
@@ -173,7 +173,7 @@ class Metastore:
             return int(self.retrying(lambda: self.msc.getNumPartitionsByFilter(database, name, "")))
 
     def stored(self, key: str) -> Stored:
-        """What the table ``key`` holds in files (``catalog.table_files``)."""
+        """What the table ``key`` holds in files (``catalog.hive.table_files``)."""
         with self._errors(f"measuring the files of {key}"):
             return table_files.stored(self, key)
 
@@ -334,7 +334,7 @@ class Metastore:
     def guards_in_process(self) -> bool:
         """Whether this process checks each guard itself, reading the version before it writes: for the
         metastore embedded in Spark 3.5 (Hive 2.3.9, which ignores guards) on an embedded Derby database,
-        which no other process can open while this one holds it (``catalog.spark_compat``)."""
+        which no other process can open while this one holds it (``catalog.hive.spark_compat``)."""
         embedded = self.conf is not None and not self.conf.get("hive.metastore.uris")
         return (embedded and derby_embedded(self.conf.get("javax.jdo.option.ConnectionURL"))
                 and not enforces_guards(self.hive_version()))
@@ -374,14 +374,14 @@ class Metastore:
             self.progress(message)
 
     def stale_partitions(self, key: str, exact: bool = False) -> int:
-        """How many partitions of ``key`` have a stale column list (see ``catalog.columns.stale_partitions``)."""
+        """How many partitions of ``key`` have a stale column list (see ``catalog.hive.columns.stale_partitions``)."""
         with self._errors(f"listing the partitions of {key}"):
             return stale_partitions(self, key, exact)
 
     def set_columns(self, key: str, columns: Sequence[Column], partition_columns: Sequence[Column],
                     cascade: bool, batched: bool = False, parameters: Mapping[str, str] = {},
                     expected: str | None = None) -> None:
-        """Replace the columns of ``key`` and set ``parameters`` in the same write (see ``catalog.columns``)."""
+        """Replace the columns of ``key`` and set ``parameters`` in the same write (see ``catalog.hive.columns``)."""
         with self._errors(f"altering the columns of {key}"):
             set_columns(self, key, columns, partition_columns, cascade, batched, parameters, expected)
 
@@ -575,18 +575,18 @@ class Metastore:
                 for resource in function.getResourceUris() or ()))
 
     def partition_values(self, key: str) -> tuple[PartitionValues, ...]:
-        """The partitions of the table or view ``key`` as values (see ``catalog.view_partitions``)."""
+        """The partitions of the table or view ``key`` as values (see ``catalog.hive.view_partitions``)."""
         with self._errors(f"listing the partitions of {key}"):
             return partition_values(self, key)
 
     def change_view_partitions(self, key: str, columns: Sequence[str], add: Sequence[PartitionValues],
                                drop: Sequence[PartitionValues], kept: KeptPartitions | None = None) -> None:
-        """Drop and add partitions of the view ``key``, in batches (see ``catalog.view_partitions``)."""
+        """Drop and add partitions of the view ``key``, in batches (see ``catalog.hive.view_partitions``)."""
         with self._errors(f"changing the partitions of view {key}"):
             change_view_partitions(self, key, columns, add, drop, kept)
 
     def keep_view_partitions(self, key: str) -> KeptPartitions:
-        """The partitions of the view ``key``, read before it is re-created (see ``catalog.view_partitions``)."""
+        """The partitions of the view ``key``, read before it is re-created (see ``catalog.hive.view_partitions``)."""
         with self._errors(f"reading the partitions of view {key}"):
             return read_view_partitions(self, key)
 

@@ -6,8 +6,8 @@ every server from Hive 2.3 to 4.x answers (``get_all_databases``, ``get_database
 ``get_table_objects_by_name_req`` in batches, ``get_config_value``, ``get_num_partitions_by_filter``,
 ``get_partition_names``, ``get_partitions``; Hive 4 removed the ``get_table`` and ``get_table_objects_by_name``
 that Spark's built-in Hive 2.3 client makes, and kept their ``_req`` forms, which came with 2.3), over Thrift's
-binary protocol (``catalog.thrift_wire``), and hands the structs, named as Thrift's simple JSON names them, to
-``catalog.thrift_data``: the same data the JVM reader gets, turned into the model by the same code.
+binary protocol (``catalog.hive.thrift_wire``), and hands the structs, named as Thrift's simple JSON names them, to
+``catalog.hive.thrift_data``: the same data the JVM reader gets, turned into the model by the same code.
 
 It only reads. A metastore that wants SASL (Kerberos), framing or TLS does not answer a plain call:
 ``connect`` raises ``NotPlainThrift`` and the caller reads through Spark's client instead. A
@@ -25,9 +25,9 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from urllib.parse import urlparse
 
 from schemaflow.catalog.backend import LiveEntry, PlanHints
-from schemaflow.catalog.thrift_data import (READ_ATTEMPTS, READ_BACKOFF_SECONDS, database_of, folders, parse_name,
+from schemaflow.catalog.hive.thrift_data import (READ_ATTEMPTS, READ_BACKOFF_SECONDS, database_of, folders, parse_name,
                                             read_catalog, read_views, statistics, table_entries)
-from schemaflow.catalog.thrift_wire import I16, LIST, STRING, STRUCT, Argument, Connection, NotPlainThrift, Shape, ThriftError
+from schemaflow.catalog.hive.thrift_wire import I16, LIST, STRING, STRUCT, Argument, Connection, NotPlainThrift, Shape, ThriftError
 from schemaflow.errors import SchemaflowError, Unreachable
 from schemaflow.model import TYPE_RULE, Catalog, Database, PartitionValues, Stored, View, split_key
 
