@@ -62,6 +62,7 @@ class Capabilities:
     view_partitions: bool = True  # a view may be partitioned (``partitioned_on``)
     renames: bool = True          # it renames tables (rewrites and restores)
     engine: bool = True           # an engine analyses views as apply runs (Spark)
+    drop_purges: bool = True      # dropping a managed table deletes its files (Hive); else its entry only
     guard: GuardKind = GuardKind.PARAMETER_CAS
     registers: bool = False       # it adopts an Iceberg table by its metadata file (``catalog.backend.Registering``)
     value_limit: int | None = DATABASE_VALUE.length  # the longest database property value; None: no limit

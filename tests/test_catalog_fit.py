@@ -143,3 +143,17 @@ def test_apply_keeps_histories_within_the_value_limit_it_is_given(limit: int | N
         assert (kept["earlier"], len(kept["applies"])) == (0, 201)
     else:
         assert len(target.histories["retail"][key]) <= limit < len(long) and kept["earlier"] > 0
+
+
+def test_a_drop_says_what_becomes_of_the_files_as_the_catalog_drops_tables() -> None:
+    kept = Capabilities(noun="Glue Data Catalog", renames=False, engine=False, drop_purges=False)
+    located = replace(ORDERS, location="s3://lake/orders")
+    notes = {}
+    for name, capabilities in (("hive", HIVE_METASTORE), ("glue", kept)):
+        made = plan(catalog(), stamped(located), capabilities, name, allow_destructive=True)
+        (drop,) = made.steps
+        assert drop.kind == StepKind.DROP_TABLE and drop.destructive
+        notes[name] = drop.notes
+    assert notes == {"hive": ("managed table: its data files are deleted with it",),
+                     "glue": ("its Glue Data Catalog entry goes; the Glue Data Catalog deletes no files: they are kept "
+                              "at s3://lake/orders",)}

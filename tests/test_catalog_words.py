@@ -61,7 +61,8 @@ def rest_plan(hostile: str | None = None, dropped: str = "sales.old_orders") -> 
     large = View("sales", "large", "SELECT id FROM sales.orders WHERE amount > 100", (Column("id", None, "the order"),))
     live = Catalog(("sales",), {t.key: t for t in (live_orders, live_old, live_recent)})
     desired = Catalog(("sales",), {o.key: o for o in (orders, recent, large)})
-    return PlanBuilder(desired, live, allow_destructive=True, catalog="iceberg_rest").build()
+    return PlanBuilder(desired, live, allow_destructive=True, catalog="iceberg_rest",
+                       capabilities=backend_capabilities("iceberg_rest")).build()
 
 
 def test_a_rest_plan_reads_as_the_catalogs_calls() -> None:

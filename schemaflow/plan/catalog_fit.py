@@ -1,7 +1,7 @@
 """What a plan asks of its catalog, fitted to what the catalog can do (``capabilities.Capabilities``).
 
 A plan is made for one catalog, and the planner reads its capabilities rather than find out half-way through an
-apply. Two of them shape the steps:
+apply. Three of them shape the steps:
 
 - ``renames``: a rewrite (``plan.rewrite``) swaps its copy in by renaming the table to its backup and the copy to the
   table, and a conversion to Iceberg in place keeps the Parquet table by renaming it; a restore (``plan.restore``) is
@@ -12,6 +12,9 @@ apply. Two of them shape the steps:
   which ``plan.live_code`` guards against; a catalog with none stores a view's SQL as text and analyses nothing, so its
   plans carry no check of live views and drop a view as a catalog entry. What a change breaks of the views over it is
   still found from the SQL the catalog stores (``plan.invalidation`` reads it with sqlglot, no engine needed).
+- ``drop_purges``: the Hive metastore deletes a managed table's files with its entry; an Iceberg REST catalog and Glue
+  drop the entry only, and a drop's note says so (with the catalog's own name), so the reviewer is told what happens
+  to the data.
 """
 from __future__ import annotations
 
@@ -21,7 +24,7 @@ from dataclasses import replace
 from schemaflow.capabilities import Capabilities
 from schemaflow.errors import SchemaflowError
 from schemaflow.output_safety import one_line
-from schemaflow.plan.changes import Change, DropView, Unsupported
+from schemaflow.plan.changes import Change, DropLeftover, DropTable, DropView, Unsupported
 from schemaflow.plan.diff import RECREATE
 from schemaflow.plan.iceberg import ConvertToIceberg, staging_name
 from schemaflow.plan.kinds import ObjectType
@@ -47,6 +50,13 @@ def renaming(change: Change, capabilities: Capabilities, backend: str) -> Change
         why = (f"keeps the Parquet table by renaming it to {change.backup}, and {_catalog(capabilities)} renames no "
                f"tables (metastore.type {backend})")
         return Unsupported(change.key, ObjectType.TABLE, "converting to Iceberg in place", _COPY, why=why)
+    return change
+
+
+def dropping(change: Change, capabilities: Capabilities) -> Change:
+    """``change``, a table's drop noted as the catalog drops it: what it calls itself, and whether the files go."""
+    if isinstance(change, DropTable) and not isinstance(change, DropLeftover):
+        return replace(change, catalog=capabilities.noun, purges=capabilities.drop_purges)
     return change
 
 

@@ -117,13 +117,19 @@ class CreateTable(_OfTable):
 class DropTable(_OfTable):
     table: Table
     record: Mapping[str, str] = field(default_factory=dict)  # the drop's record on the database (see history)
+    # What the catalog is called, and whether its drop of a managed table deletes the files (``capabilities``).
+    catalog: str = "metastore"
+    purges: bool = True
     destructive = True
     reshapes = True
 
     def to_step(self) -> Step:
         kind = table_kind(self.table.format, self.table.data_source)  # a live table: maybe of no kind schemaflow knows
         if kind is not None and kind.own_metadata:  # registered as external, as Iceberg's catalogs register it
-            note = "Iceberg table: its metastore entry goes; its data and metadata files are kept"
+            note = f"Iceberg table: its {self.catalog} entry goes; its data and metadata files are kept"
+        elif not self.purges:
+            note = f"its {self.catalog} entry goes; the {self.catalog} deletes no files: they are kept"
+            note += f" at {self.table.location}" if self.table.location else ""
         elif self.table.backup_of and self.table.external:
             note = (f"the Parquet table {self.table.backup_of} was converted from: its entry goes; its files are the "
                     "Iceberg table's and are kept")

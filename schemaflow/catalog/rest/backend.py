@@ -44,11 +44,10 @@ WORDING = Wording(sql=False, database="namespace", calls={
     "drop_view": "DELETE /v1/{prefix}/namespaces/{namespace}/views/{view}",
     "register_table": "POST /v1/{prefix}/namespaces/{namespace}/register: one request, refused with a 409 where the "
                       "name is taken",
-    "check_live_views": "GET /v1/{prefix}/namespaces/{namespace}/views/{view}: each one's SQL read and compared",
 })
 CAPABILITIES = Capabilities(noun="Iceberg REST catalog", table_kinds=frozenset({"iceberg"}), view_partitions=False,
-                            renames=False, engine=False, guard=GuardKind.REQUIREMENTS, value_limit=None,
-                            wording=WORDING, registers=True)
+                            renames=False, engine=False, drop_purges=False, guard=GuardKind.REQUIREMENTS,
+                            value_limit=None, wording=WORDING, registers=True)
 SETTINGS = {
     "type": "object", "additionalProperties": False, "required": ["uri"],
     "properties": {
