@@ -80,7 +80,7 @@ def apply_project(project: Project, live: Live, options: ApplyOptions, *, show: 
     except KeyboardInterrupt as stopped:
         raise ApplyNotStarted(signal_name(stopped), "while it made the plan" if plan is None else
                               "before its first step", plan) from None
-    apply_plan(plan, writer, progress=progress, pause=pause, value_limit=workflow.value_limit(project),
+    apply_plan(plan, writer, progress=progress, pause=pause, capabilities=workflow.capabilities(project),
                source=_source_writer(live, plan))
     changed = changed_objects(plan)
     warnings = writer.after_apply(cached_before(plan)) + _uncommitted(plan)
@@ -162,5 +162,5 @@ def run_plan(live: Live, plan: Plan, progress: TextIO, report: Callable[[str], N
     workflow.check_claims(plan)
     writer = live.writer()
     writer.progress = report if pause is None else _paused(report, pause)
-    apply_plan(plan, writer, progress=progress, pause=pause, value_limit=workflow.value_limit(live.project),
+    apply_plan(plan, writer, progress=progress, pause=pause, capabilities=workflow.capabilities(live.project),
                source=_source_writer(live, plan))

@@ -66,6 +66,9 @@ class Capabilities:
     guard: GuardKind = GuardKind.PARAMETER_CAS
     registers: bool = False       # it adopts an Iceberg table by its metadata file (``catalog.backend.Registering``)
     value_limit: int | None = DATABASE_VALUE.length  # the longest database property value; None: no limit
+    # How many objects apply claims side by side after the first (its client safe to share between threads): claims are
+    # one request each, and a catalog served over HTTP answers several at once.
+    claim_threads: int = 1
     wording: Wording = Wording()  # how plans word its actions: the Hive metastore's Spark SQL by default
 
 

@@ -84,9 +84,9 @@ def _catalog(project: Project) -> tuple[str, Capabilities]:
     return name, backend_capabilities(name)
 
 
-def value_limit(project: Project) -> int | None:
-    """The longest database property value the project's catalog holds (None: no limit), which bounds histories."""
-    return backend_capabilities(project.settings.metastore_type).value_limit
+def capabilities(project: Project) -> Capabilities:
+    """What the project's catalog can do, as apply runs a plan on it (histories' limit, claims side by side)."""
+    return backend_capabilities(project.settings.metastore_type)
 
 
 def _plannable(*catalogs: Catalog) -> None:

@@ -353,3 +353,48 @@ class GlueIcebergHarness(Harness):
 @pytest.mark.usefixtures("served")
 class TestGlueIcebergSuite(BackendSuite):
     harness = GlueIcebergHarness()
+
+
+def _tables_project(root: Path, comment: str) -> None:
+    (root / "schemas" / "retail").mkdir(parents=True, exist_ok=True)
+    (root / "schemaflow.yaml").write_text(
+        f"databases: [retail]\nmetastore: {{type: glue, options: {{region: {REGION}, catalog_id: '{ACCOUNT}'}}}}\n")
+    for n in range(6):
+        (root / "schemas" / "retail" / f"t{n}.yaml").write_text(
+            f"table: retail.t{n}\nusing: parquet\ncomment: {comment}\ncolumns:\n  - {{name: id, type: bigint}}\n")
+
+
+def _stamps() -> dict[str, str]:
+    client = boto3.client("glue", region_name=REGION)
+    return {f"t{n}": client.get_table(DatabaseName="retail", Name=f"t{n}")["Table"]["Parameters"]["schemaflow.version"]
+            for n in range(6)}
+
+
+@pytest.mark.usefixtures("served")
+def test_claims_after_the_first_are_taken_side_by_side_and_all_handed_back_when_one_is_refused(tmp_path: Path) -> None:
+    _tables_project(tmp_path, "first")
+    assert _cli(tmp_path, "apply", "--auto-approve")[0] == 0
+    before = _stamps()
+    claiming: list[str] = []  # the thread of each UpdateTable
+    boto3.DEFAULT_SESSION = None
+    boto3.setup_default_session()
+    boto3.DEFAULT_SESSION.events.register(  # type: ignore[union-attr]
+        "before-call.glue.UpdateTable", lambda **_: claiming.append(threading.current_thread().name))
+    try:
+        _tables_project(tmp_path, "second")
+        assert _cli(tmp_path, "plan", "--out", str(tmp_path / "plan.json"))[0] == 2
+        # Another writer stamps t4 after the plan: its claim is refused, and every claim taken is handed back.
+        client = boto3.client("glue", region_name=REGION)
+        found = client.get_table(DatabaseName="retail", Name="t4")["Table"]
+        entry = {k: v for k, v in found.items() if k in ("Name", "StorageDescriptor", "PartitionKeys", "TableType",
+                                                            "Parameters", "Description")}
+        client.update_table(DatabaseName="retail", TableInput={
+            **entry, "Parameters": {**entry["Parameters"], "schemaflow.version": "another-writer"}})
+        claiming.clear()
+        code, _, err = _cli(tmp_path, "apply", str(tmp_path / "plan.json"), "--auto-approve")
+        assert code == 1 and "nothing was applied" in err, err
+        assert _stamps() == {**before, "t4": "another-writer"}  # no claim kept, no change made
+        assert len(set(claiming)) > 1  # the claims after the first ran in more than one thread
+        assert len(claiming) >= 2 * 5  # five claims taken or tried, and the four taken handed back
+    finally:
+        boto3.DEFAULT_SESSION = None

@@ -136,7 +136,7 @@ def test_apply_keeps_histories_within_the_value_limit_it_is_given(limit: int | N
     long = with_entries(None, [entry] * 200, None)  # about 20,000 characters: more than a Hive metastore holds
     target = RecordingTarget()
     target.histories["retail"] = {key: long}
-    apply_plan(plan(catalog(replace(ORDERS, comment="all orders")), stamped(ORDERS)), target, value_limit=limit)  # type: ignore[arg-type]
+    apply_plan(plan(catalog(replace(ORDERS, comment="all orders")), stamped(ORDERS)), target, capabilities=Capabilities(value_limit=limit))  # type: ignore[arg-type]
     kept = json.loads(target.histories["retail"][key])
     assert kept["applies"][-1][1] == "change"
     if limit is None or limit == 512_000:

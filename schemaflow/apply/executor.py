@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, ExitStack, nullcontext
 from datetime import datetime, UTC
 from typing import Any, NoReturn, TextIO, assert_never
@@ -34,7 +35,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from schemaflow.apply.lane import Lane, LaneFailed
 from schemaflow.apply.stops import StopRequest, signal_name, stop_between_steps
 from schemaflow.catalog.backend import CatalogWriter, Registering
-from schemaflow.capabilities import HIVE_METASTORE
+from schemaflow.capabilities import HIVE_METASTORE, Capabilities
 from schemaflow.claims import Claim, new_run
 from schemaflow.errors import ConcurrentChange, SchemaflowError, Unreachable
 from schemaflow.catalog.history import Entry, with_entries
@@ -238,28 +239,52 @@ class Run:
                     cascade.add(step.object)
         self.tokens = {key: claim.for_object(tuple(k), key in cascade).token for key, k in kinds.items()}
 
-    def claim(self, guards: Mapping[str, str | None]) -> None:
+    def claim(self, guards: Mapping[str, str | None], threads: int = 1) -> None:
         """Claim every existing object the plan touches, in name order, before anything changes.
 
         If one was changed since the plan saw it (``ConcurrentChange``), or a claim fails otherwise,
         the claims already taken are handed back: nothing was applied. Claiming in one order means
-        two runs of the same plan meet at the first object, where exactly one of them wins.
+        two runs of the same plan meet at the first object, where exactly one of them wins. With ``threads``
+        (the catalog's ``claim_threads``), the claims after the first are taken that many side by side: the run
+        that lost the first has stopped by then, and each claim is guarded on its own.
         """
         # The probe of the metastore's guards needs an object that holds a version (the metastore
         # refuses a guard on a key the object lacks): one stamped already, else the first claimed.
         probed = next((key for key in sorted(guards) if guards[key] is not None), None)
         if probed:
             self.writer.check_guards(probed)
-        for key in sorted(guards):
-            try:
-                self.writer.set_parameters(key, {VERSION_KEY: self.tokens[key]}, (), guards[key])
-                self.held[key] = self.tokens[key]
+        keys = sorted(guards)
+        try:
+            for key in keys if threads <= 1 else keys[:1]:
+                self._claim_one(key, guards[key])
                 if probed is None:  # only objects not managed yet: their claims were plain first writes
                     self.writer.check_guards(key)
                     probed = key
-            except Exception:
-                self.release(guards)
-                raise
+            if threads > 1:
+                self._claim_side_by_side(keys[1:], guards, threads)
+        except Exception:
+            self.release(guards)
+            raise
+
+    def _claim_one(self, key: str, expected: str | None) -> None:
+        self.writer.set_parameters(key, {VERSION_KEY: self.tokens[key]}, (), expected)
+        self.held[key] = self.tokens[key]
+
+    def _claim_side_by_side(self, keys: Sequence[str], guards: Mapping[str, str | None], threads: int) -> None:
+        """Claim ``keys``, ``threads`` at a time; every claim has landed or failed before this returns (none lands
+        after the claims are handed back), and the first failure in name order is raised."""
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            taken = {key: pool.submit(self.writer.set_parameters, key, {VERSION_KEY: self.tokens[key]}, (),
+                                      guards[key]) for key in keys}
+        failures = []
+        for key in keys:
+            failure = taken[key].exception()
+            if failure is None:
+                self.held[key] = self.tokens[key]
+            else:
+                failures.append(failure)
+        if failures:
+            raise failures[0]
 
     def release(self, guards: Mapping[str, str | None]) -> None:
         """Hand back the claims on objects not changed yet: each gets the version it had.
@@ -382,12 +407,12 @@ def check_runnable(plan: Plan) -> None:
 
 def apply_plan(plan: Plan, writer: CatalogWriter, progress: TextIO | None = None, claim: Claim | None = None,
                pause: Callable[[str], None] | None = None, clock: Callable[[], float] = time.monotonic,
-               value_limit: int | None = HIVE_METASTORE.value_limit, source: CatalogWriter | None = None) -> None:
+               capabilities: Capabilities = HIVE_METASTORE, source: CatalogWriter | None = None) -> None:
     """Claim the plan's objects, then run every step in order; raise ``ApplyError`` at the first failure, and
-    ``ApplyInterrupted`` when SIGINT or SIGTERM stops it (before the next step: ``apply.stops``). The objects' histories
-    are kept within ``value_limit``, the longest database property value of the writer's catalog (its capabilities';
-    None: no limit). ``source``: the writer of the catalog the project moves from, for the steps that forget entries
-    there.
+    ``ApplyInterrupted`` when SIGINT or SIGTERM stops it (before the next step: ``apply.stops``). ``capabilities`` are
+    those of the writer's catalog: the objects' histories are kept within its ``value_limit`` (the longest database
+    property value; None: no limit), and its ``claim_threads`` claims are taken side by side. ``source``: the writer of
+    the catalog the project moves from, for the steps that forget entries there.
 
     ``pause`` is called with ``"claimed"`` after the claims and ``"<step>.<action>"`` (1-based) after
     each action: the points where a test may stop or kill the run. ``clock`` times the steps.
@@ -400,7 +425,7 @@ def apply_plan(plan: Plan, writer: CatalogWriter, progress: TextIO | None = None
     with stop_between_steps() as stop, ExitStack() as opened:
         try:
             second = opened.enter_context(writer.beside()) if stamps else None
-            _claim(plan, run, progress, clock)
+            _claim(plan, run, progress, clock, capabilities.claim_threads)
         except KeyboardInterrupt as stopped:  # a second signal (the first is noted): no step has begun
             raise ApplyNotStarted(signal_name(stopped), "before its first step", plan) from None
         if pause:
@@ -414,13 +439,13 @@ def apply_plan(plan: Plan, writer: CatalogWriter, progress: TextIO | None = None
                     lane.close()
         except ApplyError as error:
             if not isinstance(error.__cause__, Unreachable):  # the steps that landed go into the history
-                _record_history_after_stop(plan, run, value_limit)
+                _record_history_after_stop(plan, run, capabilities.value_limit)
             raise
         except ApplyInterrupted as stopped:
             if not stopped.at_once:  # at once, py4j's connection may have been left mid-answer: nothing more is written
-                _record_history_after_stop(plan, run, value_limit)
+                _record_history_after_stop(plan, run, capabilities.value_limit)
             raise
-        _record_history(plan, run, value_limit)
+        _record_history(plan, run, capabilities.value_limit)
 
 
 def _record_history_after_stop(plan: Plan, run: Run, limit: int | None) -> None:
@@ -460,8 +485,8 @@ def _with_lines(histories: Mapping[str, Sequence[Entry]], limit: int | None,
     return {key: with_entries(current.get(key), entries, limit) for key, entries in histories.items()}
 
 
-def _claim(plan: Plan, run: Run, progress: TextIO | None, clock: Callable[[], float]) -> None:
-    """Claim the plan's existing objects (see ``Run.claim``), saying how long it took."""
+def _claim(plan: Plan, run: Run, progress: TextIO | None, clock: Callable[[], float], threads: int) -> None:
+    """Claim the plan's existing objects (see ``Run.claim``, ``threads`` at a time), saying how long it took."""
     # Claiming thousands of existing objects takes a while: say so, as a step does.
     claiming = progress if plan.guards else None
     if claiming:
@@ -469,7 +494,7 @@ def _claim(plan: Plan, run: Run, progress: TextIO | None, clock: Callable[[], fl
         claiming.flush()
         started = clock()
     try:
-        run.claim(plan.guards)
+        run.claim(plan.guards, threads)
     except Exception as error:
         if claiming:
             claiming.write("FAILED\n")

@@ -50,7 +50,7 @@ WORDING = Wording(sql=False, calls={
 CAPABILITIES = Capabilities(
     noun="Glue Data Catalog", table_kinds=frozenset({*names(False), *names(True), CUSTOM, ICEBERG}), views=False,
     view_partitions=False, renames=False, engine=False, drop_purges=False, guard=GuardKind.VERSION_ID,
-    value_limit=512_000, wording=WORDING)
+    value_limit=512_000, wording=WORDING, claim_threads=8)
 _KINDS = {"str": "string", "bool": "boolean"}
 SETTINGS = {
     "type": "object", "additionalProperties": False,

@@ -47,7 +47,7 @@ WORDING = Wording(sql=False, database="namespace", calls={
 })
 CAPABILITIES = Capabilities(noun="Iceberg REST catalog", table_kinds=frozenset({"iceberg"}), view_partitions=False,
                             renames=False, engine=False, drop_purges=False, guard=GuardKind.REQUIREMENTS,
-                            value_limit=None, wording=WORDING, registers=True)
+                            value_limit=None, wording=WORDING, registers=True, claim_threads=8)
 SETTINGS = {
     "type": "object", "additionalProperties": False, "required": ["uri"],
     "properties": {
