@@ -11,8 +11,9 @@ the machine's speed drifts); the ratio of each round is reported, with the media
          properties, ``load_table`` of every table, ``list_views`` of every namespace;
   glue   the same against AWS Glue served by moto (``moto.server.ThreadedMotoServer`` in this process, with
          ``tests/glue_versions.py``'s VersionId check), beside boto3 reading the same: ``get_databases``, each
-         database, ``get_tables`` page by page. The tables are Hive-format Parquet (half partitioned by ``ds``):
-         the Glue backend writes no Iceberg table yet;
+         database, ``get_tables`` page by page. The tables are Hive-format Parquet (half partitioned by ``ds``);
+  glue-iceberg  the same with Iceberg tables (metadata in a local warehouse folder), beside pyiceberg's
+         ``GlueCatalog`` reading the same: every database, ``load_table`` of every table (its metadata file read);
   apply  ``schemaflow apply --auto-approve`` that adds a column to each of ``--added`` Iceberg tables (a project of
          those tables on the REST server; a column added to every table of a domain is the change a team makes most
          often, and each table's commit is a request of its own, so it measures what each costs), beside pyiceberg
@@ -55,7 +56,7 @@ from tests.rest_server import RestCatalogServer  # noqa: E402
 
 NAMESPACES = 10
 COLUMNS = 8
-PARTS = ("rest", "glue", "apply")
+PARTS = ("rest", "glue", "glue-iceberg", "apply")
 REGION, ACCOUNT = "us-east-1", "123456789012"
 # moto takes any credentials; boto3 must find some. The catalog id saves the call to STS.
 AWS = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": REGION}
@@ -87,6 +88,23 @@ for page in glue.get_paginator("get_databases").paginate(**catalog):
         glue.get_database(Name=database["Name"], **catalog)
         for listed in glue.get_paginator("get_tables").paginate(DatabaseName=database["Name"], **catalog):
             tables += sum(1 for table in listed["TableList"] if table["StorageDescriptor"]["Columns"])
+print(tables)
+"""
+# pyiceberg's Glue catalog reading the Iceberg tables of a Glue catalog: every database, ``load_table`` of every table
+# (its metadata file read). Prints the tables.
+PYICEBERG_GLUE_READ = """
+import sys
+import boto3
+from pyiceberg.catalog.glue import GlueCatalog
+glue = boto3.client("glue", endpoint_url=sys.argv[1], region_name=sys.argv[2])
+catalog = GlueCatalog("bench", client=glue, **{"glue.id": sys.argv[3]})
+tables = 0
+for namespace in sorted(catalog.list_namespaces()):
+    catalog.load_namespace_properties(namespace)
+    for identifier in sorted(catalog.list_tables(namespace)):
+        table = catalog.load_table(identifier)
+        assert table.schema().fields and table.spec() is not None and table.sort_order() is not None
+        tables += 1
 print(tables)
 """
 # pyiceberg adding the column argv[3] to every table of the namespace argv[2]: one load and one commit each.
@@ -222,7 +240,9 @@ def rest_plan(work: Path, tables: int, repeats: int) -> str:
     return row(f"cold `plan` of {tables:,} Iceberg tables, REST server / pyiceberg `RestCatalog` reads", mine, other)
 
 
-def glue_plan(work: Path, tables: int, repeats: int) -> str:
+@contextmanager
+def moto_server() -> Iterator[str]:
+    """moto's Glue served in this process, with the tests' VersionId check: its endpoint."""
     from moto.server import ThreadedMotoServer  # needs moto[server]
 
     from tests.glue_versions import versioned_glue
@@ -234,16 +254,28 @@ def glue_plan(work: Path, tables: int, repeats: int) -> str:
     server.start()
     try:
         with versioned_glue():
-            endpoint = f"http://127.0.0.1:{port}"
-            project, env = work / "glue-project", environment(AWS)
-            metastore = {"type": "glue", "options": {"region": REGION, "catalog_id": ACCOUNT, "endpoint": endpoint}}
-            write_project(project, metastore, databases("lake"), tables, "parquet")
-            create(project, env, f"{tables:,} Parquet tables")
-            mine, other = rounds(repeats, lambda _: schemaflow(project, env, "plan", says="No changes"),
-                                 lambda _: python(BOTO3_READ, env, endpoint, REGION, ACCOUNT, prints=str(tables)),
-                                 "cold plan")
+            yield f"http://127.0.0.1:{port}"
     finally:
         server.stop()
+
+
+def glue_plan(work: Path, tables: int, repeats: int, form: str) -> str:
+    """A cold plan of ``tables`` tables of ``form`` ("parquet": Hive-format, beside boto3's pages; "iceberg": beside
+    pyiceberg's Glue catalog loading each) on Glue served by moto."""
+    iceberg = form == "iceberg"
+    with moto_server() as endpoint:
+        project, env = work / f"glue-{form}-project", environment(AWS)
+        metastore: dict[str, object] = {
+            "type": "glue", "options": {"region": REGION, "catalog_id": ACCOUNT, "endpoint": endpoint},
+            **({"warehouse": f"file://{work / 'glue-warehouse'}"} if iceberg else {})}
+        write_project(project, metastore, databases("lake"), tables, form)
+        create(project, env, f"{tables:,} {'Iceberg' if iceberg else 'Parquet'} tables")
+        read = PYICEBERG_GLUE_READ if iceberg else BOTO3_READ
+        mine, other = rounds(repeats, lambda _: schemaflow(project, env, "plan", says="No changes"),
+                             lambda _: python(read, env, endpoint, REGION, ACCOUNT, prints=str(tables)), "cold plan")
+    if iceberg:
+        return row(f"cold `plan` of {tables:,} Iceberg tables, Glue on moto / pyiceberg `GlueCatalog` loads", mine,
+                   other)
     return row(f"cold `plan` of {tables:,} Hive-format tables, Glue on moto / boto3 `get_tables` pages", mine, other)
 
 
@@ -305,7 +337,9 @@ def main(argv: Sequence[str]) -> None:
             if part == "rest":
                 rows.append(rest_plan(work, args.tables, args.repeats))
             elif part == "glue":
-                rows.append(glue_plan(work, args.tables, args.repeats))
+                rows.append(glue_plan(work, args.tables, args.repeats, "parquet"))
+            elif part == "glue-iceberg":
+                rows.append(glue_plan(work, args.tables, args.repeats, "iceberg"))
             else:
                 rows.append(rest_apply(work, args.added, args.repeats))
     print(f"schemaflow beside the catalog's own client, new process each, median of {args.repeats} rounds "

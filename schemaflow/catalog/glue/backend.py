@@ -46,11 +46,13 @@ WORDING = Wording(sql=False, calls={
     "iceberg_commit:create": "its first metadata file written, then glue:CreateTable, the entry pyiceberg's Glue "
                              "catalog writes",
     "iceberg_commit": "glue:GetTable, its next metadata file written, then glue:UpdateTable at the VersionId read",
+    "register_table": "glue:CreateTable naming the metadata file, the entry pyiceberg's Glue catalog writes, refused "
+                      "where the name is taken",
 })
 CAPABILITIES = Capabilities(
     noun="Glue Data Catalog", table_kinds=frozenset({*names(False), *names(True), CUSTOM, ICEBERG}), views=False,
     view_partitions=False, renames=False, engine=False, drop_purges=False, guard=GuardKind.VERSION_ID,
-    value_limit=512_000, wording=WORDING, claim_threads=8)
+    value_limit=512_000, wording=WORDING, claim_threads=8, registers=True)
 _KINDS = {"str": "string", "bool": "boolean"}
 SETTINGS = {
     "type": "object", "additionalProperties": False,

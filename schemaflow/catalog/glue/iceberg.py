@@ -29,7 +29,7 @@ from typing import Any
 
 from schemaflow.catalog.iceberg_metadata import Unreadable, check_location, iceberg_table, is_iceberg, read_metadata
 from schemaflow.catalog.iceberg_updates import check_state, evolved, first_metadata, layout_updates, \
-    next_metadata_location, property_changes
+    next_metadata_location, property_changes, pyiceberg_parts
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import COMMENT_KEY, METADATA_LOCATION, IcebergState, Table, split_key
 
@@ -83,14 +83,31 @@ def prepare_commit(found: Mapping[str, Any], storage: Sequence[str | None], tabl
 
 def _prepared(key: str, metadata: Any, found: Mapping[str, Any], base_location: str, removals: Sequence[str],
               storage: Sequence[str | None]) -> Prepared:
-    from pyiceberg.catalog.glue import _construct_table_input
-
     location = next_metadata_location(metadata.location, metadata.properties, base_location)
     try:  # where the metadata says: written only where schemaflow would read it
         check_location(location, storage)
     except Unreadable as refused:
         raise SchemaflowError(f"{key}: its metadata file would go to {location!r}, and {refused}; set the table's "
                               "location on its database's storage or the warehouse's; nothing was committed") from None
+    return Prepared(metadata, location, _entry(key, location, metadata, found, base_location, removals))
+
+
+def registered(key: str, metadata_location: str, storage: Sequence[str | None]) -> dict[str, Any]:
+    """The entry that adopts the Iceberg table whose current metadata is the file ``metadata_location`` as ``key``
+    (nothing written: the file is read, bounded, for the columns and properties the entry mirrors)."""
+    try:
+        metadata = read_metadata(metadata_location, storage)
+    except Unreadable as unread:
+        raise SchemaflowError(f"{key}: {unread.line()}; nothing was registered") from None
+    return _entry(key, metadata_location, pyiceberg_parts().TableMetadataUtil.parse_obj(metadata), {}, "", ())
+
+
+def _entry(key: str, location: str, metadata: Any, found: Mapping[str, Any], base_location: str,
+           removals: Sequence[str]) -> dict[str, Any]:
+    """The ``TableInput`` of ``key`` naming the metadata file ``location`` (``metadata``'s), as pyiceberg's Glue
+    catalog writes it, with the table's comment as ``Description`` and without the properties ``removals``."""
+    from pyiceberg.catalog.glue import _construct_table_input
+
     _, name = split_key(key)
     held = {"Parameters": dict(found.get("Parameters") or {})}  # pyiceberg updates the parameters it is given
     entry = dict(_construct_table_input(name, location, metadata.properties, metadata, held if found else None,
@@ -100,7 +117,7 @@ def _prepared(key: str, metadata: Any, found: Mapping[str, Any], base_location: 
     entry.pop("Description", None)
     if comment := metadata.properties.get(COMMENT_KEY):
         entry["Description"] = comment
-    return Prepared(metadata, location, entry)
+    return entry
 
 
 def stamp(found: Mapping[str, Any], storage: Sequence[str | None]) -> str | None:

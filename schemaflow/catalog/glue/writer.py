@@ -43,8 +43,8 @@ from schemaflow.catalog.hive.spark_schema import (NUM_BUCKETS, NUM_PARTITION_COL
                                              SPARK_SCHEMA_PART, SPARK_SCHEMA_PARTS, schema_parameters, schema_text,
                                              spark_bucketing)
 from schemaflow.catalog.hive.thrift_data import to_model
-from schemaflow.errors import ConcurrentChange, SchemaflowError
-from schemaflow.model import (COMMENT_KEY, LIVE_STATE, SCHEMAFLOW_PREFIX, VERSION_KEY, Column, Database, IcebergState,
+from schemaflow.errors import ConcurrentChange, SchemaflowError, Unreachable
+from schemaflow.model import (COMMENT_KEY, METADATA_LOCATION, LIVE_STATE, SCHEMAFLOW_PREFIX, VERSION_KEY, Column, Database, IcebergState,
                               PartitionValues, Table, View, ViewSql, split_key, state_digest)
 from schemaflow.sql.rewrite import Filled
 from schemaflow.sql.storage import FIELD_DELIMITER, PATH_OPTION, SERIALIZATION_FORMAT
@@ -253,6 +253,26 @@ class GlueWriter:
             self._create_iceberg(table, set)
         else:
             self._commit_iceberg(self.reader.table(table.key), table, sources, requires, set, unset, expected)
+
+    def register_table(self, key: str, metadata_location: str) -> None:
+        """Register ``key`` as the Iceberg table whose current metadata file is ``metadata_location``: one
+        ``CreateTable`` of the entry pyiceberg's Glue catalog writes for it, no file written; ``ConcurrentChange`` where
+        the name is taken. A create whose outcome is not known is read back: it landed if ``key`` names that file."""
+        database, name = split_key(key)
+        entry = iceberg.registered(key, metadata_location, self._storage(database))
+        try:
+            self.glue.call(f"registering {key}", lambda: self.glue.client.create_table(
+                **self.glue.catalog, DatabaseName=database, TableInput=entry))
+        except Taken:
+            raise ConcurrentChange(key, None, "a table registered or created by another writer",
+                                   "catalog entry") from None
+        except Unreachable:
+            try:
+                landed = self.reader.table(key)["Parameters"].get(METADATA_LOCATION) == metadata_location
+            except SchemaflowError:
+                landed = False
+            if not landed:
+                raise
 
     def _create_iceberg(self, table: Table, set: Mapping[str, str]) -> None:
         held = self.reader.database(table.database).location
