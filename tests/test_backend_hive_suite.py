@@ -19,7 +19,8 @@ from schemaflow.testing import BackendSuite, Harness
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-pytestmark = pytest.mark.spark
+# Run with the newest pyspark only in CI (.ci/spark_versions.py without --ci runs it on every release).
+pytestmark = [pytest.mark.spark, pytest.mark.one_release]
 
 
 class HiveHarness(Harness):

@@ -22,7 +22,8 @@ from schemaflow.catalog.hive.metastore import Metastore
 from schemaflow.model import VERSION_KEY, Bucketing, Column, Table
 from schemaflow.sql.ddl import create_table, fill_claim
 
-pytestmark = pytest.mark.spark
+# Run with the newest pyspark only in CI (.ci/spark_versions.py without --ci runs it on every release).
+pytestmark = [pytest.mark.spark, pytest.mark.one_release]
 
 CLAIM = "run-1"
 # What a metastore writes of its own, or Spark's release writes, beside the entry: no part of a table's declaration.

@@ -20,7 +20,8 @@ from schemaflow.model import Table, View
 from schemaflow.sql.quoting import qualified
 from tests.inprocess import Ran, schemaflow
 
-pytestmark = pytest.mark.spark
+# Run with the newest pyspark only in CI (.ci/spark_versions.py without --ci runs it on every release).
+pytestmark = [pytest.mark.spark, pytest.mark.one_release]
 
 ORDERS = ("table: {db}.orders\nformat: parquet\ncomment: orders placed\n"
           "columns:\n  - {{name: id, type: bigint, comment: the id}}\n  - {{name: amount, type: 'decimal(12,2)'}}\n")

@@ -23,7 +23,8 @@ from tests.iceberg_writer import OtherWriter
 from tests.projects import plan_and_apply, write_project
 from tests.rest_server import RestCatalogServer
 
-pytestmark = [pytest.mark.spark, pytest.mark.remote]
+# Run with the newest pyspark only in CI (.ci/spark_versions.py without --ci runs it on every release).
+pytestmark = [pytest.mark.spark, pytest.mark.remote, pytest.mark.one_release]
 
 
 def _schemas(db: str) -> dict[str, str]:
