@@ -191,6 +191,33 @@ class IcebergState:
 
 
 @dataclass(frozen=True)
+class DeltaState:
+    """Where a live Delta table's log stands, as its latest snapshot says: the version a commit must land on top
+    of (Delta's own guard: the next version's file is written only if absent), the protocol its readers and
+    writers must speak, and its column mapping. Live state only."""
+
+    location: str                    # the table's root, whose ``_delta_log`` was read
+    log_version: int                 # the version of the latest commit read
+    table_id: str                    # metaData.id: a table re-created under the same path has another
+    min_reader_version: int
+    min_writer_version: int
+    reader_features: tuple[str, ...] = ()   # sorted; only with reader version 3
+    writer_features: tuple[str, ...] = ()   # sorted; only with writer version 7
+    column_mapping: str = "none"             # delta.columnMapping.mode: none, name or id
+
+    def to_data(self) -> dict[str, Any]:
+        return {"location": self.location, "log_version": self.log_version, "table_id": self.table_id,
+                "min_reader_version": self.min_reader_version, "min_writer_version": self.min_writer_version,
+                "reader_features": list(self.reader_features), "writer_features": list(self.writer_features),
+                "column_mapping": self.column_mapping}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> DeltaState:
+        return cls(**{**data, "reader_features": tuple(data["reader_features"]),
+                      "writer_features": tuple(data["writer_features"])})
+
+
+@dataclass(frozen=True)
 class Table:
     """A table: Hive-format (``STORED AS format``) or, with ``data_source``, a Spark data-source
     table (``USING format``); its kind is ``schemaflow.sql.table_kinds``'s. Storage beyond the format's defaults
@@ -222,6 +249,8 @@ class Table:
     # Live state only: an Iceberg table's metadata (None: not an Iceberg table, or a declared one), and why
     # the metadata file of one was not read (None: it was, or it is not one).
     iceberg: IcebergState | None = field(default=None, compare=False)
+    # Live state only: a Delta table's log (None: not a Delta table, or a declared one).
+    delta: DeltaState | None = field(default=None, compare=False)
     unreadable: str | None = field(default=None, compare=False)
     # Live state only: the property keys schemaflow wrote last time (so removed ones can be unset),
     # the version stamp it left, and the migrations applied to it (id -> record).
