@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from schemaflow.catalog import iceberg_metadata
+from schemaflow.catalog import iceberg_metadata, metadata_files
 from schemaflow.catalog.iceberg_metadata import MAX_METADATA_BYTES, Unreadable, iceberg_table, read_metadata
 from schemaflow.catalog.hive.thrift_data import to_model
 
@@ -133,4 +133,4 @@ def test_a_metadata_file_within_its_bounds_is_read(tmp_path: Path):
     path = tmp_path / "v1.metadata.json"
     path.write_text(json.dumps({"format-version": 2}))
     assert read_metadata(f"file://{path}") == read_metadata(str(path)) == {"format-version": 2}
-    assert iceberg_metadata._authority("S3://Lake/x") == "s3://lake"
+    assert metadata_files.authority("S3://Lake/x") == "s3://lake"

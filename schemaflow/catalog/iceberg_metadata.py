@@ -11,31 +11,21 @@ A local file (``/path``, ``file:/path``, ``file:///path``) is read directly; a l
 (``s3://``, ``hdfs://``) through pyiceberg's file IO, the optional extra ``schemaflow[iceberg]``.
 
 Whoever can register a table in a database (any Spark job of another team) writes its
-``metadata_location``, so the file it names is read as hostile input, and every failure is ``Unreadable``: one
-line naming the table's location and the kind of failure, quoting nothing of the file (it can be any file
-this process may read, a secret one too), never a traceback. A local location is an absolute path (a relative
-one, ``file:x`` or ``x``, names no file of the table's: the metastore's locations are absolute), of a regular
-file: its type is checked on a handle that opens nothing, and the file opened through that handle without
-waiting, so a device is never opened (its open alone can act), a pipe never waited on, and a path swapped
-between check and open gains nothing. At most ``MAX_METADATA_BYTES`` of it, as JSON nested no deeper than
-Python parses, shaped as Iceberg's metadata. Another scheme is read only from object storage or HDFS, and only
-on the storage its database is on (the same ``scheme://authority``), so that no request, signed with the job's
-keys, goes to a place nobody configured; pyiceberg's file IO is handed no other location. The reads of one
-command are bounded together too (``catalog.metadata_bounds``). Anything else makes the table unreadable: it is
-read as the metastore mirrors it, and the plan refuses to change it, saying why.
+``metadata_location``, so the file it names is read as hostile input (``catalog.metadata_files``: an absolute local
+path of a regular file, opened without blocking, or a location on its database's own object storage or HDFS), and
+every failure is ``Unreadable``: one line naming the table's location and the kind of failure, quoting nothing of the
+file, never a traceback. At most ``MAX_METADATA_BYTES`` of it, as JSON nested no deeper than Python parses, shaped as
+Iceberg's metadata; pyiceberg's file IO is handed no location that was not checked. The reads of one command are
+bounded together too (``catalog.metadata_bounds``). Anything else makes the table unreadable: it is read as the
+metastore mirrors it, and the plan refuses to change it, saying why.
 """
 from __future__ import annotations
 
-import json
-import os
-import re
-import stat
 from collections.abc import Mapping, Sequence
-from functools import cache
 from typing import Any
-from urllib.parse import urlsplit
 
 from schemaflow.catalog.metadata_bounds import Allowance
+from schemaflow.catalog.metadata_files import bounded, check_location, limit, local_bytes, parsed_json
 from schemaflow.catalog.metadata_readers import OWN_METADATA, Unreadable
 from schemaflow.model import COMMENT_KEY, METADATA_LOCATION, SCHEMAFLOW_PREFIX, Column, IcebergState, PartitionField, SortTerm, Table, recorded
 from schemaflow.sql.iceberg_types import UnknownIcebergType, spark_type
@@ -57,23 +47,12 @@ REACH = ("plan where the table's storage is reachable (for s3:// or hdfs://, wit
          f"extra iceberg), and {OWN_METADATA}")
 # A metadata file larger than this is not read (a table's with thousands of snapshots is a few MiB).
 MAX_METADATA_BYTES = 64 * 2**20
-# The schemes of object storage and HDFS that pyiceberg's file IO reads (``pyiceberg.io.SCHEMA_TO_FILE_IO``, less its
-# local files, which are read here, and Hugging Face's hub, which holds no database).
-REMOTE_SCHEMES = frozenset({"s3", "s3a", "s3n", "gs", "oss", "hdfs", "viewfs", "abfs", "abfss", "wasb", "wasbs"})
-_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
 # How long a read from object storage may wait to connect and for each request, in seconds (pyiceberg's
 # S3 file IO; by default it waits as long as the connection stays open).
 _TIMEOUTS = {"s3.connect-timeout": "10", "s3.request-timeout": "60"}
-_CHUNK = 1 << 20
 # The fields of Iceberg's metadata that schemaflow reads: a missing one is named (a name of the spec's, not the file's).
 _FIELDS = frozenset({"format-version", "table-uuid", "schemas", "schema", "fields", "id", "name", "type", "transform",
                      "source-id", "direction", "null-order", "partition-specs", "sort-orders", "last-column-id"})
-# The messages of Python's JSON parser, none of which quotes what it parsed (the position is added).
-_JSON_MESSAGES = frozenset({
-    "Expecting value", "Expecting ',' delimiter", "Expecting ':' delimiter", "Extra data",
-    "Expecting property name enclosed in double quotes", "Invalid control character at",
-    "Unterminated string starting at", "Invalid \\escape", "Invalid \\uXXXX escape",
-    "Illegal trailing comma before end of object", "Illegal trailing comma before end of array"})
 
 
 def is_iceberg(parameters: Mapping[str, str]) -> bool:
@@ -87,117 +66,9 @@ def read_metadata(location: str, storage: Sequence[str | None] = (), allowance: 
     ``allowance``: what is left of the command's budget, which the read spends (None: the file's bounds alone).
     Raises ``Unreadable``."""
     local = check_location(location, storage)
-    content = _local_bytes(local, location, allowance) if local is not None else _remote_bytes(location, allowance)
+    content = (local_bytes(local, location, allowance, MAX_METADATA_BYTES, REACH) if local is not None
+               else _remote_bytes(location, allowance))
     return _parsed(content, location)
-
-
-def check_location(location: str, storage: Sequence[str | None]) -> str | None:
-    """Refuse (``Unreadable``) a location schemaflow does not read metadata from, or write it to: the local path it
-    names, or None for one on object storage or HDFS, on the storage of ``storage`` (its database's)."""
-    local = _local_path(location)
-    if local is not None:
-        return local
-    scheme = urlsplit(location).scheme.lower()
-    if scheme not in REMOTE_SCHEMES:
-        raise Unreadable(f"the metadata location {location!r} is not a local path nor on object storage or HDFS "
-                         f"({', '.join(sorted(REMOTE_SCHEMES))}): schemaflow does not read it")
-    if not urlsplit(location).netloc:
-        raise Unreadable(f"the metadata location {location!r} names no bucket or host: schemaflow does not read it")
-    allowed = {_authority(root) for root in storage if root}
-    if _authority(location) not in allowed:
-        raise Unreadable(f"the metadata file {location!r} is not on the storage its database is on "
-                         f"({', '.join(sorted(allowed)) or 'none known'}): schemaflow does not read it")
-    return None
-
-
-def _local_path(location: str) -> str | None:
-    """The absolute path a local location names (``/x``, ``file:/x``, ``file:///x``, ``file://localhost/x``), or None
-    for another scheme. Raises ``Unreadable`` for a relative path, or one on another host."""
-    scheme = _SCHEME.match(location)
-    if scheme is not None and scheme.group(1).lower() != "file":
-        return None
-    path = location[scheme.end():] if scheme is not None else location
-    if path.startswith("//"):
-        host, slash, rest = path[2:].partition("/")
-        if host.lower() not in ("", "localhost"):
-            raise Unreadable(f"the metadata location {location!r} names the host {host!r}: a local file is file:/path")
-        path = slash + rest
-    if not path.startswith("/"):
-        raise Unreadable(f"the metadata location {location!r} is a relative path, and a metastore's locations are "
-                         "absolute (/path, file:/path)")
-    if "\0" in path:
-        raise Unreadable(f"the metadata location {location!r} holds a NUL character, which no path holds")
-    return path
-
-
-def _local_bytes(path: str, location: str, allowance: Allowance | None) -> bytes:
-    """A regular file's bytes, within the bounds (``_limit``); a device, a pipe or a folder is not opened."""
-    try:
-        handle = _open_regular(path)
-    except _NotRegular:
-        raise Unreadable(f"the metadata location {location!r} is not a regular file") from None
-    except OSError as error:
-        raise Unreadable(f"the metadata file {location!r} cannot be opened ({_why(error)})", REACH) from None
-    try:
-        size = os.fstat(handle).st_size
-        if size > MAX_METADATA_BYTES:
-            raise Unreadable(f"the metadata file {location!r} has {size:,} bytes, more than the "
-                             f"{MAX_METADATA_BYTES:,} schemaflow reads")
-        limit = _limit(allowance)
-        if size > limit and allowance is not None:
-            allowance.refuse()
-        content = bytearray()
-        try:
-            while len(content) <= limit and (chunk := os.read(handle, min(_CHUNK, limit + 1 - len(content)))):
-                content += chunk
-                if allowance is not None:
-                    allowance.took(len(chunk))
-        except OSError as error:
-            raise Unreadable(f"the metadata file {location!r} cannot be read ({_why(error)})", REACH) from None
-        return _bounded(bytes(content), location, limit, allowance)
-    finally:
-        os.close(handle)
-
-
-class _NotRegular(Exception):
-    """The path is not a regular file (a device, a pipe, a folder, a socket)."""
-
-
-def _open_regular(path: str) -> int:
-    """``path`` opened for reading if it is a regular file, else ``_NotRegular``; ``OSError`` as ``open`` raises it.
-
-    Its type is read from a handle that opens nothing (``O_PATH``: no device's open runs, no pipe is waited on),
-    and the file is then opened through that handle (``/proc/self/fd``), the same file whatever the path names
-    by then. Where there is no ``O_PATH`` (not Linux), the type is read first and the file opened without waiting
-    (``O_NONBLOCK``), then checked again on the handle opened."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
-    if not _reopens():
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            raise _NotRegular()
-        handle = os.open(path, flags)
-    else:
-        found = os.open(path, os.O_PATH | os.O_CLOEXEC)
-        try:
-            if not stat.S_ISREG(os.fstat(found).st_mode):
-                raise _NotRegular()
-            handle = os.open(f"/proc/self/fd/{found}", flags)
-        finally:
-            os.close(found)
-    if not stat.S_ISREG(os.fstat(handle).st_mode):
-        os.close(handle)
-        raise _NotRegular()
-    return handle
-
-
-@cache
-def _reopens() -> bool:
-    """Whether a file can be opened through an ``O_PATH`` handle here (Linux, with /proc mounted)."""
-    return hasattr(os, "O_PATH") and os.path.isdir("/proc/self/fd")
-
-
-def _why(error: OSError) -> str:
-    """An ``OSError`` in words: its kind, never a path or text it carries."""
-    return error.strerror or type(error).__name__
 
 
 def _remote_bytes(location: str, allowance: Allowance | None) -> bytes:
@@ -207,50 +78,20 @@ def _remote_bytes(location: str, allowance: Allowance | None) -> bytes:
     except ImportError:
         raise Unreadable(f"reading the Iceberg metadata file {location!r} needs pyiceberg's file IO: {INSTALL}",
                          REACH) from None
-    limit = _limit(allowance)
+    most = limit(allowance, MAX_METADATA_BYTES)
     try:
         with load_file_io(_TIMEOUTS, location).new_input(location).open() as stream:
-            content = stream.read(limit + 1)
+            content = stream.read(most + 1)
     except (OSError, ValueError) as error:  # pyarrow's ArrowInvalid is a ValueError
         raise Unreadable(f"the metadata file {location!r} cannot be read ({type(error).__name__})", REACH) from None
     if allowance is not None:
         allowance.took(len(content))
-    return _bounded(content, location, limit, allowance)
-
-
-def _authority(location: str) -> str:
-    parts = urlsplit(location)
-    return f"{parts.scheme.lower()}://{parts.netloc.lower()}"
-
-
-def _limit(allowance: Allowance | None) -> int:
-    """The most bytes a read may take: the bound of one file, or what is left of the command's when less."""
-    return MAX_METADATA_BYTES if allowance is None else min(MAX_METADATA_BYTES, allowance.bytes)
-
-
-def _bounded(content: bytes, location: str, limit: int, allowance: Allowance | None) -> bytes:
-    if len(content) <= limit:
-        return content
-    if limit < MAX_METADATA_BYTES and allowance is not None:
-        allowance.refuse()
-    raise Unreadable(f"the metadata file {location!r} has more than the {MAX_METADATA_BYTES:,} bytes schemaflow reads")
+    return bounded(content, location, most, allowance, MAX_METADATA_BYTES)
 
 
 def _parsed(content: bytes, location: str) -> dict[str, Any]:
     """The JSON object ``content`` holds; what is wrong with it said without quoting it."""
-    try:
-        data = json.loads(content)
-    except RecursionError:
-        raise Unreadable(f"the metadata file {location!r} is nested too deep to be Iceberg's") from None
-    except json.JSONDecodeError as error:
-        said = f"{error.msg}: " if error.msg in _JSON_MESSAGES else ""
-        raise Unreadable(f"the metadata file {location!r} is not JSON ({said}line {error.lineno} column "
-                         f"{error.colno} (char {error.pos}))") from None
-    except UnicodeDecodeError as error:
-        raise Unreadable(f"the metadata file {location!r} is not JSON (not text in UTF-8, 16 or 32: byte "
-                         f"{error.start:,})") from None
-    except ValueError:  # a number of more digits than Python converts
-        raise Unreadable(f"the metadata file {location!r} is not JSON schemaflow reads (a number too long)") from None
+    data = parsed_json(content, location)
     if not isinstance(data, dict):
         raise Unreadable(f"the metadata file {location!r} is not a JSON object")
     return data

@@ -27,7 +27,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from schemaflow.catalog.iceberg_metadata import Unreadable, check_location, iceberg_table, is_iceberg, read_metadata
+from schemaflow.catalog.iceberg_metadata import Unreadable, iceberg_table, is_iceberg, read_metadata
+from schemaflow.catalog.metadata_files import check_location
 from schemaflow.catalog.iceberg_updates import check_state, evolved, first_metadata, layout_updates, \
     next_metadata_location, property_changes, pyiceberg_parts
 from schemaflow.errors import SchemaflowError

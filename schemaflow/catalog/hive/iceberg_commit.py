@@ -21,7 +21,7 @@ mirrors the columns (without field ids, as Iceberg's catalogs keep them) and the
 
 Local paths and ``file:`` locations need nothing more; other schemes go through pyiceberg's file IO. The next
 metadata file goes where the metadata read says (its table's folder, or ``write.metadata.path``): only to a
-location schemaflow would read it from (``iceberg_metadata.check_location``), never one the file sends elsewhere.
+location schemaflow would read it from (``metadata_files.check_location``), never one the file sends elsewhere.
 pyiceberg is the optional extra ``schemaflow[iceberg]``.
 """
 from __future__ import annotations
@@ -32,8 +32,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from schemaflow.catalog.backend import HiveClient
-from schemaflow.catalog.iceberg_metadata import PREVIOUS_METADATA_LOCATION, TABLE_TYPE, Unreadable, check_location, \
-    current, iceberg_table, is_iceberg, read_metadata
+from schemaflow.catalog.iceberg_metadata import PREVIOUS_METADATA_LOCATION, TABLE_TYPE, Unreadable, current, iceberg_table, \
+    is_iceberg, read_metadata
+from schemaflow.catalog.metadata_files import check_location
 from schemaflow.catalog.iceberg_updates import check_state, delete_metadata, evolved, first_metadata, layout_updates, \
     next_metadata_location, property_changes, write_metadata
 from schemaflow.catalog.hive.jvm import java_message, jvm_view

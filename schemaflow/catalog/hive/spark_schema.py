@@ -4,7 +4,7 @@ Spark writes the schema of every table it creates as JSON in ``spark.sql.sources
 into ``.part.N`` past 4,000 characters), with the partition and bucket columns named alongside.
 For a data-source table (``USING csv``) that copy is the only true one: the metastore's column
 list is a placeholder (``col array<string>``) for formats Hive cannot read, and Spark reads the
-copy for every format. This module turns it into ``Column``s with Hive type text, and reads the
+copy for every format. This module turns it into ``Column``s with Hive type text (``sql.spark_json``), and reads the
 bucketing Spark records for data-source tables; and writes them back as Spark does, for a catalog
 Spark does not write itself (``schema_parameters``).
 """
@@ -16,7 +16,7 @@ from typing import Any
 from collections.abc import Mapping, Sequence
 
 from schemaflow.model import Bucketing, Column
-from schemaflow.sql.quoting import ident
+from schemaflow.sql.spark_json import CHAR_VARCHAR, HIVE_NAMES, spark_column
 
 SPARK_SCHEMA = "spark.sql.sources.schema"
 SPARK_SCHEMA_PARTS = SPARK_SCHEMA + ".numParts"
@@ -27,10 +27,6 @@ PARTITION_COLUMN = SPARK_SCHEMA + ".partCol."
 NUM_BUCKETS = SPARK_SCHEMA + ".numBuckets"
 BUCKET_COLUMN = SPARK_SCHEMA + ".bucketCol."
 SORT_COLUMN = SPARK_SCHEMA + ".sortCol."
-# Spark keeps a char or varchar column as a string, with its declared type in the field's metadata.
-CHAR_VARCHAR = "__CHAR_VARCHAR_TYPE_STRING"
-# Spark's JSON names of atomic types that Hive spells otherwise.
-_HIVE_NAMES = {"byte": "tinyint", "short": "smallint", "integer": "int", "long": "bigint"}
 
 
 def schema_text(parameters: Mapping[str, str]) -> str | None:
@@ -47,7 +43,7 @@ def spark_columns(parameters: Mapping[str, str]) -> tuple[tuple[Column, ...], tu
     text = schema_text(parameters)
     if text is None:
         return None
-    columns = tuple(_column(field) for field in json.loads(text).get("fields", []))
+    columns = tuple(spark_column(field) for field in json.loads(text).get("fields", []))
     partition_names = [parameters[f"{PARTITION_COLUMN}{i}"].lower()
                        for i in range(int(parameters.get(NUM_PARTITION_COLUMNS, "0")))]
     by_name = {c.name: c for c in columns}
@@ -78,33 +74,6 @@ def spark_bucketing(parameters: Mapping[str, str]) -> Bucketing | None:
                      listed(SORT_COLUMN, SPARK_SCHEMA + ".numSortCols"))
 
 
-def _column(field: Mapping[str, Any]) -> Column:
-    metadata = field.get("metadata", {})
-    type_ = metadata.get(CHAR_VARCHAR) or hive_type(field["type"])
-    return Column(field["name"].lower(), type_, metadata.get("comment") or None)
-
-
-def hive_type(spark_type: Any) -> str:
-    """Hive's text for a type in Spark's JSON form (``"integer"``, ``{"type": "array", ...}``)."""
-    if isinstance(spark_type, str):
-        return _HIVE_NAMES.get(spark_type, spark_type)
-    kind = spark_type["type"]
-    if kind == "array":
-        return f"array<{hive_type(spark_type['elementType'])}>"
-    if kind == "map":
-        return f"map<{hive_type(spark_type['keyType'])},{hive_type(spark_type['valueType'])}>"
-    if kind == "struct":
-        fields = []
-        for field in spark_type["fields"]:
-            name = field["name"]
-            # Bare where it can be, as a declared type names its fields (sql.types), so that live and
-            # declared types compare alike; a name no declared type can hold is quoted, to read unambiguously.
-            quoted = name if name.isidentifier() else ident(name)
-            fields.append(f"{quoted}:{field.get('metadata', {}).get(CHAR_VARCHAR) or hive_type(field['type'])}")
-        return f"struct<{','.join(fields)}>"
-    return json.dumps(spark_type)  # a type Hive cannot name (a UDT): kept as stored, which no type matches
-
-
 def schema_parameters(columns: Sequence[Column], partition_columns: Sequence[Column] = (),
                       bucketing: Bucketing | None = None, spelt: Sequence[str] = ()) -> dict[str, str]:
     """The parameters Spark's catalog (``HiveExternalCatalog.tableMetaToTableProps``) writes for a table of these
@@ -132,7 +101,7 @@ def schema_parameters(columns: Sequence[Column], partition_columns: Sequence[Col
     return written
 
 
-_SPARK_NAMES = {hive: spark for spark, hive in _HIVE_NAMES.items()}
+_SPARK_NAMES = {hive: spark for spark, hive in HIVE_NAMES.items()}
 _TYPE_WORD = re.compile(r"[a-z]+(?:\(\d+(?:,\d+)?\))?")
 _STRUCT_FIELD = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):")
 
