@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from schemaflow.catalog.metadata_bounds import Allowance
-from schemaflow.catalog.metadata_files import bounded, check_location, limit, local_bytes, parsed_json
+from schemaflow.catalog.metadata_files import bounded, check_location, json_int, json_text, limit, local_bytes, parsed_json
 from schemaflow.catalog.metadata_readers import OWN_METADATA, Unreadable
 from schemaflow.model import COMMENT_KEY, METADATA_LOCATION, SCHEMAFLOW_PREFIX, Column, IcebergState, PartitionField, SortTerm, Table, recorded
 from schemaflow.sql.iceberg_types import UnknownIcebergType, spark_type
@@ -124,12 +124,12 @@ def _iceberg_table(database: str, name: str, metadata: Mapping[str, Any], metada
     spec = current(metadata, "partition-specs", "default-spec-id", "spec-id",
                    {"spec-id": 0, "fields": metadata.get("partition-spec", [])})
     order = current(metadata, "sort-orders", "default-sort-order-id", "order-id", {"order-id": 0, "fields": []})
-    by_id = {field["id"]: _text(field["name"]) for field in schema["fields"]}
-    properties = {_text(k): _text(v) for k, v in dict(metadata.get("properties", {})).items()}
-    version = _number(metadata["format-version"])
+    by_id = {field["id"]: json_text(field["name"]) for field in schema["fields"]}
+    properties = {json_text(k): json_text(v) for k, v in dict(metadata.get("properties", {})).items()}
+    version = json_int(metadata["format-version"])
     return Table(
         database=database, name=name, format=ICEBERG, data_source=True,
-        columns=tuple(Column(_text(f["name"]), spark_type(f["type"]), _text(f.get("doc") or None))
+        columns=tuple(Column(json_text(f["name"]), spark_type(f["type"]), json_text(f.get("doc") or None))
                       for f in schema["fields"]),
         comment=properties.get(COMMENT_KEY) or None,
         properties={"format-version": str(version)} | {k: v for k, v in sorted(properties.items())
@@ -138,25 +138,11 @@ def _iceberg_table(database: str, name: str, metadata: Mapping[str, Any], metada
                              if f["transform"] != "void"),
         sort_order=tuple(SortTerm(_field(f["transform"], by_id[f["source-id"]]), f["direction"] == "desc",
                                   f["null-order"] == "nulls-first") for f in order["fields"]),
-        iceberg=IcebergState(_text(metadata["table-uuid"]), _number(schema.get("schema-id", 0)),
-                             _number(spec.get("spec-id", 0)), _number(order.get("order-id", 0)), version,
+        iceberg=IcebergState(json_text(metadata["table-uuid"]), json_int(schema.get("schema-id", 0)),
+                             json_int(spec.get("spec-id", 0)), json_int(order.get("order-id", 0)), version,
                              metadata_location, _former_names(metadata, schema)),
         **recorded(properties),
     )
-
-
-def _text(value: Any) -> Any:
-    """``value`` where Iceberg's spec has a string (or nothing); a ``TypeError`` for anything else."""
-    if value is not None and not isinstance(value, str):
-        raise TypeError("not a string")
-    return value
-
-
-def _number(value: Any) -> int:
-    """``value`` where Iceberg's spec has an integer; a ``TypeError`` for anything else (true and false too)."""
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError("not an integer")
-    return value
 
 
 def _former_names(metadata: Mapping[str, Any], schema: Mapping[str, Any]) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -166,7 +152,7 @@ def _former_names(metadata: Mapping[str, Any], schema: Mapping[str, Any]) -> tup
         for field in older["fields"]:
             names = earlier.setdefault(field["id"], [])
             if field["name"] not in names:
-                names.append(_text(field["name"]))
+                names.append(json_text(field["name"]))
     return tuple((field["name"], tuple(n for n in earlier.get(field["id"], ()) if n != field["name"]))
                  for field in schema["fields"] if any(n != field["name"] for n in earlier.get(field["id"], ())))
 

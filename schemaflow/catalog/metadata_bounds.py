@@ -109,6 +109,12 @@ class Allowance:
     def bytes(self) -> int:
         return self.budget.bytes
 
+    @property
+    def left(self) -> int:
+        """What this read may still take: what was left of the budget when it began, less what it took (a read of
+        several files, as a Delta log's, spends it file by file)."""
+        return self.budget.bytes - self.read
+
     def took(self, count: int) -> None:
         self.read += count
 

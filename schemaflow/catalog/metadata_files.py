@@ -80,12 +80,12 @@ def _local_path(location: str, where: str) -> str | None:
 
 
 def local_bytes(path: str, location: str, allowance: Allowance | None, max_bytes: int, advice: str,
-                noun: str = "the metadata file", where: str = "the metadata location") -> bytes:
+                noun: str = "the metadata file", where: str = "the metadata location", follow: bool = True) -> bytes:
     """A regular file's bytes, at most ``max_bytes`` and what is left of ``allowance``; a device, a pipe or a
-    folder is not opened. ``noun`` names the file and ``where`` its location in a reason; ``advice``: what to do
-    about a file that is there but cannot be opened or read."""
+    folder is not opened, nor a symbolic link unless ``follow``. ``noun`` names the file and ``where`` its location
+    in a reason; ``advice``: what to do about a file that is there but cannot be opened or read."""
     try:
-        handle = open_regular(path)
+        handle = open_regular(path, follow)
     except NotRegular:
         raise Unreadable(f"{where} {location!r} is not a regular file") from None
     except OSError as error:
@@ -114,20 +114,22 @@ class NotRegular(Exception):
     """The path is not a regular file (a device, a pipe, a folder, a socket)."""
 
 
-def open_regular(path: str) -> int:
-    """``path`` opened for reading if it is a regular file, else ``NotRegular``; ``OSError`` as ``open`` raises it.
+def open_regular(path: str, follow: bool = True) -> int:
+    """``path`` opened for reading if it is a regular file (not a symbolic link to one unless ``follow``), else
+    ``NotRegular``; ``OSError`` as ``open`` raises it.
 
     Its type is read from a handle that opens nothing (``O_PATH``: no device's open runs, no pipe is waited on),
     and the file is then opened through that handle (``/proc/self/fd``), the same file whatever the path names
     by then. Where there is no ``O_PATH`` (not Linux), the type is read first and the file opened without waiting
     (``O_NONBLOCK``), then checked again on the handle opened."""
+    unfollowed = 0 if follow else getattr(os, "O_NOFOLLOW", 0)
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
     if not _reopens():
-        if not stat.S_ISREG(os.stat(path).st_mode):
+        if not stat.S_ISREG(os.stat(path, follow_symlinks=follow).st_mode):
             raise NotRegular()
-        handle = os.open(path, flags)
+        handle = os.open(path, flags | unfollowed)
     else:
-        found = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        found = os.open(path, os.O_PATH | os.O_CLOEXEC | unfollowed)  # a link itself, not followed: not regular
         try:
             if not stat.S_ISREG(os.fstat(found).st_mode):
                 raise NotRegular()
@@ -159,7 +161,7 @@ def authority(location: str) -> str:
 
 def limit(allowance: Allowance | None, max_bytes: int) -> int:
     """The most bytes a read may take: the bound of one file, or what is left of the command's when less."""
-    return max_bytes if allowance is None else min(max_bytes, allowance.bytes)
+    return max_bytes if allowance is None else min(max_bytes, allowance.left)
 
 
 def bounded(content: bytes, location: str, most: int, allowance: Allowance | None, max_bytes: int,
@@ -188,3 +190,17 @@ def parsed_json(content: bytes, location: str, noun: str = "the metadata file", 
                          f"{error.start:,})") from None
     except ValueError:  # a number of more digits than Python converts
         raise Unreadable(f"{noun} {location!r} is not JSON schemaflow reads (a number too long)") from None
+
+
+def json_text(value: Any) -> Any:
+    """``value`` where the file's format has a string (or nothing); a ``TypeError`` for anything else."""
+    if value is not None and not isinstance(value, str):
+        raise TypeError("not a string")
+    return value
+
+
+def json_int(value: Any) -> int:
+    """``value`` where the file's format has an integer; a ``TypeError`` for anything else (true and false too)."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError("not an integer")
+    return value
