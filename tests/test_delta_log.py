@@ -6,6 +6,7 @@ Each hostile case must end in ``Unreadable`` with a one-line reason that quotes 
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -25,7 +26,7 @@ from schemaflow.catalog import delta_log
 from schemaflow.catalog.delta_log import DeltaSnapshot, delta_table, is_delta, read_delta_log
 from schemaflow.catalog.metadata_bounds import BudgetSpent, MetadataBudget
 from schemaflow.catalog.metadata_readers import Unreadable
-from schemaflow.model import Column
+from schemaflow.model import Column, fingerprint, from_data, to_data
 
 SECRET = "s3cr3t-do-not-print"
 ROWS = pa.table({"Id": pa.array([1, 2], pa.int64()), "name": ["a", "b"], "day": ["d1", "d2"]})
@@ -437,6 +438,15 @@ def test_a_snapshot_becomes_a_delta_table_with_its_stamp_apart(tmp_path: Path) -
     assert table.delta is not None and table.delta.log_version == 1
     assert table.columns == (Column("id", "bigint"), Column("name", "string"))
     assert table.partition_columns == (Column("day", "string"),)
+
+
+def test_a_delta_tables_log_state_is_kept_in_its_data_and_is_no_part_of_its_definition(tmp_path: Path) -> None:
+    name_mapped(tmp_path)
+    table = delta_table("db", "t", read_delta_log(str(tmp_path)))
+    again = from_data(json.loads(json.dumps(to_data(table))))
+    assert again == table and again.delta == table.delta  # a JSON snapshot of the live state keeps where the log stood
+    assert fingerprint(table) == fingerprint(dataclasses.replace(table, delta=None))
+    assert "delta" not in to_data(dataclasses.replace(table, delta=None))
 
 
 def test_a_delta_table_is_recognised_by_its_provider_in_any_case() -> None:

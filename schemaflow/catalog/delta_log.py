@@ -128,7 +128,7 @@ def read_delta_log(location: str, storage: Sequence[str | None] = (), allowance:
         for action in reading.commit_actions(f"{version:020d}.json"):
             protocol = action.get("protocol", protocol)
             metadata = action.get("metaData", metadata)
-    return snapshot(location, after[-1] if after else start, protocol, metadata)
+    return _snapshot(location, after[-1] if after else start, protocol, metadata)
 
 
 def _checkpoint(names: Sequence[str], reading: _Reading) -> tuple[int, tuple[str, ...]] | None:
@@ -158,14 +158,14 @@ def _checkpoint(names: Sequence[str], reading: _Reading) -> tuple[int, tuple[str
     return version, min(found[version])[1]
 
 
-def snapshot(location: str, version: int, protocol: Any, metadata: Any) -> DeltaSnapshot:
+def _snapshot(location: str, version: int, protocol: Any, metadata: Any) -> DeltaSnapshot:
     """The snapshot a log's last ``protocol`` and ``metaData`` actions describe at ``version``. Raises
     ``Unreadable`` when they are missing or not shaped as Delta's, saying how in words of its own."""
     if protocol is None or metadata is None:
         raise Unreadable(f"the Delta log of {location!r} holds no {'protocol' if protocol is None else 'metaData'} "
                          "action: it is not a Delta table's")
     try:
-        return _snapshot(location, version, protocol, metadata)
+        return _shaped(location, version, protocol, metadata)
     except (KeyError, IndexError) as error:
         how = "a field Delta requires is missing"
         failure: Exception = error
@@ -179,7 +179,7 @@ def snapshot(location: str, version: int, protocol: Any, metadata: Any) -> Delta
                      f"{how})")
 
 
-def _snapshot(location: str, version: int, protocol: Mapping[str, Any], metadata: Mapping[str, Any]) -> DeltaSnapshot:
+def _shaped(location: str, version: int, protocol: Mapping[str, Any], metadata: Mapping[str, Any]) -> DeltaSnapshot:
     reader, writer = json_int(protocol["minReaderVersion"]), json_int(protocol["minWriterVersion"])
     reader_features = _features(protocol.get("readerFeatures")) if reader >= 3 else ()
     writer_features = _features(protocol.get("writerFeatures")) if writer >= 7 else ()
