@@ -147,7 +147,8 @@ def chosen_plan(project: Project, live: Live, options: ApplyOptions) -> Plan:
     plan = workflow.make_plan(project, live, allow_destructive=allow, drop_backups=drops, recompile=options.recompile)
     stale = differences(reviewed, plan) if reviewed else []
     if stale:
-        raise SchemaflowError(f"{options.reviewed} is stale: planning now against the metastore makes other changes "
+        raise SchemaflowError(f"{options.reviewed} is stale: planning now against the "
+                              f"{workflow.capabilities(project).noun} makes other changes "
                               "than were reviewed; nothing was applied. Review again.\n  " + "\n  ".join(stale))
     if not plan.blocked:  # a blocked plan runs nothing: apply shows it and refuses its blocked steps first
         workflow.check_plan_code(plan, project)

@@ -674,9 +674,11 @@ def check_saved(plan: Plan, path: Path, project: Project, live: Live) -> None:
     from schemaflow.plan.staleness import stale_counts, stale_objects
 
     refused = f"{path} is refused, nothing was applied:"
+    noun = capabilities(project).noun
+    catalog = f"the {noun}"
     if plan.basis != Basis.METASTORE:
-        raise SchemaflowError(f"{path} was planned against {plan.basis}, not the metastore: apply it with "
-                              "apply --reviewed, which plans against the metastore and checks it is the same")
+        raise SchemaflowError(f"{path} was planned against {plan.basis}, not {catalog}: apply it with "
+                              f"apply --reviewed, which plans against {catalog} and checks it is the same")
     if plan.target != project.settings.target:
         raise SchemaflowError(f"{refused} it was planned for {_target_name(plan.target)}, and this run is for "
                               f"{_target_name(project.settings.target)}. Plan again with this target, or apply it "
@@ -690,18 +692,18 @@ def check_saved(plan: Plan, path: Path, project: Project, live: Live) -> None:
         return
     endpoint = live.writer().endpoint
     if plan.metastore != endpoint:
-        raise SchemaflowError(f"{refused} it was planned against the metastore {plan.metastore}, and this project "
+        raise SchemaflowError(f"{refused} it was planned against {catalog} {plan.metastore}, and this project "
                               f"reaches {endpoint}. Plan again here.")
     read = live.read(plan.databases)  # one read, for both the staleness and the plan made again
     now = make_plan(project, live, allow_destructive=plan.allow_destructive, drop_backups=plan.drop_backups,
                     desired=desired, read=read)
     stale = stale_objects(plan, read) + stale_counts(plan, live.reader.count_partitions)
     if stale:
-        raise SchemaflowError(f"{path} is stale: the metastore changed since it was planned; nothing was applied. "
+        raise SchemaflowError(f"{path} is stale: {catalog} changed since it was planned; nothing was applied. "
                               "Plan again.\n  " + "\n  ".join(stale))
     other = differences(plan, now)
     if other:
-        raise SchemaflowError(f"{refused} its steps are not what this project plans for this metastore (was it "
+        raise SchemaflowError(f"{refused} its steps are not what this project plans for this {noun} (was it "
                               "edited?). Plan again.\n  " + "\n  ".join(other))
 
 

@@ -89,3 +89,17 @@ def _full_table(plan) -> list[str]:
     from schemaflow.render.markdown import _table
 
     return _table(plan)[3:len(plan.steps) + 3]
+
+
+def test_a_live_name_of_any_characters_is_shown_as_itself_in_the_table_and_the_graph():
+    # A catalog other than Hive's (REST, Glue) may hold a name a reviewer must see as it is: here an undeclared
+    # table of a managed database, planned as a drop.
+    name = 'x`|<b>"]@you\nend'
+    live = Catalog(("shop",), {f"shop.{name}": Table("shop", name, (Column("id", "int"),))})
+    text = render(Review(PlanBuilder(Catalog(("shop",), {}), live).build()))
+
+    [row] = [line for line in text.splitlines() if line.startswith("| 1 |")]
+    assert len(re.split(r"(?<!\\)\|", row)) == 6
+    assert row.startswith("| 1 | shop.x\\`\\|\\<b\\>\"\\]@&#8203;you<br>end | ")
+    [label] = [line for line in text.splitlines() if line.startswith("  n1")]
+    assert label == '  n1["shop.x#96;#124;#60;b#62;#34;#93;#64;you#10;end (dropped, blocked)"]'

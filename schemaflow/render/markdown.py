@@ -37,6 +37,9 @@ _STATES = {
     "blocked": "fill:#eaeef2,stroke:#cf222e,stroke-width:3px,stroke-dasharray:5 5,color:#1f2328",
 }
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&])")
+# What a key may hold to be shown in a code span, and a graph's label as itself: a catalog other than Hive's may hold
+# a name of any characters (a backtick ends a span, a quote a label), and the rest are written otherwise.
+_PLAIN = re.compile(r"[A-Za-z0-9_.$ ,()-]*")
 _AUTOLINK = re.compile(r"(?i:\b(?:https?|ftp)):(?=//)|\b(?i:www)\.")  # what GitHub links by itself
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
@@ -89,7 +92,7 @@ def _table(plan: Plan) -> list[str]:
         # The comment is a pull request's: what allows a drop there is the label.
         notes = ([f"**{_escape(flag)}**" for flag in markers(step, review=True)] + [f"⚠ {_escape(h)}" for h in step.hazards]
                  + [_escape(note) for note in step.notes] + [_escape(value) for value in step.values])
-        rows.append(f"| {number} | `{step.object}` | {_escape(step.summary)} | {'<br>'.join(notes)} |")
+        rows.append(f"| {number} | {_key(step.object)} | {_escape(step.summary)} | {'<br>'.join(notes)} |")
     return rows
 
 
@@ -108,7 +111,7 @@ def _graph(plan: Plan, reads: Mapping[str, tuple[str, ...]]) -> list[str]:
     for key in keys:
         state = _state(steps[key])
         blocked = any(step.blocked for step in steps[key])
-        label = f"{key} ({state}, blocked)" if blocked else f"{key} ({state})"
+        label = _mermaid_text(f"{key} ({state}, blocked)" if blocked else f"{key} ({state})")
         shape = '("{}")' if steps[key][0].object_type == ObjectType.VIEW else '["{}"]'
         lines.append(f"  {ids[key]}{shape.format(label)}")
         states.setdefault("blocked" if blocked else state, []).append(ids[key])
@@ -151,6 +154,16 @@ def _escape(text: str) -> str:
     escaped = _MARKDOWN_SPECIAL.sub(r"\\\1", text)
     escaped = _AUTOLINK.sub(lambda found: found.group()[:-1] + "\\" + found.group()[-1], escaped)
     return _LINE_BREAK.sub("<br>", escaped.replace("@", "@&#8203;"))
+
+
+def _key(key: str) -> str:
+    """An object's key in a table cell: in a code span when it holds only plain characters, else escaped text."""
+    return f"`{key}`" if _PLAIN.fullmatch(key) else _escape(key)
+
+
+def _mermaid_text(text: str) -> str:
+    """Text in a Mermaid label, each character but the plain ones as Mermaid's entity code (``#34;`` for ``"``)."""
+    return "".join(c if _PLAIN.fullmatch(c) else f"#{ord(c)};" for c in text)
 
 
 def _lines(lines: list[str]) -> str:
