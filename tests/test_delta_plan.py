@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from schemaflow.apply.executor import check_runnable
-from schemaflow.errors import SchemaflowError
+from schemaflow.errors import SchemaflowError, SpecError
 from schemaflow.model import Catalog, Column, DeltaState, DropColumn, Migration, RenameColumn, Table
 from schemaflow.plan.delta import widens
 from schemaflow.plan.plan import Plan, PlanBuilder
@@ -20,6 +21,7 @@ from schemaflow.plan.plan import FORMAT_VERSION
 from schemaflow.render import render
 from schemaflow.render.review import Review
 from schemaflow.spark_version import SparkVersion
+from schemaflow.spec import load_catalog
 
 STATE = DeltaState("file:/lake/db/orders", 7, "0b6f-id", 1, 2)
 MAPPED = DeltaState("file:/lake/db/orders", 9, "0b6f-id", 2, 5, column_mapping="name")
@@ -208,3 +210,56 @@ def test_delta_steps_are_worded_and_round_trip_through_plan_json():
     assert [a["action"] for s in data["steps"] for a in s["actions"]] == ["delta_alter", "delta_alter",
                                                                                    "set_parameters"]
     assert Plan.from_data(data).steps == plan.steps
+
+
+ORDERS = """\
+table: db.orders
+format: delta
+comment: One row per order
+columns:
+  - {name: id, type: bigint, comment: Order id}
+  - {name: qty, type: int}
+  - {name: note, type: string}
+partitioned_by:
+  - {name: ds, type: string}
+properties:
+  delta.columnMapping.mode: name
+  delta.enableTypeWidening: 'true'
+  delta.feature.deletionVectors: supported
+  delta.logRetentionDuration: interval 30 days
+  owner_team: orders
+"""
+
+
+def test_a_delta_table_file_reads_into_the_model_and_plans_its_create(tmp_path: Path):
+    (tmp_path / "schemas" / "db").mkdir(parents=True)
+    (tmp_path / "schemas" / "db" / "orders.yaml").write_text(ORDERS)
+    table = load_catalog(tmp_path).get("db.orders")
+    assert isinstance(table, Table)
+    assert (table.format, table.data_source, table.external, table.bucketing) == ("delta", True, False, None)
+    assert table.columns == COLUMNS and table.partition_columns == (Column("ds", "string"),)
+    assert (table.partition_spec, table.sort_order, table.comment) == ((), (), "One row per order")
+    assert table.properties["delta.feature.deletionVectors"] == "supported"
+    [step] = _plan(table, live=None).steps
+    assert step.summary == "create Delta table db.orders (3 columns, partitioned by (ds))"
+    assert "'delta.columnMapping.mode' = 'name', 'delta.enableTypeWidening' = 'true'" in step.body[0].describe()
+
+
+@pytest.mark.parametrize(("line", "problem"), [
+    ("  delta.isolationLevel: Snapshot", "'delta.isolationLevel' takes 'Serializable' or 'WriteSerializable', not "
+                                         "'Snapshot'"),
+    ("  delta.feature.generatedColumns: supported", "a generated column (GENERATED ALWAYS AS) cannot be declared"),
+    ("  delta.constraints.positive: id > 0", "is a CHECK constraint, which a table file cannot declare"),
+    ("  delta.feature.rowTracking: enabled", "'delta.feature.rowTracking' takes 'supported'"),
+    ("  delta.checkpointRetentionDuration: 30 days", "takes a duration as Delta writes it ('interval 7 days')"),
+    ("  delta.columnMapping.maxColumnId: '9'", "'delta.columnMapping.maxColumnId' is no Delta table property"),
+    ("  write.format.default: parquet", "property 'write.format.default' is an Iceberg table's")])
+def test_a_delta_property_delta_refuses_is_refused_where_it_is_written(tmp_path: Path, line: str, problem: str):
+    (tmp_path / "schemas" / "db").mkdir(parents=True)
+    (tmp_path / "schemas" / "db" / "orders.yaml").write_text(ORDERS + line + "\n")
+    with pytest.raises(SpecError) as refused:
+        load_catalog(tmp_path)
+    [found] = refused.value.problems
+    assert (str(found.source.path).endswith("schemas/db/orders.yaml"), found.source.line, found.source.col) == (
+        True, 16, 3)
+    assert problem in found.message

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from schemaflow.model import DeltaState, Migration, Table
-from schemaflow.plan.evolution import ColumnChange, ColumnListChange, Evolution, Problem, evolve
+from schemaflow.plan.evolution import CommittedColumnChange, ColumnListChange, Evolution, Problem, evolve
 from schemaflow.plan.kinds import ObjectType, StepKind
 from schemaflow.plan.steps import DeltaAlter, Step
 from schemaflow.spark_version import SparkVersion, spark_name, spark_version
@@ -116,7 +116,7 @@ class DeltaProtocol:
 
 
 @dataclass(frozen=True)
-class AlterDeltaTable(ColumnChange):
+class AlterDeltaTable(CommittedColumnChange):
     """A Delta table's columns, comments and properties changed through the engine, on top of the log version read."""
 
     key: str
@@ -126,14 +126,6 @@ class AlterDeltaTable(ColumnChange):
     state: DeltaState
     properties: Mapping[str, str]   # the declared properties that change, protocol ones aside
     object_type = ObjectType.TABLE
-
-    @property
-    def reshapes(self) -> bool:
-        return [(c.name, c.type) for c in self.evolution.old] != [(c.name, c.type) for c in self.evolution.new]
-
-    @property
-    def destructive(self) -> bool:
-        return bool(self.evolution.dropped)  # only the columns a migration names: that is the permission
 
     def to_step(self) -> Step:
         want, have, evolution = self.want, self.have, self.evolution

@@ -31,31 +31,18 @@ _NOT_DELTA = {
 # them. Each maps to the values Delta accepts: a closed set, or None for a count or duration checked below.
 _BOOLEAN = ("true", "false")
 SETTINGS: dict[str, tuple[str, ...] | None] = {
-    "appendOnly": _BOOLEAN,
-    "autoOptimize.autoCompact": _BOOLEAN,
-    "autoOptimize.optimizeWrite": _BOOLEAN,
-    "checkpoint.writeStatsAsJson": _BOOLEAN,
-    "checkpoint.writeStatsAsStruct": _BOOLEAN,
-    "checkpointInterval": None,
+    **dict.fromkeys(("appendOnly", "autoOptimize.autoCompact", "autoOptimize.optimizeWrite", "checkpoint.writeStatsAsJson",
+                     "checkpoint.writeStatsAsStruct", "enableChangeDataFeed", "enableDeletionVectors",
+                     "enableExpiredLogCleanup", "enableInCommitTimestamps", "enableRowTracking", "enableTypeWidening",
+                     "randomizeFilePrefixes"), _BOOLEAN),
+    **dict.fromkeys(("checkpointInterval", "checkpointRetentionDuration", "dataSkippingNumIndexedCols",
+                     "dataSkippingStatsColumns", "deletedFileRetentionDuration", "logRetentionDuration",
+                     "randomPrefixLength", "setTransactionRetentionDuration"), None),
     "checkpointPolicy": ("classic", "v2"),
-    "checkpointRetentionDuration": None,
     "columnMapping.mode": ("none", "name", "id"),
-    "dataSkippingNumIndexedCols": None,
-    "dataSkippingStatsColumns": None,
-    "deletedFileRetentionDuration": None,
-    "enableChangeDataFeed": _BOOLEAN,
-    "enableDeletionVectors": _BOOLEAN,
-    "enableExpiredLogCleanup": _BOOLEAN,
-    "enableInCommitTimestamps": _BOOLEAN,
-    "enableRowTracking": _BOOLEAN,
-    "enableTypeWidening": _BOOLEAN,
     "isolationLevel": ("Serializable", "WriteSerializable"),
-    "logRetentionDuration": None,
     "minReaderVersion": ("1", "2", "3"),
     "minWriterVersion": ("1", "2", "3", "4", "5", "6", "7"),
-    "randomizeFilePrefixes": _BOOLEAN,
-    "randomPrefixLength": None,
-    "setTransactionRetentionDuration": None,
 }
 _COUNTS = ("checkpointInterval", "dataSkippingNumIndexedCols", "randomPrefixLength")
 # The table features a table turns on by ``delta.feature.<name>: supported`` (Delta's TableFeature names, less its
