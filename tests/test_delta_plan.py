@@ -263,3 +263,12 @@ def test_a_delta_property_delta_refuses_is_refused_where_it_is_written(tmp_path:
     assert (str(found.source.path).endswith("schemas/db/orders.yaml"), found.source.line, found.source.col) == (
         True, 16, 3)
     assert problem in found.message
+
+
+def test_a_setting_that_turns_a_table_feature_on_is_a_protocol_step_and_another_setting_is_not():
+    want = _want(properties={"delta.enableDeletionVectors": "true", "delta.checkpointInterval": "20"})
+    protocol, alter = _plan(want).steps
+    assert _delta_action(protocol).set == {"delta.enableDeletionVectors": "true"}
+    assert protocol.hazards == ("table feature deletionVectors: Delta readers and writers without it stop reading or "
+                                "writing the table; a feature, once on, stays in the protocol",)
+    assert _delta_action(alter).set == {"delta.checkpointInterval": "20"} and not alter.hazards

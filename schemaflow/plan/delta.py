@@ -52,6 +52,11 @@ _REWRITE = ("Delta changes it in place only as its protocol allows, and schemafl
             "files and log are Delta's): create a new Delta table as declared, copy the rows (CREATE TABLE new USING "
             "delta ... AS SELECT ... FROM old) and swap the names outside schemaflow")
 _INTEGERS = ("tinyint", "smallint", "int", "bigint")
+# The settings that turn a table feature on (Delta's TableFeature of each), and the value that does.
+_FEATURE_SETTINGS = {"delta.appendOnly": ("appendOnly", "true"), "delta.enableChangeDataFeed": ("changeDataFeed", "true"),
+                     "delta.enableDeletionVectors": ("deletionVectors", "true"),
+                     "delta.enableInCommitTimestamps": ("inCommitTimestamp", "true"),
+                     "delta.enableRowTracking": ("rowTracking", "true"), "delta.checkpointPolicy": ("v2Checkpoint", "v2")}
 
 
 def widens(old: str, new: str, release: SparkVersion) -> bool:
@@ -98,7 +103,8 @@ class DeltaProtocol:
         if self.set.get(WIDENING) == "true":
             hazards.append(f"type widening ({WIDENING}, protocol reader 3, writer 7, feature typeWidening): "
                            f"{_WIDENING_READERS}; {_ONE_WAY}")
-        features = sorted(k[len(FEATURE):] for k in self.set if k.startswith(FEATURE))
+        features = sorted({k[len(FEATURE):] for k in self.set if k.startswith(FEATURE)} | {
+            _FEATURE_SETTINGS[k][0] for k, v in self.set.items() if k in _FEATURE_SETTINGS})
         if features:
             hazards.append(f"table feature {', '.join(features)}: Delta readers and writers without it stop reading or "
                            "writing the table; a feature, once on, stays in the protocol")
@@ -212,20 +218,22 @@ def delta_changes(want: Table, have: Table, migrations: Sequence[Migration],
                                     f"{_WIDENING_READERS})"))
     if problems:
         return tuple(problems)
-    protocol = {k: v for k, v in declared.items() if _raises(k) and live.get(k) != v}
+    protocol = {k: v for k, v in declared.items() if _raises(k, v) and live.get(k) != v}
     protocol |= _versions(protocol, live, state)
     changes: list[DeltaProtocol | AlterDeltaTable] = []
     if protocol:
         changes.append(DeltaProtocol(want.key, protocol, {k: live[k] for k in protocol if k in live}, state))
-    others = {k: v for k, v in declared.items() if not _raises(k) and live.get(k) != v}
+    others = {k: v for k, v in declared.items() if not _raises(k, v) and live.get(k) != v}
     if evolution.kind is not ColumnListChange.SAME or others or want.comment != have.comment:
         changes.append(AlterDeltaTable(want.key, evolution, want, have, state, others))
     return tuple(changes)
 
 
-def _raises(key: str) -> bool:
-    """Whether setting ``key`` turns column mapping, type widening or a table feature on, or raises the protocol."""
-    return key in (MAPPING, WIDENING, READER, WRITER) or key.startswith(FEATURE)
+def _raises(key: str, value: str) -> bool:
+    """Whether setting ``key`` to ``value`` turns column mapping, type widening or another table feature on, or
+    raises the protocol."""
+    return (key in (MAPPING, WIDENING, READER, WRITER) or key.startswith(FEATURE)
+            or key in _FEATURE_SETTINGS and _FEATURE_SETTINGS[key][1] == value)
 
 
 def _versions(protocol: Mapping[str, str], live: Mapping[str, str], state: DeltaState) -> dict[str, str]:

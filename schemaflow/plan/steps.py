@@ -27,8 +27,9 @@ def _shown(statements: tuple[str, ...]) -> str:
 
 @dataclass(frozen=True)
 class CreateTableAction:
-    """Create a table that is not Iceberg (those are an ``IcebergCommit``), born claimed: it holds the run's claim in
-    ``schemaflow.version`` from its first moment, so its later writes can be guarded."""
+    """Create a table that is neither Iceberg nor Delta (those are an ``IcebergCommit``, a ``DeltaCreate``), born
+    claimed: it holds the run's claim in ``schemaflow.version`` from its first moment, so its later writes can be
+    guarded."""
 
     kind: ClassVar[ActionKind] = ActionKind.CREATE_TABLE
     table: Table
