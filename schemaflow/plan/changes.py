@@ -22,7 +22,8 @@ from schemaflow.plan.iceberg import AlterIcebergTable, ConvertToIceberg
 from schemaflow.plan.moving import RegisterTable
 from schemaflow.plan.rewrite import RewriteTable
 from schemaflow.plan.steps import (Action, AddColumnsAction, AddDatabase, ChangeViewPartitions, CheckLiveViews,
-                                   CreateTableAction, CreateViewAction, DeltaCreate, DropTableAction, DropViewAction, IcebergCommit,
+                                   CreateTableAction, CreateViewAction, DeltaCreate, DropTableAction, DropViewAction,
+                                   IcebergCommit,
                                    KeepViewPartitions, PartitionView, SetColumnCommentsAction, SetColumns,
                                    SetDatabaseParameters, SetParameters, SetStorageAction, SetTableCommentAction, Step,
                                    listed_partitions)
@@ -585,5 +586,5 @@ class Stamp:
 
 
 Change = (CreateDatabase | SetDatabaseProperties | CreateTable | DropTable | AddColumns | AlterColumns | AlterIcebergTable
-          | AlterDeltaTable | DeltaProtocol | ConvertToIceberg | SetTableComment | SetColumnComments | SetStorage | CreateView | ReplaceView | DropView
-          | SyncViewPartitions | Unsupported | Stamp | RewriteTable | RegisterTable)
+          | AlterDeltaTable | DeltaProtocol | ConvertToIceberg | SetTableComment | SetColumnComments | SetStorage
+          | CreateView | ReplaceView | DropView | SyncViewPartitions | Unsupported | Stamp | RewriteTable | RegisterTable)
