@@ -561,7 +561,7 @@ _STORAGE_DETAILS = frozenset({"data_source", "serde", "input_format", "output_fo
 _DERIVED_LATER = frozenset({"output"})
 # An Iceberg table's layout, left out likewise: a Hive table's data and fingerprint are what they were.
 _ICEBERG_LAYOUT = frozenset({"partition_spec", "sort_order"})
-_LEFT_OUT_AT_DEFAULT = _STORAGE_DETAILS | _DERIVED_LATER | _ICEBERG_LAYOUT | {"iceberg", "unreadable", "backup_of", "rewrite_of", "spelt",
+_LEFT_OUT_AT_DEFAULT = _STORAGE_DETAILS | _DERIVED_LATER | _ICEBERG_LAYOUT | {"iceberg", "delta", "unreadable", "backup_of", "rewrite_of", "spelt",
                                                                               "swapped_out_by",
                                                                               "rewrite_hiding", "expanded_sql",
                                                                               "resolves_in"}
@@ -569,7 +569,7 @@ _LEFT_OUT_AT_DEFAULT = _STORAGE_DETAILS | _DERIVED_LATER | _ICEBERG_LAYOUT | {"i
 # object's definition, so not of its fingerprint: those and live-only bookkeeping, what is derived
 # from a view's SQL, and a view's partitions (its contents, see ``fingerprint``).
 _NOT_DATA = frozenset({"source", "stars"})
-_NOT_DEFINITION = _NOT_DATA | {"iceberg", "unreadable", "backup_of", "rewrite_of", "spelt", "swapped_out_by", "rewrite_hiding", "managed_keys", "version", "reads", "uses", "lineage", "output", "schema_mode",
+_NOT_DEFINITION = _NOT_DATA | {"iceberg", "delta", "unreadable", "backup_of", "rewrite_of", "spelt", "swapped_out_by", "rewrite_hiding", "managed_keys", "version", "reads", "uses", "lineage", "output", "schema_mode",
                                "migrations", "partitions", "expanded_sql", "resolves_in"}
 # The fields of a Table and a View that their plain data holds, in order, found once per class; and
 # those of them that take part in a fingerprint.
@@ -598,7 +598,7 @@ def _data(obj: Object, names: tuple[str, ...]) -> dict[str, Any]:
             value = [column_data(c) for c in value]
         elif name in _LEFT_OUT_AT_DEFAULT and not value:
             continue  # at its default: the data (and so the fingerprint) of a table without it is unchanged
-        elif isinstance(value, (ViewPartitions, Bucketing, IcebergState)):
+        elif isinstance(value, (ViewPartitions, Bucketing, IcebergState, DeltaState)):
             value = value.to_data()
         elif name in _ICEBERG_LAYOUT:
             value = [item.to_data() for item in value]
@@ -633,6 +633,8 @@ def from_data(data: Mapping[str, Any]) -> Object:
         data["sort_order"] = tuple(SortTerm.from_data(t) for t in data["sort_order"])
     if data.get("iceberg") is not None:
         data["iceberg"] = IcebergState.from_data(data["iceberg"])
+    if data.get("delta") is not None:
+        data["delta"] = DeltaState.from_data(data["delta"])
     return cls(**data)
 
 

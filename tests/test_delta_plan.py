@@ -13,7 +13,8 @@ import pytest
 
 from schemaflow.apply.executor import check_runnable
 from schemaflow.errors import SchemaflowError, SpecError
-from schemaflow.model import Catalog, Column, DeltaState, DropColumn, Migration, RenameColumn, Table
+from schemaflow.model import (Catalog, Column, DeltaState, DropColumn, Migration, RenameColumn, Table, fingerprint,
+                              from_data, to_data)
 from schemaflow.plan.delta import widens
 from schemaflow.plan.plan import Plan, PlanBuilder
 from schemaflow.plan.steps import DeltaAlter, DeltaCreate, SetParameters, Step
@@ -272,3 +273,9 @@ def test_a_setting_that_turns_a_table_feature_on_is_a_protocol_step_and_another_
     assert protocol.hazards == ("table feature deletionVectors: Delta readers and writers without it stop reading or "
                                 "writing the table; a feature, once on, stays in the protocol",)
     assert _delta_action(alter).set == {"delta.checkpointInterval": "20"} and not alter.hazards
+
+
+def test_a_live_delta_tables_state_round_trips_and_is_no_part_of_its_fingerprint():
+    assert from_data(to_data(LIVE)).delta == STATE  # as a snapshot and a saved plan keep it
+    assert "delta" not in to_data(replace(LIVE, delta=None))  # a table without it reads as before it existed
+    assert fingerprint(LIVE) == fingerprint(replace(LIVE, delta=None))  # live state, as an Iceberg table's
