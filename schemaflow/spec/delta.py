@@ -111,8 +111,9 @@ def _why_not(key: str, value: str) -> str | None:
         return None if value == "supported" else f"'{key}' takes 'supported' (a feature is only ever turned on), not {value!r}"
     name = key[len("delta."):]
     if name not in SETTINGS:
+        known = ", ".join(sorted(SETTINGS, key=str.lower))
         return (f"'{key}' is no Delta table property schemaflow knows (Delta ignores or refuses unknown delta.* keys); "
-                f"the properties are delta. followed by one of {', '.join(SETTINGS)}, or {FEATURE}<feature>")
+                f"the properties are delta. followed by one of {known}, or {FEATURE}<feature>")
     allowed = SETTINGS[name]
     if allowed is not None and value not in allowed:
         return f"'{key}' takes {' or '.join(repr(v) for v in allowed)}, not {value!r}"
