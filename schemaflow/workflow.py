@@ -48,7 +48,7 @@ from schemaflow.target import check_targets, from_target, on_target, target_patt
 from schemaflow.render.review import Review
 from schemaflow.spark_version import SparkVersion, spark_name, spark_version
 from schemaflow.spec import load_catalog
-from schemaflow.sql.table_kinds import table_kind
+from schemaflow.sql.table_kinds import ColumnChanges, table_kind
 
 if TYPE_CHECKING:
     from schemaflow.catalog.history import Applied
@@ -98,7 +98,8 @@ def _plannable(*catalogs: Catalog) -> None:
     iceberg: dict[str, Table] = {}  # the first catalog's declaration of each: the head's, before the base's
     for catalog in catalogs:
         for table in catalog.tables():
-            if (kind := table_kind(table.format, table.data_source)) is not None and kind.own_metadata:
+            kind = table_kind(table.format, table.data_source)
+            if kind is not None and kind.column_changes is ColumnChanges.ICEBERG:  # committed through pyiceberg
                 iceberg.setdefault(table.key, table)
     problems = [Problem(table.source or Source(key), (
         f"{key} is an Iceberg table, and creating or changing one needs pyiceberg, which is not installed here: "

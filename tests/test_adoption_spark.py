@@ -53,6 +53,11 @@ def build_warehouse(spark, metastore, db: str) -> None:
     spark.conf.unset("spark.sql.legacy.createHiveTableByDefault")
 
 
+# A live Delta table whose log is not read (none is here) is left alone, saying so.
+DELTA_UNREAD = ("its own metadata could not be read: its Delta log is not read by this build of schemaflow; leave the "
+                "table to Delta's own tools")
+
+
 def edit(path: Path, old: str, new: str) -> None:
     text = path.read_text()
     assert old in text, text
@@ -67,7 +72,7 @@ def test_a_warehouse_built_by_spark_and_hive_users_is_adopted_and_evolves(tmp_pa
 
     imported = schemaflow("--project", project, "import", "--database", db)
     assert imported.code == 0, imported.said
-    for left_alone in (f"{db}.delta_like (a Delta Lake table)", f"{db}.iceberg_like (an Iceberg table)",
+    for left_alone in (f"{db}.delta_like ({DELTA_UNREAD})", f"{db}.iceberg_like (an Iceberg table)",
                        f"{db}.tmp_scratch (excluded by '{db}.tmp_*' in schemaflow.yaml)"):
         assert f"not managed: {left_alone}; schemaflow leaves it alone\n" in imported.out
     assert f"Imported 9 of 12 objects of {db} (3 left alone, as plan leaves them).\n" in imported.out

@@ -106,7 +106,7 @@ def test_the_yaml_reference_has_every_key_of_every_schema() -> None:
     for schema in ("settings.json", "table.json", "view.json", "source.json", "migration.json"):
         for name in _property_names(json.loads((SCHEMAS / schema).read_text())):
             assert re.search(rf"^\| `([^`]*\.)?{re.escape(name)}` \|", reference, re.M), (schema, name)
-    assert ("| `format` | one of `parquet`, `orc`, `avro`, `textfile`, `sequencefile`, `rcfile`, `iceberg` |"
+    assert ("| `format` | one of `parquet`, `orc`, `avro`, `textfile`, `sequencefile`, `rcfile`, `iceberg`, `delta` |"
             in reference)
     assert "| `partitioned_by` | list of text or mappings |" in reference
     assert "| `changes[].partitions.mode` | one of `cascade`, `restrict` | yes |" in reference
@@ -184,6 +184,7 @@ COVERED = {
     ("concepts/objects.md", 6): VALIDATED,
     ("concepts/objects.md", 7): VALIDATED,
     ("concepts/objects.md", 8): VALIDATED,
+    ("concepts/objects.md", 9): VALIDATED,  # a Delta table
     ("concepts/view-partitions.md", 0): VALIDATED,
     ("concepts/view-partitions.md", 1): VALIDATED,
     ("guides/adopting.md", 0): VALIDATED,
@@ -281,6 +282,8 @@ VALIDATE: dict[tuple[str, int], Callable[[str], dict[str, str]]] = {
                                                "schemaflow.yaml": "databases: [analytics, events, retail]\n"},
     ("concepts/objects.md", 8): lambda block: {"schemas/shop/orders.yaml": block,
                                                "schemaflow.yaml": "databases: [analytics, retail, shop]\n"},
+    ("concepts/objects.md", 9): lambda block: {"schemas/sales/orders.yaml": block,
+                                               "schemaflow.yaml": "databases: [analytics, retail, sales]\n"},
     ("concepts/view-partitions.md", 0): _view_partitions,
     ("concepts/view-partitions.md", 1): _view_partitions,
     ("guides/adopting.md", 0): lambda block: {"schemaflow.yaml": block.replace("[sales]", "[analytics, retail]")

@@ -21,6 +21,7 @@ from schemaflow.catalog.hive.thrift_data import read_catalog, user_properties
 from schemaflow.model import Catalog, Column, Database, Table, recorded
 from schemaflow.plan.kinds import StepKind
 from schemaflow.plan.plan import Plan, PlanBuilder
+from schemaflow.scope import unmanageable
 from schemaflow.sql import table_kinds
 from schemaflow.sql.storage import PATH_OPTION
 from schemaflow.sql.table_kinds import (PROVIDER, ColumnChanges, LiveSchema, Resolution, TableKind,
@@ -119,3 +120,19 @@ def test_a_kind_with_its_own_metadata_and_no_reader_fails_every_read(metastore: 
                                                         if k != LEDGER})
     with pytest.raises(LookupError, match="'ledger' keeps its live schema in metadata of its own, and no reader"):
         read_catalog(metastore, ("shop",))
+
+
+def test_a_new_table_of_the_kind_is_created_as_its_kind_creates_it(metastore: Metastore) -> None:
+    """Its record's traits say how: a data source whose columns Spark SQL changes is created by Spark SQL, not by a
+    commit of another table format's (the way a kind with metadata of its own was once always created)."""
+    table = Table("shop", "refunds", COLUMNS, format=LEDGER, data_source=True)
+    [step] = PlanBuilder(Catalog(("shop",), {table.key: table}), Catalog(("shop",), {})).build().steps
+    assert (step.kind, step.summary) == (StepKind.CREATE_TABLE, "create table shop.refunds (3 columns, USING ledger)")
+    assert "USING ledger" in step.body[0].describe().splitlines()
+
+
+def test_an_undeclared_live_table_of_the_kind_is_left_alone_unless_the_project_opts_in(metastore: Metastore) -> None:
+    [table] = read_catalog(metastore, ("shop",)).tables()
+    assert unmanageable(table) == ("a table of the kind 'ledger', whose tables no file declares schemaflow leaves "
+                                   "alone unless schemaflow.yaml lists it in manage_undeclared")
+    assert unmanageable(table, frozenset({LEDGER})) is None

@@ -14,7 +14,7 @@ from schemaflow.plan.kinds import EFFECTS, ActionKind, Effect, ObjectType, StepK
 from schemaflow.plan.plan import Plan, PlanBuilder
 from schemaflow.plan.settings_changes import SettingsChange
 from schemaflow.plan.steps import (ACTION_CLASSES, Action, AddColumnsAction, AddDatabase, ChangeViewPartitions,
-                                   ForgetEntryAction, RegisterTableAction,
+                                   DeltaAlter, DeltaCreate, ForgetEntryAction, RegisterTableAction,
                                    CheckLiveViews, CreateTableAction, CreateViewAction, DropTableAction, DropViewAction,
                                    IcebergCommit, RewriteRows,
                                    KeepViewPartitions, RestoreBackup,
@@ -63,6 +63,13 @@ ONE_OF_EACH: tuple[Action, ...] = (
     RegisterTableAction("db.i", "s3://lake/i/metadata/00001-y.metadata.json", None, "embedded:/state"),
     ForgetEntryAction("db.i", ObjectType.TABLE, "v1", "thrift://old:9083"),
     ForgetEntryAction("db.v", ObjectType.VIEW, None, "thrift://old:9083"),
+    DeltaCreate(Table("db", "d", (Column("id", "bigint"),), (Column("ds", "string"),), format="delta", data_source=True,
+                      properties={"delta.columnMapping.mode": "name"})),
+    DeltaCreate(Table("db", "d", (Column("id", "bigint"),), format="delta", data_source=True), {"team": "a"}),
+    DeltaAlter("db.d", 7, "0b6f-id", {"delta.columnMapping.mode": "name"}, ("team",), (Column("v", "int", "new"),),
+               (("a", "b"),), ("c",), (Column("id", "bigint"),), (Column("b", "string", "renamed"),),
+               (("v", "b"), ("id", None)), ("Orders",)),
+    DeltaAlter("db.d", 0, "0b6f-id", comment=(None,)),
 )
 
 
@@ -119,4 +126,4 @@ def test_the_changes_of_a_table_s_columns_share_one_base_which_says_which_need_p
 
     columns = {c for c in typing.get_args(Change) if issubclass(c, ColumnChange)}
     assert {c.__name__: c.needs_permission for c in columns} == {
-        "AlterColumns": False, "AlterIcebergTable": False, "RewriteTable": True}
+        "AlterColumns": False, "AlterIcebergTable": False, "AlterDeltaTable": False, "RewriteTable": True}

@@ -17,6 +17,8 @@ from typing import NamedTuple
 import pytest
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
+from sqlglot.tokens import TokenType
 
 from schemaflow.model import Bucketing, Column, Table, View
 from schemaflow.sql import ddl, session
@@ -59,6 +61,14 @@ def _data_source_table() -> Case:
     return Case(sql, exp.Create, set(NAMES[:5]), {TEXT, NAMES[5], "schemaflow.version", TOKEN})
 
 
+def _delta_table() -> Case:
+    """A Delta table's CREATE: its properties written beside the claim."""
+    table = Table(NAMES[0], NAMES[1], (Column(NAMES[2], "int", TEXT),), (Column(NAMES[4], "string"),), comment=TEXT,
+                  format="delta", data_source=True, properties={NAMES[5]: TEXT})
+    sql = ddl.fill_claim(ddl.create_table(table, table.properties), TOKEN)
+    return Case(sql, exp.Create, {NAMES[0], NAMES[1], NAMES[2], NAMES[4]}, {TEXT, NAMES[5], "schemaflow.version", TOKEN})
+
+
 def _view() -> View:
     # Its columns rename its output, so the stored text wraps the SQL in a SELECT that renames it.
     sql = f"SELECT {ddl.ident(NAMES[6])}, {ddl.ident(NAMES[1])} FROM {ddl.ident(NAMES[7])}"
@@ -76,7 +86,7 @@ def _dropped(kind: str) -> Case:
 
 
 CASES: dict[Callable[..., str], list[Callable[[], Case]]] = {
-    ddl.create_table: [_hive_table, _data_source_table],
+    ddl.create_table: [_hive_table, _data_source_table, _delta_table],
     ddl.create_view: [_created_view],
     ddl.view_text: [lambda: Case(ddl.view_text(_view()), exp.Select, {NAMES[i] for i in (0, 1, 6, 7, 8, 9)}, set())],
     ddl.add_columns: [lambda: Case(ddl.add_columns(f"{NAMES[0]}.{NAMES[1]}", [Column(NAMES[2], "int", TEXT),
@@ -92,6 +102,14 @@ CASES: dict[Callable[..., str], list[Callable[[], Case]]] = {
     ddl.set_table_comment: [lambda: Case(ddl.set_table_comment(f"{NAMES[8]}.{NAMES[9]}", TEXT), exp.Comment,
                                          {NAMES[8], NAMES[9]}, {TEXT})],
     ddl.use_database: [lambda: Case(ddl.use_database(NAMES[6]), exp.Use, {NAMES[6]}, set())],
+    ddl.set_table_properties: [lambda: Case(ddl.set_table_properties(f"{NAMES[0]}.{NAMES[1]}", {NAMES[5]: TEXT}),
+                                            exp.Alter, {NAMES[0], NAMES[1]}, {NAMES[5], TEXT})],
+    ddl.rename_column: [lambda: Case(ddl.rename_column(f"{NAMES[0]}.{NAMES[1]}", NAMES[2], NAMES[3]), exp.Alter,
+                                     set(NAMES[:4]), set())],
+    ddl.drop_columns: [lambda: Case(ddl.drop_columns(f"{NAMES[0]}.{NAMES[1]}", [NAMES[2], NAMES[8]]), exp.Alter,
+                                    {*NAMES[:3], NAMES[8]}, set())],
+    ddl.change_column_type: [lambda: Case(ddl.change_column_type(f"{NAMES[0]}.{NAMES[1]}", Column(NAMES[9], "bigint")),
+                                          exp.Alter, {NAMES[0], NAMES[1], NAMES[9]}, set())],
     ddl.drop: [partial(_dropped, kind) for kind in ("table", "view")],
     session.refresh_table: [lambda: Case(session.refresh_table(f"{NAMES[0]}.{NAMES[7]}"), exp.Refresh,
                                          {NAMES[0], NAMES[7]}, set())],
@@ -105,6 +123,19 @@ CASES: dict[Callable[..., str], list[Callable[[], Case]]] = {
 }
 
 
+# Builders of statements sqlglot does not parse (it reads them as a Command): each is read back token by token, every
+# identifier and string as it went in, and no separator between statements.
+TOKENIZED: dict[Callable[..., str], list[Callable[[], Case]]] = {
+    ddl.unset_table_properties: [lambda: Case(ddl.unset_table_properties(f"{NAMES[0]}.{NAMES[1]}", [NAMES[5], TEXT]),
+                                              exp.Command, {NAMES[0], NAMES[1]}, {NAMES[5], TEXT})],
+    ddl.move_column: [
+        lambda: Case(ddl.move_column(f"{NAMES[0]}.{NAMES[1]}", NAMES[2], NAMES[3]), exp.Command, set(NAMES[:4]), set()),
+        lambda: Case(ddl.move_column(f"{NAMES[8]}.{NAMES[9]}", NAMES[6], None), exp.Command,
+                     {NAMES[8], NAMES[9], NAMES[6]}, set()),
+    ],
+}
+
+
 def _public_functions(module: ModuleType) -> set[Callable[..., object]]:
     return {f for name, f in inspect.getmembers(module, inspect.isfunction)
             if not name.startswith("_") and f.__module__ == module.__name__}
@@ -112,7 +143,7 @@ def _public_functions(module: ModuleType) -> set[Callable[..., object]]:
 
 def test_every_builder_has_a_case() -> None:
     public = set().union(*map(_public_functions, MODULES))
-    assert public - NOT_BUILDERS.keys() == CASES.keys()
+    assert public - NOT_BUILDERS.keys() == CASES.keys() | TOKENIZED.keys()
 
 
 @pytest.mark.parametrize("make", [make for cases in CASES.values() for make in cases],
@@ -126,3 +157,13 @@ def test_a_statement_reads_back_with_every_name_and_string_as_it_went_in(make: C
     assert isinstance(tree, case.kind), tree
     assert {node.name for node in tree.find_all(exp.Identifier)} == case.names
     assert {node.this for node in tree.find_all(exp.Literal) if node.is_string} == case.strings
+
+
+@pytest.mark.parametrize("make", [make for cases in TOKENIZED.values() for make in cases],
+                         ids=[f"{builder.__name__}-{i}" for builder, cases in TOKENIZED.items() for i in range(len(cases))])
+def test_a_statement_sqlglot_does_not_parse_reads_back_token_by_token(make: Callable[[], Case]) -> None:
+    case = make()
+    tokens = Dialect.get_or_raise(DIALECT).tokenize(case.sql)
+    assert not [t for t in tokens if t.token_type is TokenType.SEMICOLON]
+    assert {t.text for t in tokens if t.token_type is TokenType.IDENTIFIER} == case.names
+    assert {t.text for t in tokens if t.token_type is TokenType.STRING} == case.strings

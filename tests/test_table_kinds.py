@@ -11,10 +11,11 @@ import pytest
 from schemaflow.catalog.metadata_readers import metadata_reader
 from schemaflow.catalog.hive.thrift_data import to_model
 from schemaflow.scope import unmanageable
-from schemaflow.model import Column, Table
+from schemaflow.model import Column, DeltaState, Table
 from schemaflow.sql import ddl
 from schemaflow.sql.storage import KNOWN_SERDES
-from schemaflow.sql.table_kinds import (CUSTOM, FOREIGN_FORMATS, PROVIDER, ColumnChanges, LiveSchema, Resolution, TableKind,
+from schemaflow.sql.table_kinds import (CUSTOM, FOREIGN_FORMATS, PROVIDER, ColumnChanges, Layout, LiveSchema, Resolution,
+                                        TableKind,
                                         data_source_provider, format_kind, hive_kind, kind_of, kinds, names, register,
                                         table_formats, table_kind)
 
@@ -26,7 +27,7 @@ def test_the_table_schema_enums_are_the_registered_names():
     # format: names the Hive formats and the table formats with metadata of their own (Iceberg, created USING)
     assert set(TABLE_SCHEMA["format"]["enum"]) == set(names(data_source=False)) | set(table_formats())
     assert set(TABLE_SCHEMA["using"]["enum"]) == set(names(data_source=True))
-    assert table_formats() == ("iceberg",)
+    assert table_formats() == ("iceberg", "delta")
     assert all(format_kind(name).own_metadata and format_kind(name).data_source for name in table_formats())
     assert not set(table_formats()) & (set(names(data_source=False)) | set(names(data_source=True)))
 
@@ -62,17 +63,20 @@ def test_each_kinds_traits_agree(kind: TableKind):
     if kind.data_source:
         assert data_source_provider(kind.name) == kind.name
         assert (kind.ddl_clause, kind.classes, kind.serde) == (f"USING {kind.name}", None, None)
-        if kind.own_metadata:  # a table format: any change by field id, in a commit to its metadata
-            assert (kind.column_changes, kind.resolution, kind.way_out) == (ColumnChanges.ICEBERG, Resolution.BY_ID, "")
+        if kind.own_metadata:  # a table format: its changes, its layout and how it commits are its own
+            assert (kind.column_changes, kind.resolution, kind.layout, kind.way_out) in (
+                (ColumnChanges.ICEBERG, Resolution.BY_ID, Layout.TRANSFORMS, ""),       # by field id, one commit
+                (ColumnChanges.DELTA, Resolution.BY_NAME, Layout.PARTITION_COLUMNS, ""))  # the engine's statements
+            assert not kind.manages_undeclared
             assert metadata_reader(kind)  # its live tables are read from that metadata
         else:
-            assert kind.column_changes is ColumnChanges.SPARK_SQL and kind.way_out
+            assert kind.column_changes is ColumnChanges.SPARK_SQL and kind.way_out and kind.layout is Layout.STORAGE
             assert kind.live_schema is LiveSchema.SPARK_COPY
             assert kind.resolution is Resolution.NOT_ASSUMED
         assert not kind.row_format_serde
     else:
         assert kind.serde in KNOWN_SERDES
-        assert kind.column_changes is ColumnChanges.METASTORE and not kind.way_out
+        assert kind.column_changes is ColumnChanges.METASTORE and not kind.way_out and kind.layout is Layout.STORAGE
         assert kind.live_schema is LiveSchema.METASTORE
         assert kind.adds_columns and not kind.one_column
         named = kind.name != CUSTOM
@@ -92,9 +96,9 @@ def test_each_kind_is_created_by_its_clause(kind: TableKind):
 
 
 def test_a_table_of_no_registered_kind_is_named():
-    assert table_kind("delta", data_source=True) is None and data_source_provider("hive") is None
-    with pytest.raises(LookupError, match=r"db.t is of no table kind schemaflow knows \(delta\)"):
-        kind_of(Table("db", "t", (), format="delta", data_source=True))
+    assert table_kind("hudi", data_source=True) is None and data_source_provider("hive") is None
+    with pytest.raises(LookupError, match=r"db.t is of no table kind schemaflow knows \(hudi\)"):
+        kind_of(Table("db", "t", (), format="hudi", data_source=True))
 
 
 def test_the_docs_list_the_registered_names():
@@ -121,3 +125,20 @@ def test_a_live_iceberg_table_is_left_alone_though_a_declared_one_has_a_kind():
     live = to_model(_live(iceberg))
     assert isinstance(live, Table) and kind_of(live) is iceberg
     assert unmanageable(live) == "an Iceberg table"
+
+
+def test_a_live_delta_table_is_of_the_delta_kind_and_left_alone_unless_the_project_opts_in():
+    delta = format_kind("delta")
+    assert delta is not None and delta.ddl_clause == "USING delta" and delta.data_source
+    assert "delta" not in {foreign.name for foreign in FOREIGN_FORMATS}
+    # Until its log is read, the metastore's placeholder columns are never taken for its schema.
+    placeholder = _live(delta) | {"sd": {"cols": [{"name": "col", "type": "array<string>"}]}}
+    live = to_model(placeholder)
+    assert isinstance(live, Table) and kind_of(live) is delta and live.columns == ()
+    assert unmanageable(live).startswith("its own metadata could not be read: its Delta log is not read")
+    # Read from its log, an undeclared one is still left alone, unless schemaflow.yaml lists delta.
+    read = Table("db", "t", (Column("id", "bigint"),), format="delta", data_source=True,
+                 delta=DeltaState("file:/w/t", 3, "id-1", 1, 2))
+    assert unmanageable(read) == ("a table of the kind 'delta', whose tables no file declares schemaflow leaves alone "
+                                  "unless schemaflow.yaml lists it in manage_undeclared")
+    assert unmanageable(read, frozenset({"delta"})) is None

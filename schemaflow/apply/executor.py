@@ -43,7 +43,8 @@ from schemaflow.model import (DROPPED_PREFIX, HISTORY_PREFIX, NO_VERSION, VERSIO
                               Table, View, ViewSql, split_key)
 from schemaflow.plan.kinds import EFFECTS, Effect, ObjectType, StepKind
 from schemaflow.plan.plan import Plan
-from schemaflow.plan.steps import (Action, AddColumnsAction, AddDatabase, ChangeViewPartitions, CheckLiveViews,
+from schemaflow.plan.steps import (Action, AddColumnsAction, AddDatabase, ChangeViewPartitions, CheckLiveViews, DeltaAlter,
+                                   DeltaCreate,
                                    CreateTableAction, CreateViewAction, DropTableAction, DropViewAction, IcebergCommit,
                                    ForgetEntryAction, KeepViewPartitions, PartitionView, RegisterTableAction,
                                    RestoreBackup, RewriteRows, SetColumnCommentsAction, SetColumns,
@@ -394,15 +395,32 @@ class Run:
                 writer.restore_table(action.object, action.backup, action.temporary, action.backup_version,
                                      self.held.get(action.object), self.guards.get(action.object), token)
                 self.held[action.object] = token
+            case DeltaCreate() | DeltaAlter():
+                raise SchemaflowError(_delta_not_applied(action.object))
             case _ as unreachable:
                 assert_never(unreachable)
 
 
+def _delta_not_applied(key: str) -> str:
+    return (f"{key}: this build of schemaflow plans changes to Delta tables but does not apply them yet; nothing was "
+            "applied (apply the plan's statements for it with delta-spark by hand, or leave the table out of the plan)")
+
+
+def refuse_delta_actions(plan: Plan) -> None:
+    """Refuse a plan that changes a Delta table, before its first step: applying Delta's actions through the engine,
+    on top of the log version planned, is not wired into apply yet."""
+    delta = next((a for step in plan.steps for a in step.actions if isinstance(a, DeltaCreate | DeltaAlter)), None)
+    if delta is not None:
+        raise SchemaflowError(_delta_not_applied(delta.object))
+
+
 def check_runnable(plan: Plan) -> None:
-    """Refuse a plan with blocked steps, before anything is connected to or changed."""
+    """Refuse a plan with blocked steps, or with steps apply cannot run yet, before anything is connected to or
+    changed."""
     if plan.blocked:
         reasons = "\n".join(f"  {s.object}: {s.blocked}" for s in plan.blocked)
         raise SchemaflowError(f"the plan has {plural(len(plan.blocked), 'blocked step')}; nothing was applied:\n{reasons}")
+    refuse_delta_actions(plan)
 
 
 def apply_plan(plan: Plan, writer: CatalogWriter, progress: TextIO | None = None, claim: Claim | None = None,
@@ -612,7 +630,8 @@ def _writes(action: Action) -> bool:
         case (CreateTableAction() | AddColumnsAction() | SetTableCommentAction() | SetColumnCommentsAction()
               | DropTableAction() | CreateViewAction() | DropViewAction() | AddDatabase() | SetDatabaseParameters()
               | SetParameters() | SetColumns() | ChangeViewPartitions() | PartitionView() | SetStorageAction()
-              | IcebergCommit() | RewriteRows() | RestoreBackup() | RegisterTableAction() | ForgetEntryAction()):
+              | IcebergCommit() | RewriteRows() | RestoreBackup() | RegisterTableAction() | ForgetEntryAction()
+              | DeltaCreate() | DeltaAlter()):
             return True
         case _ as unreachable:
             assert_never(unreachable)

@@ -10,22 +10,25 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 from collections.abc import Mapping
+from typing import assert_never
 
 from schemaflow.model import COMMENT_KEY, MIGRATION_PREFIX, SCHEMAFLOW_PREFIX, Column, Database, PartitionValues, Table, View
 from schemaflow.plan.evolution import ColumnChange, Evolution, ColumnListChange
 from schemaflow.spark_version import SparkVersion
 from schemaflow.plan.hazards import OFFER, appended_note, column_hazards, hidden_by_renames, restrict_hazard
 from schemaflow.plan.kinds import ObjectType, StepKind
+from schemaflow.plan.delta import AlterDeltaTable, DeltaProtocol
 from schemaflow.plan.iceberg import AlterIcebergTable, ConvertToIceberg
 from schemaflow.plan.moving import RegisterTable
 from schemaflow.plan.rewrite import RewriteTable
 from schemaflow.plan.steps import (Action, AddColumnsAction, AddDatabase, ChangeViewPartitions, CheckLiveViews,
-                                   CreateTableAction, CreateViewAction, DropTableAction, DropViewAction, IcebergCommit,
+                                   CreateTableAction, CreateViewAction, DeltaCreate, DropTableAction, DropViewAction,
+                                   IcebergCommit,
                                    KeepViewPartitions, PartitionView, SetColumnCommentsAction, SetColumns,
                                    SetDatabaseParameters, SetParameters, SetStorageAction, SetTableCommentAction, Step,
                                    listed_partitions)
 from schemaflow.sql import ddl
-from schemaflow.sql.table_kinds import kind_of, table_kind
+from schemaflow.sql.table_kinds import ColumnChanges, kind_of, table_kind
 from schemaflow.wording import duration, listed, plural, value_change
 
 
@@ -101,16 +104,25 @@ class CreateTable(_OfTable):
         if t.partition_columns:
             shape += f", partitioned by ({', '.join(c.name for c in t.partition_columns)})"
         kind = "external table" if t.external else "table"
-        if kind_of(t).own_metadata:
-            layout = f", partitioned by ({', '.join(map(str, t.partition_spec))})" if t.partition_spec else ""
-            layout += f", sorted by ({', '.join(map(str, t.sort_order))})" if t.sort_order else ""
-            return Step(StepKind.CREATE_TABLE, t.key, ObjectType.TABLE, f"create Iceberg table {t.key} ({shape}{layout})",
-                        (IcebergCommit(t, create=True),))
-        storage = f"USING {t.format}" if t.data_source else t.format
-        if t.bucketing:
-            storage += f", {plural(t.bucketing.count, 'bucket')}"
-        return Step(StepKind.CREATE_TABLE, t.key, ObjectType.TABLE, f"create {kind} {t.key} ({shape}, {storage})",
-                    (CreateTableAction(t),))
+        # How a table of its kind is created: as its kind changes its columns.
+        created_by = kind_of(t).column_changes
+        match created_by:
+            case ColumnChanges.ICEBERG:  # a commit to its own metadata
+                layout = f", partitioned by ({', '.join(map(str, t.partition_spec))})" if t.partition_spec else ""
+                layout += f", sorted by ({', '.join(map(str, t.sort_order))})" if t.sort_order else ""
+                return Step(StepKind.CREATE_TABLE, t.key, ObjectType.TABLE,
+                            f"create Iceberg table {t.key} ({shape}{layout})", (IcebergCommit(t, create=True),))
+            case ColumnChanges.DELTA:  # the engine writes its log's first commit
+                return Step(StepKind.CREATE_TABLE, t.key, ObjectType.TABLE, f"create Delta {kind} {t.key} ({shape})",
+                            (DeltaCreate(t),))
+            case ColumnChanges.METASTORE | ColumnChanges.SPARK_SQL:
+                storage = f"USING {t.format}" if t.data_source else t.format
+                if t.bucketing:
+                    storage += f", {plural(t.bucketing.count, 'bucket')}"
+                return Step(StepKind.CREATE_TABLE, t.key, ObjectType.TABLE, f"create {kind} {t.key} ({shape}, {storage})",
+                            (CreateTableAction(t),))
+            case _:
+                assert_never(created_by)
 
 
 @dataclass(frozen=True)
@@ -125,7 +137,7 @@ class DropTable(_OfTable):
 
     def to_step(self) -> Step:
         kind = table_kind(self.table.format, self.table.data_source)  # a live table: maybe of no kind schemaflow knows
-        if kind is not None and kind.own_metadata:  # registered as external, as Iceberg's catalogs register it
+        if kind is not None and kind.column_changes is ColumnChanges.ICEBERG:  # external, as Iceberg's catalogs register it
             note = f"Iceberg table: its {self.catalog} entry goes; its data and metadata files are kept"
         elif not self.purges:
             note = f"its {self.catalog} entry goes; the {self.catalog} deletes no files: they are kept"
@@ -574,5 +586,5 @@ class Stamp:
 
 
 Change = (CreateDatabase | SetDatabaseProperties | CreateTable | DropTable | AddColumns | AlterColumns | AlterIcebergTable
-          | ConvertToIceberg | SetTableComment | SetColumnComments | SetStorage | CreateView | ReplaceView | DropView
-          | SyncViewPartitions | Unsupported | Stamp | RewriteTable | RegisterTable)
+          | AlterDeltaTable | DeltaProtocol | ConvertToIceberg | SetTableComment | SetColumnComments | SetStorage
+          | CreateView | ReplaceView | DropView | SyncViewPartitions | Unsupported | Stamp | RewriteTable | RegisterTable)

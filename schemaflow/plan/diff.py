@@ -20,14 +20,16 @@ from schemaflow.model import Catalog, Column, Migration, Object, Partitions, Tab
 from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateDatabase, CreateTable, CreateView,
                                      DropLeftover, DropTable, DropView, ReplaceView, SetColumnComments, SetDatabaseProperties,
                                      ROW_NEUTRAL_SETTINGS, SetStorage, SetTableComment, Unsupported)
-from schemaflow.plan.evolution import Evolution, ColumnListChange, evolve
+from schemaflow.plan.evolution import Evolution, ColumnListChange, Problem, evolve
 from schemaflow.plan.hazards import unexplained_hazards
 from schemaflow.plan.kinds import ObjectType
+from schemaflow.plan.delta import delta_changes
 from schemaflow.plan.iceberg import ConvertToIceberg, backup_name, conversion, iceberg_change, staging_name
 from schemaflow.plan.rewrite import RewriteTable, by_copying, flat, registrable_copy, restore_name
 from schemaflow.sql.rewrite import convertible, filling
 from schemaflow.sql.storage import SCHEMA_FROM_SERDE, same_location
-from schemaflow.sql.table_kinds import ColumnChanges, Resolution, TableKind, kind_of, table_kind
+from schemaflow.spark_version import SparkVersion
+from schemaflow.sql.table_kinds import DELTA, ColumnChanges, Resolution, TableKind, kind_of, table_kind
 from schemaflow.sql.ddl import stores_view, view_text
 from schemaflow.sql.views import normalize_sql
 from schemaflow.sql.types import nests_char_or_varchar
@@ -44,9 +46,10 @@ _INCONVERTIBLE = ("a rewrite converts a nested value only to a type of the same 
                   "old one with a migration")
 
 
-def diff(desired: Catalog, live: Catalog, type_rule: bool = True) -> list[Change]:
+def diff(desired: Catalog, live: Catalog, type_rule: bool = True, release: SparkVersion | None = None) -> list[Change]:
     """Changes that turn ``live`` into ``desired``: databases first, then objects by name. ``type_rule``:
-    whether the metastore refuses incompatible column type changes (see ``plan.evolution``)."""
+    whether the metastore refuses incompatible column type changes (see ``plan.evolution``); ``release``: the Spark
+    release apply runs with, where what a table's kind changes in place depends on it (None: the installed one's)."""
     changes: list[Change] = []
     for database in sorted(desired.databases):
         if database in live.databases:
@@ -78,7 +81,7 @@ def diff(desired: Catalog, live: Catalog, type_rule: bool = True) -> list[Change
         elif isinstance(want, Table):
             assert isinstance(have, Table)  # the same kind
             changes += [where_free(c, live) for c in diff_table(want, have, desired.migrations, type_rule,
-                                                                 live.get(backup_name(key)))]
+                                                                 live.get(backup_name(key)), release)]
         else:
             assert isinstance(have, View)  # the same kind
             changes += diff_view(want, have)
@@ -114,16 +117,18 @@ def create(obj: Object) -> Change:
 
 
 def diff_table(want: Table, have: Table, migrations: Sequence[Migration] = (), type_rule: bool = True,
-               backup: Object | None = None) -> list[Change]:
+               backup: Object | None = None, release: SparkVersion | None = None) -> list[Change]:
     """What turns the live table ``have`` into ``want``; ``backup``: what holds the name a conversion to Iceberg
-    would keep ``have`` under."""
+    would keep ``have`` under; ``release``: the Spark release apply runs with."""
     key = want.key
     kind = kind_of(want)
     had = table_kind(have.format, have.data_source)
     # How its columns change: as its kind's, or, a table leaving a kind with its own metadata, as that kind's.
-    columns = had.column_changes if had and had.column_changes is ColumnChanges.ICEBERG else kind.column_changes
+    columns = had.column_changes if had and had.own_metadata else kind.column_changes
     if columns is ColumnChanges.ICEBERG:
         return _iceberg(want, have, had, migrations, type_rule, backup)
+    if columns is ColumnChanges.DELTA:
+        return _delta(want, have, migrations, release)
     # What the table cannot take in place blocks it; its comment is still shown (the plan marks it waiting).
     comment = [SetTableComment(key, have.comment, want.comment, through_metastore=want.serde in SCHEMA_FROM_SERDE)
                ] if want.comment != have.comment else []
@@ -229,6 +234,28 @@ def _iceberg(want: Table, have: Table, had: TableKind | None, migrations: Sequen
     if isinstance(change, tuple):
         return [Unsupported(want.key, ObjectType.TABLE, p.what, p.way_out) for p in change]
     return [change] if change else []
+
+
+def _delta(want: Table, have: Table, migrations: Sequence[Migration], release: SparkVersion | None) -> list[Change]:
+    """A Delta table's change (``plan.delta``); a table becoming one, or a Delta table becoming another kind, cannot
+    be made in place."""
+    if want.format != have.format or want.data_source != have.data_source:
+        kind = (f"USING {have.format}" if have.data_source else f"STORED AS {have.format}") + " -> " + (
+            f"USING {want.format}" if want.data_source else f"STORED AS {want.format}")
+        way_out = RECREATE
+        if want.format == DELTA and have.format == "parquet":
+            way_out = ("schemaflow does not convert a table to Delta (CONVERT TO DELTA writes a log over the Parquet "
+                       "files and changes what the metastore entry says, which is not planned or guarded yet): run "
+                       "CONVERT TO DELTA outside schemaflow, then plan again; or " + RECREATE)
+        return [Unsupported(want.key, ObjectType.TABLE, f"changing storage (format {kind})", way_out)]
+    if _unmovable(want, have):
+        return [Unsupported(want.key, ObjectType.TABLE, "changing storage (" + ", ".join(_unmovable(want, have)) + ")",
+                            RECREATE)]
+    changes = delta_changes(want, have, migrations, release)
+    if changes and isinstance(changes[0], Problem):
+        return [Unsupported(want.key, ObjectType.TABLE, p.what, p.way_out) for p in changes
+                if isinstance(p, Problem)]
+    return [c for c in changes if not isinstance(c, Problem)]
 
 
 def _storage_changes(want: Table, have: Table) -> list[str]:

@@ -96,6 +96,20 @@ class ColumnChange:
     needs_permission: ClassVar[bool] = False
 
 
+class CommittedColumnChange(ColumnChange):
+    """A change of columns a table format makes in its own metadata or log (Iceberg, Delta), whatever else it changes:
+    it reshapes the table when a column's name or type changes, and destroys only the columns it drops, which a
+    migration names (that is the permission)."""
+
+    @property
+    def reshapes(self) -> bool:
+        return [(c.name, c.type) for c in self.evolution.old] != [(c.name, c.type) for c in self.evolution.new]
+
+    @property
+    def destructive(self) -> bool:
+        return bool(self.evolution.dropped)
+
+
 def _exact(a: Sequence[Column], b: Sequence[Column]) -> bool:
     """Hive compares comments too: columns equal as dataclasses are equal in name and type only if comments match."""
     return [(c.name, c.type, c.comment) for c in a] == [(c.name, c.type, c.comment) for c in b]

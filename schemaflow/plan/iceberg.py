@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 from schemaflow.model import CONVERTED_FOLDER, METADATA_LOCATION, Migration, PartitionField, SortTerm, Table
 from schemaflow.plan.compatibility import incompatibilities
-from schemaflow.plan.evolution import ColumnChange, Evolution, ColumnListChange, Problem, evolve
+from schemaflow.plan.evolution import CommittedColumnChange, Evolution, ColumnListChange, Problem, evolve
 from schemaflow.plan.kinds import ObjectType, StepKind
 from schemaflow.plan.steps import IcebergCommit, Step
 from schemaflow.sql.iceberg_types import evolves, iceberg_equivalent
@@ -44,7 +44,7 @@ _MIRROR = ("the metastore keeps a copy of an Iceberg table's columns and refuses
 
 
 @dataclass(frozen=True)
-class AlterIcebergTable(ColumnChange):
+class AlterIcebergTable(CommittedColumnChange):
     """An Iceberg table's columns, partition spec, sort order and comment, changed in one Iceberg commit."""
 
     key: str
@@ -52,15 +52,6 @@ class AlterIcebergTable(ColumnChange):
     want: Table
     have: Table
     object_type = ObjectType.TABLE
-
-    @property
-    def reshapes(self) -> bool:
-        return [(c.name, c.type) for c in self.evolution.old] != [(c.name, c.type) for c in self.evolution.new]
-
-    @property
-    def destructive(self) -> bool:
-        # Columns are dropped only by a migration that names them: that is the permission.
-        return bool(self.evolution.dropped)
 
     def to_step(self) -> Step:
         want, have = self.want, self.have

@@ -24,6 +24,8 @@ class StepKind(StrEnum):
     SET_STORAGE = "set_storage"
     ALTER_ICEBERG_TABLE = "alter_iceberg_table"  # an Iceberg table's schema, spec, sort order, comment: one commit
     CONVERT_TO_ICEBERG = "convert_to_iceberg"  # a Parquet table's files registered in a new Iceberg table
+    ALTER_DELTA_TABLE = "alter_delta_table"  # a Delta table's columns, comments, properties: the engine's statements
+    DELTA_PROTOCOL = "delta_protocol"  # a Delta table's protocol raised, or a table feature turned on, before its changes
     REWRITE_TABLE = "rewrite_table"  # the rows copied into a new definition of the table, verified, swapped in
     RESTORE_TABLE = "restore_table"  # the backup a rewrite kept swapped back in under the table's name (no copy)
     REGISTER_TABLE = "register_table"  # an Iceberg table the catalog moved from holds, adopted by its metadata file
@@ -66,6 +68,8 @@ EFFECTS: Mapping[StepKind, Effect] = {
     StepKind.SET_STORAGE: Effect.CHANGE,
     StepKind.ALTER_ICEBERG_TABLE: Effect.CHANGE,
     StepKind.CONVERT_TO_ICEBERG: Effect.CHANGE,
+    StepKind.ALTER_DELTA_TABLE: Effect.CHANGE,
+    StepKind.DELTA_PROTOCOL: Effect.CHANGE,
     StepKind.REWRITE_TABLE: Effect.CHANGE,
     StepKind.RESTORE_TABLE: Effect.CHANGE,
     StepKind.REGISTER_TABLE: Effect.CREATE,
@@ -101,6 +105,8 @@ class ActionKind(StrEnum):
     KEEP_VIEW_PARTITIONS = "keep_view_partitions"
     CHANGE_VIEW_PARTITIONS = "change_view_partitions"
     ICEBERG_COMMIT = "iceberg_commit"
+    DELTA_CREATE = "delta_create"  # CREATE TABLE ... USING delta, through the engine
+    DELTA_ALTER = "delta_alter"    # a Delta table's changes, through the engine, on top of the log version read
     REWRITE_ROWS = "rewrite_rows"
     RESTORE_BACKUP = "restore_backup"
     REGISTER_TABLE = "register_table"  # a table's current metadata file adopted by the catalog (moving catalogs)

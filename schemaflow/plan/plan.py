@@ -254,7 +254,7 @@ class PlanBuilder:
         found = found_elsewhere(desired, live)  # migrations an earlier apply made and did not record on a table
         changes = [replace(c, old_label=self.basis.old_label) if isinstance(c, ReplaceView)
                    else _registering(c, live, self.files) for c in diff(desired, with_found(live, found),
-                                                                         self.type_rule)]
+                                                                         self.type_rule, self.release)]
         if self.moving:  # each register before the table's other changes (deps.order keeps an object's order)
             changes = [*self.moving.register_steps(registered), *changes]
         left = _left_alone(desired, live)  # what no step may touch, declared or not

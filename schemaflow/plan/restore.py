@@ -23,7 +23,7 @@ from schemaflow.plan.kinds import ObjectType, StepKind
 from schemaflow.plan.plan import HIVE, Plan
 from schemaflow.plan.rewrite import restore_name
 from schemaflow.plan.steps import RestoreBackup, SetParameters, Step
-from schemaflow.sql.table_kinds import table_kind
+from schemaflow.sql.table_kinds import ColumnChanges, table_kind
 
 def restore_plan(live: Catalog, key: str, *, metastore: str | None = None, target: str | None = None,
                  commit: str | None = None, catalog: str = HIVE) -> Plan:
@@ -42,7 +42,7 @@ def restore_plan(live: Catalog, key: str, *, metastore: str | None = None, targe
                               "are the Iceberg table's now, and schemaflow restores only what a rewrite kept. Nothing "
                               "was restored")
     kind = table_kind(table.format, table.data_source) if isinstance(table, Table) else None
-    if kind is not None and kind.own_metadata and not resumed:
+    if kind is not None and kind.column_changes is ColumnChanges.ICEBERG and not resumed:
         raise SchemaflowError(f"{key} is an Iceberg table now, converted by copying: its files are in the folder "
                               f"{backup_name(key)}'s would move back to. Rename {key} (its files stay where they are), "
                               "then restore. Nothing was restored")

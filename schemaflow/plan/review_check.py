@@ -19,7 +19,8 @@ from typing import Any, assert_never
 from schemaflow.model import APPLIED_COMMIT_KEY, DROPPED_PREFIX
 from schemaflow.plan.kinds import StepKind
 from schemaflow.plan.plan import Basis, Plan
-from schemaflow.plan.steps import (Action, AddColumnsAction, AddDatabase, ChangeViewPartitions, CheckLiveViews,
+from schemaflow.plan.steps import (Action, AddColumnsAction, AddDatabase, ChangeViewPartitions, CheckLiveViews, DeltaAlter,
+                                   DeltaCreate,
                                    CreateTableAction, CreateViewAction, DropTableAction, DropViewAction, IcebergCommit,
                                    ForgetEntryAction, KeepViewPartitions, PartitionView, RegisterTableAction,
                                    RestoreBackup, RewriteRows,
@@ -38,12 +39,14 @@ def _comparable(step: Step, unversioned: frozenset[str] = frozenset(), live: boo
 
 def _comparable_action(action: Action, unversioned: frozenset[str]) -> object:
     match action:
-        case CreateTableAction() | CreateViewAction():  # what runs, not what only the catalog read fills in the model
+        case CreateTableAction() | CreateViewAction() | DeltaCreate():  # what runs, not what only the catalog read fills in the model
             return action.kind, action.statements
         case SetColumns():  # batching follows the partition count, and the migration records name the commit
             return SetColumns(action.object, action.columns, action.partition_columns, action.cascade)
         case IcebergCommit():  # what an Iceberg commit requires is in the table's metadata, which only the live plan reads
             return replace(action, requires=None)
+        case DeltaAlter():  # so is the log version a Delta table's changes land on top of
+            return replace(action, log_version=-1, table_id="")
         case SetDatabaseParameters():
             return SetDatabaseParameters(action.database, {
                 k: _drop_record(v, versioned=k not in unversioned) if k.startswith(DROPPED_PREFIX) else v

@@ -27,8 +27,9 @@ def _shown(statements: tuple[str, ...]) -> str:
 
 @dataclass(frozen=True)
 class CreateTableAction:
-    """Create a table that is not Iceberg (those are an ``IcebergCommit``), born claimed: it holds the run's claim in
-    ``schemaflow.version`` from its first moment, so its later writes can be guarded."""
+    """Create a table that is neither Iceberg nor Delta (those are an ``IcebergCommit``, a ``DeltaCreate``), born
+    claimed: it holds the run's claim in ``schemaflow.version`` from its first moment, so its later writes can be
+    guarded."""
 
     kind: ClassVar[ActionKind] = ActionKind.CREATE_TABLE
     table: Table
@@ -547,6 +548,107 @@ class IcebergCommit:
 
 
 @dataclass(frozen=True)
+class DeltaCreate:
+    """Create a Delta table through the engine (``CREATE TABLE ... USING delta``), with its declared properties (its
+    settings and protocol) in its first commit, and born claimed, as every table schemaflow creates."""
+
+    kind: ClassVar[ActionKind] = ActionKind.DELTA_CREATE
+    table: Table
+    set: Mapping[str, str] = field(default_factory=dict)  # its step's stamp (``with_stamp``), written by the engine too
+
+    @property
+    def object(self) -> str:
+        return self.table.key
+
+    def with_properties(self, stamp: SetParameters) -> DeltaCreate:
+        """This create with ``stamp``'s properties written after it, through the engine (a new table unsets none)."""
+        return replace(self, set={**self.set, **stamp.set})
+
+    @property
+    def statements(self) -> tuple[str, ...]:
+        """The Spark SQL the engine runs for it (delta-spark), ``CLAIM`` in place of the run's claim."""
+        created = self.table.properties
+        after = {k: v for k, v in self.set.items() if created.get(k) != v}  # what the CREATE did not write already
+        return (ddl.create_table(self.table, created), *((ddl.set_table_properties(self.object, after),) if after else ()))
+
+    def describe(self) -> str:
+        return _shown(self.statements)
+
+    def to_data(self) -> dict[str, Any]:
+        return {"action": self.kind, "table": to_data(self.table), **({"set": dict(sorted(self.set.items()))}
+                                                                        if self.set else {})}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> DeltaCreate:
+        table = from_data(data["table"])
+        assert isinstance(table, Table)
+        return cls(table, dict(data.get("set", {})))
+
+
+@dataclass(frozen=True)
+class DeltaAlter:
+    """Changes to a Delta table, run through the engine (delta-spark) as statements, each a commit to its log, in
+    this order: properties set (a protocol or feature first), columns added, renamed, dropped, retyped, re-commented and
+    moved, the table's comment, properties unset.
+
+    ``log_version`` is the version of the log the plan read (``DeltaState.log_version``) and ``table_id`` the table it
+    was (metaData.id): the guard. Apply lands the changes only on top of that version, so a commit another writer
+    made since is a concurrent change. ``set`` and ``unset`` take the step's stamp (``with_stamp``), so the stamp
+    lands in the log with the change."""
+
+    kind: ClassVar[ActionKind] = ActionKind.DELTA_ALTER
+    object: str
+    log_version: int
+    table_id: str
+    set: Mapping[str, str] = field(default_factory=dict)
+    unset: tuple[str, ...] = ()
+    add: tuple[Column, ...] = ()
+    rename: tuple[tuple[str, str], ...] = ()     # (old name, new name)
+    drop: tuple[str, ...] = ()
+    retype: tuple[Column, ...] = ()              # each column with its new type
+    comments: tuple[Column, ...] = ()            # each column with its new comment
+    moves: tuple[tuple[str, str | None], ...] = ()  # (column, the column it comes after; None: first)
+    comment: tuple[str | None, ...] = ()         # the table's new comment, when it changes (None: removed)
+
+    def with_properties(self, stamp: SetParameters) -> DeltaAlter:
+        """These changes with ``stamp``'s properties written by them."""
+        return replace(self, set={**self.set, **stamp.set}, unset=self.unset + stamp.unset)
+
+    @property
+    def statements(self) -> tuple[str, ...]:
+        """The Spark SQL the engine runs for it, in order."""
+        key = self.object
+        return ((ddl.set_table_properties(key, self.set),) if self.set else ()) + (
+            (ddl.add_columns(key, self.add),) if self.add else ()) + tuple(
+            ddl.rename_column(key, old, new) for old, new in self.rename) + (
+            (ddl.drop_columns(key, self.drop),) if self.drop else ()) + tuple(
+            ddl.change_column_type(key, c) for c in self.retype) + tuple(
+            ddl.set_column_comment(key, c) for c in self.comments) + tuple(
+            ddl.move_column(key, name, after) for name, after in self.moves) + tuple(
+            ddl.set_table_comment(key, comment) for comment in self.comment) + (
+            (ddl.unset_table_properties(key, self.unset),) if self.unset else ())
+
+    def describe(self) -> str:
+        return f"-- on top of Delta log version {self.log_version} of table {self.table_id}\n" + _shown(self.statements)
+
+    def to_data(self) -> dict[str, Any]:
+        return {"action": self.kind, "object": self.object, "log_version": self.log_version, "table_id": self.table_id,
+                "set": dict(sorted(self.set.items())), "unset": list(self.unset),
+                "add": [column_data(c) for c in self.add], "rename": [list(pair) for pair in self.rename],
+                "drop": list(self.drop), "retype": [column_data(c) for c in self.retype],
+                "comments": [column_data(c) for c in self.comments], "moves": [list(move) for move in self.moves],
+                "comment": list(self.comment)}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> DeltaAlter:
+        return cls(data["object"], int(data["log_version"]), data["table_id"], dict(data["set"]), tuple(data["unset"]),
+                   tuple(Column(**c) for c in data["add"]), tuple((old, new) for old, new in data["rename"]),
+                   tuple(data["drop"]), tuple(Column(**c) for c in data["retype"]),
+                   tuple(Column(**c) for c in data["comments"]), tuple((n, a) for n, a in data["moves"]),
+                   tuple(data["comment"]))
+
+
+@dataclass(frozen=True)
 class RewriteRows:
     """A table's rows moved into a new definition of it (``plan.rewrite``), verified, then swapped in.
 
@@ -697,7 +799,7 @@ class ForgetEntryAction:
 Action = (CreateTableAction | AddColumnsAction | SetTableCommentAction | SetColumnCommentsAction | DropTableAction
           | CreateViewAction | DropViewAction | AddDatabase | SetDatabaseParameters | SetParameters | PartitionView | SetColumns
           | ChangeViewPartitions | KeepViewPartitions | SetStorageAction | IcebergCommit | RewriteRows | RestoreBackup
-          | CheckLiveViews | RegisterTableAction | ForgetEntryAction)
+          | CheckLiveViews | RegisterTableAction | ForgetEntryAction | DeltaCreate | DeltaAlter)
 
 
 # The one map from what plan JSON calls an action to its class, from the classes' own kinds.
@@ -709,7 +811,7 @@ def with_stamp(action: Action, stamp: SetParameters) -> Action | None:
     the change and the stamp land in one write (a commit to a table's own metadata); None when the stamp follows it
     as a write of its own. Each kind of action says which: mypy fails here on one that does not."""
     match action:
-        case IcebergCommit():
+        case IcebergCommit() | DeltaCreate() | DeltaAlter():
             return action.with_properties(stamp)
         case (CreateTableAction() | AddColumnsAction() | SetTableCommentAction() | SetColumnCommentsAction()
               | DropTableAction() | CreateViewAction() | DropViewAction() | AddDatabase() | SetDatabaseParameters()

@@ -25,7 +25,8 @@ from schemaflow.model import VERSION_KEY, Column, Table
 from schemaflow.output_safety import one_line
 from schemaflow.plan.kinds import ObjectType
 from schemaflow.plan.steps import (Action, AddColumnsAction, AddDatabase, ChangeViewPartitions, CheckLiveViews,
-                                   CreateTableAction, CreateViewAction, DropTableAction, DropViewAction, IcebergCommit,
+                                   CreateTableAction, CreateViewAction, DeltaAlter, DeltaCreate, DropTableAction,
+                                   DropViewAction, IcebergCommit,
                                    ForgetEntryAction, KeepViewPartitions, PartitionView, RegisterTableAction,
                                    RestoreBackup, RewriteRows, SetColumnCommentsAction, SetColumns,
                                    SetDatabaseParameters, SetParameters, SetStorageAction, SetTableCommentAction,
@@ -111,6 +112,21 @@ def words(action: Action, catalog: str, wording: Wording, object_type: ObjectTyp
             return _action(catalog, wording, action.kind, f"read the partitions of view {_name(action.object)}", [])
         case IcebergCommit():
             return _commit(action, catalog, wording)
+        case DeltaCreate():
+            return _action(catalog, wording, action.kind, f"create Delta table {_name(action.object)}",
+                           _table(action.table))
+        case DeltaAlter():
+            said = [f"on top of Delta log version {action.log_version} of table {one_line(action.table_id)}"]
+            said += _set(action.set) + [_column("add column", c) for c in action.add]
+            said += [f"rename column {_name(old)} to {_name(new)}" for old, new in action.rename]
+            said += [f"drop column {_name(name)}" for name in action.drop]
+            said += [f"change the type of column {_name(c.name)} to {one_line(c.type or '')}" for c in action.retype]
+            said += [f"comment of column {_name(c.name)}: {c.comment!r}" for c in action.comments]
+            said += [f"move column {_name(name)} " + (f"after {_name(after)}" if after else "first")
+                     for name, after in action.moves]
+            said += [f"comment {comment!r}" for comment in action.comment]
+            said += [f"unset {_name(key)}" for key in action.unset]
+            return _action(catalog, wording, action.kind, f"change Delta table {_name(action.object)}", said)
         case RewriteRows():
             return _action(catalog, wording, action.kind, f"rewrite table {_name(action.object)} through "
                            f"{_name(action.staging)}, keeping it as {_name(action.backup)}", _table(action.table))

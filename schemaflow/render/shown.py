@@ -17,7 +17,8 @@ from typing import assert_never
 from schemaflow.capabilities import HIVE_METASTORE, Wording
 from schemaflow.model import SCHEMAFLOW_PREFIX
 from schemaflow.plan.plan import HIVE, Plan
-from schemaflow.plan.steps import (Action, AddColumnsAction, AddDatabase, ChangeViewPartitions, CheckLiveViews,
+from schemaflow.plan.steps import (Action, AddColumnsAction, AddDatabase, ChangeViewPartitions, CheckLiveViews, DeltaAlter,
+                                   DeltaCreate,
                                    CreateTableAction, CreateViewAction, DropTableAction, DropViewAction, IcebergCommit,
                                    ForgetEntryAction, KeepViewPartitions, PartitionView, RegisterTableAction,
                                    RestoreBackup, RewriteRows, SetColumnCommentsAction, SetColumns,
@@ -49,9 +50,11 @@ def statement_lines(step: Step, verbose: bool = False, catalog: str = HIVE,
     diff, or each action's statement, bookkeeping left out."""
     if step.sql_diff and not verbose:
         return list(step.sql_diff)
-    # The Hive metastore's text shows a commit and the stamp it takes in apart, as it always has; the words of
-    # another catalog show each write as apply makes it.
-    shown = [kept for action in (step.actions if wording.sql else step.runs)
+    # The Hive metastore's text shows an Iceberg commit and the stamp it takes in apart, as it always has; the words
+    # of another catalog, and a Delta table's statements (whose stamp the engine writes too), show each write as apply
+    # makes it.
+    as_run = not wording.sql or any(isinstance(action, DeltaCreate | DeltaAlter) for action in step.body)
+    shown = [kept for action in (step.runs if as_run else step.actions)
              if (kept := action if verbose else without_bookkeeping(action)) is not None]
     texts = (_described(shown) if wording.sql else
              [words(action, catalog, wording, step.object_type, verbose) for action in shown])
@@ -77,9 +80,11 @@ def without_bookkeeping(action: Action) -> Action | None:
             return replace(action, set=kept, unset=unset) if kept or unset else None
         case SetColumns():
             return replace(action, parameters={})
-        case IcebergCommit():
+        case IcebergCommit() | DeltaAlter():
             return replace(action, set={k: v for k, v in action.set.items() if not k.startswith(SCHEMAFLOW_PREFIX)},
                            unset=tuple(k for k in action.unset if not k.startswith(SCHEMAFLOW_PREFIX)))
+        case DeltaCreate():
+            return replace(action, set={k: v for k, v in action.set.items() if not k.startswith(SCHEMAFLOW_PREFIX)})
         case SetDatabaseParameters():
             kept = {k: v for k, v in action.properties.items() if not k.startswith(SCHEMAFLOW_PREFIX)}
             return replace(action, properties=kept) if kept else None

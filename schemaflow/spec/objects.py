@@ -19,15 +19,15 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, assert_never
 
 from schemaflow.errors import Problem
 from schemaflow.model import Bucketing, Column, Source, Table, View, ViewPartitions, partition_name
-from schemaflow.spec import iceberg
+from schemaflow.spec import delta, iceberg
 from schemaflow.spec.yamlpos import Document, NodePath
 from schemaflow.sql.storage import (MAX_BUCKETS, PATH_OPTION, REGEX_PROPERTY, REGEX_SERDES, ROW_FORMAT,
                                     java_capturing_groups, serde_properties)
-from schemaflow.sql.table_kinds import (CUSTOM, LAZY_SIMPLE_SERDE, TypeRule, default_serde, format_kind, hive_kind,
+from schemaflow.sql.table_kinds import (CUSTOM, LAZY_SIMPLE_SERDE, Layout, TypeRule, default_serde, format_kind, hive_kind,
                                         names, serde_kind, table_kind)
 from schemaflow.sql.types import InvalidType, canonical_type, is_primitive
 from schemaflow.sql.table_parameters import why_reserved
@@ -125,12 +125,19 @@ def read_table(doc: Document, data: dict[str, Any], problems: list[Problem]) -> 
     columns, partition_columns = table_columns(doc, data, problems, "a table needs at least one data column")
     kind = format_kind(data.get("format", ""))
     own_metadata = kind is not None and kind.own_metadata
+    declared_by = kind.layout if kind is not None else Layout.STORAGE
     layout: dict[str, Any] = {}
-    if own_metadata:
-        iceberg.not_iceberg(doc, data, problems)
-        layout = dict(zip(("partition_spec", "sort_order"), iceberg.layout(doc, data, columns, problems), strict=True))
-    else:
-        _not_hive(doc, data, problems)
+    match declared_by:
+        case Layout.TRANSFORMS:
+            iceberg.not_iceberg(doc, data, problems)
+            layout = dict(zip(("partition_spec", "sort_order"), iceberg.layout(doc, data, columns, problems),
+                              strict=True))
+        case Layout.PARTITION_COLUMNS:
+            delta.not_delta(doc, data, problems)
+        case Layout.STORAGE:
+            _not_hive(doc, data, problems)
+        case _:
+            assert_never(declared_by)
     data_source = table_kind(data["using"], data_source=True) if "using" in data else None
     if data_source is not None and data_source.one_column and len(columns) > 1:
         # Spark creates it, then refuses every read and write (measured on Spark 4.0).
@@ -141,7 +148,8 @@ def read_table(doc: Document, data: dict[str, Any], problems: list[Problem]) -> 
     external = data.get("external", False)
     if external and "location" not in data:
         problems.append(Problem(doc.key("external"), "an external table needs a location: add 'location:'"))
-    if not external and "location" in data and not own_metadata:  # an Iceberg table's location is Iceberg's
+    # An Iceberg table's location is Iceberg's; any other table's is an external table's.
+    if not external and "location" in data and declared_by is not Layout.TRANSFORMS:
         message = "only an external table takes a location: add 'external: true' or remove 'location'"
         problems.append(Problem(doc.key("location"), message))
     if "location" in data:
@@ -150,8 +158,15 @@ def read_table(doc: Document, data: dict[str, Any], problems: list[Problem]) -> 
     _regex_problems(doc, storage, len(columns), problems)
     names = {c.name for c in columns}
     properties = _properties(doc, data, problems)
-    if own_metadata:
-        iceberg.check_properties(doc, properties, data.get("location"), problems)
+    match declared_by:
+        case Layout.TRANSFORMS:
+            iceberg.check_properties(doc, properties, data.get("location"), problems)
+        case Layout.PARTITION_COLUMNS:
+            delta.check_properties(doc, properties, problems)
+        case Layout.STORAGE:
+            pass
+        case _:
+            assert_never(declared_by)
     return Table(
         database=database,
         name=name,
@@ -161,7 +176,7 @@ def read_table(doc: Document, data: dict[str, Any], problems: list[Problem]) -> 
         external=external,
         location=data.get("location"),
         properties=properties,
-        bucketing=None if own_metadata else _bucketing(doc, data.get("buckets"), names,
+        bucketing=None if declared_by is not Layout.STORAGE else _bucketing(doc, data.get("buckets"), names,
                                                        {c.name for c in partition_columns}, problems),
         rewrite_hiding=data.get("rewrite") == "when_values_hide",
         source=doc.key("table"),

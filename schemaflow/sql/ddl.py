@@ -37,7 +37,7 @@ def _column_list(columns: Iterable[Column], render: Callable[[Column], str] = co
     return "(\n" + ",\n".join("  " + render(c) for c in columns) + "\n)"
 
 
-def create_table(table: Table) -> str:
+def create_table(table: Table, properties: Mapping[str, str] | None = None) -> str:
     """A Hive-format table (``STORED AS``) or a Spark data-source table (``USING``), storage as declared.
 
     SERDEPROPERTIES always go in a ``ROW FORMAT SERDE`` clause, never ``ROW FORMAT DELIMITED``,
@@ -63,7 +63,7 @@ def create_table(table: Table) -> str:
         lines += bucketing + _hive_storage(table)
     if table.location:
         lines.append(f"LOCATION {string(table.location)}")
-    lines.append(_claimed())
+    lines.append(_claimed(properties))
     return "\n".join(lines)
 
 
@@ -99,6 +99,31 @@ def _properties(values: Mapping[str, str]) -> str:
 
 def add_columns(key: str, columns: Iterable[Column]) -> str:
     return f"ALTER TABLE {qualified(key)} ADD COLUMNS " + _column_list(columns)
+
+
+def set_table_properties(key: str, properties: Mapping[str, str]) -> str:
+    return f"ALTER TABLE {qualified(key)} SET TBLPROPERTIES " + _properties(properties)
+
+
+def unset_table_properties(key: str, keys: Iterable[str]) -> str:
+    return f"ALTER TABLE {qualified(key)} UNSET TBLPROPERTIES (" + ", ".join(string(k) for k in sorted(keys)) + ")"
+
+
+def rename_column(key: str, old: str, new: str) -> str:
+    return f"ALTER TABLE {qualified(key)} RENAME COLUMN {ident(old)} TO {ident(new)}"
+
+
+def drop_columns(key: str, names: Iterable[str]) -> str:
+    return f"ALTER TABLE {qualified(key)} DROP COLUMNS (" + ", ".join(ident(n) for n in names) + ")"
+
+
+def change_column_type(key: str, column: Column) -> str:
+    return f"ALTER TABLE {qualified(key)} ALTER COLUMN {ident(column.name)} TYPE {column.type}"
+
+
+def move_column(key: str, name: str, after: str | None) -> str:
+    """A column moved first (``after`` None) or after another, as Delta takes it."""
+    return f"ALTER TABLE {qualified(key)} ALTER COLUMN {ident(name)} " + (f"AFTER {ident(after)}" if after else "FIRST")
 
 
 def set_column_comment(key: str, column: Column) -> str:
@@ -165,8 +190,14 @@ def stores_view(stored: str, view: View) -> bool:
     return at <= end
 
 
-def _claimed() -> str:
-    return f"TBLPROPERTIES ({string(VERSION_KEY)} = {CLAIM})"
+def _claim_clause() -> str:
+    """The start of the TBLPROPERTIES clause that claims a created object, up to the claim."""
+    return f"TBLPROPERTIES ({string(VERSION_KEY)} = {CLAIM}"
+
+
+def _claimed(properties: Mapping[str, str] | None = None) -> str:
+    others = "".join(f", {string(k)} = {string(v)}" for k, v in sorted((properties or {}).items()))
+    return f"{_claim_clause()}{others})"
 
 
 def fill_claim(sql: str, token: str) -> str:
@@ -177,7 +208,7 @@ def fill_claim(sql: str, token: str) -> str:
     escaped string literal (whose quotes all follow a backslash) or a checked identifier, while a
     view's SQL, which is written as declared, comes after it.
     """
-    clause = _claimed()
+    clause = _claim_clause()
     if clause not in sql:
         raise ValueError("a statement that claims its object must carry schemaflow's TBLPROPERTIES clause")
     return sql.replace(clause, clause.replace(CLAIM, string(token)), 1)

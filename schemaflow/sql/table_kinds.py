@@ -14,7 +14,7 @@ the live reader, the DDL, the diff, the hazards and the scope all ask this regis
 The classes and SerDes are what Spark 4 stores for each ``CREATE TABLE`` form, measured on the
 metastore bundled with pyspark; the readers' behaviour is measured as ``plan.hazards`` describes.
 
-To add a kind (Delta, say, as a Spark data source):
+To add a kind (Hudi, say, as a Spark data source):
 
 1. write its record at the end of this module (``_data_source`` for a provider) and ``register`` it;
    a format schemaflow left alone until then leaves ``FOREIGN_FORMATS`` once its live tables are read
@@ -26,8 +26,9 @@ To add a kind (Delta, say, as a Spark data source):
 3. if its live schema is in metadata of its own (``LiveSchema.OWN_METADATA``), register how its live tables are
    recognised and read (``catalog.metadata_readers``): every read of the live state fails until it is;
 4. if it needs a behaviour no kind has yet (another type rule, another way readers find columns,
-   another path for column changes, another place its live schema is kept), add a member to ``TypeRule``,
-   ``Resolution``, ``ColumnChanges`` or ``LiveSchema``: mypy then names each ``match`` that must handle it.
+   another path for creating it and changing its columns, another way its layout is declared, another place its live
+   schema is kept), add a member to ``TypeRule``, ``Resolution``, ``ColumnChanges``, ``Layout`` or ``LiveSchema``:
+   mypy then names each ``match`` that must handle it.
 """
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ from typing import assert_never
 
 from schemaflow.model import Table
 from schemaflow.spark_version import SparkVersion
-from schemaflow.sql.types import InvalidType, check_avro, check_iceberg, is_primitive
+from schemaflow.sql.types import InvalidType, check_avro, check_delta, check_iceberg, is_primitive
 
 _HIVE_IO = "org.apache.hadoop.hive.ql.io."
 LAZY_SIMPLE_SERDE = "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe"
@@ -65,8 +66,11 @@ class ColumnChanges(Enum):
     # Spark reads the table through its own copy of the schema: Spark SQL appends columns and changes
     # data-column comments; every other change is refused.
     SPARK_SQL = "spark sql"
-    # Any change by field id, in one commit to the table's own metadata (``plan.iceberg``).
+    # Any change by field id, in one commit to the table's own metadata (``plan.iceberg``); created by such a commit.
     ICEBERG = "iceberg"
+    # Through the engine's statements, each a commit to the table's log, as its protocol allows (``plan.delta``);
+    # created by CREATE TABLE ... USING delta through the engine.
+    DELTA = "delta"
 
 
 class LiveSchema(Enum):
@@ -82,6 +86,19 @@ class LiveSchema(Enum):
     OWN_METADATA = "own metadata"
 
 
+class Layout(Enum):
+    """How a kind's layout (partitioning, bucketing, ordering of rows) is declared and compared."""
+
+    # Partition columns of their own, and buckets (``buckets:``): a Hive format's, a data source's.
+    STORAGE = "storage"
+    # Transforms of its data columns (``partitioned_by: [day(ts)]``) and a sort order (``sorted_by:``), changed in
+    # place for the data written after: Iceberg's (``spec.iceberg``).
+    TRANSFORMS = "transforms"
+    # Partition columns of their own, no buckets, no sort order; other partition columns are another table: Delta's
+    # (``spec.delta``).
+    PARTITION_COLUMNS = "partition columns"
+
+
 class TypeRule(Enum):
     """Which column types a kind's files keep as declared (partition values are the metastore's)."""
 
@@ -90,6 +107,7 @@ class TypeRule(Enum):
     STRING = "string"          # one string a row: Spark's text data source
     PRIMITIVE = "primitive"    # no array, map or struct: Spark's csv data source
     ICEBERG = "iceberg"        # as ``sql.types.check_iceberg`` says
+    DELTA = "delta"            # as ``sql.types.check_delta`` says
 
     def check(self, canonical: str) -> None:
         """Raises ``InvalidType`` unless a data column of the canonical type ``canonical`` is kept as declared."""
@@ -100,6 +118,8 @@ class TypeRule(Enum):
                 check_avro(canonical)
             case TypeRule.ICEBERG:
                 check_iceberg(canonical)
+            case TypeRule.DELTA:
+                check_delta(canonical)
             case TypeRule.STRING:
                 if canonical != "string":
                     raise InvalidType(f"Spark's text data source holds one string column a row, not {canonical}: "
@@ -143,11 +163,13 @@ class TableKind:
     # listing the kind in ``manage_undeclared``: the kinds schemaflow has always managed. A kind registered later
     # leaves the tables of its format that were left alone before it alone still (``scope``).
     manages_undeclared: bool = False
+    layout: Layout = Layout.STORAGE
 
     @property
     def own_metadata(self) -> bool:
-        """Whether it is a table format with metadata of its own (Iceberg): declared with ``format:``, partitioned by
-        transforms of its data columns, sorted by a sort order; its live schema is its metadata's."""
+        """Whether it is a table format with metadata of its own (Iceberg, Delta): declared with ``format:``, with
+        no storage of a Hive table or a data source to say; its live schema is its metadata's. How it is laid out
+        (``layout``) and how it is created and changed (``column_changes``) are its own."""
         return self.live_schema is LiveSchema.OWN_METADATA
 
     def recognises(self, input_format: str | None, output_format: str | None) -> bool:
@@ -169,7 +191,6 @@ class ForeignFormat:
 
 
 FOREIGN_FORMATS = (
-    ForeignFormat("delta", "a Delta Lake table", ("delta",)),
     ForeignFormat("hudi", "a Hudi table", ("hudi", "hoodie")),
     ForeignFormat("iceberg", "an Iceberg table", ("iceberg",), table_type="ICEBERG"),
 )
@@ -303,4 +324,12 @@ register(replace(_data_source("text"), type_rule=TypeRule.STRING, one_column=Tru
 # (``FOREIGN_FORMATS``) but those schemaflow stamped (``scope``).
 ICEBERG = "iceberg"
 register(TableKind(ICEBERG, True, f"USING {ICEBERG}", None, None, Resolution.BY_ID, ColumnChanges.ICEBERG,
-                   LiveSchema.OWN_METADATA, type_rule=TypeRule.ICEBERG))
+                   LiveSchema.OWN_METADATA, type_rule=TypeRule.ICEBERG, layout=Layout.TRANSFORMS))
+
+# Delta Lake: created and changed through the engine's statements, each a commit to its log (``plan.delta``), and read
+# from that log (the metastore's columns of it are a placeholder Spark writes). Its readers find a column by name,
+# or, with column mapping on (``delta.columnMapping.mode``), by the physical name or id the log gives it. Live
+# tables of it that no file declares stay left alone unless a project lists delta in ``manage_undeclared``.
+DELTA = "delta"
+register(TableKind(DELTA, True, f"USING {DELTA}", None, None, Resolution.BY_NAME, ColumnChanges.DELTA,
+                   LiveSchema.OWN_METADATA, type_rule=TypeRule.DELTA, layout=Layout.PARTITION_COLUMNS))

@@ -115,6 +115,17 @@ def check_iceberg(canonical: str) -> None:
                           f"{stored!r}; declare that")
 
 
+def check_delta(canonical: str) -> None:
+    """Raises ``InvalidType`` unless a Delta table keeps a column of this type as declared: Delta's log has no
+    char or varchar type (Spark writes a string, with the length in the field's metadata, which other Delta readers
+    do not enforce). Interval and void, which Delta refuses too, are no type a table file may declare."""
+    texts = _CHAR_OR_VARCHAR.findall(canonical)
+    if texts:
+        stored = _CHAR_OR_VARCHAR.sub("string", canonical)
+        raise InvalidType(f"Delta's log has no {' or '.join(sorted(set(texts)))}: it keeps {stored!r}, with the length "
+                          "in metadata only Spark reads; declare that")
+
+
 def check_avro(canonical: str) -> None:
     """Raises ``InvalidType`` unless an avro table gives back a column of this type as declared.
 

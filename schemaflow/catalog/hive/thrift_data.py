@@ -47,7 +47,7 @@ from schemaflow.model import (
 from schemaflow.errors import SchemaflowError, Unreachable
 from schemaflow.sql.code_calls import SESSION_CATALOG
 from schemaflow.sql.storage import PATH_OPTION, serde_properties
-from schemaflow.sql.table_kinds import (CUSTOM, ICEBERG, PROVIDER, LiveSchema, TableKind, data_source_provider,
+from schemaflow.sql.table_kinds import (CUSTOM, DELTA, ICEBERG, PROVIDER, LiveSchema, TableKind, data_source_provider,
                                         default_serde, hive_kind, table_kind)
 from schemaflow.sql.table_parameters import written_by_others
 from schemaflow.sql.types import InvalidType, canonical_type
@@ -228,6 +228,22 @@ def _iceberg(data: Mapping[str, Any], storage: Sequence[str | None]) -> Table:
 
 
 register_metadata_reader(ICEBERG, MetadataReader(is_iceberg, _iceberg))
+
+
+def _is_delta(parameters: Mapping[str, str]) -> bool:
+    """Whether the metastore's parameters of a table say it is a Delta table, as Spark registers one."""
+    return data_source_provider(parameters.get(PROVIDER)) == DELTA
+
+
+def _delta_log_unread(data: Mapping[str, Any], storage: Sequence[str | None]) -> Table:
+    """A Delta table before its log is read: the metastore's columns are a placeholder Spark writes, never its schema,
+    so it is read as unreadable and a plan changes nothing of it. To be replaced by the reader of ``_delta_log``."""
+    return Table(data["dbName"], data["tableName"], (), format=DELTA, data_source=True,
+                 properties=user_properties(data.get("parameters", {})),
+                 unreadable="its Delta log is not read by this build of schemaflow; leave the table to Delta's own tools")
+
+
+register_metadata_reader(DELTA, MetadataReader(_is_delta, _delta_log_unread))
 
 
 def hive_storage(sd: Mapping[str, Any]) -> dict[str, Any]:
