@@ -152,10 +152,12 @@ def test_objects_schemaflow_does_not_own_are_never_planned_even_with_allow_destr
     })
     planned = plan(project, metastore, allow_destructive=True)
     assert [(s.kind, s.object) for s in planned.steps] == [("create_table", f"{db}.t")]
+    lake_at = metastore.msc.getTable(db, "lake").getSd().getLocation()
     assert planned.warnings == (
         f"not managed: {db}.ice (an Iceberg table); schemaflow leaves it alone",
-        f"not managed: {db}.lake (its own metadata could not be read: its Delta log is not read by this build of "
-        "schemaflow; leave the table to Delta's own tools); schemaflow leaves it alone",
+        f"not managed: {db}.lake (its own metadata could not be read: the Delta table location '{lake_at}' holds no "
+        "_delta_log: it is not a Delta table's; see that its metastore entry names its own metadata file); "
+        "schemaflow leaves it alone",
         f"not managed: {db}.odd_source (a table of the Spark data source 'com.example.source', which schemaflow "
         "does not create); schemaflow leaves it alone",
         f"not managed: {db}.tmp_notebook (excluded by '{db}.tmp_*' in schemaflow.yaml); schemaflow leaves it alone")

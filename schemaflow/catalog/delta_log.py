@@ -33,11 +33,10 @@ from schemaflow.catalog.metadata_files import NotRegular, bounded, check_locatio
 from schemaflow.catalog.metadata_readers import OWN_METADATA, Unreadable
 from schemaflow.model import SCHEMAFLOW_PREFIX, Column, DeltaState, Table, recorded
 from schemaflow.sql.spark_json import CHAR_VARCHAR, spark_column
+from schemaflow.sql.table_kinds import DELTA, PROVIDER, data_source_provider
 
 DELTA_LOG = "_delta_log"
 LAST_CHECKPOINT = "_last_checkpoint"
-PROVIDER = "spark.sql.sources.provider"
-DELTA = "delta"  # the format of a Delta table, and Spark's provider of one
 COLUMN_MAPPING = "delta.columnMapping.mode"
 # One commit or JSON checkpoint (a commit adding 100,000 files is about 50 MiB).
 MAX_LOG_FILE_BYTES = 64 * 2**20
@@ -88,7 +87,7 @@ class DeltaSnapshot:
 
 def is_delta(parameters: Mapping[str, str]) -> bool:
     """Whether the metastore's parameters of a table say it is a Delta table (Spark's provider ``delta``)."""
-    return (parameters.get(PROVIDER) or "").lower() == DELTA
+    return data_source_provider(parameters.get(PROVIDER)) == DELTA
 
 
 def delta_table(database: str, name: str, snapshot: DeltaSnapshot) -> Table:

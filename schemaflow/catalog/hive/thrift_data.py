@@ -21,6 +21,7 @@ from typing import Any, assert_never
 from collections.abc import Collection, Iterator, Mapping, Sequence
 
 from schemaflow.catalog.backend import LiveEntry, LiveSource, NamedTables
+from schemaflow.catalog.delta_log import delta_table, is_delta, read_delta_log
 from schemaflow.catalog.iceberg_metadata import iceberg_table, is_iceberg, read_metadata
 from schemaflow.catalog.metadata_bounds import held_budget, metadata_bounds
 from schemaflow.catalog.metadata_readers import (MetadataReader, Unreadable, metadata_reader, recognised_kind,
@@ -230,20 +231,25 @@ def _iceberg(data: Mapping[str, Any], storage: Sequence[str | None]) -> Table:
 register_metadata_reader(ICEBERG, MetadataReader(is_iceberg, _iceberg))
 
 
-def _is_delta(parameters: Mapping[str, str]) -> bool:
-    """Whether the metastore's parameters of a table say it is a Delta table, as Spark registers one."""
-    return data_source_provider(parameters.get(PROVIDER)) == DELTA
+def _delta(data: Mapping[str, Any], storage: Sequence[str | None]) -> Table:
+    """A Delta table, from its log (``catalog.delta_log``), read within what is left of the command's budget: the
+    metastore's columns are a placeholder Spark writes, never its schema. One whose log is not read keeps no columns,
+    its entry's parameters, and the reason and what to do: a plan refuses to change it, saying why."""
+    database, name = data["dbName"], data["tableName"]
+    sd = data.get("sd", {})
+    location = sd.get("location") or sd.get("serdeInfo", {}).get("parameters", {}).get(PATH_OPTION)
+    try:
+        if not location:
+            raise Unreadable("its metastore entry names no location", "see that Spark registered the Delta table")
+        with held_budget().reading(f"{database}.{name}") as allowance:
+            snapshot = read_delta_log(location, storage, allowance)
+        return delta_table(database, name, snapshot)
+    except Unreadable as unread:
+        return Table(database, name, (), format=DELTA, data_source=True,
+                     properties=user_properties(data.get("parameters", {})), unreadable=unread.line())
 
 
-def _delta_log_unread(data: Mapping[str, Any], storage: Sequence[str | None]) -> Table:
-    """A Delta table before its log is read: the metastore's columns are a placeholder Spark writes, never its schema,
-    so it is read as unreadable and a plan changes nothing of it. To be replaced by the reader of ``_delta_log``."""
-    return Table(data["dbName"], data["tableName"], (), format=DELTA, data_source=True,
-                 properties=user_properties(data.get("parameters", {})),
-                 unreadable="its Delta log is not read by this build of schemaflow; leave the table to Delta's own tools")
-
-
-register_metadata_reader(DELTA, MetadataReader(_is_delta, _delta_log_unread))
+register_metadata_reader(DELTA, MetadataReader(is_delta, _delta))
 
 
 def hive_storage(sd: Mapping[str, Any]) -> dict[str, Any]:
