@@ -30,6 +30,8 @@ class DeltaSpark(SparkEngine):
             "spark.driver.extraJavaOptions": " ".join(TEST_JAVA_OPTIONS),
             "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
             "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+            # A log's state is rebuilt in 50 partitions by default: 50 tasks per read of a small test table.
+            "spark.databricks.delta.snapshotPartitions": "1",
             "spark.hadoop.hive.metastore.uris": uri,
             "spark.sql.warehouse.dir": str(warehouse),
             "spark.local.dir": str(workdir / "spark-local"),
