@@ -24,8 +24,10 @@ How, read in delta-spark 3.3's source and measured with two writers (tests/test_
   A statement that fails while the log moved on is a ``ConcurrentChange`` (Delta refused it, or the winner made it
   pointless: two appliers of one plan adding the same column), with the versions seen; one that fails on a log
   still at ``expected_version`` fails with its own error.
-- Left open: a commit by another writer in the milliseconds between the read in 1 and the statement's own read of
-  the latest snapshot. The statement then lands on top of it; 3 finds that, and the ``ConcurrentChange`` raised says
+- Left open: a commit by another writer between the read in 1 and the statement's own read of the latest snapshot
+  (Spark parsing and resolving the statement: with two appliers of different changes started at the same instant,
+  2 rounds of 20 met it here, 18 had the second refused at its commit). The statement then lands on top of it; 3
+  finds that, and the ``ConcurrentChange`` raised says
   the statement's commit *is* in the table (one commit: the change whole, never half), so that the apply stops and
   the next plan reads the table as it now is. Two appliers of one plan do not both land there (the second statement
   finds its change made and Delta refuses it); two schemaflow runs are kept apart before either reaches the log where
