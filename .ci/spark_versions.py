@@ -41,8 +41,9 @@ RELEASES = ("3.5.9", "4.0.5", "4.1.4", "4.2.1")
 # runs (4.0's Spark tests left CI when it reached 58 of its 60 minutes). A release's Spark and server tests take
 # 10 to 16 minutes here.
 # Tests marked one_release (a metastore line, a cluster) run in CI with the newest release alone, and so do those
-# marked iceberg_engine: their engine is pyspark 3.5.9 with Iceberg's runtime whatever release the venv has.
-CI_RELEASES = {"3.5.9": "(spark or remote) and not one_release and not iceberg_engine"}
+# marked iceberg_engine or delta_engine: their engine is pyspark 3.5.9 with Iceberg's runtime or delta-spark whatever
+# release the venv has.
+CI_RELEASES = {"3.5.9": "(spark or remote) and not one_release and not iceberg_engine and not delta_engine"}
 # In CI the server tests of another release run on Derby alone: the database behind the server is the server's
 # business, the same jars on either Spark; the full suite runs them on PostgreSQL too, and --write on both.
 CI_ENVIRONMENT = {"SCHEMAFLOW_TEST_BACKENDS": "derby"}

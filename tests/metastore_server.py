@@ -69,7 +69,8 @@ class Release:
     # The type its servers store a managed table Spark creates as (Hive 4's default transformer makes it external).
     stores_managed_as: str = "MANAGED_TABLE"
     # Why Spark with Iceberg's runtime (tests/iceberg_spark.py) cannot reach its servers, if it cannot: the tests
-    # that need that engine (marked ``iceberg_engine``) are then not run on it.
+    # that need that engine (marked ``iceberg_engine``), and those of Spark 3.5 with delta-spark on the same Hive
+    # client (tests/delta_spark.py, ``delta_engine``), are then not run on it.
     no_iceberg_engine: str | None = None
 
     def home(self) -> Path:

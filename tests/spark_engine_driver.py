@@ -1,14 +1,52 @@
-"""The process ``tests/iceberg_spark.py`` starts: a SparkSession of the pinned engine (a pyspark with Iceberg's
-runtime), answering SQL statements one JSON line at a time.
+"""The process ``tests/spark_engine.py`` starts: a SparkSession of the pinned engine (pyspark with a format's
+runtime), answering requests one JSON line at a time.
 
-Run with ``python -S`` and the engine's folder alone on ``PYTHONPATH`` (not the test venv's pyspark). Arguments:
-a JSON object of Spark settings. Each line on stdin is ``{"sql": "..."}``; each answer on stdout is
-``{"rows": [...]}`` (each row a JSON object, values that JSON lacks as strings) or ``{"error": "..."}``. The
-answers have the process's stdout to themselves: the JVM's and Spark's own output goes to stderr.
+Run with ``python -S`` and the engine's folder and the checkout alone on ``PYTHONPATH`` (not the test venv's
+pyspark). Arguments: a JSON object of Spark settings. Each line on stdin is a request, answered by one line on stdout:
+
+- ``{"sql": "..."}``: ``{"rows": [...]}`` (each row a JSON object, values that JSON lacks as strings) or
+  ``{"error": "..."}``;
+- ``{"run_on_version": {"location": ..., "expected_version": ..., "statement": ...}}``: schemaflow's
+  ``catalog.hive.delta_commit.run_on_version`` in this session: ``{"version": n}``, ``{"concurrent": {"expected":
+  ..., "found": ...}}`` for its ``ConcurrentChange``, or ``{"error": "..."}``;
+- ``{"together": [request, ...]}``: the requests at once, each in a thread of its own on a session of its own
+  (``newSession``: its own SQL settings, the same Spark): ``{"answers": [...]}`` in the requests' order.
+
+The answers have the process's stdout to themselves: the JVM's and Spark's own output goes to stderr.
 """
 import json
 import os
 import sys
+import threading
+
+
+def answer(spark, request):
+    try:
+        if "sql" in request:
+            return {"rows": [row.asDict(recursive=True) for row in spark.sql(request["sql"]).collect()]}
+        if "run_on_version" in request:
+            from schemaflow.catalog.hive.delta_commit import run_on_version
+            from schemaflow.errors import ConcurrentChange
+            try:
+                return {"version": run_on_version(spark, **request["run_on_version"])}
+            except ConcurrentChange as change:
+                return {"concurrent": {"expected": change.expected, "found": change.found}}
+        requests = request["together"]
+        answers = [None] * len(requests)
+        sessions = [spark.newSession() for _ in requests]
+        ready = threading.Barrier(len(requests))
+
+        def run(number):
+            ready.wait()
+            answers[number] = answer(sessions[number], requests[number])
+        threads = [threading.Thread(target=run, args=(number,)) for number in range(len(requests))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return {"answers": answers}
+    except Exception as error:  # noqa: BLE001 -- the request's failure is the answer; the session goes on
+        return {"error": f"{type(error).__name__}: {error}"[:4000]}
 
 
 def main() -> None:
@@ -22,11 +60,7 @@ def main() -> None:
     spark = builder.enableHiveSupport().getOrCreate()
     answers.write(json.dumps({"ready": spark.version}) + "\n")
     for line in sys.stdin:
-        try:
-            rows = [row.asDict(recursive=True) for row in spark.sql(json.loads(line)["sql"]).collect()]
-            answers.write(json.dumps({"rows": rows}, default=str, sort_keys=True) + "\n")
-        except Exception as error:  # noqa: BLE001 -- the statement's failure is the answer; the session goes on
-            answers.write(json.dumps({"error": f"{type(error).__name__}: {error}"[:4000]}) + "\n")
+        answers.write(json.dumps(answer(spark, json.loads(line)), default=str, sort_keys=True) + "\n")
     spark.stop()
 
 

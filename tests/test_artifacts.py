@@ -88,8 +88,10 @@ def test_an_archive_unpacks_once_into_its_top_folder(tmp_path):
 
 def test_the_lock_file_pins_every_set_the_servers_need_by_digest():
     sets = pinned(LOCK_FILE.read_text())
-    assert sorted(sets) == ["hadoop", "hive-client-4.0", "hive-metastore-3.1", "hive-metastore-4.0", "iceberg-java",
-                            "iceberg-rest-server", "postgresql-jdbc"]
+    assert sorted(sets) == ["delta-spark", "hadoop", "hive-client-4.0", "hive-metastore-3.1", "hive-metastore-4.0",
+                            "iceberg-java", "iceberg-rest-server", "postgresql-jdbc"]
+    assert [a.path.rsplit("/", 1)[1] for a in sets["delta-spark"]] == ["delta-spark_2.12-3.3.2.jar",
+                                                                      "delta-storage-3.3.2.jar"]
     assert [a.path.rsplit("/", 1)[1] for a in sets["hive-metastore-3.1"] + sets["hive-metastore-4.0"]] == [
         "hive-standalone-metastore-3.1.3-bin.tar.gz", "hive-standalone-metastore-server-4.0.1-bin.tar.gz"]
     # A file two sets need (Hive 4's client shares two jars with Hadoop, Iceberg's REST server three) is pinned alike
@@ -111,16 +113,16 @@ def test_the_cache_is_the_users_unless_the_run_names_another():
     assert cache_dir({}) == Path.home() / ".cache" / "schemaflow-tests"
 
 
-def test_the_iceberg_engine_is_pinned_by_hash_and_installed_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests import iceberg_spark
+def test_the_engine_is_pinned_by_hash_and_installed_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests import spark_engine
 
-    lines = [line for line in iceberg_spark.REQUIREMENTS.read_text().splitlines() if line and not line.startswith("#")]
+    lines = [line for line in spark_engine.REQUIREMENTS.read_text().splitlines() if line and not line.startswith("#")]
     assert [line.split("==")[0] for line in lines] == ["pyspark", "py4j"]
     assert all(re.fullmatch(r"[a-z0-9]+==[\d.]+ --hash=sha256:[0-9a-f]{64}", line) for line in lines)
-    assert iceberg_spark.ENGINE == "pyspark-" + lines[0].split("==")[1].split()[0]
+    assert spark_engine.ENGINE == "pyspark-" + lines[0].split("==")[1].split()[0]
     # Installed (its marker written last), it is used as it is: nothing runs pip again.
-    home = tmp_path / "engines" / iceberg_spark.ENGINE
+    home = tmp_path / "engines" / spark_engine.ENGINE
     home.mkdir(parents=True)
-    (home / iceberg_spark.INSTALLED).write_text("")
-    monkeypatch.setattr(iceberg_spark.subprocess, "run", lambda *a, **k: pytest.fail("pip ran again"))
-    assert iceberg_spark.engine_home(tmp_path) == home
+    (home / spark_engine.INSTALLED).write_text("")
+    monkeypatch.setattr(spark_engine.subprocess, "run", lambda *a, **k: pytest.fail("pip ran again"))
+    assert spark_engine.engine_home(tmp_path) == home
