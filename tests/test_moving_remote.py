@@ -68,6 +68,12 @@ def _plan(project: Project, metastore, allow_destructive: bool = False):  # noqa
     return live, make_plan(project, live, allow_destructive=allow_destructive)
 
 
+def _plan_here(project: Project, metastore):  # noqa: ANN001, ANN202
+    """The plan of a project moving to the test session's metastore."""
+    live = Live(project, connected=metastore)
+    return live, make_plan(project, live)
+
+
 def _location(metastore, key: str) -> str:  # noqa: ANN001
     database, name = key.split(".")
     return str(metastore.msc.getTable(database, name).getParameters().get("metadata_location"))
@@ -169,3 +175,63 @@ def test_a_name_taken_in_the_new_catalog_between_plan_and_apply_is_refused_as_a_
     assert [f.name for f in other.load_table((db, "orders")).schema().fields] == ["x"]  # the other writer's, untouched
     held = live.reader.read((db,)).get(f"{db}.orders")
     assert isinstance(held, Table)
+
+
+def test_a_warehouse_moved_from_a_rest_catalog_to_the_metastore_is_registered_there_with_its_snapshots_and_rows(
+        tmp_path: Path, metastore, fresh_db, rest_catalog_server: RestCatalogServer) -> None:  # noqa: ANN001
+    db = fresh_db()
+    tables = {k: v for k, v in _schemas(db).items() if "big" not in k}  # a view over Iceberg needs Iceberg's runtime
+    rest_settings = f"metastore: {{type: iceberg_rest, uri: '{rest_catalog_server.uri}'}}"
+    there = write_project(tmp_path / "rest", {**tables, "schemaflow.yaml": rest_settings})
+    rest_live = Live(there)
+    apply_plan(make_plan(there, rest_live), rest_live.writer())
+    rest = RestCatalog("check", uri=rest_catalog_server.uri)
+    for key, rows in ((f"{db}.clicks", [{"id": 1, "v": 5}, {"id": 2, "v": 20}]), (f"{db}.orders", [{"id": 7}])):
+        table = rest.load_table(key)
+        table.append(pa.Table.from_pylist(rows, schema=table.schema().as_arrow()))
+    held = {key: rest.load_table(key).metadata_location for key in (f"{db}.clicks", f"{db}.orders")}
+
+    project = write_project(tmp_path / "hive", {**tables, "schemaflow.yaml": f"""
+        metastore:
+          type: hive
+          moving_from: {{type: iceberg_rest, uri: '{rest_catalog_server.uri}'}}
+        """})
+    live, planned = _plan_here(project, metastore)
+    assert [(s.kind, s.object) for s in planned.steps] == [
+        (StepKind.REGISTER_TABLE, f"{db}.clicks"), (StepKind.REGISTER_TABLE, f"{db}.orders")]
+    assert [s.body[0].metadata_location for s in planned.steps] == list(held.values())  # type: ignore[union-attr]
+    assert not planned.blocked
+    apply_plan(planned, live.writer())
+
+    # The metastore adopted the files the REST catalog names (the step's stamp is the next commit on top of them):
+    # Iceberg's Hive catalog reads the same snapshots and rows.
+    for key, location in held.items():
+        database, name = key.split(".")
+        assert metastore.msc.getTable(database, name).getParameters().get("previous_metadata_location") == location
+    for key in held:
+        moved = OtherWriter(metastore).load_table(key)
+        assert moved.metadata.current_snapshot_id == rest.load_table(key).metadata.current_snapshot_id
+    assert sorted((r["id"], r["v"]) for r in OtherWriter(metastore).load_table(f"{db}.clicks").scan().to_arrow()
+                  .to_pylist()) == [(1, 5), (2, 20)]
+    assert OtherWriter(metastore).load_table(f"{db}.orders").scan().to_arrow().to_pylist() == [{"id": 7}]
+    read = live.reader.read((db,)).get(f"{db}.clicks")
+    assert isinstance(read, Table) and [c.name for c in read.columns] == ["id", "v"]
+    assert _plan_here(project, metastore)[1].is_empty
+
+    # A name taken in the metastore between plan and apply: a concurrent change, the other table untouched.
+    other_db = fresh_db()
+    schemas = {k.replace(db, other_db): v.replace(db, other_db) for k, v in tables.items() if "orders" in k}
+    there = write_project(tmp_path / "rest2", {**schemas, "schemaflow.yaml": rest_settings})
+    rest_live = Live(there)
+    apply_plan(make_plan(there, rest_live), rest_live.writer())
+    project = write_project(tmp_path / "hive2", {**schemas, "schemaflow.yaml": f"""
+        metastore:
+          type: hive
+          moving_from: {{type: iceberg_rest, uri: '{rest_catalog_server.uri}'}}
+        """})
+    live, planned = _plan_here(project, metastore)
+    metastore.spark.sql(f"CREATE TABLE `{other_db}`.orders (x string) USING parquet")
+    with pytest.raises(ApplyError) as caught:
+        apply_plan(planned, live.writer())
+    assert isinstance(caught.value.__cause__, ConcurrentChange)
+    assert [c.name for c in metastore.spark.table(f"`{other_db}`.orders").schema] == ["x"]

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from schemaflow.background import Background
+from schemaflow.capabilities import HIVE_METASTORE
 from schemaflow.catalog.hive import local_server
 from schemaflow.catalog.backend import CatalogReader, PlanHints, StoredFunction
 from schemaflow.catalog.backends import Opening, register_backend
@@ -54,7 +55,9 @@ OPTIONS: dict[str, Any] = {
 }
 
 
-@register_backend("hive", options_schema=OPTIONS)
+# The metastore adopts an Iceberg table by its metadata file, as Iceberg's Hive catalog registers one (a project moving
+# here): otherwise what a backend registered without capabilities can do.
+@register_backend("hive", options_schema=OPTIONS, capabilities=replace(HIVE_METASTORE, registers=True))
 @dataclass
 class HiveBackend:
     """A project's Hive metastore, connected on first use (or given, as tests do: ``opening.connected``).

@@ -36,8 +36,8 @@ from schemaflow.catalog.iceberg_metadata import PREVIOUS_METADATA_LOCATION, TABL
     is_iceberg, read_metadata
 from schemaflow.catalog.metadata_files import check_location
 from schemaflow.catalog.iceberg_updates import check_state, delete_metadata, evolved, first_metadata, layout_updates, \
-    next_metadata_location, property_changes, write_metadata
-from schemaflow.catalog.hive.jvm import java_message, jvm_view
+    next_metadata_location, property_changes, pyiceberg_parts, write_metadata
+from schemaflow.catalog.hive.jvm import java_chain, jvm_view
 from schemaflow.catalog.hive.table_lock import table_lock
 from schemaflow.errors import ConcurrentChange, SchemaflowError
 from schemaflow.model import METADATA_LOCATION, IcebergState, Table, split_key
@@ -133,9 +133,44 @@ def create(client: HiveClient, table: Table, set: Mapping[str, str]) -> None:
 def register(client: HiveClient, key: str, metadata: Any) -> None:
     """Write ``metadata`` as the first metadata file of the Iceberg table ``key``, and create its metastore entry
     naming it, as Iceberg's catalogs register a table; fails (and deletes the file) if the name is taken."""
-    database, name = split_key(key)
     metadata_location = next_metadata_location(metadata.location, metadata.properties, "")
     write_metadata(metadata, metadata_location)
+    try:
+        _create_entry(client, key, metadata, metadata_location)
+    except Exception:
+        delete_metadata(metadata_location)
+        raise
+
+
+def adopt(client: HiveClient, key: str, metadata_location: str) -> None:
+    """Create the metastore entry of ``key`` naming ``metadata_location``, the current metadata file of an Iceberg
+    table another catalog holds, as Iceberg's ``registerTable`` does: no file written or copied (the file is read,
+    bounded, on its database's storage, for the columns and properties the entry mirrors). ``ConcurrentChange`` if the
+    name is taken; a create whose outcome is not known is read back: it landed if ``key`` names that file."""
+    database, name = split_key(key)
+    storage = (client.retrying(lambda: client.msc.getDatabase(database)).getLocationUri(),)
+    try:
+        data = read_metadata(metadata_location, storage)
+    except Unreadable as unread:
+        raise SchemaflowError(f"{key}: {unread.line()}; nothing was registered") from None
+    try:
+        _create_entry(client, key, pyiceberg_parts().TableMetadataUtil.parse_obj(data), metadata_location)
+    except ConcurrentChange:
+        raise
+    except Exception:
+        try:
+            held = client.retrying(lambda: client.msc.getTable(database, name)).getParameters()
+            landed = held.get(METADATA_LOCATION) == metadata_location
+        except Exception:  # noqa: BLE001 -- unread, the create is not known to have landed: its own error stands
+            landed = False
+        if not landed:
+            raise
+
+
+def _create_entry(client: HiveClient, key: str, metadata: Any, metadata_location: str) -> None:
+    """Create the metastore entry of the Iceberg table ``key`` whose current metadata (``metadata``) is the file
+    ``metadata_location``, as Iceberg's catalogs make it; ``ConcurrentChange`` if the name is taken."""
+    database, name = split_key(key)
     api = client.api
     hms = api.Table()
     hms.setDbName(database)
@@ -161,8 +196,7 @@ def register(client: HiveClient, key: str, metadata: Any) -> None:
     try:
         client.msc.createTable(hms)
     except Exception as error:
-        delete_metadata(metadata_location)
-        if "AlreadyExists" in type(error).__name__ + java_message(error):
+        if any(t.getClass().getSimpleName() == "AlreadyExistsException" for t in java_chain(error)):
             raise ConcurrentChange(key, None, "a table created by another writer", "metastore entry") from None
         raise
 

@@ -220,6 +220,13 @@ class Metastore:
             else:
                 iceberg_commit.commit(self, table.key, table, sources, requires, set, unset, expected)
 
+    def register_table(self, key: str, metadata_location: str) -> None:
+        """Register ``key`` as the Iceberg table whose current metadata file is ``metadata_location`` (a project
+        moving here from another catalog): one ``create_table`` of the entry Iceberg's Hive catalog makes, no file
+        written (``iceberg_commit.adopt``)."""
+        with self._errors(f"registering the Iceberg table {key}"):
+            iceberg_commit.adopt(self, key, metadata_location)
+
     def rewrite_table(self, key: str, table: Table, create: str, columns: Sequence[Filled], staging: str, backup: str,
                       expected: str | None, version: str | None, claim: str, registrable: bool = False,
                       records: Mapping[str, str] = {}) -> None:
