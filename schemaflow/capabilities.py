@@ -65,6 +65,9 @@ class Capabilities:
     drop_purges: bool = True      # dropping a managed table deletes its files (Hive); else its entry only
     guard: GuardKind = GuardKind.PARAMETER_CAS
     registers: bool = False       # it adopts an Iceberg table by its metadata file (``catalog.backend.Registering``)
+    # It commits a Delta table's changes to the table's log (the Hive metastore's writer, through Spark with delta-spark);
+    # a catalog that holds Delta tables without (Glue: no engine) is read and planned, and its Delta steps blocked.
+    commits_delta: bool = True
     value_limit: int | None = DATABASE_VALUE.length  # the longest database property value; None: no limit
     # How many objects apply claims side by side after the first (its client safe to share between threads): claims are
     # one request each, and a catalog served over HTTP answers several at once.

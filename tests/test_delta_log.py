@@ -449,6 +449,8 @@ def test_a_delta_tables_log_state_is_kept_in_its_data_and_is_no_part_of_its_defi
     assert "delta" not in to_data(dataclasses.replace(table, delta=None))
 
 
-def test_a_delta_table_is_recognised_by_its_provider_in_any_case() -> None:
+def test_a_delta_table_is_recognised_by_its_provider_or_its_table_type_in_any_case() -> None:
     assert is_delta({"spark.sql.sources.provider": "DELTA"}) and is_delta({"spark.sql.sources.provider": "delta"})
+    assert is_delta({"table_type": "DELTA"}) and is_delta({"table_type": "delta"})  # Athena's, in Glue
     assert not is_delta({"spark.sql.sources.provider": "parquet"}) and not is_delta({})
+    assert not is_delta({"table_type": "ICEBERG"}) and not is_delta({"table_type": "DELTA_SHARING"})

@@ -30,7 +30,7 @@ from typing import Any, BinaryIO, Protocol
 from schemaflow.catalog.metadata_bounds import Allowance
 from schemaflow.catalog.metadata_files import NotRegular, bounded, check_location, json_int, json_text, limit, \
     local_bytes, open_regular, parsed_json, why
-from schemaflow.catalog.metadata_readers import OWN_METADATA, Unreadable
+from schemaflow.catalog.metadata_readers import OWN_METADATA, TABLE_TYPE, Unreadable
 from schemaflow.model import SCHEMAFLOW_PREFIX, Column, DeltaState, Table, recorded
 from schemaflow.sql.spark_json import CHAR_VARCHAR, spark_column
 from schemaflow.sql.table_kinds import DELTA, PROVIDER, data_source_provider
@@ -86,8 +86,11 @@ class DeltaSnapshot:
 
 
 def is_delta(parameters: Mapping[str, str]) -> bool:
-    """Whether the metastore's parameters of a table say it is a Delta table (Spark's provider ``delta``)."""
-    return data_source_provider(parameters.get(PROVIDER)) == DELTA
+    """Whether the catalog's parameters of a table say it is a Delta table: Spark's provider ``delta`` (what delta-spark
+    registers), or ``table_type`` ``DELTA`` (what Athena's ``CREATE EXTERNAL TABLE ... TBLPROPERTIES ('table_type' =
+    'DELTA')`` registers in Glue: a location, no columns, the log the only schema)."""
+    return (data_source_provider(parameters.get(PROVIDER)) == DELTA
+            or str(parameters.get(TABLE_TYPE, "")).lower() == DELTA)
 
 
 def delta_table(database: str, name: str, snapshot: DeltaSnapshot) -> Table:

@@ -26,12 +26,11 @@ from typing import Any
 
 from schemaflow.catalog.metadata_bounds import Allowance
 from schemaflow.catalog.metadata_files import bounded, check_location, json_int, json_text, limit, local_bytes, parsed_json
-from schemaflow.catalog.metadata_readers import OWN_METADATA, Unreadable
+from schemaflow.catalog.metadata_readers import OWN_METADATA, TABLE_TYPE, Unreadable
 from schemaflow.model import COMMENT_KEY, METADATA_LOCATION, SCHEMAFLOW_PREFIX, Column, IcebergState, PartitionField, SortTerm, Table, recorded
 from schemaflow.sql.iceberg_types import UnknownIcebergType, spark_type
 from schemaflow.sql.table_kinds import ICEBERG
 
-TABLE_TYPE = "table_type"
 PREVIOUS_METADATA_LOCATION = "previous_metadata_location"
 # Properties Iceberg keeps of its own in a table's properties, not the user's; ``owner`` is the metastore entry's
 # owner, which Iceberg's Hive catalog writes at create (the user Spark ran as) and schemaflow does not manage.

@@ -37,6 +37,9 @@ class MetadataReader:
     read: Callable[[Mapping[str, Any], Sequence[str | None]], Table]
 
 
+# The parameter that names a table's kind where its catalogs say it that way (Iceberg's catalogs, Athena's Delta tables).
+TABLE_TYPE = "table_type"
+
 # What to do about metadata that an entry names and that is not the table's own, as another writer can register it.
 OWN_METADATA = "see that its metastore entry names its own metadata file"
 

@@ -12,6 +12,9 @@ apply. Three of them shape the steps:
   which ``plan.live_code`` guards against; a catalog with none stores a view's SQL as text and analyses nothing, so its
   plans carry no check of live views and drop a view as a catalog entry. What a change breaks of the views over it is
   still found from the SQL the catalog stores (``plan.invalidation`` reads it with sqlglot, no engine needed).
+- ``commits_delta``: a Delta table's changes are commits to its log, which schemaflow makes through Spark with
+  delta-spark; a catalog whose writer has no engine for that (Glue) holds Delta tables, and a plan reads and diffs them
+  there, but each change to one is a blocked step saying where it can be made.
 - ``drop_purges``: the Hive metastore deletes a managed table's files with its entry; an Iceberg REST catalog and Glue
   drop the entry only, and a drop's note says so (with the catalog's own name), so the reviewer is told what happens
   to the data.
@@ -24,14 +27,18 @@ from dataclasses import replace
 from schemaflow.capabilities import Capabilities
 from schemaflow.errors import SchemaflowError
 from schemaflow.output_safety import one_line
-from schemaflow.plan.changes import Change, DropLeftover, DropTable, DropView, Unsupported
+from schemaflow.plan.changes import Change, CreateTable, DropLeftover, DropTable, DropView, Unsupported
+from schemaflow.plan.delta import AlterDeltaTable, DeltaProtocol
 from schemaflow.plan.diff import RECREATE
 from schemaflow.plan.iceberg import ConvertToIceberg, staging_name
 from schemaflow.plan.kinds import ObjectType
 from schemaflow.plan.rewrite import RewriteTable
+from schemaflow.sql.table_kinds import ColumnChanges, kind_of
 
 # Where to make a change that needs renames: a catalog that has them; and how to have an Iceberg table of it without.
 _ELSEWHERE = "or keep the table in a Hive metastore (metastore.type hive), which renames tables"
+_DELTA_ELSEWHERE = ("make it with Spark and delta-spark where this catalog is Spark's metastore (an EMR or Glue job), "
+                   "then declare the table as it is; or keep the table in a Hive metastore (metastore.type hive)")
 _COPY = f"create the Iceberg table under another name and copy the rows into it, {_ELSEWHERE}"
 
 
@@ -51,6 +58,25 @@ def renaming(change: Change, capabilities: Capabilities, backend: str) -> Change
                f"tables (metastore.type {backend})")
         return Unsupported(change.key, ObjectType.TABLE, "converting to Iceberg in place", _COPY, why=why)
     return change
+
+
+def delta_committing(change: Change, capabilities: Capabilities, backend: str) -> Change:
+    """``change``, or, where it commits to a Delta table's log and the catalog of ``backend`` commits none, the blocked
+    step that says so."""
+    if capabilities.commits_delta:
+        return change
+    match change:
+        case AlterDeltaTable() | DeltaProtocol():
+            what = "changing the Delta table"
+        case CreateTable(table=table) if kind_of(table).column_changes == ColumnChanges.DELTA:
+            what = "creating the Delta table"
+        case _:
+            return change
+    why = (f"commits to its log, and {_catalog(capabilities)} (metastore.type {backend}) commits no Delta changes in "
+           "this release: schemaflow makes them through Spark with delta-spark, an engine this catalog's backend has "
+           "none of")
+    planned = change.to_step()  # what the change would make, shown with the blocked step
+    return Unsupported(change.key, ObjectType.TABLE, what, _DELTA_ELSEWHERE, (planned.summary, *planned.values), why)
 
 
 def dropping(change: Change, capabilities: Capabilities) -> Change:

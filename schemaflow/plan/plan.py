@@ -27,7 +27,7 @@ from schemaflow.model import (APPLIED_AT_KEY, APPLIED_COMMIT_KEY, APPLIED_STATE_
 from schemaflow.errors import SchemaflowError
 from schemaflow.plan import deps
 from schemaflow.plan.backups import NO_BACKUP_DROPS, BackupDrops, DropBackup, backup_drops, waiting_on_backups
-from schemaflow.plan.catalog_fit import dropping, renaming, without_engine
+from schemaflow.plan.catalog_fit import delta_committing, dropping, renaming, without_engine
 from schemaflow.plan.changes import (AddColumns, AlterColumns, Change, CreateTable, CreateView, DropTable, DropView,
                                      ReplaceView, Stamp, SyncViewPartitions)
 from schemaflow.plan.diff import diff, property_delta, where_free
@@ -258,8 +258,8 @@ class PlanBuilder:
         if self.moving:  # each register before the table's other changes (deps.order keeps an object's order)
             changes = [*self.moving.register_steps(registered), *changes]
         left = _left_alone(desired, live)  # what no step may touch, declared or not
-        changes = [dropping(renaming(c, self.capabilities, self.catalog), self.capabilities) for c in changes
-                   if c.key not in left]
+        changes = [dropping(delta_committing(renaming(c, self.capabilities, self.catalog), self.capabilities, self.catalog),
+                            self.capabilities) for c in changes if c.key not in left]
         changes, kept, waiting = backup_drops(changes, self.drop_backups)
         changes = _recompiled(changes, desired, self.recompile)
         outcome = resolve(changes, desired, live, self.invalidation)

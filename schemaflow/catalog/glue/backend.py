@@ -20,7 +20,7 @@ from schemaflow.catalog.glue.writer import GlueWriter
 from schemaflow.errors import SchemaflowError
 from schemaflow.model import Catalog
 from schemaflow.project import Project
-from schemaflow.sql.table_kinds import CUSTOM, ICEBERG, names
+from schemaflow.sql.table_kinds import CUSTOM, DELTA, ICEBERG, names
 
 
 def glue_options(project: Project) -> GlueOptions:
@@ -28,8 +28,8 @@ def glue_options(project: Project) -> GlueOptions:
     return GlueOptions.of(project.settings.metastore_options)
 
 
-# Glue holds Hive-format, data-source and Iceberg tables here (no views: docs/backends/glue.md says why); no engine,
-# no rename.
+# Glue holds Hive-format, data-source, Iceberg and Delta tables here (no views: docs/backends/glue.md says why); no engine,
+# no rename, so no Delta commit (a Delta table is read from its log and its changes blocked: ``plan.catalog_fit``).
 # Each table update names the VersionId it read; a parameter value holds up to 512,000 bytes.
 # How a plan words what ``GlueWriter`` calls (the kinds it refuses are named by none): every change to a table is the
 # guarded update.
@@ -50,9 +50,9 @@ WORDING = Wording(sql=False, calls={
                       "where the name is taken",
 })
 CAPABILITIES = Capabilities(
-    noun="Glue Data Catalog", table_kinds=frozenset({*names(False), *names(True), CUSTOM, ICEBERG}), views=False,
+    noun="Glue Data Catalog", table_kinds=frozenset({*names(False), *names(True), CUSTOM, ICEBERG, DELTA}), views=False,
     view_partitions=False, renames=False, engine=False, drop_purges=False, guard=GuardKind.VERSION_ID,
-    value_limit=512_000, wording=WORDING, claim_threads=8, registers=True)
+    value_limit=512_000, wording=WORDING, claim_threads=8, registers=True, commits_delta=False)
 _KINDS = {"str": "string", "bool": "boolean"}
 SETTINGS = {
     "type": "object", "additionalProperties": False,

@@ -237,7 +237,9 @@ def _delta(data: Mapping[str, Any], storage: Sequence[str | None]) -> Table:
     its entry's parameters, and the reason and what to do: a plan refuses to change it, saying why."""
     database, name = data["dbName"], data["tableName"]
     sd = data.get("sd", {})
-    location = sd.get("location") or sd.get("serdeInfo", {}).get("parameters", {}).get(PATH_OPTION)
+    # Spark keeps a data-source table's location among its options; the entry's own is a placeholder for an external
+    # one (``<table>-__PLACEHOLDER__`` in its database's folder). Athena registers the log's folder as the entry's.
+    location = sd.get("serdeInfo", {}).get("parameters", {}).get(PATH_OPTION) or sd.get("location")
     try:
         if not location:
             raise Unreadable("its metastore entry names no location", "see that Spark registered the Delta table")
