@@ -16,8 +16,9 @@ from schemaflow.catalog.glue.client import GlueCatalog, GlueOptions
 from schemaflow.catalog.glue.reader import GlueReader
 from schemaflow.model import Column, Table
 from tests.glue_versions import moto_aws, versioned_glue
-from tests.test_backend_glue import ACCOUNT, REGION, _cli
+from tests.inprocess import schemaflow
 
+REGION, ACCOUNT = "eu-west-1", "123456789012"  # moto's account
 PLACEHOLDER = [{"Name": "col", "Type": "array<string>", "Comment": "from deserializer"}]
 
 
@@ -26,6 +27,11 @@ def glue(monkeypatch: pytest.MonkeyPatch) -> Iterator[GlueReader]:
     with moto_aws(monkeypatch), versioned_glue():
         boto3.client("glue", region_name=REGION).create_database(DatabaseInput={"Name": "lake"})
         yield GlueReader(GlueCatalog(GlueOptions(region=REGION)))
+
+
+def _cli(project: Path, *argv: str) -> tuple[int, str, str]:
+    ran = schemaflow("--project", str(project), *argv)
+    return ran.code, ran.out, ran.err
 
 
 def _delta_log(folder: Path) -> str:
