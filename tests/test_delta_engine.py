@@ -104,6 +104,17 @@ def test_the_metastore_holds_a_placeholder_and_the_log_the_schema(
     assert _latest(location, "metaData")["configuration"] == {"team": "data"}
 
 
+def test_an_external_table_s_entry_names_a_placeholder_folder_and_its_path_option_the_log_s(
+        engine: DeltaSpark, metastore_server: str, tmp_path: Path) -> None:
+    folder = tmp_path / "external"
+    engine.sql(f"CREATE TABLE {DB}.external (id bigint) USING delta LOCATION '{folder}'")
+    [entry] = ThriftReader(metastore_server).named_table_data(DB, ["external"])
+    assert entry["sd"]["location"].endswith("/external-__PLACEHOLDER__")  # Spark's, for a table Hive cannot read
+    assert entry["sd"]["serdeInfo"]["parameters"]["path"].removeprefix("file:") == str(folder)
+    table = ThriftReader(metastore_server).read((DB,)).get(f"{DB}.external")
+    assert table is not None and table.unreadable is None and [c.name for c in table.columns] == ["id"], table
+
+
 def test_rename_and_drop_need_column_mapping_which_moves_the_protocol_to_2_5(engine: DeltaSpark) -> None:
     location = _create(engine, "mapping", "id bigint, name string, gone string")
     engine.sql(f"INSERT INTO {DB}.mapping VALUES (1, 'one', 'x'), (2, 'two', 'y')")
