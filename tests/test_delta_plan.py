@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from schemaflow.apply.executor import check_runnable
+
 from schemaflow.errors import SchemaflowError, SpecError
 from schemaflow.model import (Catalog, Column, DeltaState, DropColumn, Migration, RenameColumn, Table, fingerprint,
                               from_data, to_data)
@@ -189,15 +190,6 @@ def test_a_table_becoming_delta_is_not_converted_in_place():
     parquet = Table("db", "orders", COLUMNS, format="parquet", version="v0")
     [step] = _plan(_want(partition_columns=()), parquet).steps
     assert step.blocked and "schemaflow does not convert a table to Delta (CONVERT TO DELTA" in step.blocked
-
-
-def test_a_plan_with_delta_actions_is_refused_before_its_first_step():
-    plan = _plan(_want(*COLUMNS, Column("channel", "string")))
-    with pytest.raises(SchemaflowError) as refused:
-        check_runnable(plan)
-    assert str(refused.value) == ("db.orders: this build of schemaflow plans changes to Delta tables but does not apply "
-                                  "them yet; nothing was applied (apply the plan's statements for it with delta-spark "
-                                  "by hand, or leave the table out of the plan)")
 
 
 def test_delta_steps_are_worded_and_round_trip_through_plan_json():

@@ -21,7 +21,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 
 from pyspark.sql import SparkSession
 
-from schemaflow.catalog.hive import iceberg_commit, iceberg_convert, rewrite, table_files
+from schemaflow.catalog.hive import delta_commit, iceberg_commit, iceberg_convert, rewrite, table_files
 from schemaflow.catalog.backend import LiveEntry, StoredFunction
 from schemaflow.catalog.hive.columns import set_columns, stale_partitions
 from schemaflow.catalog.iceberg_metadata import is_iceberg
@@ -219,6 +219,43 @@ class Metastore:
                 iceberg_commit.create(self, table, set)
             else:
                 iceberg_commit.commit(self, table.key, table, sources, requires, set, unset, expected)
+
+    def delta_unavailable(self) -> str | None:
+        return delta_commit.unavailable(self.spark)
+
+    def create_delta(self, key: str, create: str, stamp: Mapping[str, str], claim: str) -> None:
+        """The CREATE through delta-spark, born claimed in the log; the entry claimed right after (delta-spark writes
+        no property of it there); the stamp on top (``catalog.hive.delta_commit`` says where claims and stamps live)."""
+        self._sql(ddl.fill_claim(create, claim), creates=key)
+        self.set_parameters(key, {VERSION_KEY: claim}, ())
+        if stamp:
+            with self._errors(f"committing to the Delta table {key}"):
+                delta_commit.commit(self.spark, key, self._delta_location(key), 0, None, (), stamp)
+        if VERSION_KEY in stamp:
+            self.set_parameters(key, {VERSION_KEY: stamp[VERSION_KEY]}, (), claim)
+
+    def alter_delta(self, key: str, log_version: int, table_id: str, statements: Sequence[str],
+                    stamp: Mapping[str, str], expected: str | None) -> int:
+        """The statements while the entry still holds the run's claim ``expected`` (read just before), each a commit
+        on top of the last; the entry's version then the stamp's."""
+        with self._holding(key, expected), self._errors(f"committing to the Delta table {key}"):
+            landed = delta_commit.commit(self.spark, key, self._delta_location(key), log_version, table_id, statements,
+                                         stamp)
+        if VERSION_KEY in stamp:
+            self.set_parameters(key, {VERSION_KEY: stamp[VERSION_KEY]}, (), expected)
+        return landed
+
+    def _delta_location(self, key: str) -> str:
+        """Where the Delta table ``key`` is, as its entry says (Spark writes it in the storage descriptor, or as the
+        data source's ``path`` option)."""
+        database, name = split_key(key)
+        table = self.retrying(lambda: self.msc.getTable(database, name))
+        location: str | None = table.getSd().getLocation() or table.getSd().getSerdeInfo().getParameters().get(
+            PATH_OPTION)
+        if not location:
+            raise SchemaflowError(f"{key}: its metastore entry names no location; see that Spark registered the Delta "
+                                  "table")
+        return location
 
     def rewrite_table(self, key: str, table: Table, create: str, columns: Sequence[Filled], staging: str, backup: str,
                       expected: str | None, version: str | None, claim: str, registrable: bool = False,
