@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from schemaflow.apply.executor import check_runnable
-
 from schemaflow.errors import SchemaflowError, SpecError
 from schemaflow.model import (Catalog, Column, DeltaState, DropColumn, Migration, RenameColumn, Table, fingerprint,
                               from_data, to_data)
