@@ -1,16 +1,19 @@
-"""Apply of Delta steps without a JVM (issue 59, item 3): what the executor hands a writer that commits to Delta logs
-(``catalog.backend.DeltaWriting``), recorded; the refusal, before the first step, of a writer that cannot; how a
-failed statement is reported; and the Spark settings a project sets delta-spark up with, plain ones. What the Hive
-writer does with them in delta-spark is tests/test_delta_apply_engine.py's."""
+"""Apply of Delta steps (issue 59, item 3), without delta-spark: what the executor hands a writer that commits to
+Delta logs (``catalog.backend.DeltaWriting``), recorded; the refusal, before the first step, of a writer that cannot
+(the test venv's Spark, which has no delta-spark, marked ``spark``); how a failed statement is reported; and the
+Spark settings a project sets delta-spark up with, plain ones. What the Hive writer does in delta-spark is
+tests/test_delta_apply_engine.py's."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from schemaflow.apply.executor import ApplyError, RecordingTarget, apply_plan
-from schemaflow.catalog.hive.delta_commit import DeltaStepFailed
+from schemaflow.catalog.hive.delta_commit import PACKAGES, DeltaStepFailed
+from schemaflow.catalog.hive.metastore import Metastore
 from schemaflow.claims import Claim, parse_claim
 from schemaflow.code_settings import spark_code_reason
 from schemaflow.errors import ConcurrentChange, SchemaflowError
@@ -28,8 +31,8 @@ CLAIM = Claim("run1", "host", 1, "2026-12-02T00:00:00Z")
 
 def _plan(want: Table, live: Table | None = LIVE) -> Plan:
     objects = {live.key: live} if live else {}
-    return PlanBuilder(Catalog(databases=("db",), objects={want.key: want}),
-                       Catalog(databases=("db",), objects=objects), release=(3, 5)).build()
+    return PlanBuilder(Catalog(databases=(want.database,), objects={want.key: want}),
+                       Catalog(databases=(want.database,), objects=objects), release=(3, 5)).build()
 
 
 def _want(**changes: object) -> Table:
@@ -121,3 +124,22 @@ def test_delta_spark_as_its_docs_set_it_up_is_a_plain_setting_and_another_class_
     assert spark_code_reason("spark.sql.extensions", "com.example.Extension") is not None
     assert spark_code_reason("spark.sql.catalog.spark_catalog", "com.example.Catalog") is not None
     assert spark_code_reason("spark.databricks.delta.maxCommitAttempts", "10") is not None
+
+
+@pytest.mark.spark
+def test_a_spark_session_without_delta_spark_is_refused_before_the_first_step_saying_what_to_configure(
+        metastore: Metastore, fresh_db: Callable[[], str]) -> None:
+    """The test venv's Spark, which has no delta-spark (none exists for it): the refusal names all three settings."""
+    reason = metastore.delta_unavailable()
+    assert reason == (
+        "its Spark session has no delta-spark; set in schemaflow.yaml's spark.conf (or the Spark the session comes "
+        f"from) delta-spark's classes (spark.jars.packages: {PACKAGES}); spark.sql.extensions: "
+        "io.delta.sql.DeltaSparkSessionExtension; spark.sql.catalog.spark_catalog: "
+        "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+    database = fresh_db()
+    plan = _plan(_want(database=database), live=None)
+    with pytest.raises(SchemaflowError) as refused:
+        apply_plan(plan, metastore)
+    assert str(refused.value) == (f"{database}.orders: the plan changes a Delta table, which this apply cannot: "
+                                  f"{reason}; nothing was applied")
+    assert metastore.read((database,)).objects == {}
