@@ -6,7 +6,7 @@ delta-spark 3.3.2), every outcome read back through Spark (DESCRIBE, SELECT, DES
 kept (``catalog.hive.delta_commit``).
 
 One table goes through its life (create; add a column and comments; rename and drop by column mapping, the protocol
-step with them; set and unset properties; then nothing to plan); then the guard through apply: an outside writer's
+step with them; set and unset properties; a property removed alone; then nothing to plan); then the guard through apply: an outside writer's
 commit between plan and apply, and two appliers of one saved plan.
 """
 from __future__ import annotations
@@ -143,6 +143,14 @@ def test_a_delta_table_through_its_life_is_applied_and_read_back(engine: DeltaSp
     assert configuration["team"] == "analytics" and "tier" not in configuration
     _stamped(uri, location, plan)
 
+    # A property no longer declared, and nothing else: the stamp alone removes it from the log.
+    final = replace(final, properties={"delta.columnMapping.mode": "name"})
+    plan = _plan(uri, final, migrations=(MIGRATION,))
+    assert [(s.kind, s.body) for s in plan.steps] == [("set_properties", ())], plan.steps
+    _applied(engine, plan)
+    assert "team" not in DeltaTable(location).metadata().configuration
+    _stamped(uri, location, plan)
+
     assert _plan(uri, final, migrations=(MIGRATION,)).steps == ()
     # Each statement one commit on top of the one before it (none made again on top of another), each stamp last.
     history = list(reversed(DeltaTable(location).history()))
@@ -151,7 +159,8 @@ def test_a_delta_table_through_its_life_is_applied_and_read_back(engine: DeltaSp
         "SET TBLPROPERTIES", "ADD COLUMNS", "CHANGE COLUMN", "SET TBLPROPERTIES",
         "WRITE",
         "SET TBLPROPERTIES", "RENAME COLUMN", "DROP COLUMNS", "SET TBLPROPERTIES",
-        "SET TBLPROPERTIES", "UNSET TBLPROPERTIES", "SET TBLPROPERTIES"]
+        "SET TBLPROPERTIES", "UNSET TBLPROPERTIES", "SET TBLPROPERTIES",
+        "UNSET TBLPROPERTIES", "SET TBLPROPERTIES"]
     assert [(h["version"], h.get("readVersion")) for h in history[1:]] == [(v, v - 1) for v in range(1, len(history))]
 
 

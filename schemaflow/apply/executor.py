@@ -66,7 +66,7 @@ class RecordingTarget:
         self.claims: list[str] = []  # the claim each object created is born with, in order
         self.histories: dict[str, dict[str, str]] = {}  # database -> the history parameters written on it
         self.checked: list[dict[str, ViewSql | None]] = []  # the live views each check was to find as planned
-        # Each Delta action: the table, the log version its first statement lands on (None: created), its statements
+        # Each Delta action: the table, the log version its statements land on top of (None: created), its statements
         # (a CREATE's claim filled) and its stamp.
         self.deltas: list[tuple[str, int | None, tuple[str, ...], dict[str, str]]] = []
 
