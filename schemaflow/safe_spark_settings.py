@@ -47,6 +47,11 @@ def one_of(*values: str) -> Shape:
     return Shape(f"one of {', '.join(values)}", "(?i:" + "|".join(map(re.escape, values)) + ")", values)
 
 
+def java_class(name: str) -> Shape:
+    """One Java class, by its exact name (the JVM tells case apart)."""
+    return Shape(f"the class {name}", re.escape(name), (name,))
+
+
 BOOLEAN = Shape("true or false", "(?i:true|false)", ("true", "false"))
 COUNT = Shape("a whole number, such as 8", "[0-9]{1,10}", ("8",))
 # Spark's JavaUtils.byteStringAs: b, k(b), m(b), g(b), t(b), p(b); bytes without a unit.
@@ -127,8 +132,8 @@ HIVE: Mapping[str, Shape] = {
 # for new tables' properties (``spark.databricks.delta.properties.defaults.*``: a table created would differ from
 # the one declared).
 DELTA: Mapping[str, Shape] = {
-    "spark.sql.extensions": one_of("io.delta.sql.DeltaSparkSessionExtension"),
-    "spark.sql.catalog.spark_catalog": one_of("org.apache.spark.sql.delta.catalog.DeltaCatalog"),
+    "spark.sql.extensions": java_class("io.delta.sql.DeltaSparkSessionExtension"),
+    "spark.sql.catalog.spark_catalog": java_class("org.apache.spark.sql.delta.catalog.DeltaCatalog"),
     "spark.databricks.delta.snapshotPartitions": COUNT,
 }
 SAFE: Mapping[str, Shape] = {**SPARK, **HIVE, **DELTA}

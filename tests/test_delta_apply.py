@@ -143,3 +143,4 @@ def test_a_spark_session_without_delta_spark_is_refused_before_the_first_step_sa
     assert str(refused.value) == (f"{database}.orders: the plan changes a Delta table, which this apply cannot: "
                                   f"{reason}; nothing was applied")
     assert metastore.read((database,)).objects == {}
+    assert spark_code_reason("spark.sql.extensions", "io.delta.sql.deltasparksessionextension") is not None
