@@ -164,13 +164,20 @@ def test_a_delta_table_through_its_life_is_applied_and_read_back(engine: DeltaSp
     assert [(h["version"], h.get("readVersion")) for h in history[1:]] == [(v, v - 1) for v in range(1, len(history))]
 
 
+def _created_then_planned(engine: DeltaSpark, uri: str, database: str, name: str,
+                          column: str) -> tuple[Table, str, str, Plan]:
+    """``ORDERS`` as ``database.name``, created by apply; its location and version, and the plan that adds ``column``."""
+    table = replace(ORDERS, database=database, name=name)
+    _applied(engine, _plan(uri, table))
+    version = _entry(uri, name, database)["parameters"][VERSION_KEY]
+    return (table, _location(engine, name, database), version,
+            _plan(uri, replace(table, columns=(*table.columns, Column(column, "string")))))
+
+
 def test_an_outside_commit_between_plan_and_apply_is_a_concurrent_change_and_nothing_of_the_step_lands(
         engine: DeltaSpark, metastore_server: str) -> None:
-    uri, table = metastore_server, replace(ORDERS, database=OUTSIDE, name="outside")
-    _applied(engine, _plan(uri, table))
-    location = _location(engine, "outside", OUTSIDE)
-    version = _entry(uri, "outside", OUTSIDE)["parameters"][VERSION_KEY]
-    plan = _plan(uri, replace(table, columns=(*table.columns, Column("late", "string"))))
+    uri = metastore_server
+    table, location, version, plan = _created_then_planned(engine, uri, OUTSIDE, "outside", "late")
     read = DeltaTable(location).version()
     engine.sql(f"INSERT INTO {OUTSIDE}.outside VALUES (7, 'seven', 'x')")
 
@@ -199,11 +206,8 @@ def test_an_outside_commit_between_plan_and_apply_is_a_concurrent_change_and_not
 
 def test_two_appliers_of_one_saved_plan_one_lands_the_other_is_a_concurrent_change(
         engine: DeltaSpark, metastore_server: str) -> None:
-    uri, table = metastore_server, replace(ORDERS, database=TWICE, name="twice")
-    _applied(engine, _plan(uri, table))
-    location = _location(engine, "twice", TWICE)
-    version = _entry(uri, "twice", TWICE)["parameters"][VERSION_KEY]
-    saved = _plan(uri, replace(table, columns=(*table.columns, Column("added", "string"))))
+    uri = metastore_server
+    _, location, version, saved = _created_then_planned(engine, uri, TWICE, "twice", "added")
 
     assert "applied" in engine.apply(saved.to_json())
     landed = DeltaTable(location).version()
