@@ -15,6 +15,9 @@ with the claim (the writer's ``claim``). Where a catalog cannot carry a guard (t
 its writes run only on objects this run holds. A table registered from the catalog the project moves from
 (``plan.moving``) is not claimed: its later writes expect the version its metadata held when planned; the entries that
 plan forgets there are dropped through ``source``, the writer of that catalog, each guarded by its version then.
+A Delta table's steps commit to its log through a writer that is ``DeltaWriting`` (``catalog.hive.delta_commit``: the
+claim in its catalog entry, each statement on top of the log version planned, the stamp last); a plan with one is
+refused before anything is claimed where the writer cannot.
 
 Against a metastore server, a step's last write to its own object (its stamp) runs in a second lane
 (``apply.lane``), on a connection of its own, while the next step's statements run: one write at a

@@ -85,7 +85,8 @@ class DeltaStepFailed(SchemaflowError):
     def __init__(self, key: str, statements: Sequence[str], landed: Sequence[int], cause: Exception) -> None:
         self.landed = tuple(landed)
         said = str(cause) if isinstance(cause, SchemaflowError) else java_message(cause)
-        done = [f"  {i}. {_shown(s)} (log version {v})" for i, (s, v) in enumerate(zip(statements[:len(landed)], landed, strict=True), 1)]
+        done = [f"  {i}. {_shown(s)} (log version {v})"
+                for i, (s, v) in enumerate(zip(statements[:len(landed)], landed, strict=True), 1)]
         left = [f"  {i}. {_shown(s)}" for i, s in enumerate(statements[len(landed):], len(landed) + 1)]
         super().__init__("\n".join([f"{one_line(key)}: Delta statement {len(landed) + 1} of {len(statements)} failed, "
                                     f"nothing of it applied: {said}",

@@ -251,8 +251,8 @@ class Metastore:
         """The statements while the entry still holds the run's claim ``expected`` (read just before), each a commit
         on top of the last; the entry's version then the stamp's."""
         with self._holding(key, expected), self._errors(f"committing to the Delta table {key}"):
-            landed = delta_commit.commit(self._delta_session, key, self._delta_location(key), log_version, table_id, statements,
-                                         stamp)
+            landed = delta_commit.commit(self._delta_session, key, self._delta_location(key), log_version, table_id,
+                                         statements, stamp)
         if VERSION_KEY in stamp:
             self.set_parameters(key, {VERSION_KEY: stamp[VERSION_KEY]}, (), expected)
         return landed
