@@ -157,7 +157,9 @@ def spark_settings_reference() -> str:
             "[Security model](../guides/security.md)); the settings that choose the metastore, the warehouse or the "
             "master are refused wherever they are written. Each key is one every supported Spark release (3.5, 4.0 "
             "to 4.3) defines, and each shape admits Spark's default and holds values Spark accepts "
-            "(`tests/test_code_approval_spark.py` asks the installed Spark). Values are written without spaces; an "
+            "(`tests/test_code_approval_spark.py` asks the installed Spark), but for delta-spark's own: its session "
+            "extension and catalog, each by its one class, and `spark.databricks.delta.snapshotPartitions` (see "
+            "[Delta Lake tables](../formats/delta.md#apply)). Values are written without spaces; an "
             "enumeration is read in any case.\n\n"
             f"| setting | takes |\n|---|---|\n{rows}\n")
 

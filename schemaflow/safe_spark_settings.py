@@ -10,15 +10,17 @@ adaptive execution, memory and cores, file sizes, the time zone, Parquet and ORC
 conversions, the partition overwrite mode, the metastore client's timeout), each with the shape of value it
 may take. A key of this list whose value has that shape is a plain setting; any other key, or a value of
 another shape, is a setting that needs the operator's approval (``code_settings``). Left out on purpose: every
-setting that takes a path, an address or a class; what chooses whose credentials the job uses (Kerberos
-principals and keytabs); what makes Spark write to the metastore as it reads a table
-(``spark.sql.hive.caseSensitiveInferenceMode``).
+setting that takes a path, an address or a class, but for delta-spark's session extension and catalog, each by its
+one class name (the jars that hold them need the operator: ``spark.jars.packages`` loads code); what chooses whose
+credentials the job uses (Kerberos principals and keytabs); what makes Spark write to the metastore as it reads a
+table (``spark.sql.hive.caseSensitiveInferenceMode``).
 
-Every key here is defined by each Spark release schemaflow supports (3.5, and 4.0 through 4.3), with the
-same meaning: tests/test_code_approval_spark.py asks the installed Spark's registry of settings (and Hive's,
+Every key of ``SPARK`` and ``HIVE`` is defined by each Spark release schemaflow supports (3.5, and 4.0 through 4.3),
+with the same meaning: tests/test_code_approval_spark.py asks the installed Spark's registry of settings (and Hive's,
 for the two Hive client settings) for each one, that the shape admits the default Spark gives it, and that
-Spark accepts each example of the shape. The shapes are narrower than what Spark parses (no spaces, no
-``${...}``, bounded lengths), never wider.
+Spark accepts each example of the shape. ``DELTA``'s are delta-spark's, which the test venv's Spark lacks: the
+engine with delta-spark starts with them (tests/delta_spark.py, checked by tests/test_delta_apply.py). The shapes are
+narrower than what Spark parses (no spaces, no ``${...}``, bounded lengths), never wider.
 """
 from __future__ import annotations
 
@@ -43,6 +45,11 @@ class Shape:
 def one_of(*values: str) -> Shape:
     """An enumeration, in any case (Spark compares these in upper or lower case)."""
     return Shape(f"one of {', '.join(values)}", "(?i:" + "|".join(map(re.escape, values)) + ")", values)
+
+
+def java_class(name: str) -> Shape:
+    """One Java class, by its exact name (the JVM tells case apart)."""
+    return Shape(f"the class {name}", re.escape(name), (name,))
 
 
 BOOLEAN = Shape("true or false", "(?i:true|false)", ("true", "false"))
@@ -120,4 +127,13 @@ HIVE: Mapping[str, Shape] = {
     "spark.hadoop.hive.metastore.client.socket.timeout": DURATION,
     "spark.hadoop.hive.metastore.sasl.enabled": BOOLEAN,
 }
-SAFE: Mapping[str, Shape] = {**SPARK, **HIVE}
+# delta-spark in the user's Spark, as Delta's docs set it up, and the Delta SQL setting that tunes its reads of a log.
+# Not Delta's commit settings (``spark.databricks.delta.maxCommitAttempts`` is schemaflow's own guard), nor defaults
+# for new tables' properties (``spark.databricks.delta.properties.defaults.*``: a table created would differ from
+# the one declared).
+DELTA: Mapping[str, Shape] = {
+    "spark.sql.extensions": java_class("io.delta.sql.DeltaSparkSessionExtension"),
+    "spark.sql.catalog.spark_catalog": java_class("org.apache.spark.sql.delta.catalog.DeltaCatalog"),
+    "spark.databricks.delta.snapshotPartitions": COUNT,
+}
+SAFE: Mapping[str, Shape] = {**SPARK, **HIVE, **DELTA}

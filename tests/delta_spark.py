@@ -5,10 +5,19 @@ the test venv (``tests/spark_engine.py``: pyspark 3.5.9 in its own process) with
 (the pinned ``delta-spark`` set), against a metastore server the tests started. Its session catalog is Delta's
 ``DeltaCatalog`` with Delta's SQL extensions, as Delta's docs set Spark up: Hive tables and Delta tables in one
 namespace. The same process runs schemaflow's own Delta commit (``catalog.hive.delta_commit``), whose delta-spark the
-test venv's pyspark cannot load.
+test venv's pyspark cannot load, and schemaflow's apply with the Hive writer (``apply_plan``, the request ``apply``).
+
+schemaflow's own packages (sqlglot, pyyaml, jsonschema, ...) come from the test venv: its site-packages follow the
+engine's folder on the engine's ``PYTHONPATH`` (``also``), so the engine's pyspark 3.5.9 and its py4j are the ones
+imported, and the venv's pyspark is never reached. That is the least of the ways tried to run schemaflow there: the
+CLI in a process of its own would start its own Spark, which needs delta-spark's jars and settings approved as code
+(``spark.jars``), and a venv of its own per engine would install schemaflow's dependencies again. The plans it
+applies are made in the test process, without a JVM, as ``plan`` makes them (the live state over Thrift, each Delta
+table's log read by ``catalog.delta_log``).
 """
 from __future__ import annotations
 
+import sysconfig
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +31,7 @@ class DeltaSpark(SparkEngine):
     engine.sql("SELECT ...")``."""
 
     name = "Spark with Delta"
+    also = (sysconfig.get_paths()["purelib"],)  # schemaflow's packages, after the engine's pyspark (above)
 
     def __init__(self, uri: str, warehouse: Path, workdir: Path, timeout: float = 300.0) -> None:
         super().__init__({
@@ -50,6 +60,11 @@ class DeltaSpark(SparkEngine):
         """schemaflow's ``run_on_version`` run in the engine: ``{"version": n}``, ``{"concurrent": {...}}`` or
         ``{"error": "..."}``."""
         return self.ask(self.applier(location, expected_version, statement))
+
+    def apply(self, plan_json: str) -> dict[str, Any]:
+        """schemaflow's ``apply_plan`` of the plan with the Hive writer in the engine: ``{"applied": progress}`` or
+        ``{"failed": error, "progress": progress}``."""
+        return self.ask({"apply": plan_json})
 
     def together(self, *requests: dict[str, Any]) -> list[dict[str, Any]]:
         """The answers to ``requests`` run at once, each on a session of its own."""

@@ -58,6 +58,8 @@ class SparkEngine:
     ``name`` says which runtime it carries, in its errors."""
 
     name = "Spark"
+    # Folders of packages the engine's process imports after its own (pyspark, py4j) and the checkout: none here.
+    also: tuple[str, ...] = ()
 
     def __init__(self, settings: dict[str, str], workdir: Path, timeout: float = 300.0) -> None:
         self.settings = settings
@@ -72,7 +74,7 @@ class SparkEngine:
         self.workdir.mkdir(parents=True, exist_ok=True)
         # Its own Spark's settings alone: not another pyspark's home, nor the Hive client a run's site gives schemaflow.
         env = {**{key: value for key, value in os.environ.items() if key not in ("SPARK_HOME", "SPARK_CONF_DIR")},
-               "PYTHONPATH": os.pathsep.join([str(engine_home()), str(CHECKOUT)]),
+               "PYTHONPATH": os.pathsep.join([str(engine_home()), str(CHECKOUT), *self.also]),
                "JAVA_HOME": str(Path(java_binary()).parent.parent), "PYSPARK_PYTHON": sys.executable}
         with self.log.open("w") as log:
             self._process = subprocess.Popen(

@@ -9,6 +9,9 @@ pyspark). Arguments: a JSON object of Spark settings. Each line on stdin is a re
 - ``{"run_on_version": {"location": ..., "expected_version": ..., "statement": ...}}``: schemaflow's
   ``catalog.hive.delta_commit.run_on_version`` in this session: ``{"version": n}``, ``{"concurrent": {"expected":
   ..., "found": ...}}`` for its ``ConcurrentChange``, or ``{"error": "..."}``;
+- ``{"apply": "<plan JSON>"}``: schemaflow's ``apply_plan`` of that plan with the Hive writer on this session (which
+  needs schemaflow's own packages: ``tests/delta_spark.py`` says where they come from): ``{"applied": progress}`` or
+  ``{"failed": error, "progress": progress}``;
 - ``{"together": [request, ...]}``: the requests at once, each in a thread of its own on a session of its own
   (``newSession``: its own SQL settings, the same Spark): ``{"answers": [...]}`` in the requests' order.
 
@@ -31,6 +34,8 @@ def answer(spark, request):
                 return {"version": run_on_version(spark, **request["run_on_version"])}
             except ConcurrentChange as change:
                 return {"concurrent": {"expected": change.expected, "found": change.found}}
+        if "apply" in request:
+            return apply(spark, request["apply"])
         requests = request["together"]
         answers = [None] * len(requests)
         sessions = [spark.newSession() for _ in requests]
@@ -47,6 +52,20 @@ def answer(spark, request):
         return {"answers": answers}
     except Exception as error:  # noqa: BLE001 -- the request's failure is the answer; the session goes on
         return {"error": f"{type(error).__name__}: {error}"[:4000]}
+
+
+def apply(spark, plan):
+    import io
+    from schemaflow.apply.executor import apply_plan
+    from schemaflow.catalog.hive.metastore import Metastore
+    from schemaflow.errors import SchemaflowError
+    from schemaflow.plan.plan import Plan
+    progress = io.StringIO()
+    try:
+        apply_plan(Plan.from_data(json.loads(plan)), Metastore.connect(spark), progress)
+    except SchemaflowError as error:
+        return {"failed": str(error), "progress": progress.getvalue()}
+    return {"applied": progress.getvalue()}
 
 
 def main() -> None:

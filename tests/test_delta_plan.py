@@ -191,15 +191,6 @@ def test_a_table_becoming_delta_is_not_converted_in_place():
     assert step.blocked and "schemaflow does not convert a table to Delta (CONVERT TO DELTA" in step.blocked
 
 
-def test_a_plan_with_delta_actions_is_refused_before_its_first_step():
-    plan = _plan(_want(*COLUMNS, Column("channel", "string")))
-    with pytest.raises(SchemaflowError) as refused:
-        check_runnable(plan)
-    assert str(refused.value) == ("db.orders: this build of schemaflow plans changes to Delta tables but does not apply "
-                                  "them yet; nothing was applied (apply the plan's statements for it with delta-spark "
-                                  "by hand, or leave the table out of the plan)")
-
-
 def test_delta_steps_are_worded_and_round_trip_through_plan_json():
     want = _want(COLUMNS[0], Column("quantity", "int"), properties={"delta.columnMapping.mode": "name"})
     plan = _plan(want, migrations=(_RENAME_DROP,))

@@ -197,6 +197,7 @@ COVERED = {
     ("reference/metastore-versions.md", 2): RELEASE_RUN,
     ("backends/glue.md", 0): GLUE_OPTIONS,
     ("backends/hive.md", 0): VALIDATED,
+    ("formats/delta.md", 0): VALIDATED,  # delta-spark's settings, plain ones (tests/test_delta_apply.py)
 }
 
 
@@ -293,6 +294,7 @@ VALIDATE: dict[tuple[str, int], Callable[[str], dict[str, str]]] = {
     ("reference/metastore-versions.md", 0): _settings,
     ("reference/metastore-versions.md", 1): _settings,
     ("backends/hive.md", 0): _settings,
+    ("formats/delta.md", 0): lambda block: _settings(block.replace("[shop]", "[analytics, retail]")),
     ("concepts/rewrites.md", 0): lambda block: {"schemas/retail/contacts.yaml": block},
     ("concepts/rewrites.md", 1): lambda block: {"migrations/0004_numeric_amounts.yaml": block.split("\n", 1)[1]},
 }

@@ -15,6 +15,9 @@ with the claim (the writer's ``claim``). Where a catalog cannot carry a guard (t
 its writes run only on objects this run holds. A table registered from the catalog the project moves from
 (``plan.moving``) is not claimed: its later writes expect the version its metadata held when planned; the entries that
 plan forgets there are dropped through ``source``, the writer of that catalog, each guarded by its version then.
+A Delta table's steps commit to its log through a writer that is ``DeltaWriting`` (``catalog.hive.delta_commit``: the
+claim in its catalog entry, each statement on top of the log version planned, the stamp last); a plan with one is
+refused before anything is claimed where the writer cannot.
 
 Against a metastore server, a step's last write to its own object (its stamp) runs in a second lane
 (``apply.lane``), on a connection of its own, while the next step's statements run: one write at a
@@ -34,7 +37,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 
 from schemaflow.apply.lane import Lane, LaneFailed
 from schemaflow.apply.stops import StopRequest, signal_name, stop_between_steps
-from schemaflow.catalog.backend import CatalogWriter, Registering
+from schemaflow.catalog.backend import CatalogWriter, DeltaWriting, Registering
 from schemaflow.capabilities import HIVE_METASTORE, Capabilities
 from schemaflow.claims import Claim, new_run
 from schemaflow.errors import ConcurrentChange, SchemaflowError, Unreachable
@@ -66,6 +69,9 @@ class RecordingTarget:
         self.claims: list[str] = []  # the claim each object created is born with, in order
         self.histories: dict[str, dict[str, str]] = {}  # database -> the history parameters written on it
         self.checked: list[dict[str, ViewSql | None]] = []  # the live views each check was to find as planned
+        # Each Delta action: the table, the log version its statements land on top of (None: created), its statements
+        # (a CREATE's claim filled) and its stamp.
+        self.deltas: list[tuple[str, int | None, tuple[str, ...], dict[str, str]]] = []
 
     def create_table(self, table: Table, claim: str) -> None:
         self.actions.append(CreateTableAction(table))
@@ -161,6 +167,20 @@ class RecordingTarget:
         self.actions.append(RestoreBackup(key, backup, temporary, backup_version))
         self.guards.append(expected)
 
+    def delta_unavailable(self) -> str | None:
+        """A recorder records Delta's statements as any others."""
+        return None
+
+    def create_delta(self, key: str, create: str, stamp: Mapping[str, str], claim: str) -> None:
+        self.deltas.append((key, None, (ddl.fill_claim(create, claim),), dict(stamp)))
+        self.claims.append(claim)
+
+    def alter_delta(self, key: str, log_version: int, table_id: str, statements: Sequence[str],
+                    stamp: Mapping[str, str], expected: str | None) -> int:
+        self.deltas.append((key, log_version, tuple(statements), dict(stamp)))
+        self.guards.append(expected)
+        return log_version + len(statements) + bool(stamp)
+
     def after_apply(self, changed: Sequence[str]) -> list[str]:
         """A recorder caches nothing: nothing follows."""
         return []
@@ -230,6 +250,7 @@ class Run:
         self.started: set[str] = set()  # objects this run has begun to change
         self.stamped: dict[str, str] = {}  # when each object's stamp or drop record was written
         self.kept: dict[str, Any] = {}  # the partitions of each view it re-creates, read just before
+        self.logs: dict[str, int] = {}  # the version of the last commit this run made to each Delta table's log
         self.guards = plan.guards  # the version each object had when planned, before this run claimed it
         kinds: dict[str, list[str]] = {}
         cascade: set[str] = set()
@@ -395,32 +416,52 @@ class Run:
                 writer.restore_table(action.object, action.backup, action.temporary, action.backup_version,
                                      self.held.get(action.object), self.guards.get(action.object), token)
                 self.held[action.object] = token
-            case DeltaCreate() | DeltaAlter():
-                raise SchemaflowError(_delta_not_applied(action.object))
+            case DeltaCreate():  # born with the run's claim; its stamp's version then takes the claim's place
+                stamp = fill_applied_at(action.stamp, now)
+                _delta_writer(writer).create_delta(action.object, action.changes[0], stamp, self.tokens[action.object])
+                self._stamped_delta(action.object, stamp, now, 1 if stamp else 0)  # the CREATE is version 0
+            case DeltaAlter():
+                # A step after another Delta step of the same table lands on top of the commits that one made.
+                stamp = fill_applied_at(action.stamp, now)
+                landed = _delta_writer(writer).alter_delta(
+                    action.object, self.logs.get(action.object, action.log_version), action.table_id, action.changes,
+                    stamp, self.held.get(action.object))
+                self._stamped_delta(action.object, stamp, now, landed)
             case _ as unreachable:
                 assert_never(unreachable)
 
+    def _stamped_delta(self, key: str, stamp: Mapping[str, str], now: str, landed: int) -> None:
+        """Note a Delta action's last commit (``landed``) and, where it wrote a stamp, the version its entry holds."""
+        self.logs[key] = landed
+        if VERSION_KEY in stamp:
+            self.held[key] = stamp[VERSION_KEY]
+            self.stamped[key] = now
 
-def _delta_not_applied(key: str) -> str:
-    return (f"{key}: this build of schemaflow plans changes to Delta tables but does not apply them yet; nothing was "
-            "applied (apply the plan's statements for it with delta-spark by hand, or leave the table out of the plan)")
+
+def _delta_writer(writer: CatalogWriter) -> DeltaWriting:
+    """``writer`` as the Delta committer it was checked to be before the first step (``refuse_delta_actions``)."""
+    assert isinstance(writer, DeltaWriting)
+    return writer
 
 
-def refuse_delta_actions(plan: Plan) -> None:
-    """Refuse a plan that changes a Delta table, before its first step: applying Delta's actions through the engine,
-    on top of the log version planned, is not wired into apply yet."""
+def refuse_delta_actions(plan: Plan, writer: CatalogWriter) -> None:
+    """Refuse a plan that changes a Delta table, before its first step, where ``writer`` cannot commit to a Delta
+    table's log (its backend does not, or its engine has no delta-spark): saying what to configure."""
     delta = next((a for step in plan.steps for a in step.actions if isinstance(a, DeltaCreate | DeltaAlter)), None)
-    if delta is not None:
-        raise SchemaflowError(_delta_not_applied(delta.object))
+    if delta is None:
+        return
+    reason = (writer.delta_unavailable() if isinstance(writer, DeltaWriting)
+              else "the catalog this apply writes does not commit to Delta tables (its backend does not)")
+    if reason is not None:
+        raise SchemaflowError(f"{delta.object}: the plan changes a Delta table, which this apply cannot: {reason}; "
+                              "nothing was applied")
 
 
 def check_runnable(plan: Plan) -> None:
-    """Refuse a plan with blocked steps, or with steps apply cannot run yet, before anything is connected to or
-    changed."""
+    """Refuse a plan with blocked steps before anything is connected to or changed."""
     if plan.blocked:
         reasons = "\n".join(f"  {s.object}: {s.blocked}" for s in plan.blocked)
         raise SchemaflowError(f"the plan has {plural(len(plan.blocked), 'blocked step')}; nothing was applied:\n{reasons}")
-    refuse_delta_actions(plan)
 
 
 def apply_plan(plan: Plan, writer: CatalogWriter, progress: TextIO | None = None, claim: Claim | None = None,
@@ -436,6 +477,7 @@ def apply_plan(plan: Plan, writer: CatalogWriter, progress: TextIO | None = None
     each action: the points where a test may stop or kill the run. ``clock`` times the steps.
     """
     check_runnable(plan)
+    refuse_delta_actions(plan, writer)
     run = Run(plan, claim or new_run(), writer, source)
     # The second connection first: one that cannot be opened stops the run before anything is claimed.
     # A plan of no stamps (a sync of view partitions) has nothing to hand over, and opens none.

@@ -224,6 +224,34 @@ class Registering(Protocol):
         ``key`` names that metadata file now."""
 
 
+@runtime_checkable
+class DeltaWriting(Protocol):
+    """A ``CatalogWriter`` that commits Delta tables' changes through an engine with delta-spark: each statement of a
+    plan's Delta step one commit to the table's log, landing only on top of the log version the plan read. A duty only
+    some writers take on (the Hive metastore's, through the user's Spark): the executor refuses a plan with a Delta
+    step, before its first step, on a writer that is not one or whose engine cannot (``delta_unavailable``).
+
+    The table's claim is kept where the catalog's compare-and-swap guards it (its entry), before anything reaches the
+    log; its stamp goes into the log, in the last commit, and the entry's version then swaps the claim for it."""
+
+    def delta_unavailable(self) -> str | None:
+        """Why this writer's engine cannot run Delta statements, saying what to configure; None where it can."""
+
+    def create_delta(self, key: str, create: str, stamp: Mapping[str, str], claim: str) -> None:
+        """Run ``create`` (a ``CREATE TABLE ... USING delta`` holding ``sql.ddl.CLAIM``, filled with ``claim``): the
+        table is born claimed; then ``stamp`` (schemaflow's keys, ``${live_state}`` among them filled) as one commit on
+        top of the first, and the entry's version swaps the claim for the stamp's. ``ConcurrentChange`` if ``key`` is
+        taken."""
+
+    def alter_delta(self, key: str, log_version: int, table_id: str, statements: Sequence[str],
+                    stamp: Mapping[str, str], expected: str | None) -> int:
+        """Run ``statements`` on the Delta table ``key`` (the table ``table_id``, its log at ``log_version``), statement
+        ``i`` landing as commit ``log_version + i + 1`` and no other; then ``stamp`` (where there is one) as the last
+        commit, and the entry's version, held by ``expected`` (the run's claim), swapped for the stamp's. Returns the
+        version of its last commit. A commit by another writer since is ``ConcurrentChange`` with nothing of that
+        statement applied; any failure says which statements landed (their versions) and which did not."""
+
+
 @dataclass(frozen=True)
 class StoredFunction:
     """A permanent function as the metastore holds it: the class Spark loads for it, and the resources it fetches

@@ -565,11 +565,19 @@ class DeltaCreate:
         return replace(self, set={**self.set, **stamp.set})
 
     @property
+    def changes(self) -> tuple[str, ...]:
+        """The CREATE (delta-spark's first commit), ``CLAIM`` in place of the run's claim."""
+        return (ddl.create_table(self.table, self.table.properties),)
+
+    @property
+    def stamp(self) -> dict[str, str]:
+        """What its stamp sets that the CREATE did not write already: a commit of its own after it."""
+        return {k: v for k, v in self.set.items() if self.table.properties.get(k) != v}
+
+    @property
     def statements(self) -> tuple[str, ...]:
         """The Spark SQL the engine runs for it (delta-spark), ``CLAIM`` in place of the run's claim."""
-        created = self.table.properties
-        after = {k: v for k, v in self.set.items() if created.get(k) != v}  # what the CREATE did not write already
-        return (ddl.create_table(self.table, created), *((ddl.set_table_properties(self.object, after),) if after else ()))
+        return self.changes + _stamp_statement(self.object, self.stamp)
 
     def describe(self) -> str:
         return _shown(self.statements)
@@ -589,7 +597,7 @@ class DeltaCreate:
 class DeltaAlter:
     """Changes to a Delta table, run through the engine (delta-spark) as statements, each a commit to its log, in
     this order: properties set (a protocol or feature first), columns added, renamed, dropped, retyped, re-commented and
-    moved, the table's comment, properties unset.
+    moved, the table's comment, properties unset, and last the step's stamp (schemaflow's own keys).
 
     ``log_version`` is the version of the log the plan read (``DeltaState.log_version``) and ``table_id`` the table it
     was (metaData.id): the guard. Apply lands the changes only on top of that version, so a commit another writer
@@ -611,14 +619,28 @@ class DeltaAlter:
     comment: tuple[str | None, ...] = ()         # the table's new comment, when it changes (None: removed)
 
     def with_properties(self, stamp: SetParameters) -> DeltaAlter:
-        """These changes with ``stamp``'s properties written by them."""
-        return replace(self, set={**self.set, **stamp.set}, unset=self.unset + stamp.unset)
+        """These changes with ``stamp``'s keys written by them: schemaflow's own (the declared properties it sets are
+        this step's or the protocol step's before it already) and those it removes."""
+        own = {k: v for k, v in stamp.set.items() if k.startswith(SCHEMAFLOW_PREFIX)}
+        return replace(self, set={**self.set, **own}, unset=self.unset + stamp.unset)
+
+    @property
+    def stamp(self) -> dict[str, str]:
+        """schemaflow's own keys it sets (its step's stamp): the last statement, a commit of its own once the changes
+        have landed, so that its ``${live_state}`` is the table as they left it."""
+        return {k: v for k, v in self.set.items() if k.startswith(SCHEMAFLOW_PREFIX)}
 
     @property
     def statements(self) -> tuple[str, ...]:
         """The Spark SQL the engine runs for it, in order."""
+        return self.changes + _stamp_statement(self.object, self.stamp)
+
+    @property
+    def changes(self) -> tuple[str, ...]:
+        """The statements of the change itself, in order, its stamp aside."""
         key = self.object
-        return ((ddl.set_table_properties(key, self.set),) if self.set else ()) + (
+        settings = {k: v for k, v in self.set.items() if not k.startswith(SCHEMAFLOW_PREFIX)}
+        return ((ddl.set_table_properties(key, settings),) if settings else ()) + (
             (ddl.add_columns(key, self.add),) if self.add else ()) + tuple(
             ddl.rename_column(key, old, new) for old, new in self.rename) + (
             (ddl.drop_columns(key, self.drop),) if self.drop else ()) + tuple(
@@ -646,6 +668,11 @@ class DeltaAlter:
                    tuple(data["drop"]), tuple(Column(**c) for c in data["retype"]),
                    tuple(Column(**c) for c in data["comments"]), tuple((n, a) for n, a in data["moves"]),
                    tuple(data["comment"]))
+
+
+def _stamp_statement(key: str, stamp: Mapping[str, str]) -> tuple[str, ...]:
+    """The statement that writes a Delta table's ``stamp`` into its log (none for no stamp)."""
+    return (ddl.set_table_properties(key, stamp),) if stamp else ()
 
 
 @dataclass(frozen=True)

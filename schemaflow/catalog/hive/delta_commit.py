@@ -39,18 +39,107 @@ How, read in delta-spark 3.3's source and measured with two writers (tests/test_
 
 The session configuration is the session's, not the thread's: a caller running other Delta writes in the same
 SparkSession from other threads while this runs sees their commits made with one attempt too.
+
+A plan's Delta step is run by ``commit``: its statements in turn, each on the version the last one landed (the first
+on the plan's), then the step's stamp as a commit of its own, whose ``${live_state}`` is the table as the statements
+left it, read back from the log. It stops at the first failure, saying which statements landed (their versions) and
+which did not.
+
+Where the claim lives. delta-spark never writes the metastore's entry of a Delta table after creating it, so the
+entry is schemaflow's to guard with the metastore's compare-and-swap: apply claims a Delta table there (its
+``schemaflow.version``), as it claims every table, before anything reaches the log, which keeps two schemaflow runs
+apart (the window above is then an outside writer's alone); the stamp goes into the log (its configuration, in the
+step's last commit) for every reader of the log, and the entry's version then swaps the claim for the stamp's. So
+the live version of a Delta table in a Hive metastore, which plans guard and find claims by, is its entry's
+(``catalog.hive.thrift_data``): a run stopped between its commits left its claim there, which the next plan finds
+("left half-done") and takes over, while the log tells what landed. A CREATE carries the claim into the log's first
+commit (delta-spark's, through ``ddl.fill_claim``) and the entry gets it right after, by a plain write.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
+from schemaflow.catalog.delta_log import delta_table, read_delta_log
 from schemaflow.catalog.hive.jvm import java_message, jvm_view
+from schemaflow.catalog.stamping import fill_live_state
 from schemaflow.errors import ConcurrentChange, SchemaflowError
+from schemaflow.model import split_key
 from schemaflow.output_safety import one_line
+from schemaflow.sql import ddl
 
 MAX_COMMIT_ATTEMPTS = "spark.databricks.delta.maxCommitAttempts"
 LAST_COMMIT_VERSION = "spark.databricks.delta.lastCommitVersionInSession"
 WHAT = "Delta log version"
+EXTENSIONS, EXTENSION = "spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension"
+SESSION_CATALOG, CATALOG = "spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+# delta-spark's artifact for each Spark release it is built for (Maven Central), as docs/formats/delta.md lists them.
+PACKAGES = ("io.delta:delta-spark_2.12:3.3.2 on Spark 3.5, io.delta:delta-spark_4.0_2.13:4.2.0 on Spark 4.0, "
+            "io.delta:delta-spark_4.1_2.13:4.4.0 or _4.2_2.13:4.4.0 on Spark 4.1 and 4.2")
+
+
+class DeltaStepFailed(SchemaflowError):
+    """A statement of a Delta step failed: which landed (their log versions) and which did not."""
+
+    def __init__(self, key: str, statements: Sequence[str], landed: Sequence[int], cause: Exception) -> None:
+        self.landed = tuple(landed)
+        said = str(cause) if isinstance(cause, SchemaflowError) else java_message(cause)
+        done = [f"  {i}. {_shown(s)} (log version {v})"
+                for i, (s, v) in enumerate(zip(statements[:len(landed)], landed, strict=True), 1)]
+        left = [f"  {i}. {_shown(s)}" for i, s in enumerate(statements[len(landed):], len(landed) + 1)]
+        super().__init__("\n".join([f"{one_line(key)}: Delta statement {len(landed) + 1} of {len(statements)} failed, "
+                                    f"nothing of it applied: {said}",
+                                    f"landed ({len(done)}):", *(done or ["  none"]),
+                                    f"not applied ({len(left)}):", *left]))
+
+
+def _shown(statement: str) -> str:
+    """A statement on one line, for a message."""
+    return one_line(" ".join(statement.split()))
+
+
+def unavailable(spark: Any) -> str | None:
+    """Why ``spark`` cannot run Delta statements (delta-spark's classes absent, its extension or catalog not set),
+    saying what to configure; None where it can."""
+    missing = []
+    if type(jvm_view(spark).io.delta.tables.DeltaTable).__name__ != "JavaClass":  # py4j's view of a class not loaded
+        missing.append(f"delta-spark's classes (spark.jars.packages: {PACKAGES})")
+    extensions = [name.strip() for name in (spark.conf.get(EXTENSIONS, None) or "").split(",")]
+    if EXTENSION not in extensions:
+        missing.append(f"{EXTENSIONS}: {EXTENSION}")
+    if spark.conf.get(SESSION_CATALOG, None) != CATALOG:
+        missing.append(f"{SESSION_CATALOG}: {CATALOG}")
+    if not missing:
+        return None
+    return ("its Spark session has no delta-spark; set in schemaflow.yaml's spark.conf (or the Spark the session "
+            "comes from) " + "; ".join(missing))
+
+
+def commit(spark: Any, key: str, location: str, log_version: int, table_id: str | None, statements: Sequence[str],
+           stamp: Mapping[str, str]) -> int:
+    """Run ``statements`` on the Delta table ``key`` at ``location`` in turn, each on the version the last landed
+    (the first on ``log_version``, of the table ``table_id``; None: not checked), then ``stamp`` (schemaflow's keys)
+    as a commit of its own, its ``${live_state}`` the table as the statements left it; returns the last version
+    landed. Raises ``DeltaStepFailed`` at the first failure."""
+    landed: list[int] = []
+    try:
+        found = read_delta_log(location, (location,)).state.table_id
+        if table_id is not None and found != table_id:
+            raise ConcurrentChange(one_line(key), table_id, found, "Delta table id (metaData.id)")
+        for statement in statements:
+            landed.append(run_on_version(spark, location, landed[-1] if landed else log_version, statement))
+        if stamp:
+            snapshot = read_delta_log(location, (location,))
+            database, name = split_key(key)
+            filled = fill_live_state(stamp, lambda: delta_table(
+                database, name, replace(snapshot, properties={**snapshot.properties, **stamp})))
+            landed.append(run_on_version(spark, location, landed[-1] if landed else log_version,
+                                         ddl.set_table_properties(key, filled)))
+    except Exception as error:  # noqa: BLE001 -- any failure stops the step, saying what landed
+        shown = (*statements, *((ddl.set_table_properties(key, stamp),) if stamp else ()))
+        raise DeltaStepFailed(key, shown, landed, error) from error
+    return landed[-1] if landed else log_version
 
 
 def log_version(spark: Any, location: str) -> int | None:

@@ -21,9 +21,10 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 
 from pyspark.sql import SparkSession
 
-from schemaflow.catalog.hive import iceberg_commit, iceberg_convert, rewrite, table_files
+from schemaflow.catalog.hive import delta_commit, iceberg_commit, iceberg_convert, rewrite, table_files
 from schemaflow.catalog.backend import LiveEntry, StoredFunction
 from schemaflow.catalog.hive.columns import set_columns, stale_partitions
+from schemaflow.catalog.delta_log import is_delta
 from schemaflow.catalog.iceberg_metadata import is_iceberg
 from schemaflow.catalog.hive.local_server import derby_endpoint
 from schemaflow.catalog.hive.jvm import (JAVA_ERRORS, hive_class_loader, hive_conf, hive_package, java_errors, java_message,
@@ -34,7 +35,7 @@ from schemaflow.catalog.hive.spark_compat import (EXPECTED_PARAMETER_KEY, EXPECT
 from schemaflow.catalog.hive.spark_schema import NUM_BUCKETS
 from schemaflow.catalog.stamping import fill_live_state
 from schemaflow.catalog.hive.table_lock import table_lock
-from schemaflow.catalog.hive.thrift_data import (READ_ATTEMPTS, READ_BACKOFF_SECONDS, VIRTUAL_VIEW, database_of, read_catalog,
+from schemaflow.catalog.hive.thrift_data import (READ_ATTEMPTS, READ_BACKOFF_SECONDS, VIRTUAL_VIEW, database_of, delta_location, read_catalog,
                                             read_views, table_entries, to_model)
 from schemaflow.catalog.hive.view_partitions import (KeptPartitions, change_view_partitions, partition_values,
                                                 read_view_partitions)
@@ -197,6 +198,9 @@ class Metastore:
             if is_iceberg(parameters):  # its properties are its metadata's: a commit of them
                 iceberg_commit.commit(self, key, None, {}, None, set, unset, expected, table)
                 return
+            if is_delta(parameters) and (set.keys() - {VERSION_KEY} or unset):  # a stamp: its log's, but the version
+                self._stamp_delta(key, set, unset, expected)
+                return
 
             def after() -> Object:  # the table as this write leaves it
                 data = self.to_data(table)
@@ -226,6 +230,62 @@ class Metastore:
         written (``iceberg_commit.adopt``)."""
         with self._errors(f"registering the Iceberg table {key}"):
             iceberg_commit.adopt(self, key, metadata_location)
+
+    def delta_unavailable(self) -> str | None:
+        return delta_commit.unavailable(self.spark)
+
+    @cached_property
+    def _delta_session(self) -> SparkSession:
+        """The session Delta's commits run on: one of this writer's own (the same Spark, its own SQL settings), since
+        a commit sets two of them for its duration (``catalog.hive.delta_commit``) and a second writer's (``beside``)
+        may commit a stamp while this one runs the next step."""
+        return self.spark.newSession()
+
+    def create_delta(self, key: str, create: str, stamp: Mapping[str, str], claim: str) -> None:
+        """The CREATE through delta-spark, born claimed in the log; the entry claimed right after (delta-spark writes
+        none of the table's properties there); the stamp on top (``catalog.hive.delta_commit`` says where claims and
+        stamps live)."""
+        self._sql(ddl.fill_claim(create, claim), creates=key)
+        self.set_parameters(key, {VERSION_KEY: claim}, ())
+        if stamp:
+            with self._errors(f"committing to the Delta table {key}"):
+                delta_commit.commit(self._delta_session, key, self._delta_location(key), 0, None, (), stamp)
+        if VERSION_KEY in stamp:
+            self.set_parameters(key, {VERSION_KEY: stamp[VERSION_KEY]}, (), claim)
+
+    def alter_delta(self, key: str, log_version: int, table_id: str, statements: Sequence[str],
+                    stamp: Mapping[str, str], expected: str | None) -> int:
+        """The statements while the entry still holds the run's claim ``expected`` (read just before), each a commit
+        on top of the last; the entry's version then the stamp's."""
+        with self._holding(key, expected), self._errors(f"committing to the Delta table {key}"):
+            landed = delta_commit.commit(self._delta_session, key, self._delta_location(key), log_version, table_id,
+                                         statements, stamp)
+        if VERSION_KEY in stamp:
+            self.set_parameters(key, {VERSION_KEY: stamp[VERSION_KEY]}, (), expected)
+        return landed
+
+    def _stamp_delta(self, key: str, set: Mapping[str, str], unset: Sequence[str], expected: str | None) -> None:
+        """A stamp of the Delta table ``key`` with no change before it in its step (a claim taken over, a property no
+        longer declared): its keys a commit to the log on top of its latest version, the entry's version then the
+        stamp's; while the entry holds ``expected``."""
+        with self._holding(key, expected), self._errors(f"committing to the Delta table {key}"):
+            location = self._delta_location(key)
+            latest = delta_commit.log_version(self._delta_session, location)
+            if latest is None:
+                raise SchemaflowError(f"{key}: no Delta table at {location}")
+            delta_commit.commit(self._delta_session, key, location, latest, None,
+                                (ddl.unset_table_properties(key, unset),) if unset else (), set)
+        if VERSION_KEY in set:
+            self.set_parameters(key, {VERSION_KEY: set[VERSION_KEY]}, (), expected)
+
+    def _delta_location(self, key: str) -> str:
+        """Where the Delta table ``key`` is, as its entry says (``thrift_data.delta_location``)."""
+        database, name = split_key(key)
+        location = delta_location(self.to_data(self.retrying(lambda: self.msc.getTable(database, name))))
+        if not location:
+            raise SchemaflowError(f"{key}: its metastore entry names no location; see that Spark registered the Delta "
+                                  "table")
+        return location
 
     def rewrite_table(self, key: str, table: Table, create: str, columns: Sequence[Filled], staging: str, backup: str,
                       expected: str | None, version: str | None, claim: str, registrable: bool = False,

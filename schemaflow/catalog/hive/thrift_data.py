@@ -16,6 +16,7 @@ schemaflow's keys.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any, assert_never
 from collections.abc import Collection, Iterator, Mapping, Sequence
@@ -34,6 +35,7 @@ from schemaflow.model import (
     METADATA_LOCATION,
     REWRITE_OF,
     SWAPPED_OUT_BY,
+    VERSION_KEY,
     Bucketing,
     Catalog,
     Column,
@@ -231,23 +233,32 @@ def _iceberg(data: Mapping[str, Any], storage: Sequence[str | None]) -> Table:
 register_metadata_reader(ICEBERG, MetadataReader(is_iceberg, _iceberg))
 
 
+def delta_location(data: Mapping[str, Any]) -> str | None:
+    """Where the Delta table of the entry ``data`` (Thrift table data) is. Spark keeps a data-source table's location
+    among its options; the entry's own is a placeholder for an external one (``<table>-__PLACEHOLDER__`` in its
+    database's folder). Athena registers the log's folder as the entry's."""
+    sd = data.get("sd", {})
+    location: str | None = sd.get("serdeInfo", {}).get("parameters", {}).get(PATH_OPTION) or sd.get("location")
+    return location
+
+
 def _delta(data: Mapping[str, Any], storage: Sequence[str | None]) -> Table:
     """A Delta table, from its log (``catalog.delta_log``), read within what is left of the command's budget: the
     metastore's columns are a placeholder Spark writes, never its schema. One whose log is not read keeps no columns,
-    its entry's parameters, and the reason and what to do: a plan refuses to change it, saying why."""
+    its entry's parameters, and the reason and what to do: a plan refuses to change it, saying why. Its version, claims
+    among them, is the entry's (``catalog.hive.delta_commit`` says why); the rest of its stamp is the log's."""
     database, name = data["dbName"], data["tableName"]
-    sd = data.get("sd", {})
-    # Spark keeps a data-source table's location among its options; the entry's own is a placeholder for an external
-    # one (``<table>-__PLACEHOLDER__`` in its database's folder). Athena registers the log's folder as the entry's.
-    location = sd.get("serdeInfo", {}).get("parameters", {}).get(PATH_OPTION) or sd.get("location")
+    version = data.get("parameters", {}).get(VERSION_KEY) or None
+    location = delta_location(data)
     try:
         if not location:
             raise Unreadable("its metastore entry names no location", "see that Spark registered the Delta table")
         with held_budget().reading(f"{database}.{name}") as allowance:
             snapshot = read_delta_log(location, storage, allowance)
-        return delta_table(database, name, snapshot)
+        # Its version is its entry's, where apply keeps its claim (``catalog.hive.delta_commit`` says why).
+        return replace(delta_table(database, name, snapshot), version=version)
     except Unreadable as unread:
-        return Table(database, name, (), format=DELTA, data_source=True,
+        return Table(database, name, (), format=DELTA, data_source=True, version=version,
                      properties=user_properties(data.get("parameters", {})), unreadable=unread.line())
 
 
