@@ -3,7 +3,6 @@ stops the run before the next step, a second in the step that runs; the handlers
 from __future__ import annotations
 
 import io
-import os
 import signal
 
 import pytest
@@ -20,7 +19,7 @@ def signalled(at: str, *signums: int):
     def pause(point: str) -> None:
         if point == at:
             for signum in signums:
-                os.kill(os.getpid(), signum)
+                signal.raise_signal(signum)  # to this thread: its handler runs before the next line
     return pause
 
 
@@ -61,7 +60,7 @@ class _SignalledBeside(RecordingTarget):
 
     def beside(self):
         for signum in self.signums:
-            os.kill(os.getpid(), signum)
+            signal.raise_signal(signum)  # to this thread: its handler runs before the next line
         return super().beside()
 
 
@@ -98,7 +97,7 @@ def test_a_signal_while_apply_plans_or_asks_says_nothing_was_applied(monkeypatch
     before = signal.getsignal(signal.SIGTERM)
 
     def signalled(*_: object) -> bool:  # at the prompt (Ctrl-C), or a CI cancel then
-        os.kill(os.getpid(), signum)
+        signal.raise_signal(signum)  # to this thread: its handler runs before the next line
         raise AssertionError("the signal did not stop the apply")
 
     monkeypatch.setattr(applying, "chosen_plan", lambda *_: plan)
