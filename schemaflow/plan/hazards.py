@@ -47,7 +47,7 @@ _INT32 = ("tinyint", "smallint", "int")
 _DECIMAL_WIDTHS = (9, 18)
 
 
-def _readable(kind: TableKind, old: str, new: str, release: SparkVersion) -> bool:
+def readable(kind: TableKind, old: str, new: str, release: SparkVersion) -> bool:
     """Whether Spark ``release`` reads values written as ``old`` once the column is ``new``, as measured."""
     if kind.reads_every_type_change:
         return True
@@ -123,7 +123,7 @@ def column_hazards(evolution: Evolution, format: str, release: SparkVersion | No
     reader = "Spark" if release >= kind.widens_since else spark_name(release)
     hazards += [f"type {column} {old} -> {new}: {reader} cannot read existing {format} files as {new}; "
                 f"queries over them fail" for column, old, new in evolution.retyped
-                if not _readable(kind, old, new, release)]
+                if not readable(kind, old, new, release)]
     return tuple(hazards)
 
 
