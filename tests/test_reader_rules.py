@@ -45,7 +45,7 @@ def verdict(rule: str, event: Event, reader: Reader):
     ("parquet", TRINO_BY_POSITION, Same()), ("textfile", TRINO_BY_NAME, Same()),
     ("parquet", ICEBERG, None), ("parquet", Reader(Engine.DELTA, protocol=3), None), ("custom", SPARK_40, None),
 ])
-def test_hive_rename(format, reader, expected):
+def test_hive_rename(format, reader, expected) -> None:
     assert verdict("hive-rename", Event(ChangeKind.RENAME, format, old="amount", new="total"), reader) == expected
 
 
@@ -54,14 +54,14 @@ def test_hive_rename(format, reader, expected):
     ("textfile", SPARK_40, SHIFTED), ("parquet", SPARK_40, Same()), ("orc", TRINO, SHIFTED),
     ("orc", TRINO_BY_NAME, Same()), ("parquet", HIVE_BY_POSITION, SHIFTED), ("parquet", PYICEBERG, None),
 ])
-def test_hive_reorder(format, reader, expected):
+def test_hive_reorder(format, reader, expected) -> None:
     assert verdict("hive-reorder", Event(ChangeKind.REORDER, format), reader) == expected
 
 
 @pytest.mark.parametrize("shifts, reader, expected", [
     (True, SPARK_40, SHIFTED), (False, SPARK_40, Same()), (True, TRINO_BY_NAME, Same()), (True, ICEBERG, None),
 ])
-def test_hive_drop(shifts, reader, expected):
+def test_hive_drop(shifts, reader, expected) -> None:
     assert verdict("hive-drop", Event(ChangeKind.DROP, "textfile" if reader != TRINO_BY_NAME else "orc", column="c",
                                       shifts=shifts), reader) == expected
 
@@ -72,7 +72,7 @@ def test_hive_drop(shifts, reader, expected):
     ("parquet", "tinyint", "int", SPARK_35, True), ("parquet", "int", "string", SPARK_40, False),
     ("parquet", "decimal(5,2)", "decimal(7,2)", SPARK_35, True), ("orc", "int", "bigint", SPARK_35, True),
 ])
-def test_spark_type_change(format, old, new, reader, readable):
+def test_spark_type_change(format, old, new, reader, readable) -> None:
     found = verdict("spark-type-change", Event(ChangeKind.RETYPE, format, column="n", old=old, new=new), reader)
     assert found == (Same() if readable else Cannot(
         Barrier.TYPE, f"cannot read existing {format} files as {new}: queries over them fail"))
@@ -82,7 +82,7 @@ def test_spark_type_change(format, old, new, reader, readable):
 # Rule iceberg-promotion: Iceberg readers promote by field id as they read.
 @pytest.mark.parametrize("reader, expected", [(ICEBERG, Same()), (PYICEBERG, Same()), (SPARK_35, Same()),
                                               (TRINO, None)])
-def test_iceberg_promotion(reader, expected):
+def test_iceberg_promotion(reader, expected) -> None:
     assert verdict("iceberg-promotion", Event(ChangeKind.RETYPE, "iceberg", column="n", old="int", new="bigint"),
                    reader) == expected
 
@@ -98,11 +98,11 @@ def test_iceberg_promotion(reader, expected):
      Reader(Engine.DELTA, protocol=3, features=("typeWidening",)), Same()),
     (Event(ChangeKind.PROTOCOL, "delta", protocol=2), SPARK_40, None),
 ])
-def test_delta_protocol(event, reader, expected):
+def test_delta_protocol(event, reader, expected) -> None:
     assert verdict("delta-protocol", event, reader) == expected
 
 
-def test_delta_protocol_events_name_the_reader_features_alone():
+def test_delta_protocol_events_name_the_reader_features_alone() -> None:
     state = DeltaState("/t", 3, "id", 1, 2)
     change = DeltaProtocol("lake.t", {"delta.columnMapping.mode": "name", "delta.enableTypeWidening": "true",
                                       "delta.feature.appendOnly": "supported",
@@ -110,7 +110,7 @@ def test_delta_protocol_events_name_the_reader_features_alone():
     assert [(e.protocol, e.feature) for e in events(change)] == [(2, ""), (3, "typeWidening"), (3, "deletionVectors")]
 
 
-def test_every_rule_has_a_source_examples_and_speaks_of_some_reader():
+def test_every_rule_has_a_source_examples_and_speaks_of_some_reader() -> None:
     assert len({rule.name for rule in rules()}) == len(rules()) >= 6
     for rule in rules():
         assert rule.source and rule.examples, rule.name
@@ -118,18 +118,18 @@ def test_every_rule_has_a_source_examples_and_speaks_of_some_reader():
         assert any(rule.judge(example, reader) is not None for example in rule.examples for reader in MATRIX_READERS)
 
 
-def test_a_hive_reader_of_text_files_reads_by_position_whatever_its_setting():
+def test_a_hive_reader_of_text_files_reads_by_position_whatever_its_setting() -> None:
     assert finds(Reader(Engine.HIVE, "3.1", columns=Resolution.BY_NAME), "textfile") is Resolution.BY_POSITION
 
 
-def test_the_settings_engines_are_the_registry_engines():
+def test_the_settings_engines_are_the_registry_engines() -> None:
     schema = inlined_schema("settings")
     items = schema["properties"]["readers"]["items"]["properties"]
     assert items["engine"]["enum"] == [engine.value for engine in Engine]
     assert set(items["columns"]["enum"]) == {"by_name", "by_position"}
 
 
-def test_declared_readers_from_the_setting():
+def test_declared_readers_from_the_setting() -> None:
     assert declared_readers(None) is None
     assert declared_readers([{"engine": "trino", "columns": "by_position", "databases": ["Retail"]},
                              {"engine": "delta", "reader": 3, "features": ["typeWidening"]}]) == (
@@ -160,13 +160,13 @@ REORDER = Migration("0001_reorder", "", (ReorderColumns("retail.orders", ("id", 
 WIDEN = Migration("0001_widen", "", ())  # no migration: the declared type changes
 
 
-def test_without_readers_no_step_carries_verdicts():
+def test_without_readers_no_step_carries_verdicts() -> None:
     plan = _plans("parquet", WIDEN, None)
     assert [s.readers for s in plan.steps] == [()]
     assert "readers" not in plan.to_data()["steps"][0]
 
 
-def test_a_step_that_breaks_a_declared_reader_is_blocked_unless_allowed():
+def test_a_step_that_breaks_a_declared_reader_is_blocked_unless_allowed() -> None:
     readers = (SPARK_40, HIVE_BY_POSITION, TRINO, Reader(Engine.SPARK, "3.5", databases=("other",)))
     plan = _plans("parquet", REORDER, readers)
     [step] = plan.steps
@@ -180,7 +180,7 @@ def test_a_step_that_breaks_a_declared_reader_is_blocked_unless_allowed():
     assert _plans("orc", REORDER, (SPARK_40, SPARK_35)).steps[0].blocked is None
 
 
-def test_spark_35_beside_a_plan_for_spark_4_blocks_a_widening_it_cannot_read():
+def test_spark_35_beside_a_plan_for_spark_4_blocks_a_widening_it_cannot_read() -> None:
     plan = _plans("parquet", WIDEN, (SPARK_35, SPARK_40))
     [step] = plan.steps
     assert not step.hazards  # Spark 4, which the plan is for, reads it
@@ -190,14 +190,14 @@ def test_spark_35_beside_a_plan_for_spark_4_blocks_a_widening_it_cannot_read():
         ("Spark 4.0", Same())]
 
 
-def test_a_block_already_there_is_kept_and_the_verdicts_added():
+def test_a_block_already_there_is_kept_and_the_verdicts_added() -> None:
     plan = _plans("parquet", RENAME, (SPARK_40, HIVE_BY_POSITION))
     [step] = plan.steps
     assert step.blocked == HIDING_BLOCK
     assert [(v.reader, v.verdict) for v in step.readers] == [("Spark 4.0", NULLS), ("Hive 3.1 (by position)", Same())]
 
 
-def test_the_verdicts_survive_plan_json():
+def test_the_verdicts_survive_plan_json() -> None:
     plan = _plans("parquet", RENAME, (SPARK_40, HIVE_BY_POSITION, Reader(Engine.DELTA, protocol=1)))
     data = plan.to_data()
     assert data["steps"][0]["readers"] == [
@@ -208,7 +208,7 @@ def test_the_verdicts_survive_plan_json():
     assert Plan.from_data(json.loads(plan.to_json())) == plan
 
 
-def test_text_and_markdown_show_the_verdicts_made_safe():
+def test_text_and_markdown_show_the_verdicts_made_safe() -> None:
     hostile = Migration("0001_rename", "", (RenameColumn("retail.orders", "amount", "total"),))
     plan = _plans("parquet", hostile, (SPARK_40, HIVE_BY_POSITION))
     step = plan.steps[0]
@@ -225,11 +225,11 @@ def test_text_and_markdown_show_the_verdicts_made_safe():
     assert "| Spark 4.0 | rename a\\|b -\\> \\\\x1b\\[31m@&#8203;x | ⚠ differs (NULLs): \\*x\\* \\| \\<b\\> |" in comment
 
 
-def test_markdown_leaves_out_tables_every_reader_reads_as_before():
+def test_markdown_leaves_out_tables_every_reader_reads_as_before() -> None:
     plan = _plans("parquet", REORDER, (SPARK_40,))
     assert plan.steps[0].readers == (ReaderVerdict("Spark 4.0", "reorder", Same(), "hive-reorder"),)
     assert "Readers of" not in markdown.render(Review(plan, "HEAD"))
 
 
-def test_the_module_registers_each_rule_once():
+def test_the_module_registers_each_rule_once() -> None:
     assert {r.name for r in rules()} >= {reader_rules.HIVE_RENAME.name, reader_rules.DELTA_PROTOCOL.name}

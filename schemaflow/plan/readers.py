@@ -41,7 +41,7 @@ class Engine(StrEnum):
     DELTA = "delta"
 
     @property
-    def title(self) -> str:
+    def display(self) -> str:
         match self:
             case Engine.SPARK:
                 return "Spark"
@@ -81,7 +81,7 @@ class Reader:
     @property
     def label(self) -> str:
         """``Spark 3.5``, ``Trino (by position)``, ``Delta reader 2 (typeWidening)``: how a plan names it."""
-        text = self.engine.title
+        text = self.engine.display
         if self.version:
             text += f" {self.version}"
         if self.protocol is not None:
