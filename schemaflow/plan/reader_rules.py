@@ -24,7 +24,8 @@ from schemaflow.spec.delta import FEATURE
 from schemaflow.sql.table_kinds import DELTA, ICEBERG, Resolution, table_kind
 
 TRINO_HIVE = "https://trino.io/docs/current/connector/hive.html#orc-format-configuration-properties"
-HIVE_PARQUET = "https://issues.apache.org/jira/browse/HIVE-6938 (parquet.column.index.access, default false)"
+HIVE_COLUMNS = ("https://issues.apache.org/jira/browse/HIVE-6938 (parquet.column.index.access, default false), "
+                "https://orc.apache.org/docs/core-java-config.html (orc.force.positional.evolution, default false)")
 ICEBERG_EVOLUTION = "https://iceberg.apache.org/spec/#schema-evolution"
 DELTA_FEATURES = "https://github.com/delta-io/delta/blob/master/PROTOCOL.md#table-features"
 SPARK_HAZARDS = "schemaflow.plan.hazards, measured with pyspark 3.5.9 and 4.x (tests/test_columns_spark.py)"
@@ -108,17 +109,17 @@ def _protocol(event: Event, reader: Reader) -> Verdict | None:
 
 HIVE_RENAME = register(Rule(
     "hive-rename", "Rename a column of a Hive-format table", ChangeKind.RENAME,
-    f"{SPARK_HAZARDS}; Hive: {HIVE_PARQUET}; Trino: {TRINO_HIVE}", _rename,
+    f"{SPARK_HAZARDS}; Hive: {HIVE_COLUMNS}; Trino: {TRINO_HIVE}", _rename,
     (Event(ChangeKind.RENAME, "parquet", old="amount", new="total"),
      Event(ChangeKind.RENAME, "orc", old="amount", new="total"),
      Event(ChangeKind.RENAME, "textfile", old="amount", new="total"))))
 HIVE_REORDER = register(Rule(
     "hive-reorder", "Reorder the columns of a Hive-format table", ChangeKind.REORDER,
-    f"{SPARK_HAZARDS}; Hive: {HIVE_PARQUET}; Trino: {TRINO_HIVE}", _shift,
+    f"{SPARK_HAZARDS}; Hive: {HIVE_COLUMNS}; Trino: {TRINO_HIVE}", _shift,
     (Event(ChangeKind.REORDER, "parquet"), Event(ChangeKind.REORDER, "orc"), Event(ChangeKind.REORDER, "textfile"))))
 HIVE_DROP = register(Rule(
     "hive-drop", "Drop a column of a Hive-format table, other columns after it", ChangeKind.DROP,
-    f"{SPARK_HAZARDS}; Hive: {HIVE_PARQUET}; Trino: {TRINO_HIVE}", _shift,
+    f"{SPARK_HAZARDS}; Hive: {HIVE_COLUMNS}; Trino: {TRINO_HIVE}", _shift,
     (Event(ChangeKind.DROP, "parquet", column="note", shifts=True),
      Event(ChangeKind.DROP, "textfile", column="note", shifts=True))))
 PARQUET_WIDENING = register(Rule(
