@@ -41,7 +41,7 @@ from mkdocs.structure.pages import Page  # noqa: E402
 
 from schemaflow.cli import COMMANDS, _parser  # noqa: E402
 from schemaflow.plan import reader_rules  # noqa: E402,F401 (registers the rules)
-from schemaflow.plan.readers import MATRIX_READERS, Cannot, Differs, Same, Verdict, rules  # noqa: E402
+from schemaflow.plan.readers import MATRIX_READERS, Event, Reader, Rule, headline, rules  # noqa: E402
 from schemaflow.safe_spark_settings import SAFE  # noqa: E402
 
 SCHEMAS = ROOT / "schemaflow" / "spec" / "schemas"
@@ -181,22 +181,16 @@ def readers_reference() -> str:
         readers = [r for r in MATRIX_READERS if any(rule.judge(e, r) is not None for e in rule.examples)]
         header = " | ".join(_cell(r.label) for r in readers)
         rows = "\n".join(f"| {_cell(e.what)} ({e.format}) | "
-                         + " | ".join(_verdict(rule.judge(e, r)) for r in readers) + " |" for e in rule.examples)
+                         + " | ".join(_verdict(e, r, rule) for r in readers) + " |" for e in rule.examples)
         parts.append(f"## {rule.title}\n\nRule `{rule.name}`. Source: {_cell(rule.source)}.\n\n"
                      f"| change | {header} |\n|---|{'---|' * len(readers)}\n{rows}\n")
     return "\n".join(parts)
 
 
-def _verdict(verdict: Verdict | None) -> str:
-    match verdict:
-        case None:
-            return ""
-        case Same():
-            return "same"
-        case Differs(what, _):
-            return f"differs: {_cell(str(what))}"
-        case Cannot(why, _):
-            return f"cannot: {why}"
+def _verdict(event: Event, reader: Reader, rule: Rule) -> str:
+    """A cell of the matrix: the rule's verdict in a word and its difference or barrier; blank where it has none."""
+    verdict = rule.judge(event, reader)
+    return "" if verdict is None else _cell(headline(verdict))
 
 
 def yaml_reference() -> str:

@@ -148,17 +148,22 @@ class Cannot:
 Verdict = Same | Differs | Cannot
 
 
-def describe(verdict: Verdict) -> str:
-    """``same``, ``differs (NULLs): ...``, ``cannot (protocol): ...``: a verdict in one line."""
+def headline(verdict: Verdict) -> str:
+    """``same``, ``differs (NULLs)``, ``cannot (protocol)``: a verdict without its detail."""
     match verdict:
         case Same():
             return "same"
-        case Differs(what, detail):
-            return f"differs ({what}): {detail}"
-        case Cannot(why, detail):
-            return f"cannot ({why}): {detail}"
+        case Differs(what, _):
+            return f"differs ({what})"
+        case Cannot(why, _):
+            return f"cannot ({why})"
         case _:
             assert_never(verdict)
+
+
+def describe(verdict: Verdict) -> str:
+    """``same``, ``differs (NULLs): ...``, ``cannot (protocol): ...``: a verdict in one line."""
+    return headline(verdict) if isinstance(verdict, Same) else f"{headline(verdict)}: {verdict.detail}"
 
 
 class ChangeKind(StrEnum):
