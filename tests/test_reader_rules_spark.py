@@ -60,7 +60,10 @@ CASES = {
     "drop parquet": ("parquet", DropColumn("{}", "amount"), ("id:int", "note:int"), DROPPED, SAME),
     "drop textfile": ("textfile", DropColumn("{}", "amount"), ("id:int", "note:int"), DROPPED, OTHER),
     # rule spark-type-change
-    "widen parquet": ("parquet", None, ("id:int", "amount:bigint", "note:int"), ROW, SAME),
+    # Spark 3.5's Parquet reader converts no widening that changes how the files store values (.ci/spark_versions.py
+    # runs these tests on 3.5.9 too)
+    "widen parquet": ("parquet", None, ("id:int", "amount:bigint", "note:int"), ROW,
+                      SAME if spark_version() >= (4, 0) else CANNOT),
     "to string parquet": ("parquet", None, ("id:int", "amount:string", "note:int"), {"id": 1, "amount": "10", "note": 100},
                           CANNOT),
 }
