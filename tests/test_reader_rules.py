@@ -127,6 +127,7 @@ def test_the_settings_engines_are_the_registry_engines() -> None:
     items = schema["properties"]["readers"]["items"]["properties"]
     assert items["engine"]["enum"] == [engine.value for engine in Engine]
     assert set(items["columns"]["enum"]) == {"by_name", "by_position"}
+    assert set(items["features"]["items"]["enum"]) == reader_rules.READER_FEATURES
 
 
 def test_declared_readers_from_the_setting() -> None:
