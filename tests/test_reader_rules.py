@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from schemaflow.model import Catalog, Column, DeltaState, Migration, RenameColumn, ReorderColumns, Table
 from schemaflow.plan import reader_rules
 from schemaflow.plan.delta import DeltaProtocol
+from schemaflow.project import load_project
 from schemaflow.plan.plan import HIDING_BLOCK, Plan, PlanBuilder
 from schemaflow.plan.reader_rules import events, finds
 from schemaflow.plan.readers import (MATRIX_READERS, READER_BLOCK, Barrier, Cannot, ChangeKind, Differs, Difference,
@@ -19,6 +21,8 @@ from schemaflow.render import markdown, text
 from schemaflow.render.review import Review
 from schemaflow.spec.schema import inlined_schema
 from schemaflow.sql.table_kinds import Resolution
+from schemaflow.workflow import review_refs
+from tests.gitrepos import commit, init_repo, put_files
 
 SPARK_35, SPARK_40 = Reader(Engine.SPARK, "3.5"), Reader(Engine.SPARK, "4.0")
 HIVE, HIVE_BY_POSITION = Reader(Engine.HIVE, "3.1"), Reader(Engine.HIVE, "3.1", columns=Resolution.BY_POSITION)
@@ -92,6 +96,12 @@ def test_iceberg_promotion(reader, expected) -> None:
     (Event(ChangeKind.PROTOCOL, "delta", protocol=2), Reader(Engine.DELTA, protocol=1),
      Cannot(Barrier.PROTOCOL, "the table needs reader protocol 2, the reader speaks 1")),
     (Event(ChangeKind.PROTOCOL, "delta", protocol=2), Reader(Engine.DELTA, protocol=2), Same()),
+    # Column mapping: a reader of protocol 2 has it by its version, one of 3 only as a feature it lists (deltalake
+    # 1.6 speaks protocol 3 without it: plan.delta's measured hazard).
+    (Event(ChangeKind.PROTOCOL, "delta", protocol=2, feature="columnMapping"), Reader(Engine.DELTA, protocol=2), Same()),
+    (Event(ChangeKind.PROTOCOL, "delta", protocol=2, feature="columnMapping"),
+     Reader(Engine.DELTA, protocol=3, features=("deletionVectors",)),
+     Cannot(Barrier.FEATURE, "the table needs the reader feature columnMapping")),
     (Event(ChangeKind.PROTOCOL, "delta", protocol=3, feature="typeWidening"), Reader(Engine.DELTA, protocol=3),
      Cannot(Barrier.FEATURE, "the table needs the reader feature typeWidening")),
     (Event(ChangeKind.PROTOCOL, "delta", protocol=3, feature="typeWidening"),
@@ -107,7 +117,8 @@ def test_delta_protocol_events_name_the_reader_features_alone() -> None:
     change = DeltaProtocol("lake.t", {"delta.columnMapping.mode": "name", "delta.enableTypeWidening": "true",
                                       "delta.feature.appendOnly": "supported",
                                       "delta.feature.deletionVectors": "supported"}, {}, state)
-    assert [(e.protocol, e.feature) for e in events(change)] == [(2, ""), (3, "typeWidening"), (3, "deletionVectors")]
+    assert [(e.protocol, e.feature) for e in events(change)] == [(2, "columnMapping"), (3, "typeWidening"),
+                                                                 (3, "deletionVectors")]
 
 
 def test_every_rule_has_a_source_examples_and_speaks_of_some_reader() -> None:
@@ -234,3 +245,24 @@ def test_markdown_leaves_out_tables_every_reader_reads_as_before() -> None:
 
 def test_the_module_registers_each_rule_once() -> None:
     assert {r.name for r in rules()} >= {reader_rules.HIVE_RENAME.name, reader_rules.DELTA_PROTOCOL.name}
+
+
+def test_a_pull_requests_plan_judges_the_readers_schemaflow_yaml_declares(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "repo")
+    root = tmp_path / "repo"
+    table = "table: retail.orders\nformat: parquet\ncolumns:\n  - {name: id, type: int}\n  - {name: n, type: %s}\n"
+    readers = 'readers:\n  - {engine: spark, version: "3.5", databases: [retail]}\n  - {engine: trino}\n'
+    put_files(root, {"schemaflow.yaml": readers, "schemas/retail/orders.yaml": table % "int"})
+    commit(repo, "base")
+    put_files(root, {"schemas/retail/orders.yaml": table % "bigint"})
+    commit(repo, "widen n")
+    review = review_refs(load_project(root, env={}), "HEAD~1", "HEAD")
+    [step] = [s for s in review.plan.steps if s.object == "retail.orders"]
+    assert step.blocked == READER_BLOCK
+    assert [v.describe() for v in step.readers] == [
+        "Spark 3.5: type n int -> bigint: cannot (type): cannot read existing parquet files as bigint: queries over "
+        "them fail"]  # no rule speaks of Trino and a type change
+    assert ("reader Spark 3.5: type n int -> bigint: cannot (type): cannot read existing parquet files as bigint"
+            in text.render(review))
+    allowed = review_refs(load_project(root, env={}), "HEAD~1", "HEAD", allow_destructive=True).plan
+    assert [s.blocked for s in allowed.steps] == [None]

@@ -136,8 +136,8 @@ ICEBERG_PROMOTION = register(Rule(
 DELTA_PROTOCOL = register(Rule(
     "delta-protocol", "Raise a Delta table's protocol (column mapping, type widening, a reader feature)",
     ChangeKind.PROTOCOL, DELTA_FEATURES, _protocol,
-    (Event(ChangeKind.PROTOCOL, DELTA, protocol=2), Event(ChangeKind.PROTOCOL, DELTA, protocol=3,
-                                                          feature="typeWidening"))))
+    (Event(ChangeKind.PROTOCOL, DELTA, protocol=2, feature="columnMapping"),
+     Event(ChangeKind.PROTOCOL, DELTA, protocol=3, feature="typeWidening"))))
 
 
 def events(change: Change) -> tuple[Event, ...]:
@@ -164,11 +164,12 @@ def events(change: Change) -> tuple[Event, ...]:
 
 
 def _protocol_events(settings: Mapping[str, str]) -> tuple[Event, ...]:
-    """What a Delta protocol step asks of readers: column mapping reader 2, type widening reader 3 and its feature,
+    """What a Delta protocol step asks of readers: column mapping reader 2 (or 3 and its feature), type widening reader
+    3 and its feature,
     each reader feature turned on by name reader 3 and it, a reader version raised by name that version."""
     found = []
-    if settings.get(MAPPING) in ("name", "id"):
-        found.append(Event(ChangeKind.PROTOCOL, DELTA, protocol=2))
+    if settings.get(MAPPING) in ("name", "id"):  # a reader of protocol 3 must list it, one of 2 has it by its version
+        found.append(Event(ChangeKind.PROTOCOL, DELTA, protocol=2, feature="columnMapping"))
     if settings.get(WIDENING) == "true":
         found.append(Event(ChangeKind.PROTOCOL, DELTA, protocol=3, feature="typeWidening"))
     found += [Event(ChangeKind.PROTOCOL, DELTA, protocol=3, feature=key[len(FEATURE):]) for key in sorted(settings)

@@ -301,5 +301,5 @@ MATRIX_READERS = (
     Reader(Engine.TRINO, columns=Resolution.BY_NAME), Reader(Engine.TRINO, columns=Resolution.BY_POSITION),
     Reader(Engine.ICEBERG_JAVA, "1.10"), Reader(Engine.PYICEBERG, "0.12"), Reader(Engine.DELTA, protocol=1),
     Reader(Engine.DELTA, protocol=2), Reader(Engine.DELTA, protocol=3),
-    Reader(Engine.DELTA, protocol=3, features=("typeWidening",)),
+    Reader(Engine.DELTA, protocol=3, features=("columnMapping", "typeWidening")),
 )
