@@ -6,7 +6,7 @@ every touched object with its ``Stamp`` (managed properties and version), give p
 partitions they should have, order everything, add the settings' steps, and block what may not run
 as asked (destructive steps without ``allow_destructive``, backups' drops without ``drop_backups``, changes that cannot be made in place, changes
 that break views under ``invalidation: strict``, views the engine refuses, changes the catalog cannot make:
-``plan.catalog_fit``). Everything it needs is given
+``plan.catalog_fit``, changes that break a reader ``schemaflow.yaml`` declares: ``plan.readers``). Everything it needs is given
 before it builds, and a plan, once built, is never patched: what the reviewer reads is what was built.
 """
 from __future__ import annotations
