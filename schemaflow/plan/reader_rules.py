@@ -23,12 +23,16 @@ from schemaflow.spark_version import parse_release
 from schemaflow.spec.delta import FEATURE
 from schemaflow.sql.table_kinds import DELTA, ICEBERG, Resolution, table_kind
 
-TRINO_HIVE = "https://trino.io/docs/current/connector/hive.html#orc-format-configuration-properties"
+TRINO_HIVE = ("https://trino.io/docs/current/connector/hive.html (hive.parquet.use-column-names, default true; "
+              "hive.orc.use-column-names, default false)")
 HIVE_COLUMNS = ("https://issues.apache.org/jira/browse/HIVE-6938 (parquet.column.index.access, default false), "
-                "https://orc.apache.org/docs/core-java-config.html (orc.force.positional.evolution, default false)")
-ICEBERG_EVOLUTION = "https://iceberg.apache.org/spec/#schema-evolution"
+                "https://orc.apache.org/docs/core-java-config.html (orc.force.positional.evolution, default false); "
+                "measured through Hive 2.3's Parquet and ORC readers (tests/test_reader_rules_spark.py)")
+ICEBERG_EVOLUTION = ("https://iceberg.apache.org/spec/#schema-evolution; measured on Iceberg's REST server, read back "
+                     "through pyiceberg (tests/test_reader_rules_remote.py)")
 DELTA_FEATURES = "https://github.com/delta-io/delta/blob/master/PROTOCOL.md#table-features"
-SPARK_HAZARDS = "schemaflow.plan.hazards, measured with pyspark 3.5.9 and 4.x (tests/test_columns_spark.py)"
+SPARK_HAZARDS = ("schemaflow.plan.hazards, measured with pyspark 3.5.9 and 4.x (tests/test_columns_spark.py, "
+                 "tests/test_reader_rules_spark.py)")
 # The table features a Delta reader must have to read a table that lists them (reader features: Delta's PROTOCOL.md,
 # "Valid Feature Names in Table Features"); the others stop writers only.
 READER_FEATURES = frozenset({"columnMapping", "deletionVectors", "timestampNtz", "typeWidening", "typeWidening-preview",
