@@ -75,12 +75,26 @@ def test_hive_drop(shifts, reader, expected) -> None:
     ("parquet", "int", "bigint", SPARK_40, True), ("parquet", "int", "bigint", SPARK_35, False),
     ("parquet", "tinyint", "int", SPARK_35, True), ("parquet", "int", "string", SPARK_40, False),
     ("parquet", "decimal(5,2)", "decimal(7,2)", SPARK_35, True), ("orc", "int", "bigint", SPARK_35, True),
+    ("parquet", "decimal(10,2)", "decimal(12,4)", SPARK_40, True),
+    ("parquet", "decimal(10,2)", "decimal(11,1)", SPARK_40, False),
+    ("parquet", "decimal(10,2)", "decimal(9,2)", SPARK_40, False),
+    ("avro", "decimal(10,2)", "decimal(12,4)", SPARK_40, True),
 ])
 def test_spark_type_change(format, old, new, reader, readable) -> None:
     found = verdict("spark-type-change", Event(ChangeKind.RETYPE, format, column="n", old=old, new=new), reader)
     assert found == (Same() if readable else Cannot(
         Barrier.TYPE, f"cannot read existing {format} files as {new}: queries over them fail"))
     assert verdict("spark-type-change", Event(ChangeKind.RETYPE, format, column="n", old=old, new=new), HIVE) is None
+
+
+# Rule spark-type-change: a narrowed decimal reads rounded, or NULL where it no longer fits, where Spark reads it.
+@pytest.mark.parametrize("format, reader", [("orc", SPARK_35), ("orc", SPARK_40), ("textfile", SPARK_40),
+                                            ("avro", SPARK_40)])
+def test_spark_type_change_narrowing_a_decimal(format: str, reader: Reader) -> None:
+    event = Event(ChangeKind.RETYPE, format, column="d", old="decimal(10,2)", new="decimal(5,1)")
+    assert verdict("spark-type-change", event, reader) == Differs(
+        Difference.LOST_PRECISION, "existing values read rounded to decimal(5,1)'s scale, and NULL where they no "
+                                   "longer fit")
 
 
 # Rule iceberg-promotion: Iceberg readers promote by field id as they read.

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from decimal import Decimal
 from typing import Any
 
 import pytest
 
 from schemaflow.apply.executor import apply_plan
+from schemaflow.catalog.hive.jvm import JAVA_ERRORS
 from schemaflow.model import Catalog, Column, DropColumn, Migration, RenameColumn, ReorderColumns, Table
 from schemaflow.plan.plan import PlanBuilder
 from schemaflow.plan.readers import Barrier, Cannot, Differs, Difference, Engine, Reader, Same, Verdict
@@ -132,3 +134,32 @@ def test_the_hive_verdict_on_a_rename_is_what_hives_reader_does(format: str, col
         for key, value in before.items():
             spark.conf.unset(key) if value is None else spark.conf.set(key, value)
     assert seen == (Same() if isinstance(verdict.verdict, Same) else replace(verdict.verdict, detail="")), seen
+
+
+@pytest.mark.parametrize("format", ["parquet", "orc", "avro", "textfile"])
+def test_a_narrowed_decimal_reads_as_the_verdict_says(format: str, spark: Any, metastore: Any,
+                                                     fresh_db: Callable[[], str]) -> None:
+    db = fresh_db()
+    live = Table(db, "t", _cols("id:int", "d:decimal(10,2)"), format=format)
+    apply_plan(PlanBuilder(Catalog((db,), {live.key: live}), metastore.read((db,))).build(), metastore)
+    spark.sql(f"INSERT INTO {live.key} VALUES (1, 1.25), (2, 12345.67)")
+    reader = Reader(Engine.SPARK, release_text(spark_version()))
+    plan = PlanBuilder(Catalog((db,), {live.key: replace(live, columns=_cols("id:int", "d:decimal(5,1)"))}),
+                       metastore.read((db,)), readers=(reader,), allow_destructive=True).build()
+    [step] = plan.steps
+    assert step.kind == "alter_columns"
+    [verdict] = step.readers
+    apply_plan(plan, metastore)
+    spark.catalog.refreshTable(live.key)
+    select = f"SELECT id, d FROM {live.key} ORDER BY id"
+    match verdict.verdict:
+        case Cannot():
+            with pytest.raises(JAVA_ERRORS):
+                spark.sql(select).collect()
+        case Differs(Difference.LOST_PRECISION, _):
+            assert [tuple(r) for r in spark.sql(select).collect()] == [(1, Decimal("1.3")), (2, None)]
+            assert step.hazards == ("type d decimal(10,2) -> decimal(5,1): existing values read rounded to "
+                                    "decimal(5,1)'s scale, and NULL where they have more integer digits than "
+                                    "decimal(5,1) holds",)
+        case other:
+            raise AssertionError(f"{format}: {other}")

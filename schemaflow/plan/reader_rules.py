@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from schemaflow.plan.changes import AlterColumns, Change
 from schemaflow.plan.delta import MAPPING, READER, WIDENING, DeltaProtocol
-from schemaflow.plan.hazards import readable
+from schemaflow.plan.hazards import narrows, readable
 from schemaflow.plan.iceberg import AlterIcebergTable
 from schemaflow.plan.readers import (Barrier, Cannot, ChangeKind, Differs, Difference, Engine, Event, Reader, Rule,
                                      Same, Verdict, register)
@@ -89,7 +89,8 @@ def _widening(event: Event, reader: Reader) -> Verdict | None:
     if reader.engine is not Engine.SPARK or reader.version is None or kind is None:
         return None
     if readable(kind, event.old, event.new, parse_release(reader.version)):
-        return Same()
+        return Differs(Difference.LOST_PRECISION, f"existing values read rounded to {event.new}'s scale, and NULL "
+                                                  "where they no longer fit") if narrows(event.old, event.new) else Same()
     return Cannot(Barrier.TYPE, f"cannot read existing {event.format} files as {event.new}: queries over them fail")
 
 
@@ -132,7 +133,9 @@ PARQUET_WIDENING = register(Rule(
     (Event(ChangeKind.RETYPE, "parquet", column="n", old="int", new="bigint"),
      Event(ChangeKind.RETYPE, "parquet", column="n", old="tinyint", new="int"),
      Event(ChangeKind.RETYPE, "parquet", column="n", old="int", new="string"),
-     Event(ChangeKind.RETYPE, "orc", column="n", old="int", new="bigint"))))
+     Event(ChangeKind.RETYPE, "orc", column="n", old="int", new="bigint"),
+     Event(ChangeKind.RETYPE, "parquet", column="d", old="decimal(10,2)", new="decimal(5,1)"),
+     Event(ChangeKind.RETYPE, "orc", column="d", old="decimal(10,2)", new="decimal(5,1)"))))
 ICEBERG_PROMOTION = register(Rule(
     "iceberg-promotion", "Promote a column's type in an Iceberg table", ChangeKind.RETYPE, ICEBERG_EVOLUTION,
     _promotion, (Event(ChangeKind.RETYPE, ICEBERG, column="n", old="int", new="bigint"),
