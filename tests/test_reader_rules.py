@@ -85,6 +85,7 @@ def test_spark_type_change(format, old, new, reader, readable) -> None:
     assert found == (Same() if readable else Cannot(
         Barrier.TYPE, f"cannot read existing {format} files as {new}: queries over them fail"))
     assert verdict("spark-type-change", Event(ChangeKind.RETYPE, format, column="n", old=old, new=new), HIVE) is None
+    assert verdict("spark-type-change", Event(ChangeKind.RETYPE, "custom", column="n", old=old, new=new), reader) is None
 
 
 # Rule spark-type-change: a narrowed decimal reads rounded, or NULL where it no longer fits, where Spark reads it.

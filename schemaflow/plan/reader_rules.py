@@ -86,7 +86,8 @@ def _shift(event: Event, reader: Reader) -> Verdict | None:
 
 def _widening(event: Event, reader: Reader) -> Verdict | None:
     kind = table_kind(event.format)
-    if reader.engine is not Engine.SPARK or reader.version is None or kind is None:
+    if (reader.engine is not Engine.SPARK or reader.version is None or kind is None
+            or kind.resolution is Resolution.NOT_ASSUMED):  # a custom table's classes: nothing is assumed
         return None
     if readable(kind, event.old, event.new, parse_release(reader.version)):
         return Differs(Difference.LOST_PRECISION, f"existing values read rounded to {event.new}'s scale, and NULL "
