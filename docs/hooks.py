@@ -6,6 +6,8 @@ refuses them stale:
 
 - reference/yaml.md, every key of every file format, from the JSON Schemas in ``schemaflow/spec/schemas/``;
 - reference/exit-codes.md, from each command's declared exit codes (``schemaflow.cli.COMMANDS``);
+- reference/readers.md, the reader-compatibility matrix: each rule of ``schemaflow.plan.reader_rules``, its source, and
+  its verdict on its examples for each reader it speaks of;
 - reference/spark-settings.md, the Spark settings a project sets without the operator's approval, from
   ``schemaflow.safe_spark_settings``;
 - reference/commands.md is written by hand around the commands (one ``## name`` section each, with what
@@ -38,6 +40,8 @@ from mkdocs.structure.files import File, Files  # noqa: E402
 from mkdocs.structure.pages import Page  # noqa: E402
 
 from schemaflow.cli import COMMANDS, _parser  # noqa: E402
+from schemaflow.plan import reader_rules  # noqa: E402,F401 (registers the rules)
+from schemaflow.plan.readers import MATRIX_READERS, Event, Reader, Rule, headline, rules  # noqa: E402
 from schemaflow.safe_spark_settings import SAFE  # noqa: E402
 
 SCHEMAS = ROOT / "schemaflow" / "spec" / "schemas"
@@ -56,7 +60,7 @@ COMMON_OPTIONS = {"-h", "--project", "--target", "--approve-code"}
 def generated() -> dict[str, str]:
     """Each generated page (its path under docs/) and what it holds."""
     return {"reference/yaml.md": yaml_reference(), "reference/exit-codes.md": exit_codes_reference(),
-            "reference/spark-settings.md": spark_settings_reference()}
+            "reference/spark-settings.md": spark_settings_reference(), "reference/readers.md": readers_reference()}
 
 
 def on_files(files: Files, config: MkDocsConfig) -> Files:
@@ -162,6 +166,33 @@ def spark_settings_reference() -> str:
             "[Delta Lake tables](../formats/delta.md#apply)). Values are written without spaces; an "
             "enumeration is read in any case.\n\n"
             f"| setting | takes |\n|---|---|\n{rows}\n")
+
+
+def readers_reference() -> str:
+    """reference/readers.md: change x reader -> verdict, with the source of each rule, from the registry."""
+    parts = ["# Which engines still read a changed table\n",
+             "Generated from the rules of `schemaflow/plan/reader_rules.py`. A project declares the engines that read "
+             "its tables (`readers:` in `schemaflow.yaml`, see [YAML keys](yaml.md)); each step of a plan then "
+             "carries every declared reader's verdict on what it does, from these rules: **same** (reads it as "
+             "before), **differs** (reads it, with the difference named), **cannot** (cannot read it, and why). A "
+             "step with a verdict other than same is blocked unless destructive steps are allowed "
+             "(`--allow-destructive`; in a pull request, the `schemaflow-allow-destructive` label). A blank cell: the "
+             "rule says nothing of that reader, and a plan gives it no verdict. Without `readers:`, the reader is the "
+             "Spark release the plan is made for, whose breaks the step's hazards state.\n"]
+    for rule in rules():
+        readers = [r for r in MATRIX_READERS if any(rule.judge(e, r) is not None for e in rule.examples)]
+        header = " | ".join(_cell(r.label) for r in readers)
+        rows = "\n".join(f"| {_cell(e.what)} ({e.format}) | "
+                         + " | ".join(_verdict(e, r, rule) for r in readers) + " |" for e in rule.examples)
+        parts.append(f"## {rule.title}\n\nRule `{rule.name}`. Source: {_cell(rule.source)}.\n\n"
+                     f"| change | {header} |\n|---|{'---|' * len(readers)}\n{rows}\n")
+    return "\n".join(parts)
+
+
+def _verdict(event: Event, reader: Reader, rule: Rule) -> str:
+    """A cell of the matrix: the rule's verdict in a word and its difference or barrier; blank where it has none."""
+    verdict = rule.judge(event, reader)
+    return "" if verdict is None else _cell(headline(verdict))
 
 
 def yaml_reference() -> str:

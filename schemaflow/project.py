@@ -62,6 +62,8 @@ class Settings:
     spark_master: str = "local[2]"
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     spark_release: SparkVersion | None = None  # declared (spark.release); None: the installed pyspark's
+    # readers: as declared, each checked (``plan.readers`` makes them Readers); None: none declared
+    readers: tuple[Mapping[str, Any], ...] | None = None
     databases: tuple[str, ...] = ()           # empty: the databases named in schemas/
     database_details: Mapping[str, Database] = field(default_factory=dict)  # declared comment, location, properties
     derby_dir: str = ""                       # where the embedded metastore lives
@@ -186,6 +188,7 @@ def load_project(root: str | Path, env: Mapping[str, str] | None = None, target:
         spark_master=env.get(ENV_SPARK_MASTER) or spark.get("master") or "local[2]",
         spark_conf={str(k): str(v) for k, v in sorted((spark.get("conf") or {}).items())},
         spark_release=parse_release(spark["release"]) if spark.get("release") else None,
+        readers=tuple(raw["readers"]) if raw.get("readers") is not None else None,
         databases=managed_databases(raw),
         database_details=declared_databases(raw),
         derby_dir=str(state),

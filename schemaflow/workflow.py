@@ -34,6 +34,7 @@ from schemaflow.plan.backups import NO_BACKUP_DROPS, BackupDrops
 from schemaflow.plan.invalidation import created_schema_mode
 from schemaflow.plan.live_code import LiveViews
 from schemaflow.plan.moving import Moving
+from schemaflow.plan.readers import declared_readers
 from schemaflow.plan.steps import RegisterTableAction
 from schemaflow.plan.kinds import StepKind
 from schemaflow.sql.code_calls import Reach, declared_calls, resolved_calls
@@ -183,6 +184,7 @@ def _live_builder(project: Project, live: Live, desired: Catalog | None = None, 
                        unfinished_partitions=partial(live.stale_partitions, exact=True), commit=commit_of(project.root),
                        invalidation=project.settings.invalidation, list_partitions=reader.partition_values,
                        type_rule=reader.enforces_type_rule(), release=release,
+                       readers=declared_readers(project.settings.readers),
                        files=_live_files(project, lenient(reader.stored), lenient(reader.data_folders)),
                        metastore=reader.endpoint, target=target, against=f"target {target}" if target else None,
                        left_alone=left_alone, notices=_unapproved_code(project),
@@ -376,6 +378,7 @@ def review_snapshot(project: Project, snapshot: Path, *, allow_destructive: bool
                        allow_destructive=allow_destructive, drop_backups=drop_backups,
                        count_partitions=saved.partition_counts.get, basis=Basis.SNAPSHOT,
                        invalidation=project.settings.invalidation, release=project.settings.release,
+                       readers=declared_readers(project.settings.readers),
                        allowed=project.settings.allowed_calls, live_views=LiveViews(read),
                        against=f"the snapshot {snapshot}", left_alone=left_alone,
                        settings=since_applied(project.settings.declared, saved.catalog, desired.databases)).build()
@@ -452,6 +455,7 @@ def review_refs(project: Project, base: str, head: str | None = None, *, allow_d
                        drop_backups=drop_backups, commit=commit_of(project.root, head),
                        count_partitions=read.count_partitions if read else None, basis=Basis.GIT,
                        invalidation=project.settings.invalidation, release=project.settings.release,
+                       readers=declared_readers(project.settings.readers),
                        allowed=project.settings.allowed_calls,
                        files=_live_files(project, read.stored, read.data_folders) if read else None,
                        against=base, left_alone=left_alone,

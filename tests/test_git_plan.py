@@ -182,7 +182,7 @@ def test_a_problem_in_the_settings_at_a_ref_is_placed_at_that_ref(repo, capsys):
     assert main(["--project", str(project_dir(repo)), "plan", "--base", "main"]) == 1
 
     assert capsys.readouterr().err.splitlines()[1] == (
-        "main:schemaflow.yaml:6:1: unknown key 'databses' (expected one of: after_apply, databases, exclude, functions, invalidation, manage_undeclared, metastore, spark, target, targets, warehouse_dir)")
+        "main:schemaflow.yaml:6:1: unknown key 'databses' (expected one of: after_apply, databases, exclude, functions, invalidation, manage_undeclared, metastore, readers, spark, target, targets, warehouse_dir)")
 
 
 def test_a_ref_that_names_no_commit(repo, capsys):

@@ -209,10 +209,10 @@ def test_every_schema_pattern_ends_at_the_end_of_the_text() -> None:
             found += re.findall(r'"pattern": ("(?:[^"\\]|\\.)*")', text)
             assert '$"' not in text, resource.name
     # The Hive metastore's URI pattern is its backend's settings schema's (catalog.hive.backend), checked at validate.
-    # A backend's name has one pattern, where the catalog is named and where the catalog moved from is: seven in the
-    # files, six of them distinct, and the Hive URI's.
+    # A backend's name has one pattern, where the catalog is named and where the catalog moved from is, and a release
+    # one, spark.release's and a reader's version: eight in the files, six of them distinct, and the Hive URI's.
     patterns = sorted({json.loads(p) for p in found} | {HIVE_OPTIONS["properties"]["uri"]["pattern"]})
-    assert len(found) == 7 and len(patterns) == 7
+    assert len(found) == 8 and len(patterns) == 7
     for pattern in patterns:
         assert pattern.startswith("^") and pattern.endswith("(?![\\s\\S])")
     release, glob, java_class, identifier, object_name, backend, uri = sorted(patterns)

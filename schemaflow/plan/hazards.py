@@ -10,8 +10,10 @@ by writing rows, changing the columns and reading them back):
 - Text, SequenceFile and RCFile resolve columns by position: a rename is harmless, but a reorder,
   or a drop of a column whose place another column takes, shows existing values under the wrong
   columns.
-- A type change that the metastore allows is read fine from ORC and text files; Parquet and Avro
-  readers convert only some types, and a query over older files fails for the rest. Spark 3.5's
+- A type change that the metastore allows is read from ORC and text files; Parquet and Avro
+  readers convert only some types, and a query over older files fails for the rest. A decimal made
+  narrower (a decimal place or an integer digit fewer) reads rounded, or NULL where it no longer fits,
+  wherever it is read; Spark 4's Parquet reader refuses it. Spark 3.5's
   Parquet reader converts none: it reads only a change that keeps the type the files store values as
   (measured with pyspark 3.5.9: tinyint to smallint or int, all 32-bit integers in the files; a
   decimal's precision raised at the same scale while its values keep their width, up to 9 digits in 32
@@ -47,7 +49,7 @@ _INT32 = ("tinyint", "smallint", "int")
 _DECIMAL_WIDTHS = (9, 18)
 
 
-def _readable(kind: TableKind, old: str, new: str, release: SparkVersion) -> bool:
+def readable(kind: TableKind, old: str, new: str, release: SparkVersion) -> bool:
     """Whether Spark ``release`` reads values written as ``old`` once the column is ``new``, as measured."""
     if kind.reads_every_type_change:
         return True
@@ -55,8 +57,21 @@ def _readable(kind: TableKind, old: str, new: str, release: SparkVersion) -> boo
     if release < kind.widens_since:
         return _keeps_stored_type(old, new)
     widening = old_base in _INTEGERS and new_base in _INTEGERS and _INTEGERS.index(old_base) < _INTEGERS.index(new_base)
-    return (widening or (old_base, new_base) in {("decimal", "decimal"), ("float", "double"), ("int", "double")}
-            or (old_base, new_base) in kind.reads_type_changes)
+    if (old_base, new_base) in kind.reads_type_changes:
+        return True
+    if (old_base, new_base) == ("decimal", "decimal"):  # Spark 4's Parquet reader refuses a narrowed one
+        return not narrows(old, new)
+    return widening or (old_base, new_base) in {("float", "double"), ("int", "double")}
+
+
+def narrows(old: str, new: str) -> bool:
+    """Whether a decimal of type ``old`` becoming ``new`` loses a decimal place or an integer digit. Readers that
+    convert it (Spark's of ORC, Avro and text files, measured with Spark 4.3) round what the files hold to the new
+    scale and read NULL for a value with more integer digits than it holds; Spark 4's Parquet reader refuses it."""
+    before, after = decimal_digits(old), decimal_digits(new)
+    if before is None or after is None:
+        return False
+    return after[1] < before[1] or after[0] - after[1] < before[0] - before[1]
 
 
 def _keeps_stored_type(old: str, new: str) -> bool:
@@ -123,7 +138,10 @@ def column_hazards(evolution: Evolution, format: str, release: SparkVersion | No
     reader = "Spark" if release >= kind.widens_since else spark_name(release)
     hazards += [f"type {column} {old} -> {new}: {reader} cannot read existing {format} files as {new}; "
                 f"queries over them fail" for column, old, new in evolution.retyped
-                if not _readable(kind, old, new, release)]
+                if not readable(kind, old, new, release)]
+    hazards += [f"type {column} {old} -> {new}: existing values read rounded to {new}'s scale, and NULL where they "
+                f"have more integer digits than {new} holds" for column, old, new in evolution.retyped
+                if narrows(old, new) and readable(kind, old, new, release)]
     return tuple(hazards)
 
 

@@ -16,6 +16,7 @@ from schemaflow.model import (SCHEMAFLOW_PREFIX, SETTINGS_KEY, VERSION_KEY, Colu
                               PartitionValues, Table, View, ViewSql, column_data, from_data, partition_name, split_key,
                               to_data)
 from schemaflow.plan.kinds import EFFECTS, ActionKind, Effect, ObjectType, StepKind
+from schemaflow.plan.readers import ReaderVerdict
 from schemaflow.sql import ddl, rewrite
 from schemaflow.sql.rewrite import MICROS, TIMESTAMP_TYPE, Filled
 from schemaflow.wording import plural
@@ -882,6 +883,7 @@ class Step:
     values: tuple[str, ...] = ()    # the old and new value of each comment and property it changes
     stamp: SetParameters | None = None  # None: a database's step, or one its object's stamp does not follow
     settings_record: tuple[SetDatabaseParameters, ...] = ()  # the settings applied, on each managed database
+    readers: tuple[ReaderVerdict, ...] = ()  # each declared reader's verdict on what it does (plan.readers)
 
     @property
     def actions(self) -> tuple[Action, ...]:
@@ -908,6 +910,7 @@ class Step:
             "actions": [a.to_data() for a in self.actions],
             **({"sql_diff": list(self.sql_diff)} if self.sql_diff else {}),
             **({"values": list(self.values)} if self.values else {}),
+            **({"readers": [v.to_data() for v in self.readers]} if self.readers else {}),
         }
 
     @classmethod
@@ -919,6 +922,7 @@ class Step:
             destructive=bool(data.get("destructive", False)), blocked=data.get("blocked"),
             sql_diff=tuple(data.get("sql_diff", ())), values=tuple(data.get("values", ())),
             body=body, stamp=stamp, settings_record=record,
+            readers=tuple(ReaderVerdict.from_data(v) for v in data.get("readers", ())),
         )
 
 

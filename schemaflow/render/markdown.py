@@ -2,7 +2,8 @@
 
 From the top: a hidden marker (the CI workflow finds its previous comment by it and edits that
 comment instead of adding one), the summary line and what was compared, a table of the steps with
-their flags, hazards and notes, a Mermaid graph of the tables and views the plan touches with what
+their flags, hazards and notes, for each table a declared reader reads otherwise or cannot read a table of every
+reader's verdicts (``plan.readers``), a Mermaid graph of the tables and views the plan touches with what
 each view among them reads, and the statements folded away in ``<details>``. Text from the plan is
 escaped, so a ``|`` in a comment or an ``array<string>`` type cannot break the table, a line break
 cannot end a row, and nothing a user wrote becomes a link, a mention or HTML; graph nodes
@@ -18,6 +19,7 @@ from collections.abc import Mapping
 from schemaflow.output_safety import one_line
 from schemaflow.plan.kinds import Effect, ObjectType, StepKind
 from schemaflow.plan.plan import Plan
+from schemaflow.plan.readers import ReaderVerdict, describe
 from schemaflow.plan.steps import Step
 from schemaflow.render.review import Review
 from schemaflow.render.shown import statements_of
@@ -59,7 +61,7 @@ def render(review: Review) -> str:
     if plan.is_empty:
         return _lines(top)
     table = _table(plan)
-    body = top + table + _graph(plan, review.reads)
+    body = top + table + _readers(plan) + _graph(plan, review.reads)
     comment = _lines(body + _statements(plan))
     if len(comment) <= MAX_CHARACTERS:
         return comment
@@ -94,6 +96,23 @@ def _table(plan: Plan) -> list[str]:
                  + [_escape(note) for note in step.notes] + [_escape(value) for value in step.values])
         rows.append(f"| {number} | {_key(step.object)} | {_escape(step.summary)} | {'<br>'.join(notes)} |")
     return rows
+
+
+def _readers(plan: Plan) -> list[str]:
+    """A table per changed table that some declared reader reads otherwise or cannot read: every reader's verdict on
+    each thing its steps do (the tables every reader reads as before need none: the steps say so by not being
+    blocked)."""
+    verdicts: dict[str, list[ReaderVerdict]] = {}
+    for step in plan.steps:
+        verdicts.setdefault(step.object, []).extend(step.readers)
+    lines = []
+    for key, found in sorted(verdicts.items()):
+        if all(v.same for v in found):
+            continue
+        lines += ["", f"Readers of {_key(key)}:", "", "| reader | change | verdict |", "|---|---|---|"]
+        lines += [f"| {_cell(v.reader)} | {_cell(v.what)} | {'' if v.same else '⚠ '}{_cell(describe(v.verdict))} |"
+                  for v in dict.fromkeys(found)]
+    return lines
 
 
 def _graph(plan: Plan, reads: Mapping[str, tuple[str, ...]]) -> list[str]:
@@ -154,6 +173,11 @@ def _escape(text: str) -> str:
     escaped = _MARKDOWN_SPECIAL.sub(r"\\\1", text)
     escaped = _AUTOLINK.sub(lambda found: found.group()[:-1] + "\\" + found.group()[-1], escaped)
     return _LINE_BREAK.sub("<br>", escaped.replace("@", "@&#8203;"))
+
+
+def _cell(text: str) -> str:
+    """Text from a plan in a table cell: one line, each hostile character as its escape, nothing active."""
+    return _escape(one_line(text))
 
 
 def _key(key: str) -> str:

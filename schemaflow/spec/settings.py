@@ -91,6 +91,8 @@ def check_settings(path: ProjectFile, paths: CodePaths | None = None) -> dict[st
                      for problem in _database_problems(doc, name, attributes or {})]
     problems += [problem for name, target in targets.items() for problem in _name_problems(doc, name, target)]
     problems += _function_problems(doc, data.get(FUNCTIONS) or {})
+    problems += [problem for index, reader in enumerate(data.get("readers") or ())
+                 for problem in _reader_problems(doc, index, reader)]
     if problems:
         raise SpecError(problems)
     return data
@@ -157,6 +159,34 @@ def _function_problems(doc: Document, functions: dict[str, Any]) -> list[Problem
                 f"{name} and {first[name.lower()]} are one function (the metastore keeps its names in lower case): "
                 "declare it once")))
         first.setdefault(name.lower(), name)
+    return problems
+
+
+# Which keys of a reader (``readers:``) each engine takes beside ``engine`` and ``databases``, and which it needs.
+_READER_KEYS = {"spark": ({"version"}, {"version"}), "hive": ({"version", "columns"}, set()),
+                "trino": ({"version", "columns"}, set()), "iceberg-java": ({"version"}, set()),
+                "pyiceberg": ({"version"}, set()), "delta": ({"reader", "features"}, {"reader"})}
+DELTA_READER_VERSIONS = 3  # the highest reader protocol version Delta has
+
+
+def _reader_problems(doc: Document, index: int, reader: dict[str, Any]) -> list[Problem]:
+    """A declared reader's keys as its engine takes them (the JSON Schema checked each key's shape)."""
+    engine = reader["engine"]
+    takes, needs = _READER_KEYS[engine]
+    problems = [Problem(doc.key("readers", index, key), (
+        f"a {engine} reader takes no {key}: it takes {', '.join(sorted(takes | {'databases'}))}"))
+        for key in reader if key not in takes | {"engine", "databases"}]
+    problems += [Problem(doc.at("readers", index), f"a {engine} reader needs {key} (its release, such as \"3.5\": "
+                         "what it reads depends on it)" if key == "version" else
+                         f"a {engine} reader needs {key} (the highest reader protocol version it speaks, 1 to "
+                         f"{DELTA_READER_VERSIONS})") for key in sorted(needs - set(reader))]
+    if isinstance(reader.get("reader"), int) and reader["reader"] > DELTA_READER_VERSIONS:
+        problems.append(Problem(doc.at("readers", index, "reader"), (
+            f"Delta has reader protocol versions 1 to {DELTA_READER_VERSIONS}, not {reader['reader']}")))
+    if reader.get("features") and reader.get("reader") != DELTA_READER_VERSIONS:
+        problems.append(Problem(doc.key("readers", index, "features"), (
+            f"only readers of protocol {DELTA_READER_VERSIONS} have table features: declare reader: "
+            f"{DELTA_READER_VERSIONS}, or remove features")))
     return problems
 
 

@@ -294,7 +294,8 @@ register(replace(_hive_format(
 register(replace(_hive_format(
     "avro", _HIVE_IO + "avro.AvroContainerInputFormat", _HIVE_IO + "avro.AvroContainerOutputFormat",
     "org.apache.hadoop.hive.serde2.avro.AvroSerDe", Resolution.BY_NAME),
-    type_rule=TypeRule.AVRO, reads_type_changes=frozenset({("int", "float"), ("bigint", "double")})))
+    type_rule=TypeRule.AVRO,
+    reads_type_changes=frozenset({("int", "float"), ("bigint", "double"), ("decimal", "decimal")})))
 # Spark lets a ROW FORMAT SERDE clause go with these three; the others take their classes spelt out.
 register(replace(_hive_format(
     "textfile", "org.apache.hadoop.mapred.TextInputFormat", _HIVE_IO + "HiveIgnoreKeyTextOutputFormat",
