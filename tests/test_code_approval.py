@@ -24,6 +24,7 @@ from schemaflow.project import Settings, load_project
 from schemaflow.safe_spark_settings import DELTA, SAFE
 from tests.gitrepos import commit, example_repo
 from tests.inprocess import schemaflow
+from tests.projects import schemaflow as run_command
 from tests.pull_requests import EXAMPLE_SETTINGS, apply_reviewed, merge, reviewed
 
 CODE_FILE = "a file of the project that code in schemaflow.yaml can run"
@@ -349,6 +350,7 @@ def test_the_apply_workflow_gives_the_apply_step_the_operators_folders():
     assert "--base" not in apply["run"]  # the step that knows the operator's folders checks them
 
 
+@pytest.mark.spark  # its plan reads the embedded metastore: a process and a JVM of its own, as a user runs it
 def test_outside_git_a_plan_saved_in_the_project_folder_is_refused_saying_why(tmp_path):
     from schemaflow.plan.settings_changes import settings_digest
     from schemaflow.workflow import load_plan
@@ -356,7 +358,7 @@ def test_outside_git_a_plan_saved_in_the_project_folder_is_refused_saying_why(tm
     project = tmp_path / "project"
     write(project, {"schemas/retail/t.yaml": "table: retail.t\ncolumns: [{name: a, type: int}]\n",
                     "schemaflow.yaml": "after_apply: [sh notify.sh]\n", "notify.sh": "echo notified\n"})
-    assert schemaflow("--project", str(project), "plan", "--out", str(project / "plan.json")).code == 2
+    assert run_command(project, "plan", "--out", str(project / "plan.json")).returncode == 2
     [hook] = load_project(project, env={}).settings.code  # the operator approves what is there now
     ran = schemaflow("--project", str(project), "--approve-code", hook.id, "apply", str(project / "plan.json"),
                      "--auto-approve")
