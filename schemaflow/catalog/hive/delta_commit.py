@@ -57,7 +57,7 @@ commit (delta-spark's, through ``ddl.fill_claim``) and the entry gets it right a
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -117,25 +117,30 @@ def unavailable(spark: Any) -> str | None:
 
 
 def commit(spark: Any, key: str, location: str, log_version: int, table_id: str | None, statements: Sequence[str],
-           stamp: Mapping[str, str]) -> int:
+           stamp: Mapping[str, str], report: Callable[[str], None] | None = None) -> int:
     """Run ``statements`` on the Delta table ``key`` at ``location`` in turn, each on the version the last landed
     (the first on ``log_version``, of the table ``table_id``; None: not checked), then ``stamp`` (schemaflow's keys)
     as a commit of its own, its ``${live_state}`` the table as the statements left it; returns the last version
-    landed. Raises ``DeltaStepFailed`` at the first failure."""
+    landed, telling ``report`` of each commit. Raises ``DeltaStepFailed`` at the first failure."""
     landed: list[int] = []
+    total = len(statements) + bool(stamp)
+
+    def run(statement: str) -> None:
+        landed.append(run_on_version(spark, location, landed[-1] if landed else log_version, statement))
+        if report is not None:
+            report(f"{one_line(key)}: Delta statement {len(landed)} of {total} committed as log version {landed[-1]}")
     try:
         found = read_delta_log(location, (location,)).state.table_id
         if table_id is not None and found != table_id:
             raise ConcurrentChange(one_line(key), table_id, found, "Delta table id (metaData.id)")
         for statement in statements:
-            landed.append(run_on_version(spark, location, landed[-1] if landed else log_version, statement))
+            run(statement)
         if stamp:
             snapshot = read_delta_log(location, (location,))
             database, name = split_key(key)
             filled = fill_live_state(stamp, lambda: delta_table(
                 database, name, replace(snapshot, properties={**snapshot.properties, **stamp})))
-            landed.append(run_on_version(spark, location, landed[-1] if landed else log_version,
-                                         ddl.set_table_properties(key, filled)))
+            run(ddl.set_table_properties(key, filled))
     except Exception as error:  # noqa: BLE001 -- any failure stops the step, saying what landed
         shown = (*statements, *((ddl.set_table_properties(key, stamp),) if stamp else ()))
         raise DeltaStepFailed(key, shown, landed, error) from error

@@ -249,7 +249,8 @@ class Metastore:
         self.set_parameters(key, {VERSION_KEY: claim}, ())
         if stamp:
             with self._errors(f"committing to the Delta table {key}"):
-                delta_commit.commit(self._delta_session, key, self._delta_location(key), 0, None, (), stamp)
+                delta_commit.commit(self._delta_session, key, self._delta_location(key), 0, None, (), stamp,
+                                    self.report)
         if VERSION_KEY in stamp:
             self.set_parameters(key, {VERSION_KEY: stamp[VERSION_KEY]}, (), claim)
 
@@ -259,7 +260,7 @@ class Metastore:
         on top of the last; the entry's version then the stamp's."""
         with self._holding(key, expected), self._errors(f"committing to the Delta table {key}"):
             landed = delta_commit.commit(self._delta_session, key, self._delta_location(key), log_version, table_id,
-                                         statements, stamp)
+                                         statements, stamp, self.report)
         if VERSION_KEY in stamp:
             self.set_parameters(key, {VERSION_KEY: stamp[VERSION_KEY]}, (), expected)
         return landed
@@ -274,7 +275,7 @@ class Metastore:
             if latest is None:
                 raise SchemaflowError(f"{key}: no Delta table at {location}")
             delta_commit.commit(self._delta_session, key, location, latest, None,
-                                (ddl.unset_table_properties(key, unset),) if unset else (), set)
+                                (ddl.unset_table_properties(key, unset),) if unset else (), set, self.report)
         if VERSION_KEY in set:
             self.set_parameters(key, {VERSION_KEY: set[VERSION_KEY]}, (), expected)
 
