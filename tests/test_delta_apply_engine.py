@@ -36,7 +36,8 @@ from tests.delta_spark import DeltaSpark
 pytestmark = [pytest.mark.remote, pytest.mark.delta_engine]
 
 # A database per test: each plans all of its own.
-DB, OUTSIDE, TWICE, KILLED, RACED = "delta_apply", "delta_outside", "delta_twice", "delta_killed", "delta_raced"
+DB, OUTSIDE, TWICE = "delta_apply", "delta_outside", "delta_twice"
+KILLED, BORN, RACED = "delta_killed", "delta_born", "delta_raced"
 ROUNDS = 6  # of two appliers started at once
 ORDERS = Table(DB, "orders", (Column("id", "bigint", "Order id"), Column("name", "string"), Column("gone", "string")),
                comment="Orders", format="delta", data_source=True, properties={"team": "data"})
@@ -48,7 +49,7 @@ MIGRATION = Migration("0001_orders", "", (RenameColumn(f"{DB}.orders", "name", "
 def engine(metastore_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DeltaSpark]:
     workdir = tmp_path_factory.mktemp("delta_apply")
     with DeltaSpark(metastore_server, workdir / "warehouse", workdir) as spark:
-        for database in (DB, OUTSIDE, TWICE, KILLED, RACED):
+        for database in (DB, OUTSIDE, TWICE, KILLED, BORN, RACED):
             spark.sql(f"CREATE DATABASE {database}")
         yield spark
 
@@ -327,3 +328,28 @@ def test_two_appliers_of_two_plans_started_at_once_one_lands_the_other_is_refuse
         _stamped(uri, location, plans[winner], "raced", RACED)
     # Which of two appliers started at the same instant claims first is the scheduler's: both have.
     assert set(won) == {0, 1}, won
+
+
+
+def test_an_apply_killed_between_a_delta_create_and_its_entry_leaves_its_claim_in_the_log_which_the_next_run_takes_over(
+        engine: DeltaSpark, metastore_server: str) -> None:
+    uri = metastore_server
+    table = replace(ORDERS, database=BORN, name="born")
+    pid, report = _killed_at(engine, _plan(uri, table), "created as Delta log version 0")
+    assert report == f"{BORN}.born: created as Delta log version 0"
+    # The CREATE carried the claim into the log; the entry holds none of schemaflow's keys yet.
+    location = _location(engine, "born", BORN)
+    claim = parse_claim(DeltaTable(location).metadata().configuration[VERSION_KEY])
+    assert claim is not None and claim.pid == pid and standing(claim) == STOPPED
+    assert VERSION_KEY not in _entry(uri, "born", BORN)["parameters"]
+
+    # The claim in the log is the table's version: the next plan finishes it (its stamp), guarded by that claim.
+    replan = _plan(uri, table)
+    assert replan.warnings == (f"{BORN}.born: left half-done by {claim.describe()}; this plan finishes it",)
+    assert replan.guards == {f"{BORN}.born": claim.token}
+    assert [s.summary for s in replan.steps] == [f"record schemaflow.version on {BORN}.born"]
+    check_claims(replan)
+    _applied(engine, replan)
+    assert _history_since(location, 0) == [("SET TBLPROPERTIES", 1, 0)]
+    _stamped(uri, location, replan, "born", BORN)
+    assert _plan(uri, table).steps == ()

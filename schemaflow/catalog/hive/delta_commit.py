@@ -53,7 +53,15 @@ step's last commit) for every reader of the log, and the entry's version then sw
 the live version of a Delta table in a Hive metastore, which plans guard and find claims by, is its entry's
 (``catalog.hive.thrift_data``): a run stopped between its commits left its claim there, which the next plan finds
 ("left half-done") and takes over, while the log tells what landed. A CREATE carries the claim into the log's first
-commit (delta-spark's, through ``ddl.fill_claim``) and the entry gets it right after, by a plain write.
+commit (delta-spark's, through ``ddl.fill_claim``) and the entry gets it right after, by a plain write. A run stopped
+between the two leaves the claim in the log alone, so where the entry holds no version the log's claim is the table's
+(``thrift_data``), and the next run's claim of it checks the log (the entry has no key to compare and swap:
+``Metastore._claimed_in_log``): before, such a table planned nothing and kept the stopped run's claim in its log.
+
+Measured with real kills (tests/test_delta_apply_engine.py: SIGKILL at a progress report, ``commit`` reporting each
+statement committed): killed after the first statement of three, the next plan held the other two on top of the
+version left, and the log then held each statement once, the stamp last. Two appliers of two plans started at once
+met at the entry's claim, the loser refused there with nothing in the log.
 """
 from __future__ import annotations
 
