@@ -21,11 +21,11 @@ The answers have the process's stdout to themselves: the JVM's and Spark's own o
 
 Run with the arguments ``attach POINT`` and ``PYSPARK_GATEWAY_PORT``/``PYSPARK_GATEWAY_SECRET`` in its environment
 (what ``gateway`` answered), it is an apply of its own on that JVM, in a process of its own (``SparkEngine.attached``):
-the plan's JSON on stdin (one JSON string), ``apply_plan`` on a session of the running Spark, and where the writer first reports
-progress holding ``POINT`` (a long action's report: ``Metastore.report``) it answers ``{"paused": report, "pid":
-...}`` and waits for a line on stdin, for a test to kill it there; then ``{"applied": ...}`` or ``{"failed": ...}``.
-The JVM outlives it: killed between two py4j calls, it leaves the catalog and the table's files as a process killed
-with its JVM would.
+the plan's JSON on stdin (one JSON string), ``apply_plan`` on a session of the running Spark, and where the writer
+reports progress holding ``POINT`` (a long action's report: ``Metastore.report``) it answers ``{"paused": report,
+"pid": ...}`` and waits for a line on stdin, for a test to kill it there; then ``{"applied": ...}`` or ``{"failed":
+...}``. The JVM outlives it: killed between two py4j calls, it leaves the catalog and the table's files as a process
+killed with its JVM would.
 """
 import json
 import os

@@ -22,7 +22,6 @@ from typing import Any, assert_never
 from collections.abc import Collection, Iterator, Mapping, Sequence
 
 from schemaflow.catalog.backend import LiveEntry, LiveSource, NamedTables
-from schemaflow.claims import parse_claim
 from schemaflow.catalog.delta_log import delta_table, is_delta, read_delta_log
 from schemaflow.catalog.iceberg_metadata import iceberg_table, is_iceberg, read_metadata
 from schemaflow.catalog.metadata_bounds import held_budget, metadata_bounds
@@ -48,6 +47,7 @@ from schemaflow.model import (
     View,
     recorded,
 )
+from schemaflow.claims import parse_claim
 from schemaflow.errors import SchemaflowError, Unreachable
 from schemaflow.sql.code_calls import SESSION_CATALOG
 from schemaflow.sql.storage import PATH_OPTION, serde_properties
