@@ -39,7 +39,7 @@ pytestmark = [pytest.mark.remote, pytest.mark.delta_engine]
 DB, OUTSIDE, TWICE = "delta_apply", "delta_outside", "delta_twice"
 KILLED, BORN, RACED = "delta_killed", "delta_born", "delta_raced"
 # Rounds of two appliers started at once: at least ROUNDS, more (up to MAX_ROUNDS) until each of the two has won one.
-ROUNDS, MAX_ROUNDS = 6, 16
+ROUNDS, MAX_ROUNDS = 4, 16
 ORDERS = Table(DB, "orders", (Column("id", "bigint", "Order id"), Column("name", "string"), Column("gone", "string")),
                comment="Orders", format="delta", data_source=True, properties={"team": "data"})
 MIGRATION = Migration("0001_orders", "", (RenameColumn(f"{DB}.orders", "name", "label"),
