@@ -69,16 +69,17 @@ class SparkEngine:
         self.version = ""
         self._process: subprocess.Popen[str] | None = None
         self._answers: queue.Queue[str] = queue.Queue()
+        self._env: dict[str, str] = {}
 
     def __enter__(self) -> SparkEngine:
         self.workdir.mkdir(parents=True, exist_ok=True)
         # Its own Spark's settings alone: not another pyspark's home, nor the Hive client a run's site gives schemaflow.
-        env = {**{key: value for key, value in os.environ.items() if key not in ("SPARK_HOME", "SPARK_CONF_DIR")},
-               "PYTHONPATH": os.pathsep.join([str(engine_home()), str(CHECKOUT), *self.also]),
-               "JAVA_HOME": str(Path(java_binary()).parent.parent), "PYSPARK_PYTHON": sys.executable}
+        self._env = {**{key: value for key, value in os.environ.items() if key not in ("SPARK_HOME", "SPARK_CONF_DIR")},
+                     "PYTHONPATH": os.pathsep.join([str(engine_home()), str(CHECKOUT), *self.also]),
+                     "JAVA_HOME": str(Path(java_binary()).parent.parent), "PYSPARK_PYTHON": sys.executable}
         with self.log.open("w") as log:
             self._process = subprocess.Popen(
-                [sys.executable, "-S", str(DRIVER), json.dumps(self.settings)], cwd=self.workdir, env=env,
+                [sys.executable, "-S", str(DRIVER), json.dumps(self.settings)], cwd=self.workdir, env=self._env,
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True)
         threading.Thread(target=self._read, daemon=True).start()
         self.version = self._answer()["ready"]
@@ -114,6 +115,16 @@ class SparkEngine:
         self._process.stdin.write(json.dumps(request) + "\n")
         self._process.stdin.flush()
         return self._answer()
+
+    def attached(self, *arguments: str) -> subprocess.Popen[str]:
+        """A process of its own running the driver with ``arguments`` on this engine's JVM (its py4j gateway), which
+        it does not start nor stop: killed, it leaves the JVM and its SparkSession running."""
+        gateway = self.ask({"gateway": None})
+        with self.log.open("a") as log:
+            return subprocess.Popen([sys.executable, "-S", str(DRIVER), *arguments], cwd=self.workdir,
+                                    env={**self._env, "PYSPARK_GATEWAY_PORT": str(gateway["port"]),
+                                         "PYSPARK_GATEWAY_SECRET": gateway["secret"]},
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
 
     def _read(self) -> None:
         assert self._process is not None and self._process.stdout is not None

@@ -13,9 +13,19 @@ pyspark). Arguments: a JSON object of Spark settings. Each line on stdin is a re
   needs schemaflow's own packages: ``tests/delta_spark.py`` says where they come from): ``{"applied": progress}`` or
   ``{"failed": error, "progress": progress}``;
 - ``{"together": [request, ...]}``: the requests at once, each in a thread of its own on a session of its own
-  (``newSession``: its own SQL settings, the same Spark): ``{"answers": [...]}`` in the requests' order.
+  (``newSession``: its own SQL settings, the same Spark): ``{"answers": [...]}`` in the requests' order;
+- ``{"gateway": null}``: where py4j reaches this process's JVM, for a process attached to it: ``{"port": ...,
+  "secret": ...}``.
 
 The answers have the process's stdout to themselves: the JVM's and Spark's own output goes to stderr.
+
+Run with the arguments ``attach POINT`` and ``PYSPARK_GATEWAY_PORT``/``PYSPARK_GATEWAY_SECRET`` in its environment
+(what ``gateway`` answered), it is an apply of its own on that JVM, in a process of its own (``SparkEngine.attached``):
+the plan's JSON on stdin (one JSON string), ``apply_plan`` on a session of the running Spark, and where the writer
+reports progress holding ``POINT`` (a long action's report: ``Metastore.report``) it answers ``{"paused": report,
+"pid": ...}`` and waits for a line on stdin, for a test to kill it there; then ``{"applied": ...}`` or ``{"failed":
+...}``. The JVM outlives it: killed between two py4j calls, it leaves the catalog and the table's files as a process
+killed with its JVM would.
 """
 import json
 import os
@@ -36,6 +46,9 @@ def answer(spark, request):
                 return {"concurrent": {"expected": change.expected, "found": change.found}}
         if "apply" in request:
             return apply(spark, request["apply"])
+        if "gateway" in request:
+            parameters = spark.sparkContext._gateway.gateway_parameters
+            return {"port": parameters.port, "secret": parameters.auth_token}
         requests = request["together"]
         answers = [None] * len(requests)
         sessions = [spark.newSession() for _ in requests]
@@ -54,7 +67,7 @@ def answer(spark, request):
         return {"error": f"{type(error).__name__}: {error}"[:4000]}
 
 
-def apply(spark, plan):
+def apply(spark, plan, report=None):
     import io
     from schemaflow.apply.executor import apply_plan
     from schemaflow.catalog.hive.metastore import Metastore
@@ -62,15 +75,40 @@ def apply(spark, plan):
     from schemaflow.plan.plan import Plan
     progress = io.StringIO()
     try:
-        apply_plan(Plan.from_data(json.loads(plan)), Metastore.connect(spark), progress)
+        writer = Metastore.connect(spark)
+        writer.progress = report
+        apply_plan(Plan.from_data(json.loads(plan)), writer, progress)
     except SchemaflowError as error:
         return {"failed": str(error), "progress": progress.getvalue()}
     return {"applied": progress.getvalue()}
 
 
+def attach(answers, point):
+    """An apply of the plan on stdin on the JVM the environment names, paused where its progress reports ``point``."""
+    from pyspark import SparkContext
+    from pyspark.java_gateway import launch_gateway
+    from pyspark.sql import SparkSession
+
+    gateway = launch_gateway()  # PYSPARK_GATEWAY_PORT set: connects to that JVM, starts none
+    jvm = gateway.jvm
+    # The JVM's SparkContext and session (a JVM has one SparkContext), wrapped for this process.
+    context = SparkContext(gateway=gateway, jsc=jvm.org.apache.spark.api.java.JavaSparkContext(
+        jvm.org.apache.spark.SparkContext.getOrCreate()))
+    spark = SparkSession(context, jvm.org.apache.spark.sql.SparkSession.active().newSession())
+
+    def paused(message):
+        if point in message:
+            answers.write(json.dumps({"paused": message, "pid": os.getpid()}) + "\n")
+            sys.stdin.readline()
+    answers.write(json.dumps(apply(spark, json.loads(sys.stdin.readline()), paused), sort_keys=True) + "\n")
+
+
 def main() -> None:
     answers = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # whatever the JVM or a library prints goes to stderr, never between two answers
+    if sys.argv[1] == "attach":
+        attach(answers, sys.argv[2])
+        return
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder

@@ -7,10 +7,17 @@ kept (``catalog.hive.delta_commit``).
 
 One table goes through its life (create; add a column and comments; rename and drop by column mapping, the protocol
 step with them; set and unset properties; a property removed alone; then nothing to plan); then the guard through apply: an outside writer's
-commit between plan and apply, and two appliers of one saved plan.
+commit between plan and apply, two appliers of one saved plan, an apply killed (SIGKILL, in a process of its own on
+the engine's JVM: ``SparkEngine.attached``) between the statements of a Delta step and one killed between a CREATE and
+its entry, each finished by the next, and two appliers of two plans started at the same instant, round after round.
 """
 from __future__ import annotations
 
+import json
+import os
+import select
+import signal
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
@@ -19,14 +26,20 @@ import pytest
 from deltalake import DeltaTable
 
 from schemaflow.catalog.hive.thrift_reader import ThriftReader
-from schemaflow.claims import parse_claim
+from schemaflow.claims import STOPPED, parse_claim, standing
 from schemaflow.model import VERSION_KEY, Catalog, Column, DropColumn, Migration, RenameColumn, Table
 from schemaflow.plan.plan import Plan, PlanBuilder
+from schemaflow.plan.steps import DeltaAlter
+from schemaflow.workflow import check_claims
 from tests.delta_spark import DeltaSpark
 
 pytestmark = [pytest.mark.remote, pytest.mark.delta_engine]
 
-DB, OUTSIDE, TWICE = "delta_apply", "delta_outside", "delta_twice"  # a database per test: each plans all of its own
+# A database per test: each plans all of its own.
+DB, OUTSIDE, TWICE = "delta_apply", "delta_outside", "delta_twice"
+KILLED, BORN, RACED = "delta_killed", "delta_born", "delta_raced"
+# Rounds of two appliers started at once: at least ROUNDS, more (up to MAX_ROUNDS) until each of the two has won one.
+ROUNDS, MAX_ROUNDS = 4, 16
 ORDERS = Table(DB, "orders", (Column("id", "bigint", "Order id"), Column("name", "string"), Column("gone", "string")),
                comment="Orders", format="delta", data_source=True, properties={"team": "data"})
 MIGRATION = Migration("0001_orders", "", (RenameColumn(f"{DB}.orders", "name", "label"),
@@ -37,7 +50,7 @@ MIGRATION = Migration("0001_orders", "", (RenameColumn(f"{DB}.orders", "name", "
 def engine(metastore_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DeltaSpark]:
     workdir = tmp_path_factory.mktemp("delta_apply")
     with DeltaSpark(metastore_server, workdir / "warehouse", workdir) as spark:
-        for database in (DB, OUTSIDE, TWICE):
+        for database in (DB, OUTSIDE, TWICE, KILLED, BORN, RACED):
             spark.sql(f"CREATE DATABASE {database}")
         yield spark
 
@@ -219,3 +232,128 @@ def test_two_appliers_of_one_saved_plan_one_lands_the_other_is_a_concurrent_chan
     assert DeltaTable(location).version() == landed
     assert [f.name for f in DeltaTable(location).schema().fields] == ["id", "name", "gone", "added"]
     assert _entry(uri, "twice", TWICE)["parameters"][VERSION_KEY] == stamped
+
+
+def _killed_at(engine: DeltaSpark, plan: Plan, point: str) -> tuple[int, str]:
+    """Apply ``plan`` in a process of its own on the engine's JVM and kill it (SIGKILL: nothing of it runs after) where
+    its writer first reports progress holding ``point``; the killed process's id and that report."""
+    applier = engine.attached("attach", point)
+    assert applier.stdin is not None and applier.stdout is not None
+    applier.stdin.write(json.dumps(plan.to_json()) + "\n")
+    applier.stdin.flush()
+    ready, _, _ = select.select([applier.stdout], [], [], engine.timeout)
+    line = applier.stdout.readline() if ready else ""
+    assert line, (f"the applier ended or hung before {point!r}; its log ({engine.log}):\n"
+                  f"{engine.log.read_text()[-6000:]}")
+    paused = json.loads(line)
+    assert "paused" in paused, paused
+    os.kill(applier.pid, signal.SIGKILL)
+    assert applier.wait() == -signal.SIGKILL
+    pid: int = paused["pid"]
+    report: str = paused["paused"]
+    return pid, report
+
+
+def _history_since(location: str, version: int) -> list[tuple[str, int, int | None]]:
+    """Each commit after ``version``, oldest first: its operation, version and the version it read."""
+    return [(h["operation"], h["version"], h.get("readVersion"))
+            for h in reversed(DeltaTable(location).history()) if h["version"] > version]
+
+
+def test_an_apply_killed_between_the_statements_of_a_delta_step_is_finished_by_the_next_run(
+        engine: DeltaSpark, metastore_server: str) -> None:
+    uri = metastore_server
+    table, location, version, _ = _created_then_planned(engine, uri, KILLED, "killed", "unused")
+    desired = replace(table, columns=(table.columns[0], replace(table.columns[1], comment="Label"), table.columns[2],
+                                      Column("late", "string")))
+    plan = _plan(uri, desired)
+    [step] = plan.steps
+    [action] = step.body
+    assert isinstance(action, DeltaAlter) and (action.add, action.comments) == ((Column("late", "string"),),
+                                                                               (desired.columns[1],))
+    read = DeltaTable(location).version()
+
+    # Killed once the step's first statement (ADD COLUMNS) is in the log: the comment and the stamp are not.
+    pid, report = _killed_at(engine, plan, "Delta statement 1 of")
+    assert report == f"{KILLED}.killed: Delta statement 1 of 3 committed as log version {read + 1}"
+    assert _history_since(location, read) == [("ADD COLUMNS", read + 1, read)]
+    # Its claim stays in the metastore's entry, its process gone; the log still holds the last stamp.
+    claim = parse_claim(_entry(uri, "killed", KILLED)["parameters"][VERSION_KEY])
+    assert claim is not None and claim.pid == pid and standing(claim) == STOPPED
+    assert DeltaTable(location).metadata().configuration[VERSION_KEY] == version
+
+    # The next plan reads the table as the log now is: the column that landed is not added again; it takes the claim
+    # over (its guard the claim) and finishes on top of the version the killed run left.
+    replan = _plan(uri, desired)
+    assert f"{KILLED}.killed: left half-done by {claim.describe()}; this plan finishes it" in replan.warnings
+    assert replan.guards == {f"{KILLED}.killed": claim.token}
+    [step] = replan.steps
+    [action] = step.body
+    assert isinstance(action, DeltaAlter)
+    assert (action.log_version, action.add, action.comments) == (read + 1, (), (desired.columns[1],))
+    check_claims(replan)  # what apply checks first: a stopped run's claim is taken over
+    _applied(engine, replan)
+
+    assert _columns(engine, "killed", KILLED) == [("id", "bigint", "Order id"), ("name", "string", "Label"),
+                                                  ("gone", "string", None), ("late", "string", None)]
+    # Each statement once, each on top of the one before; the stamp last, in the log and in the entry.
+    assert _history_since(location, read) == [("ADD COLUMNS", read + 1, read), ("CHANGE COLUMN", read + 2, read + 1),
+                                              ("SET TBLPROPERTIES", read + 3, read + 2)]
+    _stamped(uri, location, replan, "killed", KILLED)
+    assert _plan(uri, desired).steps == ()
+
+
+def test_two_appliers_of_two_plans_started_at_once_one_lands_the_other_is_refused_before_the_log(
+        engine: DeltaSpark, metastore_server: str) -> None:
+    uri = metastore_server
+    table, location, _, _ = _created_then_planned(engine, uri, RACED, "raced", "unused")
+    won: Counter[int] = Counter()
+    for round_ in range(MAX_ROUNDS):
+        if round_ >= ROUNDS and len(won) == 2:
+            break
+        plans = [_plan(uri, replace(table, columns=(*table.columns, Column(f"{side}{round_}", "string"))))
+                 for side in ("a", "b")]
+        read = DeltaTable(location).version()
+        before = _entry(uri, "raced", RACED)["parameters"][VERSION_KEY]
+        answers = engine.together(*({"apply": plan.to_json()} for plan in plans))
+
+        [winner] = [i for i, answer in enumerate(answers) if "applied" in answer]
+        loser = answers[1 - winner]
+        won[winner] += 1
+        # Refused at its claim of the entry, before anything reached the log: nothing of it applied.
+        assert loser["failed"].startswith(f"{RACED}.raced was modified concurrently: its schemaflow.version is "), loser
+        assert f", this run expected {before!r}; nothing was applied" in loser["failed"], loser
+        assert loser["progress"] == "Claiming the 1 object it changes ... FAILED\n", loser
+        # The log holds the winner's step alone: its statement, then its stamp.
+        assert _history_since(location, read) == [("ADD COLUMNS", read + 1, read),
+                                                  ("SET TBLPROPERTIES", read + 2, read + 1)]
+        table = replace(table, columns=(*table.columns, Column(f"{'ab'[winner]}{round_}", "string")))
+        assert [f.name for f in DeltaTable(location).schema().fields] == [c.name for c in table.columns]
+        _stamped(uri, location, plans[winner], "raced", RACED)
+    # Which of two appliers started at the same instant claims first is the scheduler's: each has (3 and 3 of 6 here;
+    # one alone winning 16 rounds in a row would be 1 in 32,768 if either wins half the time).
+    assert set(won) == {0, 1}, won
+
+
+def test_an_apply_killed_between_a_delta_create_and_its_entry_leaves_its_claim_in_the_log_which_the_next_run_takes_over(
+        engine: DeltaSpark, metastore_server: str) -> None:
+    uri = metastore_server
+    table = replace(ORDERS, database=BORN, name="born")
+    pid, report = _killed_at(engine, _plan(uri, table), "created as Delta log version 0")
+    assert report == f"{BORN}.born: created as Delta log version 0"
+    # The CREATE carried the claim into the log; the entry holds none of schemaflow's keys yet.
+    location = _location(engine, "born", BORN)
+    claim = parse_claim(DeltaTable(location).metadata().configuration[VERSION_KEY])
+    assert claim is not None and claim.pid == pid and standing(claim) == STOPPED
+    assert VERSION_KEY not in _entry(uri, "born", BORN)["parameters"]
+
+    # The claim in the log is the table's version: the next plan finishes it (its stamp), guarded by that claim.
+    replan = _plan(uri, table)
+    assert replan.warnings == (f"{BORN}.born: left half-done by {claim.describe()}; this plan finishes it",)
+    assert replan.guards == {f"{BORN}.born": claim.token}
+    assert [s.summary for s in replan.steps] == [f"record schemaflow.version on {BORN}.born"]
+    check_claims(replan)
+    _applied(engine, replan)
+    assert _history_since(location, 0) == [("SET TBLPROPERTIES", 1, 0)]
+    _stamped(uri, location, replan, "born", BORN)
+    assert _plan(uri, table).steps == ()

@@ -4,6 +4,7 @@ properties and ``DeltaState`` from its log (``catalog.delta_log``, here written 
 a table file declaring what the log holds plans nothing. A log that cannot be read leaves the table unreadable."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,8 @@ import pyarrow as pa
 from deltalake import write_deltalake
 
 from schemaflow.catalog.hive.thrift_data import to_model
-from schemaflow.model import Catalog, Column, Table
+from schemaflow.claims import new_run
+from schemaflow.model import VERSION_KEY, Catalog, Column, Table
 from schemaflow.plan.plan import PlanBuilder
 from schemaflow.spec import load_catalog
 
@@ -70,3 +72,32 @@ def test_a_delta_entry_whose_log_is_not_there_is_unreadable_and_never_the_placeh
     nowhere = to_model({**entry(""), "sd": {"cols": [{"name": "col", "type": "array<string>"}]}}, ())
     assert isinstance(nowhere, Table)
     assert nowhere.unreadable == "its metastore entry names no location; see that Spark registered the Delta table"
+
+
+
+def configured(lake: Path, version: str) -> None:
+    """A Delta table at ``lake`` whose last commit sets ``schemaflow.version`` (Spark's SET TBLPROPERTIES writes it;
+    deltalake refuses to), a commit of the metadata of its first with that key added."""
+    write_deltalake(lake, ROWS)
+    [metadata] = [line for line in map(json.loads, (lake / "_delta_log" / f"{0:020d}.json").read_text().splitlines())
+                  if "metaData" in line]
+    metadata["metaData"]["configuration"][VERSION_KEY] = version
+    (lake / "_delta_log" / f"{1:020d}.json").write_text(json.dumps(metadata) + "\n")
+
+
+def test_a_delta_tables_version_is_its_entrys_or_a_claim_its_log_alone_holds(tmp_path: Path) -> None:
+    """The claim a CREATE carried into the log stands for the version while the entry holds none (a run stopped
+    before writing it: ``catalog.hive.delta_commit``); a stamp in the log alone does not, nor a log's claim under an
+    entry's version."""
+    claim = new_run().token
+    lake = tmp_path / "lake" / "orders"
+    configured(lake, claim)
+    storage = ("file:" + str(tmp_path / "lake"),)
+    assert to_model(entry(f"file:{lake}"), storage).version == claim
+    stamped = entry(f"file:{lake}")
+    stamped["parameters"][VERSION_KEY] = "0123456789abcdef"
+    assert to_model(stamped, storage).version == "0123456789abcdef"
+
+    other = tmp_path / "lake" / "other"
+    configured(other, "0123456789abcdef")
+    assert to_model(entry(f"file:{other}"), storage).version is None

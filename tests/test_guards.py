@@ -289,11 +289,12 @@ class _Api:
 class _GuardlessClient:
     """A metastore server from before compare-and-swap: it applies every alter, guarded or not."""
 
-    def __init__(self) -> None:
+    def __init__(self, version: str | None = "v1") -> None:
         self.alters: list[dict] = []
+        self.version = version
 
-    def getTable(self, database: str, name: str) -> object:
-        return object()
+    def getTable(self, database: str, name: str) -> _VersionedTable:
+        return _VersionedTable(self.version)
 
     def alter_table_with_environmentContext(self, database: str, name: str, table: object, context: dict) -> None:
         self.alters.append(context)
@@ -307,6 +308,20 @@ def test_a_metastore_that_ignores_guards_is_refused_before_anything_is_claimed()
         metastore.check_guards("retail.orders")
     [probe] = client.alters
     assert probe["expected_parameter_key"] == VERSION_KEY and probe["expected_parameter_value"].startswith("schemaflow:")
+
+
+def test_the_probe_of_an_entry_that_holds_no_version_yet_is_guarded_by_a_key_it_holds(monkeypatch):
+    """A Delta table's entry holds no version while its claim is in its log alone (``Metastore._claimed_in_log``): the
+    metastore refuses a guard on a key the entry lacks, so the probe names one it holds."""
+    client = _GuardlessClient(version=None)
+    metastore = _metastore(client, [])
+    metastore.api, metastore._guards_checked = _Api, False
+    monkeypatch.setattr(Metastore, "to_data", lambda self, table: {"parameters": {"spark.sql.sources.provider": "delta",
+                                                                                   "comment": "Orders"}})
+    with pytest.raises(SchemaflowError, match="ignores compare-and-swap"):
+        metastore.check_guards("retail.orders")
+    [probe] = client.alters
+    assert probe["expected_parameter_key"] == "comment" and probe["expected_parameter_value"].startswith("schemaflow:")
 
 
 @pytest.mark.parametrize("url, hive, in_process", [

@@ -53,11 +53,19 @@ step's last commit) for every reader of the log, and the entry's version then sw
 the live version of a Delta table in a Hive metastore, which plans guard and find claims by, is its entry's
 (``catalog.hive.thrift_data``): a run stopped between its commits left its claim there, which the next plan finds
 ("left half-done") and takes over, while the log tells what landed. A CREATE carries the claim into the log's first
-commit (delta-spark's, through ``ddl.fill_claim``) and the entry gets it right after, by a plain write.
+commit (delta-spark's, through ``ddl.fill_claim``) and the entry gets it right after, by a plain write. A run stopped
+between the two leaves the claim in the log alone, so where the entry holds no version the log's claim is the table's
+(``thrift_data``), and the next run's claim of it checks the log (the entry has no key to compare and swap:
+``Metastore._claimed_in_log``): before, such a table planned nothing and kept the stopped run's claim in its log.
+
+Measured with real kills (tests/test_delta_apply_engine.py: SIGKILL at a progress report, ``commit`` reporting each
+statement committed): killed after the first statement of three, the next plan held the other two on top of the
+version left, and the log then held each statement once, the stamp last. Two appliers of two plans started at once
+met at the entry's claim, the loser refused there with nothing in the log.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -117,25 +125,30 @@ def unavailable(spark: Any) -> str | None:
 
 
 def commit(spark: Any, key: str, location: str, log_version: int, table_id: str | None, statements: Sequence[str],
-           stamp: Mapping[str, str]) -> int:
+           stamp: Mapping[str, str], report: Callable[[str], None] | None = None) -> int:
     """Run ``statements`` on the Delta table ``key`` at ``location`` in turn, each on the version the last landed
     (the first on ``log_version``, of the table ``table_id``; None: not checked), then ``stamp`` (schemaflow's keys)
     as a commit of its own, its ``${live_state}`` the table as the statements left it; returns the last version
-    landed. Raises ``DeltaStepFailed`` at the first failure."""
+    landed, telling ``report`` of each commit. Raises ``DeltaStepFailed`` at the first failure."""
     landed: list[int] = []
+    total = len(statements) + bool(stamp)
+
+    def run(statement: str) -> None:
+        landed.append(run_on_version(spark, location, landed[-1] if landed else log_version, statement))
+        if report is not None:
+            report(f"{one_line(key)}: Delta statement {len(landed)} of {total} committed as log version {landed[-1]}")
     try:
         found = read_delta_log(location, (location,)).state.table_id
         if table_id is not None and found != table_id:
             raise ConcurrentChange(one_line(key), table_id, found, "Delta table id (metaData.id)")
         for statement in statements:
-            landed.append(run_on_version(spark, location, landed[-1] if landed else log_version, statement))
+            run(statement)
         if stamp:
             snapshot = read_delta_log(location, (location,))
             database, name = split_key(key)
             filled = fill_live_state(stamp, lambda: delta_table(
                 database, name, replace(snapshot, properties={**snapshot.properties, **stamp})))
-            landed.append(run_on_version(spark, location, landed[-1] if landed else log_version,
-                                         ddl.set_table_properties(key, filled)))
+            run(ddl.set_table_properties(key, filled))
     except Exception as error:  # noqa: BLE001 -- any failure stops the step, saying what landed
         shown = (*statements, *((ddl.set_table_properties(key, stamp),) if stamp else ()))
         raise DeltaStepFailed(key, shown, landed, error) from error

@@ -24,7 +24,7 @@ from pyspark.sql import SparkSession
 from schemaflow.catalog.hive import delta_commit, iceberg_commit, iceberg_convert, rewrite, table_files
 from schemaflow.catalog.backend import LiveEntry, StoredFunction
 from schemaflow.catalog.hive.columns import set_columns, stale_partitions
-from schemaflow.catalog.delta_log import is_delta
+from schemaflow.catalog.delta_log import is_delta, read_delta_log
 from schemaflow.catalog.iceberg_metadata import is_iceberg
 from schemaflow.catalog.hive.local_server import derby_endpoint
 from schemaflow.catalog.hive.jvm import (JAVA_ERRORS, hive_class_loader, hive_conf, hive_package, java_errors, java_message,
@@ -201,6 +201,9 @@ class Metastore:
             if is_delta(parameters) and (set.keys() - {VERSION_KEY} or unset):  # a stamp: its log's, but the version
                 self._stamp_delta(key, set, unset, expected)
                 return
+            if is_delta(parameters) and expected is not None and parameters.get(VERSION_KEY) is None:
+                self._claimed_in_log(key, table, expected)
+                expected = None  # the entry's first version: a plain write, as a created table's claim is
 
             def after() -> Object:  # the table as this write leaves it
                 data = self.to_data(table)
@@ -246,10 +249,12 @@ class Metastore:
         none of the table's properties there); the stamp on top (``catalog.hive.delta_commit`` says where claims and
         stamps live)."""
         self._sql(ddl.fill_claim(create, claim), creates=key)
+        self.report(f"{key}: created as Delta log version 0")
         self.set_parameters(key, {VERSION_KEY: claim}, ())
         if stamp:
             with self._errors(f"committing to the Delta table {key}"):
-                delta_commit.commit(self._delta_session, key, self._delta_location(key), 0, None, (), stamp)
+                delta_commit.commit(self._delta_session, key, self._delta_location(key), 0, None, (), stamp,
+                                    self.report)
         if VERSION_KEY in stamp:
             self.set_parameters(key, {VERSION_KEY: stamp[VERSION_KEY]}, (), claim)
 
@@ -259,7 +264,7 @@ class Metastore:
         on top of the last; the entry's version then the stamp's."""
         with self._holding(key, expected), self._errors(f"committing to the Delta table {key}"):
             landed = delta_commit.commit(self._delta_session, key, self._delta_location(key), log_version, table_id,
-                                         statements, stamp)
+                                         statements, stamp, self.report)
         if VERSION_KEY in stamp:
             self.set_parameters(key, {VERSION_KEY: stamp[VERSION_KEY]}, (), expected)
         return landed
@@ -274,9 +279,19 @@ class Metastore:
             if latest is None:
                 raise SchemaflowError(f"{key}: no Delta table at {location}")
             delta_commit.commit(self._delta_session, key, location, latest, None,
-                                (ddl.unset_table_properties(key, unset),) if unset else (), set)
+                                (ddl.unset_table_properties(key, unset),) if unset else (), set, self.report)
         if VERSION_KEY in set:
             self.set_parameters(key, {VERSION_KEY: set[VERSION_KEY]}, (), expected)
+
+    def _claimed_in_log(self, key: str, table: Any, expected: str) -> None:
+        """Check that the Delta table ``key``, whose entry ``table`` holds no version, holds ``expected`` in its log:
+        the claim its CREATE carried there, where a run stopped before writing the entry (its reader takes that claim
+        for the version, ``thrift_data``); else ``ConcurrentChange``. Another run taking the same claim over between
+        this read and the plain write after it is refused at its next write, guarded by its own claim."""
+        location = delta_location(self.to_data(table))
+        found = read_delta_log(location, (location,)).properties.get(VERSION_KEY) if location else None
+        if found != expected:
+            raise ConcurrentChange(key, expected, found, f"{VERSION_KEY} (in its Delta log)")
 
     def _delta_location(self, key: str) -> str:
         """Where the Delta table ``key`` is, as its entry says (``thrift_data.delta_location``)."""
@@ -375,9 +390,13 @@ class Metastore:
                 self._guards_checked = True
             return
         database, name = split_key(key)
-        guard = self._guard("schemaflow: a version no object holds")
         with self._errors(f"checking that the metastore enforces guards on {key}"):
             table = self.retrying(lambda: self.msc.getTable(database, name))
+            # The guard names a key the entry holds (the metastore refuses one it lacks): a Delta table's entry may
+            # hold none of schemaflow's yet, its claim in its log alone (``_claimed_in_log``).
+            held = (VERSION_KEY if table.getParameters().get(VERSION_KEY) is not None
+                    else min(self.to_data(table).get("parameters", {}), default=VERSION_KEY))
+            guard = self._guard("schemaflow: a version no object holds", held)
             try:
                 self.msc.alter_table_with_environmentContext(database, name, table, self.context(**guard))
             except Exception as error:

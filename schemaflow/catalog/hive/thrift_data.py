@@ -47,6 +47,7 @@ from schemaflow.model import (
     View,
     recorded,
 )
+from schemaflow.claims import parse_claim
 from schemaflow.errors import SchemaflowError, Unreachable
 from schemaflow.sql.code_calls import SESSION_CATALOG
 from schemaflow.sql.storage import PATH_OPTION, serde_properties
@@ -246,7 +247,9 @@ def _delta(data: Mapping[str, Any], storage: Sequence[str | None]) -> Table:
     """A Delta table, from its log (``catalog.delta_log``), read within what is left of the command's budget: the
     metastore's columns are a placeholder Spark writes, never its schema. One whose log is not read keeps no columns,
     its entry's parameters, and the reason and what to do: a plan refuses to change it, saying why. Its version, claims
-    among them, is the entry's (``catalog.hive.delta_commit`` says why); the rest of its stamp is the log's."""
+    among them, is the entry's (``catalog.hive.delta_commit`` says why); the rest of its stamp is the log's. An entry
+    that holds no version, where the log holds a claim, is one a run stopped between its CREATE (which carried the claim
+    into the log) and its first write of the entry: the claim is the table's version, for the next run to take over."""
     database, name = data["dbName"], data["tableName"]
     version = data.get("parameters", {}).get(VERSION_KEY) or None
     location = delta_location(data)
@@ -256,7 +259,8 @@ def _delta(data: Mapping[str, Any], storage: Sequence[str | None]) -> Table:
         with held_budget().reading(f"{database}.{name}") as allowance:
             snapshot = read_delta_log(location, storage, allowance)
         # Its version is its entry's, where apply keeps its claim (``catalog.hive.delta_commit`` says why).
-        return replace(delta_table(database, name, snapshot), version=version)
+        table = delta_table(database, name, snapshot)
+        return replace(table, version=version or (table.version if parse_claim(table.version) else None))
     except Unreadable as unread:
         return Table(database, name, (), format=DELTA, data_source=True, version=version,
                      properties=user_properties(data.get("parameters", {})), unreadable=unread.line())
