@@ -14,6 +14,15 @@ from schemaflow.model import Catalog
 from tests.catalogs import DESIRED
 
 
+@pytest.fixture(autouse=True)
+def python_handles_sigint():
+    """SIGINT as Python handles it in a terminal (``KeyboardInterrupt``): a shell that starts a command in the
+    background without job control starts it with SIGINT ignored, and Python then keeps it ignored."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
 def signalled(at: str, *signums: int):
     """A pause that sends this process ``signums`` at the point ``at``."""
     def pause(point: str) -> None:
