@@ -147,7 +147,8 @@ def check_properties(doc: Document, properties: dict[str, str], location: str | 
         if key.lower() == "owner":
             problems.append(Problem(doc.key("properties", key), (
                 "property 'owner' is the metastore entry's owner, which Iceberg's Hive catalog keeps here when it "
-                "creates a table; schemaflow manages no table's owner: remove it")))
+                "creates a table, and which the table's metadata carries into any catalog it moves to; schemaflow "
+                "manages no Iceberg table's owner, in any catalog: remove it")))
         elif key.lower() in _RESERVED:
             problems.append(Problem(doc.key("properties", key), (
                 f"property '{key}' is reserved: Iceberg (or its Hive catalog) writes it for each commit: remove it")))
