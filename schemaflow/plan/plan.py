@@ -279,7 +279,6 @@ class PlanBuilder:
         changes += partition_changes(desired, live, changes, self.list_partitions)
         steps: list[Step] = []
         allowed = self.allowed or Allowed(spark_version())
-        readers = plan_readers(self.readers, self.release or spark_version())
         ordered_changes = deps.order(changes, live)
         for change in (with_live_code(ordered_changes, self.live_views or LiveViews(self.live), allowed)
                        if self.capabilities.engine else without_engine(ordered_changes)):
@@ -293,6 +292,7 @@ class PlanBuilder:
             elif isinstance(change, AlterColumns) and change.hides_values and not allow_destructive and not step.blocked:
                 step = replace(step, blocked=HIDING_BLOCK)
             if happens := events(change):  # a break is allowed as a destructive step is
+                readers = plan_readers(self.readers, self.release or spark_version())  # a release only where needed
                 verdicts = judge(happens, [r for r in readers if r.reads(change.key)])
                 step = replace(step, readers=verdicts, blocked=step.blocked or (
                     READER_BLOCK if breaks(verdicts) and not allow_destructive else None))

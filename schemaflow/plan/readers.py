@@ -3,12 +3,14 @@
 A warehouse is read by more than the Spark that applies its changes: an older Spark, Hive, Trino, Iceberg's Java
 library or pyiceberg, Delta readers of some protocol. ``schemaflow.yaml`` declares them (``readers:``, each a
 ``Reader``; a reader that names ``databases`` or ``tables`` reads those alone), and the Spark release the plan is
-made for reads every table whether declared or not (``plan_readers``; without ``readers:``, it is the only one). Each step that changes a table carries, for each
-reader a rule speaks of, a ``Verdict``: ``Same`` (reads it as before), ``Differs`` (reads it, with a named
-difference: NULLs, another column's values, lost precision) or ``Cannot`` (cannot read it: protocol, type, feature).
-A step with a verdict other than ``Same`` is blocked unless the plan allows destructive changes
-(``--allow-destructive``, in a pull request its label), as a change that hides values already is: for the Spark the
-plan is made for, the step's hazards (``plan.hazards``) state the same facts, and block the same steps.
+made for reads every table whether declared or not (``plan_readers``; without ``readers:``, it is the only one).
+Each step that changes a table carries, for each reader a rule speaks of, a ``Verdict``: ``Same`` (reads it as
+before), ``Differs`` (reads it, with a named difference: NULLs, another column's values, lost precision) or ``Cannot``
+(cannot read it: protocol, type, feature). A step with a verdict other than ``Same`` is blocked unless the plan
+allows destructive changes (``--allow-destructive``, in a pull request its label), as a change that hides values
+already is. For the Spark the plan is made for, each break a verdict names is a hazard the step states
+(``plan.hazards``: a rename in files found by name, a shift in files read by position, a type the files cannot be
+read as, a decimal narrowed), so the two never contradict, and the verdict is what blocks it.
 
 The facts are rules, one registration each (``register``), in ``plan.reader_rules``: a rule names the change it
 judges (an ``Event``, what a step does to a table's columns or protocol), where its facts come from (``source``),

@@ -7,7 +7,8 @@ is left out unless ``verbose``, and a view whose SQL changes shows a unified dif
 against declared, rather than the whole new statement; a changed comment or property shows its old
 and new value; each reader's verdict on a step (``plan.readers``) that is not "same" follows its hazards, and beside
 them those that read it as before, on one line (a step every reader reads as before says so by not being blocked, as
-in the pull request's comment: the default reader, the Spark the plan is made for, reads most steps as before). A closing line counts what the plan creates, changes and drops.
+in the pull request's comment: the Spark the plan is made for, a reader of every step, reads most as before). A
+closing line counts what the plan creates, changes and drops.
 
 Text from the plan is shown with every character that could steer the terminal escaped
 (``output_safety.terminal_text``) before schemaflow adds its own colours.
