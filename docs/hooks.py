@@ -172,13 +172,19 @@ def readers_reference() -> str:
     """reference/readers.md: change x reader -> verdict, with the source of each rule, from the registry."""
     parts = ["# Which engines still read a changed table\n",
              "Generated from the rules of `schemaflow/plan/reader_rules.py`. A project declares the engines that read "
-             "its tables (`readers:` in `schemaflow.yaml`, see [YAML keys](yaml.md)); each step of a plan then "
-             "carries every declared reader's verdict on what it does, from these rules: **same** (reads it as "
-             "before), **differs** (reads it, with the difference named), **cannot** (cannot read it, and why). A "
-             "step with a verdict other than same is blocked unless destructive steps are allowed "
-             "(`--allow-destructive`; in a pull request, the `schemaflow-allow-destructive` label). A blank cell: the "
-             "rule says nothing of that reader, and a plan gives it no verdict. Without `readers:`, the reader is the "
-             "Spark release the plan is made for, whose breaks the step's hazards state.\n"]
+             "its tables (`readers:` in `schemaflow.yaml`, see [YAML keys](yaml.md)), and the Spark release the plan "
+             "is made for (`spark.release`, else the installed pyspark's) reads every table whether declared or not "
+             "(without `readers:`, it is the only reader); each step of a plan then carries every reader's verdict "
+             "on what it does, from these rules: **same** (reads it as before), **differs** (reads it, with the "
+             "difference named), **cannot** (cannot read it, and why). A step with a verdict other than same is "
+             "blocked unless destructive steps are allowed (`--allow-destructive`; in a pull request, the "
+             "`schemaflow-allow-destructive` label): for the plan's own Spark, these are the breaks the step's "
+             "hazards state. A blank cell: the rule says nothing of that reader, and a plan gives it no verdict.\n\n"
+             "No rule speaks of column defaults (Iceberg's `initial-default` and `write-default`; Iceberg's Java "
+             "library refuses a non-null one on a table before format version 3): schemaflow's model has none, so "
+             "no step makes or changes one, and there is nothing to judge. A default another engine gave a field is "
+             "read past and kept on its field by every commit schemaflow makes: who reads the table reads it as "
+             "that engine left it.\n"]
     for rule in rules():
         readers = [r for r in MATRIX_READERS if any(rule.judge(e, r) is not None for e in rule.examples)]
         header = " | ".join(_cell(r.label) for r in readers)

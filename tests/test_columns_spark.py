@@ -86,7 +86,8 @@ def test_cascade_every_partition_follows_each_step(spark, metastore, cascade_tab
     for number, (columns, changes) in enumerate(steps, 1):
         want = replace(t, columns=columns)
         mode = (PartitionsMode(t.key, Partitions.CASCADE),) if number == 1 else ()  # an append cascades only when asked
-        evolve(metastore, want, migration(number, *changes, *mode))
+        # Text files are read by position: the reorder shows rows written before under the wrong columns, allowed.
+        evolve(metastore, want, migration(number, *changes, *mode), allow_destructive=number == 4)
         expected = [f"{c.name}:{c.type}" for c in columns]
         assert table_columns(metastore, t) == expected, number
         assert partition_columns(metastore, t) == {"2008-04-08": expected, "2008-04-09": expected}, number

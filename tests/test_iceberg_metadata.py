@@ -2,7 +2,8 @@
 
 Whoever registers a table writes its ``metadata_location``. Each case here is a location another
 client could register; each must end in ``Unreadable`` with a one-line reason, quickly, having read
-no more than the bound and sent no request anywhere nobody configured.
+no more than the bound and sent no request anywhere nobody configured. What Iceberg's spec allows and schemaflow does
+not model (a field's default) is read past, and left on the table as it is.
 """
 from __future__ import annotations
 
@@ -10,13 +11,15 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from schemaflow.catalog import iceberg_metadata, metadata_files
+from schemaflow.catalog import iceberg_metadata, iceberg_updates, metadata_files
 from schemaflow.catalog.iceberg_metadata import MAX_METADATA_BYTES, Unreadable, iceberg_table, read_metadata
 from schemaflow.catalog.hive.thrift_data import to_model
+from schemaflow.model import Column
 
 
 def unreadable(location: str, storage: tuple[str, ...] = ()) -> str:
@@ -134,3 +137,35 @@ def test_a_metadata_file_within_its_bounds_is_read(tmp_path: Path):
     path.write_text(json.dumps({"format-version": 2}))
     assert read_metadata(f"file://{path}") == read_metadata(str(path)) == {"format-version": 2}
     assert metadata_files.authority("S3://Lake/x") == "s3://lake"
+
+
+# A field's default (Iceberg spec v3, "Default values"), as another engine writes it: pyiceberg lets a v2 table take
+# one, which Iceberg's Java library then refuses to load.
+DEFAULTS = {
+    "format-version": 2, "table-uuid": "9c1b2f4e-5a6d-4e7f-8a9b-0c1d2e3f4a5b", "location": "/lake/db/orders", "last-sequence-number": 0,
+    "last-updated-ms": 1700000000000, "last-column-id": 2, "current-schema-id": 0,
+    "schemas": [{"type": "struct", "schema-id": 0, "fields": [
+        {"id": 1, "name": "id", "required": False, "type": "long"},
+        {"id": 2, "name": "qty", "required": False, "type": "int", "initial-default": 1, "write-default": 0}]}],
+    "default-spec-id": 0, "partition-specs": [{"spec-id": 0, "fields": []}], "last-partition-id": 999,
+    "default-sort-order-id": 0, "sort-orders": [{"order-id": 0, "fields": []}], "properties": {},
+    "current-snapshot-id": -1, "snapshots": [], "snapshot-log": [], "metadata-log": [],
+}
+
+
+def test_a_fields_default_is_read_and_left_as_it_is(tmp_path: Path):
+    """schemaflow's model has no column default, so it makes none: a field's default is read past, and a commit that
+    changes the table keeps it on its field, promoted with it."""
+    location = tmp_path / "00000-a.metadata.json"
+    location.write_text(json.dumps(DEFAULTS))
+    table = iceberg_table("db", "orders", read_metadata(str(location)), str(location))
+    assert table.columns == (Column("id", "bigint"), Column("qty", "int"))
+    want = replace(table, columns=(Column("id", "bigint"), Column("qty", "bigint"), Column("note", "string")))
+    updates = iceberg_updates.layout_updates(DEFAULTS, want, {"id": "id", "qty": "qty"})
+    metadata = json.loads(iceberg_updates.evolved(DEFAULTS, str(location), updates, {}, [], None, "db.orders")
+                          .model_dump_json())
+    assert metadata["schemas"][-1]["fields"] == [
+        {"id": 1, "name": "id", "required": False, "type": "long"},
+        {"id": 2, "name": "qty", "required": False, "type": "long", "initial-default": 1, "write-default": 0},
+        {"id": 3, "name": "note", "required": False, "type": "string"}]
+    assert iceberg_table("db", "orders", metadata, "x").columns == want.columns

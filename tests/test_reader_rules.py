@@ -15,11 +15,13 @@ from schemaflow.plan.delta import DeltaProtocol
 from schemaflow.project import load_project
 from schemaflow.plan.plan import HIDING_BLOCK, Plan, PlanBuilder
 from schemaflow.plan.reader_rules import events, finds
-from schemaflow.plan.readers import (MATRIX_READERS, READER_BLOCK, Barrier, Cannot, ChangeKind, Differs, Difference,
-                                     Engine, Event, Reader, ReaderVerdict, Same, declared_readers, judge, rules)
+from schemaflow.plan.readers import (MATRIX_READERS, READER_BLOCK, Barrier, breaks, Cannot, ChangeKind, Differs, Difference,
+                                     Engine, Event, Reader, ReaderVerdict, Same, declared_readers, judge, plan_readers,
+                                     rules)
 from schemaflow.render import markdown, text
 from schemaflow.render.review import Review
 from schemaflow.spec.schema import inlined_schema
+from schemaflow.spark_version import spark_name, spark_version
 from schemaflow.sql.table_kinds import Resolution
 from schemaflow.workflow import review_refs
 from tests.gitrepos import commit, init_repo, put_files
@@ -159,15 +161,31 @@ def test_the_settings_engines_are_the_registry_engines() -> None:
 def test_declared_readers_from_the_setting() -> None:
     assert declared_readers(None) is None
     assert declared_readers([{"engine": "trino", "columns": "by_position", "databases": ["Retail"]},
-                             {"engine": "delta", "reader": 3, "features": ["typeWidening"]}]) == (
+                             {"engine": "delta", "reader": 3, "features": ["typeWidening"]},
+                             {"engine": "hive", "tables": ["Retail.Orders"], "databases": ["lake"]}]) == (
         Reader(Engine.TRINO, columns=Resolution.BY_POSITION, databases=("retail",)),
-        Reader(Engine.DELTA, protocol=3, features=("typeWidening",)))
+        Reader(Engine.DELTA, protocol=3, features=("typeWidening",)),
+        Reader(Engine.HIVE, databases=("lake",), tables=("retail.orders",)))
     assert Reader(Engine.DELTA, protocol=3, features=("typeWidening",)).label == "Delta reader 3 (typeWidening)"
     assert Reader(Engine.TRINO, columns=Resolution.BY_POSITION).label == "Trino (by position)"
 
 
 def _cols(*spec: str) -> tuple[Column, ...]:
     return tuple(Column(*c.split(":", 1)) for c in spec)
+
+
+def test_a_reader_reads_its_databases_tables_and_its_tables() -> None:
+    hive = Reader(Engine.HIVE, databases=("lake",), tables=("retail.orders",))
+    assert [hive.reads(key) for key in ("Retail.Orders", "retail.returns", "lake.x", "LAKE.y")] == [True, False, True,
+                                                                                                     True]
+    assert Reader(Engine.HIVE).reads("any.table")
+
+
+def test_the_plans_spark_reads_every_table_first_and_once() -> None:
+    spark_43 = Reader(Engine.SPARK, "4.3")
+    assert plan_readers(None, (4, 3)) == (spark_43,)
+    assert plan_readers((TRINO, spark_43, SPARK_35, replace(spark_43, databases=("retail",))), (4, 3)) == (
+        spark_43, TRINO, SPARK_35)
 
 
 def _plans(format: str, migration: Migration, readers: tuple[Reader, ...] | None, allow: bool = False) -> Plan:
@@ -187,10 +205,46 @@ REORDER = Migration("0001_reorder", "", (ReorderColumns("retail.orders", ("id", 
 WIDEN = Migration("0001_widen", "", ())  # no migration: the declared type changes
 
 
-def test_without_readers_no_step_carries_verdicts() -> None:
+def test_without_readers_the_plans_spark_is_the_reader() -> None:
     plan = _plans("parquet", WIDEN, None)
-    assert [s.readers for s in plan.steps] == [()]
-    assert "readers" not in plan.to_data()["steps"][0]
+    assert [s.readers for s in plan.steps] == [(ReaderVerdict("Spark 4.0", "type amount int -> bigint", Same(),
+                                                              "spark-type-change"),)]
+    assert plan.to_data()["steps"][0]["readers"] == [
+        {"reader": "Spark 4.0", "change": "type amount int -> bigint", "rule": "spark-type-change", "verdict": "same"}]
+    # Every reader reads it as before: the terminal and the comment say so by not blocking it.
+    assert "readers as before" not in text.render(Review(plan, "HEAD"))
+    assert "Readers of" not in markdown.render(Review(plan, "HEAD"))
+
+
+# What the default reader's verdicts block, the step's hazards state: a reader of the plan's own Spark never
+# contradicts them (a hazard the plan states is a break the verdict names, and the other way round).
+@pytest.mark.parametrize("format, migration", [
+    ("textfile", REORDER), ("sequencefile", REORDER), ("parquet", RENAME), ("orc", RENAME), ("avro", RENAME),
+    ("parquet", WIDEN), ("textfile", RENAME), ("parquet", REORDER), ("textfile", WIDEN),
+])
+def test_the_default_readers_breaks_are_the_hazards(format: str, migration: Migration) -> None:
+    [step] = _plans(format, migration, None).steps
+    assert bool(step.hazards) == breaks(step.readers), (step.hazards, step.readers)
+    assert bool(step.blocked) == breaks(step.readers)
+    assert _plans(format, migration, None, allow=True).steps[0].blocked is None
+
+
+def test_a_tables_reader_differs_from_its_databases() -> None:
+    orders = Table("retail", "orders", _cols("id:int", "amount:int"), format="parquet")
+    live = Catalog(("retail",), {t.key: t for t in (orders, replace(orders, name="returns"))})
+    desired = replace(live, objects={k: replace(t, columns=_cols("id:int", "amount:bigint"))
+                                     for k, t in live.objects.items()})
+    readers = declared_readers([{"engine": "spark", "version": "3.5", "databases": ["lake"], "tables": ["Retail.Orders"]},
+                                {"engine": "spark", "version": "4.0", "databases": ["retail"]}])
+    plan = PlanBuilder(desired, live, release=(4, 1), readers=readers).build()
+    steps = {s.object: s for s in plan.steps}
+    assert [(v.reader, v.verdict) for v in steps["retail.orders"].readers] == [
+        ("Spark 4.1", Same()), ("Spark 3.5", Cannot(Barrier.TYPE, "cannot read existing parquet files as bigint: "
+                                                                  "queries over them fail")), ("Spark 4.0", Same())]
+    assert steps["retail.orders"].blocked == READER_BLOCK
+    assert [(v.reader, v.verdict) for v in steps["retail.returns"].readers] == [("Spark 4.1", Same()),
+                                                                                ("Spark 4.0", Same())]
+    assert steps["retail.returns"].blocked is None
 
 
 def test_a_step_that_breaks_a_declared_reader_is_blocked_unless_allowed() -> None:
@@ -212,9 +266,9 @@ def test_spark_35_beside_a_plan_for_spark_4_blocks_a_widening_it_cannot_read() -
     [step] = plan.steps
     assert not step.hazards  # Spark 4, which the plan is for, reads it
     assert step.blocked == READER_BLOCK
-    assert [(v.reader, v.verdict) for v in step.readers] == [
-        ("Spark 3.5", Cannot(Barrier.TYPE, "cannot read existing parquet files as bigint: queries over them fail")),
-        ("Spark 4.0", Same())]
+    assert [(v.reader, v.verdict) for v in step.readers] == [  # the plan's Spark first
+        ("Spark 4.0", Same()),
+        ("Spark 3.5", Cannot(Barrier.TYPE, "cannot read existing parquet files as bigint: queries over them fail"))]
 
 
 def test_a_block_already_there_is_kept_and_the_verdicts_added() -> None:
@@ -274,9 +328,10 @@ def test_a_pull_requests_plan_judges_the_readers_schemaflow_yaml_declares(tmp_pa
     review = review_refs(load_project(root, env={}), "HEAD~1", "HEAD")
     [step] = [s for s in review.plan.steps if s.object == "retail.orders"]
     assert step.blocked == READER_BLOCK
-    assert [v.describe() for v in step.readers] == [
-        "Spark 3.5: type n int -> bigint: cannot (type): cannot read existing parquet files as bigint: queries over "
-        "them fail"]  # no rule speaks of Trino and a type change
+    described = [v.describe() for v in step.readers]  # no rule speaks of Trino and a type change
+    assert described[0].startswith(f"{spark_name(spark_version())}: type n int -> bigint: ")  # the plan's release
+    assert described[-1] == ("Spark 3.5: type n int -> bigint: cannot (type): cannot read existing parquet files as "
+                             "bigint: queries over them fail")
     assert ("reader Spark 3.5: type n int -> bigint: cannot (type): cannot read existing parquet files as bigint"
             in text.render(review))
     allowed = review_refs(load_project(root, env={}), "HEAD~1", "HEAD", allow_destructive=True).plan

@@ -16,7 +16,8 @@ from schemaflow.catalog.rest.reader import RestReader
 from schemaflow.catalog.rest.writer import RestWriter
 from schemaflow.model import VERSION_KEY, Catalog, Column, Database, Table
 from schemaflow.plan.plan import PlanBuilder
-from schemaflow.plan.readers import Engine, Reader, Same
+from schemaflow.plan.readers import Engine, Reader, Same, plan_readers
+from schemaflow.spark_version import spark_version
 from tests.rest_server import RestCatalogServer
 
 pytestmark = pytest.mark.remote
@@ -51,7 +52,7 @@ def test_iceberg_readers_read_promoted_columns_as_before(rest_catalog_server: Re
     [step] = [s for s in plan.steps if s.object == after.key]
     assert step.kind == "alter_iceberg_table" and step.blocked is None
     assert {(v.reader, v.what, v.verdict) for v in step.readers} == {
-        (r.label, f"type {column} {old} -> {new}", Same()) for r in READERS
+        (r.label, f"type {column} {old} -> {new}", Same()) for r in plan_readers(READERS, spark_version())
         for column, old, new in (("n", "int", "bigint"), ("x", "float", "double"), ("d", "decimal(5,2)", "decimal(9,2)"))}
     apply_plan(plan, writer, capabilities=CAPABILITIES)
 

@@ -16,7 +16,7 @@ from schemaflow.catalog.hive.jvm import JAVA_ERRORS
 from schemaflow.model import Catalog, Column, DropColumn, Migration, RenameColumn, ReorderColumns, Table
 from schemaflow.plan.plan import PlanBuilder
 from schemaflow.plan.readers import Barrier, Cannot, Differs, Difference, Engine, Reader, Same, Verdict
-from schemaflow.spark_version import release_text, spark_version
+from schemaflow.spark_version import spark_version
 from schemaflow.sql.table_kinds import Resolution
 
 pytestmark = pytest.mark.spark
@@ -86,8 +86,8 @@ def test_the_verdict_is_what_spark_does(case: str, spark: Any, metastore: Any,
     spark.sql(f"INSERT INTO {live.key} VALUES (1, 10, 100)")
     migrations = (Migration("0001_change", "", (_named(change, live.key),)),) if change else ()
     desired = replace(live, columns=_cols(*columns))
-    reader = Reader(Engine.SPARK, release_text(spark_version()))
-    plan = PlanBuilder(Catalog((db,), {live.key: desired}, migrations), metastore.read((db,)), readers=(reader,),
+    # No reader declared: the Spark the plan is made for, this one, is the reader it judges for.
+    plan = PlanBuilder(Catalog((db,), {live.key: desired}, migrations), metastore.read((db,)),
                        allow_destructive=True).build()
     [step] = [s for s in plan.steps if s.object == live.key]
     assert step.kind == "alter_columns", step.summary  # made in place, not by copying the rows
@@ -121,7 +121,7 @@ def test_the_hive_verdict_on_a_rename_is_what_hives_reader_does(format: str, col
     reader = Reader(Engine.HIVE, "2.3", columns=columns)
     plan = PlanBuilder(Catalog((db,), {live.key: replace(live, columns=_cols("id:int", "total:int", "note:int"))},
                                (migration,)), metastore.read((db,)), readers=(reader,), allow_destructive=True).build()
-    [verdict] = plan.steps[0].readers
+    [verdict] = [v for v in plan.steps[0].readers if v.reader == reader.label]  # beside the plan's own Spark
     apply_plan(plan, metastore)
     settings = {HIVE_READS[format]: "false", "parquet.column.index.access": str(columns is Resolution.BY_POSITION).lower()}
     before = {key: spark.conf.get(key, None) for key in settings}
@@ -143,9 +143,8 @@ def test_a_narrowed_decimal_reads_as_the_verdict_says(format: str, spark: Any, m
     live = Table(db, "t", _cols("id:int", "d:decimal(10,2)"), format=format)
     apply_plan(PlanBuilder(Catalog((db,), {live.key: live}), metastore.read((db,))).build(), metastore)
     spark.sql(f"INSERT INTO {live.key} VALUES (1, 1.25), (2, 12345.67)")
-    reader = Reader(Engine.SPARK, release_text(spark_version()))
     plan = PlanBuilder(Catalog((db,), {live.key: replace(live, columns=_cols("id:int", "d:decimal(5,1)"))}),
-                       metastore.read((db,)), readers=(reader,), allow_destructive=True).build()
+                       metastore.read((db,)), allow_destructive=True).build()  # judged for the plan's own Spark
     [step] = plan.steps
     assert step.kind == "alter_columns"
     [verdict] = step.readers

@@ -83,9 +83,10 @@ def test_a_change_that_makes_data_unreadable_counts_as_hazardous_in_both_summari
     [step] = plan.steps
     assert step.hazards and not step.destructive
     text = render(Review(plan), "text")
-    assert text.startswith("1 step on 1 object, 0 destructive, 1 hazardous.\n")
-    assert text.endswith("Plan: 0 to create, 1 to change, 0 to drop, 1 hazardous.\n")
-    assert "**1 step on 1 object, 0 destructive, 1 hazardous.**" in render(Review(plan), "markdown")
+    # Spark, which the plan is for, cannot read the files as the new type: blocked as a break of its reader.
+    assert text.startswith("1 step on 1 object, 0 destructive, 1 hazardous, 1 blocked: apply will refuse this plan.\n")
+    assert text.endswith("Plan: 0 to create, 1 to change, 0 to drop, 1 hazardous, 1 blocked.\n")
+    assert "**1 step on 1 object, 0 destructive, 1 hazardous, 1 blocked" in render(Review(plan), "markdown")
 
 
 def test_a_view_whose_sql_changes_shows_a_diff_of_it_not_the_whole_statement():

@@ -6,7 +6,7 @@ every touched object with its ``Stamp`` (managed properties and version), give p
 partitions they should have, order everything, add the settings' steps, and block what may not run
 as asked (destructive steps without ``allow_destructive``, backups' drops without ``drop_backups``, changes that cannot be made in place, changes
 that break views under ``invalidation: strict``, views the engine refuses, changes the catalog cannot make:
-``plan.catalog_fit``, changes that break a reader ``schemaflow.yaml`` declares: ``plan.readers``). Everything it needs is given
+``plan.catalog_fit``, changes that break a reader, the Spark it is made for or one ``schemaflow.yaml`` declares: ``plan.readers``). Everything it needs is given
 before it builds, and a plan, once built, is never patched: what the reviewer reads is what was built.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ from schemaflow.capabilities import HIVE_METASTORE, Capabilities
 from schemaflow.claims import ELSEWHERE, RUNNING, STOPPED, parse_claim, standing
 from schemaflow.model import (APPLIED_AT_KEY, APPLIED_COMMIT_KEY, APPLIED_STATE_KEY, LIVE_STATE, MANAGED_KEYS_KEY,
                               DROPPED_PREFIX, VERSION_KEY, Catalog, Invalidation, Migration, Partitions, Object, Stored, Table, View, catalog_digest,
-                              fingerprint, recorded, split_key, state_digest)
+                              fingerprint, recorded, state_digest)
 from schemaflow.errors import SchemaflowError
 from schemaflow.plan import deps
 from schemaflow.plan.backups import NO_BACKUP_DROPS, BackupDrops, DropBackup, backup_drops, waiting_on_backups
@@ -42,7 +42,7 @@ from schemaflow.plan.kinds import VIEW_DEFINITIONS, ObjectType, StepKind
 from schemaflow.plan.live_code import LiveViews, with_live_code
 from schemaflow.plan.moving import Moving
 from schemaflow.plan.reader_rules import events
-from schemaflow.plan.readers import READER_BLOCK, Reader, breaks, judge
+from schemaflow.plan.readers import READER_BLOCK, Reader, breaks, judge, plan_readers
 from schemaflow.plan.settings_changes import SettingsChange
 from schemaflow.plan.steps import APPLIED_AT, Step
 from schemaflow.plan.view_code import unchecked, with_code_hazard
@@ -211,9 +211,9 @@ class PlanBuilder:
     step has one analyse views (``plan.catalog_fit``), nor is ``view_problems`` asked.
     ``moving``: the catalog the project moves from (``plan.moving``; None: none): the tables registered from it are
     planned as if live, after their register steps, but neither claimed nor fingerprinted (the catalog lacks them).
-    ``readers``: the readers ``schemaflow.yaml`` declares (``plan.readers``; None: none, and no step carries verdicts):
-    each step carries their verdicts on what it does, and one that breaks a reader is blocked unless destructive
-    steps are allowed.
+    ``readers``: the readers ``schemaflow.yaml`` declares (``plan.readers``; None: none), besides the Spark ``release``,
+    which reads every table (``plan_readers``): each step carries their verdicts on what it does, and one that breaks
+    a reader is blocked unless destructive steps are allowed.
     """
 
     desired: Catalog
@@ -291,8 +291,9 @@ class PlanBuilder:
                 step = replace(step, blocked=REWRITE_BLOCK if isinstance(change, RewriteTable) else DESTRUCTIVE_BLOCK)
             elif isinstance(change, AlterColumns) and change.hides_values and not allow_destructive and not step.blocked:
                 step = replace(step, blocked=HIDING_BLOCK)
-            if self.readers is not None and (happens := events(change)):  # a break is allowed as a destructive step is
-                verdicts = judge(happens, [r for r in self.readers if r.reads(split_key(change.key)[0])])
+            if happens := events(change):  # a break is allowed as a destructive step is
+                readers = plan_readers(self.readers, self.release or spark_version())  # a release only where needed
+                verdicts = judge(happens, [r for r in readers if r.reads(change.key)])
                 step = replace(step, readers=verdicts, blocked=step.blocked or (
                     READER_BLOCK if breaks(verdicts) and not allow_destructive else None))
             if isinstance(change, BREAKING):  # what it does to the views over it

@@ -1,20 +1,21 @@
-"""The reader-compatibility gate: which declared readers of a table still read it as before once a step has run.
+"""The reader-compatibility gate: which readers of a table still read it as before once a step has run.
 
 A warehouse is read by more than the Spark that applies its changes: an older Spark, Hive, Trino, Iceberg's Java
 library or pyiceberg, Delta readers of some protocol. ``schemaflow.yaml`` declares them (``readers:``, each a
-``Reader``; a reader that names ``databases`` reads those alone), and each step that changes a table carries, for
-each declared reader a rule speaks of, a ``Verdict``: ``Same`` (reads it as before), ``Differs`` (reads it, with a
-named difference: NULLs, another column's values, lost precision) or ``Cannot`` (cannot read it: protocol, type,
-feature). A step with a verdict other than ``Same`` is blocked unless the plan allows destructive changes
-(``--allow-destructive``, in a pull request its label), as a change that hides values already is.
+``Reader``; a reader that names ``databases`` or ``tables`` reads those alone), and the Spark release the plan is
+made for reads every table whether declared or not (``plan_readers``; without ``readers:``, it is the only one).
+Each step that changes a table carries, for each reader a rule speaks of, a ``Verdict``: ``Same`` (reads it as
+before), ``Differs`` (reads it, with a named difference: NULLs, another column's values, lost precision) or ``Cannot``
+(cannot read it: protocol, type, feature). A step with a verdict other than ``Same`` is blocked unless the plan
+allows destructive changes (``--allow-destructive``, in a pull request its label), as a change that hides values
+already is. For the Spark the plan is made for, each break a verdict names is a hazard the step states
+(``plan.hazards``: a rename in files found by name, a shift in files read by position, a type the files cannot be
+read as, a decimal narrowed), so the two never contradict, and the verdict is what blocks it.
 
 The facts are rules, one registration each (``register``), in ``plan.reader_rules``: a rule names the change it
 judges (an ``Event``, what a step does to a table's columns or protocol), where its facts come from (``source``),
 and its verdict for each reader it speaks of (None: it says nothing of that reader). A reader no rule speaks of
 gets no verdict: the matrix page (docs/reference/readers.md, generated from the registry) shows what is known.
-
-Without ``readers:`` the reader is the Spark release the plan is made for, whose breaks the step's hazards already
-state (``plan.hazards``, ``plan.delta``): such a plan carries no verdicts, and reads as it did before the gate.
 """
 from __future__ import annotations
 
@@ -23,10 +24,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, assert_never
 
+from schemaflow.spark_version import SparkVersion, release_text
 from schemaflow.sql.table_kinds import Resolution
 
 # Why a step with a verdict other than Same does not run, and what allows it.
-READER_BLOCK = ("breaks a declared reader: plan with --allow-destructive (in a pull request, the "
+READER_BLOCK = ("breaks a reader of the table: plan with --allow-destructive (in a pull request, the "
                 "schemaflow-allow-destructive label) to allow it, or change what the readers: setting declares")
 
 
@@ -68,8 +70,8 @@ class Reader:
     """One engine that reads a warehouse's tables: its release (``version``: "3.5"), how it finds columns in
     Parquet and ORC files where that is a setting (``columns``: Hive's ``parquet.column.index.access``, Trino's
     ``hive.parquet.use-column-names`` / ``hive.orc.use-column-names``; None: the engine's default), for a Delta reader
-    its protocol (``protocol``: its reader version, ``features``: the reader table features it has), and the
-    databases it reads (empty: all)."""
+    its protocol (``protocol``: its reader version, ``features``: the reader table features it has), and what it
+    reads: the tables of ``databases`` and the ``tables`` (database.table), both in lower case (both empty: all)."""
 
     engine: Engine
     version: str | None = None
@@ -77,6 +79,7 @@ class Reader:
     protocol: int | None = None
     features: tuple[str, ...] = ()
     databases: tuple[str, ...] = ()
+    tables: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
@@ -92,8 +95,12 @@ class Reader:
             text += f" ({self.columns.value})"
         return text
 
-    def reads(self, database: str) -> bool:
-        return not self.databases or database.lower() in self.databases
+    def reads(self, key: str) -> bool:
+        """Whether it reads the table ``key`` (database.table)."""
+        key = key.lower()
+        if not self.databases and not self.tables:
+            return True
+        return key in self.tables or key.partition(".")[0] in self.databases
 
     @classmethod
     def from_setting(cls, data: Mapping[str, Any]) -> Reader:
@@ -102,14 +109,25 @@ class Reader:
         return cls(Engine(data["engine"]), str(data["version"]) if data.get("version") is not None else None,
                    COLUMNS[columns] if columns else None, data.get("reader"),
                    tuple(sorted(data.get("features") or ())),
-                   tuple(sorted(str(name).lower() for name in data.get("databases") or ())))
+                   _lowered(data.get("databases")), _lowered(data.get("tables")))
+
+
+def _lowered(names: Sequence[str] | None) -> tuple[str, ...]:
+    return tuple(sorted({str(name).lower() for name in names or ()}))
 
 
 def declared_readers(setting: Sequence[Mapping[str, Any]] | None) -> tuple[Reader, ...] | None:
-    """The readers ``readers:`` declares, in the order written; None where it declares none (the default reader)."""
+    """The readers ``readers:`` declares, in the order written; None where it declares none."""
     if setting is None:
         return None
     return tuple(Reader.from_setting(entry) for entry in setting)
+
+
+def plan_readers(declared: Sequence[Reader] | None, release: SparkVersion) -> tuple[Reader, ...]:
+    """The readers a plan judges its steps for: the Spark ``release`` it is made for, which reads every table (it
+    applies them), then the ``declared`` ones other than it (a declared one of its release reads no more than it)."""
+    spark = Reader(Engine.SPARK, release_text(release))
+    return (spark, *(reader for reader in declared or () if reader.label != spark.label))
 
 
 class Difference(StrEnum):
@@ -290,7 +308,7 @@ def judge(events: Sequence[Event], readers: Sequence[Reader]) -> tuple[ReaderVer
 
 
 def breaks(verdicts: Sequence[ReaderVerdict]) -> bool:
-    """Whether any verdict is not Same: the step breaks a declared reader."""
+    """Whether any verdict is not Same: the step breaks a reader."""
     return any(not v.same for v in verdicts)
 
 

@@ -883,7 +883,7 @@ class Step:
     values: tuple[str, ...] = ()    # the old and new value of each comment and property it changes
     stamp: SetParameters | None = None  # None: a database's step, or one its object's stamp does not follow
     settings_record: tuple[SetDatabaseParameters, ...] = ()  # the settings applied, on each managed database
-    readers: tuple[ReaderVerdict, ...] = ()  # each declared reader's verdict on what it does (plan.readers)
+    readers: tuple[ReaderVerdict, ...] = ()  # each reader's verdict on what it does (plan.readers)
 
     @property
     def actions(self) -> tuple[Action, ...]:

@@ -2,7 +2,7 @@
 
 From the top: a hidden marker (the CI workflow finds its previous comment by it and edits that
 comment instead of adding one), the summary line and what was compared, a table of the steps with
-their flags, hazards and notes, for each table a declared reader reads otherwise or cannot read a table of every
+their flags, hazards and notes, for each table a reader reads otherwise or cannot read a table of every
 reader's verdicts (``plan.readers``), a Mermaid graph of the tables and views the plan touches with what
 each view among them reads, and the statements folded away in ``<details>``. Text from the plan is
 escaped, so a ``|`` in a comment or an ``array<string>`` type cannot break the table, a line break
@@ -99,7 +99,7 @@ def _table(plan: Plan) -> list[str]:
 
 
 def _readers(plan: Plan) -> list[str]:
-    """A table per changed table that some declared reader reads otherwise or cannot read: every reader's verdict on
+    """A table per changed table that some reader reads otherwise or cannot read: every reader's verdict on
     each thing its steps do (the tables every reader reads as before need none: the steps say so by not being
     blocked)."""
     verdicts: dict[str, list[ReaderVerdict]] = {}

@@ -5,8 +5,10 @@ terminal the markers, hazards and blocks are coloured (not when piped, nor with 
 ``--no-color``). schemaflow's own bookkeeping (the ``schemaflow.*`` parameters every write stamps)
 is left out unless ``verbose``, and a view whose SQL changes shows a unified diff of it, live
 against declared, rather than the whole new statement; a changed comment or property shows its old
-and new value; each declared reader's verdict on a step (``plan.readers``) follows its hazards, those that read it as
-before on one line. A closing line counts what the plan creates, changes and drops.
+and new value; each reader's verdict on a step (``plan.readers``) that is not "same" follows its hazards, and beside
+them those that read it as before, on one line (a step every reader reads as before says so by not being blocked, as
+in the pull request's comment: the Spark the plan is made for, a reader of every step, reads most as before). A
+closing line counts what the plan creates, changes and drops.
 
 Text from the plan is shown with every character that could steer the terminal escaped
 (``output_safety.terminal_text``) before schemaflow adds its own colours.
@@ -40,7 +42,7 @@ def render(review: Review, color: bool = False, verbose: bool = False) -> str:
         lines += [pad + paint(f"hazard: {one_line(hazard)}", "hazard") for hazard in step.hazards]
         lines += [pad + paint(f"reader {one_line(v.describe())}", "hazard") for v in step.readers if not v.same]
         same = [v.reader for v in step.readers if v.same]
-        if same:
+        if same and not all(v.same for v in step.readers):
             lines.append(f"{pad}readers as before: {one_line(', '.join(dict.fromkeys(same)))}")
         lines += [f"{pad}note: {one_line(note)}" for note in step.notes]
         lines += [pad + one_line(value) for value in step.values]

@@ -162,10 +162,12 @@ def _function_problems(doc: Document, functions: dict[str, Any]) -> list[Problem
     return problems
 
 
-# Which keys of a reader (``readers:``) each engine takes beside ``engine`` and ``databases``, and which it needs.
+# Which keys of a reader (``readers:``) each engine takes beside ``engine`` and what it reads (``_READS``), and which it
+# needs.
 _READER_KEYS = {"spark": ({"version"}, {"version"}), "hive": ({"version", "columns"}, set()),
                 "trino": ({"version", "columns"}, set()), "iceberg-java": ({"version"}, set()),
                 "pyiceberg": ({"version"}, set()), "delta": ({"reader", "features"}, {"reader"})}
+_READS = {"databases", "tables"}
 DELTA_READER_VERSIONS = 3  # the highest reader protocol version Delta has
 
 
@@ -174,8 +176,8 @@ def _reader_problems(doc: Document, index: int, reader: dict[str, Any]) -> list[
     engine = reader["engine"]
     takes, needs = _READER_KEYS[engine]
     problems = [Problem(doc.key("readers", index, key), (
-        f"a {engine} reader takes no {key}: it takes {', '.join(sorted(takes | {'databases'}))}"))
-        for key in reader if key not in takes | {"engine", "databases"}]
+        f"a {engine} reader takes no {key}: it takes {', '.join(sorted(takes | _READS))}"))
+        for key in reader if key not in takes | _READS | {"engine"}]
     problems += [Problem(doc.at("readers", index), f"a {engine} reader needs {key} (its release, such as \"3.5\": "
                          "what it reads depends on it)" if key == "version" else
                          f"a {engine} reader needs {key} (the highest reader protocol version it speaks, 1 to "
@@ -187,6 +189,27 @@ def _reader_problems(doc: Document, index: int, reader: dict[str, Any]) -> list[
         problems.append(Problem(doc.key("readers", index, "features"), (
             f"only readers of protocol {DELTA_READER_VERSIONS} have table features: declare reader: "
             f"{DELTA_READER_VERSIONS}, or remove features")))
+    return problems + _reads_problems(doc, index, reader)
+
+
+def _reads_problems(doc: Document, index: int, reader: dict[str, Any]) -> list[Problem]:
+    """What a reader reads, each database and table once: the metastore's names are in lower case, and a table of a
+    database the reader names is read already."""
+    problems = []
+    databases = {str(name).lower() for name in reader.get("databases") or ()}
+    for key in ("databases", "tables"):
+        first: dict[str, str] = {}
+        for position, name in enumerate(reader.get(key) or ()):
+            lowered = str(name).lower()
+            if lowered in first:
+                problems.append(Problem(doc.at("readers", index, key, position), (
+                    f"{name} and {first[lowered]} are one {key[:-1]} (the metastore keeps its names in lower case): "
+                    "name it once")))
+            elif key == "tables" and lowered.partition(".")[0] in databases:
+                problems.append(Problem(doc.at("readers", index, key, position), (
+                    f"{name} is a table of {lowered.partition('.')[0]}, which the reader's databases name: it reads "
+                    "every table of it already; remove the table, or the database to read that table alone")))
+            first.setdefault(lowered, str(name))
     return problems
 
 
