@@ -40,7 +40,7 @@ from mkdocs.structure.files import File, Files  # noqa: E402
 from mkdocs.structure.pages import Page  # noqa: E402
 
 from schemaflow.cli import COMMANDS, _parser  # noqa: E402
-from schemaflow.plan import reader_rules  # noqa: E402,F401 (registers the rules)
+from schemaflow.plan import reader_rules  # noqa: E402 (registers the rules)
 from schemaflow.plan.readers import MATRIX_READERS, Event, Reader, Rule, headline, rules  # noqa: E402
 from schemaflow.safe_spark_settings import SAFE  # noqa: E402
 
@@ -184,7 +184,13 @@ def readers_reference() -> str:
              "library refuses a non-null one on a table before format version 3): schemaflow's model has none, so "
              "no step makes or changes one, and there is nothing to judge. A default another engine gave a field is "
              "read past and kept on its field by every commit schemaflow makes: who reads the table reads it as "
-             "that engine left it.\n"]
+             "that engine left it.\n",
+             "No rule judges the types some engines lack: "
+             f"{', '.join(f'`{name}`' for name in reader_rules.UNDECLARABLE)} cannot be declared (`validate` refuses "
+             "them as unknown types), so no plan brings one into a table. Iceberg's `variant` and nanosecond "
+             "timestamps need format version 3, which schemaflow does not write (`format-version: 3` is refused). A "
+             "Delta table's reader feature for them (`delta.feature.timestampNtz`, `delta.feature.variantType`) "
+             "raises its protocol: rule `delta-protocol` below.\n"]
     for rule in rules():
         readers = [r for r in MATRIX_READERS if any(rule.judge(e, r) is not None for e in rule.examples)]
         header = " | ".join(_cell(r.label) for r in readers)

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from schemaflow.catalog.hive.metastore import Metastore
+    from tests.delta_spark import DeltaSpark
 
 _database_numbers = itertools.count(1)
 
@@ -173,6 +174,18 @@ def postgres_metastore_server(new_metastore_server: NewServer, tmp_path_factory:
     """A standalone Thrift metastore server on PostgreSQL for the run; yields its thrift:// URI."""
     with new_metastore_server("postgresql", tmp_path_factory.mktemp("postgres_metastore_server")) as server:
         yield server.uri
+
+
+@pytest.fixture(scope="session")
+def delta_spark(metastore_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DeltaSpark]:
+    """Spark with delta-spark over ``metastore_server`` for this test process (``tests/delta_spark.py``), shared by the
+    modules that read and write through it: each start costs about 20 seconds. Each module creates databases of its
+    own in it."""
+    from tests.delta_spark import DeltaSpark
+
+    workdir = tmp_path_factory.mktemp("delta_spark")
+    with DeltaSpark(metastore_server, workdir / "warehouse", workdir) as spark:
+        yield spark
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,6 @@ import os
 import select
 import signal
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -47,12 +46,10 @@ MIGRATION = Migration("0001_orders", "", (RenameColumn(f"{DB}.orders", "name", "
 
 
 @pytest.fixture(scope="module")
-def engine(metastore_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DeltaSpark]:
-    workdir = tmp_path_factory.mktemp("delta_apply")
-    with DeltaSpark(metastore_server, workdir / "warehouse", workdir) as spark:
-        for database in (DB, OUTSIDE, TWICE, KILLED, BORN, RACED):
-            spark.sql(f"CREATE DATABASE {database}")
-        yield spark
+def engine(delta_spark: DeltaSpark) -> DeltaSpark:
+    for database in (DB, OUTSIDE, TWICE, KILLED, BORN, RACED):
+        delta_spark.sql(f"CREATE DATABASE {database}")
+    return delta_spark
 
 
 def _plan(uri: str, table: Table, migrations: tuple[Migration, ...] = ()) -> Plan:

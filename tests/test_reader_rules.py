@@ -15,14 +15,16 @@ from schemaflow.plan.delta import DeltaProtocol
 from schemaflow.project import load_project
 from schemaflow.plan.plan import HIDING_BLOCK, Plan, PlanBuilder
 from schemaflow.plan.reader_rules import events, finds
-from schemaflow.plan.readers import (MATRIX_READERS, READER_BLOCK, Barrier, breaks, Cannot, ChangeKind, Differs, Difference,
-                                     Engine, Event, Reader, ReaderVerdict, Same, declared_readers, judge, plan_readers,
-                                     rules)
+from schemaflow.plan.readers import (DELTALAKE, MATRIX_READERS, READER_BLOCK, Barrier, breaks, Cannot, ChangeKind,
+                                     Differs, Difference, Engine, Event, Reader, ReaderVerdict, Same, declared_readers,
+                                     judge, plan_readers, rules)
 from schemaflow.render import markdown, text
 from schemaflow.render.review import Review
+from schemaflow.spec.iceberg import WRITTEN_VERSIONS
 from schemaflow.spec.schema import inlined_schema
 from schemaflow.spark_version import spark_name, spark_version
 from schemaflow.sql.table_kinds import Resolution
+from schemaflow.sql.types import InvalidType, canonical_type
 from schemaflow.workflow import review_refs
 from tests.gitrepos import commit, init_repo, put_files
 
@@ -116,8 +118,13 @@ def test_iceberg_promotion(reader, expected) -> None:
     # Column mapping: a reader of protocol 2 has it by its version, one of 3 only as a feature it lists (deltalake
     # 1.6 speaks protocol 3 without it: plan.delta's measured hazard).
     (Event(ChangeKind.PROTOCOL, "delta", protocol=2, feature="columnMapping"), Reader(Engine.DELTA, protocol=2), Same()),
+    # A reader of protocol 3 without column mapping (deltalake 1.6) reads a table of reader version 2 by the names in
+    # its files: measured in tests/test_reader_rules_delta.py.
     (Event(ChangeKind.PROTOCOL, "delta", protocol=2, feature="columnMapping"),
      Reader(Engine.DELTA, protocol=3, features=("deletionVectors",)),
+     Differs(Difference.NULLS, "it reads columns by the names in the files, not by the mapping: a column renamed "
+                               "reads NULL")),
+    (Event(ChangeKind.PROTOCOL, "delta", protocol=3, feature="columnMapping"), DELTALAKE,
      Cannot(Barrier.FEATURE, "the table needs the reader feature columnMapping")),
     (Event(ChangeKind.PROTOCOL, "delta", protocol=3, feature="typeWidening"), Reader(Engine.DELTA, protocol=3),
      Cannot(Barrier.FEATURE, "the table needs the reader feature typeWidening")),
@@ -129,13 +136,57 @@ def test_delta_protocol(event, reader, expected) -> None:
     assert verdict("delta-protocol", event, reader) == expected
 
 
-def test_delta_protocol_events_name_the_reader_features_alone() -> None:
+@pytest.mark.parametrize("release, widening", [((3, 5), "typeWidening-preview"), ((4, 0), "typeWidening")])
+def test_delta_protocol_events_name_the_reader_features_alone(release, widening) -> None:
     state = DeltaState("/t", 3, "id", 1, 2)
     change = DeltaProtocol("lake.t", {"delta.columnMapping.mode": "name", "delta.enableTypeWidening": "true",
                                       "delta.feature.appendOnly": "supported",
-                                      "delta.feature.deletionVectors": "supported"}, {}, state)
-    assert [(e.protocol, e.feature) for e in events(change)] == [(2, "columnMapping"), (3, "typeWidening"),
-                                                                 (3, "deletionVectors")]
+                                      "delta.feature.deletionVectors": "supported", "delta.minReaderVersion": "3",
+                                      "delta.minWriterVersion": "7"}, {}, state)
+    # The reader version raised with them is no event of its own: the features need it already.
+    assert [(e.protocol, e.feature) for e in events(change, release)] == [(2, "columnMapping"), (3, widening),
+                                                                          (3, "deletionVectors")]
+    alone = DeltaProtocol("lake.t", {"delta.minReaderVersion": "2"}, {}, state)
+    assert [(e.protocol, e.feature) for e in events(alone, release)] == [(2, "")]
+
+
+def _delta_log(root: Path, feature: str) -> Path:
+    """An empty Delta table of reader version 3 that lists ``feature``, its log written as Delta's PROTOCOL.md lays it
+    out (deltalake writes none of these features)."""
+    schema = {"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": True, "metadata": {}}]}
+    actions = [{"protocol": {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": [feature],
+                             "writerFeatures": [feature]}},
+               {"metaData": {"id": "t", "format": {"provider": "parquet", "options": {}},
+                             "schemaString": json.dumps(schema), "partitionColumns": [], "configuration": {},
+                             "createdTime": 1}}]
+    (root / "_delta_log").mkdir(parents=True)
+    (root / "_delta_log" / f"{0:020d}.json").write_text("".join(json.dumps(a) + "\n" for a in actions))
+    return root
+
+
+@pytest.mark.parametrize("feature", sorted(reader_rules.READER_FEATURES))
+def test_deltalake_reads_a_table_of_a_reader_feature_as_the_rule_says(feature: str, tmp_path: Path) -> None:
+    from deltalake import DeltaTable
+    from deltalake.exceptions import DeltaProtocolError
+
+    expected = verdict("delta-protocol", Event(ChangeKind.PROTOCOL, "delta", protocol=3, feature=feature), DELTALAKE)
+    table = DeltaTable(_delta_log(tmp_path / "t", feature))
+    if expected == Same():
+        assert table.to_pyarrow_table().num_rows == 0
+    else:
+        assert expected == Cannot(Barrier.FEATURE, f"the table needs the reader feature {feature}")
+        with pytest.raises(DeltaProtocolError, match=f"reader features: {{'{feature}'}} but these are not yet "
+                                                     "supported by the deltalake reader"):
+            table.to_pyarrow_table()
+
+
+@pytest.mark.parametrize("name", reader_rules.UNDECLARABLE)
+def test_the_types_some_engines_lack_cannot_be_declared(name: str) -> None:
+    # No rule judges them (the matrix page says so): no plan brings one into a table.
+    for declared in (name, f"array<{name}>", f"struct<a:{name}>"):
+        with pytest.raises(InvalidType, match="unknown type"):
+            canonical_type(declared)
+    assert "3" not in WRITTEN_VERSIONS  # Iceberg's variant and timestamp_ns need format version 3
 
 
 def test_every_rule_has_a_source_examples_and_speaks_of_some_reader() -> None:

@@ -291,7 +291,7 @@ class PlanBuilder:
                 step = replace(step, blocked=REWRITE_BLOCK if isinstance(change, RewriteTable) else DESTRUCTIVE_BLOCK)
             elif isinstance(change, AlterColumns) and change.hides_values and not allow_destructive and not step.blocked:
                 step = replace(step, blocked=HIDING_BLOCK)
-            if happens := events(change):  # a break is allowed as a destructive step is
+            if happens := events(change, self.release):  # a break is allowed as a destructive step is
                 readers = plan_readers(self.readers, self.release or spark_version())  # a release only where needed
                 verdicts = judge(happens, [r for r in readers if r.reads(change.key)])
                 step = replace(step, readers=verdicts, blocked=step.blocked or (

@@ -8,6 +8,10 @@ engine is here, a test that makes the change and reads it back through the engin
 To add a rule: write its ``judge``, ``register`` a ``Rule`` with its source and examples, and add its tests; the
 matrix page (docs/reference/readers.md, ``python docs/hooks.py``) then shows it. A change no event names yet
 becomes a member of ``ChangeKind`` and a case of ``events``.
+
+Types some engines lack (``UNDECLARABLE``: ``timestamp_ntz``, ``variant``, nanosecond timestamps) need no rule: no
+table file may declare them (``sql.types`` refuses them), so no plan brings one into a table. A Delta table's reader
+feature for them (``delta.feature.timestampNtz``, ``delta.feature.variantType``) is a protocol raise, judged as one.
 """
 from __future__ import annotations
 
@@ -19,7 +23,7 @@ from schemaflow.plan.hazards import narrows, readable
 from schemaflow.plan.iceberg import AlterIcebergTable
 from schemaflow.plan.readers import (Barrier, Cannot, ChangeKind, Differs, Difference, Engine, Event, Reader, Rule,
                                      Same, Verdict, register)
-from schemaflow.spark_version import parse_release
+from schemaflow.spark_version import SparkVersion, parse_release, spark_version
 from schemaflow.spec.delta import FEATURE
 from schemaflow.sql.table_kinds import DELTA, ICEBERG, Resolution, table_kind
 
@@ -37,6 +41,14 @@ SPARK_HAZARDS = ("schemaflow.plan.hazards, measured with pyspark 3.5.9 and 4.x (
 # "Valid Feature Names in Table Features"); the others stop writers only.
 READER_FEATURES = frozenset({"columnMapping", "deletionVectors", "timestampNtz", "typeWidening", "typeWidening-preview",
                              "v2Checkpoint", "vacuumProtocolCheck", "variantType", "variantType-preview"})
+DELTALAKE_MEASURED = ("deltalake (delta-rs) 1.6.6, measured: it reads a table of reader version 3 whose reader features it has "
+             "and refuses the others (tests/test_reader_rules.py); it reads a column-mapped table of reader version 2 "
+             "by the names in the files, a renamed column NULL (tests/test_reader_rules_delta.py, through delta-spark "
+             "3.3.2)")
+# The types some engines lack that no table file may declare (``sql.types.canonical_type`` refuses each): Spark's
+# timestamp without time zone (3.4 on) and variant (4.0 on), and Iceberg's nanosecond timestamp (format version 3,
+# which schemaflow does not write: ``spec.iceberg.WRITTEN_VERSIONS``). The matrix page says so.
+UNDECLARABLE = ("timestamp_ntz", "variant", "timestamp_ns")
 
 
 def finds(reader: Reader, format: str) -> Resolution | None:
@@ -109,6 +121,9 @@ def _protocol(event: Event, reader: Reader) -> Verdict | None:
         return Cannot(Barrier.PROTOCOL, f"the table needs reader protocol {event.protocol}, the reader speaks "
                                         f"{reader.protocol}")
     if event.feature and reader.protocol >= 3 and event.feature not in reader.features:
+        if event.protocol < 3:  # column mapping at reader version 2: no feature listed that the reader would refuse
+            return Differs(Difference.NULLS, "it reads columns by the names in the files, not by the mapping: a "
+                                             "column renamed reads NULL")
         return Cannot(Barrier.FEATURE, f"the table needs the reader feature {event.feature}")
     return Same()
 
@@ -143,13 +158,16 @@ ICEBERG_PROMOTION = register(Rule(
                  Event(ChangeKind.RETYPE, ICEBERG, column="x", old="float", new="double"))))
 DELTA_PROTOCOL = register(Rule(
     "delta-protocol", "Raise a Delta table's protocol (column mapping, type widening, a reader feature)",
-    ChangeKind.PROTOCOL, DELTA_FEATURES, _protocol,
+    ChangeKind.PROTOCOL, f"{DELTA_FEATURES}; {DELTALAKE_MEASURED}", _protocol,
     (Event(ChangeKind.PROTOCOL, DELTA, protocol=2, feature="columnMapping"),
-     Event(ChangeKind.PROTOCOL, DELTA, protocol=3, feature="typeWidening"))))
+     Event(ChangeKind.PROTOCOL, DELTA, protocol=3, feature="typeWidening-preview"),
+     Event(ChangeKind.PROTOCOL, DELTA, protocol=3, feature="typeWidening"),
+     Event(ChangeKind.PROTOCOL, DELTA, protocol=3, feature="variantType"))))
 
 
-def events(change: Change) -> tuple[Event, ...]:
-    """What ``change`` does that the rules judge (nothing, for a change none of them speaks of)."""
+def events(change: Change, release: SparkVersion | None = None) -> tuple[Event, ...]:
+    """What ``change`` does that the rules judge (nothing, for a change none of them speaks of), applied with the Spark
+    ``release`` (None: the installed pyspark's)."""
     if isinstance(change, AlterColumns):
         evolution, format = change.evolution, change.format
         # A name declared again after a migration took it away shows its old values: not a rename's verdict.
@@ -167,21 +185,23 @@ def events(change: Change) -> tuple[Event, ...]:
         return tuple(Event(ChangeKind.RETYPE, ICEBERG, column=name, old=old, new=new)
                      for name, old, new in change.evolution.retyped)
     if isinstance(change, DeltaProtocol):
-        return _protocol_events(change.set)
+        return _protocol_events(change.set, release or spark_version())
     return ()
 
 
-def _protocol_events(settings: Mapping[str, str]) -> tuple[Event, ...]:
+def _protocol_events(settings: Mapping[str, str], release: SparkVersion) -> tuple[Event, ...]:
     """What a Delta protocol step asks of readers: column mapping reader 2 (or 3 and its feature), type widening reader
-    3 and its feature,
-    each reader feature turned on by name reader 3 and it, a reader version raised by name that version."""
+    3 and its feature (``typeWidening-preview`` as Delta 3.2 and 3.3 on Spark 3.5 write it, ``typeWidening`` as Delta 4
+    on Spark 4 does: measured through delta-spark 3.3.2), each reader feature turned on by name reader 3 and it, a
+    reader version raised by name that version where no feature above needs it already."""
     found = []
     if settings.get(MAPPING) in ("name", "id"):  # a reader of protocol 3 must list it, one of 2 has it by its version
         found.append(Event(ChangeKind.PROTOCOL, DELTA, protocol=2, feature="columnMapping"))
     if settings.get(WIDENING) == "true":
-        found.append(Event(ChangeKind.PROTOCOL, DELTA, protocol=3, feature="typeWidening"))
+        found.append(Event(ChangeKind.PROTOCOL, DELTA, protocol=3,
+                           feature="typeWidening" if release >= (4, 0) else "typeWidening-preview"))
     found += [Event(ChangeKind.PROTOCOL, DELTA, protocol=3, feature=key[len(FEATURE):]) for key in sorted(settings)
               if key.startswith(FEATURE) and key[len(FEATURE):] in READER_FEATURES]
-    if READER in settings and settings[READER].isdigit():
+    if READER in settings and settings[READER].isdigit() and all(e.protocol < int(settings[READER]) for e in found):
         found.append(Event(ChangeKind.PROTOCOL, DELTA, protocol=int(settings[READER])))
     return tuple(found)

@@ -312,6 +312,9 @@ def breaks(verdicts: Sequence[ReaderVerdict]) -> bool:
     return any(not v.same for v in verdicts)
 
 
+# deltalake (delta-rs) 1.6.6 as a Delta reader: reader version 3 with the reader features it reads, measured (the
+# others it refuses): the tests of reader rules prove it against the installed deltalake.
+DELTALAKE = Reader(Engine.DELTA, protocol=3, features=("timestampNtz", "variantType", "variantType-preview"))
 # The readers the matrix page judges each rule's examples for.
 MATRIX_READERS = (
     Reader(Engine.SPARK, "3.5"), Reader(Engine.SPARK, "4.0"), Reader(Engine.HIVE, "3.1"),
@@ -319,5 +322,5 @@ MATRIX_READERS = (
     Reader(Engine.TRINO, columns=Resolution.BY_NAME), Reader(Engine.TRINO, columns=Resolution.BY_POSITION),
     Reader(Engine.ICEBERG_JAVA, "1.10"), Reader(Engine.PYICEBERG, "0.12"), Reader(Engine.DELTA, protocol=1),
     Reader(Engine.DELTA, protocol=2), Reader(Engine.DELTA, protocol=3),
-    Reader(Engine.DELTA, protocol=3, features=("columnMapping", "typeWidening")),
+    Reader(Engine.DELTA, protocol=3, features=("columnMapping", "typeWidening")), DELTALAKE,
 )
