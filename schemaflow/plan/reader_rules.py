@@ -33,7 +33,8 @@ HIVE_COLUMNS = ("https://issues.apache.org/jira/browse/HIVE-6938 (parquet.column
                 "https://orc.apache.org/docs/core-java-config.html (orc.force.positional.evolution, default false); "
                 "measured through Hive 2.3's Parquet and ORC readers (tests/test_reader_rules_spark.py)")
 ICEBERG_EVOLUTION = ("https://iceberg.apache.org/spec/#schema-evolution; measured on Iceberg's REST server, read back "
-                     "through pyiceberg (tests/test_reader_rules_remote.py)")
+                     "through pyiceberg (tests/test_reader_rules_remote.py), and int -> bigint read back through "
+                     "Iceberg's Java library in Spark 3.5.9 with its runtime 1.12.0 (tests/test_iceberg_engine_remote.py)")
 DELTA_FEATURES = "https://github.com/delta-io/delta/blob/master/PROTOCOL.md#table-features"
 SPARK_HAZARDS = ("schemaflow.plan.hazards, measured with pyspark 3.5.9 and 4.x (tests/test_columns_spark.py, "
                  "tests/test_reader_rules_spark.py)")
