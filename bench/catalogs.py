@@ -154,27 +154,43 @@ def environment(extra: dict[str, str] | None = None) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": path, "NO_COLOR": "1", **(extra or {})}
 
 
+Said = list[tuple[float, str]]  # each line a process printed, with the seconds from its start to when it came
+
+
 def schemaflow(project: Path, env: dict[str, str], *args: str, expect: int = 0, says: str = "",
-               said: list[str] | None = None) -> float:
+               said: list[Said] | None = None) -> float:
     """The seconds ``schemaflow --project project *args`` takes in a new process; it must exit ``expect`` and print
-    ``says``. What it printed is appended to ``said``."""
+    ``says``. What it printed, line by line as it came (its output unbuffered), is appended to ``said``."""
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "schemaflow", "--project", str(project), *args], capture_output=True,
-                          text=True, env=env, timeout=3600)
-    seconds = time.perf_counter() - started
-    if done.returncode != expect or says not in done.stdout:
-        raise SystemExit(f"schemaflow {' '.join(args)} exited {done.returncode}:\n{done.stdout[-3000:]}\n"
-                         f"{done.stderr[-3000:]}")
+    with tempfile.TemporaryFile("w+") as errors, \
+            subprocess.Popen([sys.executable, "-m", "schemaflow", "--project", str(project), *args],
+                             stdout=subprocess.PIPE, stderr=errors, text=True,
+                             env={**env, "PYTHONUNBUFFERED": "1"}) as process:
+        assert process.stdout is not None
+        lines = [(time.perf_counter() - started, line) for line in process.stdout]
+        code = process.wait(timeout=3600)
+        seconds = time.perf_counter() - started
+        errors.seek(0)
+        stderr = errors.read()
+    stdout = "".join(line for _, line in lines)
+    if code != expect or says not in stdout:
+        raise SystemExit(f"schemaflow {' '.join(args)} exited {code}:\n{stdout[-3000:]}\n{stderr[-3000:]}")
     if said is not None:
-        said.append(done.stdout)
+        said.append([*lines, (seconds, "")])
     return seconds
 
 
-def apply_phases(said: str) -> tuple[float, float]:
-    """The seconds an apply's progress says its claims took, and its steps (each said to a tenth of a second)."""
-    claims = re.search(r"^Claiming the .* done \((\d+\.\d)s\)$", said, flags=re.M)
-    steps = re.findall(r"^\[ *\d+/\d+\] .* done \((\d+\.\d)s\)$", said, flags=re.M)
-    return float(claims.group(1)) if claims else 0.0, sum(map(float, steps))
+PHASES = ("start and plan", "claims", "steps", "after")
+
+
+def apply_phases(said: Said) -> tuple[float, float, float, float]:
+    """The seconds of an apply's phases, from when its lines came: its start and plan (until the plan is shown),
+    the claims (until "Claiming ... done"), the steps (until the last step's line) and what follows (until it exits).
+    The steps' own "done (0.0s)" are rounded to a tenth of a second each, too coarse to add up."""
+    shown = next(at for at, line in said if line.strip())
+    claimed = next((at for at, line in said if line.startswith("Claiming the ")), shown)
+    stepped = max((at for at, line in said if re.match(r"\[ *\d+/\d+\] ", line)), default=claimed)
+    return shown, claimed - shown, stepped - claimed, said[-1][0] - stepped
 
 
 def python(script: str, env: dict[str, str], *args: str, prints: str | None = None) -> float:
@@ -283,13 +299,13 @@ def rest_apply(work: Path, added: int, repeats: int) -> str:
     with rest_server(work) as server:
         env = environment()
         ours, theirs = work / "apply-ours", work / "apply-theirs"
-        metastore = {"type": "iceberg_rest", "uri": server.uri}
+        metastore: dict[str, object] = {"type": "iceberg_rest", "uri": server.uri}
         write_project(ours, metastore, ["ours"], added, "iceberg")
         write_project(theirs, metastore, ["theirs"], added, "iceberg")
         create(ours, env, f"{added} Iceberg tables for schemaflow")
         create(theirs, env, f"{added} Iceberg tables for pyiceberg")
 
-        said: list[str] = []
+        said: list[Said] = []
 
         def apply(number: int) -> float:
             write_project(ours, metastore, ["ours"], added, "iceberg", [f"added{n}" for n in range(number + 1)])
@@ -299,10 +315,11 @@ def rest_apply(work: Path, added: int, repeats: int) -> str:
                                                                     f"added{number}"), f"{added} columns added")
         schemaflow(ours, env, "plan", says="No changes")
         check_same_columns(server.uri, added)
-    claims, steps = (statistics.median(phase) for phase in zip(*map(apply_phases, said[1:]), strict=True))
-    progress(f"  apply's claims {claims:.1f} s, its steps {steps:.1f} s (medians, as its progress says them)")
+    phases = ", ".join(f"{name} {statistics.median(seconds):.1f} s"
+                       for name, seconds in zip(PHASES, zip(*map(apply_phases, said[1:]), strict=True), strict=True))
+    progress(f"  apply's phases: {phases} (medians, from when its lines came)")
     return row(f"`apply` adding a column to each of {added} Iceberg tables (REST) / pyiceberg "
-               f"`update_schema().add_column()` (of apply's: claims {claims:.1f} s, steps {steps:.1f} s)", mine, other)
+               f"`update_schema().add_column()` (of apply's: {phases})", mine, other)
 
 
 def check_same_columns(uri: str, tables: int) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from schemaflow.catalog.rest.connection import TABLE, Connection, RestSettings
-from schemaflow.catalog.rest.reader import RestReader
+from schemaflow.catalog.rest.reader import LOAD_THREADS, RestReader
 from schemaflow.catalog.rest.writer import CLAIM_SUMMARY, RestWriter
 from schemaflow.cli import main
 from schemaflow.errors import ConcurrentChange, SchemaflowError
@@ -299,6 +299,21 @@ def test_a_claim_loads_the_table_and_commits_asking_nothing_else(rest_catalog_se
         writer.set_parameters(f"{ns}.orders", {VERSION_KEY: "again"}, [], expected="c1")
     with pytest.raises(SchemaflowError, match=f"the view {ns}.absent is not in the Iceberg REST catalog"):
         writer.set_parameters(f"{ns}.absent", {VERSION_KEY: "claim"}, [], expected=None)
+
+
+def test_a_namespace_of_more_tables_than_load_threads_is_read_whole_and_in_name_order(
+        rest_catalog_server: RestCatalogServer, rest_namespace: str) -> None:
+    connection = Recording(RestSettings(rest_catalog_server.uri))
+    writer, ns = RestWriter(connection), rest_namespace
+    writer.add_database(Database(ns))
+    names = [f"t{number:02d}" for number in reversed(range(LOAD_THREADS + 2))]
+    for number, name in enumerate(names):
+        writer.commit_iceberg(orders(ns, name=name), {}, None, True, {VERSION_KEY: f"v{number}"}, [])
+    connection.requests.clear()
+    entries = list(RestReader(connection).entries(ns))
+    assert [e.object.key for e in entries] == [f"{ns}.{name}" for name in sorted(names)]
+    assert [e.object.version for e in entries] == [f"v{names.index(name)}" for name in sorted(names)]
+    assert connection.requests.count(("GET", TABLE)) == len(names)
 
 
 class RestHarness(Harness):

@@ -9,11 +9,13 @@ column names and comments, its ``comment`` property, and its default namespace w
 entry comes with its raw properties (``LiveEntry``), ``schemaflow.*`` included, for drift and history.
 
 The catalog holds no partitions schemaflow lists, no file statistics and no positional type rule: those answers are
-empty.
+empty. A namespace's tables are loaded ``LOAD_THREADS`` at a time: each load is a round trip in which the catalog
+reads a metadata file, and a plan waits for them all.
 """
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from schemaflow.catalog.backend import LiveEntry
@@ -27,6 +29,7 @@ from schemaflow.sql.table_kinds import ICEBERG
 
 LOCATION_KEY = "location"  # the namespace property Iceberg's catalogs keep a namespace's location in
 SPARK_DIALECT = "spark"
+LOAD_THREADS = 8  # as many as apply's claims (``Capabilities.claim_threads``)
 
 
 class RestReader:
@@ -52,8 +55,10 @@ class RestReader:
     def entries(self, database: str) -> Iterator[LiveEntry]:
         """Every table and view of ``database``, each with its raw properties."""
         catalog = self.connection.catalog
-        for identifier in sorted(catalog.list_tables((database,))):
-            yield self.table_entry(database, identifier[-1])
+        names = [identifier[-1] for identifier in sorted(catalog.list_tables((database,)))]
+        with ThreadPoolExecutor(max_workers=LOAD_THREADS) as pool:
+            tables = list(pool.map(lambda name: self.table_entry(database, name), names))
+        yield from tables
         for identifier in sorted(catalog.list_views((database,))):
             yield self.view_entry(database, identifier[-1])
 
