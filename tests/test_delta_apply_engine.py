@@ -28,6 +28,7 @@ from deltalake import DeltaTable
 from schemaflow.catalog.hive.thrift_reader import ThriftReader
 from schemaflow.claims import STOPPED, parse_claim, standing
 from schemaflow.model import VERSION_KEY, Catalog, Column, DropColumn, Migration, RenameColumn, Table
+from schemaflow.plan.backups import NO_BACKUP_DROPS, BackupDrops
 from schemaflow.plan.plan import Plan, PlanBuilder
 from schemaflow.plan.steps import DeltaAlter
 from schemaflow.workflow import check_claims
@@ -38,6 +39,7 @@ pytestmark = [pytest.mark.remote, pytest.mark.delta_engine]
 # A database per test: each plans all of its own.
 DB, OUTSIDE, TWICE = "delta_apply", "delta_outside", "delta_twice"
 KILLED, BORN, RACED = "delta_killed", "delta_born", "delta_raced"
+REWRITTEN, RACED_REWRITE = "delta_rewritten", "delta_raced_rewrite"
 # Rounds of two appliers started at once: at least ROUNDS, more (up to MAX_ROUNDS) until each of the two has won one.
 ROUNDS, MAX_ROUNDS = 4, 16
 ORDERS = Table(DB, "orders", (Column("id", "bigint", "Order id"), Column("name", "string"), Column("gone", "string")),
@@ -50,17 +52,19 @@ MIGRATION = Migration("0001_orders", "", (RenameColumn(f"{DB}.orders", "name", "
 def engine(metastore_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DeltaSpark]:
     workdir = tmp_path_factory.mktemp("delta_apply")
     with DeltaSpark(metastore_server, workdir / "warehouse", workdir) as spark:
-        for database in (DB, OUTSIDE, TWICE, KILLED, BORN, RACED):
+        for database in (DB, OUTSIDE, TWICE, KILLED, BORN, RACED, REWRITTEN, RACED_REWRITE):
             spark.sql(f"CREATE DATABASE {database}")
         yield spark
 
 
-def _plan(uri: str, table: Table, migrations: tuple[Migration, ...] = ()) -> Plan:
+def _plan(uri: str, table: Table, migrations: tuple[Migration, ...] = (), allow_destructive: bool = False,
+          drop_backups: BackupDrops = NO_BACKUP_DROPS) -> Plan:
     """The plan of ``table``'s database holding ``table`` against the metastore server, made without a JVM, as the
-    engine's release (3.5) takes it."""
+    engine's release (3.5) takes it (with the leave ``allow_destructive`` and ``drop_backups`` give)."""
     live = ThriftReader(uri).read((table.database,))
     desired = Catalog(databases=(table.database,), objects={table.key: table}, migrations=migrations)
-    return PlanBuilder(desired, live, release=(3, 5)).build()
+    return PlanBuilder(desired, live, release=(3, 5), allow_destructive=allow_destructive,
+                       drop_backups=drop_backups).build()
 
 
 def _applied(engine: DeltaSpark, plan: Plan) -> str:
@@ -357,3 +361,102 @@ def test_an_apply_killed_between_a_delta_create_and_its_entry_leaves_its_claim_i
     assert _history_since(location, 0) == [("SET TBLPROPERTIES", 1, 0)]
     _stamped(uri, location, replan, "born", BORN)
     assert _plan(uri, table).steps == ()
+
+
+# A Delta table holding rows, partitioned by ds; rewritten as partitioned by note, qty int -> bigint (which Delta 3.3
+# on Spark 3.5 does not widen in place), then qty bigint -> string.
+EVENTS = Table(REWRITTEN, "events", (Column("id", "bigint"), Column("qty", "int"), Column("note", "string")),
+               (Column("ds", "string"),), comment="Events", format="delta", data_source=True,
+               properties={"team": "data"})
+EVENT_ROWS = [(1, 10, "a", "2026-01-01"), (2, 20, "b", "2026-01-02"), (3, None, "b", "2026-01-02")]
+
+
+def _rows(engine: DeltaSpark, key: str) -> list[tuple[Any, ...]]:
+    return [(row["id"], row["qty"], row["note"], row["ds"])
+            for row in engine.sql(f"SELECT id, qty, note, ds FROM {key} ORDER BY id")]
+
+
+def _lake_rows(location: str) -> list[tuple[Any, ...]]:
+    """The rows as deltalake (delta-rs) reads them, by id."""
+    rows = DeltaTable(location).to_pyarrow_table(columns=["id", "qty", "note", "ds"]).to_pylist()
+    return sorted(((row["id"], row["qty"], row["note"], row["ds"]) for row in rows), key=lambda row: row[0])
+
+
+def _lake_shape(location: str) -> tuple[list[tuple[str, str]], list[str]]:
+    """A Delta table's columns (name, type) and partition columns, as deltalake reads them from its log."""
+    delta_rs = DeltaTable(location)
+    return ([(f.name, str(f.type.type)) for f in delta_rs.schema().fields],
+            list(delta_rs.metadata().partition_columns))
+
+
+def test_what_delta_cannot_change_in_place_is_rewritten_through_delta_spark_with_the_old_table_kept(
+        engine: DeltaSpark, metastore_server: str) -> None:
+    uri = metastore_server
+    _applied(engine, _plan(uri, EVENTS))
+    engine.sql(f"INSERT INTO {EVENTS.key} (id, qty, note, ds) VALUES " + ", ".join(
+        f"({i}, {'NULL' if q is None else q}, '{n}', '{d}')" for i, q, n, d in EVENT_ROWS))
+    location = _location(engine, "events", REWRITTEN)
+    read = DeltaTable(location).version()
+    old_id = DeltaTable(location).metadata().id
+
+    desired = replace(EVENTS, columns=(Column("id", "bigint"), Column("qty", "bigint"), Column("ds", "string")),
+                      partition_columns=(Column("note", "string"),))
+    assert _plan(uri, desired).blocked  # a rewrite runs only when allowed
+    plan = _plan(uri, desired, allow_destructive=True)
+    [step] = plan.steps
+    assert step.summary == (f"rewrite table {EVENTS.key}: partition columns (ds) -> (note); type of qty int -> bigint, "
+                            "which the Delta release Spark 3.5 runs does not widen in place (Delta 4 on Spark 4 widens "
+                            "it)")
+    assert f"on top of Delta log version {read} of table {old_id}" in "\n".join(step.notes)
+    assert any("is a new Delta table from the cut-over on" in h for h in step.hazards)
+    assert "done" in _applied(engine, plan)
+
+    # Through Spark (delta-spark): the new definition, the rows with qty as bigint.
+    assert _columns(engine, "events", REWRITTEN) == [("id", "bigint", None), ("qty", "bigint", None),
+                                                     ("ds", "string", None), ("note", "string", None)]
+    [detail] = engine.sql(f"DESCRIBE DETAIL {EVENTS.key}")
+    assert detail["partitionColumns"] == ["note"] and detail["location"].removeprefix("file:") == location
+    assert _rows(engine, EVENTS.key) == EVENT_ROWS
+    # Through deltalake, from the same folder: another table (its own id and log), its schema, partitions and rows.
+    assert DeltaTable(location).metadata().id != old_id
+    assert _lake_shape(location) == ([("id", "long"), ("qty", "long"), ("ds", "string"), ("note", "string")],
+                                     ["note"])
+    assert _lake_rows(location) == EVENT_ROWS
+    assert DeltaTable(location).metadata().configuration["team"] == "data"
+    _stamped(uri, location, plan, "events", REWRITTEN)
+    # The backup holds the old table: its definition, rows and history, in its own folder.
+    backup = _location(engine, "events_backup_", REWRITTEN)
+    assert backup != location
+    assert _lake_shape(backup) == ([("id", "long"), ("qty", "integer"), ("note", "string"), ("ds", "string")], ["ds"])
+    assert _lake_rows(backup) == EVENT_ROWS and DeltaTable(backup).metadata().id == old_id
+    assert _rows(engine, f"{REWRITTEN}.events_backup_") == EVENT_ROWS
+    assert _plan(uri, desired).steps == ()
+
+    # Another type no Delta widens: a second rewrite, the first one's backup dropped first (a plan allowed to).
+    text = replace(desired, columns=(desired.columns[0], Column("qty", "string"), desired.columns[2]))
+    plan = _plan(uri, text, allow_destructive=True, drop_backups=BackupDrops(copies=True))
+    assert [s.kind for s in plan.steps] == ["drop_table", "rewrite_table"], plan.steps
+    _applied(engine, plan)
+    assert _lake_shape(location)[0][1] == ("qty", "string")
+    assert _lake_rows(location) == [(i, None if q is None else str(q), n, d) for i, q, n, d in EVENT_ROWS]
+    assert _lake_shape(_location(engine, "events_backup_", REWRITTEN))[0][1] == ("qty", "long")
+    assert _plan(uri, text).steps == ()
+
+
+def test_an_outside_commit_between_plan_and_rewrite_stops_it_before_anything_is_copied(
+        engine: DeltaSpark, metastore_server: str) -> None:
+    uri = metastore_server
+    table = replace(EVENTS, database=RACED_REWRITE)
+    _applied(engine, _plan(uri, table))
+    location = _location(engine, "events", RACED_REWRITE)
+    plan = _plan(uri, replace(table, partition_columns=(), columns=(*table.columns, Column("ds", "string"))),
+                 allow_destructive=True)
+    assert [s.kind for s in plan.steps] == ["rewrite_table"]
+    read = DeltaTable(location).version()
+    engine.sql(f"INSERT INTO {table.key} VALUES (9, 90, 'late', '2026-02-01')")
+
+    answer = engine.apply(plan.to_json())
+    assert f"its Delta log version is '{read + 1}', this run expected '{read}'" in answer["failed"], answer
+    # Nothing copied, nothing renamed: no staging table, the table as the outside writer left it.
+    assert [row["tableName"] for row in engine.sql(f"SHOW TABLES IN {RACED_REWRITE}")] == ["events"]
+    assert _lake_shape(location)[1] == ["ds"] and _lake_rows(location) == [(9, 90, "late", "2026-02-01")]
