@@ -30,6 +30,7 @@ from schemaflow.claims import STOPPED, parse_claim, standing
 from schemaflow.model import VERSION_KEY, Catalog, Column, DropColumn, Migration, RenameColumn, Table
 from schemaflow.plan.backups import NO_BACKUP_DROPS, BackupDrops
 from schemaflow.plan.plan import Plan, PlanBuilder
+from schemaflow.plan.restore import restore_plan
 from schemaflow.plan.steps import DeltaAlter
 from schemaflow.workflow import check_claims
 from tests.delta_spark import DeltaSpark
@@ -441,6 +442,14 @@ def test_what_delta_cannot_change_in_place_is_rewritten_through_delta_spark_with
     assert _lake_rows(location) == [(i, None if q is None else str(q), n, d) for i, q, n, d in EVENT_ROWS]
     assert _lake_shape(_location(engine, "events_backup_", REWRITTEN))[0][1] == ("qty", "long")
     assert _plan(uri, text).steps == ()
+
+    # The backup swapped back in, no row copied: the table as the first rewrite left it, under its name and folder.
+    restore = restore_plan(ThriftReader(uri).read((REWRITTEN,)), EVENTS.key)
+    _applied(engine, restore)
+    assert _lake_shape(location)[0][1] == ("qty", "long") and _lake_rows(location) == EVENT_ROWS
+    assert _rows(engine, EVENTS.key) == EVENT_ROWS
+    _stamped(uri, location, restore, "events", REWRITTEN)
+    assert _lake_shape(_location(engine, "events_backup_", REWRITTEN))[0][1] == ("qty", "string")
 
 
 def test_an_outside_commit_between_plan_and_rewrite_stops_it_before_anything_is_copied(

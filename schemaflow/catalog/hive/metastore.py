@@ -316,12 +316,8 @@ class Metastore:
             if log_version is not None and table_id is not None:
                 with self._holding(key, expected):
                     delta_commit.check_on(self._delta_session, key, self._delta_location(key), log_version, table_id)
-            try:
-                rewrite.rewrite(self, key, table, create, columns, staging, backup, expected, version, claim,
-                                records=records)
-            finally:
-                # delta-spark keeps each table's log by its folder, which a rename gives to another table.
-                jvm_view(self.spark).org.apache.spark.sql.delta.DeltaLog.clearCache()
+            rewrite.rewrite(self, key, table, create, columns, staging, backup, expected, version, claim,
+                            records=records)
 
     def restore_table(self, key: str, backup: str, temporary: str, backup_version: str | None, expected: str | None,
                       version: str | None, claim: str) -> None:
