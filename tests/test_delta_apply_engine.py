@@ -17,6 +17,7 @@ import json
 import os
 import select
 import signal
+import subprocess
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import replace
@@ -40,7 +41,7 @@ pytestmark = [pytest.mark.remote, pytest.mark.delta_engine]
 # A database per test: each plans all of its own.
 DB, OUTSIDE, TWICE = "delta_apply", "delta_outside", "delta_twice"
 KILLED, BORN, RACED = "delta_killed", "delta_born", "delta_raced"
-REWRITTEN, RACED_REWRITE = "delta_rewritten", "delta_raced_rewrite"
+REWRITTEN, RACED_REWRITE, WRITTEN_DURING = "delta_rewritten", "delta_raced_rewrite", "delta_written_during"
 # Rounds of two appliers started at once: at least ROUNDS, more (up to MAX_ROUNDS) until each of the two has won one.
 ROUNDS, MAX_ROUNDS = 4, 16
 ORDERS = Table(DB, "orders", (Column("id", "bigint", "Order id"), Column("name", "string"), Column("gone", "string")),
@@ -53,7 +54,7 @@ MIGRATION = Migration("0001_orders", "", (RenameColumn(f"{DB}.orders", "name", "
 def engine(metastore_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DeltaSpark]:
     workdir = tmp_path_factory.mktemp("delta_apply")
     with DeltaSpark(metastore_server, workdir / "warehouse", workdir) as spark:
-        for database in (DB, OUTSIDE, TWICE, KILLED, BORN, RACED, REWRITTEN, RACED_REWRITE):
+        for database in (DB, OUTSIDE, TWICE, KILLED, BORN, RACED, REWRITTEN, RACED_REWRITE, WRITTEN_DURING):
             spark.sql(f"CREATE DATABASE {database}")
         yield spark
 
@@ -239,18 +240,31 @@ def test_two_appliers_of_one_saved_plan_one_lands_the_other_is_a_concurrent_chan
     assert _entry(uri, "twice", TWICE)["parameters"][VERSION_KEY] == stamped
 
 
-def _killed_at(engine: DeltaSpark, plan: Plan, point: str) -> tuple[int, str]:
-    """Apply ``plan`` in a process of its own on the engine's JVM and kill it (SIGKILL: nothing of it runs after) where
-    its writer first reports progress holding ``point``; the killed process's id and that report."""
+def _paused_at(engine: DeltaSpark, plan: Plan, point: str) -> tuple[subprocess.Popen[str], dict[str, Any]]:
+    """Apply ``plan`` in a process of its own on the engine's JVM, paused where its writer first reports progress
+    holding ``point``: the process, and what it answered there."""
     applier = engine.attached("attach", point)
-    assert applier.stdin is not None and applier.stdout is not None
+    assert applier.stdin is not None
     applier.stdin.write(json.dumps(plan.to_json()) + "\n")
     applier.stdin.flush()
+    return applier, _next_answer(engine, applier, point)
+
+
+def _next_answer(engine: DeltaSpark, applier: subprocess.Popen[str], point: str) -> dict[str, Any]:
+    """The next answer of an applier started by ``_paused_at``: paused again at ``point``, or its outcome."""
+    assert applier.stdout is not None
     ready, _, _ = select.select([applier.stdout], [], [], engine.timeout)
     line = applier.stdout.readline() if ready else ""
     assert line, (f"the applier ended or hung before {point!r}; its log ({engine.log}):\n"
                   f"{engine.log.read_text()[-6000:]}")
-    paused = json.loads(line)
+    answer: dict[str, Any] = json.loads(line)
+    return answer
+
+
+def _killed_at(engine: DeltaSpark, plan: Plan, point: str) -> tuple[int, str]:
+    """Apply ``plan`` in a process of its own on the engine's JVM and kill it (SIGKILL: nothing of it runs after) where
+    its writer first reports progress holding ``point``; the killed process's id and that report."""
+    applier, paused = _paused_at(engine, plan, point)
     assert "paused" in paused, paused
     os.kill(applier.pid, signal.SIGKILL)
     assert applier.wait() == -signal.SIGKILL
@@ -469,3 +483,36 @@ def test_an_outside_commit_between_plan_and_rewrite_stops_it_before_anything_is_
     # Nothing copied, nothing renamed: no staging table, the table as the outside writer left it.
     assert [row["tableName"] for row in engine.sql(f"SHOW TABLES IN {RACED_REWRITE}")] == ["events"]
     assert _lake_shape(location)[1] == ["ds"] and _lake_rows(location) == [(9, 90, "late", "2026-02-01")]
+
+
+def test_a_commit_during_the_copy_is_copied_again_before_the_cut_over(engine: DeltaSpark, metastore_server: str) -> None:
+    uri = metastore_server
+    table = replace(EVENTS, database=WRITTEN_DURING)
+    _applied(engine, _plan(uri, table))
+    engine.sql(f"INSERT INTO {table.key} VALUES (1, 10, 'a', '2026-01-01')")
+    location = _location(engine, "events", WRITTEN_DURING)
+    text = replace(table, columns=(table.columns[0], Column("qty", "string"), table.columns[2]))
+    plan = _plan(uri, text, allow_destructive=True)
+    assert [s.kind for s in plan.steps] == ["rewrite_table"]
+
+    # Paused each time its copy is verified and journaled, before its next look at the table, where an outside writer
+    # commits: a property (in the log alone, no file written), then a row. Each look finds the log moved on, and the
+    # whole table is copied again (the copy was in slices); then a look finds nothing new, and it cuts over.
+    point = f"{table.key}: the whole table copied"
+    applier, paused = _paused_at(engine, plan, point)
+    assert applier.stdin is not None
+    for outside in (f"ALTER TABLE {table.key} SET TBLPROPERTIES ('steward' = 'outside')",
+                    f"INSERT INTO {table.key} VALUES (2, 20, 'b', '2026-01-02')", None):
+        assert "paused" in paused, paused
+        if outside:
+            engine.sql(outside)
+        applier.stdin.write("\n")
+        applier.stdin.flush()
+        paused = _next_answer(engine, applier, point)
+    outcome = paused
+    assert "applied" in outcome, outcome
+    assert applier.wait() == 0
+    assert _lake_rows(location) == [(1, "10", "a", "2026-01-01"), (2, "20", "b", "2026-01-02")]
+    assert _lake_rows(_location(engine, "events_backup_", WRITTEN_DURING)) == [(1, 10, "a", "2026-01-01"),
+                                                                                (2, 20, "b", "2026-01-02")]
+    _stamped(uri, location, plan, "events", WRITTEN_DURING)
