@@ -200,6 +200,11 @@ def test_int_to_bigint_on_spark_35_is_a_rewrite_into_a_delta_table_as_declared_r
     assert ("db.orders is a new Delta table from the cut-over on (another table id, its log begun again at version 0): "
             "its history (DESCRIBE HISTORY, time travel, the change data feed) stays with db.orders_backup_") in hazards
     assert RewriteRows.from_data(rows.to_data()) == rows
+    # What the live table has that no file declares is not the new table's: said, with where it stays.
+    live = replace(LIVE, properties={"delta.enableChangeDataFeed": "true", "schemaflow.managed_properties": ""})
+    [step] = _plan(want, live, release=SPARK_35, allow_destructive=True).steps
+    assert ("properties delta.enableChangeDataFeed: the live table's, which no file declares, are not the new table's "
+            "(they stay with db.orders_backup_): declare those it keeps") in step.hazards
 
 
 def test_a_narrowing_and_other_partition_columns_are_one_rewrite_renames_and_drops_in_it_without_column_mapping():

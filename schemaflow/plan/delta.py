@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from schemaflow.model import DeltaState, Migration, Table
+from schemaflow.model import SCHEMAFLOW_PREFIX, DeltaState, Migration, Table
 from schemaflow.plan.evolution import CommittedColumnChange, ColumnListChange, Evolution, Problem, evolve
 from schemaflow.plan.iceberg import backup_name
 from schemaflow.plan.kinds import ObjectType, StepKind
@@ -272,6 +272,10 @@ def _rewrite(want: Table, have: Table, moved: Evolution, reasons: Sequence[str],
                      for f in stuck)
     protocol = _protocol(want.properties, have.properties)
     hazards = _protocol_hazards(protocol | _versions(protocol, have.properties, state), state)
+    undeclared = sorted(k for k in have.properties if k not in want.properties and not k.startswith(SCHEMAFLOW_PREFIX))
+    if undeclared:
+        hazards.append(f"properties {', '.join(undeclared)}: the live table's, which no file declares, are not the new "
+                       f"table's (they stay with {backup_name(want.key)}): declare those it keeps")
     hazards.append(f"{want.key} is a new Delta table from the cut-over on (another table id, its log begun again at "
                    f"version 0): its history (DESCRIBE HISTORY, time travel, the change data feed) stays with "
                    f"{backup_name(want.key)}, and a streaming query reading {want.key} fails until it starts again "
