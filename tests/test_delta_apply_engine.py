@@ -10,6 +10,11 @@ step with them; set and unset properties; a property removed alone; then nothing
 commit between plan and apply, two appliers of one saved plan, an apply killed (SIGKILL, in a process of its own on
 the engine's JVM: ``SparkEngine.attached``) between the statements of a Delta step and one killed between a CREATE and
 its entry, each finished by the next, and two appliers of two plans started at the same instant, round after round.
+
+What Delta cannot change in place is rewritten (``plan.delta``): a table holding rows given other partition columns
+and a type Delta 3.3 does not widen, then another type, then restored, each read back through Spark and delta-rs with
+the backup's old rows; an outside commit between plan and rewrite, commits during the copy (a property, a row), and a
+rewrite killed after its copy and again between its renames.
 """
 from __future__ import annotations
 
@@ -42,6 +47,7 @@ pytestmark = [pytest.mark.remote, pytest.mark.delta_engine]
 DB, OUTSIDE, TWICE = "delta_apply", "delta_outside", "delta_twice"
 KILLED, BORN, RACED = "delta_killed", "delta_born", "delta_raced"
 REWRITTEN, RACED_REWRITE, WRITTEN_DURING = "delta_rewritten", "delta_raced_rewrite", "delta_written_during"
+KILLED_REWRITE = "delta_killed_rewrite"
 # Rounds of two appliers started at once: at least ROUNDS, more (up to MAX_ROUNDS) until each of the two has won one.
 ROUNDS, MAX_ROUNDS = 4, 16
 ORDERS = Table(DB, "orders", (Column("id", "bigint", "Order id"), Column("name", "string"), Column("gone", "string")),
@@ -54,7 +60,8 @@ MIGRATION = Migration("0001_orders", "", (RenameColumn(f"{DB}.orders", "name", "
 def engine(metastore_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DeltaSpark]:
     workdir = tmp_path_factory.mktemp("delta_apply")
     with DeltaSpark(metastore_server, workdir / "warehouse", workdir) as spark:
-        for database in (DB, OUTSIDE, TWICE, KILLED, BORN, RACED, REWRITTEN, RACED_REWRITE, WRITTEN_DURING):
+        for database in (DB, OUTSIDE, TWICE, KILLED, BORN, RACED, REWRITTEN, RACED_REWRITE, WRITTEN_DURING,
+                         KILLED_REWRITE):
             spark.sql(f"CREATE DATABASE {database}")
         yield spark
 
@@ -516,3 +523,36 @@ def test_a_commit_during_the_copy_is_copied_again_before_the_cut_over(engine: De
     assert _lake_rows(_location(engine, "events_backup_", WRITTEN_DURING)) == [(1, 10, "a", "2026-01-01"),
                                                                                 (2, 20, "b", "2026-01-02")]
     _stamped(uri, location, plan, "events", WRITTEN_DURING)
+
+
+def test_a_rewrite_killed_after_its_copy_and_again_between_its_renames_is_finished_by_the_next_runs(
+        engine: DeltaSpark, metastore_server: str) -> None:
+    uri = metastore_server
+    table = replace(EVENTS, database=KILLED_REWRITE)
+    _applied(engine, _plan(uri, table))
+    engine.sql(f"INSERT INTO {table.key} VALUES (1, 10, 'a', '2026-01-01')")
+    location = _location(engine, "events", KILLED_REWRITE)
+    text = replace(table, columns=(table.columns[0], Column("qty", "string"), table.columns[2]))
+
+    # Killed once its copy is verified and journaled: the copy stays, claimed by the killed run, the table untouched.
+    _killed_at(engine, _plan(uri, text, allow_destructive=True), f"{table.key}: the whole table copied")
+    staging = _entry(uri, "events_rewrite_", KILLED_REWRITE)["parameters"]
+    assert staging["schemaflow.rewrite_of"] == table.key and parse_claim(staging[VERSION_KEY]) is not None
+    assert _lake_shape(location)[0][1] == ("qty", "integer")
+    # The next run takes the table's claim over, finds the copy verified and the log unchanged, and cuts over: killed
+    # again between its two renames, it leaves the name free and the backup marked.
+    replan = _plan(uri, text, allow_destructive=True)
+    assert [s.kind for s in replan.steps] == ["rewrite_table"] and "left half-done" in replan.warnings[0]
+    _killed_at(engine, replan, f"renamed {table.key} to {table.key}_backup_")
+    assert [row["tableName"] for row in engine.sql(f"SHOW TABLES IN {KILLED_REWRITE}")] == ["events_backup_",
+                                                                                         "events_rewrite_"]
+    # The run after it only renames the copy.
+    finish = _plan(uri, text, allow_destructive=True)
+    [step] = finish.steps
+    assert step.summary == f"rewrite table {table.key}: finish the cut-over"
+    _applied(engine, finish)
+    assert _lake_rows(location) == [(1, "10", "a", "2026-01-01")] and _rows(engine, table.key) == [(1, "10", "a",
+                                                                                                      "2026-01-01")]
+    assert _lake_rows(_location(engine, "events_backup_", KILLED_REWRITE)) == [(1, 10, "a", "2026-01-01")]
+    _stamped(uri, location, finish, "events", KILLED_REWRITE)
+    assert _plan(uri, text).steps == ()
