@@ -19,8 +19,9 @@ from schemaflow.code_settings import spark_code_reason
 from schemaflow.errors import ConcurrentChange, SchemaflowError
 from schemaflow.model import VERSION_KEY, Catalog, Column, DeltaState, Table
 from schemaflow.plan.plan import Plan, PlanBuilder
-from schemaflow.plan.steps import APPLIED_AT
+from schemaflow.plan.steps import APPLIED_AT, RewriteRows
 from schemaflow.safe_spark_settings import DELTA
+from schemaflow.sql import ddl
 from tests.delta_spark import DeltaSpark
 
 STATE = DeltaState("file:/lake/db/orders", 7, "0b6f-id", 1, 2)
@@ -67,6 +68,24 @@ def test_a_delta_table_is_created_claimed_then_stamped() -> None:
     assert create.startswith("CREATE TABLE `db`.`orders` (") and "USING delta" in create
     assert f"TBLPROPERTIES ('schemaflow.version' = '{target.claims[0]}', 'owner_team' = 'orders')" in create
     assert parse_claim(target.claims[0]) is not None and stamp[VERSION_KEY] == plan.steps[0].stamp.set[VERSION_KEY]
+
+
+def test_a_delta_rewrite_is_handed_to_the_delta_writer_with_the_log_version_planned() -> None:
+    want = _want(columns=(COLUMNS[0], Column("qty", "string")), properties={"owner_team": "orders"})
+    plan = PlanBuilder(Catalog(databases=("db",), objects={want.key: want}),
+                       Catalog(databases=("db",), objects={LIVE.key: LIVE}), release=(3, 5),
+                       allow_destructive=True).build()
+    target = RecordingTarget()
+    apply_plan(plan, target, claim=CLAIM)
+    rewrite = target.actions[1]
+    assert isinstance(rewrite, RewriteRows) and (rewrite.log_version, rewrite.table_id) == (7, "0b6f-id")
+    # The staging table is born claimed, with the declared properties in its first commit.
+    claim = target.actions[0].set[VERSION_KEY]  # type: ignore[attr-defined]
+    assert (f"USING delta\nTBLPROPERTIES ('schemaflow.version' = '{claim}', 'owner_team' = 'orders')"
+            in ddl.fill_claim(rewrite.create, claim))
+    assert target.guards[1] == claim
+    with pytest.raises(SchemaflowError, match="the plan changes a Delta table, which this apply cannot"):
+        apply_plan(plan, _NoDelta(), claim=CLAIM)
 
 
 class _NoDelta(RecordingTarget):

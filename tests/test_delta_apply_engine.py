@@ -10,6 +10,11 @@ step with them; set and unset properties; a property removed alone; then nothing
 commit between plan and apply, two appliers of one saved plan, an apply killed (SIGKILL, in a process of its own on
 the engine's JVM: ``SparkEngine.attached``) between the statements of a Delta step and one killed between a CREATE and
 its entry, each finished by the next, and two appliers of two plans started at the same instant, round after round.
+
+What Delta cannot change in place is rewritten (``plan.delta``): a table holding rows given other partition columns
+and a type Delta 3.3 does not widen, then another type, then restored, each read back through Spark and delta-rs with
+the backup's old rows; an outside commit between plan and rewrite, commits during the copy (a property, a row), and a
+rewrite killed after its copy and again between its renames.
 """
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ import json
 import os
 import select
 import signal
+import subprocess
 from collections import Counter
 from dataclasses import replace
 from typing import Any
@@ -27,7 +33,9 @@ from deltalake import DeltaTable
 from schemaflow.catalog.hive.thrift_reader import ThriftReader
 from schemaflow.claims import STOPPED, parse_claim, standing
 from schemaflow.model import VERSION_KEY, Catalog, Column, DropColumn, Migration, RenameColumn, Table
+from schemaflow.plan.backups import NO_BACKUP_DROPS, BackupDrops
 from schemaflow.plan.plan import Plan, PlanBuilder
+from schemaflow.plan.restore import restore_plan
 from schemaflow.plan.steps import DeltaAlter
 from schemaflow.workflow import check_claims
 from tests.delta_spark import DeltaSpark
@@ -37,6 +45,8 @@ pytestmark = [pytest.mark.remote, pytest.mark.delta_engine]
 # A database per test: each plans all of its own.
 DB, OUTSIDE, TWICE = "delta_apply", "delta_outside", "delta_twice"
 KILLED, BORN, RACED = "delta_killed", "delta_born", "delta_raced"
+REWRITTEN, RACED_REWRITE, WRITTEN_DURING = "delta_rewritten", "delta_raced_rewrite", "delta_written_during"
+KILLED_REWRITE = "delta_killed_rewrite"
 # Rounds of two appliers started at once: at least ROUNDS, more (up to MAX_ROUNDS) until each of the two has won one.
 ROUNDS, MAX_ROUNDS = 4, 16
 ORDERS = Table(DB, "orders", (Column("id", "bigint", "Order id"), Column("name", "string"), Column("gone", "string")),
@@ -47,17 +57,19 @@ MIGRATION = Migration("0001_orders", "", (RenameColumn(f"{DB}.orders", "name", "
 
 @pytest.fixture(scope="module")
 def engine(delta_spark: DeltaSpark) -> DeltaSpark:
-    for database in (DB, OUTSIDE, TWICE, KILLED, BORN, RACED):
+    for database in (DB, OUTSIDE, TWICE, KILLED, BORN, RACED, REWRITTEN, RACED_REWRITE, WRITTEN_DURING, KILLED_REWRITE):
         delta_spark.sql(f"CREATE DATABASE {database}")
     return delta_spark
 
 
-def _plan(uri: str, table: Table, migrations: tuple[Migration, ...] = ()) -> Plan:
+def _plan(uri: str, table: Table, migrations: tuple[Migration, ...] = (), allow_destructive: bool = False,
+          drop_backups: BackupDrops = NO_BACKUP_DROPS) -> Plan:
     """The plan of ``table``'s database holding ``table`` against the metastore server, made without a JVM, as the
-    engine's release (3.5) takes it."""
+    engine's release (3.5) takes it (with the leave ``allow_destructive`` and ``drop_backups`` give)."""
     live = ThriftReader(uri).read((table.database,))
     desired = Catalog(databases=(table.database,), objects={table.key: table}, migrations=migrations)
-    return PlanBuilder(desired, live, release=(3, 5)).build()
+    return PlanBuilder(desired, live, release=(3, 5), allow_destructive=allow_destructive,
+                       drop_backups=drop_backups).build()
 
 
 def _applied(engine: DeltaSpark, plan: Plan) -> str:
@@ -231,18 +243,31 @@ def test_two_appliers_of_one_saved_plan_one_lands_the_other_is_a_concurrent_chan
     assert _entry(uri, "twice", TWICE)["parameters"][VERSION_KEY] == stamped
 
 
-def _killed_at(engine: DeltaSpark, plan: Plan, point: str) -> tuple[int, str]:
-    """Apply ``plan`` in a process of its own on the engine's JVM and kill it (SIGKILL: nothing of it runs after) where
-    its writer first reports progress holding ``point``; the killed process's id and that report."""
+def _paused_at(engine: DeltaSpark, plan: Plan, point: str) -> tuple[subprocess.Popen[str], dict[str, Any]]:
+    """Apply ``plan`` in a process of its own on the engine's JVM, paused where its writer first reports progress
+    holding ``point``: the process, and what it answered there."""
     applier = engine.attached("attach", point)
-    assert applier.stdin is not None and applier.stdout is not None
+    assert applier.stdin is not None
     applier.stdin.write(json.dumps(plan.to_json()) + "\n")
     applier.stdin.flush()
+    return applier, _next_answer(engine, applier, point)
+
+
+def _next_answer(engine: DeltaSpark, applier: subprocess.Popen[str], point: str) -> dict[str, Any]:
+    """The next answer of an applier started by ``_paused_at``: paused again at ``point``, or its outcome."""
+    assert applier.stdout is not None
     ready, _, _ = select.select([applier.stdout], [], [], engine.timeout)
     line = applier.stdout.readline() if ready else ""
     assert line, (f"the applier ended or hung before {point!r}; its log ({engine.log}):\n"
                   f"{engine.log.read_text()[-6000:]}")
-    paused = json.loads(line)
+    answer: dict[str, Any] = json.loads(line)
+    return answer
+
+
+def _killed_at(engine: DeltaSpark, plan: Plan, point: str) -> tuple[int, str]:
+    """Apply ``plan`` in a process of its own on the engine's JVM and kill it (SIGKILL: nothing of it runs after) where
+    its writer first reports progress holding ``point``; the killed process's id and that report."""
+    applier, paused = _paused_at(engine, plan, point)
     assert "paused" in paused, paused
     os.kill(applier.pid, signal.SIGKILL)
     assert applier.wait() == -signal.SIGKILL
@@ -354,3 +379,176 @@ def test_an_apply_killed_between_a_delta_create_and_its_entry_leaves_its_claim_i
     assert _history_since(location, 0) == [("SET TBLPROPERTIES", 1, 0)]
     _stamped(uri, location, replan, "born", BORN)
     assert _plan(uri, table).steps == ()
+
+
+# A Delta table holding rows, partitioned by ds; rewritten as partitioned by note, qty int -> bigint (which Delta 3.3
+# on Spark 3.5 does not widen in place), then qty bigint -> string.
+EVENTS = Table(REWRITTEN, "events", (Column("id", "bigint"), Column("qty", "int"), Column("note", "string")),
+               (Column("ds", "string"),), comment="Events", format="delta", data_source=True,
+               properties={"team": "data"})
+EVENT_ROWS = [(1, 10, "a", "2026-01-01"), (2, 20, "b", "2026-01-02"), (3, None, "b", "2026-01-02")]
+
+
+def _rows(engine: DeltaSpark, key: str) -> list[tuple[Any, ...]]:
+    return [(row["id"], row["qty"], row["note"], row["ds"])
+            for row in engine.sql(f"SELECT id, qty, note, ds FROM {key} ORDER BY id")]
+
+
+def _lake_rows(location: str) -> list[tuple[Any, ...]]:
+    """The rows as deltalake (delta-rs) reads them, by id."""
+    rows = DeltaTable(location).to_pyarrow_table(columns=["id", "qty", "note", "ds"]).to_pylist()
+    return sorted(((row["id"], row["qty"], row["note"], row["ds"]) for row in rows), key=lambda row: row[0])
+
+
+def _lake_shape(location: str) -> tuple[list[tuple[str, str]], list[str]]:
+    """A Delta table's columns (name, type) and partition columns, as deltalake reads them from its log."""
+    delta_rs = DeltaTable(location)
+    return ([(f.name, str(f.type.type)) for f in delta_rs.schema().fields],
+            list(delta_rs.metadata().partition_columns))
+
+
+def test_what_delta_cannot_change_in_place_is_rewritten_through_delta_spark_with_the_old_table_kept(
+        engine: DeltaSpark, metastore_server: str) -> None:
+    uri = metastore_server
+    _applied(engine, _plan(uri, EVENTS))
+    engine.sql(f"INSERT INTO {EVENTS.key} (id, qty, note, ds) VALUES " + ", ".join(
+        f"({i}, {'NULL' if q is None else q}, '{n}', '{d}')" for i, q, n, d in EVENT_ROWS))
+    location = _location(engine, "events", REWRITTEN)
+    read = DeltaTable(location).version()
+    old_id = DeltaTable(location).metadata().id
+
+    desired = replace(EVENTS, columns=(Column("id", "bigint"), Column("qty", "bigint"), Column("ds", "string")),
+                      partition_columns=(Column("note", "string"),))
+    assert _plan(uri, desired).blocked  # a rewrite runs only when allowed
+    plan = _plan(uri, desired, allow_destructive=True)
+    [step] = plan.steps
+    assert step.summary == (f"rewrite table {EVENTS.key}: partition columns (ds) -> (note); type of qty int -> bigint, "
+                            "which the Delta release Spark 3.5 runs does not widen in place (Delta 4 on Spark 4 widens "
+                            "it)")
+    assert f"on top of Delta log version {read} of table {old_id}" in "\n".join(step.notes)
+    assert any("is a new Delta table from the cut-over on" in h for h in step.hazards)
+    assert "done" in _applied(engine, plan)
+
+    # Through Spark (delta-spark): the new definition, the rows with qty as bigint.
+    assert _columns(engine, "events", REWRITTEN) == [("id", "bigint", None), ("qty", "bigint", None),
+                                                     ("ds", "string", None), ("note", "string", None)]
+    [detail] = engine.sql(f"DESCRIBE DETAIL {EVENTS.key}")
+    assert detail["partitionColumns"] == ["note"] and detail["location"].removeprefix("file:") == location
+    assert _rows(engine, EVENTS.key) == EVENT_ROWS
+    # Through deltalake, from the same folder: another table (its own id and log), its schema, partitions and rows.
+    assert DeltaTable(location).metadata().id != old_id
+    assert _lake_shape(location) == ([("id", "long"), ("qty", "long"), ("ds", "string"), ("note", "string")],
+                                     ["note"])
+    assert _lake_rows(location) == EVENT_ROWS
+    assert DeltaTable(location).metadata().configuration["team"] == "data"
+    _stamped(uri, location, plan, "events", REWRITTEN)
+    # The backup holds the old table: its definition, rows and history, in its own folder.
+    backup = _location(engine, "events_backup_", REWRITTEN)
+    assert backup != location
+    assert _lake_shape(backup) == ([("id", "long"), ("qty", "integer"), ("note", "string"), ("ds", "string")], ["ds"])
+    assert _lake_rows(backup) == EVENT_ROWS and DeltaTable(backup).metadata().id == old_id
+    assert _rows(engine, f"{REWRITTEN}.events_backup_") == EVENT_ROWS
+    assert _plan(uri, desired).steps == ()
+
+    # Another type no Delta widens: a second rewrite, the first one's backup dropped first (a plan allowed to).
+    text = replace(desired, columns=(desired.columns[0], Column("qty", "string"), desired.columns[2]))
+    plan = _plan(uri, text, allow_destructive=True, drop_backups=BackupDrops(copies=True))
+    assert [s.kind for s in plan.steps] == ["drop_table", "rewrite_table"], plan.steps
+    _applied(engine, plan)
+    assert _lake_shape(location)[0][1] == ("qty", "string")
+    assert _lake_rows(location) == [(i, None if q is None else str(q), n, d) for i, q, n, d in EVENT_ROWS]
+    assert _lake_shape(_location(engine, "events_backup_", REWRITTEN))[0][1] == ("qty", "long")
+    assert _plan(uri, text).steps == ()
+
+    # The backup swapped back in, no row copied: the table as the first rewrite left it, under its name and folder.
+    restore = restore_plan(ThriftReader(uri).read((REWRITTEN,)), EVENTS.key)
+    _applied(engine, restore)
+    assert _lake_shape(location)[0][1] == ("qty", "long") and _lake_rows(location) == EVENT_ROWS
+    assert _rows(engine, EVENTS.key) == EVENT_ROWS
+    _stamped(uri, location, restore, "events", REWRITTEN)
+    assert _lake_shape(_location(engine, "events_backup_", REWRITTEN))[0][1] == ("qty", "string")
+
+
+def test_an_outside_commit_between_plan_and_rewrite_stops_it_before_anything_is_copied(
+        engine: DeltaSpark, metastore_server: str) -> None:
+    uri = metastore_server
+    table = replace(EVENTS, database=RACED_REWRITE)
+    _applied(engine, _plan(uri, table))
+    location = _location(engine, "events", RACED_REWRITE)
+    plan = _plan(uri, replace(table, partition_columns=(), columns=(*table.columns, Column("ds", "string"))),
+                 allow_destructive=True)
+    assert [s.kind for s in plan.steps] == ["rewrite_table"]
+    read = DeltaTable(location).version()
+    engine.sql(f"INSERT INTO {table.key} VALUES (9, 90, 'late', '2026-02-01')")
+
+    answer = engine.apply(plan.to_json())
+    assert f"its Delta log version is '{read + 1}', this run expected '{read}'" in answer["failed"], answer
+    # Nothing copied, nothing renamed: no staging table, the table as the outside writer left it.
+    assert [row["tableName"] for row in engine.sql(f"SHOW TABLES IN {RACED_REWRITE}")] == ["events"]
+    assert _lake_shape(location)[1] == ["ds"] and _lake_rows(location) == [(9, 90, "late", "2026-02-01")]
+
+
+def test_a_commit_during_the_copy_is_copied_again_before_the_cut_over(engine: DeltaSpark, metastore_server: str) -> None:
+    uri = metastore_server
+    table = replace(EVENTS, database=WRITTEN_DURING)
+    _applied(engine, _plan(uri, table))
+    engine.sql(f"INSERT INTO {table.key} VALUES (1, 10, 'a', '2026-01-01')")
+    location = _location(engine, "events", WRITTEN_DURING)
+    text = replace(table, columns=(table.columns[0], Column("qty", "string"), table.columns[2]))
+    plan = _plan(uri, text, allow_destructive=True)
+    assert [s.kind for s in plan.steps] == ["rewrite_table"]
+
+    # Paused each time its copy is verified and journaled, before its next look at the table, where an outside writer
+    # commits: a property (in the log alone, no file written), then a row. Each look finds the log moved on, and the
+    # whole table is copied again (the copy was in slices); then a look finds nothing new, and it cuts over.
+    point = f"{table.key}: the whole table copied"
+    applier, paused = _paused_at(engine, plan, point)
+    assert applier.stdin is not None
+    for outside in (f"ALTER TABLE {table.key} SET TBLPROPERTIES ('steward' = 'outside')",
+                    f"INSERT INTO {table.key} VALUES (2, 20, 'b', '2026-01-02')", None):
+        assert "paused" in paused, paused
+        if outside:
+            engine.sql(outside)
+        applier.stdin.write("\n")
+        applier.stdin.flush()
+        paused = _next_answer(engine, applier, point)
+    outcome = paused
+    assert "applied" in outcome, outcome
+    assert applier.wait() == 0
+    assert _lake_rows(location) == [(1, "10", "a", "2026-01-01"), (2, "20", "b", "2026-01-02")]
+    assert _lake_rows(_location(engine, "events_backup_", WRITTEN_DURING)) == [(1, 10, "a", "2026-01-01"),
+                                                                                (2, 20, "b", "2026-01-02")]
+    _stamped(uri, location, plan, "events", WRITTEN_DURING)
+
+
+def test_a_rewrite_killed_after_its_copy_and_again_between_its_renames_is_finished_by_the_next_runs(
+        engine: DeltaSpark, metastore_server: str) -> None:
+    uri = metastore_server
+    table = replace(EVENTS, database=KILLED_REWRITE)
+    _applied(engine, _plan(uri, table))
+    engine.sql(f"INSERT INTO {table.key} VALUES (1, 10, 'a', '2026-01-01')")
+    location = _location(engine, "events", KILLED_REWRITE)
+    text = replace(table, columns=(table.columns[0], Column("qty", "string"), table.columns[2]))
+
+    # Killed once its copy is verified and journaled: the copy stays, claimed by the killed run, the table untouched.
+    _killed_at(engine, _plan(uri, text, allow_destructive=True), f"{table.key}: the whole table copied")
+    staging = _entry(uri, "events_rewrite_", KILLED_REWRITE)["parameters"]
+    assert staging["schemaflow.rewrite_of"] == table.key and parse_claim(staging[VERSION_KEY]) is not None
+    assert _lake_shape(location)[0][1] == ("qty", "integer")
+    # The next run takes the table's claim over, finds the copy verified and the log unchanged, and cuts over: killed
+    # again between its two renames, it leaves the name free and the backup marked.
+    replan = _plan(uri, text, allow_destructive=True)
+    assert [s.kind for s in replan.steps] == ["rewrite_table"] and "left half-done" in replan.warnings[0]
+    _killed_at(engine, replan, f"renamed {table.key} to {table.key}_backup_")
+    assert [row["tableName"] for row in engine.sql(f"SHOW TABLES IN {KILLED_REWRITE}")] == ["events_backup_",
+                                                                                         "events_rewrite_"]
+    # The run after it only renames the copy.
+    finish = _plan(uri, text, allow_destructive=True)
+    [step] = finish.steps
+    assert step.summary == f"rewrite table {table.key}: finish the cut-over"
+    _applied(engine, finish)
+    assert _lake_rows(location) == [(1, "10", "a", "2026-01-01")] and _rows(engine, table.key) == [(1, "10", "a",
+                                                                                                      "2026-01-01")]
+    assert _lake_rows(_location(engine, "events_backup_", KILLED_REWRITE)) == [(1, 10, "a", "2026-01-01")]
+    _stamped(uri, location, finish, "events", KILLED_REWRITE)
+    assert _plan(uri, text).steps == ()

@@ -2,7 +2,7 @@
 with its ``DeltaState``), the declared one as a table file says it; created through the engine, changed through its
 statements on top of the log version read, renames and drops only with column mapping, widening only with type
 widening and as the Spark release's Delta takes it, each protocol change a step of its own with the readers it
-stops, and what Delta cannot do in place blocked with the reason."""
+stops, and what Delta cannot do in place a rewrite into a Delta table created as declared."""
 from __future__ import annotations
 
 import json
@@ -17,7 +17,8 @@ from schemaflow.model import (Catalog, Column, DeltaState, DropColumn, Migration
                               from_data, to_data)
 from schemaflow.plan.delta import widens
 from schemaflow.plan.plan import Plan, PlanBuilder
-from schemaflow.plan.steps import DeltaAlter, DeltaCreate, SetParameters, Step
+from schemaflow.plan.rewrite import REWRITE_BLOCK
+from schemaflow.plan.steps import DeltaAlter, DeltaCreate, RewriteRows, SetParameters, Step
 from schemaflow.plan.plan import FORMAT_VERSION
 from schemaflow.render import render
 from schemaflow.render.review import Review
@@ -34,10 +35,11 @@ SPARK_35: SparkVersion = (3, 5)
 
 
 def _plan(want: Table, live: Table | None = LIVE, migrations: tuple[Migration, ...] = (),
-          release: SparkVersion = SPARK_4) -> Plan:
+          release: SparkVersion = SPARK_4, allow_destructive: bool = False) -> Plan:
     desired = Catalog(databases=("db",), objects={want.key: want}, migrations=migrations)
     objects = {live.key: live} if live else {}
-    return PlanBuilder(desired, Catalog(databases=("db",), objects=objects), release=release).build()
+    return PlanBuilder(desired, Catalog(databases=("db",), objects=objects), release=release,
+                       allow_destructive=allow_destructive).build()
 
 
 def _want(*columns: Column, **changes: object) -> Table:
@@ -168,21 +170,63 @@ def test_a_widening_needs_type_widening_declared_then_is_its_own_hazard_step():
     assert _delta_action(alter).statements == ("ALTER TABLE `db`.`orders` ALTER COLUMN `qty` TYPE bigint",)
 
 
-def test_int_to_bigint_is_refused_on_spark_35_with_the_reason():
+def _rewrite_rows(step: Step) -> RewriteRows:
+    [action] = [a for a in step.actions if isinstance(a, RewriteRows)]
+    return action
+
+
+def test_int_to_bigint_on_spark_35_is_a_rewrite_into_a_delta_table_as_declared_run_only_when_allowed():
     want = _want(COLUMNS[0], Column("qty", "bigint"), COLUMNS[2], properties={"delta.enableTypeWidening": "true"})
-    [step] = _plan(want, release=SPARK_35).steps
-    assert step.blocked == ("changing the type of qty from int to bigint is not supported in place: the Delta release "
-                            "Spark 3.5 runs does not widen it in place (Delta 4 on Spark 4 widens it); Delta changes it "
-                            "in place only as its protocol allows, and schemaflow rewrites no Delta table (its files and "
-                            "log are Delta's): create a new Delta table as declared, copy the rows (CREATE TABLE new "
-                            "USING delta ... AS SELECT ... FROM old) and swap the names outside schemaflow")
+    [blocked] = _plan(want, release=SPARK_35).steps
+    assert blocked.kind == "rewrite_table" and blocked.blocked == REWRITE_BLOCK
+    [step] = _plan(want, release=SPARK_35, allow_destructive=True).steps
+    assert not step.blocked and step.destructive
+    assert step.summary == ("rewrite table db.orders: type of qty int -> bigint, which the Delta release Spark 3.5 runs "
+                            "does not widen in place (Delta 4 on Spark 4 widens it)")
+    rows = _rewrite_rows(step)
+    # The guard: the copy starts only on the log version read, of the table read.
+    assert (rows.log_version, rows.table_id, rows.delta) == (7, "0b6f-id", True)
+    assert "on top of Delta log version 7 of table 0b6f-id: a commit to db.orders since the plan stops it" in "".join(
+        step.notes)
+    # Copied whole, in slices: a Delta table's partitions are its log's, not the metastore's.
+    assert "the whole table in slices of its rows" in step.notes[0]
+    # Created through delta-spark as declared: its properties, the protocol settings among them, in its first commit.
+    assert rows.create == ("CREATE TABLE `db`.`orders_rewrite_` (\n  `id` bigint COMMENT 'Order id',\n  `qty` bigint,\n"
+                           "  `note` string,\n  `ds` string\n)\nUSING delta\nPARTITIONED BY (`ds`)\n"
+                           "TBLPROPERTIES ('schemaflow.version' = ${claim}, 'delta.enableTypeWidening' = 'true')")
+    assert "TRY_CAST(`qty` AS BIGINT) AS `qty`" in rows.copy
+    hazards = "\n".join(step.hazards)
+    assert "type widening (delta.enableTypeWidening, protocol reader 3, writer 7" in hazards
+    assert ("db.orders is a new Delta table from the cut-over on (another table id, its log begun again at version 0): "
+            "its history (DESCRIBE HISTORY, time travel, the change data feed) stays with db.orders_backup_") in hazards
+    assert RewriteRows.from_data(rows.to_data()) == rows
+    # What the live table has that no file declares is not the new table's: said, with where it stays.
+    live = replace(LIVE, properties={"delta.enableChangeDataFeed": "true", "schemaflow.managed_properties": ""})
+    [step] = _plan(want, live, release=SPARK_35, allow_destructive=True).steps
+    assert ("properties delta.enableChangeDataFeed: the live table's, which no file declares, are not the new table's "
+            "(they stay with db.orders_backup_): declare those it keeps") in step.hazards
 
 
-def test_a_narrowing_and_other_partition_columns_are_blocked():
-    want = _want(Column("id", "int", "Order id"), *COLUMNS[1:], partition_columns=(Column("day", "date"),))
-    summaries = [s.summary for s in _plan(want).steps]
-    assert summaries == ["changing the partition columns (ds) -> (day) on db.orders",
-                         "changing the type of id from bigint to int on db.orders"]
+def test_a_narrowing_and_other_partition_columns_are_one_rewrite_renames_and_drops_in_it_without_column_mapping():
+    want = _want(Column("id", "int", "Order id"), Column("quantity", "int"), Column("ds", "string"),
+                 partition_columns=(Column("note", "string"),))
+    rename = Migration("0002", "", (RenameColumn("db.orders", "qty", "quantity"),))
+    [step] = _plan(want, migrations=(rename,), allow_destructive=True).steps
+    assert step.summary == ("rewrite table db.orders: partition columns (ds) -> (note); type of id bigint -> int, which "
+                            "the Delta release Spark 4.0 runs does not widen in place")
+    assert "SELECT TRY_CAST(`id` AS INT) AS `id`, `qty` AS `quantity`, `ds` AS `ds`, `note` AS `note`" in _rewrite_rows(
+        step).copy
+    assert "column qty: renamed to quantity" in step.values
+
+
+def test_an_external_delta_table_is_not_rewritten_and_column_mapping_turned_off_blocks_the_rewrite():
+    want = _want(*COLUMNS, Column("ds", "string"), partition_columns=())
+    outside = dict(external=True, location="s3://lake/orders")
+    [external] = _plan(replace(want, **outside), replace(LIVE, **outside), allow_destructive=True).steps  # type: ignore[arg-type]
+    assert external.blocked and "schemaflow rewrites no external table" in external.blocked
+    mapped = replace(LIVE, delta=MAPPED, properties={"delta.columnMapping.mode": "name"})
+    [off] = _plan(replace(want, properties={"delta.columnMapping.mode": "none"}), mapped, allow_destructive=True).steps
+    assert off.blocked and "column mapping stays once on" in off.blocked
 
 
 def test_a_table_becoming_delta_is_not_converted_in_place():

@@ -181,6 +181,13 @@ class RecordingTarget:
         self.guards.append(expected)
         return log_version + len(statements) + bool(stamp)
 
+    def rewrite_delta(self, key: str, table: Table, create: str, columns: Sequence[Filled], staging: str,
+                      backup: str, expected: str | None, version: str | None, claim: str, log_version: int | None,
+                      table_id: str | None, records: Mapping[str, str]) -> None:
+        self.actions.append(RewriteRows(table, tuple(columns), staging, backup, records=dict(records),
+                                        log_version=log_version, table_id=table_id))
+        self.guards.append(expected)
+
     def after_apply(self, changed: Sequence[str]) -> list[str]:
         """A recorder caches nothing: nothing follows."""
         return []
@@ -390,10 +397,16 @@ class Run:
             case RewriteRows():
                 # The new table is born with the run's claim, and takes the name: the step's stamp is guarded by it.
                 token = self.tokens[action.object]
-                writer.rewrite_table(action.object, action.table, ddl.fill_claim(action.create, token), action.columns,
-                                     action.staging, action.backup, self.held.get(action.object),
-                                     self.guards.get(action.object), token, action.registrable,
-                                     fill_applied_at(action.records, now))
+                if action.delta:
+                    _delta_writer(writer).rewrite_delta(
+                        action.object, action.table, ddl.fill_claim(action.create, token), action.columns,
+                        action.staging, action.backup, self.held.get(action.object), self.guards.get(action.object),
+                        token, action.log_version, action.table_id, fill_applied_at(action.records, now))
+                else:
+                    writer.rewrite_table(action.object, action.table, ddl.fill_claim(action.create, token),
+                                         action.columns, action.staging, action.backup, self.held.get(action.object),
+                                         self.guards.get(action.object), token, action.registrable,
+                                         fill_applied_at(action.records, now))
                 self.held[action.object] = token
             case RegisterTableAction():
                 if not isinstance(writer, Registering):
@@ -447,7 +460,8 @@ def _delta_writer(writer: CatalogWriter) -> DeltaWriting:
 def refuse_delta_actions(plan: Plan, writer: CatalogWriter) -> None:
     """Refuse a plan that changes a Delta table, before its first step, where ``writer`` cannot commit to a Delta
     table's log (its backend does not, or its engine has no delta-spark): saying what to configure."""
-    delta = next((a for step in plan.steps for a in step.actions if isinstance(a, DeltaCreate | DeltaAlter)), None)
+    delta = next((a for step in plan.steps for a in step.actions
+                  if isinstance(a, DeltaCreate | DeltaAlter) or isinstance(a, RewriteRows) and a.delta), None)
     if delta is None:
         return
     reason = (writer.delta_unavailable() if isinstance(writer, DeltaWriting)

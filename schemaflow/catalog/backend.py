@@ -251,6 +251,14 @@ class DeltaWriting(Protocol):
         version of its last commit. A commit by another writer since is ``ConcurrentChange`` with nothing of that
         statement applied; any failure says which statements landed (their versions) and which did not."""
 
+    def rewrite_delta(self, key: str, table: Table, create: str, columns: Sequence[Filled], staging: str,
+                      backup: str, expected: str | None, version: str | None, claim: str, log_version: int | None,
+                      table_id: str | None, records: Mapping[str, str]) -> None:
+        """``rewrite_table`` of the Delta table ``key``: ``create`` (``CREATE TABLE ... USING delta``) through
+        delta-spark, the copy starting only while the log is the table ``table_id`` at ``log_version`` (None: only
+        the cut-over is left), else ``ConcurrentChange`` with nothing done; after the renames, what the engine keeps
+        of the logs by their folders is dropped (both folders now hold other tables' logs)."""
+
 
 @dataclass(frozen=True)
 class StoredFunction:

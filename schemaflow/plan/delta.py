@@ -1,19 +1,27 @@
 """How a Delta table changes: through the engine's statements (delta-spark), each a commit to its log, as its
-protocol allows.
+protocol allows; what it cannot change in place, by a rewrite.
 
 A Delta table's schema, properties and protocol are in its log (``_delta_log``), read into the live ``Table`` and
 its ``DeltaState``. Columns are added, re-commented and moved in place on any Delta table. A rename or a drop
 needs column mapping (``delta.columnMapping.mode`` name or id: readers then find a column by the physical name the
 log gives it): with it live, or declared, the rename or drop runs; without either it is blocked with what to
 declare. A type changes in place only by Delta's type widening (``delta.enableTypeWidening``), live or declared,
-and only as the Delta release the Spark release runs widens (``widens``); anything else (a narrowing, another
-type, other partition columns) would need the rows rewritten, which schemaflow does not do to a Delta table
-(its rewrite swaps metastore entries, and a Delta table's files and log are its own): blocked with the reason.
+and only as the Delta release the Spark release runs widens (``widens``).
+
+What Delta cannot do in place (a narrowing or another type, a widening the release's Delta does not do, other
+partition columns) is a rewrite (``plan.rewrite``), as for other tables, run only when allowed: the staging table
+is a Delta table created through delta-spark as declared (columns, partition columns, properties and the protocol
+settings declared, in its first commit), filled from the live rows by the rewrite's ``INSERT ... SELECT``, verified,
+and swapped in by the guarded renames of the metastore's entries; the live table is kept as the backup, its log and
+history with it. The rest of the change (renames and drops, widenings) goes into the same rewrite: a new table needs
+no column mapping for them. Its guard is the log: the copy starts only on the version the plan read, and a commit a
+writer makes during the copy is copied again (``catalog.hive.rewrite``). An external Delta table is not rewritten.
 
 Turning column mapping or type widening on, raising the protocol versions, or turning a table feature on is a
 step of its own before the changes that need it (``DELTA_PROTOCOL``): it cannot be undone for the readers it
-stops, so its hazards name them. Turning column mapping off, or lowering a protocol version, is refused: Delta
-does it by rewriting the table and truncating its history, after a retention wait.
+stops, so its hazards name them (a rewrite's new table that turns them on says the same). Turning column mapping
+off, or lowering a protocol version, is refused: Delta does it by rewriting the table and truncating its history,
+after a retention wait.
 
 Renames and drops still come from ``migrations/``, as for every table: a diff cannot tell a rename from a drop
 and an add. Every action carries the log version the plan read: apply commits only on top of it.
@@ -23,9 +31,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from schemaflow.model import DeltaState, Migration, Table
+from schemaflow.model import SCHEMAFLOW_PREFIX, DeltaState, Migration, Table
 from schemaflow.plan.evolution import CommittedColumnChange, ColumnListChange, Evolution, Problem, evolve
+from schemaflow.plan.iceberg import backup_name
 from schemaflow.plan.kinds import ObjectType, StepKind
+from schemaflow.plan.rewrite import INCONVERTIBLE, RewriteTable, flat, inconvertible, rewritten_values
 from schemaflow.plan.steps import DeltaAlter, Step
 from schemaflow.spark_version import SparkVersion, spark_name, spark_version
 from schemaflow.spec.delta import FEATURE
@@ -48,9 +58,8 @@ _WIDENING_READERS = ("readers without the typeWidening table feature (Delta Lake
                      "write its rows")
 _ONE_WAY = ("one way: turning it off again rewrites the table and needs Delta's retention wait and TRUNCATE "
             "HISTORY, which schemaflow does not do")
-_REWRITE = ("Delta changes it in place only as its protocol allows, and schemaflow rewrites no Delta table (its "
-            "files and log are Delta's): create a new Delta table as declared, copy the rows (CREATE TABLE new USING "
-            "delta ... AS SELECT ... FROM old) and swap the names outside schemaflow")
+_BY_HAND = ("create a new Delta table as declared, copy the rows (CREATE TABLE new USING delta ... AS SELECT ... FROM "
+            "old) and swap the names outside schemaflow")
 _INTEGERS = ("tinyint", "smallint", "int", "bigint")
 # The settings that turn a table feature on (Delta's TableFeature of each), and the value that does.
 _FEATURE_SETTINGS = {"delta.appendOnly": ("appendOnly", "true"), "delta.enableChangeDataFeed": ("changeDataFeed", "true"),
@@ -96,22 +105,7 @@ class DeltaProtocol:
     reshapes = False
 
     def to_step(self) -> Step:
-        hazards = []
-        if self.set.get(MAPPING) in _MAPPED:
-            hazards.append(f"column mapping ({MAPPING} = {self.set[MAPPING]}, protocol reader 2, writer 5): "
-                           f"{_MAPPING_READERS}; {_ONE_WAY}")
-        if self.set.get(WIDENING) == "true":
-            hazards.append(f"type widening ({WIDENING}, protocol reader 3, writer 7, feature typeWidening): "
-                           f"{_WIDENING_READERS}; {_ONE_WAY}")
-        features = sorted({k[len(FEATURE):] for k in self.set if k.startswith(FEATURE)} | {
-            _FEATURE_SETTINGS[k][0] for k, v in self.set.items() if k in _FEATURE_SETTINGS})
-        if features:
-            hazards.append(f"table feature {', '.join(features)}: Delta readers and writers without it stop reading or "
-                           "writing the table; a feature, once on, stays in the protocol")
-        if not hazards and (READER in self.set or WRITER in self.set):
-            hazards.append(f"protocol reader {self.set.get(READER, self.state.min_reader_version)}, writer "
-                           f"{self.set.get(WRITER, self.state.min_writer_version)}: Delta readers and writers of a lower "
-                           "protocol stop reading or writing the table; a protocol version only goes up")
+        hazards = _protocol_hazards(self.set, self.state)
         values = tuple(value_change(k, self.was.get(k), v) for k, v in sorted(self.set.items()))
         action = DeltaAlter(self.key, self.state.log_version, self.state.table_id, set=dict(sorted(self.set.items())))
         return Step(StepKind.DELTA_PROTOCOL, self.key, ObjectType.TABLE,
@@ -168,6 +162,27 @@ class AlterDeltaTable(CommittedColumnChange):
                     hazards=tuple(hazards), destructive=self.destructive, values=values)
 
 
+def _protocol_hazards(settings: Mapping[str, str], state: DeltaState) -> list[str]:
+    """What turning ``settings`` on does to the readers and writers of a Delta table whose protocol ``state`` gives."""
+    hazards = []
+    if settings.get(MAPPING) in _MAPPED:
+        hazards.append(f"column mapping ({MAPPING} = {settings[MAPPING]}, protocol reader 2, writer 5): "
+                       f"{_MAPPING_READERS}; {_ONE_WAY}")
+    if settings.get(WIDENING) == "true":
+        hazards.append(f"type widening ({WIDENING}, protocol reader 3, writer 7, feature typeWidening): "
+                       f"{_WIDENING_READERS}; {_ONE_WAY}")
+    features = sorted({k[len(FEATURE):] for k in settings if k.startswith(FEATURE)} | {
+        _FEATURE_SETTINGS[k][0] for k, v in settings.items() if k in _FEATURE_SETTINGS})
+    if features:
+        hazards.append(f"table feature {', '.join(features)}: Delta readers and writers without it stop reading or "
+                       "writing the table; a feature, once on, stays in the protocol")
+    if not hazards and (READER in settings or WRITER in settings):
+        hazards.append(f"protocol reader {settings.get(READER, state.min_reader_version)}, writer "
+                       f"{settings.get(WRITER, state.min_writer_version)}: Delta readers and writers of a lower "
+                       "protocol stop reading or writing the table; a protocol version only goes up")
+    return hazards
+
+
 def _moves(current: list[str], wanted: list[str]) -> tuple[tuple[str, str | None], ...]:
     """The moves (column, after which; None: first) that put ``current`` in the order of ``wanted``, in order."""
     order, moves = list(current), []
@@ -179,22 +194,27 @@ def _moves(current: list[str], wanted: list[str]) -> tuple[tuple[str, str | None
     return tuple(moves)
 
 
-def delta_changes(want: Table, have: Table, migrations: Sequence[Migration],
-                  release: SparkVersion | None = None) -> tuple[DeltaProtocol | AlterDeltaTable, ...] | tuple[Problem, ...]:
+def delta_changes(want: Table, have: Table, migrations: Sequence[Migration], release: SparkVersion | None = None
+                  ) -> tuple[DeltaProtocol | AlterDeltaTable, ...] | tuple[RewriteTable] | tuple[Problem, ...]:
     """What turns the live Delta table ``have`` into the declared ``want``: a protocol step first where the changes
-    need one, then the changes; or why they cannot be made in place. ``release``: the Spark release apply runs with
-    (None: the installed pyspark's, else the project's)."""
+    need one, then the changes; a rewrite where Delta cannot make them in place; or why they cannot be made.
+    ``release``: the Spark release apply runs with (None: the installed pyspark's, else the project's)."""
     state = have.delta
     if state is None:
         return (Problem("changing it", "its Delta log was not read: plan against the catalog, where the log is read"),)
-    evolution = evolve(have, want, migrations, type_rule=False, by_id=True)
+    # Other partition columns are a rewrite, which moves the rows by name: a column may move between the data and
+    # the partition columns.
+    keys_change = [c.name for c in want.partition_columns] != [c.name for c in have.partition_columns]
+    evolution = evolve(flat(have) if keys_change else have, flat(want) if keys_change else want, migrations,
+                       type_rule=False, by_id=True)
     if evolution.problems:
         return evolution.problems
     declared, live = want.properties, have.properties
     problems = _protocol_problems(declared, live, state)
-    if [(c.name, c.type) for c in want.partition_columns] != [(c.name, c.type) for c in have.partition_columns]:
-        problems.append(Problem(f"changing the partition columns {listed([c.name for c in have.partition_columns])} -> "
-                                f"{listed([c.name for c in want.partition_columns])}", _REWRITE))
+    release = release or spark_version()
+    reasons = _rewritten(want, have, evolution, release)
+    if reasons:
+        return tuple(problems) or _rewrite(want, have, evolution, reasons, state)
     mapping = state.column_mapping in _MAPPED or declared.get(MAPPING) in _MAPPED
     if (evolution.renamed or evolution.dropped) and not mapping:
         what = [f"rename {old} to {new}" for old, new in evolution.renamed] + [f"drop {n}" for n in evolution.dropped]
@@ -202,23 +222,16 @@ def delta_changes(want: Table, have: Table, migrations: Sequence[Migration],
             "; ".join(what),
             f"Delta renames and drops a column only with column mapping: declare {MAPPING}: name under 'properties:' "
             f"(the plan turns it on first, protocol reader 2, writer 5, as a step of its own: {_MAPPING_READERS})"))
-    release = release or spark_version()
     widening = (WIDENING in live and live[WIDENING] == "true") or declared.get(WIDENING) == "true" or any(
         f.startswith("typeWidening") for f in state.reader_features)
-    for column, old, new in evolution.retyped:
-        if not widens(old, new, release):
-            also = (" (Delta 4 on Spark 4 widens it)" if widens(old, new, (4, 0)) else "")
-            problems.append(Problem(f"changing the type of {column} from {old} to {new}",
-                                    f"the Delta release {spark_name(release)} runs does not widen it in place{also}; "
-                                    + _REWRITE))
-        elif not widening:
-            problems.append(Problem(f"changing the type of {column} from {old} to {new}",
-                                    f"Delta widens a type only with type widening on: declare {WIDENING}: 'true' "
-                                    f"under 'properties:' (the plan turns it on first, protocol reader 3, writer 7: "
-                                    f"{_WIDENING_READERS})"))
+    if evolution.retyped and not widening:
+        problems += [Problem(f"changing the type of {column} from {old} to {new}",
+                             f"Delta widens a type only with type widening on: declare {WIDENING}: 'true' under "
+                             f"'properties:' (the plan turns it on first, protocol reader 3, writer 7: "
+                             f"{_WIDENING_READERS})") for column, old, new in evolution.retyped]
     if problems:
         return tuple(problems)
-    protocol = {k: v for k, v in declared.items() if _raises(k, v) and live.get(k) != v}
+    protocol = _protocol(declared, live)
     protocol |= _versions(protocol, live, state)
     changes: list[DeltaProtocol | AlterDeltaTable] = []
     if protocol:
@@ -227,6 +240,53 @@ def delta_changes(want: Table, have: Table, migrations: Sequence[Migration],
     if evolution.kind is not ColumnListChange.SAME or others or want.comment != have.comment:
         changes.append(AlterDeltaTable(want.key, evolution, want, have, state, others))
     return tuple(changes)
+
+
+def _rewritten(want: Table, have: Table, evolution: Evolution, release: SparkVersion) -> list[str]:
+    """What Delta cannot change in place, which a rewrite makes: other partition columns, a type the Delta release
+    on ``release`` does not widen."""
+    reasons = []
+    if [(c.name, c.type) for c in want.partition_columns] != [(c.name, c.type) for c in have.partition_columns]:
+        reasons.append(f"partition columns {listed([c.name for c in have.partition_columns])} -> "
+                       f"{listed([c.name for c in want.partition_columns])}")
+    for column, old, new in evolution.retyped:
+        if not widens(old, new, release):
+            also = " (Delta 4 on Spark 4 widens it)" if widens(old, new, (4, 0)) else ""
+            reasons.append(f"type of {column} {old} -> {new}, which the Delta release {spark_name(release)} runs does "
+                           f"not widen in place{also}")
+    return reasons
+
+
+def _rewrite(want: Table, have: Table, moved: Evolution, reasons: Sequence[str],
+             state: DeltaState) -> tuple[RewriteTable] | tuple[Problem, ...]:
+    """The Delta table ``have`` made anew as ``want`` by a rewrite (``plan.rewrite``), since ``reasons``, its rows
+    moved by name as ``moved`` says: the staging table a Delta table created through delta-spark with the declared
+    columns, partition columns and properties (its protocol settings among them); or why it cannot be."""
+    what = "; ".join(reasons)
+    if have.external:
+        return (Problem(what, "an external Delta table's files and log are whoever wrote them there's, and schemaflow "
+                              f"rewrites no external table: {_BY_HAND}"),)
+    stuck = inconvertible(want, have, moved)
+    if stuck:
+        return tuple(Problem(f"changing the type of {f.column} from {f.old_type} to {f.type}", INCONVERTIBLE)
+                     for f in stuck)
+    protocol = _protocol(want.properties, have.properties)
+    hazards = _protocol_hazards(protocol | _versions(protocol, have.properties, state), state)
+    undeclared = sorted(k for k in have.properties if k not in want.properties and not k.startswith(SCHEMAFLOW_PREFIX))
+    if undeclared:
+        hazards.append(f"properties {', '.join(undeclared)}: the live table's, which no file declares, are not the new "
+                       f"table's (they stay with {backup_name(want.key)}): declare those it keeps")
+    hazards.append(f"{want.key} is a new Delta table from the cut-over on (another table id, its log begun again at "
+                   f"version 0): its history (DESCRIBE HISTORY, time travel, the change data feed) stays with "
+                   f"{backup_name(want.key)}, and a streaming query reading {want.key} fails until it starts again "
+                   "from a new checkpoint")
+    return (RewriteTable(want.key, want, have, (what,), moved, values=rewritten_values(want, have, dict(moved.renamed)),
+                         delta=state, kind_hazards=tuple(hazards)),)
+
+
+def _protocol(declared: Mapping[str, str], live: Mapping[str, str]) -> dict[str, str]:
+    """The declared settings that raise the protocol or turn a feature on, where the live table differs."""
+    return {k: v for k, v in declared.items() if _raises(k, v) and live.get(k) != v}
 
 
 def _raises(key: str, value: str) -> bool:

@@ -13,7 +13,6 @@ what not even a rewrite makes (an external table's files, its location) is repor
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import assert_never
 
 from schemaflow.model import Catalog, Column, Migration, Object, Partitions, Table, View
@@ -25,25 +24,20 @@ from schemaflow.plan.hazards import unexplained_hazards
 from schemaflow.plan.kinds import ObjectType
 from schemaflow.plan.delta import delta_changes
 from schemaflow.plan.iceberg import ConvertToIceberg, backup_name, conversion, iceberg_change, staging_name
-from schemaflow.plan.rewrite import RewriteTable, by_copying, flat, registrable_copy, restore_name
-from schemaflow.sql.rewrite import convertible, filling
+from schemaflow.plan.rewrite import (INCONVERTIBLE, RewriteTable, by_copying, column_values, flat, inconvertible,
+                                     registrable_copy, restore_name, rewritten_values)
 from schemaflow.sql.storage import SCHEMA_FROM_SERDE, same_location
 from schemaflow.spark_version import SparkVersion
 from schemaflow.sql.table_kinds import DELTA, ColumnChanges, Resolution, TableKind, kind_of, table_kind
 from schemaflow.sql.ddl import stores_view, view_text
 from schemaflow.sql.views import normalize_sql
 from schemaflow.sql.types import nests_char_or_varchar
-from schemaflow.wording import listed, value_change
+from schemaflow.wording import listed
 
 # --allow-destructive does not unblock such a change: it allows the drop of an object no file declares.
 _RECREATE_FROM_FILES = ("re-create it (remove its file and apply with --allow-destructive, which drops it and its "
                         "data, then add the file back)")
 RECREATE = _RECREATE_FROM_FILES + ", or create a new table and copy the data"
-
-
-_INCONVERTIBLE = ("a rewrite converts a nested value only to a type of the same shape (Spark casts a struct only to "
-                  "one of as many fields): add a column of the new type and fill it outside schemaflow, then drop the "
-                  "old one with a migration")
 
 
 def diff(desired: Catalog, live: Catalog, type_rule: bool = True, release: SparkVersion | None = None) -> list[Change]:
@@ -157,14 +151,13 @@ def diff_table(want: Table, have: Table, migrations: Sequence[Migration] = (), t
         if not moved.problems and have.external:
             return [Unsupported(key, ObjectType.TABLE, "; ".join(reasons), "an external table's files are not rewritten by "
                                 "schemaflow: " + RECREATE), *comment]
-        stuck = [f for f in filling(want, have, {new: old for old, new in moved.renamed})
-                 if f.cast and f.old_type and not convertible(f.old_type, f.type)]
+        stuck = inconvertible(want, have, moved)
         if not moved.problems and stuck:
             return [Unsupported(key, ObjectType.TABLE, "; ".join(f"change type of {f.column} from {f.old_type} to {f.type}"
-                                                        for f in stuck), _INCONVERTIBLE), *comment]
+                                                        for f in stuck), INCONVERTIBLE), *comment]
         if not moved.problems:
             return [RewriteTable(key, want, have, tuple(reasons), moved,
-                                 values=_rewritten_values(want, have, dict(moved.renamed)))]
+                                 values=rewritten_values(want, have, dict(moved.renamed)))]
         evolution = moved
     settings = _settings_change(want, have)
     if evolution.problems:
@@ -184,30 +177,6 @@ def diff_table(want: Table, have: Table, migrations: Sequence[Migration] = (), t
         case _:
             assert_never(columns)
     return changes + comment
-
-
-def column_values(old: Sequence[Column], new: Sequence[Column]) -> tuple[str, ...]:
-    """Each difference between two column lists by name, as a plan shows a value: "type of a: x -> y"."""
-    before, after = {c.name: c for c in old}, {c.name: c for c in new}
-    values = [value_change(f"{what} of column {name}", getattr(before[name], what), getattr(column, what))
-              for name, column in after.items() if name in before for what in ("type", "comment")
-              if getattr(before[name], what) != getattr(column, what)]
-    values += [f"column {name}: (none) -> {column.type}" for name, column in after.items() if name not in before]
-    values += [f"column {name}: {column.type} -> (none)" for name, column in before.items() if name not in after]
-    if [n for n in before if n in after] != [n for n in after if n in before]:
-        values.append(f"order: {', '.join(before)} -> {', '.join(after)}")
-    return tuple(values)
-
-
-def _rewritten_values(want: Table, have: Table, renamed: dict[str, str]) -> tuple[str, ...]:
-    """What a rewrite's new definition changes of the columns (each renamed one under its new name), the comment
-    and the properties, as a plan shows values."""
-    properties = tuple(value_change(k, have.properties.get(k), want.properties.get(k))
-                       for k in sorted(want.properties) if have.properties.get(k) != want.properties[k])
-    comment = (value_change("comment", have.comment, want.comment),) if want.comment != have.comment else ()
-    names = tuple(f"column {old}: renamed to {new}" for old, new in sorted(renamed.items()))
-    columns = tuple(replace(c, name=renamed.get(c.name, c.name)) for c in have.all_columns)
-    return names + column_values(columns, want.all_columns) + comment + properties
 
 
 def _iceberg(want: Table, have: Table, had: TableKind | None, migrations: Sequence[Migration], type_rule: bool,

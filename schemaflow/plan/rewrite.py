@@ -22,18 +22,22 @@ its rewrite is not planned (a later change may move them).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from schemaflow.model import CHUNK_SECONDS, COPY_RATE, MOST_CHUNKS, Stored, Table
+from schemaflow.model import CHUNK_SECONDS, COPY_RATE, MOST_CHUNKS, Column, DeltaState, Stored, Table
 from schemaflow.plan.evolution import ColumnChange, Evolution, evolve
 from schemaflow.plan.hazards import rewrite_hazards
 from schemaflow.plan.iceberg import backup_name, staging_name
 from schemaflow.plan.kinds import ObjectType, StepKind
 from schemaflow.plan.steps import IcebergCommit, RewriteRows, Step
-from schemaflow.sql.rewrite import filling, one_to_one
-from schemaflow.wording import duration, plural, size
+from schemaflow.sql.rewrite import Filled, convertible, filling, one_to_one
+from schemaflow.sql.table_kinds import table_kind
+from schemaflow.wording import duration, plural, size, value_change
 
+INCONVERTIBLE = ("a rewrite converts a nested value only to a type of the same shape (Spark casts a struct only to "
+                 "one of as many fields): add a column of the new type and fill it outside schemaflow, then drop the "
+                 "old one with a migration")
 REWRITE_BLOCK = ("a rewrite copies every row of the table into a new one: plan with --allow-destructive (in a pull "
                  "request, the schemaflow-allow-destructive label) to run it")
 
@@ -93,6 +97,8 @@ class RewriteTable(ColumnChange):
     cores: int | None = None                 # what the configured master copies on; None: not known
     iceberg: Table | None = None             # converting by copying: the Iceberg table, ``want`` its Parquet copy
     records: Mapping[str, str] = field(default_factory=dict)  # the migration records its cut-over writes
+    delta: DeltaState | None = None          # a Delta table's log as read: the copy starts only on its version
+    kind_hazards: tuple[str, ...] = ()       # what the new table of its kind does to readers (``plan.delta``)
     object_type = ObjectType.TABLE
     reshapes = True
     destructive = True                       # it moves every row: run only when allowed
@@ -122,8 +128,10 @@ class RewriteTable(ColumnChange):
             bound = f"{size(COPY_RATE * CHUNK_SECONDS * self.cores)} on {plural(self.cores, 'core')}; " if (
                 self.cores) else ""
             each = f"at most about {duration(CHUNK_SECONDS)} of copying each ({bound}what a stop loses at most)"
-            by_partition = one_to_one(columns, [c.name for c in self.want.partition_columns],
-                                      [c.name for c in self.have.partition_columns])
+            # A table whose partitions the metastore does not hold (its own metadata does) is copied whole.
+            kind = table_kind(self.have.format, self.have.data_source)
+            by_partition = not (kind and kind.own_metadata) and one_to_one(
+                columns, [c.name for c in self.want.partition_columns], [c.name for c in self.have.partition_columns])
             chunks = (f"partition by partition, in chunks of {each}, and compares what each chunk wrote with what the "
                       "copy holds" if by_partition else
                       f"the whole table in slices of its rows (a row's by a hash of its values), {each}"
@@ -134,6 +142,10 @@ class RewriteTable(ColumnChange):
                          f"untouched. Progress is journaled on {staging}: a stopped apply is resumed from its first "
                          "unfinished chunk, and what is written to the table meanwhile is copied again before the "
                          "cut-over")
+        if self.delta is not None and not self.resumed:
+            notes.append(f"on top of Delta log version {self.delta.log_version} of table {self.delta.table_id}: a "
+                         f"commit to {key} since the plan stops it before anything is copied; each round of the copy "
+                         "reads the log's version, and one a writer committed during the copy is copied again")
         if self.stored is not None and not self.resumed:
             notes.append(reads(key, self.stored, self.cores))
         notes.append(f"cut-over: {key} is renamed to {backup}, then {staging} to {key}; readers see the old table "
@@ -152,9 +164,12 @@ class RewriteTable(ColumnChange):
         dropped = sorted({c.name for c in self.have.all_columns} - {f.source for f in columns})
         if dropped and not self.resumed:
             notes.append(f"not copied: {', '.join(dropped)} (its values stay in {backup})")
-        hazards = () if self.resumed else rewrite_hazards(key, self.want, self.have, columns, backup, staging)
+        hazards = () if self.resumed else (*rewrite_hazards(key, self.want, self.have, columns, backup, staging),
+                                           *self.kind_hazards)
+        log = self.delta if not self.resumed else None
         rows = RewriteRows(self.want, columns, staging, backup, self.resumed, registrable=self.iceberg is not None,
-                           records=self.records)
+                           records=self.records, log_version=log.log_version if log else None,
+                           table_id=log.table_id if log else None)
         if self.iceberg is None:
             return Step(StepKind.REWRITE_TABLE, key, ObjectType.TABLE, f"rewrite table {key}: {'; '.join(self.reasons)}",
                         (rows,), notes=tuple(notes), hazards=hazards, destructive=True, values=self.values)
@@ -174,3 +189,34 @@ def by_copying(key: str, want: Table, have: Table, why: str) -> RewriteTable:
 def flat(table: Table) -> Table:
     """``table`` with its partition columns among its columns, as a rewrite moves its rows."""
     return replace(table, columns=table.all_columns, partition_columns=())
+
+
+def inconvertible(want: Table, have: Table, moved: Evolution) -> list[Filled]:
+    """The columns of ``want`` a rewrite of ``have`` (its rows moved as ``moved`` says) cannot fill: a cast Spark does
+    not make (``sql.rewrite.convertible``)."""
+    return [f for f in filling(want, have, {new: old for old, new in moved.renamed})
+            if f.cast and f.old_type and not convertible(f.old_type, f.type)]
+
+
+def column_values(old: Sequence[Column], new: Sequence[Column]) -> tuple[str, ...]:
+    """Each difference between two column lists by name, as a plan shows a value: "type of a: x -> y"."""
+    before, after = {c.name: c for c in old}, {c.name: c for c in new}
+    values = [value_change(f"{what} of column {name}", getattr(before[name], what), getattr(column, what))
+              for name, column in after.items() if name in before for what in ("type", "comment")
+              if getattr(before[name], what) != getattr(column, what)]
+    values += [f"column {name}: (none) -> {column.type}" for name, column in after.items() if name not in before]
+    values += [f"column {name}: {column.type} -> (none)" for name, column in before.items() if name not in after]
+    if [n for n in before if n in after] != [n for n in after if n in before]:
+        values.append(f"order: {', '.join(before)} -> {', '.join(after)}")
+    return tuple(values)
+
+
+def rewritten_values(want: Table, have: Table, renamed: dict[str, str]) -> tuple[str, ...]:
+    """What a rewrite's new definition changes of the columns (each renamed one under its new name), the comment
+    and the properties, as a plan shows values."""
+    properties = tuple(value_change(k, have.properties.get(k), want.properties.get(k))
+                       for k in sorted(want.properties) if have.properties.get(k) != want.properties[k])
+    comment = (value_change("comment", have.comment, want.comment),) if want.comment != have.comment else ()
+    names = tuple(f"column {old}: renamed to {new}" for old, new in sorted(renamed.items()))
+    columns = tuple(replace(c, name=renamed.get(c.name, c.name)) for c in have.all_columns)
+    return names + column_values(columns, want.all_columns) + comment + properties

@@ -19,6 +19,7 @@ from schemaflow.plan.kinds import EFFECTS, ActionKind, Effect, ObjectType, StepK
 from schemaflow.plan.readers import ReaderVerdict
 from schemaflow.sql import ddl, rewrite
 from schemaflow.sql.rewrite import MICROS, TIMESTAMP_TYPE, Filled
+from schemaflow.sql.table_kinds import ColumnChanges, kind_of
 from schemaflow.wording import plural
 
 
@@ -694,16 +695,27 @@ class RewriteRows:
     resumed: bool = False            # a stopped run renamed the table already: only the cut-over is left
     registrable: bool = False        # files Iceberg can register: timestamps in microseconds, not Spark's INT96
     records: Mapping[str, str] = field(default_factory=dict)  # the migration records the cut-over's last rename sets
+    # A Delta table's guard: the log version the plan read, of the table (metaData.id) it was; the copy starts only
+    # on that version. None: not a Delta table, or only the cut-over is left.
+    log_version: int | None = None
+    table_id: str | None = None
 
     @property
     def object(self) -> str:
         return self.table.key
 
     @property
+    def delta(self) -> bool:
+        """Whether the table is a Delta table: its staging table is created, and its log read, through delta-spark."""
+        return kind_of(self.table).column_changes is ColumnChanges.DELTA
+
+    @property
     def create(self) -> str:
-        """The CREATE of the staging table, claimed."""
+        """The CREATE of the staging table, claimed; a Delta table's with its declared properties, which its log
+        takes from its first commit (delta-spark writes none into the metastore's entry)."""
         database, name = split_key(self.staging)
-        return ddl.create_table(replace(self.table, database=database, name=name))
+        return ddl.create_table(replace(self.table, database=database, name=name),
+                                self.table.properties if self.delta else None)
 
     @property
     def copy(self) -> str:
@@ -718,11 +730,15 @@ class RewriteRows:
         if self.resumed:
             return (f"-- finish the rewrite of {self.object} (guarded): {self.object} is {self.backup} already; rename "
                     f"the verified copy {self.staging} to {self.object}{recording}")
-        where = f", per partition ({keys}) and column where they differ" if keys else ""
+        where = f", per partition ({keys}) and column where they differ" if keys and not self.delta else ""
+        units = "slices of its rows, its partitions not the metastore's" if self.delta else (
+            "of partitions, where each stays one")
+        guard = (f"-- only on top of Delta log version {self.log_version} of table {self.table_id}\n"
+                 if self.log_version is not None else "")
         micros = (f"-- with {TIMESTAMP_TYPE} = {MICROS} (not INT96), so that Iceberg can register the files\n"
                   if self.registrable else "")
-        return (f"-- rewrite {self.object} through {self.staging}\n{self.create};\n{micros}{self.copy};\n"
-                f"-- run in chunks (of partitions, where each stays one), each verified as it lands: the row count and a "
+        return (f"-- rewrite {self.object} through {self.staging}\n{guard}{self.create};\n{micros}{self.copy};\n"
+                f"-- run in chunks ({units}), each verified as it lands: the row count and a "
                 f"checksum of the rows' values as they are written, against what {self.staging} holds of them"
                 f"{where}{lost}; journaled on {self.staging}, so a stopped apply resumes; what is written to "
                 f"{self.object} meanwhile is copied again\n"
@@ -736,14 +752,18 @@ class RewriteRows:
                              **({"empty_as_null": True} if f.empty_as_null else {})} for f in self.columns],
                 "staging": self.staging, "backup": self.backup, **({"resumed": True} if self.resumed else {}),
                 **({"registrable": True} if self.registrable else {}),
-                **({"records": dict(sorted(self.records.items()))} if self.records else {})}
+                **({"records": dict(sorted(self.records.items()))} if self.records else {}),
+                **({"log_version": self.log_version, "table_id": self.table_id} if self.log_version is not None
+                   else {})}
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> RewriteRows:
         table = from_data(data["table"])
         assert isinstance(table, Table)
+        log_version = data.get("log_version")
         return cls(table, tuple(Filled(**f) for f in data["columns"]), data["staging"], data["backup"],
-                   bool(data.get("resumed", False)), bool(data.get("registrable", False)), dict(data.get("records", {})))
+                   bool(data.get("resumed", False)), bool(data.get("registrable", False)), dict(data.get("records", {})),
+                   None if log_version is None else int(log_version), data.get("table_id"))
 
 
 @dataclass(frozen=True)

@@ -155,6 +155,17 @@ def commit(spark: Any, key: str, location: str, log_version: int, table_id: str 
     return landed[-1] if landed else log_version
 
 
+def check_on(spark: Any, key: str, location: str, expected_version: int, table_id: str) -> None:
+    """Raise ``ConcurrentChange`` unless the log of the Delta table ``key`` at ``location`` is the table ``table_id``
+    at ``expected_version``: what a rewrite checks before it copies (the copy's rounds then see later commits)."""
+    found_id = read_delta_log(location, (location,)).state.table_id
+    if found_id != table_id:
+        raise ConcurrentChange(one_line(key), table_id, found_id, "Delta table id (metaData.id)")
+    found = log_version(spark, location)
+    if found != expected_version:
+        raise ConcurrentChange(one_line(key), str(expected_version), _said(found), WHAT)
+
+
 def log_version(spark: Any, location: str) -> int | None:
     """The version of the latest commit in the log of the Delta table at ``location``; None where there is no
     Delta table there."""

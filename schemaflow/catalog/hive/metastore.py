@@ -309,6 +309,16 @@ class Metastore:
             rewrite.rewrite(self, key, table, create, columns, staging, backup, expected, version, claim, registrable,
                             records)
 
+    def rewrite_delta(self, key: str, table: Table, create: str, columns: Sequence[Filled], staging: str,
+                      backup: str, expected: str | None, version: str | None, claim: str, log_version: int | None,
+                      table_id: str | None, records: Mapping[str, str]) -> None:
+        with self._errors(f"rewriting the Delta table {key}"):
+            if log_version is not None and table_id is not None:
+                with self._holding(key, expected):
+                    delta_commit.check_on(self._delta_session, key, self._delta_location(key), log_version, table_id)
+            rewrite.rewrite(self, key, table, create, columns, staging, backup, expected, version, claim,
+                            records=records)
+
     def restore_table(self, key: str, backup: str, temporary: str, backup_version: str | None, expected: str | None,
                       version: str | None, claim: str) -> None:
         with self._errors(f"restoring the table {key} from {backup}"):

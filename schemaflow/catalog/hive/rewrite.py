@@ -13,6 +13,13 @@ the new one is proved:
    (guarded by the claim), each one ``alter_table``, back to back. A managed table's folder moves with its name, so
    the new table's files end in the table's folder and the backup's in its own.
 
+A Delta table is rewritten the same way (``plan.delta``): its staging table is created through delta-spark (its
+definition and properties in its log's first commit; the entry takes the claim and the marks, which delta-spark never
+writes there), the copy starts only on the log version the plan read (``Metastore.rewrite_delta``), each round's look
+at the table reads its log's version too (a commit that wrote no file is in the log alone), and the renames move each
+table's folder, log and all: its files are found relative to its log, so each table reads as before under its new
+name. After them, delta-spark's logs kept by folder are dropped (both folders hold another table's log now).
+
 A run stopped after the first rename left the name free, the backup marked and the staging table verified: the
 next plan finds them and finishes the cut-over (``plan.diff``).
 
@@ -26,6 +33,8 @@ from typing import Any
 
 from schemaflow.catalog.hive import rewrite_copy
 from schemaflow.catalog.backend import HiveClient
+from schemaflow.catalog.delta_log import is_delta
+from schemaflow.catalog.hive.jvm import jvm_view
 from schemaflow.claims import parse_claim, settled
 from schemaflow.errors import ConcurrentChange, SchemaflowError
 from schemaflow.model import (BACKUP_OF, NO_VERSION, RESTORE_VERSION, REWRITE_OF, SWAPPED_OUT_BY, VERSION_KEY, Table,
@@ -65,8 +74,7 @@ def rewrite(client: HiveClient, key: str, table: Table, create: str, columns: Se
     # Made by this run, or by a stopped one, whose claim it holds: it takes this run's as it takes the name.
     _rename(client, staged, name, staged.getParameters().get(VERSION_KEY), {VERSION_KEY: claim, **records},
             (REWRITE_OF, *rewrite_copy.journal_keys(staged.getParameters())))
-    # Spark keeps what it read of a table by name; both names now hold other tables.
-    client.spark._jsparkSession.sessionState().catalog().invalidateAllCachedTables()
+    _forget(client, is_delta(staged.getParameters()))
 
 
 def restore(client: HiveClient, key: str, backup: str, temporary: str, backup_version: str | None,
@@ -98,7 +106,15 @@ def restore(client: HiveClient, key: str, backup: str, temporary: str, backup_ve
                 ())
     _rename(client, restoring, name, restoring.getParameters().get(VERSION_KEY), {VERSION_KEY: claim},
             (REWRITE_OF, RESTORE_VERSION, SWAPPED_OUT_BY))
+    _forget(client, is_delta(restoring.getParameters()))
+
+
+def _forget(client: HiveClient, delta: bool) -> None:
+    """Drop what the session keeps of tables whose names (and, managed, folders) the renames gave to other tables:
+    Spark's tables by name, and, renaming Delta tables (``delta``), delta-spark's logs by their folders."""
     client.spark._jsparkSession.sessionState().catalog().invalidateAllCachedTables()
+    if delta:
+        jvm_view(client.spark).org.apache.spark.sql.delta.DeltaLog.clearCache()
 
 
 def _rename(client: HiveClient, table: Any, name: str, expected: str | None, set: Mapping[str, str],

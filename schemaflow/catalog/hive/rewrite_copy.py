@@ -47,6 +47,7 @@ from typing import Any, assert_never
 from sqlglot import exp
 
 from schemaflow.catalog.backend import HiveClient
+from schemaflow.catalog.delta_log import is_delta, read_delta_log
 from schemaflow.catalog.hive.jvm import jvm_view
 from schemaflow.catalog.hive.rewrite_rounds import (ROUNDS, Copy, CutOver, Stop, Unit, chunks, next_round, order,
                                                slice_numbers, task_bytes, whole)
@@ -240,7 +241,13 @@ def _prepared(client: HiveClient, plan: Copying, create: str, claim: str, digest
     made = client.retrying(lambda: client.msc.getTable(database, name))
     made.getParameters().put(REWRITE_OF, plan.key)
     made.getParameters().put(PLANNED, digest)
-    client.alter(made, claim)
+    if is_delta(made.getParameters()):
+        # delta-spark writes none of a table's properties into its entry (its claim is in its log): the entry takes
+        # the claim by a plain write, as a created Delta table's does (``Metastore.create_delta``).
+        made.getParameters().put(VERSION_KEY, claim)
+        client.alter(made)
+    else:
+        client.alter(made, claim)
 
 
 def _journal(client: HiveClient, plan: Copying) -> tuple[dict[Unit, str], set[Unit]]:
@@ -333,7 +340,11 @@ def _listing(client: HiveClient, source: Any, by_partition: bool) -> dict[Unit, 
     location = source.getSd().getLocation().rstrip("/")
     if not source.getPartitionKeys():
         found = held(client, location, [location])[location]
-        return {(): (found.bytes, found.digest)}
+        # A Delta table's commits that write no data file (a schema's, a property's) are in its log alone, whose folder
+        # the listing skips (``_delta_log``, as Spark skips ``_`` names): the log's version is part of the fingerprint.
+        logged = (f"|log {read_delta_log(location, (location,)).state.log_version}"
+                  if is_delta(source.getParameters()) else "")
+        return {(): (found.bytes, found.digest + logged)}
     folders = {_unit(p["values"]): p["sd"]["location"].rstrip("/") for p in partitions_data(client, source)}
     if by_partition:
         listed = held(client, location, sorted(set(folders.values())))

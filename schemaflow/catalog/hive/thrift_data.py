@@ -169,7 +169,9 @@ def to_model(data: Mapping[str, Any], storage: Sequence[str | None] = ()) -> Obj
     match LiveSchema.SPARK_COPY if kind is None else kind.live_schema:
         case LiveSchema.OWN_METADATA:
             assert kind is not None  # no kind: Spark's copy
-            return metadata_reader(kind).read(data, storage)
+            # A rewrite's marks are the entry's, whatever keeps the table's schema (a Delta table's rewrite: plan.delta).
+            return replace(metadata_reader(kind).read(data, storage), backup_of=parameters.get(BACKUP_OF),
+                           rewrite_of=parameters.get(REWRITE_OF), swapped_out_by=parameters.get(SWAPPED_OUT_BY))
         case LiveSchema.SPARK_COPY:
             assert provider is not None  # a data source, of a kind or of none
             stored = data_source_storage(provider, sd, parameters)
