@@ -48,11 +48,12 @@ READER, WRITER = "delta.minReaderVersion", "delta.minWriterVersion"
 _MAPPED = ("name", "id")
 # The protocol (reader, writer versions) each setting needs, as Delta raises it when the setting is turned on.
 _NEEDS = {MAPPING: (2, 5), WIDENING: (3, 7)}
-# Who stops reading or writing the table once a setting or feature is on (measured as the issue of Delta tables
-# says: deltalake 1.6 reads the schema of such a table, but not its rows).
+# Who stops reading or writing the table once a setting or feature is on (deltalake 1.6.6 measured through
+# tests/test_reader_rules_delta.py: it reads a column-mapped table of reader version 2, finding columns by their
+# names, and refuses one whose reader features include columnMapping or typeWidening).
 _MAPPING_READERS = ("Delta readers without column mapping (reader version below 2: Delta Lake before 1.2, and "
-                    "other engines' older connectors) stop reading the table; deltalake (delta-rs) refuses to read "
-                    "or write its rows")
+                    "other engines' older connectors) stop reading the table; deltalake (delta-rs) reads its rows "
+                    "with a renamed column NULL, and refuses them once the table lists reader features")
 _WIDENING_READERS = ("readers without the typeWidening table feature (Delta Lake before 3.2 on Spark, older "
                      "connectors of other engines) stop reading the table; deltalake (delta-rs) refuses to read or "
                      "write its rows")
@@ -169,7 +170,8 @@ def _protocol_hazards(settings: Mapping[str, str], state: DeltaState) -> list[st
         hazards.append(f"column mapping ({MAPPING} = {settings[MAPPING]}, protocol reader 2, writer 5): "
                        f"{_MAPPING_READERS}; {_ONE_WAY}")
     if settings.get(WIDENING) == "true":
-        hazards.append(f"type widening ({WIDENING}, protocol reader 3, writer 7, feature typeWidening): "
+        hazards.append(f"type widening ({WIDENING}, protocol reader 3, writer 7, feature typeWidening; "
+                       "typeWidening-preview as Delta 3.2 and 3.3 on Spark 3.5 write it): "
                        f"{_WIDENING_READERS}; {_ONE_WAY}")
     features = sorted({k[len(FEATURE):] for k in settings if k.startswith(FEATURE)} | {
         _FEATURE_SETTINGS[k][0] for k, v in settings.items() if k in _FEATURE_SETTINGS})
