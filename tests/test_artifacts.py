@@ -88,7 +88,7 @@ def test_an_archive_unpacks_once_into_its_top_folder(tmp_path):
 
 def test_the_lock_file_pins_every_set_the_servers_need_by_digest():
     sets = pinned(LOCK_FILE.read_text())
-    assert sorted(sets) == ["delta-spark", "hadoop", "hive-client-4.0", "hive-metastore-3.1", "hive-metastore-4.0",
+    assert sorted(sets) == ["delta-spark", "delta-spark-4.2", "hadoop", "hive-client-4.0", "hive-metastore-3.1", "hive-metastore-4.0",
                             "iceberg-java", "iceberg-rest-server", "postgresql-jdbc"]
     assert [a.path.rsplit("/", 1)[1] for a in sets["delta-spark"]] == ["delta-spark_2.12-3.3.2.jar",
                                                                       "delta-storage-3.3.2.jar"]
