@@ -488,13 +488,19 @@ def test_an_outside_commit_between_plan_and_rewrite_stops_it_before_anything_is_
     assert _lake_shape(location)[1] == ["ds"] and _lake_rows(location) == [(9, 90, "late", "2026-02-01")]
 
 
-def test_a_commit_during_the_copy_is_copied_again_before_the_cut_over(engine: DeltaSpark, metastore_server: str) -> None:
-    uri = metastore_server
-    table = replace(EVENTS, database=WRITTEN_DURING)
+def _one_row_and_qty_as_text(engine: DeltaSpark, uri: str, database: str) -> tuple[Table, str, Table]:
+    """The events table created in ``database`` holding one row, its folder, and the table with ``qty`` a string (a
+    change Delta makes by a rewrite)."""
+    table = replace(EVENTS, database=database)
     _applied(engine, _plan(uri, table))
     engine.sql(f"INSERT INTO {table.key} VALUES (1, 10, 'a', '2026-01-01')")
-    location = _location(engine, "events", WRITTEN_DURING)
     text = replace(table, columns=(table.columns[0], Column("qty", "string"), table.columns[2]))
+    return table, _location(engine, "events", database), text
+
+
+def test_a_commit_during_the_copy_is_copied_again_before_the_cut_over(engine: DeltaSpark, metastore_server: str) -> None:
+    uri = metastore_server
+    table, location, text = _one_row_and_qty_as_text(engine, uri, WRITTEN_DURING)
     plan = _plan(uri, text, allow_destructive=True)
     assert [s.kind for s in plan.steps] == ["rewrite_table"]
 
@@ -524,11 +530,7 @@ def test_a_commit_during_the_copy_is_copied_again_before_the_cut_over(engine: De
 def test_a_rewrite_killed_after_its_copy_and_again_between_its_renames_is_finished_by_the_next_runs(
         engine: DeltaSpark, metastore_server: str) -> None:
     uri = metastore_server
-    table = replace(EVENTS, database=KILLED_REWRITE)
-    _applied(engine, _plan(uri, table))
-    engine.sql(f"INSERT INTO {table.key} VALUES (1, 10, 'a', '2026-01-01')")
-    location = _location(engine, "events", KILLED_REWRITE)
-    text = replace(table, columns=(table.columns[0], Column("qty", "string"), table.columns[2]))
+    table, location, text = _one_row_and_qty_as_text(engine, uri, KILLED_REWRITE)
 
     # Killed once its copy is verified and journaled: the copy stays, claimed by the killed run, the table untouched.
     _killed_at(engine, _plan(uri, text, allow_destructive=True), f"{table.key}: the whole table copied")
