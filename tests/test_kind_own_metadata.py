@@ -18,13 +18,13 @@ from schemaflow.catalog import metadata_readers
 from schemaflow.catalog.metadata_readers import MetadataReader, register_metadata_reader
 from schemaflow.catalog.hive.spark_schema import SPARK_SCHEMA
 from schemaflow.catalog.hive.thrift_data import read_catalog, user_properties
-from schemaflow.model import Catalog, Column, Database, Table, recorded
+from schemaflow.model import Catalog, Column, Database, DeltaState, IcebergState, PartitionField, Table, recorded
 from schemaflow.plan.kinds import StepKind
 from schemaflow.plan.plan import Plan, PlanBuilder
 from schemaflow.scope import unmanageable
 from schemaflow.sql import table_kinds
 from schemaflow.sql.storage import PATH_OPTION
-from schemaflow.sql.table_kinds import (PROVIDER, ColumnChanges, LiveSchema, Resolution, TableKind,
+from schemaflow.sql.table_kinds import (DELTA, ICEBERG, PROVIDER, ColumnChanges, LiveSchema, Resolution, TableKind,
                                         data_source_provider, kind_of, register)
 
 LEDGER = "ledger"
@@ -136,3 +136,40 @@ def test_an_undeclared_live_table_of_the_kind_is_left_alone_unless_the_project_o
     assert unmanageable(table) == ("a table of the kind 'ledger', whose tables no file declares schemaflow leaves "
                                    "alone unless schemaflow.yaml lists it in manage_undeclared")
     assert unmanageable(table, frozenset({LEDGER})) is None
+
+
+@pytest.mark.parametrize("like", [DELTA, ICEBERG])
+def test_a_kind_registered_with_a_table_formats_traits_is_created_changed_and_laid_out_through_them(
+        like: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 59 item 5: how a table is created, how its layout is compared and how it commits are its kind's traits,
+    not its name: a kind registered from outside with Delta's traits is created, altered and re-partitioned as a Delta
+    table is (the engine's commits, a rewrite for other partition columns); one with Iceberg's changes its partition
+    spec by a commit to its own metadata."""
+    monkeypatch.setattr(table_kinds, "_KINDS", dict(table_kinds._KINDS))
+    name = f"outside_{like}"
+    register(replace(kind_of(Table("k", "t", (), format=like, data_source=True)), name=name,
+                     ddl_clause=f"USING {name}"))
+    columns = (Column("id", "bigint"), Column("ds", "string"), Column("v", "int"))
+    state = (dict(delta=DeltaState("/lake/shop/t", 3, "table-id", 1, 2)) if like == DELTA else
+             dict(iceberg=IcebergState("uuid", 0, 0, 0, 2, "/lake/shop/t/metadata/v1.metadata.json"),
+                  properties={"format-version": "2"}))
+    live = Table("shop", "t", columns, format=name, data_source=True, version="v1", **state)
+    declared = replace(live, delta=None, iceberg=None, version=None)
+
+    def steps(want: Table, have: Table | None = live) -> list[tuple[str, str]]:
+        built = PlanBuilder(Catalog(("shop",), {want.key: want}),
+                            Catalog(("shop",), {have.key: have} if have else {}), release=(3, 5),
+                            allow_destructive=True).build()
+        return [(step.kind, step.summary) for step in built.steps]
+
+    added = replace(declared, columns=(*columns, Column("n", "string")))
+    if like == DELTA:
+        assert steps(declared, None) == [(StepKind.CREATE_TABLE, "create Delta table shop.t (3 columns)")]
+        assert steps(added) == [(StepKind.ALTER_DELTA_TABLE, "alter Delta table shop.t: add n string")]
+        assert steps(replace(declared, columns=(columns[0], columns[2]), partition_columns=(columns[1],))) == [
+            (StepKind.REWRITE_TABLE, "rewrite table shop.t: partition columns () -> (ds)")]
+    else:
+        assert steps(declared, None) == [(StepKind.CREATE_TABLE, "create Iceberg table shop.t (3 columns)")]
+        assert steps(added) == [(StepKind.ALTER_ICEBERG_TABLE, "alter Iceberg table shop.t: add n string")]
+        assert steps(replace(declared, partition_spec=(PartitionField("identity", "ds"),))) == [
+            (StepKind.ALTER_ICEBERG_TABLE, "alter Iceberg table shop.t: partition spec (none) -> (ds)")]
