@@ -220,7 +220,7 @@ from schemaflow.cli import main
 project = sys.argv[4]
 print("rule", Metastore.connect(spark).enforces_type_rule())
 print("plan", main(["--project", project, "plan"]))
-print("apply", main(["--project", project, "apply", "--auto-approve"]))
+print("apply", main(["--project", project, "apply", "--auto-approve", "--allow-destructive"]))
 print("again", main(["--project", project, "plan"]))
 print("type", [c.getType() for c in Metastore.connect(spark).msc.getTable("typed", "t").getSd().getCols()])
 """
@@ -231,7 +231,7 @@ def said(out: str) -> list[str]:
     return [line for line in out.splitlines() if line.split(" ")[0] in ("rule", "plan", "apply", "again", "type")]
 
 
-def test_a_server_that_allows_any_type_change_gets_plans_that_do_not_block_it(
+def test_a_server_that_allows_any_type_change_gets_plans_that_block_it_only_for_its_readers(
     run_python: RunPython, tmp_path: Path, metastore_server: str, new_metastore_server: NewServer,
 ) -> None:
     from schemaflow.model import TYPE_RULE
@@ -244,11 +244,15 @@ def test_a_server_that_allows_any_type_change_gets_plans_that_do_not_block_it(
         table.write_text("table: typed.t\ncolumns: [{name: a, type: int}, {name: b, type: string}]\n")
         done = run_python(EVOLVE, server.uri, "", str(tmp_path / "state1"), str(project))
         assert done.returncode == 0, done.stderr
-        # int -> boolean: the default rule refuses it; this server does not, and neither does the plan.
+        # int -> boolean: the default rule refuses it; this server does not, and neither does the plan: it blocks
+        # the step only as a break of its Spark's reading of the files written before, which --allow-destructive
+        # allows (apply runs with it).
         table.write_text("table: typed.t\ncolumns: [{name: a, type: boolean}, {name: b, type: string}]\n")
         done = run_python(EVOLVE, server.uri, "", str(tmp_path / "state2"), str(project))
         assert done.returncode == 0, done.stderr
-        assert said(done.stdout) == ["rule False", "plan 2", "apply 0", "again 0", "type ['boolean', 'string']"]
+        assert said(done.stdout) == ["rule False", "plan 1", "apply 0", "again 0", "type ['boolean', 'string']"]
+        assert "breaks a reader of the table" in done.stdout
+        assert "cannot change from int to boolean" not in done.stdout
     # The shared server keeps Hive's default: the same change is blocked there, before anything runs.
     (project / "schemaflow.yaml").write_text(metastore_setting(metastore_server))
     table.write_text("table: typed.t\ncolumns: [{name: a, type: int}, {name: b, type: string}]\n")

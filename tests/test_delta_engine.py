@@ -13,7 +13,6 @@ through delta-rs (``deltalake``).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +28,9 @@ DB = "delta_facts"
 
 
 @pytest.fixture(scope="module")
-def engine(metastore_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DeltaSpark]:
-    workdir = tmp_path_factory.mktemp("delta_engine")
-    with DeltaSpark(metastore_server, workdir / "warehouse", workdir) as spark:
-        spark.sql(f"CREATE DATABASE {DB}")
-        yield spark
+def engine(delta_spark: DeltaSpark) -> DeltaSpark:
+    delta_spark.sql(f"CREATE DATABASE {DB}")
+    return delta_spark
 
 
 def _create(engine: DeltaSpark, name: str, columns: str, properties: str = "") -> str:
@@ -167,6 +164,7 @@ def test_a_statement_lands_on_the_version_read(engine: DeltaSpark) -> None:
     # The session's own setting is given back.
     assert engine.sql("SET spark.databricks.delta.maxCommitAttempts") == [
         {"key": "spark.databricks.delta.maxCommitAttempts", "value": "5"}]
+    engine.sql("RESET spark.databricks.delta.maxCommitAttempts")  # the session is the other modules' too
     info = _commit_info(location, read + 1)
     assert (info["operation"], info["readVersion"]) == ("ADD COLUMNS", read)
     assert max(_commits(location)) == read + 1 == DeltaTable(location).version()
