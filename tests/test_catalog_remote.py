@@ -220,7 +220,7 @@ from schemaflow.cli import main
 project = sys.argv[4]
 print("rule", Metastore.connect(spark).enforces_type_rule())
 print("plan", main(["--project", project, "plan"]))
-print("apply", main(["--project", project, "apply", "--auto-approve", "--allow-destructive"]))
+print("apply", main(["--project", project, "apply", "--auto-approve", *sys.argv[5:]]))
 print("again", main(["--project", project, "plan"]))
 print("type", [c.getType() for c in Metastore.connect(spark).msc.getTable("typed", "t").getSd().getCols()])
 """
@@ -246,9 +246,9 @@ def test_a_server_that_allows_any_type_change_gets_plans_that_block_it_only_for_
         assert done.returncode == 0, done.stderr
         # int -> boolean: the default rule refuses it; this server does not, and neither does the plan: it blocks
         # the step only as a break of its Spark's reading of the files written before, which --allow-destructive
-        # allows (apply runs with it).
+        # allows (this apply runs with it).
         table.write_text("table: typed.t\ncolumns: [{name: a, type: boolean}, {name: b, type: string}]\n")
-        done = run_python(EVOLVE, server.uri, "", str(tmp_path / "state2"), str(project))
+        done = run_python(EVOLVE, server.uri, "", str(tmp_path / "state2"), str(project), "--allow-destructive")
         assert done.returncode == 0, done.stderr
         assert said(done.stdout) == ["rule False", "plan 1", "apply 0", "again 0", "type ['boolean', 'string']"]
         assert "breaks a reader of the table" in done.stdout
