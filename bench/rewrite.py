@@ -24,7 +24,7 @@ Side by side, in one Spark session on one machine, interleaved and repeated (``-
 
 in the order (a) (b) (a) (c) (a) (b) (a) (c) ... (a), so that each rewrite sits between two runs of its alternative
 and is compared with their mean (the machine's speed drifts). Afterwards the new table's rows are counted and must
-be the source's. The ratios of each repeat, and their spread, are printed.
+be the source's. The ratios of each repeat, their spread and their median are printed.
 
 Run from the repository root::
 
@@ -135,16 +135,12 @@ def main(argv: Sequence[str]) -> None:
 
         bare: list[float] = []
         runs: list[tuple[bool, float, dict[str, float], int]] = []
-        source = TABLE
         for done in range(2 * args.repeats):
             before, after = definition(shape, done), definition(shape, done + 1)
-            bare.append(copy_by_hand(spark, source, before, after))
-            if source != TABLE:
-                spark.sql(f"DROP TABLE {DB}.{source}")
+            bare.append(copy_by_hand(spark, before, after))
+            spark.sql(f"DROP TABLE IF EXISTS {DB}.{TABLE}_backup_")  # the last rewrite's: a rewrite keeps its backup
             runs.append(rewritten(metastore, root, after, verified=done % 2 == 0))
-            source = f"{TABLE}_backup_"
-        bare.append(copy_by_hand(spark, source, definition(shape, 2 * args.repeats - 1),
-                                 definition(shape, 2 * args.repeats)))
+        bare.append(copy_by_hand(spark, definition(shape, 2 * args.repeats), definition(shape, 2 * args.repeats + 1)))
         counted = spark.sql(f"SELECT count(*) FROM {DB}.{TABLE}").collect()[0][0]
         assert counted == rows, (counted, rows)
         print(report(args.shape, shape, rows, partitions, size, bare, runs, session))
@@ -165,7 +161,8 @@ def report(name: str, shape: Sequence[Column], rows: int, partitions: int, size:
         ratios = [seconds / statistics.mean(bare[i:i + 2]) for i, (_, seconds, _, _) in mine]
         lines.append(f"  {label + ':':44} {', '.join(f'{r[1]:.1f}' for _, r in mine)} s; "
                      f"{', '.join(f'{x:.2f}x' for x in ratios)} the bare copies beside each "
-                     f"(spread {min(ratios):.2f}-{max(ratios):.2f}x, mean {statistics.mean(ratios):.2f}x)")
+                     f"(spread {min(ratios):.2f}-{max(ratios):.2f}x, median {statistics.median(ratios):.2f}x, "
+                     f"mean {statistics.mean(ratios):.2f}x)")
         spent = {p: statistics.mean(r[2][p] for _, r in mine) for p in PHASES}
         chunks = sorted({r[3] for _, r in mine})
         lines.append(f"      the copy (chunks: {'/'.join(map(str, chunks))}; means):"
@@ -246,9 +243,10 @@ def write_project(root: Path, columns: Sequence[Column]) -> Project:
     return load_project(root, env={})
 
 
-def copy_by_hand(spark: Any, source: str, before: Sequence[Column], after: Sequence[Column]) -> float:
-    """(a): the definition ``after`` created beside the table ``source`` (of the definition ``before``) and filled
-    from it, each column whose type changes cast; seconds. Dropped afterwards."""
+def copy_by_hand(spark: Any, before: Sequence[Column], after: Sequence[Column]) -> float:
+    """(a): the definition ``after`` created beside the table (of the definition ``before``) and filled from it, each
+    column whose type changes cast: the same files the next rewrite reads; seconds. Dropped afterwards."""
+    source = TABLE
     progress(f"bare INSERT ... SELECT from {DB}.{source}")
     spark.sql(f"DROP TABLE IF EXISTS {DB}.bare_copy")
     spark.sql(f"CREATE TABLE {DB}.bare_copy ({', '.join(f'{c.name} {c.type}' for c in after)}, ds string) "

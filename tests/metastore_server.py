@@ -154,6 +154,14 @@ if not set(os.environ.get("SCHEMAFLOW_TEST_BACKENDS", "derby").split(",")) <= se
                        f"{', '.join(ALL_BACKENDS)}")
 
 
+def one_backend(preferred: str) -> str:
+    """The one database a backend-parametrised test runs on where what it proves rests on the server's code, not on
+    how its database orders concurrent transactions (a plan found stale, claims read back, a conversion): ``preferred``
+    where the run has it, else the run's first. The suite keeps both databases among such tests, as it does among the
+    kill points; races between concurrent writers run on every backend."""
+    return preferred if preferred in BACKENDS else BACKENDS[0]
+
+
 def metastore_setting(uri: str | None = None, release: Release | None = None) -> str:
     """The settings file's ``metastore`` line of a project on a server of ``release`` (default: the one under
     test) at ``uri`` (None: the environment names it): its guard declared where the server needs the lock."""

@@ -14,7 +14,7 @@ from schemaflow.claims import parse_claim
 from schemaflow.catalog.hive.thrift_reader import ThriftReader
 from schemaflow.model import Table
 from tests import iceberg_java
-from tests.metastore_server import BACKENDS, default_backend, metastore_setting, other_client
+from tests.metastore_server import BACKENDS, default_backend, metastore_setting, one_backend, other_client
 from tests.conversions import filled, on_server
 from tests.projects import live_state, paused, schemaflow
 
@@ -37,6 +37,7 @@ def server(request: pytest.FixtureRequest) -> str:
     return str(request.getfixturevalue("metastore_server" if request.param == "derby" else "postgres_metastore_server"))
 
 
+@pytest.mark.parametrize("server", [one_backend("postgresql")], indirect=True)
 def test_an_iceberg_table_is_applied_on_a_server_and_planned_again_without_a_jvm(server: str, tmp_path: Path) -> None:
     project = tmp_path / "project"
     (project / "schemas" / "ice_db").mkdir(parents=True)
@@ -120,6 +121,7 @@ def test_an_apply_killed_between_iceberg_commits_is_finished_by_the_next_run(met
         assert obj.iceberg is not None and obj.iceberg.schema_id == 1  # one schema commit each, none repeated
 
 
+@pytest.mark.parametrize("server", [one_backend("derby")], indirect=True)
 def test_a_partitioned_parquet_table_is_converted_to_iceberg_on_a_server(server: str, tmp_path: Path, spark) -> None:
     from pyiceberg.table import StaticTable
 
@@ -387,6 +389,7 @@ def test_iceberg_tables_another_client_points_at_hostile_metadata_are_refused_on
     assert all(not obj.version for key, obj in live.objects.items() if key != "ice_db.clicks")  # none was written
 
 
+@pytest.mark.parametrize("server", [one_backend("postgresql")], indirect=True)
 def test_an_orc_table_is_converted_to_iceberg_by_copying_on_a_server(server: str, tmp_path: Path, spark) -> None:
     """Converted by copying: rows Spark copied into Parquet files Iceberg registered, read back by Iceberg's Java
     library; the ORC table kept as the backup."""

@@ -22,7 +22,7 @@ from schemaflow.claims import parse_claim
 from schemaflow.model import Catalog, Table, state_digest
 from schemaflow.project import load_project
 from schemaflow.workflow import hash_migrations
-from tests.metastore_server import BACKENDS, NewServer, metastore_setting
+from tests.metastore_server import BACKENDS, NewServer, metastore_setting, one_backend
 from tests.projects import done_steps, live_state, paused, resume, schemaflow
 
 
@@ -170,6 +170,7 @@ def test_an_apply_killed_anywhere_is_finished_by_the_next_run(server, reference,
     assert comparable(live_state(project, tmp_path), db) == reference
 
 
+@pytest.mark.parametrize("backend", [one_backend("derby")], indirect=True, scope="module")
 def test_a_second_apply_while_the_first_holds_its_claims_stops_with_nothing_applied(server, tmp_path):
     project = at_version_2(server, tmp_path, "safe_claimed")
     first, marker = paused(project, "claimed")
@@ -216,6 +217,7 @@ def test_two_appliers_started_together_apply_each_step_once(server, reference, t
     assert comparable(live_state(project, tmp_path), "safe_together") == reference
 
 
+@pytest.mark.parametrize("backend", [one_backend("postgresql")], indirect=True, scope="module")
 def test_a_saved_plan_is_refused_when_another_apply_got_there_first(server, tmp_path):
     project = at_version_2(server, tmp_path, "safe_saved")
     saved = schemaflow(project, "plan", "--out", "plan.json")
