@@ -1,11 +1,16 @@
 """A partition value Spark writes as NULL, end to end through a real SparkSession and metastore: a table repartitioned by
 a column holding '' is said to meet it in the plan; without the way through the verification stops the rewrite and
-nothing is applied; with a migration accepting it, the apply finishes and the row reads back with NULL, as declared."""
+nothing is applied; with a migration accepting it, the apply finishes and the row reads back with NULL, as declared.
+And a conversion said to lose no value (``sql.rewrite.lossless``, whose values the copy then does not check) makes
+none NULL in Spark, at its type's extremes."""
 from __future__ import annotations
+
+import itertools
 
 import pytest
 
 from schemaflow.apply.executor import ApplyError, apply_plan
+from schemaflow.sql.rewrite import lossless
 from schemaflow.workflow import hash_migrations
 from tests.projects import plan, write_project
 
@@ -64,3 +69,24 @@ def test_an_empty_partition_value_is_said_in_the_plan_stops_the_rewrite_and_with
     assert rows(spark, f"{key}_backup_") == before  # the backup keeps the '' as it was
     assert list(metastore.read((db,)).get(key).migrations) == ["0001_empty_names"]
     assert plan(project, metastore).is_empty
+
+
+EXTREMES = {  # each type's least and greatest values (and a float's NaN), as Spark SQL literals
+    "tinyint": ("-128Y", "127Y"), "smallint": ("-32768S", "32767S"), "int": ("-2147483648", "2147483647"),
+    "bigint": ("-9223372036854775808L", "9223372036854775807L"),
+    "float": ("CAST('-3.4028235E38' AS FLOAT)", "CAST('3.4028235E38' AS FLOAT)", "CAST('NaN' AS FLOAT)"),
+    "double": ("-1.7976931348623157E308D", "1.7976931348623157E308D"),
+    "decimal(10,2)": ("-99999999.99BD", "99999999.99BD"), "decimal(12,2)": ("-9999999999.99BD", "9999999999.99BD"),
+    "decimal(19,0)": ("-9999999999999999999BD", "9999999999999999999BD"), "date": ("DATE'0001-01-01'", "DATE'9999-12-31'"),
+    "timestamp": ("TIMESTAMP'0001-01-01 00:00:00'", "TIMESTAMP'9999-12-31 23:59:59.999999'"), "string": ("'x'",),
+}
+
+
+def test_a_conversion_said_to_lose_no_value_makes_none_null_at_its_types_extremes(spark) -> None:
+    pairs = [(old, new) for old, new in itertools.permutations(EXTREMES, 2) if lossless(old, new)]
+    assert len(pairs) > 20
+    checked = [(old, new, value) for old, new in pairs for value in EXTREMES[old]]
+    nulls = spark.sql("SELECT " + ", ".join(f"TRY_CAST({value} AS {new}) IS NULL" for _, new, value in checked)).first()
+    assert [c for c, null in zip(checked, nulls, strict=True) if null] == []
+    # And one that may lose values does, at the same extremes: the check above can fail.
+    assert spark.sql("SELECT TRY_CAST(9223372036854775807L AS int) IS NULL").first()[0] is True

@@ -39,7 +39,7 @@ from schemaflow.model import HIVE_DEFAULT_PARTITION, Table
 from schemaflow.plan.evolution import Evolution
 from schemaflow.spark_version import SparkVersion, spark_name, spark_version
 from schemaflow.sql.table_kinds import Resolution, TableKind, table_kind
-from schemaflow.sql.rewrite import Filled, empty_partition_values, lossless
+from schemaflow.sql.rewrite import Filled, empty_partition_values
 from schemaflow.sql.types import decimal_digits
 from schemaflow.wording import plural
 
@@ -171,7 +171,7 @@ def rewrite_hazards(key: str, want: Table, have: Table, columns: Sequence[Filled
     hazards = [f"{f.column}: {f.old_type} -> {f.type} can lose values (a value {f.type} cannot hold becomes NULL, "
                + ("as a migration accepts: the copy counts them)" if f.accepts_loss else
                   f"and then the rewrite stops before the cut-over; {_accepting(key, f.column)} makes them NULL as "
-                  "intended)") for f in columns if f.cast and f.old_type and not lossless(f.old_type, f.type)]
+                  "intended)") for f in columns if f.lossy]
     for f in empty_partition_values(want, have, columns):
         reads = f"the partition Spark writes it in ({f.column}={HIVE_DEFAULT_PARTITION}) reads NULL"
         hazards.append(f"{f.column}: a row whose {f.column} is '' is copied with {f.column} NULL, as a migration "

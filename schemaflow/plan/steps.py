@@ -723,7 +723,7 @@ class RewriteRows:
         return rewrite.insert(self.staging, rewrite.select(self.object, self.columns))
 
     def describe(self) -> str:
-        converted = [f.column + " (accepted)" * f.accepts_loss for f in self.columns if f.cast]
+        converted = [f.column + " (accepted)" * f.accepts_loss for f in self.columns if f.lossy]
         lost = f"; values a conversion makes NULL counted in {', '.join(converted)}" if converted else ""
         keys = ", ".join(c.name for c in self.table.partition_columns)
         recording = "".join(f", set {k}={v!r}" for k, v in sorted(self.records.items()))

@@ -38,8 +38,8 @@ MICROS = "TIMESTAMP_MICROS"
 ROWS = "rows"          # the column of a verification query's row count
 MOVED = "moved"        # the alias of the rows the query moves, in the verification of the source
 STORED = "stored"      # the alias of some partitions of the copy, in its verification
-# + a converted column's name: in the verification of the source, whether the conversion made a value NULL (no
-# declared column has a space in its name).
+# + a converted column's name, where the conversion may lose values (``Filled.lossy``): in the verification of the
+# source, whether the conversion made a value NULL (no declared column has a space in its name).
 LOST = "lost "
 # + a column's name: the sums of the high and of the low halves of its values' hashes (named apart from the
 # partition columns a verification groups by); + EVERY: those of the rows' hashes.
@@ -64,6 +64,12 @@ class Filled:
     @property
     def cast(self) -> bool:
         return self.source is not None and self.old_type != self.type
+
+    @property
+    def lossy(self) -> bool:
+        """Whether the conversion may make a value NULL (``lossless``): only such a column's values are checked as the
+        copy writes them (``LOST``), a check that costs per row."""
+        return self.cast and not lossless(self.old_type or "", self.type)
 
 
 def filling(want: Table, have: Table, renamed: Mapping[str, str], accepted: Collection[str] = ()) -> tuple[Filled, ...]:
@@ -202,10 +208,10 @@ def _nulled(filled: Filled) -> exp.Expression:
 
 def _totals(columns: Sequence[Filled], nulled: bool) -> list[exp.Expr]:
     """The row count and the rows' checksum (``EVERY``: one hash a row, of its values' hashes in the columns' order);
-    with ``nulled``, how many values each conversion made NULL. One sum of a hash a row, whatever the columns: the
+    with ``nulled``, how many values each conversion that may lose values made NULL. One sum of a hash a row, whatever the columns: the
     copy observes it as it writes and the verification reads it back, so that its cost is the rewrite's."""
     lost = [exp.alias_(exp.Sum(this=exp.column(identifier_node(LOST + f.column))), identifier_node(LOST + f.column))
-            for f in columns if f.cast and nulled]
+            for f in columns if f.lossy and nulled]
     return [exp.alias_(exp.Count(this=exp.Star()), ROWS), *_summed(_row_hash(columns), EVERY), *lost]
 
 
@@ -222,8 +228,8 @@ def totals(columns: Sequence[Filled], nulled: bool = False) -> list[str]:
 def checksums(relation: exp.Expression, columns: Sequence[Filled], keys: Sequence[str], nulled: bool = False) -> str:
     """The totals (``_totals``) of ``relation``, all rows as one; with the partition columns ``keys``, per value of
     them and with each column's checksum beside (``HIGH``/``LOW`` + its name), to say where a copy differs and in
-    which columns. With ``nulled`` (``relation`` is ``moved``), also how many values each conversion made NULL
-    (``LOST``)."""
+    which columns. With ``nulled`` (``relation`` is ``moved``), also how many values each conversion that may lose
+    values made NULL (``LOST``)."""
     grouped = [exp.column(identifier_node(k)) for k in keys]
     each = [s for f in columns for s in _summed(_hash(f.column, f.type), f.column)] if keys else []
     query = exp.select(*grouped, *_totals(columns, nulled), *each).from_(relation)
@@ -233,10 +239,10 @@ def checksums(relation: exp.Expression, columns: Sequence[Filled], keys: Sequenc
 
 
 def flagged(source: str, columns: Sequence[Filled], where: exp.Condition | None = None) -> str:
-    """The rows the rewrite moves out of the table ``source`` (``select``), each with, per converted column, whether
-    the conversion made its value NULL (``LOST``); with ``where``, only those of the partitions it selects."""
+    """The rows the rewrite moves out of the table ``source`` (``select``), each with, per column whose conversion may
+    lose values, whether it made its value NULL (``LOST``); with ``where``, only those of the partitions it selects."""
     query = exp.select(*(exp.alias_(_value(f), identifier_node(f.column)) for f in columns),
-                       *(exp.alias_(_nulled(f), identifier_node(LOST + f.column)) for f in columns if f.cast))
+                       *(exp.alias_(_nulled(f), identifier_node(LOST + f.column)) for f in columns if f.lossy))
     query = query.from_(table_node(source))
     return (query.where(where) if where is not None else query).sql(dialect=DIALECT)
 

@@ -465,7 +465,7 @@ def _lost(client: HiveClient, plan: Copying, written: dict[str, int | None]) -> 
     """The values a conversion turned into NULL that no migration accepts ("": none), taken out of ``written``; those
     accepted are reported."""
     columns = plan.columns
-    nulled = {f.column: int(written.pop(LOST + f.column) or 0) for f in columns if f.cast}
+    nulled = {f.column: int(written.pop(LOST + f.column) or 0) for f in columns if f.lossy}
     by_column = {f.column: f for f in columns}
     lost = {column: f"{plural(count, 'value')} of {column} ({by_column[column].old_type}) became NULL as "
                     f"{by_column[column].type}" for column, count in sorted(nulled.items()) if count}
