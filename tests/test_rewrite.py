@@ -42,8 +42,12 @@ def test_a_rewrite_says_what_it_copies_where_and_what_it_leaves_behind():
     assert [h.partition(":")[0] for h in step.hazards] == ["cut-over"]
     [copy] = step.body
     assert isinstance(copy, RewriteRows) and not copy.resumed
+    # The string partition column is written without NULL, which Spark's file writer puts where it puts NULL: the
+    # step says so above the statement it shows.
     assert copy.copy.endswith("SELECT TRY_CAST(`id` AS BIGINT) AS `id`, `name` AS `full_name`, CAST(NULL AS STRING) "
-                              "AS `note`, `ds` AS `ds` FROM `retail`.`orders`")
+                              "AS `note`, COALESCE(`ds`, '') AS `ds` FROM `retail`.`orders`")
+    assert ("-- ds: NULL written as '', which Spark writes as NULL is, in the default partition (read back as NULL)\n"
+            + copy.copy + ";\n") in copy.describe()
     assert copy.create.startswith("CREATE TABLE `retail`.`orders_rewrite_` (")
     # The migrations are recorded in the rename that makes the copy the table, with its columns; not by the stamp after.
     assert set(copy.records) == {"schemaflow.migration.0001_rename", "schemaflow.migration.0002_drop"}

@@ -1,13 +1,15 @@
 """The SQL of a table rewrite: each column filled from the live column it was, and the verification queries."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import sqlglot
 
 from schemaflow.model import Column, Table
 from schemaflow.sql.dialect import DIALECT
-from schemaflow.sql.rewrite import (Filled, checksums, convertible, filling, flagged, insert, lossless, moved,
-                                    one_to_one, select, stored, totals, within)
+from schemaflow.sql.rewrite import (Filled, checksums, convertible, default_partitions, filling, flagged, insert,
+                                    lossless, moved, one_to_one, select, stored, totals, within)
 from schemaflow.wording import size
 
 HAVE = Table("db", "t", (Column("id", "int"), Column("name", "string"), Column("amount", "string"),
@@ -70,6 +72,33 @@ def test_verification_counts_rows_and_sums_a_hash_of_each_row_and_per_partition_
     assert checksums(stored("db.t_rewrite_"), columns[:1], []) == (
         "SELECT COUNT(*) AS rows, SUM(SHIFTRIGHT(XXHASH64(XXHASH64(`id`)), 32)) AS `high *`, "
         "SUM(XXHASH64(XXHASH64(`id`)) & 4294967295) AS `low *` FROM `db`.`t_rewrite_`")
+
+
+def test_a_string_partition_column_spark_writes_as_files_is_written_without_null_and_verified_as_it_reads_back(
+) -> None:
+    have = Table("db", "t", (Column("id", "int"), Column("region", "string")), (Column("ds", "string"),))
+    want = Table("db", "t", (Column("id", "bigint"),), (Column("ds", "string"), Column("region", "string")),
+                 data_source=True)
+    columns = filling(want, have, {})
+    # Spark's file writer puts NULL and '' alike in the default partition: written as '', no NULL for its write to
+    # turn '' into (a projection of every row); hashed and grouped as NULLIF(ds, ''), what the copy reads back as.
+    assert select("db.t", columns) == ("SELECT TRY_CAST(`id` AS BIGINT) AS `id`, COALESCE(`ds`, '') AS `ds`, `region` AS "
+                                       "`region` FROM `db`.`t`")
+    query = checksums(stored("db.t_rewrite_"), columns, ["ds", "region"])
+    assert query.startswith("SELECT NULLIF(`ds`, '') AS `ds`, `region`, COUNT(*) AS rows, SUM(SHIFTRIGHT(XXHASH64("
+                            "XXHASH64(`id`), XXHASH64(NULLIF(`ds`, '')), XXHASH64(`region`)), 32))")
+    assert query.endswith(" FROM `db`.`t_rewrite_` GROUP BY NULLIF(`ds`, ''), `region`")
+    # region, a data column of text, may hold '': written as it is (Spark then turns it into NULL and the verification
+    # stops the copy), unless a migration accepts its '' as NULL.
+    assert default_partitions(want, columns, {"region"}) == {"ds"}
+    accepted = filling(want, have, {}, accepted={"region"})
+    assert default_partitions(want, accepted, {"region"}) == {"ds", "region"}
+    assert "COALESCE(`region`, '') AS `region`" in select("db.t", accepted)
+    # Only a string in a table Spark's file writer writes (a Hive format's too); not one its format's writer writes.
+    assert default_partitions(replace(want, data_source=False), columns, ()) == {"ds", "region"}
+    assert default_partitions(replace(want, format="delta"), columns, ()) == set()
+    dated = replace(want, partition_columns=(Column("ds", "date"), Column("region", "varchar(8)")))
+    assert default_partitions(dated, filling(dated, have, {}), ()) == set()
 
 
 @pytest.mark.parametrize("old, new, keeps", [

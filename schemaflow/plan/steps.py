@@ -737,7 +737,10 @@ class RewriteRows:
                  if self.log_version is not None else "")
         micros = (f"-- with {TIMESTAMP_TYPE} = {MICROS} (not INT96), so that Iceberg can register the files\n"
                   if self.registrable else "")
-        return (f"-- rewrite {self.object} through {self.staging}\n{guard}{self.create};\n{micros}{self.copy};\n"
+        defaulted = [f.column for f in self.columns if f.nulls_as_empty]
+        empty = (f"-- {', '.join(defaulted)}: NULL written as '', which Spark writes as NULL is, in the default "
+                 "partition (read back as NULL)\n" if defaulted else "")
+        return (f"-- rewrite {self.object} through {self.staging}\n{guard}{self.create};\n{micros}{empty}{self.copy};\n"
                 f"-- run in chunks ({units}), each verified as it lands: the row count and a "
                 f"checksum of the rows' values as they are written, against what {self.staging} holds of them"
                 f"{where}{lost}; journaled on {self.staging}, so a stopped apply resumes; what is written to "
@@ -749,7 +752,8 @@ class RewriteRows:
         return {"action": self.kind, "table": to_data(self.table),
                 "columns": [{"column": f.column, "type": f.type, "source": f.source, "old_type": f.old_type,
                              **({"accepts_loss": True} if f.accepts_loss else {}),
-                             **({"empty_as_null": True} if f.empty_as_null else {})} for f in self.columns],
+                             **({"empty_as_null": True} if f.empty_as_null else {}),
+                             **({"nulls_as_empty": True} if f.nulls_as_empty else {})} for f in self.columns],
                 "staging": self.staging, "backup": self.backup, **({"resumed": True} if self.resumed else {}),
                 **({"registrable": True} if self.registrable else {}),
                 **({"records": dict(sorted(self.records.items()))} if self.records else {}),
